@@ -1,0 +1,253 @@
+"""Command line: options and environment, wiring of the stages, the main loop, signals.
+
+The only module that knows about all the others. Every option can also be set by an
+environment variable (named in `--help`), because the tailer usually runs in a container.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import signal
+import sys
+import threading
+from pathlib import Path
+
+from . import __version__
+from .daemon import Tailer
+from .exposition import MetricsServer, Registry, write_textfile
+from .logs import log_turn
+from .metrics import MAX_MODELS, TurnMetrics
+from .otlp import OtlpExporter, parse_headers, parse_resource_attributes, traces_url
+from .spans import turn_spans
+
+log = logging.getLogger("tailer")
+
+COMMANDS = ("run",)
+POLL_INTERVAL_S = 1.0
+EXPORT_FLUSH_TIMEOUT_S = 10.0
+EXIT_USAGE = 2
+
+
+def default_state_dir(environ: dict[str, str]) -> Path:
+    if environ.get("COPILOT_STATE_DIR"):
+        return Path(environ["COPILOT_STATE_DIR"])
+    if environ.get("COPILOT_HOME"):
+        return Path(environ["COPILOT_HOME"], "session-state")
+    return Path.home() / ".copilot" / "session-state"
+
+
+def default_otlp_endpoint(environ: dict[str, str]) -> str:
+    """The traces URL: the signal-specific variable is a full URL, the generic one a base."""
+    if environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"):
+        return environ["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"]
+    return traces_url(environ.get("OTEL_EXPORTER_OTLP_ENDPOINT") or "http://localhost:4318")
+
+
+def _flag(environ: dict[str, str], name: str) -> bool:
+    return environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def build_parser(environ: dict[str, str]) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="hydrafusion-tailer",
+        description=(
+            "Follow GitHub Copilot CLI session logs and turn every HydraFusion turn into an "
+            "OpenTelemetry trace, Prometheus metrics and a log line."
+        ),
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    run = commands.add_parser("run", help="follow the session logs (the default command)")
+    run.add_argument(
+        "--state-dir", type=Path, default=default_state_dir(environ),
+        help="Copilot session-state folder [$COPILOT_STATE_DIR, else "
+        "$COPILOT_HOME/session-state, else ~/.copilot/session-state]",
+    )
+    run.add_argument(
+        "--wait-for-state-dir", action="store_true",
+        default=_flag(environ, "HYDRAFUSION_WAIT_FOR_STATE_DIR"),
+        help="wait for a missing state folder to appear instead of exiting "
+        "[$HYDRAFUSION_WAIT_FOR_STATE_DIR]",
+    )
+    run.add_argument(
+        "--otlp-endpoint", default=default_otlp_endpoint(environ), metavar="URL|none",
+        help="OTLP/HTTP endpoint, or `none` to export no traces [$OTEL_EXPORTER_OTLP_TRACES_"
+        "ENDPOINT, else $OTEL_EXPORTER_OTLP_ENDPOINT, else http://localhost:4318]; also reads "
+        "$OTEL_EXPORTER_OTLP_HEADERS, $OTEL_RESOURCE_ATTRIBUTES, $OTEL_SERVICE_NAME",
+    )
+    run.add_argument(
+        "--metrics-address", metavar="HOST:PORT|none",
+        default=environ.get("HYDRAFUSION_METRICS_ADDRESS") or "127.0.0.1:9464",
+        help="where to serve /metrics, or `none` [$HYDRAFUSION_METRICS_ADDRESS, "
+        "default 127.0.0.1:9464]",
+    )
+    run.add_argument(
+        "--textfile", type=Path, metavar="FILE",
+        default=Path(environ["HYDRAFUSION_TEXTFILE"]) if environ.get("HYDRAFUSION_TEXTFILE") else None,
+        help="also write the metrics to FILE after each change and at exit, for "
+        "node_exporter's textfile collector [$HYDRAFUSION_TEXTFILE]",
+    )
+    run.add_argument(
+        "--from-start", action="store_true", default=_flag(environ, "HYDRAFUSION_FROM_START"),
+        help="read logs that exist at start from their beginning; otherwise from their end "
+        "[$HYDRAFUSION_FROM_START]",
+    )
+    run.add_argument(
+        "--once", action="store_true", default=_flag(environ, "HYDRAFUSION_ONCE"),
+        help="read every log from its beginning, export, write the textfile and exit "
+        "[$HYDRAFUSION_ONCE]",
+    )
+    run.add_argument(
+        "--idle-timeout", type=float, metavar="SECONDS",
+        default=float(environ.get("HYDRAFUSION_IDLE_TIMEOUT") or 1800),
+        help="finish a turn as incomplete when its session log has not changed for this "
+        "long [$HYDRAFUSION_IDLE_TIMEOUT, default 1800]",
+    )
+    run.add_argument(
+        "--log-level", default=environ.get("HYDRAFUSION_LOG_LEVEL") or "INFO",
+        choices=("DEBUG", "INFO", "WARNING", "ERROR"),
+        help="[$HYDRAFUSION_LOG_LEVEL, default INFO]",
+    )
+    return parser
+
+
+def parse_args(argv: list[str], environ: dict[str, str]) -> argparse.Namespace:
+    """`run` is the default command, so `hydrafusion-tailer --once` works too."""
+    if not argv or argv[0] not in (*COMMANDS, "-h", "--help", "--version"):
+        argv = ["run", *argv]
+    return build_parser(environ).parse_args(argv)
+
+
+def parse_address(value: str) -> tuple[str, int]:
+    host, separator, port = value.rpartition(":")
+    if not separator or not port.isdigit():
+        raise ValueError(f"--metrics-address: expected HOST:PORT or none, got {value!r}")
+    return host.strip("[]") or "0.0.0.0", int(port)
+
+
+def main(argv: list[str] | None = None, environ: dict[str, str] | None = None) -> int:
+    environ = dict(os.environ if environ is None else environ)
+    args = parse_args(sys.argv[1:] if argv is None else argv, environ)
+    logging.basicConfig(
+        level=args.log_level, format="%(asctime)s %(levelname)s %(message)s", stream=sys.stderr
+    )
+    return run(args, environ)
+
+
+def run(args: argparse.Namespace, environ: dict[str, str]) -> int:
+    stop = threading.Event()
+    _handle_signals(stop)
+    if not args.state_dir.is_dir():
+        if not args.wait_for_state_dir or args.once:
+            print(
+                f"hydrafusion-tailer: state directory {args.state_dir} does not exist "
+                "(set --state-dir or COPILOT_STATE_DIR)",
+                file=sys.stderr,
+            )
+            return EXIT_USAGE
+        log.info("waiting for the state directory %s to appear", args.state_dir)
+        while not args.state_dir.is_dir():
+            if stop.wait(POLL_INTERVAL_S):
+                return 0
+    try:
+        address = None if args.metrics_address == "none" else parse_address(args.metrics_address)
+        endpoint = None if args.otlp_endpoint == "none" else traces_url(args.otlp_endpoint)
+    except ValueError as error:
+        print(f"hydrafusion-tailer: {error}", file=sys.stderr)
+        return EXIT_USAGE
+
+    registry = Registry(label_value_limits={"model": MAX_MODELS})
+    metrics = TurnMetrics(registry)
+    exporter = None
+    if endpoint is not None:
+        resource = parse_resource_attributes(environ.get("OTEL_RESOURCE_ATTRIBUTES", ""))
+        resource["service.name"] = environ.get("OTEL_SERVICE_NAME") or resource.get(
+            "service.name", "hydrafusion"
+        )
+        resource.setdefault("service.version", __version__)
+        exporter = OtlpExporter(
+            endpoint,
+            headers=parse_headers(environ.get("OTEL_EXPORTER_OTLP_HEADERS", "")),
+            resource=resource,
+            scope_version=__version__,
+            on_result=metrics.count_export,
+        )
+    server = None
+    if address is not None:
+        try:
+            server = MetricsServer(address[0], address[1], registry)
+        except OSError as error:
+            print(
+                f"hydrafusion-tailer: cannot serve metrics on {args.metrics_address}: "
+                f"{error.strerror}",
+                file=sys.stderr,
+            )
+            return EXIT_USAGE
+        server.start()
+
+    def on_turn(turn) -> None:
+        if exporter is not None:
+            exporter.submit(turn_spans(turn))
+        metrics.count_turn(turn)
+        log_turn(turn)
+
+    tailer = Tailer(
+        args.state_dir,
+        metrics=metrics,
+        on_turn=on_turn,
+        from_start=args.from_start or args.once,
+        idle_timeout_s=args.idle_timeout,
+    )
+    log.info(
+        "hydrafusion-tailer %s: state dir %s, %d sessions, OTLP %s, metrics %s",
+        __version__, args.state_dir, len(tailer.sessions), endpoint or "off",
+        f"http://{args.metrics_address}/metrics" if server else "not served",
+    )
+    delivered = True
+    written = None
+    try:
+        while True:
+            tailer.poll()
+            if args.once:
+                tailer.finish_all()
+                break
+            if args.textfile:
+                written = _write_if_changed(args.textfile, registry.render_textfile(), written)
+            if stop.wait(POLL_INTERVAL_S):
+                break
+    finally:
+        if exporter is not None:
+            delivered = exporter.flush(EXPORT_FLUSH_TIMEOUT_S)
+            exporter.close(1.0)
+        if args.textfile:
+            _write_if_changed(args.textfile, registry.render_final(), written)
+        if server is not None:
+            server.close()
+    if not delivered:
+        log.error("some spans could not be exported before exit")
+        return 1
+    return 0
+
+
+def _write_if_changed(path: Path, text: str, written: str | None) -> str | None:
+    """Rewrite the textfile when the exposition changed (a new turn, or a zero hold ending)."""
+    if text == written:
+        return written
+    try:
+        write_textfile(path, text)
+    except OSError as error:
+        log.warning("cannot write the textfile %s: %s", path, error.strerror)
+        return None
+    return text
+
+
+def _handle_signals(stop: threading.Event) -> None:
+    """SIGTERM (docker stop) and Ctrl-C end the loop cleanly so exports are flushed."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    for name in ("SIGTERM", "SIGINT", "SIGBREAK"):
+        number = getattr(signal, name, None)
+        if number is not None:
+            signal.signal(number, lambda *_: stop.set())

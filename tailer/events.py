@@ -1,0 +1,461 @@
+"""Parse one events.jsonl line into a small record of allowlisted metadata.
+
+This is the only module that knows the Copilot CLI's field names. The log is the CLI's
+private resume state, so the parser is lenient (absent, null and wrongly typed fields all
+read as "absent") and it copies out only the metadata named below: text fields such as
+`content`, `projectionMessage`, `stagedTerminal`, `message` or `errorMessage` are never
+read, so they cannot leak into traces, metrics or logs downstream.
+
+Most lines of a session (user prompts, tool output, usage records) cannot matter to us.
+`parse_line` rejects them by a byte search before any JSON parsing, which keeps a backfill
+of large sessions close to the speed of reading the files.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+
+RESOLVED = "session.fusion_resolved"
+PHASE_COMPLETED = "assistant.fusion_phase_completed"
+PHASE_FAILED = "assistant.fusion_phase_failed"
+HANDOFF = "session.fusion_handoff"
+COMMIT_STARTED = "session.fusion_commit_started"
+COMPLETED = "session.fusion_completed"
+ROUTE_FAILED = "session.fusion_route_failed"
+SHUTDOWN = "session.shutdown"
+
+# Durable fusion events we know and deliberately skip: change checkpoints only hold code
+# change counts and file paths.
+KNOWN_UNUSED = frozenset({"session.fusion_change_checkpoint"})
+
+# The JSON text of the `type` values we care about. A line holding none of them is ignored
+# unparsed. A prompt that quotes one of them only costs a parse: the type is checked after.
+_MARKERS = (b'"session.fusion_', b'"assistant.fusion_', b'"session.shutdown"')
+
+# Every field each event may carry, metadata or content. A field outside these sets is
+# reported as unknown so a CLI upgrade that changes the log shows up on the dashboard.
+_CONTENT = {"content", "projectionMessage", "stagedTerminal", "message", "errorMessage"}
+_LEG_FIELDS = {
+    "fusionId", "phaseId", "phaseKind", "role", "conversationScope", "model",
+    "reasoningEffort", "status", "verdict", "durationMs", "usage", "projectionMode",
+    "reason", "degradedToPhaseId", "syntheticModel", "policy", "pattern", "turnId",
+}
+KNOWN_FIELDS = {
+    RESOLVED: {
+        "fusionId", "turnId", "contractVersion", "syntheticModel", "policy", "routeSource",
+        "planVersion", "policyVersion", "modelUniverseVersion", "ruleId", "selectedRuleId",
+        "ruleName", "hint", "pattern", "phasePlan", "primaryModel", "secondaryModel",
+        "judgeModel", "repairModel", "critics", "fallbackModel", "followUpModel", "scores",
+        "routingLatencyMs",
+    },
+    PHASE_COMPLETED: _LEG_FIELDS | _CONTENT,
+    PHASE_FAILED: _LEG_FIELDS | _CONTENT,
+    HANDOFF: {"fusionId", "sourcePhaseId", "targetPhaseId", "targetModel", "message"},
+    COMMIT_STARTED: {
+        "fusionId", "commitId", "sourcePhaseId", "sourceModel", "kind", "toolCallId",
+    },
+    COMPLETED: {
+        "fusionId", "commitId", "turnId", "syntheticModel", "pattern", "outcome",
+        "finalSourcePhaseId", "finalSourceModel", "followUpModel", "degradedReason",
+        "phaseCount", "requestCount", "inputTokens", "outputTokens", "cachedTokens",
+        "cacheWriteTokens", "totalNanoAiu", "durationMs", "policy",
+    },
+    ROUTE_FAILED: {
+        "attemptId", "syntheticModel", "policy", "fallbackModel", "reason",
+        "routingLatencyMs", "errorMessage",
+    },
+}
+
+# Fields without which a record still makes sense but is worse: reported as missing so a
+# renamed field is noticed. The key fields (fusionId, attemptId, phaseId) are stricter: a
+# record without one cannot be placed in a turn and the line is rejected.
+REQUIRED_FIELDS = {
+    RESOLVED: ("pattern", "routingLatencyMs"),
+    PHASE_COMPLETED: ("phaseKind", "model", "status", "durationMs", "usage"),
+    PHASE_FAILED: ("phaseKind", "model", "status", "durationMs"),
+    HANDOFF: ("sourcePhaseId", "targetPhaseId"),
+    COMMIT_STARTED: ("sourcePhaseId",),
+    COMPLETED: ("pattern", "durationMs", "totalNanoAiu"),
+    ROUTE_FAILED: ("reason",),
+}
+
+# Metadata strings are identifiers and enum values; anything longer is garbage, and the
+# cap keeps a damaged log from producing huge spans.
+_MAX_TEXT = 200
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """Token and credit figures of a leg or a whole turn."""
+
+    request_count: int = 0
+    input_tokens: int = 0  # includes the cache-read tokens, as in the GenAI conventions
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    nano_aiu: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            self.request_count + other.request_count,
+            self.input_tokens + other.input_tokens,
+            self.output_tokens + other.output_tokens,
+            self.cache_read_tokens + other.cache_read_tokens,
+            self.cache_write_tokens + other.cache_write_tokens,
+            self.nano_aiu + other.nano_aiu,
+        )
+
+    @property
+    def aiu(self) -> float:
+        """Credits: the CLI counts them in billionths."""
+        return self.nano_aiu / 1e9
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """Fields every record has: when it was written and what the parser noticed.
+
+    `event_type` is filled in only with the notes, for the drift metrics that need it.
+    """
+
+    time_ns: int
+    event_type: str = field(default="", kw_only=True)
+    unknown_fields: tuple[str, ...] = field(default=(), kw_only=True)
+    missing_fields: tuple[str, ...] = field(default=(), kw_only=True)
+
+
+@dataclass(frozen=True, slots=True)
+class Resolved(Event):
+    fusion_id: str
+    pattern: str | None
+    synthetic_model: str | None
+    policy: str | None
+    route_source: str | None
+    routing_latency_ms: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class LegEnded(Event):
+    """A `phase_completed` or `phase_failed`: a leg becomes visible only when it ends."""
+
+    fusion_id: str
+    phase_id: str
+    phase_kind: str | None
+    role: str | None
+    scope: str | None
+    model: str | None
+    status: str | None
+    verdict: str | None
+    duration_ms: float
+    usage: Usage
+    failure_reason: str | None
+    degraded_to_phase_id: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Handoff(Event):
+    fusion_id: str
+    source_phase_id: str | None
+    target_phase_id: str | None
+    target_model: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class CommitStarted(Event):
+    fusion_id: str
+    source_phase_id: str | None
+    source_model: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Completed(Event):
+    """The turn rollup: its usage is the sum of the legs', never to be added to them."""
+
+    fusion_id: str
+    pattern: str | None
+    synthetic_model: str | None
+    outcome: str | None
+    final_source_phase_id: str | None
+    final_source_model: str | None
+    degraded_reason: str | None
+    phase_count: int | None
+    duration_ms: float
+    usage: Usage
+
+
+@dataclass(frozen=True, slots=True)
+class RouteFailed(Event):
+    """The router gave up; the prompt ran as an ordinary turn on the fallback model."""
+
+    fusion_id: str  # the attemptId without `:route`, which the fallback leg carries
+    synthetic_model: str | None
+    policy: str | None
+    fallback_model: str | None
+    reason: str | None
+    routing_latency_ms: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class SessionEnded(Event):
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class UnknownFusionEvent(Event):
+    """A fusion event type this version does not know: a sign the log format moved on."""
+
+
+@dataclass(frozen=True, slots=True)
+class Malformed:
+    """Why a line that may have mattered was skipped. Never holds the line's text."""
+
+    reason: str
+
+
+def parse_line(line: bytes) -> Event | Malformed | None:
+    """Turn one line (without its newline) into a record, a Malformed, or None to ignore."""
+    line = line.strip(b"\0 \t\r")
+    if not may_matter(line):
+        return None
+    try:
+        obj = json.loads(line)
+    except UnicodeDecodeError:
+        return Malformed("invalid_utf8")
+    except ValueError:
+        return Malformed("invalid_json")
+    except RecursionError:
+        return Malformed("too_deep")
+    if not isinstance(obj, dict):
+        return Malformed("not_an_object")
+    event_type = obj.get("type")
+    if not isinstance(event_type, str):
+        return Malformed("missing_type")
+    parse = _PARSERS.get(event_type)
+    if parse is None:
+        if "fusion_" in event_type and event_type not in KNOWN_UNUSED:
+            time_ns = parse_timestamp(obj.get("timestamp"))
+            return UnknownFusionEvent(time_ns or 0, event_type=_text(event_type) or "unknown")
+        return None
+    time_ns = parse_timestamp(obj.get("timestamp"))
+    if time_ns is None:
+        return Malformed("bad_timestamp")
+    data = obj.get("data")
+    if data is None and event_type == SHUTDOWN:
+        data = {}
+    if not isinstance(data, dict):
+        return Malformed("bad_data")
+    record = parse(time_ns, data)
+    if isinstance(record, Malformed) or event_type == SHUTDOWN:
+        return record
+    unknown = tuple(sorted(_text(k) or "" for k in data if k not in KNOWN_FIELDS[event_type]))
+    missing = tuple(k for k in REQUIRED_FIELDS[event_type] if data.get(k) is None)
+    if unknown or missing:
+        record = dataclasses.replace(
+            record, event_type=event_type, unknown_fields=unknown, missing_fields=missing
+        )
+    return record
+
+
+def may_matter(line: bytes) -> bool:
+    """False when the line certainly is not an event we read; cheap, no parsing."""
+    return any(marker in line for marker in _MARKERS)
+
+
+_TIMESTAMP = re.compile(
+    r"(\d{4})-(\d\d)-(\d\d)[T ](\d\d):(\d\d):(\d\d)(?:\.(\d{1,9})\d*)?(Z|[+-]\d\d:?\d\d)?"
+)
+
+
+def parse_timestamp(value: object) -> int | None:
+    """ISO-8601 with 0 to 9+ fraction digits to unix nanoseconds; naive means UTC."""
+    if not isinstance(value, str):
+        return None
+    match = _TIMESTAMP.fullmatch(value.strip())
+    if not match:
+        return None
+    year, month, day, hour, minute, second, fraction, zone = match.groups()
+    try:
+        moment = datetime(
+            int(year), int(month), int(day), int(hour), int(minute), int(second),
+            tzinfo=timezone.utc,
+        )
+    except ValueError:
+        return None
+    offset_s = 0
+    if zone and zone != "Z":
+        sign = -1 if zone[0] == "-" else 1
+        digits = zone[1:].replace(":", "")
+        offset_s = sign * (int(digits[:2]) * 3600 + int(digits[2:]) * 60)
+    seconds = int(moment.timestamp()) - offset_s
+    nanos = int((fraction or "0").ljust(9, "0"))
+    return seconds * 1_000_000_000 + nanos
+
+
+def _text(value: object) -> str | None:
+    if not isinstance(value, str) or not value:
+        return None
+    return value[:_MAX_TEXT]
+
+
+def _number(value: object) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    if value != value or value in (float("inf"), float("-inf")):
+        return None
+    return float(value)
+
+
+def _count(value: object) -> int:
+    """Token counts and nano-credits: a wrong or negative value counts as zero."""
+    number = _number(value)
+    if number is None or number < 0:
+        return 0
+    return int(number)
+
+
+def _duration(value: object) -> float:
+    number = _number(value)
+    return number if number is not None and number >= 0 else 0.0
+
+
+def _usage(data: dict, *, cached_key: str, requests_key: str) -> Usage:
+    return Usage(
+        request_count=_count(data.get(requests_key)),
+        input_tokens=_count(data.get("inputTokens")),
+        output_tokens=_count(data.get("outputTokens")),
+        cache_read_tokens=_count(data.get(cached_key)),
+        cache_write_tokens=_count(data.get("cacheWriteTokens")),
+        nano_aiu=_count(data.get("totalNanoAiu")),
+    )
+
+
+def _resolved(time_ns: int, data: dict) -> Resolved | Malformed:
+    fusion_id = _text(data.get("fusionId"))
+    if fusion_id is None:
+        return Malformed("missing_fusion_id")
+    return Resolved(
+        time_ns,
+        fusion_id=fusion_id,
+        pattern=_text(data.get("pattern")),
+        synthetic_model=_text(data.get("syntheticModel")),
+        policy=_text(data.get("policy")),
+        route_source=_text(data.get("routeSource")),
+        routing_latency_ms=_number(data.get("routingLatencyMs")),
+    )
+
+
+def _leg_completed(time_ns: int, data: dict) -> LegEnded | Malformed:
+    return _leg(time_ns, data, default_status="succeeded")
+
+
+def _leg_failed(time_ns: int, data: dict) -> LegEnded | Malformed:
+    return _leg(time_ns, data, default_status="failed")
+
+
+def _leg(time_ns: int, data: dict, *, default_status: str) -> LegEnded | Malformed:
+    fusion_id = _text(data.get("fusionId"))
+    if fusion_id is None:
+        return Malformed("missing_fusion_id")
+    phase_id = _text(data.get("phaseId"))
+    if phase_id is None:
+        return Malformed("missing_phase_id")
+    usage = data.get("usage")
+    return LegEnded(
+        time_ns,
+        fusion_id=fusion_id,
+        phase_id=phase_id,
+        phase_kind=_text(data.get("phaseKind")),
+        role=_text(data.get("role")),
+        scope=_text(data.get("conversationScope")),
+        model=_text(data.get("model")),
+        status=_text(data.get("status")) or default_status,
+        verdict=_text(data.get("verdict")),
+        duration_ms=_duration(data.get("durationMs")),
+        usage=_usage(
+            usage if isinstance(usage, dict) else {},
+            cached_key="cachedTokens",
+            requests_key="requestCount",
+        ),
+        failure_reason=_text(data.get("reason")),
+        degraded_to_phase_id=_text(data.get("degradedToPhaseId")),
+    )
+
+
+def _handoff(time_ns: int, data: dict) -> Handoff | Malformed:
+    fusion_id = _text(data.get("fusionId"))
+    if fusion_id is None:
+        return Malformed("missing_fusion_id")
+    return Handoff(
+        time_ns,
+        fusion_id=fusion_id,
+        source_phase_id=_text(data.get("sourcePhaseId")),
+        target_phase_id=_text(data.get("targetPhaseId")),
+        target_model=_text(data.get("targetModel")),
+    )
+
+
+def _commit(time_ns: int, data: dict) -> CommitStarted | Malformed:
+    fusion_id = _text(data.get("fusionId"))
+    if fusion_id is None:
+        return Malformed("missing_fusion_id")
+    return CommitStarted(
+        time_ns,
+        fusion_id=fusion_id,
+        source_phase_id=_text(data.get("sourcePhaseId")),
+        source_model=_text(data.get("sourceModel")),
+    )
+
+
+def _completed(time_ns: int, data: dict) -> Completed | Malformed:
+    fusion_id = _text(data.get("fusionId"))
+    if fusion_id is None:
+        return Malformed("missing_fusion_id")
+    phase_count = _number(data.get("phaseCount"))
+    return Completed(
+        time_ns,
+        fusion_id=fusion_id,
+        pattern=_text(data.get("pattern")),
+        synthetic_model=_text(data.get("syntheticModel")),
+        outcome=_text(data.get("outcome")),
+        final_source_phase_id=_text(data.get("finalSourcePhaseId")),
+        final_source_model=_text(data.get("finalSourceModel")),
+        degraded_reason=_text(data.get("degradedReason")),
+        phase_count=None if phase_count is None else int(phase_count),
+        duration_ms=_duration(data.get("durationMs")),
+        usage=_usage(data, cached_key="cachedTokens", requests_key="requestCount"),
+    )
+
+
+def _route_failed(time_ns: int, data: dict) -> RouteFailed | Malformed:
+    attempt_id = _text(data.get("attemptId"))
+    if attempt_id is None:
+        return Malformed("missing_attempt_id")
+    return RouteFailed(
+        time_ns,
+        fusion_id=attempt_id.removesuffix(":route"),
+        synthetic_model=_text(data.get("syntheticModel")),
+        policy=_text(data.get("policy")),
+        fallback_model=_text(data.get("fallbackModel")),
+        reason=_text(data.get("reason")),
+        routing_latency_ms=_number(data.get("routingLatencyMs")),
+    )
+
+
+def _shutdown(time_ns: int, data: dict) -> SessionEnded:
+    return SessionEnded(time_ns)
+
+
+_PARSERS = {
+    RESOLVED: _resolved,
+    PHASE_COMPLETED: _leg_completed,
+    PHASE_FAILED: _leg_failed,
+    HANDOFF: _handoff,
+    COMMIT_STARTED: _commit,
+    COMPLETED: _completed,
+    ROUTE_FAILED: _route_failed,
+    SHUTDOWN: _shutdown,
+}

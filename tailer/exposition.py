@@ -1,0 +1,376 @@
+"""A small metrics registry, Prometheus text exposition (format 0.0.4), /metrics and textfiles.
+
+Generic and standard library only: tailer.metrics declares the project's metric families on
+top of it. One lock guards the whole registry, because the HTTP thread renders while other
+threads count.
+
+Label values are sanitised before they become series (see sanitise_label_value) and each
+label NAME has a bounded vocabulary shared by all families: once it holds its limit of
+distinct values (label_value_limits, else DEFAULT_LABEL_VALUE_LIMIT), new values are counted
+under "other". So a garbage log cannot explode the number of series.
+
+Zero first (a contract users rely on)
+-------------------------------------
+Prometheus's increase() and rate() cannot see the first value of a series: a counter that
+first appears at 3 adds nothing to increase(). So every new counter or histogram series
+(label set, including one declared with inc(labels, 0)) is born *pending*: it is rendered
+at zero (a histogram with all buckets, sum and count at zero) while its true value keeps
+accumulating, and is *promoted* to its true value as follows.
+
+- render(), for an HTTP scrape: a pending series is shown at zero once, and from the next
+  render() on at its true value.
+- render_textfile(), for a file read at times we do not know: a pending series is shown at
+  zero until ZERO_HOLD_SECONDS have passed since it was born. 120 s covers Prometheus's
+  default 1 min scrape interval. The two views keep separate state, so a scrape of /metrics
+  never cuts short the zero in the textfile.
+- A series pending for ZERO_HOLD_SECONDS is shown at its true value by render() as well,
+  even if no scrape ever saw its zero.
+- render_final(), for the exit and --once: every series at its true value, and every
+  series promoted for both views, because no later scrape would show what was held back.
+- Gauges are exempt: they are shown at their value at once.
+
+Only the first scraper of /metrics is sure to see a zero: a second Prometheus scraping the
+same endpoint (an HA pair) may see the series first at its value.
+"""
+
+import bisect
+import contextlib
+import math
+import os
+import re
+import tempfile
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from urllib.parse import urlsplit
+
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+ZERO_HOLD_SECONDS = 120.0
+DEFAULT_LABEL_VALUE_LIMIT = 32
+MAX_LABEL_VALUE_LENGTH = 64
+OVERFLOW_LABEL_VALUE = "other"
+ABSENT_LABEL_VALUE = "unknown"
+
+_METRIC_NAME = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*")
+_LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
+_UNSAFE_LABEL_VALUE_CHARS = re.compile(r"[^A-Za-z0-9._:/+-]")
+
+
+def sanitise_label_value(value: object) -> str:
+    """Make any value a safe, short label value; absent and empty values become "unknown"."""
+    text = "" if value is None else str(value).strip()
+    text = _UNSAFE_LABEL_VALUE_CHARS.sub("_", text)[:MAX_LABEL_VALUE_LENGTH]
+    return text or ABSENT_LABEL_VALUE
+
+
+def _escape(text: str, *, quoted: bool) -> str:
+    """The one place text is escaped: HELP text escapes backslash and newline, quoted label
+    values escape double quotes too. Sanitised label values never need it; this keeps the
+    output valid if that ever changes."""
+    text = text.replace("\\", "\\\\").replace("\n", "\\n")
+    return text.replace('"', '\\"') if quoted else text
+
+
+def _format_value(value: float) -> str:
+    """Format like Prometheus: 1, 0.5, +Inf, -Inf, NaN (whole numbers without ".0")."""
+    value = float(value)
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "+Inf" if value > 0 else "-Inf"
+    if value.is_integer() and abs(value) < 2**53:
+        return str(int(value))
+    return repr(value)
+
+
+def _sample(name: str, labels: list[tuple[str, str]], value: float) -> str:
+    if not labels:
+        return f"{name} {_format_value(value)}"
+    pairs = ",".join(f'{label}="{_escape(text, quoted=True)}"' for label, text in labels)
+    return f"{name}{{{pairs}}} {_format_value(value)}"
+
+
+class _Series:
+    """One label set: its true value, and how far it is through zero first."""
+
+    __slots__ = ("value", "zero_for_scrape", "zero_until")
+
+    def __init__(self, value, zero_first: bool, now: float):
+        self.value = value
+        self.zero_for_scrape = zero_first
+        self.zero_until = now + ZERO_HOLD_SECONDS if zero_first else now
+
+
+def _scrape_shows_zero(series: _Series, now: float) -> bool:
+    if series.zero_for_scrape and now < series.zero_until:
+        series.zero_for_scrape = False
+        return True
+    return False
+
+
+def _textfile_shows_zero(series: _Series, now: float) -> bool:
+    return now < series.zero_until
+
+
+def _final_shows_zero(series: _Series, now: float) -> bool:
+    series.zero_for_scrape = False
+    series.zero_until = now
+    return False
+
+
+class _Family:
+    """A metric family: a name, HELP text, label names and its series by label values."""
+
+    type = ""
+    zero_first = True
+
+    def __init__(self, registry: "Registry", name: str, help: str, labelnames):
+        labelnames = tuple(labelnames)
+        if not _METRIC_NAME.fullmatch(name):
+            raise ValueError(f"invalid metric name {name!r}")
+        for label in labelnames:
+            if not _LABEL_NAME.fullmatch(label) or label.startswith("__"):
+                raise ValueError(f"invalid label name {label!r} in {name}")
+        if len(set(labelnames)) != len(labelnames):
+            raise ValueError(f"repeated label name in {name}")
+        self._registry = registry
+        self.name = name
+        self.help = help
+        self.labelnames = labelnames
+        self.series: dict[tuple[str, ...], _Series] = {}
+
+    def zero(self):
+        return 0.0
+
+    def samples(self, labels: list[tuple[str, str]], value) -> list[str]:
+        return [_sample(self.name, labels, value)]
+
+
+class Counter(_Family):
+    type = "counter"
+
+    def __init__(self, registry, name, help, labelnames):
+        if not name.endswith("_total"):
+            raise ValueError(f"counter name {name!r} must end with _total")
+        super().__init__(registry, name, help, labelnames)
+
+    def inc(self, labels: dict[str, str] | None = None, amount: float = 1.0) -> None:
+        """Add amount; inc(labels, 0) declares the series so it is seen at zero early."""
+        if not amount >= 0:
+            raise ValueError(f"counter {self.name} can only grow, got {amount!r}")
+        with self._registry._lock:
+            self._registry._series(self, labels).value += amount
+
+
+class Gauge(_Family):
+    type = "gauge"
+    zero_first = False
+
+    def set(self, labels: dict[str, str] | None, value: float) -> None:
+        with self._registry._lock:
+            self._registry._series(self, labels).value = float(value)
+
+
+class _HistogramValue:
+    __slots__ = ("bucket_counts", "sum")
+
+    def __init__(self, bucket_count: int):
+        self.bucket_counts = [0] * bucket_count
+        self.sum = 0.0
+
+
+class Histogram(_Family):
+    type = "histogram"
+
+    def __init__(self, registry, name, help, labelnames, buckets):
+        bounds = [float(bound) for bound in buckets]
+        if bounds and bounds[-1] == math.inf:
+            bounds.pop()  # +Inf is always rendered; accept it but do not count it twice
+        if not bounds or not all(map(math.isfinite, bounds)) or bounds != sorted(set(bounds)):
+            raise ValueError(f"buckets of {name} must be finite and strictly increasing")
+        if "le" in labelnames:
+            raise ValueError(f"histogram {name} cannot have a label named le")
+        super().__init__(registry, name, help, labelnames)
+        self.bounds = tuple(bounds)
+
+    def observe(self, labels: dict[str, str] | None, value: float) -> None:
+        if math.isnan(value):
+            raise ValueError(f"histogram {self.name} cannot observe NaN")
+        with self._registry._lock:
+            state = self._registry._series(self, labels).value
+            state.bucket_counts[bisect.bisect_left(self.bounds, value)] += 1
+            state.sum += value
+
+    def zero(self) -> _HistogramValue:
+        return _HistogramValue(len(self.bounds) + 1)
+
+    def samples(self, labels, state: _HistogramValue) -> list[str]:
+        lines = []
+        cumulative = 0
+        for bound, count in zip((*self.bounds, math.inf), state.bucket_counts):
+            cumulative += count
+            le = ("le", _format_value(bound))
+            lines.append(_sample(f"{self.name}_bucket", [*labels, le], cumulative))
+        lines.append(_sample(f"{self.name}_sum", labels, state.sum))
+        lines.append(_sample(f"{self.name}_count", labels, cumulative))
+        return lines
+
+
+class Registry:
+    """Metric families, their series and the label vocabulary, behind one lock."""
+
+    def __init__(self, *, clock=time.monotonic, label_value_limits: dict[str, int] | None = None):
+        self._clock = clock
+        self._limits = dict(label_value_limits or {})
+        self._lock = threading.Lock()
+        self._families: dict[str, _Family] = {}
+        self._label_values: dict[str, set[str]] = {}
+
+    def counter(self, name: str, help: str, labelnames=()) -> Counter:
+        return self._add(Counter(self, name, help, labelnames))
+
+    def gauge(self, name: str, help: str, labelnames=()) -> Gauge:
+        return self._add(Gauge(self, name, help, labelnames))
+
+    def histogram(self, name: str, help: str, labelnames, buckets) -> Histogram:
+        return self._add(Histogram(self, name, help, labelnames, buckets))
+
+    def render(self) -> str:
+        """The exposition for an HTTP scrape (see "Zero first" above)."""
+        return self._render(_scrape_shows_zero)
+
+    def render_textfile(self) -> str:
+        """The exposition for a textfile written while running (see "Zero first" above)."""
+        return self._render(_textfile_shows_zero)
+
+    def render_final(self) -> str:
+        """Every series at its true value, all promoted: for the exit and --once."""
+        return self._render(_final_shows_zero)
+
+    def _add(self, family: _Family) -> _Family:
+        with self._lock:
+            if family.name in self._families:
+                raise ValueError(f"metric {family.name} is already declared")
+            self._families[family.name] = family
+            if not family.labelnames:
+                # Its only series exists from the start, so the first scrape shows it at zero.
+                self._series(family, None)
+        return family
+
+    def _series(self, family: _Family, labels: dict[str, str] | None) -> _Series:
+        """The series for labels, created pending if new. The caller holds the lock."""
+        labels = labels or {}
+        if set(labels) != set(family.labelnames):
+            raise ValueError(f"{family.name} takes labels {sorted(family.labelnames)}, got {sorted(labels)}")
+        key = tuple(self._admit(label, sanitise_label_value(labels[label])) for label in family.labelnames)
+        series = family.series.get(key)
+        if series is None:
+            series = family.series[key] = _Series(family.zero(), family.zero_first, self._clock())
+        return series
+
+    def _admit(self, label: str, value: str) -> str:
+        """value if the vocabulary of this label name knows it or has room for it, else "other"."""
+        known = self._label_values.setdefault(label, set())
+        if value not in known:
+            if len(known) >= self._limits.get(label, DEFAULT_LABEL_VALUE_LIMIT):
+                return OVERFLOW_LABEL_VALUE
+            known.add(value)
+        return value
+
+    def _render(self, shows_zero) -> str:
+        lines = []
+        with self._lock:
+            now = self._clock()
+            for name in sorted(self._families):
+                family = self._families[name]
+                lines.append(f"# HELP {name} {_escape(family.help, quoted=False)}")
+                lines.append(f"# TYPE {name} {family.type}")
+                for key in sorted(family.series):
+                    series = family.series[key]
+                    shown = family.zero() if family.zero_first and shows_zero(series, now) else series.value
+                    lines.extend(family.samples(list(zip(family.labelnames, key)), shown))
+        return "".join(line + "\n" for line in lines)
+
+
+def write_textfile(path: Path, text: str) -> None:
+    """Replace path with text atomically: a reader sees the old file or the new one, never half.
+
+    The temporary file sits in the same directory (os.replace cannot cross file systems), and
+    its name starts with a dot and does not end in .prom, so node_exporter's textfile collector
+    skips it. Bytes are written as they are, so Windows gets "\\n" line ends too. On Windows
+    os.replace fails (OSError) while another process holds the file open: the caller logs it
+    and the next write replaces the file.
+    """
+    fd, temp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as temp:
+            temp.write(text.encode("utf-8"))
+        os.chmod(temp_name, 0o644)  # mkstemp makes 0600, and the reader is often another user
+        os.replace(temp_name, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temp_name)
+        raise
+
+
+class _MetricsHandler(BaseHTTPRequestHandler):
+    _PAGES = {"/": b"Prometheus metrics are at /metrics\n", "/healthz": b"ok\n"}
+
+    def do_GET(self):
+        self._reply()
+
+    def do_HEAD(self):
+        self._reply()
+
+    def _reply(self):
+        path = urlsplit(self.path).path
+        if path == "/metrics":
+            # A HEAD does not render: rendering uses up a pending series' zero, and a HEAD
+            # shows it to nobody.
+            body = None if self.command == "HEAD" else self.server.registry.render().encode()
+            self._send(200, CONTENT_TYPE, body)
+        elif path in self._PAGES:
+            self._send(200, "text/plain; charset=utf-8", self._PAGES[path])
+        else:
+            self._send(404, "text/plain; charset=utf-8", b"not found\n")
+
+    def _send(self, status: int, content_type: str, body: bytes | None):
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        if body is not None:
+            self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if body is not None and self.command != "HEAD":
+            self.wfile.write(body)
+
+    def log_message(self, format, *args):
+        """Silent: a line per scrape would bury the daemon's own log."""
+
+
+class _MetricsHTTPServer(ThreadingHTTPServer):
+    def __init__(self, address, registry: Registry):
+        self.registry = registry
+        super().__init__(address, _MetricsHandler)
+
+
+class MetricsServer:
+    """Serves /metrics, / and /healthz from a daemon thread. Binds at construction, so .port
+    is known (and a busy port fails) before start()."""
+
+    def __init__(self, host: str, port: int, registry: Registry):
+        self._httpd = _MetricsHTTPServer((host, port), registry)
+        self.port = self._httpd.server_address[1]
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._httpd.serve_forever, name="metrics-http", daemon=True)
+        self._thread.start()
+
+    def close(self) -> None:
+        if self._thread is not None:
+            # shutdown() waits for serve_forever() to end, so only after start().
+            self._httpd.shutdown()
+            self._thread.join()
+            self._thread = None
+        self._httpd.server_close()

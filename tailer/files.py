@@ -1,0 +1,32 @@
+"""Find the session logs under the Copilot state directory.
+
+Each session is a folder named for its id holding `events.jsonl`. This module knows paths
+and nothing about what the files say.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+LOG_NAME = "events.jsonl"
+
+
+def session_logs(state_dir: Path) -> dict[str, Path]:
+    """Session id -> path of its log, for every session folder that has one.
+
+    Raises OSError when the state directory itself cannot be listed; a session folder that
+    vanishes or cannot be read while we look is simply not listed.
+    """
+    found = {}
+    with os.scandir(state_dir) as entries:
+        for entry in entries:
+            try:
+                if not entry.is_dir():
+                    continue
+            except OSError:
+                continue
+            log = Path(entry.path, LOG_NAME)
+            if log.is_file():
+                found[entry.name] = log
+    return found

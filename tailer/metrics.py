@@ -1,0 +1,179 @@
+"""The project's Prometheus metrics: what each finished turn adds, and the tailer's health.
+
+The families and their labels are a contract (docs/METRICS.md) that the dashboard and the
+recording rules depend on. Labels are bounded: no session or fusion id ever becomes a
+label, and the registry caps the number of distinct values per label (models overflow into
+`other`), so a damaged or hostile log cannot explode the series count.
+
+Per-leg figures come from the legs and the turn count from the turn: credits and tokens are
+counted once, from the legs, never again from the rollup.
+"""
+
+from __future__ import annotations
+
+import platform
+
+from . import __version__
+from .events import UnknownFusionEvent, Event
+from .exposition import Registry
+from .turns import Turn
+
+# The GenAI conventions' duration buckets (0.01 s doubling to 81.92 s), extended for
+# agentic turns that run for many minutes.
+DURATION_BUCKETS = tuple(0.01 * 2**i for i in range(18))
+ROUTING_BUCKETS = (0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5, 0.75, 1.0, 2.0, 5.0)
+MAX_MODELS = 50
+
+
+def _flag(value: bool) -> str:
+    return "true" if value else "false"
+
+
+class TurnMetrics:
+    """Counters fed by finished turns and by the pipeline's own bookkeeping."""
+
+    def __init__(self, registry: Registry):
+        self.registry = registry
+        counter, gauge, histogram = registry.counter, registry.gauge, registry.histogram
+        self.turns = counter(
+            "hydrafusion_turns_total", "Fusion turns finished, by outcome.",
+            ("pattern", "outcome", "compound"),
+        )
+        self.legs = counter(
+            "hydrafusion_legs_total", "Legs (phases) the router ran.",
+            ("pattern", "phase_kind", "role", "model", "status", "verdict", "committed"),
+        )
+        self.aiu = counter(
+            "hydrafusion_aiu_total", "Credits (AIU) spent, per leg.",
+            ("pattern", "phase_kind", "model", "committed"),
+        )
+        self.tokens = counter(
+            "hydrafusion_tokens_total",
+            "Tokens per leg; input includes the cache-read tokens.",
+            ("phase_kind", "model", "type"),
+        )
+        self.requests = counter(
+            "hydrafusion_requests_total", "Inference calls made by legs.",
+            ("phase_kind", "model"),
+        )
+        self.route_failures = counter(
+            "hydrafusion_route_failures_total", "Prompts the router could not route.",
+            ("reason",),
+        )
+        self.turn_duration = histogram(
+            "hydrafusion_turn_duration_seconds", "Turn duration, routing included.",
+            ("pattern",), DURATION_BUCKETS,
+        )
+        self.leg_duration = histogram(
+            "hydrafusion_leg_duration_seconds", "Leg duration.",
+            ("phase_kind", "model"), DURATION_BUCKETS,
+        )
+        self.routing_latency = histogram(
+            "hydrafusion_routing_latency_seconds", "Time the router took to decide.",
+            ("route_source",), ROUTING_BUCKETS,
+        )
+        self.lines = counter(
+            "hydrafusion_tailer_lines_total", "Log lines read, by what became of them.",
+            ("outcome",),
+        )
+        self.malformed = counter(
+            "hydrafusion_tailer_malformed_lines_total", "Lines skipped as damaged, by reason.",
+            ("reason",),
+        )
+        self.unknown_fields = counter(
+            "hydrafusion_tailer_unknown_fields_total",
+            "Fields the tailer does not know, seen on fusion events.",
+            ("event_type",),
+        )
+        self.missing_fields = counter(
+            "hydrafusion_tailer_missing_fields_total",
+            "Expected fields absent from fusion events.",
+            ("event_type",),
+        )
+        self.unknown_events = counter(
+            "hydrafusion_tailer_unknown_events_total", "Fusion event types the tailer does not know.",
+        )
+        self.spans_exported = counter(
+            "hydrafusion_tailer_spans_exported_total", "Spans the collector accepted.",
+        )
+        self.export_failures = counter(
+            "hydrafusion_tailer_export_failures_total",
+            "Failed span exports: retry (will be retried), rejected (bad request), dropped (lost).",
+            ("outcome",),
+        )
+        self.sessions = gauge("hydrafusion_tailer_sessions", "Session logs followed.")
+        self.open_turns = gauge("hydrafusion_tailer_open_turns", "Turns started but not finished.")
+        self.last_event = gauge(
+            "hydrafusion_tailer_last_event_timestamp_seconds",
+            "Time written on the newest fusion event read.",
+        )
+        gauge(
+            "hydrafusion_tailer_build_info", "The tailer's version.", ("version", "python"),
+        ).set({"version": __version__, "python": platform.python_version()}, 1)
+        for outcome in ("fusion", "ignored", "malformed"):
+            self.lines.inc({"outcome": outcome}, 0)
+        for outcome in ("retry", "rejected", "dropped"):
+            self.export_failures.inc({"outcome": outcome}, 0)
+        self.unknown_events.inc(None, 0)
+        self.spans_exported.inc(None, 0)
+        self._newest_event_ns = 0
+
+    def count_turn(self, turn: Turn) -> None:
+        pattern = turn.pattern
+        self.turns.inc({"pattern": pattern, "outcome": turn.outcome, "compound": _flag(turn.compound)})
+        self.turn_duration.observe({"pattern": pattern}, (turn.end_ns - turn.start_ns) / 1e9)
+        if turn.route_failure is not None:
+            self.route_failures.inc({"reason": turn.route_failure.reason or "unknown"})
+        elif turn.routing_latency_ms is not None and turn.resolved is not None:
+            self.routing_latency.observe(
+                {"route_source": turn.resolved.route_source or "unknown"},
+                turn.routing_latency_ms / 1000,
+            )
+        for leg in turn.legs:
+            kind = leg.phase_kind or "unknown"
+            model = leg.model or "unknown"
+            committed = _flag(turn.is_committed(leg))
+            usage = leg.usage
+            self.legs.inc({
+                "pattern": pattern, "phase_kind": kind, "role": leg.role or "unknown",
+                "model": model, "status": leg.status or "unknown",
+                "verdict": leg.verdict or "none", "committed": committed,
+            })
+            self.aiu.inc(
+                {"pattern": pattern, "phase_kind": kind, "model": model, "committed": committed},
+                usage.aiu,
+            )
+            for token_type, count in (
+                ("input", usage.input_tokens),
+                ("output", usage.output_tokens),
+                ("cache_read", usage.cache_read_tokens),
+                ("cache_write", usage.cache_write_tokens),
+            ):
+                self.tokens.inc({"phase_kind": kind, "model": model, "type": token_type}, count)
+            self.requests.inc({"phase_kind": kind, "model": model}, usage.request_count)
+            self.leg_duration.observe({"phase_kind": kind, "model": model}, leg.duration_ms / 1000)
+
+    def count_line(self, outcome: str, reason: str | None = None) -> None:
+        self.lines.inc({"outcome": outcome})
+        if reason is not None:
+            self.malformed.inc({"reason": reason})
+
+    def count_event(self, event: Event) -> None:
+        """Note schema drift and the newest event time; the event is fusion by definition."""
+        event_type = event.event_type
+        if isinstance(event, UnknownFusionEvent):
+            self.unknown_events.inc()
+        if event.unknown_fields:
+            self.unknown_fields.inc({"event_type": event_type}, len(event.unknown_fields))
+        if event.missing_fields:
+            self.missing_fields.inc({"event_type": event_type}, len(event.missing_fields))
+        if event.time_ns > self._newest_event_ns:
+            self._newest_event_ns = event.time_ns
+            self.last_event.set(None, event.time_ns / 1e9)
+
+    def count_export(self, outcome: str, spans: int) -> None:
+        """Called by the exporter's worker thread for every attempt's result."""
+        if outcome == "delivered":
+            self.spans_exported.inc(None, spans)
+        else:
+            self.export_failures.inc({"outcome": outcome})

@@ -1,0 +1,309 @@
+"""Export spans over OTLP/HTTP with JSON encoding, using only the standard library.
+
+Spans arrive ready-made in OTLP JSON shape (see tailer.spans). This module only groups them
+into batches, gzips them, posts them from a background thread so the tailer never waits on
+the network, retries what the OTLP specification says may be retried, and tells the caller
+what became of every span through on_result.
+
+Nothing logged here ever contains span content: messages carry counts, HTTP statuses and
+the collector's own error text.
+"""
+
+import collections
+import email.utils
+import gzip
+import http.client
+import json
+import logging
+import random
+import threading
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from typing import Callable
+
+log = logging.getLogger("tailer.otlp")
+
+SCOPE_NAME = "hydrafusion-tailer"
+RETRYABLE_STATUSES = frozenset({429, 502, 503, 504})
+FIRST_BACKOFF = 1.0
+MAX_BACKOFF = 60.0
+RETRY_WINDOW = 300.0  # seconds one batch may spend retrying before it is dropped
+ERROR_TEXT_LIMIT = 200
+RESPONSE_READ_LIMIT = 64 * 1024
+
+
+def traces_url(endpoint: str) -> str:
+    """The traces URL for an OTLP/HTTP endpoint: a base URL gets `/v1/traces` appended."""
+    url = endpoint.strip().rstrip("/")
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ValueError(f"OTLP endpoint is not an http(s) URL: {endpoint!r}")
+    return url if parts.path.endswith("/v1/traces") else url + "/v1/traces"
+
+
+def parse_headers(value: str) -> dict[str, str]:
+    """Headers from OTEL_EXPORTER_OTLP_HEADERS ("k=v,k2=v2", values percent-encoded)."""
+    return _parse_key_values(value, "OTLP headers")
+
+
+def parse_resource_attributes(value: str) -> dict[str, str]:
+    """Attributes from OTEL_RESOURCE_ATTRIBUTES (same format as the headers)."""
+    return _parse_key_values(value, "resource attributes")
+
+
+def _parse_key_values(value: str, what: str) -> dict[str, str]:
+    result = {}
+    for entry in value.split(","):
+        if not entry.strip():
+            continue
+        key, equals, raw_value = entry.partition("=")
+        key = key.strip()
+        if not equals or not key:
+            # The entry itself stays out of the log: header values are often credentials.
+            log.warning("ignoring a malformed entry in the %s", what)
+            continue
+        result[key] = urllib.parse.unquote(raw_value.strip())
+    return result
+
+
+def encode_request(spans: list[dict], resource: dict[str, str], scope_name: str, scope_version: str) -> bytes:
+    """A gzipped ExportTraceServiceRequest in OTLP JSON holding spans under one resource and scope."""
+    request = {"resourceSpans": [{
+        "resource": {"attributes": [{"key": key, "value": {"stringValue": value}} for key, value in resource.items()]},
+        "scopeSpans": [{"scope": {"name": scope_name, "version": scope_version}, "spans": spans}],
+    }]}
+    text = json.dumps(request, ensure_ascii=False, separators=(",", ":"))
+    # A lone surrogate read from a damaged log would otherwise make the whole batch invalid UTF-8.
+    return gzip.compress(text.encode("utf-8", "replace"))
+
+
+def parse_retry_after(value: str | None, now: float) -> float | None:
+    """Seconds to wait according to a Retry-After header (delta-seconds or HTTP-date), or None."""
+    if not value:
+        return None
+    value = value.strip()
+    if value.isdecimal():
+        return float(value)
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - now)
+
+
+def _shorten(text: str) -> str:
+    """One line of at most ERROR_TEXT_LIMIT characters, safe to put in a log line."""
+    return " ".join(text.split())[:ERROR_TEXT_LIMIT]
+
+
+def _error_text(body: str) -> str:
+    """The collector's message from an error body (a JSON google.rpc.Status, or plain text)."""
+    try:
+        status = json.loads(body)
+        if isinstance(status, dict) and isinstance(status.get("message"), str):
+            body = status["message"]
+    except ValueError:
+        pass
+    return _shorten(body)
+
+
+class OtlpExporter:
+    """Delivers spans to one OTLP/HTTP traces URL from a single background thread.
+
+    Submitted spans wait in a FIFO queue of per-trace units. The worker sends whole units, so a
+    trace is split across requests only when it alone exceeds max_batch_spans. While a batch is
+    being retried, newer spans wait behind it; past max_queued_spans the oldest units are
+    dropped, because during a long outage fresh traces are worth more than stale ones.
+
+    on_result(outcome, span_count) is called from the worker with outcome "delivered",
+    "retry" (an attempt failed and will be retried), "rejected" (not retryable) or "dropped"
+    (retry window over, queue overflow, or closed before delivery).
+    """
+
+    def __init__(self, url: str, *, headers: dict[str, str], resource: dict[str, str], scope_version: str,
+                 on_result: Callable[[str, int], None] = lambda outcome, spans: None,
+                 max_batch_spans: int = 512, flush_interval: float = 1.0, max_queued_spans: int = 100_000,
+                 timeout: float = 10.0, sleep=time.sleep, rng=random.random, clock=time.monotonic):
+        self._url = url
+        self._headers = {**headers, "Content-Type": "application/json", "Content-Encoding": "gzip",
+                         "User-Agent": f"hydrafusion-tailer/{scope_version}"}
+        self._resource = dict(resource)
+        self._scope_version = scope_version
+        self._on_result = on_result
+        self._max_batch_spans = max_batch_spans
+        self._flush_interval = flush_interval
+        self._max_queued_spans = max_queued_spans
+        self._timeout = timeout
+        self._sleep = sleep
+        self._rng = rng
+        self._clock = clock
+        # Units are numbered in submission order so flush() can tell when everything up to a
+        # point has been settled, whatever happened to each unit.
+        self._queue: collections.deque[tuple[int, list[dict]]] = collections.deque()
+        self._queued_spans = 0
+        self._next_number = 0
+        self._in_flight_number: int | None = None
+        self._overflow_dropped = 0
+        self._flush_waiters = 0
+        self._closing = False
+        self._lock = threading.Condition()
+        self._worker = threading.Thread(target=self._run, name="otlp-exporter", daemon=True)
+        self._worker.start()
+
+    def submit(self, spans: list[dict]) -> None:
+        """Queue spans for export; never blocks on the network."""
+        traces: dict[str, list[dict]] = {}
+        for span in spans:
+            traces.setdefault(span.get("traceId", ""), []).append(span)
+        with self._lock:
+            for trace in traces.values():
+                for start in range(0, len(trace), self._max_batch_spans):
+                    unit = trace[start:start + self._max_batch_spans]
+                    self._queue.append((self._next_number, unit))
+                    self._next_number += 1
+                    self._queued_spans += len(unit)
+            while self._queued_spans > self._max_queued_spans:
+                _, oldest = self._queue.popleft()
+                self._queued_spans -= len(oldest)
+                self._overflow_dropped += len(oldest)
+            self._lock.notify_all()
+
+    def flush(self, timeout: float) -> bool:
+        """Send now; True once everything submitted so far was delivered or given up on."""
+        with self._lock:
+            target = self._next_number
+            self._flush_waiters += 1
+            self._lock.notify_all()
+            try:
+                return self._lock.wait_for(lambda: self._oldest_unsettled() >= target, timeout)
+            finally:
+                self._flush_waiters -= 1
+
+    def close(self, timeout: float) -> None:
+        """Flush, then stop the worker; whatever is still undelivered is dropped and counted."""
+        deadline = time.monotonic() + timeout
+        self.flush(timeout)
+        with self._lock:
+            self._closing = True
+            self._lock.notify_all()
+        self._worker.join(max(0.0, deadline - time.monotonic()))
+
+    def _oldest_unsettled(self) -> int:
+        if self._in_flight_number is not None:
+            return self._in_flight_number
+        return self._queue[0][0] if self._queue else self._next_number
+
+    def _run(self) -> None:
+        while True:
+            batch = self._next_batch()
+            self._report_overflow()
+            if batch is None:
+                self._drop_unsent()
+                return
+            try:
+                if batch:  # empty only if an oversized submit overflowed the whole queue
+                    self._deliver(batch)
+            except Exception as exc:  # the worker must outlive any surprise
+                log.error("OTLP export failed unexpectedly (%s); %d spans dropped", type(exc).__name__, len(batch))
+                self._report("dropped", len(batch))
+            with self._lock:
+                self._in_flight_number = None
+                self._lock.notify_all()
+
+    def _next_batch(self) -> list[dict] | None:
+        """Wait for spans, then take whole units up to max_batch_spans; None once closing."""
+        with self._lock:
+            self._lock.wait_for(lambda: self._queue or self._closing)
+            self._lock.wait_for(lambda: self._queued_spans >= self._max_batch_spans or self._flush_waiters
+                                or self._closing, self._flush_interval)
+            if self._closing:
+                return None
+            batch: list[dict] = []
+            while self._queue and len(batch) + len(self._queue[0][1]) <= self._max_batch_spans:
+                number, unit = self._queue.popleft()
+                if not batch:
+                    self._in_flight_number = number
+                batch.extend(unit)
+                self._queued_spans -= len(unit)
+            return batch
+
+    def _deliver(self, spans: list[dict]) -> None:
+        body = encode_request(spans, self._resource, SCOPE_NAME, self._scope_version)
+        count = len(spans)
+        deadline = self._clock() + RETRY_WINDOW
+        backoff = FIRST_BACKOFF
+        attempts = 0
+        while True:
+            attempts += 1
+            self._report_overflow()
+            status, retry_after, detail = self._post(body)
+            if status is not None and 200 <= status < 300:
+                self._accept(count, detail)
+                return
+            reason = f"HTTP {status}" if status is not None else _shorten(detail)
+            if status is not None and status not in RETRYABLE_STATUSES:
+                log.warning("OTLP export rejected (HTTP %d): %s; %d spans dropped", status, _error_text(detail), count)
+                self._report("rejected", count)
+                return
+            # Full jitter: a fleet of tailers recovering together does not hit the collector in step.
+            delay = retry_after if retry_after is not None else self._rng() * backoff
+            if self._closing or self._clock() + delay > deadline:
+                log.warning("OTLP export gave up after %d attempts (%s); %d spans dropped", attempts, reason, count)
+                self._report("dropped", count)
+                return
+            if attempts == 1:
+                log.warning("OTLP export failed (%s); retrying", reason)
+            self._report("retry", count)
+            self._sleep(delay)
+            backoff = min(backoff * 2, MAX_BACKOFF)
+
+    def _post(self, body: bytes) -> tuple[int | None, float | None, str]:
+        """One attempt: (status, or None when no response came; Retry-After seconds; body or error)."""
+        request = urllib.request.Request(self._url, data=body, headers=self._headers, method="POST")
+        try:
+            with urllib.request.urlopen(request, timeout=self._timeout) as response:
+                return response.status, None, response.read(RESPONSE_READ_LIMIT).decode("utf-8", "replace")
+        except urllib.error.HTTPError as error:
+            with error:
+                retry_after = parse_retry_after(error.headers.get("Retry-After"), time.time())
+                return error.code, retry_after, error.read(RESPONSE_READ_LIMIT).decode("utf-8", "replace")
+        except (OSError, http.client.HTTPException) as error:
+            return None, None, str(error)
+
+    def _accept(self, count: int, body: str) -> None:
+        """Reports a 2xx answer, which may still reject some spans (an OTLP partial success)."""
+        try:
+            partial = json.loads(body).get("partialSuccess") or {}
+            rejected = min(max(int(partial.get("rejectedSpans", 0)), 0), count)
+        except (ValueError, TypeError, AttributeError):  # an empty or non-JSON body means all accepted
+            partial, rejected = {}, 0
+        if rejected:
+            message = _shorten(str(partial.get("errorMessage", "")))
+            log.warning("OTLP collector rejected %d of %d spans: %s", rejected, count, message)
+            self._report("rejected", rejected)
+        if count - rejected:
+            self._report("delivered", count - rejected)
+
+    def _report_overflow(self) -> None:
+        with self._lock:
+            dropped, self._overflow_dropped = self._overflow_dropped, 0
+        if dropped:
+            log.warning("OTLP export queue full; %d oldest spans dropped", dropped)
+            self._report("dropped", dropped)
+
+    def _drop_unsent(self) -> None:
+        with self._lock:
+            dropped = self._queued_spans
+            self._queue.clear()
+            self._queued_spans = 0
+        if dropped:
+            log.warning("OTLP exporter closed; %d unsent spans dropped", dropped)
+            self._report("dropped", dropped)
+
+    def _report(self, outcome: str, count: int) -> None:
+        try:
+            self._on_result(outcome, count)
+        except Exception:  # a faulty callback must not stop the export
+            log.exception("OTLP on_result callback failed")

@@ -1,0 +1,224 @@
+"""Build the OTLP spans of one finished turn.
+
+The trace shape is a contract that the dashboard and users' own TraceQL depend on
+(docs/TRACES.md): a root span per turn, a `route hydrafusion` span for the routing
+decision, and one span per leg named `{phase_kind} {model}`. Names follow the OpenTelemetry
+GenAI conventions where they have one and use `hydrafusion.*` where they do not.
+
+Ids are derived from the session id and the fusion and phase ids, never random, so the same
+turn exported twice (after a restart, or a retry) yields the same trace and span ids.
+The output is the OTLP/JSON span shape: hex ids, times as decimal strings.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+from .events import LegEnded, Usage
+from .turns import Turn, leg_start_ns
+
+KIND_INTERNAL = 1
+KIND_CLIENT = 3
+STATUS_ERROR = 2
+PROVIDER = "github"
+
+
+def trace_id(session_id: str, fusion_id: str) -> str:
+    return _digest(session_id, fusion_id, size=16)
+
+
+def span_id(session_id: str, fusion_id: str, part: str) -> str:
+    return _digest(session_id, fusion_id, part, size=8)
+
+
+def _digest(*parts: str, size: int) -> str:
+    digest = hashlib.sha256("\n".join(parts).encode()).digest()[:size]
+    # An all-zero id is invalid in OTLP.
+    return digest.hex() if any(digest) else "01".rjust(size * 2, "0")
+
+
+def turn_spans(turn: Turn) -> list[dict]:
+    """The root span first, then the route span, then one span per leg in log order."""
+    tid = trace_id(turn.session_id, turn.fusion_id)
+    root_id = span_id(turn.session_id, turn.fusion_id, "turn")
+    spans = [_root_span(turn, tid, root_id)]
+    latency = turn.routing_latency_ms
+    if latency is not None:
+        spans.append(_route_span(turn, tid, root_id, latency))
+    for leg in turn.legs:
+        spans.append(_leg_span(turn, leg, tid, root_id))
+    return spans
+
+
+def _root_span(turn: Turn, tid: str, root_id: str) -> dict:
+    usage = turn.usage
+    failure = turn.route_failure
+    attributes = {
+        **_gen_ai(turn.session_id, turn.synthetic_model, turn.response_model, usage),
+        "hydrafusion.fusion_id": turn.fusion_id,
+        "hydrafusion.pattern": turn.pattern,
+        "hydrafusion.policy": _first(turn, "policy"),
+        "hydrafusion.route_source": turn.resolved.route_source if turn.resolved else None,
+        "hydrafusion.routing_latency_ms": turn.routing_latency_ms,
+        "hydrafusion.outcome": turn.outcome,
+        "hydrafusion.degraded_reason": turn.degraded_reason,
+        "hydrafusion.phase_count": len(turn.legs),
+        "hydrafusion.request_count": usage.request_count,
+        "hydrafusion.aiu": usage.aiu,
+        "hydrafusion.review_aiu": turn.review_nano_aiu / 1e9,
+        "hydrafusion.models": ",".join(turn.models),
+        "hydrafusion.model_sequence": ",".join(turn.model_sequence),
+        "hydrafusion.compound": turn.compound,
+        "hydrafusion.verdict": turn.verdict,
+        "hydrafusion.usage_mismatch": turn.usage_mismatch,
+        "hydrafusion.route_failure_reason": failure.reason if failure else None,
+        "hydrafusion.fallback_model": failure.fallback_model if failure else None,
+    }
+    name = "hydrafusion route_failed" if failure else f"hydrafusion {turn.pattern}"
+    span = _span(tid, root_id, None, name, KIND_INTERNAL, turn.start_ns, turn.end_ns, attributes)
+    if failure:
+        span["status"] = {"code": STATUS_ERROR, "message": f"route_failed: {failure.reason}"}
+    return span
+
+
+def _route_span(turn: Turn, tid: str, root_id: str, latency_ms: float) -> dict:
+    start = turn.start_ns
+    end = start + round(latency_ms * 1_000_000)
+    attributes = {
+        "gen_ai.request.model": turn.synthetic_model,
+        "hydrafusion.route_source": turn.resolved.route_source if turn.resolved else None,
+        "hydrafusion.routing_latency_ms": latency_ms,
+        "hydrafusion.pattern": turn.pattern,
+    }
+    span = _span(
+        tid, span_id(turn.session_id, turn.fusion_id, "route"), root_id,
+        "route hydrafusion", KIND_CLIENT, start, end, attributes,
+    )
+    if turn.route_failure:
+        span["status"] = {"code": STATUS_ERROR, "message": turn.route_failure.reason or "unknown"}
+    return span
+
+
+def _leg_span(turn: Turn, leg: LegEnded, tid: str, root_id: str) -> dict:
+    model = leg.model or "unknown"
+    kind = leg.phase_kind or "unknown"
+    attributes = {
+        **_gen_ai(turn.session_id, turn.synthetic_model, leg.model, leg.usage),
+        "hydrafusion.fusion_id": turn.fusion_id,
+        "hydrafusion.phase.id": leg.phase_id,
+        "hydrafusion.phase.kind": leg.phase_kind,
+        "hydrafusion.phase.role": leg.role,
+        "hydrafusion.phase.scope": leg.scope,
+        "hydrafusion.phase.status": leg.status,
+        "hydrafusion.phase.verdict": leg.verdict,
+        "hydrafusion.phase.committed": turn.is_committed(leg),
+        "hydrafusion.phase.failure_reason": leg.failure_reason,
+        "hydrafusion.phase.degraded_to": leg.degraded_to_phase_id,
+        "hydrafusion.aiu": leg.usage.aiu,
+        "hydrafusion.request_count": leg.usage.request_count,
+    }
+    span = _span(
+        tid, _leg_span_id(turn, leg.phase_id), root_id, f"{kind} {model}", KIND_CLIENT,
+        leg_start_ns(leg), leg.time_ns, attributes,
+    )
+    if leg.status in ("failed", "cancelled"):
+        span["status"] = {"code": STATUS_ERROR, "message": leg.failure_reason or leg.status}
+    events = [_verdict_event(judge) for judge in _judges_of(turn, leg)]
+    if events:
+        span["events"] = events
+    links = [
+        {
+            "traceId": tid,
+            "spanId": _leg_span_id(turn, handoff.source_phase_id),
+            "attributes": _attributes({"hydrafusion.link": "handoff"}),
+        }
+        for handoff in turn.handoffs
+        if handoff.target_phase_id == leg.phase_id
+        and any(known.phase_id == handoff.source_phase_id for known in turn.legs)
+    ]
+    if links:
+        span["links"] = links
+    return span
+
+
+def _judges_of(turn: Turn, leg: LegEnded) -> list[LegEnded]:
+    """Judges with a verdict whose judged answer is `leg` (a judge with none judges itself)."""
+    return [
+        judge for judge in turn.legs
+        if judge.verdict and (turn.judged_leg(judge) or judge) is leg
+    ]
+
+
+def _verdict_event(judge: LegEnded) -> dict:
+    return {
+        "timeUnixNano": str(judge.time_ns),
+        "name": "gen_ai.evaluation.result",
+        "attributes": _attributes({
+            "gen_ai.evaluation.name": "hydrafusion.judge",
+            "gen_ai.evaluation.score.label": judge.verdict,
+            "hydrafusion.judge.model": judge.model,
+            "hydrafusion.judge.phase_id": judge.phase_id,
+        }),
+    }
+
+
+def _leg_span_id(turn: Turn, phase_id: str | None) -> str:
+    return span_id(turn.session_id, turn.fusion_id, f"phase {phase_id}")
+
+
+def _gen_ai(session_id: str, request_model: str, response_model: str | None, usage: Usage) -> dict:
+    return {
+        "gen_ai.operation.name": "chat",
+        "gen_ai.provider.name": PROVIDER,
+        "gen_ai.request.model": request_model,
+        "gen_ai.response.model": response_model,
+        "gen_ai.conversation.id": session_id,
+        "gen_ai.usage.input_tokens": usage.input_tokens,
+        "gen_ai.usage.output_tokens": usage.output_tokens,
+        "gen_ai.usage.cache_read.input_tokens": usage.cache_read_tokens,
+        "gen_ai.usage.cache_write.input_tokens": usage.cache_write_tokens,
+    }
+
+
+def _first(turn: Turn, name: str) -> str | None:
+    for source in (turn.resolved, turn.route_failure):
+        if source is not None and getattr(source, name):
+            return getattr(source, name)
+    return None
+
+
+def _span(
+    tid: str, sid: str, parent: str | None, name: str, kind: int,
+    start_ns: int, end_ns: int, attributes: dict,
+) -> dict:
+    span = {
+        "traceId": tid,
+        "spanId": sid,
+        "name": name,
+        "kind": kind,
+        "startTimeUnixNano": str(max(start_ns, 0)),
+        "endTimeUnixNano": str(max(end_ns, start_ns, 0)),
+        "attributes": _attributes(attributes),
+    }
+    if parent:
+        span["parentSpanId"] = parent
+    return span
+
+
+def _attributes(values: dict) -> list[dict]:
+    """OTLP key-value list; absent values are left out rather than sent as empty strings."""
+    return [
+        {"key": key, "value": _any_value(value)}
+        for key, value in values.items()
+        if value is not None
+    ]
+
+
+def _any_value(value: object) -> dict:
+    if isinstance(value, bool):
+        return {"boolValue": value}
+    if isinstance(value, int):
+        return {"intValue": str(value)}
+    if isinstance(value, float):
+        return {"doubleValue": value}
+    return {"stringValue": str(value)}

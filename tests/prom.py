@@ -1,0 +1,141 @@
+"""Run a real Prometheus (Debian's `prometheus` package) for the duration of a test.
+
+    with running_prometheus(tmp_path, targets=["127.0.0.1:9464"], scrape_interval="1s") as prom:
+        prom.wait_for("up", lambda result: single_value(result) == 1)
+        prom.query('increase(x_total[1m])')   # the API's "result" list
+
+The scrape job is named "test". Tests that need no Prometheus do not import this module's
+fixture; a test that does is skipped only when the binary is not installed.
+"""
+
+import json
+import shutil
+import socket
+import subprocess
+import urllib.error
+import urllib.parse
+import urllib.request
+from contextlib import contextmanager
+from pathlib import Path
+from time import monotonic, sleep
+
+import pytest
+
+PROMETHEUS = shutil.which("prometheus")
+JOB = "test"
+POLL_SECONDS = 0.2
+
+
+def free_port() -> int:
+    """A port free right now on 127.0.0.1 (another process may take it before we bind it)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def single_value(result: list[dict]) -> float | None:
+    """The value of an instant query's only series, or None when there is no series."""
+    if not result:
+        return None
+    assert len(result) == 1, f"expected one series, got {result}"
+    return float(result[0]["value"][1])
+
+
+class Prometheus:
+    """A running Prometheus: its base URL and its HTTP query API."""
+
+    def __init__(self, url: str, process: subprocess.Popen, log_path: Path):
+        self.url = url
+        self.process = process
+        self.log_path = log_path
+
+    def query(self, expr: str, time: float | None = None) -> list[dict]:
+        """An instant query (at time, a Unix timestamp, or now): the API's result list."""
+        params = {"query": expr} if time is None else {"query": expr, "time": str(time)}
+        return self._api("query", params)["result"]
+
+    def query_range(self, expr: str, start: float, end: float, step: str) -> list[dict]:
+        """A range query: one dict per series, with "values" as [timestamp, "value"] pairs."""
+        params = {"query": expr, "start": str(start), "end": str(end), "step": step}
+        return self._api("query_range", params)["result"]
+
+    def wait_for(self, expr: str, predicate, timeout: float = 30.0) -> list[dict]:
+        """Poll expr until predicate(result) holds and return that result; fail at timeout."""
+        deadline = monotonic() + timeout
+        while True:
+            result = self.query(expr)
+            if predicate(result):
+                return result
+            if monotonic() > deadline:
+                raise AssertionError(f"{expr!r} not as expected after {timeout} s; last result: {result}")
+            sleep(POLL_SECONDS)
+
+    def log_tail(self, characters: int = 4000) -> str:
+        return self.log_path.read_text(errors="replace")[-characters:]
+
+    def _api(self, endpoint: str, params: dict[str, str]) -> dict:
+        url = f"{self.url}/api/v1/{endpoint}?{urllib.parse.urlencode(params)}"
+        try:
+            with urllib.request.urlopen(url, timeout=10) as response:
+                return json.load(response)["data"]
+        except urllib.error.HTTPError as error:
+            # A bad query is a 400 whose body says why: show it, not just the status.
+            raise AssertionError(f"{params['query']!r}: {error.read().decode(errors='replace')}") from None
+
+    def _wait_ready(self, timeout: float) -> None:
+        deadline = monotonic() + timeout
+        while monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"prometheus exited with {self.process.returncode}:\n{self.log_tail()}")
+            try:
+                with urllib.request.urlopen(f"{self.url}/-/ready", timeout=2) as response:
+                    if response.status == 200:
+                        return
+            except OSError:
+                pass  # not listening yet, or 503 while it starts
+            sleep(POLL_SECONDS)
+        raise RuntimeError(f"prometheus not ready after {timeout} s:\n{self.log_tail()}")
+
+
+@contextmanager
+def running_prometheus(
+    tmp_path: Path, targets, scrape_interval: str = "1s", extra_config: dict | None = None
+):
+    """Start Prometheus scraping targets (job "test"), yield a Prometheus once it is ready,
+    and stop it afterwards. extra_config's top-level keys replace or extend the generated
+    configuration (e.g. rule_files, or scrape_configs to replace the job)."""
+    if PROMETHEUS is None:
+        pytest.skip("prometheus is not installed (Debian package 'prometheus', /usr/bin/prometheus)")
+    directory = tmp_path / "prometheus"
+    directory.mkdir()
+    config = {
+        "global": {"scrape_interval": scrape_interval, "evaluation_interval": scrape_interval},
+        "scrape_configs": [{"job_name": JOB, "static_configs": [{"targets": list(targets)}]}],
+        **(extra_config or {}),
+    }
+    config_path = directory / "prometheus.yml"
+    config_path.write_text(json.dumps(config, indent=2))  # JSON is YAML
+    log_path = directory / "prometheus.log"
+    url = f"http://127.0.0.1:{free_port()}"
+    with open(log_path, "wb") as log:
+        process = subprocess.Popen(
+            [
+                PROMETHEUS,
+                f"--config.file={config_path}",
+                f"--storage.tsdb.path={directory / 'data'}",
+                f"--web.listen-address={urllib.parse.urlsplit(url).netloc}",
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+    prom = Prometheus(url, process, log_path)
+    try:
+        prom._wait_ready(timeout=30)
+        yield prom
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()

@@ -1,0 +1,472 @@
+"""Realistic Copilot CLI ``events.jsonl`` files, together with the truth they hold.
+
+Tests (and later the demo fixtures) need session logs shaped like the ones Copilot CLI
+1.0.102 really writes: its event order, its explicit nulls, the committed leg's messages
+replayed at commit time. They also need to know exactly which turns, legs and credits a
+correct reader must find there. That truth (``SessionWriter.expected``) comes from the
+numbers this module chose, never from reading the file back, so it can judge a reader.
+Every free-text field holds CANARY, so a privacy test can prove none of it leaks.
+
+Shapes follow /work/shared/reference/copilot-events.md. Output is deterministic: all
+randomness, ids included, comes from a ``random.Random`` seeded with the session id.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+CANARY = "CANARY-7f3a-do-not-export"
+
+_USAGE_FIELDS = ("request_count", "input_tokens", "output_tokens",
+                 "cache_read_tokens", "cache_write_tokens", "nano_aiu")
+
+
+@dataclass
+class ExpectedLeg:
+    phase_id: str
+    phase_kind: str
+    role: str
+    scope: str
+    model: str
+    status: str
+    verdict: str | None
+    committed: bool
+    duration_ms: int
+    request_count: int
+    input_tokens: int
+    output_tokens: int
+    cache_read_tokens: int
+    cache_write_tokens: int
+    nano_aiu: int
+    failure_reason: str | None
+
+
+@dataclass
+class ExpectedTurn:
+    """One turn as a correct reader must rebuild it.
+
+    For a route failure, fusion_id is the attemptId without ``:route`` (the id its fallback
+    leg carries), and the fallback leg counts as committed: its answer is the one the user
+    got, though the log has no commit or rollup to say so.
+    end_timestamp is the timestamp of the turn's last fusion event, as written.
+    """
+
+    session_id: str
+    fusion_id: str
+    pattern: str
+    outcome: str
+    models: list[str]
+    legs: list[ExpectedLeg]
+    nano_aiu: int
+    committed_phase_id: str | None
+    degraded_reason: str | None
+    route_failure_reason: str | None
+    end_timestamp: str
+
+
+@dataclass
+class _Turn:
+    """The turn being written: its ids, and each leg with the time its event was written."""
+
+    fusion_id: str
+    pattern: str | None  # None: the route failed, so the turn has no fusion context
+    started_ms: int
+    interaction_id: str
+    legs: list[tuple[int, ExpectedLeg]] = field(default_factory=list)
+
+    def phase_id(self, suffix: str) -> str:
+        return f"{self.fusion_id}:{suffix}"
+
+    def fusion_block(self, leg: ExpectedLeg, **extra) -> dict | None:
+        if self.pattern is None:
+            return None
+        return {"fusionId": self.fusion_id, "syntheticModel": "hydrafusion", "policy": "standard",
+                "pattern": self.pattern, "phaseId": leg.phase_id, "phaseKind": leg.phase_kind,
+                "role": leg.role, "sourceModel": leg.model, "conversationScope": leg.scope, **extra}
+
+
+def _plan(kind: str, role: str, scope: str, conditional: bool = False) -> dict:
+    return {"kind": kind, "role": role, "scope": scope, "conditional": conditional}
+
+
+def _split(total: int, weights: list[int]) -> list[int]:
+    """Shares of ``total`` in proportion to ``weights`` that add up to it exactly."""
+    shares = [total * w // sum(weights) for w in weights[:-1]]
+    return shares + [total - sum(shares)]
+
+
+class SessionWriter:
+    """Writes one session's events in the order the real CLI does; see the module docstring.
+
+    Each pattern method appends one user prompt's events and returns (and records in
+    ``expected``) the turn a reader should report for it.
+    """
+
+    def __init__(self, session_id: str, start: datetime, *, canary: str = CANARY,
+                 copilot_version: str = "1.0.102"):
+        self.session_id = session_id
+        self.canary = canary
+        self.expected: list[ExpectedTurn] = []
+        self._rng = random.Random(session_id)
+        self._clock = round(start.timestamp() * 1000)  # ms since the epoch: the latest event
+        self._pending: list[tuple[int, int, str, dict, str]] = []
+        self._lines: list[str] = []
+        self._last_id: str | None = None
+        self._assistant_turns = 0
+        self._prompted = False
+        self._models: dict[str, dict[str, int]] = {}
+        self.cwd = f"/home/dev/src/{canary}/webapp"
+        self._emit(self._clock, "session.start", {
+            "sessionId": session_id, "version": 1, "producer": "copilot-agent",
+            "copilotVersion": copilot_version, "startTime": self._timestamp(self._clock),
+            "selectedModel": "auto", "autoTierIdCompat": "hydrafusion", "reasoningEffort": None,
+            "context": {"cwd": self.cwd, "gitRoot": self.cwd, "repository": f"acme/{canary}",
+                        "branch": f"fix/{canary}"}})
+
+    # -- the patterns ---------------------------------------------------------------
+
+    def single(self, model: str, **usage_overrides) -> ExpectedTurn:
+        turn = self._begin("single", [_plan("primary", "solver", "root")], primaryModel=model)
+        leg = self._leg(turn, "phase:0", "primary", "solver", "root", model, usage=usage_overrides)
+        return self._commit(turn, leg)
+
+    def cascade(self, draft_model: str, judge_model: str, *, verdict: str = "accept",
+                repair_model: str | None = None) -> ExpectedTurn:
+        """Any verdict but ``accept`` hands the answer over to a repair leg."""
+        repair_model = repair_model or draft_model
+        turn = self._begin_cascade(draft_model, judge_model, repair_model)
+        primary = self._leg(turn, "phase:0", "primary", "solver", "root", draft_model)
+        judge = self._leg(turn, "judge", "judge", "judge", "review", judge_model, verdict=verdict)
+        if verdict == "accept":
+            return self._commit(turn, primary)
+        self._handoff(turn, judge, turn.phase_id("repair"), repair_model)
+        return self._commit(turn, self._leg(turn, "repair", "repair", "solver", "root", repair_model))
+
+    def critique(self, draft_model: str, critic_models: list[str], *,
+                 revision_model: str | None = None) -> ExpectedTurn:
+        """Critics review the draft in parallel; a revision model makes the first one ask for it."""
+        plan = ([_plan("draft", "solver", "root")] + [_plan("critic", "critic", "review")] * len(critic_models)
+                + [_plan("revision", "solver", "root", conditional=True)])
+        turn = self._begin("critique", plan, primaryModel=draft_model, critics=critic_models)
+        draft = self._leg(turn, "phase:0", "draft", "solver", "root", draft_model)
+        together = self._clock
+        critics = [self._leg(turn, f"critic:{i}", "critic", "critic", "review", model, start=together)
+                   for i, model in enumerate(critic_models)]
+        if revision_model is None:
+            return self._commit(turn, draft)
+        self._handoff(turn, critics[0], turn.phase_id("revision"), revision_model)
+        return self._commit(turn, self._leg(turn, "revision", "revision", "solver", "root", revision_model))
+
+    def degraded(self, draft_model: str, judge_model: str, *, reason: str = "timeout") -> ExpectedTurn:
+        """A cascade whose judge fails: the turn degrades to the unjudged primary answer."""
+        turn = self._begin_cascade(draft_model, judge_model, draft_model)
+        primary = self._leg(turn, "phase:0", "primary", "solver", "root", draft_model)
+        self._leg(turn, "judge", "judge", "judge", "review", judge_model, status="failed",
+                  failure=reason, degraded_to=primary.phase_id)
+        return self._commit(turn, primary, degraded_reason="judge_failed")
+
+    def incomplete(self, draft_model: str, judge_model: str) -> ExpectedTurn:
+        """A cascade the user aborts during the judge's review: no commit, no rollup ever."""
+        turn = self._begin_cascade(draft_model, judge_model, draft_model)
+        self._leg(turn, "phase:0", "primary", "solver", "root", draft_model)
+        self._leg(turn, "judge", "judge", "judge", "review", judge_model, status="cancelled",
+                  failure="user_abort")
+        end_ms, _ = turn.legs[-1]
+        self._emit(end_ms - 3, "abort", {"reason": "user_initiated"})
+        return self._expect(turn, "cascade", "incomplete", end_ms)
+
+    def route_failed(self, fallback_model: str, *, reason: str = "transport") -> ExpectedTurn:
+        """The router fails; the prompt runs as an ordinary turn, its leg logged afterwards."""
+        attempt_id = f"fusion-{self._uuid()}:route"
+        failed_at, latency = self._routing()
+        self._emit(failed_at, "session.fusion_route_failed", {
+            "attemptId": attempt_id, "syntheticModel": "hydrafusion", "policy": "standard",
+            "fallbackModel": fallback_model, "reason": reason, "routingLatencyMs": latency,
+            "errorMessage": self._text("plan service unreachable: connect ECONNREFUSED")})
+        turn = _Turn(attempt_id.removesuffix(":route"), None, failed_at - latency, str(self._uuid()))
+        self._prompt(failed_at, turn)
+        self._leg(turn, "phase:0", "primary", "solver", "root", fallback_model, live=True)
+        fallback = turn.legs[-1][1]
+        fallback.committed = True
+        expected = self._expect(turn, "unknown", "route_failed", turn.legs[-1][0])
+        expected.route_failure_reason = reason
+        expected.committed_phase_id = fallback.phase_id
+        return expected
+
+    # -- session lifecycle and output -------------------------------------------------
+
+    def shutdown(self) -> None:
+        """session.shutdown with totals over every model call of the file so far."""
+        self._flush()
+        metrics = {model: {"requests": {"count": m["request_count"], "cost": m["nano_aiu"] / 1e9},
+                           "usage": {"inputTokens": m["input_tokens"], "outputTokens": m["output_tokens"],
+                                     "cacheReadTokens": m["cache_read_tokens"],
+                                     "cacheWriteTokens": m["cache_write_tokens"]},
+                           "totalNanoAiu": m["nano_aiu"]} for model, m in sorted(self._models.items())}
+        self._emit(self._after(self._clock, 800, 4_000), "session.shutdown", {
+            "shutdownType": "routine", "totalPremiumRequests": len(self.expected),
+            "totalNanoAiu": sum(m["nano_aiu"] for m in self._models.values()),
+            "totalApiDurationMs": sum(m["api_ms"] for m in self._models.values()),
+            "sessionStartTime": json.loads(self._lines[0])["data"]["startTime"],
+            "eventsFileSizeBytes": sum(len(line.encode()) + 1 for line in self._lines),
+            "codeChanges": {"linesAdded": 42, "linesRemoved": 7, "filesModified": [f"{self.cwd}/src/app.py"]},
+            "modelMetrics": metrics, "providerModelMetrics": {}, "accountingSnapshot": None,
+            "usageAccountingWatermarks": {}, "agentMetrics": {}, "currentModel": "auto",
+            "currentTokens": 48_113, "systemTokens": 9_870, "conversationTokens": 31_202,
+            "toolDefinitionsTokens": 7_041})
+        self._flush()
+
+    def resume(self) -> None:
+        """The user comes back hours later; assistant turn ids restart at "0"."""
+        self._flush()
+        resumed = self._after(self._clock, 3_600_000, 6 * 3_600_000)
+        self._emit(resumed, "session.resume", {"resumeTime": self._timestamp(resumed),
+                                               "eventCount": len(self._lines)})
+        self._assistant_turns = 0
+        self._flush()
+
+    def lines(self) -> list[str]:
+        self._flush()
+        return list(self._lines)
+
+    def write(self, state_dir: Path) -> Path:
+        folder = Path(state_dir) / self.session_id
+        folder.mkdir(parents=True, exist_ok=True)
+        events = folder / "events.jsonl"
+        events.write_bytes("".join(line + "\n" for line in self.lines()).encode())
+        created = json.loads(self._lines[0])["timestamp"]
+        (folder / "workspace.yaml").write_bytes((
+            f"id: {self.session_id}\ncwd: {json.dumps(self.cwd)}\nname: {json.dumps(self._text('fix the parser'))}\n"
+            f"created_at: {created}\nupdated_at: {json.loads(self._lines[-1])['timestamp']}\n").encode())
+        return events
+
+    # -- building blocks ----------------------------------------------------------------
+
+    def _begin_cascade(self, draft_model: str, judge_model: str, repair_model: str) -> _Turn:
+        plan = [_plan("primary", "solver", "root"), _plan("judge", "judge", "review"),
+                _plan("repair", "solver", "root", conditional=True)]
+        return self._begin("cascade", plan, primaryModel=draft_model, judgeModel=judge_model,
+                           repairModel=repair_model)
+
+    def _begin(self, pattern: str, phase_plan: list[dict], *, critics: list[str] | None = None,
+               **models) -> _Turn:
+        """The routing decision, then the prompt (the CLI writes them in that order)."""
+        routed, latency = self._routing()
+        turn = _Turn(f"fusion-{self._uuid()}", pattern, routed - latency, str(self._uuid()))
+        self._emit(routed, "session.fusion_resolved", {
+            "fusionId": turn.fusion_id, "turnId": turn.phase_id("turn"), "contractVersion": 1,
+            "syntheticModel": "hydrafusion", "policy": "standard", "routeSource": "capi_plan",
+            "planVersion": "2", "policyVersion": "2026-09-01", "modelUniverseVersion": "mu-118",
+            "ruleId": f"rule-{pattern}", "selectedRuleId": f"rule-{pattern}",
+            "ruleName": self._text(f"{pattern} for multi-file edits"),
+            "hint": self._text("the prompt asks for a refactor with tests"), "pattern": pattern,
+            "phasePlan": phase_plan, "primaryModel": None, "secondaryModel": None, "judgeModel": None,
+            "repairModel": None, **models,
+            "critics": [{"phaseId": turn.phase_id(f"critic:{i}"), "model": model, "reasoningEffort": "medium"}
+                        for i, model in enumerate(critics or [])],
+            "fallbackModel": "gpt-5.6-mini", "followUpModel": None,
+            "scores": {"reasoning": 0.72, "codeGen": 0.81, "debugging": 0.44, "toolUse": 0.63},
+            "routingLatencyMs": latency})
+        self._prompt(routed, turn)
+        return turn
+
+    def _routing(self) -> tuple[int, int]:
+        """When routing ends (after the user typed the next prompt), and how long it took."""
+        return self._after(self._clock, 4_000, 90_000), self._rng.randint(172, 371)
+
+    def _prompt(self, at: int, turn: _Turn) -> None:
+        text = self._text("refactor parse_config and add tests for the empty file case")
+        self._emit(at + 2, "user.message", {"content": text, "transformedContent": f"<context>{text}</context>",
+                                            "attachments": [], "source": None, "interactionId": turn.interaction_id})
+        if not self._prompted:
+            self._emit(at + 3, "system.message",
+                       {"role": "system", "content": self._text("You are GitHub Copilot CLI.")})
+            self._prompted = True
+
+    def _leg(self, turn: _Turn, suffix: str, kind: str, role: str, scope: str, model: str, *,
+             start: int | None = None, verdict: str | None = None, status: str = "succeeded",
+             failure: str | None = None, degraded_to: str | None = None, usage: dict | None = None,
+             live: bool = False) -> ExpectedLeg:
+        """A leg's model calls (one usage_record each), then its phase event at its end.
+
+        ``live``: the leg is an ordinary turn (a route failure's fallback), so its messages
+        are written as its calls happen rather than replayed at a commit.
+        """
+        figures = self._usage(scope, failure, usage or {})
+        start = self._clock if start is None else start
+        leg = ExpectedLeg(turn.phase_id(suffix), kind, role, scope, model, status, verdict, committed=False,
+                          duration_ms=0, failure_reason=failure, **figures)
+        calls, moment = [], start
+        for _ in range(leg.request_count):
+            began, moment = moment, self._after(moment, 1_500, 9_000)
+            calls.append((began, moment))
+        end = self._after(moment, 20, 200)
+        leg.duration_ms = end - start
+        self._record_calls(turn, leg, calls)
+        if live:
+            self._answer(turn, leg, [at for _, at in calls], None)
+        effort = self._rng.choice(("low", "medium", "high"))
+        data = {"fusionId": turn.fusion_id, "phaseId": leg.phase_id, "phaseKind": kind, "role": role,
+                "conversationScope": scope, "model": model, "reasoningEffort": effort, "status": status}
+        usage_json = {"requestCount": leg.request_count, "inputTokens": leg.input_tokens,
+                      "outputTokens": leg.output_tokens, "cachedTokens": leg.cache_read_tokens,
+                      "cacheWriteTokens": leg.cache_write_tokens, "totalNanoAiu": leg.nano_aiu}
+        if failure:
+            self._emit(end, "assistant.fusion_phase_failed", data | {
+                "reason": failure, "durationMs": leg.duration_ms, "usage": usage_json,
+                "degradedToPhaseId": degraded_to, "errorMessage": self._text(f"{kind} stopped")})
+        else:
+            if role == "judge":
+                content = json.dumps({"verdict": verdict, "rationale": self._text("the edge case is handled")})
+            else:
+                content = self._text(f"{kind} answer: parse_config now returns {{}} for an empty file")
+            self._emit(end, "assistant.fusion_phase_completed", data | {
+                "verdict": verdict, "durationMs": leg.duration_ms, "usage": usage_json, "content": content,
+                "projectionMode": "append" if scope == "root" else "none",
+                "projectionMessage": None if kind in ("primary", "draft") else self._text(f"{kind} notes"),
+                "stagedTerminal": self._text("pytest: 14 passed") if scope == "root" else None})
+        turn.legs.append((end, leg))
+        totals = self._models.setdefault(model, dict.fromkeys(_USAGE_FIELDS + ("api_ms",), 0))
+        for name in _USAGE_FIELDS:
+            totals[name] += getattr(leg, name)
+        totals["api_ms"] += sum(done - began for began, done in calls)
+        return leg
+
+    def _usage(self, scope: str, failure: str | None, overrides: dict) -> dict:
+        unknown = overrides.keys() - set(_USAGE_FIELDS)
+        if unknown:
+            raise TypeError(f"unknown usage fields: {sorted(unknown)}")
+        rng = self._rng
+        inputs = rng.randint(9_000, 64_000) if scope == "root" else rng.randint(5_000, 30_000)
+        figures = {"request_count": rng.randint(2, 4) if scope == "root" and not failure else 1,
+                   "input_tokens": inputs, "cache_read_tokens": int(inputs * rng.uniform(0.3, 0.9)),
+                   "output_tokens": rng.randint(0, 90) if failure else rng.randint(150, 4_000),
+                   "cache_write_tokens": rng.choice((0, 0, rng.randint(400, 4_000))),
+                   "nano_aiu": rng.randint(300_000_000, 7_500_000_000)}
+        return figures | overrides
+
+    def _record_calls(self, turn: _Turn, leg: ExpectedLeg, calls: list[tuple[int, int]]) -> None:
+        """One durable session.usage_record per model call; their figures add up to the leg's."""
+        weights = [self._rng.randint(1, 9) for _ in calls]
+        shares = {name: _split(getattr(leg, name), weights) for name in _USAGE_FIELDS[1:]}
+        for i, (began, done) in enumerate(calls):
+            last = i == len(calls) - 1
+            self._emit(done, "session.usage_record", {"usage": {
+                "model": leg.model, "provider": {"id": "github", "kind": "capi", "label": "GitHub Copilot"},
+                "inputTokens": shares["input_tokens"][i], "outputTokens": shares["output_tokens"][i],
+                "cacheReadTokens": shares["cache_read_tokens"][i],
+                "cacheWriteTokens": shares["cache_write_tokens"][i], "cost": shares["nano_aiu"][i] / 1e9,
+                "duration": done - began, "timeToFirstTokenMs": min(done - began, self._rng.randint(300, 1_400)),
+                "initiator": "user" if i == 0 else "agent", "apiCallId": str(self._uuid()),
+                "finishReason": "stop" if last else "tool_calls", "reasoningEffort": "medium", "isAuto": True,
+                "isByok": False, "toolCounts": {} if last else {"bash": 1}, "aiCreditsStatus": "ok",
+                "fusion": turn.fusion_block(leg)}})
+
+    def _handoff(self, turn: _Turn, source: ExpectedLeg, target_phase_id: str, target_model: str) -> None:
+        self._emit(self._clock + 4, "session.fusion_handoff", {
+            "fusionId": turn.fusion_id, "sourcePhaseId": source.phase_id, "targetPhaseId": target_phase_id,
+            "targetModel": target_model, "message": self._text("handle the empty file without raising")})
+
+    def _commit(self, turn: _Turn, leg: ExpectedLeg, degraded_reason: str | None = None) -> ExpectedTurn:
+        """Commit ``leg``: replay its messages and tool calls at the commit's time, then the rollup."""
+        leg.committed = True
+        at = self._after(self._clock, 15, 120)
+        commit_id = turn.phase_id("commit:0")
+        self._emit(at, "session.fusion_commit_started", {
+            "fusionId": turn.fusion_id, "commitId": commit_id, "sourcePhaseId": leg.phase_id,
+            "sourceModel": leg.model, "kind": "text", "toolCallId": None})
+        self._answer(turn, leg, [at] * leg.request_count, commit_id)
+        if leg.request_count > 1:
+            self._emit(at, "session.fusion_change_checkpoint", {"fusionId": turn.fusion_id, "codeChanges": {
+                "linesAdded": 12, "linesRemoved": 3, "filesModified": [f"{self.cwd}/src/config.py"]}})
+        done = self._after(at, 5, 60)
+        legs = [leg for _, leg in turn.legs]
+        self._emit(done, "session.fusion_completed", {
+            "fusionId": turn.fusion_id, "commitId": commit_id, "turnId": turn.phase_id("turn"),
+            "syntheticModel": "hydrafusion", "pattern": turn.pattern, "outcome": "completed",
+            "finalSourcePhaseId": leg.phase_id, "finalSourceModel": leg.model, "followUpModel": None,
+            "degradedReason": degraded_reason, "phaseCount": len(legs),
+            "requestCount": sum(x.request_count for x in legs), "inputTokens": sum(x.input_tokens for x in legs),
+            "outputTokens": sum(x.output_tokens for x in legs), "cachedTokens": sum(x.cache_read_tokens for x in legs),
+            "cacheWriteTokens": sum(x.cache_write_tokens for x in legs),
+            "totalNanoAiu": sum(x.nano_aiu for x in legs), "durationMs": done - turn.started_ms})
+        expected = self._expect(turn, turn.pattern, "completed", done)
+        expected.committed_phase_id, expected.degraded_reason = leg.phase_id, degraded_reason
+        return expected
+
+    def _answer(self, turn: _Turn, leg: ExpectedLeg, times: list[int], commit_id: str | None) -> None:
+        """One assistant turn per model call; every call but the last ran a tool (the second one fails)."""
+        fusion = turn.fusion_block(leg, commitId=commit_id)
+        for i, at in enumerate(times):
+            turn_id = str(self._assistant_turns)
+            self._assistant_turns += 1
+            self._emit(at, "assistant.turn_start", {"turnId": turn_id, "interactionId": turn.interaction_id})
+            call_id = f"call_{self._uuid().hex[:24]}"
+            arguments = {"command": f"cd {self.cwd} && python -m pytest -q", "description": self._text("run tests")}
+            tool_requests = [] if i == len(times) - 1 else [
+                {"toolCallId": call_id, "name": "bash", "arguments": arguments, "type": "function"}]
+            message = {"messageId": str(self._uuid()), "content": self._text("The parser now accepts empty files."),
+                       "toolRequests": tool_requests, "reasoningText": self._text("check the empty case first"),
+                       "reasoningOpaque": None, "encryptedContent": None, "parentToolCallId": None,
+                       "interactionId": turn.interaction_id}
+            tool = {"toolCallId": call_id, "model": leg.model}
+            if fusion:
+                message["fusion"] = tool["fusion"] = fusion
+            self._emit(at, "assistant.message", message)
+            if tool_requests:
+                self._emit(at, "tool.execution_start", tool | {"toolName": "bash", "mcpServerName": None,
+                                                               "mcpToolName": None, "arguments": arguments})
+                outcome = ({"success": False, "error": {"message": self._text("exit code 1"), "code": "failure"}}
+                           if i % 2 else {"success": True, "result": {"content": self._text("14 passed in 0.8s")}})
+                self._emit(at, "tool.execution_complete", tool | outcome)
+            self._emit(at, "assistant.turn_end", {"turnId": turn_id})
+
+    def _expect(self, turn: _Turn, pattern: str, outcome: str, end_ms: int) -> ExpectedTurn:
+        legs = [leg for _, leg in sorted(turn.legs, key=lambda pair: pair[0])]  # file order
+        expected = ExpectedTurn(self.session_id, turn.fusion_id, pattern, outcome,
+                                sorted({leg.model for leg in legs}), legs, sum(leg.nano_aiu for leg in legs),
+                                None, None, None, self._timestamp(end_ms))
+        self.expected.append(expected)
+        return expected
+
+    # -- time, ids, text, output ----------------------------------------------------------
+
+    def _after(self, moment: int, low: int, high: int) -> int:
+        """A time ``low``..``high`` ms after ``moment``, rounded up to 1, 2 or 3 fraction digits.
+
+        The real CLI drops trailing zeros (``27.96Z``); rounding here makes that happen
+        often, while every written timestamp stays exact.
+        """
+        later = moment + self._rng.randint(low, high)
+        step = self._rng.choice((100, 10, 1, 1))
+        return later + (-later) % step
+
+    def _timestamp(self, ms: int) -> str:
+        seconds, millis = divmod(ms, 1000)
+        fraction = f"{millis:03d}".rstrip("0") or "0"
+        return datetime.fromtimestamp(seconds, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.") + fraction + "Z"
+
+    def _uuid(self) -> uuid.UUID:
+        return uuid.UUID(int=self._rng.getrandbits(128), version=4)
+
+    def _text(self, words: str) -> str:
+        return f"{words} ({self.canary})"
+
+    def _emit(self, at: int, event_type: str, data: dict) -> None:
+        # the id is drawn now, so when lines() is called cannot change later bytes
+        self._pending.append((at, len(self._pending), event_type, data, str(self._uuid())))
+        self._clock = max(self._clock, at)
+
+    def _flush(self) -> None:
+        """Write pending events in time order: parallel legs interleave as they would live."""
+        for at, _, event_type, data, event_id in sorted(self._pending, key=lambda event: event[:2]):
+            self._lines.append(json.dumps({"type": event_type, "data": data, "id": event_id,
+                                           "timestamp": self._timestamp(at), "parentId": self._last_id},
+                                          separators=(",", ":"), ensure_ascii=False))
+            self._last_id = event_id
+        self._pending.clear()

@@ -1,0 +1,185 @@
+"""The parser: allowlisted records out of single lines, and a reason for every rejection."""
+
+import dataclasses
+import json
+
+import pytest
+from hypothesis import given, strategies as st
+
+from tailer import events
+from tailer.events import (
+    Completed, LegEnded, Malformed, Resolved, RouteFailed, SessionEnded, UnknownFusionEvent,
+    Usage, parse_line, parse_timestamp,
+)
+
+
+def line(event_type, data, timestamp="2026-09-09T02:43:27.96Z", **envelope):
+    return json.dumps(
+        {"type": event_type, "data": data, "id": "e1", "timestamp": timestamp,
+         "parentId": None, **envelope},
+        separators=(",", ":"),
+    ).encode()
+
+
+LEG = {
+    "fusionId": "fusion-1", "phaseId": "fusion-1:judge", "phaseKind": "judge", "role": "judge",
+    "conversationScope": "review", "model": "gpt-5.6-sol", "reasoningEffort": "high",
+    "status": "succeeded", "verdict": "reject", "durationMs": 2500.5,
+    "usage": {"requestCount": 2, "inputTokens": 900, "outputTokens": 80, "cachedTokens": 600,
+              "cacheWriteTokens": 100, "totalNanoAiu": 1_250_000_000},
+    "content": "secret", "projectionMessage": "secret", "projectionMode": "none",
+    "stagedTerminal": None,
+}
+
+
+def test_leg_record_holds_the_metadata_only():
+    record = parse_line(line("assistant.fusion_phase_completed", LEG))
+    assert record == LegEnded(
+        1788921807960000000, fusion_id="fusion-1", phase_id="fusion-1:judge",
+        phase_kind="judge", role="judge", scope="review", model="gpt-5.6-sol",
+        status="succeeded", verdict="reject", duration_ms=2500.5,
+        usage=Usage(2, 900, 80, 600, 100, 1_250_000_000), failure_reason=None,
+        degraded_to_phase_id=None,
+    )
+    assert record.usage.aiu == 1.25
+
+
+def test_no_record_type_has_a_field_for_text():
+    """The allowlist is the set of record fields: none of them may carry free text."""
+    text_fields = {"content", "message", "error_message", "projection_message", "hint",
+                   "rule_name", "staged_terminal", "arguments", "result", "path"}
+    for record_type in (Resolved, LegEnded, events.Handoff, events.CommitStarted, Completed,
+                        RouteFailed, SessionEnded, UnknownFusionEvent):
+        names = {f.name for f in dataclasses.fields(record_type)}
+        assert not names & text_fields, record_type
+
+
+def test_phase_failed_defaults_to_failed_and_keeps_its_reason():
+    data = {"fusionId": "f", "phaseId": "f:judge", "phaseKind": "judge", "model": "m",
+            "durationMs": 10, "reason": "timeout", "degradedToPhaseId": "f:phase:0",
+            "errorMessage": "secret"}
+    record = parse_line(line("assistant.fusion_phase_failed", data))
+    assert (record.status, record.failure_reason, record.degraded_to_phase_id) == (
+        "failed", "timeout", "f:phase:0")
+    assert record.usage == Usage()
+
+
+def test_resolved_completed_and_route_failed():
+    resolved = parse_line(line("session.fusion_resolved", {
+        "fusionId": "fusion-1", "pattern": "cascade", "syntheticModel": "hydrafusion",
+        "policy": "standard", "routeSource": "capi_plan", "routingLatencyMs": 231,
+        "hint": "secret", "ruleName": "secret", "scores": None}))
+    assert (resolved.pattern, resolved.route_source, resolved.routing_latency_ms) == (
+        "cascade", "capi_plan", 231.0)
+    completed = parse_line(line("session.fusion_completed", {
+        "fusionId": "fusion-1", "pattern": "cascade", "outcome": "completed",
+        "finalSourcePhaseId": "fusion-1:repair", "finalSourceModel": "gpt-5.6-sol",
+        "phaseCount": 3, "requestCount": 5, "inputTokens": 10, "outputTokens": 5,
+        "cachedTokens": 4, "cacheWriteTokens": 1, "totalNanoAiu": 7, "durationMs": 9000}))
+    assert completed.usage == Usage(5, 10, 5, 4, 1, 7)
+    assert completed.final_source_phase_id == "fusion-1:repair"
+    failed = parse_line(line("session.fusion_route_failed", {
+        "attemptId": "fusion-9:route", "reason": "transport", "fallbackModel": "gpt-5.6-mini",
+        "errorMessage": "secret"}))
+    assert (failed.fusion_id, failed.reason) == ("fusion-9", "transport")
+
+
+def test_non_fusion_lines_are_ignored_without_parsing(monkeypatch):
+    def refuse(*_):
+        raise AssertionError("parsed a line that cannot matter")
+
+    monkeypatch.setattr(events.json, "loads", refuse)
+    assert parse_line(line("user.message", {"content": "hello"})) is None
+    assert parse_line(line("tool.execution_complete", {"result": "x" * 100_000})) is None
+    assert parse_line(b"") is None
+    assert parse_line(b"\0\0\0\0") is None
+
+
+def test_known_unused_and_unrelated_types_are_ignored():
+    assert parse_line(line("session.fusion_change_checkpoint", {"codeChanges": {}})) is None
+    # A prompt quoting an event type costs a parse, nothing more.
+    assert parse_line(line("user.message", {"content": '"session.fusion_resolved"'})) is None
+
+
+def test_unknown_fusion_event_type_is_reported():
+    record = parse_line(line("session.fusion_rerouted", {"fusionId": "f"}))
+    assert isinstance(record, UnknownFusionEvent)
+    assert record.event_type == "session.fusion_rerouted"
+
+
+def test_unknown_and_missing_fields_are_noted():
+    data = dict(LEG, brandNewField=1)
+    del data["model"]
+    record = parse_line(line("assistant.fusion_phase_completed", data))
+    assert record.unknown_fields == ("brandNewField",)
+    assert record.missing_fields == ("model",)
+    assert record.event_type == "assistant.fusion_phase_completed"
+    assert record.model is None
+
+
+@pytest.mark.parametrize("raw, reason", [
+    (b'{"type":"session.fusion_resolved","data":{', "invalid_json"),
+    (b'["session.fusion_resolved"]', "not_an_object"),
+    (b'{"type":"session.fusion_resolved","data":{"fusionId":"\xff\xfe"},'
+     b'"timestamp":"2026-01-01T00:00:00Z"}', "invalid_utf8"),
+    (line("session.fusion_resolved", {"fusionId": "f"}, timestamp="yesterday"), "bad_timestamp"),
+    (line("session.fusion_resolved", {"pattern": "single"}), "missing_fusion_id"),
+    (line("session.fusion_resolved", ["not", "an", "object"]), "bad_data"),
+    (line("assistant.fusion_phase_completed", {"fusionId": "f"}), "missing_phase_id"),
+    (line("session.fusion_route_failed", {"reason": "transport"}), "missing_attempt_id"),
+    (b'{"type":1,"data":"session.fusion_resolved"}', "missing_type"),
+])
+def test_damaged_lines_get_a_reason(raw, reason):
+    assert parse_line(raw) == Malformed(reason)
+
+
+def test_wrong_types_read_as_absent():
+    data = dict(LEG, model=["x"], durationMs="long", verdict=True,
+                usage={"inputTokens": "many", "outputTokens": -5, "totalNanoAiu": 3.0})
+    record = parse_line(line("assistant.fusion_phase_completed", data))
+    assert (record.model, record.duration_ms, record.verdict) == (None, 0.0, None)
+    assert record.usage == Usage(nano_aiu=3)
+
+
+def test_nul_padding_and_u2028_inside_strings():
+    data = dict(LEG, content="line\u2028separator\u2029paragraph")
+    raw = b"\0\0\0" + json.dumps({"type": "assistant.fusion_phase_completed", "data": data,
+                                  "timestamp": "2026-09-09T02:43:27Z"}).encode()
+    assert isinstance(parse_line(raw), LegEnded)
+
+
+def test_session_shutdown_ends_the_session():
+    assert parse_line(line("session.shutdown", {"shutdownType": "normal"})) == SessionEnded(
+        1788921807960000000)
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("2026-09-09T02:43:27Z", 1788921807_000000000),
+    ("2026-09-09T02:43:27.9Z", 1788921807_900000000),
+    ("2026-09-09T02:43:27.96Z", 1788921807_960000000),
+    ("2026-09-09T02:43:27.961Z", 1788921807_961000000),
+    ("2026-09-09T02:43:27.961234567891Z", 1788921807_961234567),
+    ("2026-09-09T04:43:27.5+02:00", 1788921807_500000000),
+    ("2026-09-09T02:43:27", 1788921807_000000000),
+])
+def test_timestamps(text, expected):
+    assert parse_timestamp(text) == expected
+
+
+@pytest.mark.parametrize("text", ["", "2026-13-01T00:00:00Z", "2026-09-09", None, 17])
+def test_bad_timestamps(text):
+    assert parse_timestamp(text) is None
+
+
+@given(st.binary(max_size=400))
+def test_any_bytes_give_a_record_a_reason_or_nothing(raw):
+    result = parse_line(raw)
+    assert result is None or isinstance(result, (events.Event, Malformed))
+
+
+@given(st.dictionaries(st.sampled_from(sorted(LEG) + ["usage", "x"]),
+                       st.one_of(st.none(), st.booleans(), st.integers(), st.floats(),
+                                 st.text(max_size=5), st.lists(st.integers(), max_size=2))))
+def test_any_field_values_give_a_record_or_a_reason(data):
+    result = parse_line(line("assistant.fusion_phase_completed", data))
+    assert isinstance(result, (LegEnded, Malformed))
