@@ -151,6 +151,8 @@ def run(args: argparse.Namespace, environ: dict[str, str]) -> int:
         while not args.state_dir.is_dir():
             if stop.wait(POLL_INTERVAL_S):
                 return 0
+        # Everything in a folder that appeared after we started is new: read it all.
+        args.from_start = True
     try:
         address = None if args.metrics_address == "none" else parse_address(args.metrics_address)
         endpoint = None if args.otlp_endpoint == "none" else traces_url(args.otlp_endpoint)

@@ -1,0 +1,89 @@
+"""Run the real tailer as a separate process, the way users and the container run it."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from contextlib import contextmanager
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def tailer_env(**overrides: str) -> dict[str, str]:
+    """The parent environment without anything that would point the tailer elsewhere."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("OTEL_", "COPILOT_", "HYDRAFUSION_"))}
+    env["PYTHONPATH"] = str(ROOT)
+    env.update(overrides)
+    return env
+
+
+def run_once(*args: str, env: dict[str, str] | None = None, timeout: float = 120):
+    """`python -m tailer run --once ...`; returns the CompletedProcess (text output)."""
+    return subprocess.run(
+        [sys.executable, "-m", "tailer", "run", "--once", *args],
+        cwd=ROOT, env=env or tailer_env(), capture_output=True, text=True, timeout=timeout,
+    )
+
+
+class TailerProcess:
+    def __init__(self, process: subprocess.Popen, log_path: Path, metrics_port: int | None):
+        self.process = process
+        self.log_path = log_path
+        self.metrics_port = metrics_port
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def wait_for_log(self, pattern: str, count: int = 1, timeout: float = 30) -> list[str]:
+        """Block until `pattern` (a regex) matched `count` log lines; fail on timeout or exit."""
+        deadline = time.monotonic() + timeout
+        while True:
+            found = [line for line in self.log().splitlines() if re.search(pattern, line)]
+            if len(found) >= count:
+                return found
+            if self.process.poll() is not None:
+                raise AssertionError(f"tailer exited ({self.process.returncode}):\n{self.log()}")
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{count} x {pattern!r} not logged in {timeout}s:\n{self.log()}")
+            time.sleep(0.1)
+
+    def metrics(self) -> str:
+        url = f"http://127.0.0.1:{self.metrics_port}/metrics"
+        with urllib.request.urlopen(url, timeout=10) as response:
+            return response.read().decode()
+
+    def stop(self) -> int:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        return self.process.returncode
+
+
+@contextmanager
+def running_tailer(tmp_path: Path, *args: str, metrics_port: int | None = None,
+                   env: dict[str, str] | None = None):
+    """Start `python -m tailer run ARGS`, wait for its startup line, stop it afterwards."""
+    log_path = tmp_path / f"tailer-{time.monotonic_ns()}.log"
+    address = f"127.0.0.1:{metrics_port}" if metrics_port else "none"
+    with open(log_path, "wb") as log:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "tailer", "run", "--metrics-address", address, *args],
+            cwd=ROOT, env=env or tailer_env(), stdout=log, stderr=subprocess.STDOUT,
+        )
+    tailer = TailerProcess(process, log_path, metrics_port)
+    try:
+        tailer.wait_for_log(r"hydrafusion-tailer .*state dir|waiting for the state directory")
+        yield tailer
+    finally:
+        tailer.stop()

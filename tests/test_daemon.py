@@ -1,0 +1,175 @@
+"""The tailer as users run it: a real process, a temporary state dir, a local OTLP receiver."""
+
+import re
+import time
+from collections import Counter
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from otlp_sink import OtlpSink, plain_attributes
+from prom import free_port
+from sessiongen import SessionWriter
+from tailerproc import run_once, running_tailer, tailer_env
+
+START = datetime(2026, 11, 4, 10, tzinfo=timezone.utc)
+TURN_LINE = re.compile(
+    r"INFO fusion (\S{1,20}) pattern=(\S+) phases=(\d+) models=(\S+) aiu=(\d+\.\d\d)$")
+
+
+def every_pattern(session_id, start=START):
+    writer = SessionWriter(session_id, start)
+    writer.single("gpt-5.6-sol")
+    writer.cascade("mai-code-1.1-flash", "gpt-5.6-sol")
+    writer.cascade("mai-code-1.1-flash", "gpt-5.6-sol", verdict="reject",
+                   repair_model="gpt-5.6-sol")
+    writer.critique("gpt-5.6-sol", ["claude-sonnet-4.6"])
+    writer.critique("gpt-5.6-sol", ["claude-sonnet-4.6", "gemini-3.1-pro"],
+                    revision_model="gpt-5.6-sol")
+    writer.degraded("mai-code-1.1-flash", "gpt-5.6-sol")
+    writer.route_failed("gpt-5.6-mini")
+    writer.incomplete("mai-code-1.1-flash", "gpt-5.6-sol")
+    writer.single("claude-sonnet-4.6")
+    writer.shutdown()
+    return writer
+
+
+def write_sessions(state_dir, count=3):
+    expected = []
+    for index in range(count):
+        writer = every_pattern(f"session-{index}", START + timedelta(hours=index))
+        writer.write(state_dir)
+        expected += writer.expected
+    return expected
+
+
+def metric_samples(text, name):
+    """{frozenset(labels): value} for one family in an exposition."""
+    samples = {}
+    for line in text.splitlines():
+        match = re.fullmatch(rf"{name}(?:\{{(.*)\}})? (\S+)", line)
+        if match:
+            labels = frozenset(re.findall(r'(\w+)="([^"]*)"', match.group(1) or ""))
+            samples[labels] = float(match.group(2))
+    return samples
+
+
+def test_once_exports_every_turn_counts_it_and_logs_it(tmp_path):
+    state = tmp_path / "state"
+    state.mkdir()
+    expected = write_sessions(state)
+    textfile = tmp_path / "hydrafusion.prom"
+    with OtlpSink() as sink:
+        result = run_once("--state-dir", str(state), "--otlp-endpoint", sink.endpoint,
+                          "--textfile", str(textfile), "--metrics-address", "none")
+        assert result.returncode == 0, result.stderr
+        spans = sink.spans()
+
+    roots = [s for s in spans if "parentSpanId" not in s]
+    assert sorted(plain_attributes(r["attributes"])["hydrafusion.fusion_id"] for r in roots) == \
+        sorted(t.fusion_id for t in expected)
+    legs = [s for s in spans if "hydrafusion.phase.id" in plain_attributes(s["attributes"])]
+    assert len(legs) == sum(len(t.legs) for t in expected)
+    assert {s["resource"]["service.name"] for s in spans} == {"hydrafusion"}
+
+    logged = [TURN_LINE.search(line) for line in result.stderr.splitlines()
+              if " fusion fusion-" in line]
+    assert len(logged) == len(expected)
+    for truth in expected:
+        line = next(line for line in result.stderr.splitlines()
+                    if f"fusion {truth.fusion_id[:20]} " in line)
+        assert f"pattern={truth.pattern} phases={len(truth.legs)} " in line
+        assert f"models={','.join(truth.models)} aiu={truth.nano_aiu / 1e9:.2f}" in line
+    completed = [t for t in expected if t.outcome == "completed"]
+    assert sum(bool(match) for match in logged) == len(completed)
+    assert re.search(r"INFO hydrafusion-tailer \S+: state dir .*, 3 sessions, OTLP http://",
+                     result.stderr)
+
+    exposition = textfile.read_text()
+    turns = metric_samples(exposition, "hydrafusion_turns_total")
+    by_outcome = Counter(t.outcome for t in expected)
+    for outcome, count in by_outcome.items():
+        assert sum(v for k, v in turns.items() if ("outcome", outcome) in k) == count
+    aiu = metric_samples(exposition, "hydrafusion_aiu_total")
+    for model in {leg.model for t in expected for leg in t.legs}:
+        truth = sum(leg.nano_aiu for t in expected for leg in t.legs if leg.model == model)
+        got = sum(v for k, v in aiu.items() if ("model", model) in k)
+        assert got == pytest.approx(truth / 1e9, rel=1e-12)
+    assert sum(aiu.values()) == pytest.approx(sum(t.nano_aiu for t in expected) / 1e9)
+    failures = metric_samples(exposition, "hydrafusion_route_failures_total")
+    assert failures == {frozenset({("reason", "transport")}): 3}
+
+
+def test_missing_state_dir_is_one_clear_line_and_exit_2(tmp_path):
+    result = run_once("--state-dir", str(tmp_path / "nowhere"), "--otlp-endpoint", "none",
+                      "--metrics-address", "none")
+    assert result.returncode == 2
+    [line] = result.stderr.strip().splitlines()
+    assert "does not exist" in line and "nowhere" in line
+
+
+def test_state_dir_from_environment(tmp_path):
+    home = tmp_path / "home"
+    (home / "session-state").mkdir(parents=True)
+    every_pattern("env-session").write(home / "session-state")
+    env = tailer_env(COPILOT_HOME=str(home), HYDRAFUSION_METRICS_ADDRESS="none")
+    result = run_once("--otlp-endpoint", "none", env=env)
+    assert result.returncode == 0, result.stderr
+    assert "1 sessions" in result.stderr
+    assert result.stderr.count("pattern=cascade") == 4
+
+
+def test_daemon_starts_at_the_end_then_follows_appends_and_new_sessions(tmp_path):
+    state = tmp_path / "state"
+    state.mkdir()
+    old = every_pattern("old-session")
+    path = old.write(state)
+    port = free_port()
+    with OtlpSink() as sink, running_tailer(
+        tmp_path, "--state-dir", str(state), "--otlp-endpoint", sink.endpoint,
+        metrics_port=port,
+    ) as tailer:
+        time.sleep(1.5)  # a poll or two: the old turns must stay unread
+        assert " fusion fusion-" not in tailer.log()
+        later = SessionWriter("appended-later", START + timedelta(days=1))
+        later.single("gpt-5.6-sol")
+        with open(path, "a") as handle:
+            handle.write("".join(line + "\n" for line in later.lines()[1:]))
+        tailer.wait_for_log(rf"fusion {later.expected[0].fusion_id[:20]} pattern=single")
+        fresh = every_pattern("new-session", START + timedelta(days=2))
+        fresh.write(state)
+        tailer.wait_for_log(r"pattern=", count=1 + len(fresh.expected), timeout=30)
+        sink.wait_for_spans(1, timeout=10)
+        metrics = tailer.metrics()
+        assert 'hydrafusion_tailer_sessions 2' in metrics
+        assert tailer.stop() == 0
+    logged = [line for line in tailer.log().splitlines() if " fusion fusion-" in line]
+    assert len(logged) == 1 + len(fresh.expected)
+    assert not any(t.fusion_id[:20] in tailer.log() for t in old.expected)
+
+
+def test_wait_for_state_dir(tmp_path):
+    state = tmp_path / "later"
+    with running_tailer(tmp_path, "--state-dir", str(state), "--wait-for-state-dir",
+                        "--otlp-endpoint", "none") as tailer:
+        tailer.wait_for_log("waiting for the state directory")
+        state.mkdir()
+        every_pattern("late-session").write(state)
+        tailer.wait_for_log(r"pattern=single", count=2, timeout=30)
+
+
+def test_collector_down_is_counted_and_nothing_else_breaks(tmp_path):
+    state = tmp_path / "state"
+    state.mkdir()
+    expected = write_sessions(state, count=1)
+    closed = f"http://127.0.0.1:{free_port()}"
+    port = free_port()
+    with running_tailer(tmp_path, "--state-dir", str(state), "--from-start",
+                        "--otlp-endpoint", closed, metrics_port=port) as tailer:
+        tailer.wait_for_log(r" fusion fusion-", count=len(expected))
+        deadline = time.monotonic() + 30
+        while 'export_failures_total{outcome="retry"} 0' in tailer.metrics():
+            assert time.monotonic() < deadline, "export failure never counted"
+            time.sleep(0.2)
+        turns = metric_samples(tailer.metrics(), "hydrafusion_turns_total")
+    assert sum(turns.values()) == len(expected)

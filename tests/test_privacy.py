@@ -1,0 +1,78 @@
+"""The canary test: no prompt, answer, tool text, error message or path ever leaves the tailer.
+
+Every free-text field of the generated sessions (prompts, answers, leg `content`,
+`projectionMessage`, `stagedTerminal`, handoff `message`, `errorMessage`, hints, tool
+arguments and results, cwd and file paths) holds CANARY, and so do damaged lines and
+unknown fields. The tailer runs as a daemon with every output on; the canary must be in
+none of them: OTLP payloads, /metrics, the textfile, the log.
+"""
+
+import json
+
+from otlp_sink import OtlpSink
+from prom import free_port
+from sessiongen import CANARY
+from tailerproc import running_tailer
+from test_daemon import every_pattern
+
+DAMAGED = [
+    # A fusion event cut off mid-line by a crash, then a good line glued to NUL padding.
+    '{"type":"assistant.fusion_phase_completed","data":{"content":"' + CANARY,
+    "\0\0\0" + json.dumps({"type": "user.message", "data": {"content": CANARY}}),
+    # Unknown fields and an unknown event type carrying text.
+    json.dumps({"type": "session.fusion_resolved", "timestamp": "2026-11-04T12:00:00Z",
+                "data": {"fusionId": "fusion-damaged", "pattern": "single",
+                         "routingLatencyMs": 200, "newFreeText": CANARY,
+                         "plan": {"why": CANARY}}}),
+    json.dumps({"type": "session.fusion_explained", "timestamp": "2026-11-04T12:00:01Z",
+                "data": {"fusionId": "fusion-damaged", "explanation": CANARY}}),
+    # A line that is valid JSON but not an object, and one with wrong field types.
+    json.dumps(["session.fusion_completed", CANARY]),
+    json.dumps({"type": "session.fusion_completed", "timestamp": CANARY,
+                "data": {"fusionId": "fusion-damaged"}}),
+    json.dumps({"type": "session.fusion_completed", "timestamp": "2026-11-04T12:00:02Z",
+                "data": {"fusionId": "fusion-damaged", "outcome": {"text": CANARY},
+                         "pattern": "single", "errorMessage": CANARY}}),
+    # Bytes that are not UTF-8 next to the canary.
+    '{"type":"session.fusion_handoff","data":{"message":"' + CANARY + '\udcff"}}',
+]
+
+
+def test_no_text_ever_leaves(tmp_path):
+    state = tmp_path / "state"
+    state.mkdir()
+    expected = []
+    for index in range(2):
+        writer = every_pattern(f"privacy-{index}")
+        path = writer.write(state)
+        expected += writer.expected
+    with open(path, "ab") as handle:
+        for line in DAMAGED:
+            handle.write(line.encode("utf-8", "surrogateescape") + b"\n")
+    assert CANARY.encode() in path.read_bytes()
+
+    textfile = tmp_path / "metrics.prom"
+    with OtlpSink() as sink, running_tailer(
+        tmp_path, "--state-dir", str(state), "--from-start", "--textfile", str(textfile),
+        "--otlp-endpoint", sink.endpoint, "--log-level", "DEBUG", metrics_port=free_port(),
+    ) as tailer:
+        tailer.wait_for_log(r" fusion fusion-", count=len(expected) + 1)
+        tailer.wait_for_log(r"skipped line")
+        sink.wait_for_spans(len(expected), timeout=30)
+        scrapes = [tailer.metrics(), tailer.metrics()]
+        assert tailer.stop() == 0
+        bodies = list(sink.raw_bodies)
+
+    outputs = {
+        "OTLP": b"\n".join(bodies).decode(),
+        "/metrics": "\n".join(scrapes),
+        "textfile": textfile.read_text(),
+        "log": tailer.log(),
+    }
+    for name, text in outputs.items():
+        assert text, f"{name} is empty: the test would prove nothing"
+        assert CANARY not in text, f"the canary leaked into {name}"
+        assert "CANARY" not in text.upper(), f"part of the canary leaked into {name}"
+    # The damage was seen, and reported without its text.
+    assert "malformed" in outputs["/metrics"]
+    assert "log format drift" in outputs["log"]

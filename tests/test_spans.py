@@ -1,0 +1,179 @@
+"""The trace shape contract, checked on realistic turns and decoded by the official proto."""
+
+import gzip
+from datetime import datetime, timezone
+
+import pytest
+
+from otlp_sink import decode_body, plain_attributes, span_dicts
+from sessiongen import SessionWriter
+from tailer.events import parse_line
+from tailer.otlp import encode_request
+from tailer.spans import span_id, trace_id, turn_spans
+from tailer.turns import SessionTurns
+
+SESSION = "5f0c2d1e-spans"
+
+
+@pytest.fixture(scope="module")
+def turns():
+    writer = SessionWriter(SESSION, datetime(2026, 11, 3, 8, tzinfo=timezone.utc))
+    writer.single("gpt-5.6-sol")
+    writer.cascade("mai-code-1.1-flash", "gpt-5.6-sol", verdict="accept")
+    writer.cascade("mai-code-1.1-flash", "gpt-5.6-sol", verdict="reject",
+                   repair_model="gpt-5.6-sol")
+    writer.critique("gpt-5.6-sol", ["claude-sonnet-4.6", "gemini-3.1-pro"],
+                    revision_model="gpt-5.6-sol")
+    writer.degraded("mai-code-1.1-flash", "gpt-5.6-sol")
+    writer.route_failed("gpt-5.6-mini")
+    writer.incomplete("mai-code-1.1-flash", "gpt-5.6-sol")
+    writer.shutdown()
+    assembler = SessionTurns(SESSION)
+    finished = []
+    for text in writer.lines():
+        record = parse_line(text.encode())
+        if record is not None:
+            finished += assembler.feed(record)
+    by_kind = dict(zip(
+        ["single", "accept", "reject", "critique", "degraded", "route_failed", "incomplete"],
+        finished,
+    ))
+    return by_kind, writer.expected
+
+
+def decoded(spans):
+    """Through the wire format and back: what a collector would see."""
+    body = gzip.decompress(encode_request(spans, {"service.name": "hydrafusion"}, "t", "0"))
+    return span_dicts(decode_body(body))
+
+
+def by_name(spans):
+    return {span["name"]: span for span in spans}
+
+
+def attrs(span):
+    return plain_attributes(span.get("attributes", []))
+
+
+def test_rejected_cascade_shape(turns):
+    turn = turns[0]["reject"]
+    spans = decoded(turn_spans(turn))
+    root, route, primary, judge, repair = spans
+    assert [s["name"] for s in spans] == [
+        "hydrafusion cascade", "route hydrafusion", "primary mai-code-1.1-flash",
+        "judge gpt-5.6-sol", "repair gpt-5.6-sol"]
+    tid = trace_id(SESSION, turn.fusion_id)
+    assert {s["traceId"] for s in spans} == {tid}
+    assert "parentSpanId" not in root
+    assert {s["parentSpanId"] for s in spans[1:]} == {root["spanId"]}
+    a = attrs(root)
+    assert a["gen_ai.operation.name"] == "chat" and a["gen_ai.provider.name"] == "github"
+    assert a["gen_ai.request.model"] == "hydrafusion"
+    assert a["gen_ai.response.model"] == "gpt-5.6-sol"
+    assert a["gen_ai.conversation.id"] == SESSION
+    assert a["hydrafusion.pattern"] == "cascade" and a["hydrafusion.outcome"] == "completed"
+    assert a["hydrafusion.phase_count"] == 3
+    assert a["hydrafusion.models"] == "gpt-5.6-sol,mai-code-1.1-flash"
+    assert a["hydrafusion.model_sequence"] == "mai-code-1.1-flash,gpt-5.6-sol,gpt-5.6-sol"
+    assert a["hydrafusion.compound"] is True and a["hydrafusion.usage_mismatch"] is False
+    assert a["hydrafusion.verdict"] == "reject"
+    assert a["hydrafusion.aiu"] == pytest.approx(turn.usage.nano_aiu / 1e9)
+    assert a["hydrafusion.review_aiu"] == pytest.approx(
+        (turn.legs[0].usage.nano_aiu + turn.legs[1].usage.nano_aiu) / 1e9)
+    assert a["gen_ai.usage.input_tokens"] == turn.usage.input_tokens
+    assert a["gen_ai.usage.cache_read.input_tokens"] == turn.usage.cache_read_tokens
+    assert a["gen_ai.usage.cache_write.input_tokens"] == turn.usage.cache_write_tokens
+    assert a["gen_ai.usage.output_tokens"] == turn.usage.output_tokens
+    for key in ("hydrafusion.fusion_id", "hydrafusion.policy", "hydrafusion.route_source",
+                "hydrafusion.routing_latency_ms", "hydrafusion.request_count"):
+        assert key in a
+    assert attrs(repair)["hydrafusion.phase.committed"] is True
+    assert attrs(primary)["hydrafusion.phase.committed"] is False
+    assert attrs(judge)["hydrafusion.phase.verdict"] == "reject"
+    assert attrs(judge)["gen_ai.response.model"] == "gpt-5.6-sol"
+    assert attrs(primary)["gen_ai.response.model"] == "mai-code-1.1-flash"
+
+
+def test_timing_follows_rollup_and_duration(turns):
+    turn = turns[0]["accept"]
+    root, route, *legs = turn_spans(turn)
+    assert int(root["endTimeUnixNano"]) == turn.completed.time_ns
+    assert int(root["startTimeUnixNano"]) == turn.completed.time_ns - round(
+        turn.completed.duration_ms * 1e6)
+    assert int(route["startTimeUnixNano"]) == int(root["startTimeUnixNano"])
+    assert int(route["endTimeUnixNano"]) - int(route["startTimeUnixNano"]) == round(
+        turn.routing_latency_ms * 1e6)
+    for leg, span in zip(turn.legs, legs):
+        assert int(span["endTimeUnixNano"]) == leg.time_ns
+        assert int(span["startTimeUnixNano"]) == leg.time_ns - round(leg.duration_ms * 1e6)
+
+
+def test_verdict_is_an_evaluation_event_on_the_judged_leg(turns):
+    spans = by_name(decoded(turn_spans(turns[0]["reject"])))
+    [event] = spans["primary mai-code-1.1-flash"]["events"]
+    assert event["name"] == "gen_ai.evaluation.result"
+    assert attrs(event)["gen_ai.evaluation.name"] == "hydrafusion.judge"
+    assert attrs(event)["gen_ai.evaluation.score.label"] == "reject"
+    assert "events" not in spans["judge gpt-5.6-sol"]
+
+
+def test_handoff_is_a_link_from_the_leg_that_took_over(turns):
+    spans = by_name(decoded(turn_spans(turns[0]["reject"])))
+    [link] = spans["repair gpt-5.6-sol"]["links"]
+    assert link["spanId"] == spans["judge gpt-5.6-sol"]["spanId"]
+    critique = decoded(turn_spans(turns[0]["critique"]))
+    revision = next(s for s in critique if s["name"].startswith("revision"))
+    critics = {s["spanId"] for s in critique if s["name"].startswith("critic")}
+    assert {link["spanId"] for link in revision["links"]} <= critics
+    assert revision["links"]
+
+
+def test_failed_leg_is_an_error_and_the_turn_is_still_exported(turns):
+    turn = turns[0]["degraded"]
+    spans = decoded(turn_spans(turn))
+    failed = [s for s in spans if s.get("status", {}).get("code") == 2]
+    assert [s["name"] for s in failed] == ["judge gpt-5.6-sol"]
+    assert attrs(failed[0])["hydrafusion.phase.failure_reason"] == "timeout"
+    assert attrs(spans[0])["hydrafusion.degraded_reason"] == "judge_failed"
+    assert "status" not in spans[0] or spans[0]["status"].get("code", 0) == 0
+
+
+def test_route_failure_is_one_error_trace_with_its_fallback_leg(turns):
+    spans = decoded(turn_spans(turns[0]["route_failed"]))
+    root, route, fallback = spans
+    assert root["name"] == "hydrafusion route_failed" and root["status"]["code"] == 2
+    assert route["status"]["code"] == 2
+    a = attrs(root)
+    assert (a["hydrafusion.outcome"], a["hydrafusion.route_failure_reason"]) == (
+        "route_failed", "transport")
+    assert a["hydrafusion.fallback_model"] == "gpt-5.6-mini"
+    assert fallback["name"] == "primary gpt-5.6-mini"
+    assert attrs(fallback)["hydrafusion.phase.committed"] is True
+
+
+def test_incomplete_turn_has_outcome_and_cancelled_leg(turns):
+    spans = decoded(turn_spans(turns[0]["incomplete"]))
+    assert attrs(spans[0])["hydrafusion.outcome"] == "incomplete"
+    cancelled = [s for s in spans if attrs(s).get("hydrafusion.phase.status") == "cancelled"]
+    assert cancelled and all(s["status"]["code"] == 2 for s in cancelled)
+
+
+def test_ids_are_deterministic_and_distinct(turns):
+    all_turns = list(turns[0].values())
+    first = [turn_spans(t) for t in all_turns]
+    again = [turn_spans(t) for t in all_turns]
+    assert first == again
+    ids = [s["spanId"] for spans in first for s in spans]
+    assert len(ids) == len(set(ids))
+    assert len({spans[0]["traceId"] for spans in first}) == len(all_turns)
+    assert trace_id("a", "b") != trace_id("a2", "b")
+    assert span_id("s", "f", "turn") != span_id("s", "f", "route")
+    assert len(trace_id("s", "f")) == 32 and len(span_id("s", "f", "x")) == 16
+
+
+def test_absent_values_are_left_out(turns):
+    root = turn_spans(turns[0]["single"])[0]
+    keys = {a["key"] for a in root["attributes"]}
+    assert "hydrafusion.verdict" not in keys
+    assert "hydrafusion.route_failure_reason" not in keys
+    assert all(a["value"] != {"stringValue": "None"} for a in root["attributes"])
