@@ -28,6 +28,7 @@ COMMANDS = ("run",)
 POLL_INTERVAL_S = 1.0
 EXPORT_FLUSH_TIMEOUT_S = 10.0
 EXIT_USAGE = 2
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 
 
 def default_state_dir(environ: dict[str, str]) -> Path:
@@ -38,10 +39,20 @@ def default_state_dir(environ: dict[str, str]) -> Path:
     return Path.home() / ".copilot" / "session-state"
 
 
-def default_otlp_endpoint(environ: dict[str, str]) -> str:
-    """The traces URL: the signal-specific variable is a full URL, the generic one a base."""
-    if environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"):
-        return environ["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"]
+def otlp_url(option: str | None, environ: dict[str, str]) -> str | None:
+    """The traces URL, or None for `none`. Raises ValueError for a URL that is not http(s).
+
+    As the OpenTelemetry spec says, the signal-specific variable is used as it is, while a
+    base endpoint (the option or OTEL_EXPORTER_OTLP_ENDPOINT) gets `/v1/traces` appended.
+    """
+    if option == "none":
+        return None
+    if option:
+        return traces_url(option)
+    specific = environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+    if specific:
+        traces_url(specific)
+        return specific.strip()
     return traces_url(environ.get("OTEL_EXPORTER_OTLP_ENDPOINT") or "http://localhost:4318")
 
 
@@ -72,7 +83,7 @@ def build_parser(environ: dict[str, str]) -> argparse.ArgumentParser:
         "[$HYDRAFUSION_WAIT_FOR_STATE_DIR]",
     )
     run.add_argument(
-        "--otlp-endpoint", default=default_otlp_endpoint(environ), metavar="URL|none",
+        "--otlp-endpoint", metavar="URL|none",
         help="OTLP/HTTP endpoint, or `none` to export no traces [$OTEL_EXPORTER_OTLP_TRACES_"
         "ENDPOINT, else $OTEL_EXPORTER_OTLP_ENDPOINT, else http://localhost:4318]; also reads "
         "$OTEL_EXPORTER_OTLP_HEADERS, $OTEL_RESOURCE_ATTRIBUTES, $OTEL_SERVICE_NAME",
@@ -101,16 +112,22 @@ def build_parser(environ: dict[str, str]) -> argparse.ArgumentParser:
     )
     run.add_argument(
         "--idle-timeout", type=float, metavar="SECONDS",
-        default=float(environ.get("HYDRAFUSION_IDLE_TIMEOUT") or 1800),
+        # A string default goes through `type`, so a bad variable is a usage error too.
+        default=environ.get("HYDRAFUSION_IDLE_TIMEOUT") or "1800",
         help="finish a turn as incomplete when its session log has not changed for this "
         "long [$HYDRAFUSION_IDLE_TIMEOUT, default 1800]",
     )
     run.add_argument(
-        "--log-level", default=environ.get("HYDRAFUSION_LOG_LEVEL") or "INFO",
-        choices=("DEBUG", "INFO", "WARNING", "ERROR"),
-        help="[$HYDRAFUSION_LOG_LEVEL, default INFO]",
+        "--log-level", type=_log_level, default=environ.get("HYDRAFUSION_LOG_LEVEL") or "INFO",
+        help="DEBUG, INFO, WARNING or ERROR [$HYDRAFUSION_LOG_LEVEL, default INFO]",
     )
     return parser
+
+
+def _log_level(value: str) -> str:
+    if value.upper() not in LOG_LEVELS:
+        raise argparse.ArgumentTypeError(f"choose from {', '.join(LOG_LEVELS)}")
+    return value.upper()
 
 
 def parse_args(argv: list[str], environ: dict[str, str]) -> argparse.Namespace:
@@ -154,14 +171,24 @@ def run(args: argparse.Namespace, environ: dict[str, str]) -> int:
         # Everything in a folder that appeared after we started is new: read it all.
         args.from_start = True
     try:
-        address = None if args.metrics_address == "none" else parse_address(args.metrics_address)
-        endpoint = None if args.otlp_endpoint == "none" else traces_url(args.otlp_endpoint)
+        # A metrics server would live for a moment only under --once: the textfile serves.
+        serve = args.metrics_address != "none" and not args.once
+        address = parse_address(args.metrics_address) if serve else None
+        endpoint = otlp_url(args.otlp_endpoint, environ)
     except ValueError as error:
         print(f"hydrafusion-tailer: {error}", file=sys.stderr)
         return EXIT_USAGE
 
     registry = Registry(label_value_limits={"model": MAX_MODELS})
     metrics = TurnMetrics(registry)
+    lost_spans = 0
+
+    def on_export(outcome: str, spans: int) -> None:
+        nonlocal lost_spans
+        metrics.count_export(outcome, spans)
+        if outcome in ("rejected", "dropped"):
+            lost_spans += spans
+
     exporter = None
     if endpoint is not None:
         resource = parse_resource_attributes(environ.get("OTEL_RESOURCE_ATTRIBUTES", ""))
@@ -174,7 +201,7 @@ def run(args: argparse.Namespace, environ: dict[str, str]) -> int:
             headers=parse_headers(environ.get("OTEL_EXPORTER_OTLP_HEADERS", "")),
             resource=resource,
             scope_version=__version__,
-            on_result=metrics.count_export,
+            on_result=on_export,
         )
     server = None
     if address is not None:
@@ -228,7 +255,8 @@ def run(args: argparse.Namespace, environ: dict[str, str]) -> int:
         if server is not None:
             server.close()
     if not delivered:
-        log.error("some spans could not be exported before exit")
+        log.error("some spans were still waiting for the collector at exit")
+    if args.once and (lost_spans or not delivered):
         return 1
     return 0
 

@@ -161,7 +161,6 @@ class Handoff(Event):
     fusion_id: str
     source_phase_id: str | None
     target_phase_id: str | None
-    target_model: str | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,7 +181,6 @@ class Completed(Event):
     final_source_phase_id: str | None
     final_source_model: str | None
     degraded_reason: str | None
-    phase_count: int | None
     duration_ms: float
     usage: Usage
 
@@ -394,7 +392,6 @@ def _handoff(time_ns: int, data: dict) -> Handoff | Malformed:
         fusion_id=fusion_id,
         source_phase_id=_text(data.get("sourcePhaseId")),
         target_phase_id=_text(data.get("targetPhaseId")),
-        target_model=_text(data.get("targetModel")),
     )
 
 
@@ -414,7 +411,6 @@ def _completed(time_ns: int, data: dict) -> Completed | Malformed:
     fusion_id = _text(data.get("fusionId"))
     if fusion_id is None:
         return Malformed("missing_fusion_id")
-    phase_count = _number(data.get("phaseCount"))
     return Completed(
         time_ns,
         fusion_id=fusion_id,
@@ -424,7 +420,6 @@ def _completed(time_ns: int, data: dict) -> Completed | Malformed:
         final_source_phase_id=_text(data.get("finalSourcePhaseId")),
         final_source_model=_text(data.get("finalSourceModel")),
         degraded_reason=_text(data.get("degradedReason")),
-        phase_count=None if phase_count is None else int(phase_count),
         duration_ms=_duration(data.get("durationMs")),
         usage=_usage(data, cached_key="cachedTokens", requests_key="requestCount"),
     )

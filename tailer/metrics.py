@@ -98,7 +98,8 @@ class TurnMetrics:
         )
         self.export_failures = counter(
             "hydrafusion_tailer_export_failures_total",
-            "Failed span exports: retry (will be retried), rejected (bad request), dropped (lost).",
+            "Spans whose export failed: retry (an attempt failed, will be retried), "
+            "rejected (the collector refused them), dropped (lost).",
             ("outcome",),
         )
         self.sessions = gauge("hydrafusion_tailer_sessions", "Session logs followed.")
@@ -176,4 +177,4 @@ class TurnMetrics:
         if outcome == "delivered":
             self.spans_exported.inc(None, spans)
         else:
-            self.export_failures.inc({"outcome": outcome})
+            self.export_failures.inc({"outcome": outcome}, spans)

@@ -77,7 +77,9 @@ def _root_span(turn: Turn, tid: str, root_id: str) -> dict:
     name = "hydrafusion route_failed" if failure else f"hydrafusion {turn.pattern}"
     span = _span(tid, root_id, None, name, KIND_INTERNAL, turn.start_ns, turn.end_ns, attributes)
     if failure:
-        span["status"] = {"code": STATUS_ERROR, "message": f"route_failed: {failure.reason}"}
+        span["status"] = {
+            "code": STATUS_ERROR, "message": f"route_failed: {failure.reason or 'unknown'}"
+        }
     return span
 
 
@@ -157,7 +159,7 @@ def _verdict_event(judge: LegEnded) -> dict:
             "gen_ai.evaluation.name": "hydrafusion.judge",
             "gen_ai.evaluation.score.label": judge.verdict,
             "hydrafusion.judge.model": judge.model,
-            "hydrafusion.judge.phase_id": judge.phase_id,
+            "hydrafusion.judge.phase.id": judge.phase_id,
         }),
     }
 

@@ -9,6 +9,7 @@ fixture; a test that does is skipped only when the binary is not installed.
 """
 
 import json
+import os
 import shutil
 import socket
 import subprocess
@@ -105,6 +106,8 @@ def running_prometheus(
     and stop it afterwards. extra_config's top-level keys replace or extend the generated
     configuration (e.g. rule_files, or scrape_configs to replace the job)."""
     if PROMETHEUS is None:
+        if os.environ.get("CI"):
+            pytest.fail("CI must install Debian's prometheus package (.ci/run does)")
         pytest.skip("prometheus is not installed (Debian package 'prometheus', /usr/bin/prometheus)")
     directory = tmp_path / "prometheus"
     directory.mkdir()

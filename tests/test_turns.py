@@ -33,7 +33,7 @@ def completed(fusion, t, final_suffix, final_model, nano, duration=9000.0, **ext
                      synthetic_model="hydrafusion", outcome="completed",
                      final_source_phase_id=f"{fusion}:{final_suffix}",
                      final_source_model=final_model, degraded_reason=extra.get("degraded"),
-                     phase_count=None, duration_ms=duration,
+                     duration_ms=duration,
                      usage=extra.get("usage", Usage(nano_aiu=nano)))
 
 
@@ -55,7 +55,7 @@ def test_cascade_rejected_and_repaired():
         leg(f, "phase:0", 8 * S),
         judge,
         Handoff(12 * S, fusion_id=f, source_phase_id=f"{f}:judge",
-                target_phase_id=f"{f}:repair", target_model="gpt-5.6-sol"),
+                target_phase_id=f"{f}:repair"),
         leg(f, "repair", 20 * S, "repair", "gpt-5.6-sol"),
         CommitStarted(20 * S, fusion_id=f, source_phase_id=f"{f}:repair",
                       source_model="gpt-5.6-sol"),

@@ -1,0 +1,202 @@
+"""The contract docs (docs/METRICS.md, TRACES.md, TAILER.md) stay true to the code.
+
+Users build dashboards, TraceQL and PromQL queries and scripts on these docs, so a name the
+code emits but the docs omit, or a name the docs promise but the code never emits, is a bug.
+The docs keep names machine-readable: every table row that defines a name starts with it in
+backticks.
+"""
+
+import contextlib
+import io
+import re
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pytest
+
+from sessiongen import SessionWriter
+from tailer.cli import build_parser
+from tailer.events import parse_line
+from tailer.exposition import Registry
+from tailer.metrics import MAX_MODELS, TurnMetrics
+from tailer.spans import turn_spans
+from tailer.turns import SessionTurns
+
+DOCS = Path(__file__).resolve().parent.parent / "docs"
+SESSION = "sess-docs"
+OTLP_TYPES = {"stringValue": "string", "intValue": "int", "doubleValue": "double", "boolValue": "bool"}
+HISTOGRAM_SUFFIXES = ("_bucket", "_sum", "_count")
+
+
+def read_doc(name: str) -> str:
+    return (DOCS / name).read_text(encoding="utf-8")
+
+
+def table_rows(doc: str) -> dict[str, list[str]]:
+    """First backticked word of a table row's first cell -> the row's cells."""
+    rows = {}
+    for line in read_doc(doc).splitlines():
+        if not line.startswith("|"):
+            continue
+        cells = [cell.strip() for cell in re.split(r"(?<!\\)\|", line.strip())[1:-1]]
+        name = re.match(r"`([^`\s]+)", cells[0]) if cells else None
+        if name:
+            rows[name.group(1)] = cells
+    return rows
+
+
+def backticked(cell: str) -> set[str]:
+    return set(re.findall(r"`([^`]+)`", cell))
+
+
+@pytest.fixture(scope="module")
+def turns():
+    """One turn of every shape the docs describe, from a log in the real CLI's order."""
+    writer = SessionWriter(SESSION, datetime(2026, 11, 2, 9, tzinfo=timezone.utc))
+    writer.single("gpt-5.6-sol")
+    writer.cascade("mai-code-1.1-flash", "gpt-5.6-sol")
+    writer.cascade("mai-code-1.1-flash", "gpt-5.6-sol", verdict="reject", repair_model="gpt-5.6-sol")
+    writer.critique("gpt-5.6-sol", ["claude-sonnet-4.6", "gemini-3.1-pro"], revision_model="gpt-5.6-sol")
+    writer.degraded("mai-code-1.1-flash", "gpt-5.6-sol")
+    writer.route_failed("gpt-5.6-mini")
+    writer.incomplete("mai-code-1.1-flash", "gpt-5.6-sol")
+    writer.shutdown()
+    assembler = SessionTurns(SESSION)
+    finished = []
+    for text in writer.lines():
+        record = parse_line(text.encode())
+        if record is not None:
+            finished += assembler.feed(record)
+    assert [turn.outcome for turn in finished] == ["completed"] * 5 + ["route_failed", "incomplete"]
+    return finished
+
+
+# -- metrics --------------------------------------------------------------------------
+
+
+def exposed_families(turns) -> dict[str, tuple[str, frozenset[str]]]:
+    """Family name -> (type, label names) as /metrics shows them once every family has a series."""
+    metrics = TurnMetrics(Registry(label_value_limits={"model": MAX_MODELS}))
+    for turn in turns:
+        metrics.count_turn(turn)
+    # Give the drift and damage families a series too, the way the daemon counts them.
+    drifted = parse_line(
+        b'{"type":"session.fusion_resolved","timestamp":"2026-11-02T09:00:00Z",'
+        b'"data":{"fusionId":"fusion-x","pattern":"single","fieldFromTheFuture":1}}'
+    )
+    assert drifted.unknown_fields and drifted.missing_fields
+    metrics.count_line("fusion")
+    metrics.count_event(drifted)
+    metrics.count_line("malformed", "invalid_json")
+
+    families: dict[str, tuple[str, set[str]]] = {}
+    current = None
+    for line in metrics.registry.render_final().splitlines():
+        if line.startswith("# TYPE "):
+            _, _, current, kind = line.split()
+            families[current] = (kind, set())
+        elif not line.startswith("#"):
+            families[current][1].update(re.findall(r'(\w+)="', line))
+    return {name: (kind, frozenset(labels - {"le"})) for name, (kind, labels) in families.items()}
+
+
+def documented_families() -> dict[str, tuple[str, frozenset[str]]]:
+    return {
+        name: (cells[1], frozenset(backticked(cells[2])))
+        for name, cells in table_rows("METRICS.md").items()
+        if name.startswith("hydrafusion_")
+    }
+
+
+def test_every_metric_family_is_documented_with_its_type_and_labels(turns):
+    exposed = exposed_families(turns)
+    documented = documented_families()
+    assert set(exposed) - set(documented) == set(), "families missing from METRICS.md"
+    assert set(documented) - set(exposed) == set(), "METRICS.md names families the tailer lacks"
+    assert documented == exposed
+
+
+def test_every_metric_name_in_metrics_doc_exists(turns):
+    """Covers the prose and the PromQL examples, where a typo would go unnoticed."""
+    families = set(exposed_families(turns))
+    for name in set(re.findall(r"\bhydrafusion_\w+", read_doc("METRICS.md"))):
+        base = next((name[: -len(s)] for s in HISTOGRAM_SUFFIXES if name.endswith(s)), name)
+        assert name in families or base in families, name
+
+
+# -- traces ---------------------------------------------------------------------------
+
+
+def emitted_attributes(turns) -> dict[str, tuple[set[str], set[str]]]:
+    """Attribute key -> (where it appears: root/route/leg/event/link, its OTLP value types)."""
+    found: dict[str, tuple[set[str], set[str]]] = {}
+
+    def note(attributes, where):
+        for attribute in attributes:
+            places, types = found.setdefault(attribute["key"], (set(), set()))
+            places.add(where)
+            types.update(OTLP_TYPES[kind] for kind in attribute["value"])
+
+    for turn in turns:
+        for span in turn_spans(turn):
+            if "parentSpanId" not in span:
+                where = "root"
+            elif span["name"] == "route hydrafusion":
+                where = "route"
+            else:
+                where = "leg"
+            note(span["attributes"], where)
+            for event in span.get("events", []):
+                note(event["attributes"], "event")
+            for link in span.get("links", []):
+                note(link["attributes"], "link")
+    return found
+
+
+def documented_attributes() -> dict[str, tuple[set[str], set[str]]]:
+    return {
+        name: ({place.strip() for place in cells[1].split(",")}, {cells[2]})
+        for name, cells in table_rows("TRACES.md").items()
+        if name.startswith(("gen_ai.", "hydrafusion."))
+    }
+
+
+def test_every_span_attribute_is_documented_where_and_as_what_it_is_emitted(turns):
+    emitted = emitted_attributes(turns)
+    documented = documented_attributes()
+    assert set(emitted) - set(documented) == set(), "attributes missing from TRACES.md"
+    assert set(documented) - set(emitted) == set(), "TRACES.md names attributes never emitted"
+    assert documented == emitted
+
+
+def test_traceql_examples_use_emitted_attributes(turns):
+    emitted = emitted_attributes(turns)
+    queries = re.findall(r"\b(span|event)\.((?:gen_ai|hydrafusion)\.[\w.]+)", read_doc("TRACES.md"))
+    assert queries
+    for scope, name in queries:
+        places = emitted[name][0] if name in emitted else set()
+        assert places & ({"event"} if scope == "event" else {"root", "route", "leg"}), f"{scope}.{name}"
+
+
+# -- command line ---------------------------------------------------------------------
+
+
+@pytest.fixture
+def run_help(monkeypatch) -> str:
+    monkeypatch.setenv("COLUMNS", "200")  # no wrapping inside an option or variable name
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), pytest.raises(SystemExit):
+        build_parser({}).parse_args(["run", "--help"])
+    return out.getvalue()
+
+
+def test_every_option_and_variable_of_run_is_documented(run_help):
+    options = set(re.findall(r"(?<![\w-])--[a-z][a-z-]*", run_help)) - {"--help"}
+    table = {name for name in table_rows("TAILER.md") if name.startswith("--")}
+    assert options
+    assert options - table == set(), "options missing from TAILER.md's table"
+    assert table - options == set(), "TAILER.md documents options `run` does not have"
+    text = read_doc("TAILER.md")
+    variables = set(re.findall(r"\$([A-Z][A-Z0-9_]+)", run_help))
+    assert variables
+    assert {v for v in variables if f"`{v}`" not in text} == set()

@@ -1,0 +1,195 @@
+"""The wired pipeline (daemon.Tailer) in-process, with a fake clock: idle turns, damage, drift."""
+
+import logging
+import os
+import re
+import shutil
+
+from exposition_helpers import samples
+from sessiongen import SessionWriter
+from tailer.daemon import Tailer
+from tailer.events import parse_line
+from tailer.exposition import Registry
+from tailer.logs import WarningLimiter, turn_line
+from tailer.metrics import MAX_MODELS, TurnMetrics
+from test_daemon import START, every_pattern
+from test_turns import feed_all
+
+
+class Clock:
+    def __init__(self, now):
+        self.now = now
+
+    def __call__(self):
+        return self.now
+
+
+def make_tailer(state, clock, *, from_start=True, idle=1800.0):
+    metrics = TurnMetrics(Registry(label_value_limits={"model": MAX_MODELS}, clock=clock))
+    finished = []
+
+    def on_turn(turn):
+        finished.append(turn)
+        metrics.count_turn(turn)
+
+    tailer = Tailer(state, metrics=metrics, on_turn=on_turn, from_start=from_start,
+                    idle_timeout_s=idle, clock=clock)
+    return tailer, metrics, finished
+
+
+def open_turn_session(state):
+    writer = SessionWriter("idle-session", START)
+    writer.single("gpt-5.6-sol")
+    writer.incomplete("mai-code-1.1-flash", "gpt-5.6-sol")
+    return writer, writer.write(state)
+
+
+def test_open_turn_finishes_when_the_log_goes_idle(tmp_path):
+    writer, path = open_turn_session(tmp_path)
+    modified = path.stat().st_mtime
+    clock = Clock(modified + 60)
+    tailer, metrics, finished = make_tailer(tmp_path, clock, idle=1800)
+    tailer.poll()
+    assert [t.outcome for t in finished] == ["completed"]
+    assert 'hydrafusion_tailer_open_turns 1' in metrics.registry.render_final()
+    clock.now = modified + 1799
+    tailer.poll()
+    assert len(finished) == 1
+    clock.now = modified + 1801
+    tailer.poll()
+    assert [t.outcome for t in finished] == ["completed", "incomplete"]
+    assert finished[1].fusion_id == writer.expected[1].fusion_id
+    assert 'hydrafusion_tailer_open_turns 0' in metrics.registry.render_final()
+
+
+def test_backfilled_old_log_finishes_its_open_turn_at_once(tmp_path):
+    _, path = open_turn_session(tmp_path)
+    old = path.stat().st_mtime - 3 * 86400
+    os.utime(path, (old, old))
+    tailer, _, finished = make_tailer(tmp_path, Clock(old + 3 * 86400))
+    tailer.poll()
+    assert [t.outcome for t in finished] == ["completed", "incomplete"]
+
+
+def test_finish_all_is_for_once(tmp_path):
+    open_turn_session(tmp_path)
+    tailer, _, finished = make_tailer(tmp_path, Clock(0))
+    tailer.poll()
+    tailer.finish_all()
+    assert [t.outcome for t in finished] == ["completed", "incomplete"]
+
+
+def test_damage_is_counted_by_reason_and_warned_with_line_number_only(tmp_path, caplog):
+    writer = every_pattern("damaged")
+    path = writer.write(tmp_path)
+    good = path.read_bytes().splitlines(keepends=True)
+    damaged = good[:3] + [b'{"type":"session.fusion_resolved","data":{"secret\n',
+                          b'\0\0\0\0\n'] + good[3:]
+    path.write_bytes(b"".join(damaged))
+    tailer, metrics, finished = make_tailer(tmp_path, Clock(path.stat().st_mtime))
+    with caplog.at_level(logging.WARNING, logger="tailer"):
+        tailer.poll()
+        tailer.finish_all()
+    assert [t.fusion_id for t in finished] == [t.fusion_id for t in writer.expected]
+    exposition = metrics.registry.render_final()
+    assert samples(exposition, "hydrafusion_tailer_malformed_lines_total") == {
+        (("reason", "invalid_json"),): 1}
+    assert samples(exposition, "hydrafusion_tailer_lines_total")[(("outcome", "malformed"),)] == 1
+    [warning] = [r.getMessage() for r in caplog.records if "skipped" in r.getMessage()]
+    assert warning == "session damaged: skipped line 4 of events.jsonl: invalid_json"
+
+
+def test_unknown_event_type_and_fields_are_counted_and_warned_once(tmp_path, caplog):
+    session = tmp_path / "drift"
+    session.mkdir()
+    lines = [
+        '{"type":"session.fusion_rerouted","timestamp":"2026-11-04T10:00:00Z","data":{}}',
+        '{"type":"session.fusion_rerouted","timestamp":"2026-11-04T10:00:01Z","data":{}}',
+        '{"type":"session.fusion_resolved","timestamp":"2026-11-04T10:00:02Z","data":'
+        '{"fusionId":"f1","pattern":"single","routingLatencyMs":200,"budgetHint":1}}',
+        '{"type":"session.fusion_resolved","timestamp":"2026-11-04T10:00:03Z","data":'
+        '{"fusionId":"f2","pattern":"single","budgetHint":1}}',
+    ]
+    (session / "events.jsonl").write_text("\n".join(lines) + "\n")
+    tailer, metrics, _ = make_tailer(tmp_path, Clock(0))
+    with caplog.at_level(logging.WARNING, logger="tailer"):
+        tailer.poll()
+    exposition = metrics.registry.render_final()
+    assert samples(exposition, "hydrafusion_tailer_unknown_events_total") == {(): 2}
+    assert samples(exposition, "hydrafusion_tailer_unknown_fields_total") == {
+        (("event_type", "session.fusion_resolved"),): 2}
+    assert samples(exposition, "hydrafusion_tailer_missing_fields_total") == {
+        (("event_type", "session.fusion_resolved"),): 1}
+    drift = [r.getMessage() for r in caplog.records if "drift" in r.getMessage()]
+    assert len(drift) == 3  # the type, the field, the missing field: once each
+
+
+def test_unreadable_log_is_one_warning_and_the_rest_goes_on(tmp_path, caplog, monkeypatch):
+    every_pattern("readable").write(tmp_path)
+    broken = every_pattern("unreadable").write(tmp_path)
+    tailer, _, finished = make_tailer(tmp_path, Clock(0))
+    real_open = open
+
+    def refuse(path, *args, **kwargs):
+        if str(path) == str(broken):
+            raise PermissionError(13, "Permission denied")
+        return real_open(path, *args, **kwargs)
+
+    monkeypatch.setattr("builtins.open", refuse)
+    with caplog.at_level(logging.WARNING, logger="tailer"):
+        tailer.poll()
+        tailer.poll()
+    warnings = [r.getMessage() for r in caplog.records]
+    assert warnings == ["session unreadable: cannot read its log: Permission denied"]
+    assert len(finished) == 9
+
+
+def test_a_vanished_session_finishes_its_open_turns(tmp_path):
+    _, path = open_turn_session(tmp_path)
+    clock = Clock(path.stat().st_mtime)
+    tailer, _, finished = make_tailer(tmp_path, clock)
+    tailer.poll()
+    shutil.rmtree(path.parent)
+    clock.now += 10
+    tailer.poll()
+    assert [t.outcome for t in finished] == ["completed", "incomplete"]
+    assert tailer.sessions == {}
+
+
+def test_labels_are_bounded_and_hold_no_ids(tmp_path):
+    writer = SessionWriter("many-models", START)
+    for index in range(MAX_MODELS + 5):
+        writer.single(f"model-{index}")
+    writer.write(tmp_path)
+    tailer, metrics, finished = make_tailer(tmp_path, Clock(0))
+    tailer.poll()
+    exposition = metrics.registry.render_final()
+    models = {dict(labels)["model"] for labels in samples(exposition, "hydrafusion_legs_total")}
+    assert len(models) == MAX_MODELS + 1 and "other" in models
+    for turn in finished:
+        assert turn.fusion_id not in exposition
+    assert "many-models" not in exposition
+
+
+def test_turn_line_format():
+    writer = SessionWriter("log-line", START)
+    writer.cascade("mai-code-1.1-flash", "gpt-5.6-sol", verdict="reject",
+                   repair_model="gpt-5.6-sol")
+    _, [turn] = feed_all([r for r in (parse_line(t.encode()) for t in writer.lines()) if r])
+    assert re.fullmatch(
+        r"fusion fusion-[0-9a-f]{8}-[0-9a-f]{4} pattern=cascade phases=3 "
+        r"models=gpt-5\.6-sol,mai-code-1\.1-flash aiu=\d+\.\d\d", turn_line(turn))
+    assert turn_line(turn).endswith(f"aiu={writer.expected[0].nano_aiu / 1e9:.2f}")
+
+
+def test_warning_limiter(caplog):
+    clock = Clock(0)
+    limiter = WarningLimiter(interval=60, clock=clock)
+    with caplog.at_level(logging.WARNING, logger="tailer"):
+        for _ in range(5):
+            limiter.warn("a", "problem %s", "a")
+        limiter.warn("b", "problem %s", "b")
+        clock.now = 61
+        limiter.warn("a", "problem %s", "a")
+    assert [r.getMessage() for r in caplog.records] == [
+        "problem a", "problem b", "problem a (and 4 more like it since the last warning)"]
