@@ -181,6 +181,18 @@ def run(args: argparse.Namespace, environ: dict[str, str]) -> int:
 
     registry = Registry(label_value_limits={"model": MAX_MODELS})
     metrics = TurnMetrics(registry)
+    server = None
+    if address is not None:
+        try:
+            server = MetricsServer(address[0], address[1], registry)
+        except OSError as error:
+            print(
+                f"hydrafusion-tailer: cannot serve metrics on {args.metrics_address}: "
+                f"{error.strerror}",
+                file=sys.stderr,
+            )
+            return EXIT_USAGE
+        server.start()
     lost_spans = 0
 
     def on_export(outcome: str, spans: int) -> None:
@@ -203,18 +215,6 @@ def run(args: argparse.Namespace, environ: dict[str, str]) -> int:
             scope_version=__version__,
             on_result=on_export,
         )
-    server = None
-    if address is not None:
-        try:
-            server = MetricsServer(address[0], address[1], registry)
-        except OSError as error:
-            print(
-                f"hydrafusion-tailer: cannot serve metrics on {args.metrics_address}: "
-                f"{error.strerror}",
-                file=sys.stderr,
-            )
-            return EXIT_USAGE
-        server.start()
 
     def on_turn(turn) -> None:
         if exporter is not None:

@@ -34,7 +34,7 @@ KNOWN_UNUSED = frozenset({"session.fusion_change_checkpoint"})
 
 # The JSON text of the `type` values we care about. A line holding none of them is ignored
 # unparsed. A prompt that quotes one of them only costs a parse: the type is checked after.
-_MARKERS = (b'"session.fusion_', b'"assistant.fusion_', b'"session.shutdown"')
+MARKERS = (b'"session.fusion_', b'"assistant.fusion_', b'"session.shutdown"')
 
 # Every field each event may carry, metadata or content. A field outside these sets is
 # reported as unknown so a CLI upgrade that changes the log shows up on the dashboard.
@@ -260,7 +260,7 @@ def parse_line(line: bytes) -> Event | Malformed | None:
 
 def may_matter(line: bytes) -> bool:
     """False when the line certainly is not an event we read; cheap, no parsing."""
-    return any(marker in line for marker in _MARKERS)
+    return any(marker in line for marker in MARKERS)
 
 
 _TIMESTAMP = re.compile(
