@@ -1,0 +1,256 @@
+"""The HydraFusion dashboard as its queries, for tests.
+
+Grafana cannot run here, so tests read the dashboard file and do the part of
+Grafana's job they need: list every PromQL expression and TraceQL query, and
+substitute the time range and variables the way Grafana would. A test can then
+run each expression against a real Prometheus, or check the names it uses
+against the tailer's contract (the lists below) and against a real exposition
+or a captured OTLP payload.
+"""
+
+import json
+import re
+from pathlib import Path
+
+import yaml
+
+REPO = Path(__file__).resolve().parent.parent
+DASHBOARD_PATH = REPO / "grafana" / "dashboards" / "hydrafusion.json"
+DATASOURCES_PATH = REPO / "grafana" / "provisioning" / "datasources" / "datasources.yaml"
+
+# The tailer's metric families (issue 2's contract). Histograms are listed by
+# family name; their series add _bucket, _sum and _count.
+CONTRACT_COUNTERS_AND_GAUGES = frozenset({
+    "hydrafusion_turns_total",
+    "hydrafusion_legs_total",
+    "hydrafusion_aiu_total",
+    "hydrafusion_tokens_total",
+    "hydrafusion_requests_total",
+    "hydrafusion_route_failures_total",
+    "hydrafusion_tailer_lines_total",
+    "hydrafusion_tailer_malformed_lines_total",
+    "hydrafusion_tailer_sessions",
+    "hydrafusion_tailer_open_turns",
+    "hydrafusion_tailer_export_failures_total",
+    "hydrafusion_tailer_spans_exported_total",
+    "hydrafusion_tailer_last_event_timestamp_seconds",
+    "hydrafusion_tailer_unknown_fields_total",
+    "hydrafusion_tailer_unknown_events_total",
+    "hydrafusion_tailer_build_info",
+})
+CONTRACT_HISTOGRAMS = frozenset({
+    "hydrafusion_turn_duration_seconds",
+    "hydrafusion_leg_duration_seconds",
+    "hydrafusion_routing_latency_seconds",
+})
+CONTRACT_METRICS = CONTRACT_COUNTERS_AND_GAUGES | CONTRACT_HISTOGRAMS
+
+# Series Prometheus makes itself, which the dashboard may also read.
+PROMETHEUS_OWN_METRICS = frozenset({"up"})
+
+# Span attributes of the tailer's traces (issue 2's contract): the turn's root
+# span, and each leg's span.
+ROOT_SPAN_ATTRIBUTES = frozenset({
+    "gen_ai.operation.name",
+    "gen_ai.provider.name",
+    "gen_ai.request.model",
+    "gen_ai.response.model",
+    "gen_ai.conversation.id",
+    "gen_ai.usage.input_tokens",
+    "gen_ai.usage.output_tokens",
+    "gen_ai.usage.cache_read.input_tokens",
+    "gen_ai.usage.cache_write.input_tokens",
+    "hydrafusion.fusion_id",
+    "hydrafusion.pattern",
+    "hydrafusion.policy",
+    "hydrafusion.route_source",
+    "hydrafusion.routing_latency_ms",
+    "hydrafusion.outcome",
+    "hydrafusion.degraded_reason",
+    "hydrafusion.phase_count",
+    "hydrafusion.request_count",
+    "hydrafusion.aiu",
+    "hydrafusion.models",
+    "hydrafusion.model_sequence",
+    "hydrafusion.verdict",
+    "hydrafusion.compound",
+    "hydrafusion.review_aiu",
+    "hydrafusion.usage_mismatch",
+    "hydrafusion.route_failure_reason",
+    "hydrafusion.fallback_model",
+})
+LEG_SPAN_ATTRIBUTES = frozenset({
+    "gen_ai.operation.name",
+    "gen_ai.provider.name",
+    "gen_ai.request.model",
+    "gen_ai.response.model",
+    "gen_ai.conversation.id",
+    "gen_ai.usage.input_tokens",
+    "gen_ai.usage.output_tokens",
+    "gen_ai.usage.cache_read.input_tokens",
+    "gen_ai.usage.cache_write.input_tokens",
+    "hydrafusion.phase.id",
+    "hydrafusion.phase.kind",
+    "hydrafusion.phase.role",
+    "hydrafusion.phase.scope",
+    "hydrafusion.phase.status",
+    "hydrafusion.phase.verdict",
+    "hydrafusion.phase.committed",
+    "hydrafusion.phase.failure_reason",
+    "hydrafusion.aiu",
+    "hydrafusion.request_count",
+})
+
+# What Grafana puts in place of a multi-value variable set to "All" (the
+# variables' allValue): a regex that matches everything.
+ALL = ".*"
+
+# Grafana's $__rate_interval is max(4 x scrape interval, step + scrape interval);
+# for an instant query over a whole range that is 4 x 15 s.
+RATE_INTERVAL = "60s"
+
+
+def load_dashboard():
+    return json.loads(DASHBOARD_PATH.read_text(encoding="utf-8"))
+
+
+def load_datasources():
+    return yaml.safe_load(DATASOURCES_PATH.read_text(encoding="utf-8"))["datasources"]
+
+
+def all_panels(dashboard):
+    """Every panel in page order, rows included, with a collapsed row's panels after it."""
+    panels = []
+    for panel in dashboard["panels"]:
+        panels.append(panel)
+        panels.extend(panel.get("panels", []))
+    return panels
+
+
+def targets(dashboard, datasource_type):
+    """(panel title, target) for every query of that datasource type."""
+    found = []
+    for panel in all_panels(dashboard):
+        for target in panel.get("targets", []):
+            source = target.get("datasource") or panel.get("datasource") or {}
+            if source.get("type") == datasource_type:
+                found.append((panel["title"], target))
+    return found
+
+
+_VARIABLE = re.compile(r"\$\{(\w+)(?::\w+)?\}|\$(\w+)")
+
+
+def substitute(text, window_seconds, variables=None, dashboard=None):
+    """Replace Grafana's $__range, $__rate_interval and dashboard variables.
+
+    Variables not given are "All". A name that is neither a built-in nor a
+    dashboard variable raises KeyError, so a typo cannot pass unseen.
+    """
+    dashboard = dashboard or load_dashboard()
+    values = {variable["name"]: ALL for variable in dashboard["templating"]["list"]}
+    values.update(variables or {})
+    values["__range"] = f"{int(window_seconds)}s"
+    values["__rate_interval"] = RATE_INTERVAL
+
+    def replace(match):
+        return values[match.group(1) or match.group(2)]
+
+    return _VARIABLE.sub(replace, text)
+
+
+def prometheus_exprs(window_seconds, variables=None):
+    """(panel title, expr) for every PromQL expression on the dashboard, ready to run.
+
+    Every one is an instant query over the whole window: run it at the window's end.
+    """
+    dashboard = load_dashboard()
+    return [(title, substitute(target["expr"], window_seconds, variables, dashboard))
+            for title, target in targets(dashboard, "prometheus")]
+
+
+def traceql_queries(window_seconds, variables=None):
+    """(panel title, query) for every TraceQL query on the dashboard."""
+    dashboard = load_dashboard()
+    return [(title, substitute(target["query"], window_seconds, variables, dashboard))
+            for title, target in targets(dashboard, "tempo")]
+
+
+def traces_to_metrics_queries():
+    """The PromQL behind the Tempo datasource's span-to-metrics links, with $__tags as is."""
+    tempo = next(source for source in load_datasources() if source["type"] == "tempo")
+    # "$$" in provisioning files is Grafana's escape for "$".
+    return [query["query"].replace("$$", "$")
+            for query in tempo["jsonData"]["tracesToMetrics"]["queries"]]
+
+
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'|`[^`]*`')
+_BRACES = re.compile(r"\{[^}]*\}")
+_BRACKETS = re.compile(r"\[[^\]]*\]")
+_GROUPING = re.compile(r"\b(?:by|without|on|ignoring|group_left|group_right)\s*\([^)]*\)")
+_IDENTIFIER = re.compile(r"(?<![\w.$])[A-Za-z_:][\w:]*(?![\w:])(?!\s*\()")
+_KEYWORDS = frozenset({
+    "and", "or", "unless", "bool", "offset", "by", "without", "on", "ignoring",
+    "group_left", "group_right", "inf", "nan", "Inf", "NaN",
+})
+
+
+def metric_names(expr):
+    """The series names a PromQL expression selects (not functions, labels or keywords)."""
+    bare = _STRING.sub('""', expr)
+    bare = _BRACES.sub("", bare)
+    bare = _BRACKETS.sub("", bare)
+    bare = _GROUPING.sub("", bare)
+    return {name for name in _IDENTIFIER.findall(bare) if name not in _KEYWORDS}
+
+
+def metric_family(series_name):
+    """The family a series belongs to: a contract histogram for its _bucket/_sum/_count."""
+    for suffix in ("_bucket", "_sum", "_count"):
+        base = series_name.removesuffix(suffix)
+        if base != series_name and base in CONTRACT_HISTOGRAMS:
+            return base
+    return series_name
+
+
+def metric_families_used():
+    """Every metric family the dashboard, its variables and the Tempo links read."""
+    dashboard = load_dashboard()
+    exprs = [target["expr"] for _, target in targets(dashboard, "prometheus")]
+    exprs += [variable["query"] for variable in dashboard["templating"]["list"]
+              if variable.get("datasource", {}).get("type") == "prometheus"]
+    exprs += traces_to_metrics_queries()
+    families = set()
+    for expr in exprs:
+        families |= {metric_family(name) for name in _label_values_metric(expr) or metric_names(expr)}
+    return families
+
+
+def _label_values_metric(expr):
+    """label_values(metric, label) is Grafana's variable syntax, not PromQL."""
+    match = re.fullmatch(r"label_values\((\w+),\s*\w+\)", expr.strip())
+    return {match.group(1)} if match else None
+
+
+_SPAN_ATTRIBUTE = re.compile(r"\bspan\.([A-Za-z_][\w.]*)")
+
+
+def traceql_span_attributes():
+    """Span attributes the dashboard's TraceQL queries name (all on the turn's root span)."""
+    dashboard = load_dashboard()
+    attributes = set()
+    for _, target in targets(dashboard, "tempo"):
+        attributes |= set(_SPAN_ATTRIBUTE.findall(target["query"]))
+    return attributes
+
+
+def span_attributes_used():
+    """Every span attribute the stack relies on: TraceQL, the session variable, the span-to-metrics links."""
+    dashboard = load_dashboard()
+    attributes = traceql_span_attributes()
+    for variable in dashboard["templating"]["list"]:
+        if variable.get("datasource", {}).get("type") == "tempo":
+            attributes.add(variable["query"]["label"])
+    tempo = next(source for source in load_datasources() if source["type"] == "tempo")
+    attributes |= {tag["key"] for tag in tempo["jsonData"]["tracesToMetrics"]["tags"]}
+    return attributes

@@ -1,0 +1,257 @@
+"""The dashboard: schema lint, what it asks in which order, and the names it relies on.
+
+Grafana cannot run here. The dashboard is linted with grafana-foundation-sdk's
+JSON schemas (../shared/schemas/grafana), which are stricter than Grafana:
+the places where Grafana's real format differs are listed by name below.
+Every PromQL expression is parsed by the real promtool; running them against a
+real Prometheus fed by the tailer is a separate test. The names the dashboard
+uses are checked against the tailer's contract (tests/dashboard.py).
+"""
+
+import json
+import re
+import shutil
+import subprocess
+
+import pytest
+import yaml
+from jsonschema import Draft7Validator
+
+import dashboard as dash
+
+SCHEMAS = dash.REPO.parent / "shared" / "schemas" / "grafana"
+
+# Where Grafana's dashboard format is looser than the foundation SDK's schema.
+# Each is (name, why, path pattern) over the error's JSON path, * for any index.
+SCHEMA_EXCEPTIONS = [
+    ("override matcher options",
+     "the byName matcher takes a field name string; the schema types matcher options as an object",
+     "panels.*.fieldConfig.overrides.*.matcher.options"),
+    ("override property values",
+     "override values are strings, numbers, booleans or lists (displayName, decimals, links); "
+     "the schema types them as objects",
+     "panels.*.fieldConfig.overrides.*.properties.*.value"),
+    ("Tempo variable query",
+     "the Tempo datasource's variable query is {type, label, refId}; the schema allows only a "
+     "string or an object of objects",
+     "templating.list.*.query"),
+]
+# Panel types with no schema in ../shared/schemas/grafana.
+UNSCHEMED_PANEL_TYPES = {"row", "traces"}
+
+# The questions of issue 3, in the order the page answers them.
+QUESTION_PANELS = [
+    "Compound rate",
+    "Rejection rate",
+    "Review share of credits",
+    "Credits by model",
+    "Credits by leg kind",
+    "Leg ledger",
+    "Cache share of input tokens",
+    "Routing latency",
+    "Turns",
+    "Turn waterfall",
+]
+RANGE_SELECTOR = re.compile(r"\[([^\]]*)\]")
+
+
+@pytest.fixture(scope="module")
+def dashboard():
+    return dash.load_dashboard()
+
+
+def schema(file, definition):
+    if not SCHEMAS.is_dir():
+        pytest.skip(f"{SCHEMAS} is absent (a clone without ../shared): cannot lint the dashboard")
+    definitions = json.loads((SCHEMAS / file).read_text())["definitions"]
+    return {"$ref": f"#/definitions/{definition}", "definitions": definitions}
+
+
+def schema_errors(instance, schema_, where=()):
+    """(JSON path, message) of every schema error."""
+    return [(".".join(str(p) for p in where + tuple(error.absolute_path)), error.message[:200])
+            for error in Draft7Validator(schema_).iter_errors(instance)]
+
+
+def dashboard_schema_errors(dashboard):
+    """Errors of the dashboard and of each panel, each against its own definition.
+
+    Panels are checked one by one because the schema's panels list is a oneOf
+    (panel or row), whose failure says only that neither matched.
+    """
+    panel_schema = schema("dashboard.jsonschema.json", "Panel")
+    row_schema = schema("dashboard.jsonschema.json", "RowPanel")
+    errors = schema_errors(dict(dashboard, panels=[]), schema("dashboard.jsonschema.json", "Dashboard"))
+    for index, panel in enumerate(dashboard["panels"]):
+        errors += schema_errors(panel, row_schema if panel["type"] == "row" else panel_schema, ("panels", index))
+    return errors
+
+
+def unexcused(errors):
+    return [f"{path}: {message}" for path, message in errors
+            if not any(_matches(path, pattern) for _, _, pattern in SCHEMA_EXCEPTIONS)]
+
+
+def _matches(path, pattern):
+    return re.fullmatch(re.escape(pattern).replace(r"\*", r"[^.]+"), path) is not None
+
+
+def test_dashboard_passes_the_dashboard_schema(dashboard):
+    assert unexcused(dashboard_schema_errors(dashboard)) == []
+
+
+def test_panel_options_and_queries_pass_their_schemas(dashboard):
+    errors = []
+    for panel in dash.all_panels(dashboard):
+        if panel["type"] in UNSCHEMED_PANEL_TYPES:
+            continue
+        options = schema(f"{panel['type']}.jsonschema.json", "Options")
+        errors += schema_errors(panel["options"], options, (panel["title"], "options"))
+        custom = panel["fieldConfig"]["defaults"].get("custom")
+        if custom is not None:
+            field_config = schema(f"{panel['type']}.jsonschema.json", "FieldConfig")
+            errors += schema_errors(custom, field_config, (panel["title"], "fieldConfig.defaults.custom"))
+        for target in panel["targets"]:
+            kind = target["datasource"]["type"]
+            query = schema(f"{kind}.jsonschema.json", "Dataquery")
+            errors += schema_errors(target, query, (panel["title"], target["refId"]))
+    assert unexcused(errors) == []
+
+
+def test_lint_exceptions_are_each_still_needed(dashboard):
+    """An exception that nothing triggers any more would hide a future real error."""
+    paths = [path for path, _ in dashboard_schema_errors(dashboard)]
+    for name, _, pattern in SCHEMA_EXCEPTIONS:
+        assert any(_matches(path, pattern) for path in paths), f"exception '{name}' is unused"
+
+
+def test_the_lint_reports_an_error_no_exception_covers(dashboard):
+    broken = dict(dashboard, refresh=60)
+    assert unexcused(dashboard_schema_errors(broken)) == ["refresh: 60 is not of type 'string'"]
+
+
+def test_the_page_answers_the_questions_in_order(dashboard):
+    titles = [panel["title"] for panel in dash.all_panels(dashboard)]
+    assert [title for title in titles if title in QUESTION_PANELS] == QUESTION_PANELS
+
+
+def test_panels_are_laid_out_in_page_order(dashboard):
+    positions = [(p["gridPos"]["y"], p["gridPos"]["x"]) for p in dash.all_panels(dashboard)]
+    assert positions == sorted(positions)
+    assert len({panel["id"] for panel in dash.all_panels(dashboard)}) == len(positions)
+
+
+def test_every_statistic_follows_the_time_picker(dashboard):
+    """Counters are read only as increase(...[$__range]): never totals since the tailer started."""
+    for title, target in dash.targets(dashboard, "prometheus"):
+        expr = target["expr"]
+        assert target.get("instant") is True, title
+        assert set(RANGE_SELECTOR.findall(expr)) <= {"$__range"}, f"{title}: fixed window in {expr}"
+        for name in dash.metric_names(expr):
+            if name.endswith(("_total", "_bucket", "_sum", "_count")):
+                mentions = re.findall(rf"(?<![\w:]){name}(?![\w:])", expr)
+                windowed = re.findall(rf"\bincrease\(\s*{name}(?:\{{[^}}]*\}})?\[\$__range\]", expr)
+                assert len(windowed) == len(mentions), f"{title}: {name} read outside increase(...[$__range])"
+
+
+def test_every_promql_expression_parses(dashboard, tmp_path):
+    """promtool parses each expression (substituted as Grafana would) as a recording rule."""
+    promtool = shutil.which("promtool")
+    assert promtool, "promtool is missing: apt-get install prometheus"
+    exprs = dash.prometheus_exprs(window_seconds=86400)
+    rules = {"groups": [{"name": "dashboard", "rules": [
+        {"record": f"dashboard:expr{index}", "expr": expr} for index, (_, expr) in enumerate(exprs)]}]}
+    (tmp_path / "dashboard.yml").write_text(yaml.safe_dump(rules))
+    result = subprocess.run([promtool, "check", "rules", str(tmp_path / "dashboard.yml")],
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert f"SUCCESS: {len(exprs)} rules found" in result.stdout
+
+
+def test_every_metric_the_dashboard_names_is_in_the_tailer_contract():
+    used = dash.metric_families_used()
+    assert used - dash.CONTRACT_METRICS - dash.PROMETHEUS_OWN_METRICS == set()
+    assert "hydrafusion_aiu_total" in used
+
+
+def test_metric_names_finds_series_but_not_functions_labels_or_numbers():
+    expr = ('histogram_quantile(0.9, sum by (le, model) (rate(a_bucket{model=~"x"}[5m]))) '
+            '/ on(job) group_left(version) b offset 5m > 1e3 and c')
+    assert dash.metric_names(expr) == {"a_bucket", "b", "c"}
+
+
+def test_every_span_attribute_the_stack_queries_is_in_the_tailer_contract():
+    assert dash.traceql_span_attributes() <= dash.ROOT_SPAN_ATTRIBUTES
+    assert dash.span_attributes_used() <= dash.ROOT_SPAN_ATTRIBUTES | dash.LEG_SPAN_ATTRIBUTES
+
+
+def test_every_variable_a_query_uses_is_defined():
+    """substitute() raises KeyError for an unknown variable."""
+    assert dash.prometheus_exprs(3600)
+    assert dash.traceql_queries(3600, {"traceId": "0123456789abcdef0123456789abcdef"})
+
+
+def test_variables_filter_by_pattern_model_and_session(dashboard):
+    variables = {v["name"]: v for v in dashboard["templating"]["list"]}
+    assert variables["pattern"]["query"] == "label_values(hydrafusion_turns_total, pattern)"
+    assert variables["model"]["query"] == "label_values(hydrafusion_legs_total, model)"
+    assert variables["session"]["datasource"]["type"] == "tempo"
+    assert variables["session"]["query"]["label"] == "gen_ai.conversation.id"
+    for name in ("pattern", "model", "session"):
+        assert variables[name]["includeAll"] and variables[name]["allValue"] == dash.ALL, name
+    assert variables["traceId"]["type"] == "textbox"
+
+
+def test_datasources_the_dashboard_uses_are_provisioned(dashboard):
+    provisioned = {(s["type"], s["uid"]) for s in dash.load_datasources()}
+    used = set()
+    for panel in dash.all_panels(dashboard):
+        for holder in [panel, *panel.get("targets", [])]:
+            if "datasource" in holder:
+                used.add((holder["datasource"]["type"], holder["datasource"]["uid"]))
+    assert used == provisioned
+
+
+def test_turns_table_shows_one_row_per_turn_with_its_figures(dashboard):
+    panel = next(p for p in dash.all_panels(dashboard) if p["title"] == "Turns")
+    (target,) = panel["targets"]
+    assert target["tableType"] == "spans" and target["queryType"] == "traceql"
+    # One matching span per trace: the root, named "hydrafusion {pattern}" (the
+    # route span "route hydrafusion" carries the pattern too, the legs do not).
+    assert target["query"].startswith('{ name =~ "hydrafusion .*" && ')
+    selected = re.search(r"\| select\(([^)]*)\)", target["query"]).group(1)
+    assert [c.strip() for c in selected.split(",")] == [
+        "span.hydrafusion.pattern", "span.hydrafusion.model_sequence", "span.hydrafusion.verdict",
+        "span.hydrafusion.aiu", "span.hydrafusion.outcome"]
+    order = panel["transformations"][0]["options"]["indexByName"]
+    assert sorted(order, key=order.get)[:6] == [
+        "time", "hydrafusion.pattern", "hydrafusion.model_sequence", "hydrafusion.verdict",
+        "hydrafusion.aiu", "duration"]
+
+
+def test_clicking_a_turn_shows_its_waterfall_on_the_same_page(dashboard):
+    table = next(p for p in dash.all_panels(dashboard) if p["title"] == "Turns")
+    trace_column = next(o for o in table["fieldConfig"]["overrides"]
+                        if o["matcher"]["options"] == "traceIdHidden")
+    (links,) = [p["value"] for p in trace_column["properties"] if p["id"] == "links"]
+    (url,) = [link["url"] for link in links]
+    assert url.startswith(f"/d/{dashboard['uid']}/")
+    assert "var-traceId=${__value.raw}" in url and "${__url_time_range}" in url
+    waterfall = next(p for p in dash.all_panels(dashboard) if p["title"] == "Turn waterfall")
+    assert waterfall["type"] == "traces"
+    assert [t["query"] for t in waterfall["targets"]] == ["${traceId}"]
+
+
+def test_tailer_health_row_tells_no_turns_from_a_broken_tailer(dashboard):
+    panels = dash.all_panels(dashboard)
+    start = next(i for i, p in enumerate(panels) if p["type"] == "row" and p["title"] == "Tailer health")
+    exprs = " ".join(t["expr"] for p in panels[start + 1:] for t in p.get("targets", []))
+    for family in ("up", "hydrafusion_tailer_lines_total", "hydrafusion_tailer_malformed_lines_total",
+                   "hydrafusion_tailer_export_failures_total",
+                   "hydrafusion_tailer_last_event_timestamp_seconds",
+                   "hydrafusion_tailer_unknown_fields_total"):
+        assert family in dash.metric_names(exprs), family
+
+
+def test_the_home_dashboard_has_a_fixed_uid(dashboard):
+    assert dashboard["uid"] == "hydrafusion"

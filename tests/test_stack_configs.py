@@ -1,0 +1,250 @@
+"""The configs of Prometheus, the collector, Tempo and Grafana's provisioning.
+
+Prometheus is checked by the real promtool (Debian's 2.42 here; the stack runs
+3.x, so prometheus.yml keeps to keys both accept). The collector, Tempo and
+Grafana binaries cannot run here, so their files are checked by structure: the
+collector's pipelines against its components, Tempo's keys against Tempo
+3.0.3's configuration manifest, and every address against the compose services.
+"""
+
+import fnmatch
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from compose_config import ENV_FILES, REPO, render
+
+PROMETHEUS_DIR = REPO / "prometheus"
+TEMPO_MANIFEST = REPO.parent / "shared" / "schemas" / "tempo-3.0.3-manifest.yaml"
+# Tempo options whose content is free-form, not a fixed set of keys.
+TEMPO_FREE_FORM = {("distributor", "receivers"), ("overrides",)}
+
+
+@pytest.fixture(scope="module")
+def configs(tmp_path_factory):
+    home = tmp_path_factory.mktemp("home")
+    return {env_file: render(env_file, home) for env_file in ENV_FILES}
+
+
+def load_yaml(relative):
+    return yaml.safe_load((REPO / relative).read_text())
+
+
+def promtool(*args):
+    binary = shutil.which("promtool")
+    assert binary, "promtool is missing: apt-get install prometheus (Debian ships promtool with it)"
+    return subprocess.run([binary, *map(str, args)], capture_output=True, text=True, timeout=120)
+
+
+# Prometheus
+
+def test_prometheus_config_is_valid():
+    result = promtool("check", "config", PROMETHEUS_DIR / "prometheus.yml")
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_prometheus_rules_are_valid():
+    result = promtool("check", "rules", *sorted((PROMETHEUS_DIR / "rules").glob("*.yml")))
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_prometheus_rule_tests_pass():
+    tests = sorted((PROMETHEUS_DIR / "tests").glob("*.yml"))
+    assert tests
+    result = promtool("test", "rules", *tests)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def budget_rule(config):
+    return config["configs"]["credit-budget"]["content"]
+
+
+@pytest.mark.parametrize("env_file", ENV_FILES)
+def test_compose_writes_a_valid_budget_rule_from_the_env(configs, env_file, tmp_path):
+    rule_file = tmp_path / "credit-budget.yml"
+    rule_file.write_text(budget_rule(configs[env_file]))
+    result = promtool("check", "rules", rule_file)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "vector(300)" in rule_file.read_text()
+
+
+def test_prometheus_loads_the_budget_rule_compose_writes(configs):
+    prometheus = configs[None]["services"]["prometheus"]
+    target = next(c["target"] for c in prometheus["configs"] if c["source"] == "credit-budget")
+    config_file = next(a.split("=", 1)[1] for a in prometheus["command"] if a.startswith("--config.file="))
+    patterns = load_yaml("prometheus/prometheus.yml")["rule_files"]
+    config_dir = str(Path(config_file).parent)
+    assert any(fnmatch.fnmatch(target, f"{config_dir}/{pattern}") for pattern in patterns)
+
+
+def test_budget_alert_fires_on_the_budget_compose_writes(configs, tmp_path):
+    """The whole mechanism: the rendered budget rule and our alert, in promtool's evaluator."""
+    (tmp_path / "credit-budget.yml").write_text(budget_rule(configs[".env.example"]))
+    alert = 'ALERTS{alertname="HydraFusionCreditBudgetExceeded", alertstate="firing", severity="warning"}'
+
+    def case(credits_every_2m, firing):
+        return {
+            "interval": "2m",
+            "input_series": [{
+                "series": 'hydrafusion_aiu_total{pattern="single", phase_kind="primary", model="m", committed="true"}',
+                "values": f"0+{credits_every_2m}x780",
+            }],
+            "promql_expr_test": [{
+                "expr": 'ALERTS{alertname="HydraFusionCreditBudgetExceeded"}', "eval_time": "25h",
+                "exp_samples": [{"labels": alert, "value": 1}] if firing else [],
+            }],
+        }
+
+    # 720 credits a day is over the budget of 300; 288 is not.
+    test_file = tmp_path / "budget_test.yml"
+    test_file.write_text(yaml.safe_dump({
+        "rule_files": [str(tmp_path / "credit-budget.yml"), str(PROMETHEUS_DIR / "rules" / "hydrafusion.yml")],
+        "evaluation_interval": "2m",
+        "tests": [case(1, firing=True), case(0.4, firing=False)],
+    }))
+    result = promtool("test", "rules", test_file)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_prometheus_scrapes_the_tailer_directly(configs):
+    jobs = {job["job_name"]: job for job in load_yaml("prometheus/prometheus.yml")["scrape_configs"]}
+    targets = [t for config in jobs["hydrafusion-tailer"]["static_configs"] for t in config["targets"]]
+    listen_port = configs[None]["services"]["tailer"]["environment"]["HYDRAFUSION_METRICS_ADDRESS"].split(":")[1]
+    assert targets == [f"tailer:{listen_port}"]
+
+
+# The collector
+
+def collector_component_ids(config):
+    return {kind: set(config.get(kind) or {}) for kind in ("receivers", "processors", "exporters")}
+
+
+def test_collector_pipelines_use_only_defined_components_and_every_defined_one():
+    config = load_yaml("collector/config.yaml")
+    defined = collector_component_ids(config)
+    used = {kind: set() for kind in defined}
+    for pipeline in config["service"]["pipelines"].values():
+        for kind in used:
+            used[kind] |= set(pipeline.get(kind, []))
+    assert used == defined
+    assert set(config["service"]["pipelines"]) == {"traces", "metrics"}
+
+
+def test_collector_components_are_types_contrib_0159_knows():
+    """From the collector's docs: the binary cannot run here (`otelcol-contrib validate`)."""
+    known = {"receivers": {"otlp"}, "processors": {"batch"}, "exporters": {"otlp_grpc", "otlp_http"}}
+    for kind, ids in collector_component_ids(load_yaml("collector/config.yaml")).items():
+        assert {component.split("/")[0] for component in ids} <= known[kind], kind
+
+
+def test_collector_listens_on_every_interface_on_the_published_ports(configs):
+    protocols = load_yaml("collector/config.yaml")["receivers"]["otlp"]["protocols"]
+    endpoints = {protocol: settings["endpoint"] for protocol, settings in protocols.items()}
+    assert endpoints == {"grpc": "0.0.0.0:4317", "http": "0.0.0.0:4318"}
+    published = {port["target"] for port in configs[None]["services"]["otel-collector"]["ports"]}
+    assert published == {4317, 4318}
+
+
+def test_collector_sends_traces_to_tempo_and_metrics_to_prometheus(configs):
+    config = load_yaml("collector/config.yaml")
+    pipelines = config["service"]["pipelines"]
+    tempo_exporter = config["exporters"][pipelines["traces"]["exporters"][0]]
+    assert tempo_exporter["endpoint"] == "tempo:4317"
+    assert tempo_exporter["tls"]["insecure"] is True
+    tempo_grpc = load_yaml("tempo/tempo.yaml")["distributor"]["receivers"]["otlp"]["protocols"]["grpc"]
+    assert tempo_grpc["endpoint"].endswith(":4317")
+
+    prometheus_exporter = config["exporters"][pipelines["metrics"]["exporters"][0]]
+    assert prometheus_exporter["endpoint"] == "http://prometheus:9090/api/v1/otlp"
+    assert "--web.enable-otlp-receiver" in configs[None]["services"]["prometheus"]["command"]
+
+
+# Tempo
+
+def unknown_keys(config, manifest, path=()):
+    """Keys of config that the manifest does not have, as dotted paths."""
+    unknown = []
+    for key, value in config.items():
+        here = path + (key,)
+        if here in TEMPO_FREE_FORM:
+            continue
+        if not isinstance(manifest, dict) or key not in manifest:
+            unknown.append(".".join(here))
+        elif isinstance(value, dict):
+            unknown.extend(unknown_keys(value, manifest[key], here))
+    return unknown
+
+
+def test_every_tempo_key_exists_in_tempo_3_0_3():
+    """Tempo refuses to start on an unknown key; its binary cannot run here."""
+    if not TEMPO_MANIFEST.is_file():
+        pytest.skip(f"{TEMPO_MANIFEST} is absent (a clone without ../shared): cannot check Tempo's keys")
+    manifest = yaml.safe_load(TEMPO_MANIFEST.read_text())
+    assert unknown_keys(load_yaml("tempo/tempo.yaml"), manifest) == []
+
+
+def test_the_tempo_key_check_catches_a_2x_key():
+    manifest = {"server": {"http_listen_port": 3200}, "distributor": {"receivers": {}}}
+    config = {"server": {"http_listen_port": 3200, "grpc_port": 1},
+              "distributor": {"receivers": {"otlp": {}}}, "ingester": {}}
+    assert unknown_keys(config, manifest) == ["server.grpc_port", "ingester"]
+
+
+def test_tempo_receivers_listen_on_every_interface():
+    protocols = load_yaml("tempo/tempo.yaml")["distributor"]["receivers"]["otlp"]["protocols"]
+    assert {settings["endpoint"] for settings in protocols.values()} == {"0.0.0.0:4317", "0.0.0.0:4318"}
+
+
+def go_duration_hours(text):
+    units = {"h": 1, "m": 1 / 60, "s": 1 / 3600}
+    parts = re.findall(r"(\d+(?:\.\d+)?)([hms])", text)
+    assert "".join(number + unit for number, unit in parts) == text, f"not a duration Tempo reads: {text}"
+    return sum(float(number) * units[unit] for number, unit in parts)
+
+
+def test_tempo_finds_and_keeps_spans_as_old_as_the_backfill_horizon(configs):
+    """Spans older than the ingestion slack are stored but never found by a time-range search."""
+    horizon_hours = 24 * int(configs[None]["services"]["tailer"]["environment"]["HYDRAFUSION_BACKFILL_DAYS"])
+    tempo = load_yaml("tempo/tempo.yaml")
+    settings = {
+        "live_store.wal.ingestion_time_range_slack": tempo["live_store"]["wal"]["ingestion_time_range_slack"],
+        "storage.trace.wal.ingestion_time_range_slack": tempo["storage"]["trace"]["wal"]["ingestion_time_range_slack"],
+        "backend_scheduler.provider.compaction.compaction.block_retention":
+            tempo["backend_scheduler"]["provider"]["compaction"]["compaction"]["block_retention"],
+        "backend_worker.compaction.block_retention": tempo["backend_worker"]["compaction"]["block_retention"],
+        "query_frontend.search.max_duration": tempo["query_frontend"]["search"]["max_duration"],
+    }
+    for name, value in settings.items():
+        assert go_duration_hours(value) > horizon_hours, f"{name}={value} is shorter than the backfill"
+
+
+# Grafana provisioning
+
+def test_grafana_datasources_have_fixed_uids_and_point_at_the_stack():
+    tempo_port = load_yaml("tempo/tempo.yaml")["server"]["http_listen_port"]
+    sources = {source["uid"]: source for source in load_yaml("grafana/provisioning/datasources/datasources.yaml")["datasources"]}
+    assert {uid: source["type"] for uid, source in sources.items()} == {"prometheus": "prometheus", "tempo": "tempo"}
+    assert sources["prometheus"]["url"] == "http://prometheus:9090"
+    assert sources["tempo"]["url"] == f"http://tempo:{tempo_port}"
+
+
+def test_tempo_spans_link_to_the_prometheus_series_of_their_model():
+    tempo = next(s for s in load_yaml("grafana/provisioning/datasources/datasources.yaml")["datasources"]
+                 if s["type"] == "tempo")
+    links = tempo["jsonData"]["tracesToMetrics"]
+    assert links["datasourceUid"] == "prometheus"
+    assert links["tags"] == [{"key": "gen_ai.response.model", "value": "model"}]
+    # "$$__tags": a single "$" would be taken for an environment variable by Grafana.
+    assert all("{$$__tags}" in query["query"] for query in links["queries"])
+
+
+def test_grafana_reads_the_dashboards_from_where_compose_mounts_them(configs):
+    providers = load_yaml("grafana/provisioning/dashboards/dashboards.yaml")["providers"]
+    assert [p["type"] for p in providers] == ["file"]
+    mounts = {v["target"]: v["source"] for v in configs[None]["services"]["grafana"]["volumes"]}
+    assert mounts[providers[0]["options"]["path"]] == str(REPO / "grafana" / "dashboards")
+    assert mounts["/etc/grafana/provisioning"] == str(REPO / "grafana" / "provisioning")
