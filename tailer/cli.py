@@ -14,7 +14,7 @@ import sys
 import threading
 from pathlib import Path
 
-from . import __version__
+from . import __version__, doctor
 from .daemon import Tailer
 from .exposition import MetricsServer, Registry, write_textfile
 from .logs import log_turn
@@ -24,7 +24,7 @@ from .spans import turn_spans
 
 log = logging.getLogger("tailer")
 
-COMMANDS = ("run",)
+COMMANDS = ("run", "doctor")
 POLL_INTERVAL_S = 1.0
 EXPORT_FLUSH_TIMEOUT_S = 10.0
 EXIT_USAGE = 2
@@ -121,6 +121,14 @@ def build_parser(environ: dict[str, str]) -> argparse.ArgumentParser:
         "--log-level", type=_log_level, default=environ.get("HYDRAFUSION_LOG_LEVEL") or "INFO",
         help="DEBUG, INFO, WARNING or ERROR [$HYDRAFUSION_LOG_LEVEL, default INFO]",
     )
+    doctor = commands.add_parser(
+        "doctor", help="report whether the tailer still understands the session logs"
+    )
+    doctor.add_argument(
+        "--state-dir", type=Path, default=default_state_dir(environ),
+        help="Copilot session-state folder [$COPILOT_STATE_DIR, else "
+        "$COPILOT_HOME/session-state, else ~/.copilot/session-state]",
+    )
     return parser
 
 
@@ -147,6 +155,8 @@ def parse_address(value: str) -> tuple[str, int]:
 def main(argv: list[str] | None = None, environ: dict[str, str] | None = None) -> int:
     environ = dict(os.environ if environ is None else environ)
     args = parse_args(sys.argv[1:] if argv is None else argv, environ)
+    if args.command == "doctor":
+        return doctor.main(args)
     logging.basicConfig(
         level=args.log_level, format="%(asctime)s %(levelname)s %(message)s", stream=sys.stderr
     )

@@ -454,3 +454,152 @@ _PARSERS = {
     ROUTE_FAILED: _route_failed,
     SHUTDOWN: _shutdown,
 }
+
+
+# -- Any line, for `doctor`, which reports on every event type and not only fusion --------
+
+SESSION_START = "session.start"
+
+# The CLI writes `type` first, so most lines, and the kept head of an oversized line, give
+# their type without a JSON parse.
+_LEADING_TYPE = re.compile(rb'[\0 \t\r]*\{\s*"type"\s*:\s*"([^"\\]{1,%d})"' % _MAX_TEXT)
+# A version is short and plain; a field holding anything else is not reported.
+_VERSION = re.compile(r"[0-9A-Za-z][0-9A-Za-z.+-]{0,63}")
+
+
+def event_type_of(line: bytes) -> str | None:
+    """The `type` of any line (without its newline), or None when it has no readable one."""
+    match = _LEADING_TYPE.match(line)
+    if match:
+        try:
+            return match.group(1).decode()
+        except UnicodeDecodeError:
+            return None
+    obj = _json_object(line)
+    return _text(obj.get("type")) if obj is not None else None
+
+
+def cli_version_of(line: bytes) -> str | None:
+    """The Copilot CLI version a `session.start` line names, else None."""
+    obj = _json_object(line)
+    if obj is None or obj.get("type") != SESSION_START:
+        return None
+    data = obj.get("data")
+    version = data.get("copilotVersion") if isinstance(data, dict) else None
+    if isinstance(version, str) and _VERSION.fullmatch(version):
+        return version
+    return None
+
+
+def _json_object(line: bytes) -> dict | None:
+    try:
+        obj = json.loads(line.strip(b"\0 \t\r"))
+    except (ValueError, RecursionError):
+        return None
+    return obj if isinstance(obj, dict) else None
+
+
+# -- What `python -m tailer scrub` keeps of each event (tailer/scrub.py explains why) ------
+
+
+class Kept:
+    """How the scrubber keeps a field it is allowed to keep; every other field is dropped."""
+
+    VALUE = "value"  # a number, boolean or short string as written: an enum, a model, a count
+    TIMESTAMP = "timestamp"  # as written; the demo moves these to recent times
+    EVENT_ID = "event_id"  # a fresh uuid, the same one for every mention of the old id
+    SESSION_ID = "session_id"  # likewise; the session folder is renamed to match
+    FUSION_ID = "fusion_id"  # `fusion-<uuid>`; an id written `<fusionId>:<suffix>` keeps its suffix
+    TOOL_CALL_ID = "tool_call_id"
+
+
+SESSION_RESUME = "session.resume"
+
+
+def _values(*names: str) -> dict[str, Kept]:
+    return dict.fromkeys(names, Kept.VALUE)
+
+
+# A dict lists the fields kept of a nested object; a list holding one dict, those of each
+# object in a list. Event types not named keep only the envelope and `data: {}`.
+SCRUB_ENVELOPE = {
+    "type": Kept.VALUE, "id": Kept.EVENT_ID, "timestamp": Kept.TIMESTAMP,
+    "parentId": Kept.EVENT_ID,
+}
+_SCRUB_USAGE = _values(
+    "requestCount", "inputTokens", "outputTokens", "cachedTokens", "cacheWriteTokens",
+    "totalNanoAiu",
+)
+_SCRUB_LEG = {
+    **_values(
+        "phaseKind", "role", "conversationScope", "model", "reasoningEffort", "status",
+        "verdict", "durationMs", "projectionMode", "reason", "syntheticModel", "policy",
+        "pattern",
+    ),
+    "fusionId": Kept.FUSION_ID, "phaseId": Kept.FUSION_ID, "turnId": Kept.FUSION_ID,
+    "degradedToPhaseId": Kept.FUSION_ID, "usage": _SCRUB_USAGE,
+}
+SCRUB_DATA = {
+    RESOLVED: {
+        **_values(
+            "contractVersion", "syntheticModel", "policy", "routeSource", "planVersion",
+            "policyVersion", "modelUniverseVersion", "ruleId", "selectedRuleId", "pattern",
+            "primaryModel", "secondaryModel", "judgeModel", "repairModel", "fallbackModel",
+            "followUpModel", "routingLatencyMs",
+        ),
+        "fusionId": Kept.FUSION_ID, "turnId": Kept.FUSION_ID,
+        "phasePlan": [_values("kind", "role", "scope", "conditional")],
+        "critics": [{"phaseId": Kept.FUSION_ID, **_values("model", "reasoningEffort")}],
+    },
+    PHASE_COMPLETED: _SCRUB_LEG,
+    PHASE_FAILED: _SCRUB_LEG,
+    HANDOFF: {
+        "fusionId": Kept.FUSION_ID, "sourcePhaseId": Kept.FUSION_ID,
+        "targetPhaseId": Kept.FUSION_ID, "targetModel": Kept.VALUE,
+    },
+    COMMIT_STARTED: {
+        **_values("sourceModel", "kind"),
+        "fusionId": Kept.FUSION_ID, "commitId": Kept.FUSION_ID,
+        "sourcePhaseId": Kept.FUSION_ID, "toolCallId": Kept.TOOL_CALL_ID,
+    },
+    COMPLETED: {
+        **_values(
+            "syntheticModel", "pattern", "outcome", "finalSourceModel", "followUpModel",
+            "degradedReason", "phaseCount", "requestCount", "inputTokens", "outputTokens",
+            "cachedTokens", "cacheWriteTokens", "totalNanoAiu", "durationMs", "policy",
+        ),
+        "fusionId": Kept.FUSION_ID, "commitId": Kept.FUSION_ID, "turnId": Kept.FUSION_ID,
+        "finalSourcePhaseId": Kept.FUSION_ID,
+    },
+    ROUTE_FAILED: {
+        **_values("syntheticModel", "policy", "fallbackModel", "reason", "routingLatencyMs"),
+        "attemptId": Kept.FUSION_ID,
+    },
+    "session.fusion_change_checkpoint": {
+        "fusionId": Kept.FUSION_ID, "codeChanges": _values("linesAdded", "linesRemoved"),
+    },
+    SESSION_START: {
+        **_values("version", "producer", "copilotVersion", "selectedModel"),
+        "sessionId": Kept.SESSION_ID, "startTime": Kept.TIMESTAMP,
+    },
+    SESSION_RESUME: {"resumeTime": Kept.TIMESTAMP, "eventCount": Kept.VALUE},
+    SHUTDOWN: _values(
+        "shutdownType", "totalPremiumRequests", "totalNanoAiu", "totalApiDurationMs",
+        "currentTokens", "systemTokens", "conversationTokens", "toolDefinitionsTokens",
+    ),
+    "session.usage_record": {"usage": {
+        **_values(
+            "model", "inputTokens", "outputTokens", "cacheReadTokens", "cacheWriteTokens",
+            "cost", "duration", "timeToFirstTokenMs", "initiator", "finishReason",
+            "reasoningEffort", "isAuto", "isByok",
+        ),
+        "fusion": {
+            **_values(
+                "syntheticModel", "policy", "pattern", "phaseKind", "role", "sourceModel",
+                "conversationScope",
+            ),
+            "fusionId": Kept.FUSION_ID, "phaseId": Kept.FUSION_ID, "commitId": Kept.FUSION_ID,
+        },
+    }},
+    "abort": {"reason": Kept.VALUE},
+}

@@ -67,6 +67,7 @@ def test_replaced_file_is_read_from_the_start(tmp_path):
 
 def test_oversized_line_keeps_its_head_and_the_next_line(tmp_path, monkeypatch):
     monkeypatch.setattr(lines, "MAX_LINE_BYTES", 1000)
+    monkeypatch.setattr(lines, "HEAD_BYTES", 100)
     monkeypatch.setattr(lines, "CHUNK_BYTES", 64)
     path = tmp_path / "events.jsonl"
     big = b'{"type":"tool.execution_complete","data":"' + b"x" * 5000 + b'"}'
@@ -105,15 +106,19 @@ def test_skip_to_end_counts_lines_and_leaves_a_partial_line(tmp_path):
     st.binary(max_size=50).map(lambda b: b.replace(b"\n", b"")),
     st.lists(st.integers(min_value=1, max_value=400), max_size=8),
     st.sampled_from([7, 64, 4096]),
+    st.sampled_from([(), (b"ab",), (b"a", b"\x00")]),
 )
-def test_any_appends_yield_exactly_the_complete_lines(tmp_path_factory, body, tail, cuts, chunk):
-    """However the file grows and however it is chunked, each line comes out once, whole."""
+def test_any_appends_yield_exactly_the_complete_lines(
+    tmp_path_factory, body, tail, cuts, chunk, markers
+):
+    """However the file grows and however it is chunked, each line comes out once, whole,
+    and with markers exactly the lines holding one, with their true line numbers."""
     lines.CHUNK_BYTES, saved = chunk, lines.CHUNK_BYTES
     try:
         content = b"".join(line + b"\n" for line in body) + tail
         path = tmp_path_factory.mktemp("fuzz") / "events.jsonl"
         path.write_bytes(b"")
-        reader = LineReader(path)
+        reader = LineReader(path, markers=markers)
         got = []
         written = 0
         for cut in sorted(cuts) + [len(content)]:
@@ -121,8 +126,30 @@ def test_any_appends_yield_exactly_the_complete_lines(tmp_path_factory, body, ta
             with open(path, "ab") as handle:
                 handle.write(content[written:cut])
             written = max(written, cut)
-            got += [line.data for line in reader.read()]
-        assert got == body
+            got += [(line.number, line.data) for line in reader.read()]
+        wanted = [(number, line) for number, line in enumerate(body, 1)
+                  if not markers or any(marker in line for marker in markers)]
+        assert got == wanted
         assert reader.offset == len(content) - len(tail)
+        assert reader.line_number == len(body)
     finally:
         lines.CHUNK_BYTES = saved
+
+
+def test_markers_pick_lines_and_keep_numbers(tmp_path):
+    path = tmp_path / "events.jsonl"
+    path.write_bytes(b"a\nx.fusion_1\nb\nc\nsession.shutdown\nd\npartial.fusion_")
+    reader = LineReader(path, markers=(b".fusion_", b"shutdown"))
+    assert read_all(reader) == [(2, b"x.fusion_1"), (5, b"session.shutdown")]
+    assert (reader.line_number, reader.offset) == (6, 36)
+
+
+def test_oversized_line_without_marker_in_its_head_is_passed_over(tmp_path, monkeypatch):
+    monkeypatch.setattr(lines, "MAX_LINE_BYTES", 1000)
+    monkeypatch.setattr(lines, "CHUNK_BYTES", 256)
+    path = tmp_path / "events.jsonl"
+    path.write_bytes(b"x" * 5000 + b".fusion_\n" + b'{".fusion_"}' + b"y" * 5000 + b"\nok.fusion_\n")
+    reader = LineReader(path, markers=(b".fusion_",))
+    result = [(line.number, line.oversized, line.data[:12]) for line in reader.read()]
+    assert result == [(2, True, b'{".fusion_"}'), (3, False, b"ok.fusion_")]
+    assert reader.line_number == 3

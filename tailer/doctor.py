@@ -1,0 +1,190 @@
+"""`doctor`: after a Copilot CLI upgrade, does the tailer still understand the session logs?
+
+The log is the CLI's private state and changes without notice. This command reads every
+log under the state folder once, from its beginning, through the daemon's own line reader
+and parser, and prints what a user needs to judge that: sessions, CLI versions, fusion
+turns, every event type with its count, and the drift the daemon would count in its
+metrics (fusion event types and fields it does not know, required fields missing, damaged
+lines). The exit code says whether there was drift, so a script can alert after an upgrade.
+
+Only metadata is printed: type and field names, counts, versions and session ids. No value
+from the log is, so neither the text of prompts and answers nor the paths in
+`session.start`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import events
+from .files import session_logs
+from .lines import Line, LineReader
+
+EXIT_DRIFT = 1
+EXIT_USAGE = 2
+# A damaged log can hold any number of distinct names; past this many per table the rest
+# are counted together so the report stays readable and memory stays bounded.
+MAX_NAMES = 200
+OTHERS = "(others)"
+NO_TYPE = "(no type)"
+NO_VERSION = "(none)"
+
+
+@dataclass
+class Findings:
+    """What the logs hold, as counts; names are type and field names, never values."""
+
+    sessions: int = 0
+    lines: int = 0
+    unreadable: dict[str, str] = field(default_factory=dict)  # session id -> OS error
+    versions: Counter = field(default_factory=Counter)  # CLI version -> sessions
+    fusion_ids: set[str] = field(default_factory=set)
+    route_failures: int = 0
+    event_types: Counter = field(default_factory=Counter)  # type -> lines
+    unknown_types: Counter = field(default_factory=Counter)  # fusion type -> lines
+    unknown_fields: Counter = field(default_factory=Counter)  # (type, field) -> lines
+    missing_fields: Counter = field(default_factory=Counter)  # (type, field) -> lines
+    malformed: Counter = field(default_factory=Counter)  # reason -> lines
+
+    @property
+    def drift(self) -> bool:
+        return bool(self.unknown_types or self.unknown_fields or self.missing_fields
+                    or self.malformed)
+
+
+def main(args: argparse.Namespace) -> int:
+    state_dir = args.state_dir
+    if not state_dir.is_dir():
+        print(
+            f"hydrafusion-tailer: state directory {state_dir} does not exist "
+            "(set --state-dir or COPILOT_STATE_DIR)",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
+    try:
+        findings = examine(state_dir)
+    except OSError as error:
+        print(f"hydrafusion-tailer: cannot list the state directory {state_dir}: "
+              f"{error.strerror}", file=sys.stderr)
+        return EXIT_USAGE
+    print(render(state_dir, findings), end="")
+    return EXIT_DRIFT if findings.drift else 0
+
+
+def examine(state_dir: Path) -> Findings:
+    """Read every session log once. Raises OSError when the state folder cannot be listed."""
+    findings = Findings()
+    logs = session_logs(state_dir)
+    findings.sessions = len(logs)
+    for session_id, path in sorted(logs.items()):
+        versions: set[str] = set()
+        try:
+            # No markers: unlike the daemon, doctor needs every line, fusion or not.
+            for line in LineReader(path).read():
+                version = _examine_line(findings, line)
+                if version is not None:
+                    versions.add(version)
+        except OSError as error:
+            findings.unreadable[session_id] = error.strerror or type(error).__name__
+        for version in versions or {NO_VERSION}:
+            _tally(findings.versions, version)
+    return findings
+
+
+def _examine_line(findings: Findings, line: Line) -> str | None:
+    """Count one line; return the CLI version when it is a `session.start` naming one."""
+    findings.lines += 1
+    event_type = events.event_type_of(line.data)
+    _tally(findings.event_types, event_type or NO_TYPE)
+    # Judged as the daemon judges it: an oversized line is damage only if it looks like fusion.
+    if line.oversized:
+        record = events.Malformed("oversized") if events.may_matter(line.data) else None
+    else:
+        record = events.parse_line(line.data)
+    if isinstance(record, events.Malformed):
+        findings.malformed[record.reason] += 1
+    elif isinstance(record, events.Event):
+        if isinstance(record, events.UnknownFusionEvent):
+            _tally(findings.unknown_types, record.event_type)
+        elif isinstance(record, (events.Resolved, events.Completed)):
+            findings.fusion_ids.add(record.fusion_id)
+        elif isinstance(record, events.RouteFailed):
+            findings.route_failures += 1
+        for name in record.unknown_fields:
+            _tally(findings.unknown_fields, (record.event_type, name),
+                   others=(record.event_type, OTHERS))
+        for name in record.missing_fields:
+            findings.missing_fields[record.event_type, name] += 1
+    if event_type == events.SESSION_START and not line.oversized:
+        return events.cli_version_of(line.data)
+    return None
+
+
+def _tally(counter: Counter, key, *, others=OTHERS) -> None:
+    if key in counter or len(counter) < MAX_NAMES:
+        counter[key] += 1
+    else:
+        counter[others] += 1
+
+
+def render(state_dir: Path, findings: Findings) -> str:
+    """The report: sections of aligned rows, then one line with the verdict."""
+    out = [f"Copilot session logs in {state_dir}", ""]
+    out += _table("Sessions", [
+        ("sessions found", findings.sessions),
+        ("lines read", findings.lines),
+        ("unreadable logs", len(findings.unreadable)),
+    ])
+    if findings.unreadable:
+        out += _table("Unreadable logs (session, error)", sorted(findings.unreadable.items()))
+    out += _table("Copilot CLI versions (sessions)", _by_count(findings.versions))
+    out += _table("Fusion turns", [
+        ("turns (distinct fusion ids)", len(findings.fusion_ids)),
+        ("route failures", findings.route_failures),
+    ])
+    out += _table("Event types (lines)", _by_count(findings.event_types))
+    out += _table("Fusion event types the tailer does not know (lines)",
+                  _by_count(findings.unknown_types))
+    out += _table("Unknown fields on fusion events (type, field, lines)",
+                  _by_count(findings.unknown_fields))
+    out += _table("Required fields missing (type, field, lines)",
+                  _by_count(findings.missing_fields))
+    out += _table("Malformed lines (reason, lines)", _by_count(findings.malformed))
+    if findings.drift:
+        out.append("Drift found: the tailer may miss or misread turns in these logs "
+                   "(a CLI upgrade or damaged lines; see above).")
+    else:
+        out.append("No drift: the tailer knows every fusion event type and field in these logs.")
+    return "\n".join(out) + "\n"
+
+
+def _by_count(counter: Counter) -> list[tuple]:
+    """Rows of (name..., count), most frequent first."""
+    ordered = sorted(counter.items(), key=lambda item: (-item[1], item[0]))
+    return [(*(key if isinstance(key, tuple) else (key,)), count) for key, count in ordered]
+
+
+def _table(heading: str, rows: list[tuple]) -> list[str]:
+    """A heading, its rows indented with columns aligned (numbers to the right), a blank line."""
+    if not rows:
+        return [heading, "  none", ""]
+    cells = [[_shown(cell) for cell in row] for row in rows]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(cells[0]))]
+    lines = [heading]
+    for row, shown in zip(rows, cells):
+        aligned = [
+            text.rjust(width) if isinstance(cell, int) else text.ljust(width)
+            for cell, text, width in zip(row, shown, widths)
+        ]
+        lines.append("  " + "  ".join(aligned).rstrip())
+    return lines + [""]
+
+
+def _shown(cell: object) -> str:
+    """Names come from the log: escape any that could garble a terminal or its encoding."""
+    text = str(cell)
+    return text if text and text.isascii() and text.isprintable() else ascii(text)
