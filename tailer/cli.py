@@ -7,19 +7,22 @@ environment variable (named in `--help`), because the tailer usually runs in a c
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import os
 import signal
 import sys
 import threading
+import time
 from pathlib import Path
 
-from . import __version__, doctor
-from .daemon import Tailer
+from . import __version__, checkpoint, doctor
+from .daemon import POSITIONS, TURNS, UNCHANGED, Tailer
 from .exposition import MetricsServer, Registry, write_textfile
 from .logs import log_turn
 from .metrics import MAX_MODELS, TurnMetrics
 from .otlp import OtlpExporter, parse_headers, parse_resource_attributes, traces_url
+from .outbox import MAX_PENDING_SPANS, Outbox
 from .spans import turn_spans
 
 log = logging.getLogger("tailer")
@@ -27,6 +30,11 @@ log = logging.getLogger("tailer")
 COMMANDS = ("run", "doctor")
 POLL_INTERVAL_S = 1.0
 EXPORT_FLUSH_TIMEOUT_S = 10.0
+# Short, so a span reaches the collector well within a second of its line being written.
+EXPORT_BATCH_DELAY_S = 0.2
+CHECKPOINT_TURNS_S = 1.0
+CHECKPOINT_POSITIONS_S = 30.0
+TEXTFILE_REFRESH_S = 10.0
 EXIT_USAGE = 2
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 
@@ -106,9 +114,17 @@ def build_parser(environ: dict[str, str]) -> argparse.ArgumentParser:
         "[$HYDRAFUSION_FROM_START]",
     )
     run.add_argument(
+        "--checkpoint", type=Path, metavar="FILE",
+        default=Path(environ["HYDRAFUSION_CHECKPOINT"]) if environ.get("HYDRAFUSION_CHECKPOINT")
+        else checkpoint.default_path(environ),
+        help="where the tailer keeps its state between runs [$HYDRAFUSION_CHECKPOINT, default "
+        "$XDG_STATE_HOME/hydrafusion/checkpoint.json or ~/.local/state/hydrafusion/…]",
+    )
+    run.add_argument(
         "--once", action="store_true", default=_flag(environ, "HYDRAFUSION_ONCE"),
-        help="read every log from its beginning, export, write the textfile and exit "
-        "[$HYDRAFUSION_ONCE]",
+        help="read what is new in every log (logs the saved state does not know: from their "
+        "beginning), export, save the state, write the textfile and exit; turns still open "
+        "stay in the saved state for the next run [$HYDRAFUSION_ONCE]",
     )
     run.add_argument(
         "--idle-timeout", type=float, metavar="SECONDS",
@@ -188,9 +204,12 @@ def run(args: argparse.Namespace, environ: dict[str, str]) -> int:
     except ValueError as error:
         print(f"hydrafusion-tailer: {error}", file=sys.stderr)
         return EXIT_USAGE
+    saved = _load_checkpoint(args.checkpoint)
 
     registry = Registry(label_value_limits={"model": MAX_MODELS})
     metrics = TurnMetrics(registry)
+    if saved is not None:
+        registry.restore(saved.get("metrics", {}))
     server = None
     if address is not None:
         try:
@@ -203,32 +222,13 @@ def run(args: argparse.Namespace, environ: dict[str, str]) -> int:
             )
             return EXIT_USAGE
         server.start()
-    lost_spans = 0
-
-    def on_export(outcome: str, spans: int) -> None:
-        nonlocal lost_spans
-        metrics.count_export(outcome, spans)
-        if outcome in ("rejected", "dropped"):
-            lost_spans += spans
-
-    exporter = None
-    if endpoint is not None:
-        resource = parse_resource_attributes(environ.get("OTEL_RESOURCE_ATTRIBUTES", ""))
-        resource["service.name"] = environ.get("OTEL_SERVICE_NAME") or resource.get(
-            "service.name", "hydrafusion"
-        )
-        resource.setdefault("service.version", __version__)
-        exporter = OtlpExporter(
-            endpoint,
-            headers=parse_headers(environ.get("OTEL_EXPORTER_OTLP_HEADERS", "")),
-            resource=resource,
-            scope_version=__version__,
-            on_result=on_export,
-        )
+    outbox = Outbox(
+        _exporter_factory(endpoint, environ) if endpoint else None,
+        (saved or {}).get("pending", []),
+    )
 
     def on_turn(turn) -> None:
-        if exporter is not None:
-            exporter.submit(turn_spans(turn))
+        outbox.submit(turn_spans(turn))
         metrics.count_turn(turn)
         log_turn(turn)
 
@@ -238,49 +238,147 @@ def run(args: argparse.Namespace, environ: dict[str, str]) -> int:
         on_turn=on_turn,
         from_start=args.from_start or args.once,
         idle_timeout_s=args.idle_timeout,
+        saved=saved,
     )
+    loop = _Loop(args, registry, metrics, tailer, outbox)
+    sessions = tailer.start()
     log.info(
-        "hydrafusion-tailer %s: state dir %s, %d sessions, OTLP %s, metrics %s",
-        __version__, args.state_dir, len(tailer.sessions), endpoint or "off",
+        "hydrafusion-tailer %s: state dir %s, %d sessions, %s, OTLP %s, metrics %s, "
+        "watching by %s",
+        __version__, args.state_dir, sessions,
+        f"resuming from {args.checkpoint}" if saved else f"new checkpoint {args.checkpoint}",
+        endpoint or "off",
         f"http://{args.metrics_address}/metrics" if server else "not served",
+        tailer.watcher.mode,
     )
-    delivered = True
-    written = None
     try:
-        while True:
-            tailer.poll()
-            if args.once:
-                tailer.finish_all()
-                break
-            if args.textfile:
-                written = _write_if_changed(args.textfile, registry.render_textfile(), written)
-            if stop.wait(POLL_INTERVAL_S):
-                break
+        loop.run(stop)
     finally:
-        if exporter is not None:
-            delivered = exporter.flush(EXPORT_FLUSH_TIMEOUT_S)
-            exporter.close(1.0)
-        if args.textfile:
-            _write_if_changed(args.textfile, registry.render_final(), written)
+        delivered = outbox.flush(EXPORT_FLUSH_TIMEOUT_S)
+        loop.save(final=True)
+        outbox.close(1.0)
+        tailer.close()
         if server is not None:
             server.close()
     if not delivered:
-        log.error("some spans were still waiting for the collector at exit")
-    if args.once and (lost_spans or not delivered):
+        log.warning(
+            "%d spans are still waiting for the collector; they are kept for the next run",
+            outbox.pending_spans,
+        )
+    if args.once and (loop.lost_spans or not delivered):
         return 1
     return 0
 
 
-def _write_if_changed(path: Path, text: str, written: str | None) -> str | None:
-    """Rewrite the textfile when the exposition changed (a new turn, or a zero hold ending)."""
-    if text == written:
-        return written
+class _Loop:
+    """The main loop, and when the checkpoint is saved.
+
+    A pass that finished turns is saved within CHECKPOINT_TURNS_S; one that only moved past
+    lines that do not matter, within CHECKPOINT_POSITIONS_S, which keeps the disk quiet
+    while a session writes tool output. Scrapes see the counters as of the last save (see
+    Registry.publish), so a crash never takes back a count a scrape has seen.
+    """
+
+    def __init__(self, args, registry: Registry, metrics: TurnMetrics, tailer: Tailer,
+                 outbox: Outbox):
+        self.args = args
+        self.registry = registry
+        self.metrics = metrics
+        self.tailer = tailer
+        self.outbox = outbox
+        self.lost_spans = 0
+        self._dirty = UNCHANGED
+        self._saved_at = float("-inf")
+        self._textfile_at = float("-inf")
+        self._written: str | None = None
+        self._save_failed = False
+
+    def run(self, stop: threading.Event) -> None:
+        while not stop.is_set():
+            self._dirty = max(self._dirty, self.tailer.poll(timeout=POLL_INTERVAL_S))
+            self._settle()
+            now = time.monotonic()
+            wait = {TURNS: CHECKPOINT_TURNS_S, POSITIONS: CHECKPOINT_POSITIONS_S}
+            if self._dirty and now - self._saved_at >= wait[self._dirty]:
+                self.save()
+            elif self.args.textfile and now - self._textfile_at >= TEXTFILE_REFRESH_S:
+                self._write_textfile()  # a zero hold may have ended
+            if self.args.once:
+                return
+
+    def save(self, final: bool = False) -> None:
+        self._settle()
+        state = {
+            **self.tailer.state(),
+            "metrics": self.registry.snapshot(),
+            "pending": self.outbox.pending,
+        }
+        try:
+            checkpoint.save(self.args.checkpoint, state)
+            self._save_failed = False
+        except OSError as error:
+            if not self._save_failed:
+                log.warning("cannot save the checkpoint %s: %s", self.args.checkpoint,
+                            error.strerror)
+            self._save_failed = True
+        self.registry.publish()
+        self._saved_at = time.monotonic()
+        self._dirty = UNCHANGED
+        self._write_textfile(final)
+
+    def _settle(self) -> None:
+        for outcome, spans in self.outbox.settle():
+            self.metrics.count_export(outcome, spans)
+            if outcome in ("rejected", "dropped"):
+                self.lost_spans += spans
+            self._dirty = TURNS
+        self.metrics.pending_spans.set(None, self.outbox.pending_spans)
+
+    def _write_textfile(self, final: bool = False) -> None:
+        if not self.args.textfile:
+            return
+        self._textfile_at = time.monotonic()
+        text = self.registry.render_final() if final else self.registry.render_textfile()
+        if text == self._written:
+            return
+        try:
+            write_textfile(self.args.textfile, text)
+            self._written = text
+        except OSError as error:
+            log.warning("cannot write the textfile %s: %s", self.args.textfile, error.strerror)
+
+
+def _load_checkpoint(path: Path) -> dict | None:
     try:
-        write_textfile(path, text)
-    except OSError as error:
-        log.warning("cannot write the textfile %s: %s", path, error.strerror)
+        return checkpoint.load(path)
+    except checkpoint.CheckpointError as error:
+        aside = path.with_name(path.name + ".unreadable")
+        with contextlib.suppress(OSError):
+            os.replace(path, aside)
+        log.error("%s; it was moved to %s and the tailer starts afresh", error, aside)
         return None
-    return text
+
+
+def _exporter_factory(endpoint: str, environ: dict[str, str]):
+    """Builds the exporter once the outbox gives it somewhere to report to."""
+    resource = parse_resource_attributes(environ.get("OTEL_RESOURCE_ATTRIBUTES", ""))
+    resource["service.name"] = environ.get("OTEL_SERVICE_NAME") or resource.get(
+        "service.name", "hydrafusion"
+    )
+    resource.setdefault("service.version", __version__)
+
+    def connect(on_result) -> OtlpExporter:
+        return OtlpExporter(
+            endpoint,
+            headers=parse_headers(environ.get("OTEL_EXPORTER_OTLP_HEADERS", "")),
+            resource=resource,
+            scope_version=__version__,
+            on_result=on_result,
+            flush_interval=EXPORT_BATCH_DELAY_S,
+            max_queued_spans=MAX_PENDING_SPANS,
+        )
+
+    return connect
 
 
 def _handle_signals(stop: threading.Event) -> None:

@@ -1,8 +1,14 @@
-"""Wire the stages together: session logs -> lines -> events -> turns -> spans, metrics, log.
+"""Wire the reading stages together: session logs -> lines -> events -> turns.
 
-`Tailer.poll()` is one pass over every session log; the caller decides how often to call
-it and what to do with finished turns (`on_turn`). Nothing here knows about HTTP or OTLP,
+`Tailer.poll()` is one pass: it asks the watcher which logs changed, reads what was
+appended, and hands each finished turn to `on_turn`. Nothing here knows about HTTP or OTLP,
 so the whole pipeline runs in tests against a temporary state directory.
+
+`state()` and the `saved` argument carry the reading side of a checkpoint: each log's
+position and identity, its open turns and the fusion ids it already reported. A log is
+recognised by a digest of its first bytes; one the CLI rewrote (rewound a session) or
+replaced is read again from its start, and the turns it already reported are not reported
+again.
 """
 
 from __future__ import annotations
@@ -10,37 +16,41 @@ from __future__ import annotations
 import logging
 import os
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
 from . import events
-from .files import session_logs
-from .lines import LineReader
+from .checkpoint import turn_from_data, turn_to_data
+from .lines import FINGERPRINT_BYTES, Line, LineReader, fingerprint
 from .logs import WarningLimiter
 from .metrics import TurnMetrics
 from .turns import SessionTurns, Turn
+from .watch import SessionWatcher
 
 log = logging.getLogger("tailer")
 
-# Listing the state directory costs more than a stat per known file, so new sessions are
-# looked for less often than known logs are read.
-DISCOVERY_INTERVAL_S = 5.0
+# What a pass changed, for deciding when the checkpoint is worth saving.
+UNCHANGED, POSITIONS, TURNS = 0, 1, 2
 
 
-@dataclass
 class Session:
-    reader: LineReader
-    turns: SessionTurns
+    """One session log: where we are in it, and its turns."""
+
+    __slots__ = ("reader", "turns", "identity")
+
+    def __init__(self, reader: LineReader, turns: SessionTurns):
+        self.reader = reader
+        self.turns = turns
+        self.identity: dict | None = None  # device, inode and first-bytes digest, once read
 
 
 class Tailer:
     """Follows every session log under `state_dir` and hands each finished turn to `on_turn`.
 
-    Logs that exist when the tailer starts are read from their end unless `from_start`;
-    logs that appear later are new sessions and are read from their beginning. A session
-    whose log has not changed for `idle_timeout_s` has its open turns finished as
-    `incomplete`.
+    Without saved state, logs that exist at start are read from their end unless
+    `from_start`; logs that appear later, or that the saved state does not know, are new
+    sessions and are read from their beginning. A session whose log has not changed for
+    `idle_timeout_s` has its open turns finished as `incomplete`.
     """
 
     def __init__(
@@ -51,6 +61,8 @@ class Tailer:
         on_turn: Callable[[Turn], None],
         from_start: bool,
         idle_timeout_s: float,
+        saved: dict | None = None,
+        watcher: SessionWatcher | None = None,
         clock: Callable[[], float] = time.time,
     ):
         self.state_dir = state_dir
@@ -58,90 +70,177 @@ class Tailer:
         self.on_turn = on_turn
         self.idle_timeout_s = idle_timeout_s
         self.clock = clock
+        self.watcher = watcher or SessionWatcher(state_dir)
         self.sessions: dict[str, Session] = {}
         self._warnings = WarningLimiter()
         self._warned_drift: set[tuple[str, str]] = set()
-        self._next_discovery = 0.0
-        self._discover(start_at_end=not from_start)
+        self._saved = (saved or {}).get("sessions", {})
+        self._start_at_end = saved is None and not from_start
+        self._first_pass = True
+        self._unread: set[str] = set()
+        self._level = UNCHANGED
 
-    def poll(self) -> None:
-        """Read what was appended to every log and finish the turns that are done."""
-        now = self.clock()
-        if now >= self._next_discovery:
-            self._discover(start_at_end=False)
-        for session_id, session in list(self.sessions.items()):
-            self._read(session_id, session, now)
-        self.metrics.open_turns.set(None, sum(s.turns.open_count for s in self.sessions.values()))
-
-    def finish_all(self) -> None:
-        """Finish every open turn now: used by `--once`, where there is no later."""
-        for session in self.sessions.values():
-            self._report(session.turns.finish_open())
-        self.metrics.open_turns.set(None, 0)
-
-    def _discover(self, *, start_at_end: bool) -> None:
-        self._next_discovery = self.clock() + DISCOVERY_INTERVAL_S
-        try:
-            found = session_logs(self.state_dir)
-        except OSError as error:
-            self._warnings.warn(
-                ("state_dir",), "cannot list the state directory: %s", error.strerror
-            )
-            return
-        for session_id, path in found.items():
-            if session_id in self.sessions:
-                continue
-            reader = LineReader(path)
-            if start_at_end:
-                try:
-                    reader.skip_to_end()
-                except OSError:
-                    pass  # reading it later reports the problem
-            self.sessions[session_id] = Session(reader, SessionTurns(session_id))
-        for session_id in set(self.sessions) - set(found):
-            gone = self.sessions.pop(session_id)
-            log.info("session %s: its log is gone", session_id)
-            self._report(gone.turns.finish_open())
+    def start(self) -> int:
+        """Find the session logs and where to read each from; returns how many there are."""
+        changes = self.watcher.changes(0.0)
+        for session_id, path in changes.appeared.items():
+            self.sessions[session_id] = self._open_session(session_id, path)
+        self._unread.update(self.sessions)
+        self._first_pass = False
+        self._level = self._forget_saved_sessions_gone()
         self.metrics.sessions.set(None, len(self.sessions))
+        return len(self.sessions)
 
-    def _read(self, session_id: str, session: Session, now: float) -> None:
+    def poll(self, timeout: float = 0.0) -> int:
+        """Wait up to `timeout` for changes, read them; returns UNCHANGED, POSITIONS or TURNS."""
+        if self._first_pass:
+            self.start()
+        if self._unread:
+            changes = self.watcher.changes(0.0)  # the first read may take long: no waiting
+        else:
+            changes = self.watcher.changes(timeout)
+        level, self._level = self._level, UNCHANGED
+        for session_id, path in changes.appeared.items():
+            self.sessions[session_id] = self._open_session(session_id, path)
+            changes.touched.add(session_id)
+        for session_id in changes.vanished:
+            gone = self.sessions.pop(session_id, None)
+            self._unread.discard(session_id)
+            if gone is not None:
+                log.info("session %s: its log is gone", session_id)
+                level = max(level, self._report(gone.turns.finish_open()))
+        for session_id in self._unread | changes.touched:
+            session = self.sessions.get(session_id)
+            if session is not None:
+                level = max(level, self._read(session_id, session))
+        self._unread.clear()
+        level = max(level, self._finish_idle())
+        self.metrics.sessions.set(None, len(self.sessions))
+        self.metrics.open_turns.set(None, sum(s.turns.open_count for s in self.sessions.values()))
+        return level
+
+    def state(self) -> dict:
+        """The reading side of a checkpoint (see the module docstring)."""
+        sessions = {}
+        for session_id, session in self.sessions.items():
+            reader = session.reader
+            if session.identity is None and reader.offset > 0:
+                session.identity = _identity(reader.path)
+            sessions[session_id] = {
+                "offset": reader.offset,
+                "line": reader.line_number,
+                "identity": session.identity,
+                "open": [turn_to_data(turn) for turn in session.turns.open_turns],
+                "finished": session.turns.finished,
+            }
+        return {"sessions": sessions}
+
+    def close(self) -> None:
+        self.watcher.close()
+
+    def _open_session(self, session_id: str, path: Path) -> Session:
+        reader = LineReader(path, markers=events.MARKERS)
+        saved = self._saved.pop(session_id, None)
+        if saved is not None:
+            turns = SessionTurns(session_id, finished=saved["finished"])
+            if _same_log(path, saved["identity"], saved["offset"]):
+                reader.offset, reader.line_number = saved["offset"], saved["line"]
+                turns = SessionTurns(
+                    session_id, [turn_from_data(t) for t in saved["open"]], saved["finished"]
+                )
+            else:
+                log.info("session %s: its log was rewritten; reading it again", session_id)
+            session = Session(reader, turns)
+            session.identity = saved["identity"] if reader.offset else None
+            return session
+        if self._start_at_end and self._first_pass:
+            try:
+                reader.skip_to_end()
+            except OSError:
+                pass  # reading it reports the problem
+        return Session(reader, SessionTurns(session_id))
+
+    def _forget_saved_sessions_gone(self) -> int:
+        """Sessions in the checkpoint whose logs were deleted while we were stopped."""
+        level = UNCHANGED
+        for session_id, saved in self._saved.items():
+            turns = [turn_from_data(t) for t in saved["open"]]
+            level = max(level, self._report(SessionTurns(session_id, turns).finish_open()))
+        self._saved = {}
+        return level
+
+    def _read(self, session_id: str, session: Session) -> int:
         reader = session.reader
+        generation = reader.generation
+        before = reader.line_number
+        handed_out = 0
+        level = UNCHANGED
         try:
             for line in reader.read():
-                self._line(session_id, session, line)
-            modified = os.stat(reader.path).st_mtime
+                if reader.generation != generation:
+                    generation = reader.generation
+                    before, handed_out = 0, 0
+                    self._rewound(session_id, session)
+                handed_out += 1
+                level = max(level, self._line(session_id, session, line))
         except FileNotFoundError:
-            return  # gone: the next discovery drops the session
+            return level  # gone: the watcher reports it
         except OSError as error:
             self._warnings.warn(
                 (session_id, "unreadable"), "session %s: cannot read its log: %s",
                 session_id, error.strerror,
             )
-            return
-        if session.turns.open_count and now - modified >= self.idle_timeout_s:
-            self._report(session.turns.finish_open())
+            return level
+        if reader.generation != generation:
+            self._rewound(session_id, session)
+            before = 0
+        ignored = reader.line_number - before - handed_out
+        if ignored > 0:
+            self.metrics.count_line("ignored", amount=ignored)
+            level = max(level, POSITIONS)
+        return level
 
-    def _line(self, session_id: str, session: Session, line) -> None:
+    def _rewound(self, session_id: str, session: Session) -> None:
+        log.info("session %s: its log shrank or was replaced; reading it again", session_id)
+        session.turns.forget_open()
+        session.identity = None
+
+    def _finish_idle(self) -> int:
+        """Finish the open turns of sessions whose log has not changed for the idle timeout."""
+        level = UNCHANGED
+        now = self.clock()
+        for session in self.sessions.values():
+            if not session.turns.open_count:
+                continue
+            try:
+                modified = os.stat(session.reader.path).st_mtime
+            except OSError:
+                continue
+            if now - modified >= self.idle_timeout_s:
+                level = max(level, self._report(session.turns.finish_open()))
+        return level
+
+    def _line(self, session_id: str, session: Session, line: Line) -> int:
         if line.oversized:
             record = events.Malformed("oversized") if events.may_matter(line.data) else None
         else:
             record = events.parse_line(line.data)
         if record is None:
             self.metrics.count_line("ignored")
-            return
+            return POSITIONS
         if isinstance(record, events.Malformed):
             self.metrics.count_line("malformed", record.reason)
             self._warnings.warn(
                 (session_id, record.reason), "session %s: skipped line %d of events.jsonl: %s",
                 session_id, line.number, record.reason,
             )
-            return
+            return TURNS
         self.metrics.count_line("fusion")
         self.metrics.count_event(record)
         self._warn_drift(record)
-        if isinstance(record, events.UnknownFusionEvent):
-            return
-        self._report(session.turns.feed(record))
+        if not isinstance(record, events.UnknownFusionEvent):
+            self._report(session.turns.feed(record))
+        return TURNS
 
     def _warn_drift(self, record: events.Event) -> None:
         """Warn once per kind of drift: the metrics count every occurrence."""
@@ -155,6 +254,37 @@ class Tailer:
                 self._warned_drift.add((kind, name))
                 log.warning("log format drift: %s: %s (the CLI may have changed)", kind, name)
 
-    def _report(self, turns: list[Turn]) -> None:
+    def _report(self, turns: list[Turn]) -> int:
         for turn in turns:
             self.on_turn(turn)
+        return TURNS if turns else UNCHANGED
+
+
+def _identity(path: Path) -> dict | None:
+    try:
+        status = os.stat(path)
+        size = min(status.st_size, FINGERPRINT_BYTES)
+        return {
+            "device": status.st_dev, "inode": status.st_ino,
+            "fingerprint": fingerprint(path, size), "fingerprint_size": size,
+        }
+    except OSError:
+        return None
+
+
+def _same_log(path: Path, identity: dict | None, offset: int) -> bool:
+    """Whether the log at `path` is the one a checkpoint describes, still at least as long.
+
+    The first bytes decide, not the inode: a log copied or restored elsewhere, or seen
+    through a remounted volume, is still the same log.
+    """
+    if offset == 0:
+        return True
+    if identity is None:
+        return False
+    try:
+        if os.stat(path).st_size < offset:
+            return False
+        return fingerprint(path, identity["fingerprint_size"]) == identity["fingerprint"]
+    except OSError:
+        return False

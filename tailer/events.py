@@ -516,7 +516,7 @@ class Kept:
 SESSION_RESUME = "session.resume"
 
 
-def _values(*names: str) -> dict[str, Kept]:
+def _values(*names: str) -> dict[str, str]:
     return dict.fromkeys(names, Kept.VALUE)
 
 

@@ -29,12 +29,21 @@ accumulating, and is *promoted* to its true value as follows.
   series promoted for both views, because no later scrape would show what was held back.
 - Gauges are exempt: they are shown at their value at once.
 
+Published values
+----------------
+render() and render_textfile() show each series as of the last publish(), not as it is
+this instant. The tailer publishes right after it saved its checkpoint, so a scrape never
+sees a count that a crash could take back: a counter that went down after a restart
+would look like a reset to Prometheus, and increase() would count it twice.
+render_final() shows the true values.
+
 Only the first scraper of /metrics is sure to see a zero: a second Prometheus scraping the
 same endpoint (an HA pair) may see the series first at its value.
 """
 
 import bisect
 import contextlib
+import copy
 import math
 import os
 import re
@@ -94,10 +103,11 @@ def _sample(name: str, labels: list[tuple[str, str]], value: float) -> str:
 class _Series:
     """One label set: its true value, and how far it is through zero first."""
 
-    __slots__ = ("value", "zero_for_scrape", "zero_until")
+    __slots__ = ("value", "published", "zero_for_scrape", "zero_until")
 
     def __init__(self, value, zero_first: bool, now: float):
         self.value = value
+        self.published = copy.deepcopy(value)
         self.zero_for_scrape = zero_first
         self.zero_until = now + ZERO_HOLD_SECONDS if zero_first else now
 
@@ -142,6 +152,12 @@ class _Family:
 
     def zero(self):
         return 0.0
+
+    def dump(self, value) -> object:
+        return value
+
+    def load(self, data) -> object:
+        return float(data)
 
     def samples(self, labels: list[tuple[str, str]], value) -> list[str]:
         return [_sample(self.name, labels, value)]
@@ -205,6 +221,16 @@ class Histogram(_Family):
     def zero(self) -> _HistogramValue:
         return _HistogramValue(len(self.bounds) + 1)
 
+    def dump(self, value: _HistogramValue) -> object:
+        return {"buckets": list(value.bucket_counts), "sum": value.sum}
+
+    def load(self, data) -> _HistogramValue:
+        value = self.zero()
+        if len(data["buckets"]) == len(value.bucket_counts):
+            value.bucket_counts = [int(count) for count in data["buckets"]]
+            value.sum = float(data["sum"])
+        return value
+
     def samples(self, labels, state: _HistogramValue) -> list[str]:
         lines = []
         cumulative = 0
@@ -238,15 +264,52 @@ class Registry:
 
     def render(self) -> str:
         """The exposition for an HTTP scrape (see "Zero first" above)."""
-        return self._render(_scrape_shows_zero)
+        return self._render(_scrape_shows_zero, published=True)
 
     def render_textfile(self) -> str:
         """The exposition for a textfile written while running (see "Zero first" above)."""
-        return self._render(_textfile_shows_zero)
+        return self._render(_textfile_shows_zero, published=True)
 
     def render_final(self) -> str:
         """Every series at its true value, all promoted: for the exit and --once."""
-        return self._render(_final_shows_zero)
+        return self._render(_final_shows_zero, published=False)
+
+    def publish(self) -> None:
+        """Let scrapes see the values as they are now (see "Published values" above)."""
+        with self._lock:
+            for family in self._families.values():
+                for series in family.series.values():
+                    series.published = copy.deepcopy(series.value)
+
+    def snapshot(self) -> dict:
+        """Every series with its value and zero-first state, as plain data for a checkpoint."""
+        with self._lock:
+            now = self._clock()
+            return {
+                name: [
+                    [list(key), family.dump(series.value), series.zero_for_scrape,
+                     max(series.zero_until - now, 0.0)]
+                    for key, series in family.series.items()
+                ]
+                for name, family in self._families.items()
+            }
+
+    def restore(self, snapshot: dict) -> None:
+        """Take back the series of a snapshot, published; families no longer declared are skipped."""
+        with self._lock:
+            now = self._clock()
+            for name, rows in snapshot.items():
+                family = self._families.get(name)
+                if family is None:
+                    continue
+                for key, value, zero_for_scrape, hold_left in rows:
+                    if len(key) != len(family.labelnames):
+                        continue
+                    series = self._series(family, dict(zip(family.labelnames, key)))
+                    series.value = family.load(value)
+                    series.published = copy.deepcopy(series.value)
+                    series.zero_for_scrape = bool(zero_for_scrape)
+                    series.zero_until = now + float(hold_left)
 
     def _add(self, family: _Family) -> _Family:
         with self._lock:
@@ -278,7 +341,7 @@ class Registry:
             known.add(value)
         return value
 
-    def _render(self, shows_zero) -> str:
+    def _render(self, shows_zero, *, published: bool) -> str:
         lines = []
         with self._lock:
             now = self._clock()
@@ -288,7 +351,8 @@ class Registry:
                 lines.append(f"# TYPE {name} {family.type}")
                 for key in sorted(family.series):
                     series = family.series[key]
-                    shown = family.zero() if family.zero_first and shows_zero(series, now) else series.value
+                    value = series.published if published else series.value
+                    shown = family.zero() if family.zero_first and shows_zero(series, now) else value
                     lines.extend(family.samples(list(zip(family.labelnames, key)), shown))
         return "".join(line + "\n" for line in lines)
 

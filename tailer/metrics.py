@@ -103,6 +103,10 @@ class TurnMetrics:
             ("outcome",),
         )
         self.sessions = gauge("hydrafusion_tailer_sessions", "Session logs followed.")
+        self.pending_spans = gauge(
+            "hydrafusion_tailer_pending_spans",
+            "Spans waiting for the collector (kept in the checkpoint; bounded, oldest dropped).",
+        )
         self.open_turns = gauge("hydrafusion_tailer_open_turns", "Turns started but not finished.")
         self.last_event = gauge(
             "hydrafusion_tailer_last_event_timestamp_seconds",
@@ -154,8 +158,8 @@ class TurnMetrics:
             self.requests.inc({"phase_kind": kind, "model": model}, usage.request_count)
             self.leg_duration.observe({"phase_kind": kind, "model": model}, leg.duration_ms / 1000)
 
-    def count_line(self, outcome: str, reason: str | None = None) -> None:
-        self.lines.inc({"outcome": outcome})
+    def count_line(self, outcome: str, reason: str | None = None, amount: int = 1) -> None:
+        self.lines.inc({"outcome": outcome}, amount)
         if reason is not None:
             self.malformed.inc({"reason": reason})
 
@@ -173,7 +177,7 @@ class TurnMetrics:
             self.last_event.set(None, event.time_ns / 1e9)
 
     def count_export(self, outcome: str, spans: int) -> None:
-        """Called by the exporter's worker thread for every attempt's result."""
+        """Count what became of an export attempt's spans."""
         if outcome == "delivered":
             self.spans_exported.inc(None, spans)
         else:

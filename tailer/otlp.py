@@ -5,6 +5,10 @@ into batches, gzips them, posts them from a background thread so the tailer neve
 the network, retries what the OTLP specification says may be retried, and tells the caller
 what became of every span through on_result.
 
+A collector that is down is retried for as long as it takes: the queue is bounded
+(max_queued_spans, oldest dropped first) and the caller keeps what is unsettled in its
+checkpoint, so an outage of hours loses nothing as long as the queue holds.
+
 Nothing logged here ever contains span content: messages carry counts, HTTP statuses and
 the collector's own error text.
 """
@@ -29,7 +33,6 @@ SCOPE_NAME = "hydrafusion-tailer"
 RETRYABLE_STATUSES = frozenset({429, 502, 503, 504})
 FIRST_BACKOFF = 1.0
 MAX_BACKOFF = 60.0
-RETRY_WINDOW = 300.0  # seconds one batch may spend retrying before it is dropped
 ERROR_TEXT_LIMIT = 200
 RESPONSE_READ_LIMIT = 64 * 1024
 
@@ -117,15 +120,16 @@ class OtlpExporter:
     being retried, newer spans wait behind it; past max_queued_spans the oldest units are
     dropped, because during a long outage fresh traces are worth more than stale ones.
 
-    on_result(outcome, span_count) is called from the worker with outcome "delivered",
-    "retry" (an attempt failed and will be retried), "rejected" (not retryable) or "dropped"
-    (retry window over, queue overflow, or closed before delivery).
+    on_result(outcome, spans) is called from the worker with the spans concerned and outcome
+    "delivered", "retry" (an attempt failed and will be retried), "rejected" (the collector
+    refused them) or "dropped" (queue overflow). Spans still unsettled at close() are not
+    reported: they are the caller's to keep for the next run.
     """
 
     def __init__(self, url: str, *, headers: dict[str, str], resource: dict[str, str], scope_version: str,
-                 on_result: Callable[[str, int], None] = lambda outcome, spans: None,
+                 on_result: Callable[[str, list[dict]], None] = lambda outcome, spans: None,
                  max_batch_spans: int = 512, flush_interval: float = 1.0, max_queued_spans: int = 100_000,
-                 timeout: float = 10.0, sleep=time.sleep, rng=random.random, clock=time.monotonic):
+                 timeout: float = 10.0, sleep=time.sleep, rng=random.random):
         self._url = url
         self._headers = {**headers, "Content-Type": "application/json", "Content-Encoding": "gzip",
                          "User-Agent": f"hydrafusion-tailer/{scope_version}"}
@@ -138,14 +142,13 @@ class OtlpExporter:
         self._timeout = timeout
         self._sleep = sleep
         self._rng = rng
-        self._clock = clock
         # Units are numbered in submission order so flush() can tell when everything up to a
         # point has been settled, whatever happened to each unit.
         self._queue: collections.deque[tuple[int, list[dict]]] = collections.deque()
         self._queued_spans = 0
         self._next_number = 0
         self._in_flight_number: int | None = None
-        self._overflow_dropped = 0
+        self._overflow_dropped: list[dict] = []
         self._flush_waiters = 0
         self._closing = False
         self._lock = threading.Condition()
@@ -167,7 +170,7 @@ class OtlpExporter:
             while self._queued_spans > self._max_queued_spans:
                 _, oldest = self._queue.popleft()
                 self._queued_spans -= len(oldest)
-                self._overflow_dropped += len(oldest)
+                self._overflow_dropped += oldest
             self._lock.notify_all()
 
     def flush(self, timeout: float) -> bool:
@@ -182,7 +185,7 @@ class OtlpExporter:
                 self._flush_waiters -= 1
 
     def close(self, timeout: float) -> None:
-        """Flush, then stop the worker; whatever is still undelivered is dropped and counted."""
+        """Flush, then stop the worker; whatever is still unsettled is left to the caller."""
         deadline = time.monotonic() + timeout
         self.flush(timeout)
         with self._lock:
@@ -200,14 +203,13 @@ class OtlpExporter:
             batch = self._next_batch()
             self._report_overflow()
             if batch is None:
-                self._drop_unsent()
                 return
             try:
                 if batch:  # empty only if an oversized submit overflowed the whole queue
                     self._deliver(batch)
             except Exception as exc:  # the worker must outlive any surprise
                 log.error("OTLP export failed unexpectedly (%s); %d spans dropped", type(exc).__name__, len(batch))
-                self._report("dropped", len(batch))
+                self._report("dropped", batch)
             with self._lock:
                 self._in_flight_number = None
                 self._lock.notify_all()
@@ -232,7 +234,6 @@ class OtlpExporter:
     def _deliver(self, spans: list[dict]) -> None:
         body = encode_request(spans, self._resource, SCOPE_NAME, self._scope_version)
         count = len(spans)
-        deadline = self._clock() + RETRY_WINDOW
         backoff = FIRST_BACKOFF
         attempts = 0
         while True:
@@ -240,23 +241,21 @@ class OtlpExporter:
             self._report_overflow()
             status, retry_after, detail = self._post(body)
             if status is not None and 200 <= status < 300:
-                self._accept(count, detail)
+                self._accept(spans, detail)
                 return
             reason = f"HTTP {status}" if status is not None else _shorten(detail)
             if status is not None and status not in RETRYABLE_STATUSES:
                 log.warning("OTLP export rejected (HTTP %d): %s; %d spans dropped", status, _error_text(detail), count)
-                self._report("rejected", count)
+                self._report("rejected", spans)
+                return
+            if self._closing:
                 return
             # Full jitter: a fleet of tailers recovering together does not hit the collector in step.
             delay = retry_after if retry_after is not None else self._rng() * backoff
-            if self._closing or self._clock() + delay > deadline:
-                log.warning("OTLP export gave up after %d attempts (%s); %d spans dropped", attempts, reason, count)
-                self._report("dropped", count)
-                return
             if attempts == 1:
-                log.warning("OTLP export failed (%s); retrying", reason)
-            self._report("retry", count)
-            self._sleep(delay)
+                log.warning("OTLP export failed (%s); retrying until the collector answers", reason)
+            self._report("retry", spans)
+            self._sleep(min(delay, MAX_BACKOFF))
             backoff = min(backoff * 2, MAX_BACKOFF)
 
     def _post(self, body: bytes) -> tuple[int | None, float | None, str]:
@@ -272,8 +271,12 @@ class OtlpExporter:
         except (OSError, http.client.HTTPException) as error:
             return None, None, str(error)
 
-    def _accept(self, count: int, body: str) -> None:
-        """Reports a 2xx answer, which may still reject some spans (an OTLP partial success)."""
+    def _accept(self, spans: list[dict], body: str) -> None:
+        """Reports a 2xx answer, which may still reject some spans (an OTLP partial success).
+
+        OTLP does not say which spans were rejected, so the last ones are reported as such.
+        """
+        count = len(spans)
         try:
             partial = json.loads(body).get("partialSuccess") or {}
             rejected = min(max(int(partial.get("rejectedSpans", 0)), 0), count)
@@ -282,28 +285,19 @@ class OtlpExporter:
         if rejected:
             message = _shorten(str(partial.get("errorMessage", "")))
             log.warning("OTLP collector rejected %d of %d spans: %s", rejected, count, message)
-            self._report("rejected", rejected)
+            self._report("rejected", spans[count - rejected:])
         if count - rejected:
-            self._report("delivered", count - rejected)
+            self._report("delivered", spans[:count - rejected])
 
     def _report_overflow(self) -> None:
         with self._lock:
-            dropped, self._overflow_dropped = self._overflow_dropped, 0
+            dropped, self._overflow_dropped = self._overflow_dropped, []
         if dropped:
-            log.warning("OTLP export queue full; %d oldest spans dropped", dropped)
+            log.warning("OTLP export queue full; %d oldest spans dropped", len(dropped))
             self._report("dropped", dropped)
 
-    def _drop_unsent(self) -> None:
-        with self._lock:
-            dropped = self._queued_spans
-            self._queue.clear()
-            self._queued_spans = 0
-        if dropped:
-            log.warning("OTLP exporter closed; %d unsent spans dropped", dropped)
-            self._report("dropped", dropped)
-
-    def _report(self, outcome: str, count: int) -> None:
+    def _report(self, outcome: str, spans: list[dict]) -> None:
         try:
-            self._on_result(outcome, count)
+            self._on_result(outcome, spans)
         except Exception:  # a faulty callback must not stop the export
             log.exception("OTLP on_result callback failed")

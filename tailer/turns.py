@@ -203,14 +203,28 @@ def _merge_legs(first: LegEnded, second: LegEnded) -> LegEnded:
 class SessionTurns:
     """The open turns of one session and the ids of the ones already finished."""
 
-    def __init__(self, session_id: str):
+    def __init__(self, session_id: str, open_turns: list[Turn] = (), finished: list[str] = ()):
+        """`open_turns` and `finished` come from a checkpoint (see `open_turns`, `finished`)."""
         self.session_id = session_id
-        self._open: dict[str, Turn] = {}
-        self._finished: OrderedDict[str, None] = OrderedDict()
+        self._open: dict[str, Turn] = {turn.fusion_id: turn for turn in open_turns}
+        self._finished: OrderedDict[str, None] = OrderedDict.fromkeys(finished)
 
     @property
     def open_count(self) -> int:
         return len(self._open)
+
+    @property
+    def open_turns(self) -> list[Turn]:
+        return list(self._open.values())
+
+    @property
+    def finished(self) -> list[str]:
+        """The fusion ids already reported, oldest first."""
+        return list(self._finished)
+
+    def forget_open(self) -> None:
+        """Drop the open turns: the log is being read again, which rebuilds them."""
+        self._open.clear()
 
     def feed(self, event: Event) -> list[Turn]:
         """Take one record; return the turns it finished (often none)."""

@@ -7,6 +7,7 @@ import re
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from contextlib import contextmanager
@@ -20,6 +21,8 @@ def tailer_env(**overrides: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("OTEL_", "COPILOT_", "HYDRAFUSION_"))}
     env["PYTHONPATH"] = str(ROOT)
+    # Each process gets its own checkpoint unless a test passes --checkpoint.
+    env["XDG_STATE_HOME"] = tempfile.mkdtemp(prefix="tailer-state-")
     env.update(overrides)
     return env
 
@@ -58,6 +61,18 @@ class TailerProcess:
         url = f"http://127.0.0.1:{self.metrics_port}/metrics"
         with urllib.request.urlopen(url, timeout=10) as response:
             return response.read().decode()
+
+    def wait_for_metrics(self, text: str, timeout: float = 30) -> str:
+        """Scrape /metrics until it contains `text`: values are published a moment after
+        the turn is logged, once the checkpoint holds them."""
+        deadline = time.monotonic() + timeout
+        while True:
+            body = self.metrics()
+            if text in body:
+                return body
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{text!r} not in /metrics after {timeout}s:\n{body}")
+            time.sleep(0.2)
 
     def stop(self) -> int:
         if self.process.poll() is None:

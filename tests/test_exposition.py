@@ -1,3 +1,4 @@
+import json
 import shutil
 import subprocess
 import sys
@@ -25,6 +26,17 @@ class FakeClock:
 
     def __call__(self):
         return self.now
+
+
+def scrape(registry: Registry) -> str:
+    """What a scrape sees right after the tailer published (see "Published values")."""
+    registry.publish()
+    return registry.render()
+
+
+def textfile(registry: Registry) -> str:
+    registry.publish()
+    return registry.render_textfile()
 
 
 def sample_lines(text: str, name: str) -> list[str]:
@@ -66,13 +78,13 @@ def test_labels_follow_declared_order_within_a_series():
 def test_values_are_formatted_like_prometheus(value, text):
     registry = Registry()
     registry.gauge("g", "G.").set(None, value)
-    assert sample_lines(registry.render(), "g ") == [f"g {text}"]
+    assert sample_lines(scrape(registry), "g ") == [f"g {text}"]
 
 
 def test_help_escapes_backslash_and_newline_but_not_quotes():
     registry = Registry()
     registry.gauge("g", 'a\\b\nc "d"')
-    assert '# HELP g a\\\\b\\nc "d"\n' in registry.render()
+    assert '# HELP g a\\\\b\\nc "d"\n' in scrape(registry)
 
 
 def test_label_value_escaping():
@@ -218,36 +230,36 @@ def test_a_new_counter_series_is_scraped_at_zero_once_then_at_its_value():
     registry = Registry(clock=FakeClock())
     counter = registry.counter("c_total", "x", ["kind"])
     counter.inc({"kind": "a"}, 3)
-    assert sample_lines(registry.render(), "c_total") == ['c_total{kind="a"} 0']
+    assert sample_lines(scrape(registry), "c_total") == ['c_total{kind="a"} 0']
     counter.inc({"kind": "a"}, 2)
-    assert sample_lines(registry.render(), "c_total") == ['c_total{kind="a"} 5']
+    assert sample_lines(scrape(registry), "c_total") == ['c_total{kind="a"} 5']
 
 
 def test_an_unlabelled_counter_exists_at_zero_from_its_declaration():
     registry = Registry(clock=FakeClock())
     counter = registry.counter("c_total", "x")
-    assert sample_lines(registry.render(), "c_total") == ["c_total 0"]
+    assert sample_lines(scrape(registry), "c_total") == ["c_total 0"]
     counter.inc()
-    assert sample_lines(registry.render(), "c_total") == ["c_total 1"]
+    assert sample_lines(scrape(registry), "c_total") == ["c_total 1"]
 
 
 def test_a_series_declared_with_zero_is_shown_and_then_counts():
     registry = Registry(clock=FakeClock())
     counter = registry.counter("c_total", "x", ["kind"])
     counter.inc({"kind": "a"}, 0)
-    assert sample_lines(registry.render(), "c_total") == ['c_total{kind="a"} 0']
+    assert sample_lines(scrape(registry), "c_total") == ['c_total{kind="a"} 0']
     counter.inc({"kind": "a"}, 4)
-    assert sample_lines(registry.render(), "c_total") == ['c_total{kind="a"} 4']
+    assert sample_lines(scrape(registry), "c_total") == ['c_total{kind="a"} 4']
 
 
 def test_a_new_histogram_series_is_scraped_all_zero_first():
     registry = Registry(clock=FakeClock())
     histogram = registry.histogram("h", "x", ["kind"], [1])
     histogram.observe({"kind": "a"}, 0.5)
-    assert sample_lines(registry.render(), "h") == [
+    assert sample_lines(scrape(registry), "h") == [
         'h_bucket{kind="a",le="1"} 0', 'h_bucket{kind="a",le="+Inf"} 0',
         'h_sum{kind="a"} 0', 'h_count{kind="a"} 0']
-    assert sample_lines(registry.render(), "h") == [
+    assert sample_lines(scrape(registry), "h") == [
         'h_bucket{kind="a",le="1"} 1', 'h_bucket{kind="a",le="+Inf"} 1',
         'h_sum{kind="a"} 0.5', 'h_count{kind="a"} 1']
 
@@ -255,8 +267,8 @@ def test_a_new_histogram_series_is_scraped_all_zero_first():
 def test_gauges_are_shown_at_their_value_at_once():
     registry = Registry(clock=FakeClock())
     registry.gauge("g", "x", ["kind"]).set({"kind": "a"}, 5)
-    assert sample_lines(registry.render(), "g") == ['g{kind="a"} 5']
-    assert sample_lines(registry.render_textfile(), "g") == ['g{kind="a"} 5']
+    assert sample_lines(scrape(registry), "g") == ['g{kind="a"} 5']
+    assert sample_lines(textfile(registry), "g") == ['g{kind="a"} 5']
 
 
 def test_the_textfile_holds_the_zero_for_the_hold_time_whatever_scrapes_do():
@@ -264,11 +276,11 @@ def test_the_textfile_holds_the_zero_for_the_hold_time_whatever_scrapes_do():
     registry = Registry(clock=clock)
     counter = registry.counter("c_total", "x", ["kind"])
     counter.inc({"kind": "a"}, 3)
-    registry.render()  # a scrape uses up the HTTP view's zero, not the textfile's
+    scrape(registry)  # a scrape uses up the HTTP view's zero, not the textfile's
     clock.now += ZERO_HOLD_SECONDS - 1
-    assert sample_lines(registry.render_textfile(), "c_total") == ['c_total{kind="a"} 0']
+    assert sample_lines(textfile(registry), "c_total") == ['c_total{kind="a"} 0']
     clock.now += 1
-    assert sample_lines(registry.render_textfile(), "c_total") == ['c_total{kind="a"} 3']
+    assert sample_lines(textfile(registry), "c_total") == ['c_total{kind="a"} 3']
 
 
 def test_a_series_pending_for_the_hold_time_is_scraped_at_its_value():
@@ -276,15 +288,15 @@ def test_a_series_pending_for_the_hold_time_is_scraped_at_its_value():
     registry = Registry(clock=clock)
     registry.counter("c_total", "x", ["kind"]).inc({"kind": "a"}, 3)
     clock.now += ZERO_HOLD_SECONDS
-    assert sample_lines(registry.render(), "c_total") == ['c_total{kind="a"} 3']
+    assert sample_lines(scrape(registry), "c_total") == ['c_total{kind="a"} 3']
 
 
 def test_render_final_shows_true_values_and_promotes_every_series():
     registry = Registry(clock=FakeClock())
     registry.counter("c_total", "x", ["kind"]).inc({"kind": "a"}, 3)
     assert sample_lines(registry.render_final(), "c_total") == ['c_total{kind="a"} 3']
-    assert sample_lines(registry.render(), "c_total") == ['c_total{kind="a"} 3']
-    assert sample_lines(registry.render_textfile(), "c_total") == ['c_total{kind="a"} 3']
+    assert sample_lines(scrape(registry), "c_total") == ['c_total{kind="a"} 3']
+    assert sample_lines(textfile(registry), "c_total") == ['c_total{kind="a"} 3']
 
 
 def test_concurrent_counting_and_rendering_lose_nothing():
@@ -303,7 +315,7 @@ def test_concurrent_counting_and_rendering_lose_nothing():
         for thread in threads:
             thread.start()
         while any(thread.is_alive() for thread in threads):
-            registry.render()
+            scrape(registry)
         for thread in threads:
             thread.join()
     finally:
@@ -353,6 +365,7 @@ def fetch(url: str, method: str = "GET"):
 def test_metrics_are_served_with_the_exact_content_type(served):
     registry, url = served
     registry.gauge("g", "x").set(None, 1)
+    registry.publish()
     status, content_type, body = fetch(f"{url}/metrics")
     assert (status, content_type) == (200, "text/plain; version=0.0.4; charset=utf-8")
     assert b"\ng 1\n" in body
@@ -393,6 +406,7 @@ def test_real_prometheus_counts_the_first_increment_of_a_new_series(tmp_path):
         with running_prometheus(tmp_path, targets=[f"127.0.0.1:{server.port}"], scrape_interval="1s") as prom:
             prom.wait_for("up", lambda result: single_value(result) == 1)
             things.inc({"kind": "new"}, 3)
+            registry.publish()
             new = 'demo_things_total{kind="new"}'
             prom.wait_for(f"count_over_time({new}[1m])", lambda result: (single_value(result) or 0) >= 5)
             assert single_value(prom.query(f"max_over_time({new}[1m]) - min_over_time({new}[1m])")) == 3
@@ -402,3 +416,51 @@ def test_real_prometheus_counts_the_first_increment_of_a_new_series(tmp_path):
             assert single_value(prom.query(f'up{{instance="127.0.0.1:{server.port}"}}')) == 1
     finally:
         server.close()
+
+
+# Published values and checkpoints
+
+
+def test_scrapes_see_only_published_values():
+    registry = Registry()
+    counter = registry.counter("c_total", "x")
+    counter.inc(None, 2)
+    assert sample_lines(registry.render(), "c_total") == ["c_total 0"]
+    assert sample_lines(registry.render_textfile(), "c_total") == ["c_total 0"]
+    registry.publish()
+    counter.inc(None, 5)
+    assert sample_lines(registry.render(), "c_total") == ["c_total 2"]
+    assert sample_lines(registry.render_final(), "c_total") == ["c_total 7"]
+
+
+def test_snapshot_and_restore_keep_values_and_zero_first_state():
+    now = [100.0]
+    first = Registry(clock=lambda: now[0])
+    counter = first.counter("c_total", "x", ["kind"])
+    histogram = first.histogram("h", "x", ["kind"], [1, 2])
+    counter.inc({"kind": "seen"}, 3)
+    first.publish()
+    first.render()  # a scrape saw "seen" at zero
+    counter.inc({"kind": "unseen"}, 4)
+    histogram.observe({"kind": "a"}, 1.5)
+    snapshot = json.loads(json.dumps(first.snapshot()))  # it must survive a JSON file
+
+    now[0] = 5000.0
+    second = Registry(clock=lambda: now[0])
+    second.counter("c_total", "x", ["kind"])
+    second.histogram("h", "x", ["kind"], [1, 2])
+    second.restore(snapshot)
+    text = second.render()
+    # Restored values are published at once; a series no scrape saw at zero still shows zero.
+    assert sample_lines(text, "c_total") == ['c_total{kind="seen"} 3', 'c_total{kind="unseen"} 0']
+    assert sample_lines(second.render(), "c_total")[1] == 'c_total{kind="unseen"} 4'
+    assert 'h_bucket{kind="a",le="2"} 1' in second.render_final()
+    assert "h_sum{kind=\"a\"} 1.5" in second.render_final()
+
+
+def test_restore_skips_families_no_longer_declared():
+    registry = Registry()
+    registry.counter("kept_total", "x")
+    registry.restore({"gone_total": [[[], 5, False, 0]], "kept_total": [[[], 2, False, 0]]})
+    assert "gone_total" not in registry.render_final()
+    assert sample_lines(registry.render(), "kept_total") == ["kept_total 2"]

@@ -36,18 +36,13 @@ def trace_of(trace: int, size: int) -> list[dict]:
 
 
 class FakeTime:
-    """Stands in for time.sleep and time.monotonic: sleeping only moves the fake clock."""
+    """Stands in for time.sleep: records the waits instead of waiting."""
 
     def __init__(self):
-        self.now = 0.0
         self.sleeps: list[float] = []
 
     def sleep(self, seconds: float) -> None:
         self.sleeps.append(seconds)
-        self.now += seconds
-
-    def clock(self) -> float:
-        return self.now
 
 
 @pytest.fixture
@@ -58,7 +53,7 @@ def make_exporter():
     def make(url: str, **options) -> OtlpExporter:
         results = []
         settings = {"headers": {}, "resource": RESOURCE, "scope_version": "0.1.0", "flush_interval": 0.05,
-                    "on_result": lambda outcome, count: results.append((outcome, count)), **options}
+                    "on_result": lambda outcome, spans: results.append((outcome, len(spans))), **options}
         exporter = OtlpExporter(url, **settings)
         exporter.results = results
         made.append(exporter)
@@ -142,7 +137,7 @@ def test_spans_of_one_trace_travel_in_one_request(otlp_sink, make_exporter):
 def test_retryable_status_is_retried_with_backoff_until_delivered(otlp_sink, make_exporter, status):
     fake = FakeTime()
     otlp_sink.script(status, status, 200)
-    exporter = make_exporter(otlp_sink.url, sleep=fake.sleep, clock=fake.clock, rng=lambda: 0.5)
+    exporter = make_exporter(otlp_sink.url, sleep=fake.sleep, rng=lambda: 0.5)
     exporter.submit(trace_of(1, 2))
 
     assert exporter.flush(timeout=5)
@@ -155,7 +150,7 @@ def test_retryable_status_is_retried_with_backoff_until_delivered(otlp_sink, mak
 def test_retry_after_is_honoured(otlp_sink, make_exporter):
     fake = FakeTime()
     otlp_sink.script(Reply(503, retry_after="7"), 200)
-    exporter = make_exporter(otlp_sink.url, sleep=fake.sleep, clock=fake.clock, rng=lambda: 0.5)
+    exporter = make_exporter(otlp_sink.url, sleep=fake.sleep, rng=lambda: 0.5)
     exporter.submit(trace_of(1, 1))
 
     assert exporter.flush(timeout=5)
@@ -203,18 +198,36 @@ def test_partial_success_is_logged_and_not_retried(otlp_sink, make_exporter, cap
     assert "span too old" in record.getMessage()
 
 
-def test_unreachable_collector_is_retried_for_the_window_then_dropped(make_exporter, caplog):
+def test_unreachable_collector_is_retried_until_it_answers(otlp_sink, make_exporter, caplog):
+    """An outage of any length loses nothing: backoff is capped at 60 s and never gives up."""
     fake = FakeTime()
-    exporter = make_exporter(closed_port_url(), sleep=fake.sleep, clock=fake.clock, rng=lambda: 1.0)
+    attempts = []
+
+    def sleep(seconds):
+        fake.sleep(seconds)
+        if len(attempts) == 11:
+            exporter._url = otlp_sink.url  # the collector is back
+        attempts.append(seconds)
+
+    exporter = make_exporter(closed_port_url(), sleep=sleep, rng=lambda: 1.0)
     caplog.set_level(logging.WARNING, logger="tailer.otlp")
     exporter.submit([span(1, 1, name=CANARY)])
 
     assert exporter.flush(timeout=10)
-    # Backoff doubles from 1 s up to the 60 s cap; the next 60 s would pass the 300 s window.
-    assert fake.sleeps == [1, 2, 4, 8, 16, 32, 60, 60, 60]
-    assert exporter.results == [("retry", 1)] * 9 + [("dropped", 1)]
-    assert len(caplog.records) == 2  # one when retrying starts, one when giving up
+    assert fake.sleeps == [1, 2, 4, 8, 16, 32, 60, 60, 60, 60, 60, 60]
+    assert exporter.results == [("retry", 1)] * 12 + [("delivered", 1)]
+    assert len(otlp_sink.spans()) == 1
+    assert len(caplog.records) == 1  # one warning when retrying starts
     assert CANARY not in caplog.text
+
+
+def test_close_during_an_outage_leaves_the_spans_to_the_caller(make_exporter):
+    retrying = threading.Event()
+    exporter = make_exporter(closed_port_url(), sleep=lambda seconds: retrying.set(), rng=lambda: 0.0)
+    exporter.submit(trace_of(1, 2))
+    assert retrying.wait(5)
+    exporter.close(timeout=0.5)
+    assert {outcome for outcome, _ in exporter.results} == {"retry"}
 
 
 def test_queue_overflow_drops_the_oldest_waiting_spans(otlp_sink, make_exporter):
@@ -248,7 +261,7 @@ def test_close_sends_what_is_queued_and_stops_the_worker(otlp_sink, make_exporte
 
 
 def test_a_failing_callback_does_not_stop_the_worker(otlp_sink, make_exporter):
-    def broken(outcome, count):
+    def broken(outcome, spans):
         raise RuntimeError("metrics are broken")
 
     exporter = make_exporter(otlp_sink.url, on_result=broken)

@@ -71,14 +71,6 @@ def test_backfilled_old_log_finishes_its_open_turn_at_once(tmp_path):
     assert [t.outcome for t in finished] == ["completed", "incomplete"]
 
 
-def test_finish_all_is_for_once(tmp_path):
-    open_turn_session(tmp_path)
-    tailer, _, finished = make_tailer(tmp_path, Clock(0))
-    tailer.poll()
-    tailer.finish_all()
-    assert [t.outcome for t in finished] == ["completed", "incomplete"]
-
-
 def test_damage_is_counted_by_reason_and_warned_with_line_number_only(tmp_path, caplog):
     writer = every_pattern("damaged")
     path = writer.write(tmp_path)
@@ -89,7 +81,6 @@ def test_damage_is_counted_by_reason_and_warned_with_line_number_only(tmp_path, 
     tailer, metrics, finished = make_tailer(tmp_path, Clock(path.stat().st_mtime))
     with caplog.at_level(logging.WARNING, logger="tailer"):
         tailer.poll()
-        tailer.finish_all()
     assert [t.fusion_id for t in finished] == [t.fusion_id for t in writer.expected]
     exposition = metrics.registry.render_final()
     assert samples(exposition, "hydrafusion_tailer_malformed_lines_total") == {

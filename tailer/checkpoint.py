@@ -1,0 +1,111 @@
+"""Keep the tailer's state in one file, so a restart resumes exactly where it stopped.
+
+The state is one consistent cut of the whole pipeline, taken between two passes of the main
+loop: every log's position and identity, the turns still open, the fusion ids already
+reported, the counter values, and the spans the collector has not accepted yet. Restoring
+all of it together is what makes a crash harmless: the lines after the cut are read again
+and counted again, from counters that had not counted them yet.
+
+The file is replaced atomically (a temporary file in the same folder, flushed to disk, then
+renamed over the old one), so a crash while saving leaves the previous cut intact.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import os
+import tempfile
+from pathlib import Path
+
+from . import events
+from .turns import Turn
+
+VERSION = 1
+
+_RECORD_TYPES = {
+    cls.__name__: cls
+    for cls in (events.Resolved, events.LegEnded, events.Handoff, events.CommitStarted,
+                events.Completed, events.RouteFailed)
+}
+
+
+class CheckpointError(Exception):
+    """The saved state cannot be used: unreadable, not ours, or from another version."""
+
+
+def default_path(environ: dict[str, str]) -> Path:
+    """$XDG_STATE_HOME/hydrafusion/checkpoint.json, else ~/.local/state/hydrafusion/…"""
+    base = environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state"
+    return Path(base, "hydrafusion", "checkpoint.json")
+
+
+def save(path: Path, state: dict) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, temp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as temp:
+            json.dump({"version": VERSION, **state}, temp, separators=(",", ":"))
+            temp.flush()
+            os.fsync(temp.fileno())
+        os.replace(temp_name, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temp_name)
+        raise
+
+
+def load(path: Path) -> dict | None:
+    """The saved state, or None when there is none yet."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            state = json.load(handle)
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as error:
+        raise CheckpointError(f"cannot read {path}: {error}") from error
+    if not isinstance(state, dict) or state.get("version") != VERSION:
+        raise CheckpointError(f"{path} is not a version {VERSION} checkpoint")
+    return state
+
+
+def turn_to_data(turn: Turn) -> dict:
+    records = [turn.resolved, turn.commit, turn.completed, turn.route_failure]
+    return {
+        "session": turn.session_id,
+        "fusion": turn.fusion_id,
+        "records": [_record_to_data(r) for r in records + turn.legs + turn.handoffs if r],
+    }
+
+
+def turn_from_data(data: dict) -> Turn:
+    turn = Turn(data["session"], data["fusion"])
+    for record in map(_record_from_data, data["records"]):
+        if isinstance(record, events.LegEnded):
+            turn.legs.append(record)
+        elif isinstance(record, events.Handoff):
+            turn.handoffs.append(record)
+        elif isinstance(record, events.Resolved):
+            turn.resolved = record
+        elif isinstance(record, events.CommitStarted):
+            turn.commit = record
+        elif isinstance(record, events.Completed):
+            turn.completed = record
+        elif isinstance(record, events.RouteFailed):
+            turn.route_failure = record
+    return turn
+
+
+def _record_to_data(record: events.Event) -> dict:
+    return {"kind": type(record).__name__, **dataclasses.asdict(record)}
+
+
+def _record_from_data(data: dict) -> events.Event:
+    values = dict(data)
+    cls = _RECORD_TYPES[values.pop("kind")]
+    if "usage" in values:
+        values["usage"] = events.Usage(**values["usage"])
+    values["unknown_fields"] = tuple(values.get("unknown_fields", ()))
+    values["missing_fields"] = tuple(values.get("missing_fields", ()))
+    return cls(**values)

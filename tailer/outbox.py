@@ -1,0 +1,82 @@
+"""The spans of finished turns until the collector has them.
+
+The exporter sends from its own thread; this outbox keeps every trace it was given until
+the exporter says what became of it, so the checkpoint can hold what is still unsettled and
+a restart sends it again. Traces are sent again under the same ids (they are derived from
+the log), so a trace delivered just before a crash and sent again after it is the same trace.
+
+The exporter reports from its thread; `settle()` takes those reports on the main thread,
+where the checkpoint and the metrics are updated, so both stay one consistent cut.
+"""
+
+from __future__ import annotations
+
+import queue
+from collections import OrderedDict
+from typing import Callable
+
+from .otlp import OtlpExporter
+
+# Past this many spans waiting (about two thousand turns), the exporter drops the oldest
+# traces and reports them: the bound keeps the checkpoint, which holds them, a few MB.
+MAX_PENDING_SPANS = 10_000
+
+
+class Outbox:
+    def __init__(
+        self,
+        connect: Callable[[Callable[[str, list[dict]], None]], OtlpExporter] | None,
+        pending: list[list[dict]] = (),
+    ):
+        """`connect` builds the exporter around the outbox's report callback (None: no
+        export). `pending` are the traces a checkpoint held; they are sent first."""
+        self._reports: queue.SimpleQueue[tuple[str, list[dict]]] = queue.SimpleQueue()
+        self._exporter = connect(self._report) if connect else None
+        self._pending: OrderedDict[str, list[dict]] = OrderedDict()
+        self.pending_spans = 0
+        for spans in pending:
+            self.submit(spans)
+
+    def _report(self, outcome: str, spans: list[dict]) -> None:
+        """The exporter's on_result, called from its thread: handled later, in settle()."""
+        self._reports.put((outcome, spans))
+
+    def submit(self, spans: list[dict]) -> None:
+        """Send one trace (the spans of one turn)."""
+        if self._exporter is None or not spans:
+            return
+        self._forget(spans[0]["traceId"])
+        self._pending[spans[0]["traceId"]] = spans
+        self.pending_spans += len(spans)
+        self._exporter.submit(spans)
+
+    def settle(self) -> list[tuple[str, int]]:
+        """Apply the exporter's reports; returns (outcome, span count) for the metrics."""
+        results = []
+        while True:
+            try:
+                outcome, spans = self._reports.get_nowait()
+            except queue.Empty:
+                break
+            if outcome != "retry":
+                for trace_id in {span["traceId"] for span in spans}:
+                    self._forget(trace_id)
+            results.append((outcome, len(spans)))
+        return results
+
+    def _forget(self, trace_id: str) -> None:
+        spans = self._pending.pop(trace_id, None)
+        if spans:
+            self.pending_spans -= len(spans)
+
+    @property
+    def pending(self) -> list[list[dict]]:
+        """The traces not settled yet, oldest first, for the checkpoint."""
+        return list(self._pending.values())
+
+    def flush(self, timeout: float) -> bool:
+        return self._exporter is None or self._exporter.flush(timeout)
+
+    def close(self, timeout: float) -> None:
+        if self._exporter is not None:
+            self._exporter.close(timeout)

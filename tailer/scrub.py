@@ -1,0 +1,233 @@
+"""`python -m tailer scrub SRC DST`: copy session logs with only what is safe to share.
+
+A user who wants to report a problem, or to give us sessions for the demo, should be able to
+hand over their logs without handing over their work. A Copilot CLI log holds prompts,
+answers, tool arguments and output, file paths and repository names; the scrubber writes a
+copy that holds only the shape of each fusion turn, which is all the tailer needs:
+
+- every event keeps its envelope (type, id, timestamp, parentId), so the file is still a
+  log the tailer reads in the same order and with the same timing;
+- fusion events keep their metadata (pattern, models, phase kinds, verdicts, statuses,
+  durations, token and credit figures, reason codes), never their text (`content`,
+  `projectionMessage`, `stagedTerminal`, `message`, `errorMessage`, the router's `hint`,
+  `ruleName` and `scores`) nor the paths of a change checkpoint;
+- `session.start` keeps the CLI version and selected model, not its context (cwd, git root,
+  repository, branch); `session.shutdown` its numeric totals; `session.usage_record` each
+  call's figures and leg, not the tool names or request ids;
+- every other event type (prompts, messages, tool calls, permissions) keeps `data: {}`: the
+  line stays, so the log's rhythm stays, but nothing of it.
+
+The per-type list of fields lives in tailer/events.py (`SCRUB_DATA`), the only module that
+knows the log's field names. A value in a kept field survives only if it is a number, a
+boolean or a string of at most 200 characters: a metadata field holding anything larger is
+not metadata.
+
+Ids are replaced, consistently across a session, so nothing links a shared file to its
+original: the session id (folder name and `sessionId`) and event ids get fresh uuids, each
+`fusionId` a fresh `fusion-<uuid>` that every id derived from it (`<fusionId>:phase:0`,
+`<fusionId>:route`, ...) follows, and tool call ids fresh uuids. The new ids come from a
+seeded random generator, so the same input and seed always give the same bytes; the default
+seed is a digest of the input, which nobody else has. (Give a seed of your own only for
+reproducible fixtures: whoever knows it could check a guessed original session id against
+the new one.) Lines that are not a JSON object with a type and a timestamp
+are dropped and counted; the summary gives counts only, never a line's text.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import random
+import re
+import sys
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterator
+
+from . import events
+from .events import Kept
+from .files import LOG_NAME, session_logs
+
+EXIT_USAGE = 2
+_MAX_TEXT = 200
+# What a CLI-made id suffix looks like (`phase:0`, `judge`, `critic:1`, `commit:0`): anything
+# else after a fusion id is replaced too, since it might not be an id.
+_ID_SUFFIX = re.compile(r"[A-Za-z0-9_-]{1,40}(?::[A-Za-z0-9_-]{1,40}){0,3}")
+
+
+class IdMap:
+    """Fresh ids for old ones: the same old id always gets the same new id.
+
+    `pin` fixes a replacement in advance, so a caller can splice a rewritten event into a
+    log of its own (the demo uses it to chain replayed turns onto its session).
+    """
+
+    def __init__(self, rng: random.Random):
+        self._rng = rng
+        self._new: dict[tuple[str, str], str] = {}
+
+    def replace(self, kind: str, old: str) -> str:
+        if kind != Kept.FUSION_ID:
+            return self._fresh(kind, old, self._uuid)
+        fusion_id, colon, suffix = old.partition(":")
+        new = self._fresh(kind, fusion_id, lambda: f"fusion-{self._uuid()}")
+        if not colon:
+            return new
+        if not _ID_SUFFIX.fullmatch(suffix):
+            suffix = self._fresh("suffix", suffix, lambda: self._uuid()[:8])
+        return f"{new}:{suffix}"
+
+    def pin(self, kind: str, old: str, new: str) -> None:
+        self._new[kind, old] = new
+
+    def _fresh(self, kind: str, old: str, make: Callable[[], str]) -> str:
+        key = (kind, old)
+        if key not in self._new:
+            self._new[key] = make()
+        return self._new[key]
+
+    def _uuid(self) -> str:
+        return str(uuid.UUID(int=self._rng.getrandbits(128), version=4))
+
+
+def read_events(path: Path) -> Iterator[dict | None]:
+    """Each line of a log as a JSON object with a type and a valid timestamp, else None.
+
+    Lines are split on `\\n` only (U+2028 inside a string is not a line break). Blank
+    lines are skipped; a last line without its newline may be half-written, so it is None.
+    """
+    with open(path, "rb") as log:
+        for line in log:
+            complete = line.endswith(b"\n")
+            line = line.strip(b"\0 \t\r\n")
+            if line:
+                yield _event_object(line) if complete else None
+
+
+def _event_object(line: bytes) -> dict | None:
+    try:
+        obj = json.loads(line)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(obj, dict) or not isinstance(obj.get("type"), str):
+        return None
+    if events.parse_timestamp(obj.get("timestamp")) is None:
+        return None
+    return obj
+
+
+def _as_written(timestamp: str) -> str:
+    return timestamp
+
+
+def scrub_event(obj: dict, ids: IdMap, retime: Callable[[str], str] = _as_written) -> dict:
+    """The part of one event (as read_events gives it) that may be shared.
+
+    `retime` maps each kept timestamp; the scrubber keeps them as written.
+    """
+    data_fields = events.SCRUB_DATA.get(obj["type"], {})
+    event = _keep(obj, {**events.SCRUB_ENVELOPE, "data": data_fields}, ids, retime)
+    if not isinstance(event.get("data"), dict):
+        event["data"] = {}
+    return event
+
+
+def _keep(obj: dict, fields: dict, ids: IdMap, retime: Callable[[str], str]) -> dict:
+    kept = {}
+    for name, value in obj.items():
+        how = fields.get(name)
+        if how is None:
+            continue
+        if value is None:
+            kept[name] = None
+        elif isinstance(how, dict):
+            if isinstance(value, dict):
+                kept[name] = _keep(value, how, ids, retime)
+        elif isinstance(how, list):
+            if isinstance(value, list):
+                kept[name] = [_keep(item, how[0], ids, retime)
+                              for item in value if isinstance(item, dict)]
+        elif how == Kept.VALUE:
+            if _is_metadata(value):
+                kept[name] = value
+        elif isinstance(value, str) and len(value) <= _MAX_TEXT:
+            kept[name] = retime(value) if how == Kept.TIMESTAMP else ids.replace(how, value)
+    return kept
+
+
+def _is_metadata(value: object) -> bool:
+    if isinstance(value, str):
+        return len(value) <= _MAX_TEXT
+    return isinstance(value, (bool, int, float))
+
+
+def dumps(event: dict) -> str:
+    """One log line, in the CLI's compact style, without its newline."""
+    return json.dumps(event, separators=(",", ":"), ensure_ascii=False)
+
+
+@dataclass
+class Summary:
+    sessions: int = 0
+    events: int = 0
+    malformed: int = 0
+
+
+def source_logs(src: Path) -> dict[str, Path]:
+    """Session id -> log: SRC is one session folder, or a state dir of them."""
+    if (src / LOG_NAME).is_file():
+        return {src.resolve().name: src / LOG_NAME}
+    return session_logs(src)
+
+
+def default_seed(logs: dict[str, Path]) -> str:
+    """A digest of the input, so scrubbing the same logs twice gives the same files."""
+    digest = hashlib.sha256()
+    for session_id, path in sorted(logs.items()):
+        digest.update(session_id.encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+def scrub_tree(src: Path, dst: Path, seed: str | None = None) -> Summary:
+    """Write the scrubbed copy of every session under `src` into `dst`/<new id>/events.jsonl.
+
+    `dst` must not exist yet or be empty, so a scrub never mixes with other files.
+    """
+    logs = source_logs(src)
+    if not logs:
+        raise ValueError(f"no {LOG_NAME} in {src} or in its folders")
+    if dst.exists() and any(dst.iterdir()):
+        raise ValueError(f"{dst} is not empty")
+    if seed is None:
+        seed = default_seed(logs)
+    summary = Summary()
+    for session_id, path in sorted(logs.items()):
+        ids = IdMap(random.Random(f"{seed}\n{session_id}"))
+        lines = []
+        for obj in read_events(path):
+            if obj is None:
+                summary.malformed += 1
+            else:
+                lines.append(dumps(scrub_event(obj, ids)) + "\n")
+        folder = dst / ids.replace(Kept.SESSION_ID, session_id)
+        folder.mkdir(parents=True)
+        (folder / LOG_NAME).write_bytes("".join(lines).encode())  # "\n" on Windows too
+        summary.sessions += 1
+        summary.events += len(lines)
+    return summary
+
+
+def main(args: argparse.Namespace) -> int:
+    """The `scrub` command: args.src, args.dst (Paths) and args.seed (str or None)."""
+    try:
+        summary = scrub_tree(args.src, args.dst, args.seed)
+    except (ValueError, OSError) as error:
+        print(f"hydrafusion-tailer scrub: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    print(
+        f"scrubbed {summary.sessions} sessions into {args.dst}: {summary.events} events kept, "
+        f"{summary.malformed} malformed lines dropped"
+    )
+    return 0

@@ -1,0 +1,487 @@
+"""Tell the daemon which session logs appeared, vanished or may have changed, cheaply.
+
+People keep thousands of session folders, nearly all untouched for days, so opening every
+log on every pass burns CPU for nothing. The watcher instead remembers each log's
+(size, mtime_ns, inode) and spends its effort where writes are likely:
+
+- Hot logs, changed in the last 10 minutes (or just appeared), are stat'ed on every pass
+  (every 0.25 s), so an active session is seen well within a second.
+- Cold logs are stat'ed round-robin, a slice per pass, so each is seen about every 30 s and
+  a session resumed days later is picked up within a minute.
+- The state directory is stat'ed on every pass and listed again when it changed, and in any
+  case every 60 s. Listing never stats a folder it already knows.
+- Folders without a log yet get the same treatment: the log's path is checked, hot or cold.
+
+On Linux, inotify (through ctypes) reports writes at once: one watch on the state directory
+and one per session folder. Polling carries on underneath as a safety net, because file
+events do not cross every mount (Docker Desktop bind mounts) and watches run out
+(fs.inotify.max_user_watches): hot logs are still stat'ed every pass, cold ones about every
+60 s, and folders that could not be watched every 30 s as in polling mode.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import logging
+import os
+import select
+import stat
+import struct
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from .files import LOG_NAME
+
+log = logging.getLogger("tailer")
+
+PASS_INTERVAL_S = 0.25
+HOT_FOR_S = 600.0
+# One round of the cold sweep. Watched folders are only checked every other round.
+SWEEP_ROUND_S = 30.0
+RELIST_EVERY_S = 60.0
+
+# From <sys/inotify.h>; the same on every Linux architecture.
+IN_MODIFY = 0x2
+IN_MOVED_FROM = 0x40
+IN_MOVED_TO = 0x80
+IN_CREATE = 0x100
+IN_DELETE = 0x200
+IN_MOVE_SELF = 0x800
+IN_Q_OVERFLOW = 0x4000
+IN_IGNORED = 0x8000
+IN_ONLYDIR = 0x1000000
+IN_EXCL_UNLINK = 0x4000000
+
+# Every way a session folder can come and go. A watch follows a moved directory, so the
+# state directory moving away is an event of its own.
+STATE_DIR_EVENTS = IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_MOVE_SELF | IN_ONLYDIR
+# Every way the log inside a folder can be created, written, replaced or removed.
+FOLDER_EVENTS = (
+    IN_CREATE | IN_MODIFY | IN_MOVED_FROM | IN_MOVED_TO | IN_DELETE | IN_ONLYDIR | IN_EXCL_UNLINK
+)
+
+
+@dataclass
+class Changes:
+    """What one `SessionWatcher.changes()` call found.
+
+    A session id is in at most one of the three: a log deleted and created again within one
+    call is `touched` (replaced), and one that came and went within a call is not reported.
+    """
+
+    appeared: dict[str, Path] = field(default_factory=dict)
+    vanished: set[str] = field(default_factory=set)
+    touched: set[str] = field(default_factory=set)
+
+    def __bool__(self) -> bool:
+        return bool(self.appeared or self.vanished or self.touched)
+
+    def appear(self, session_id: str, path: Path) -> None:
+        if session_id in self.vanished:
+            self.vanished.discard(session_id)
+            self.touched.add(session_id)
+        else:
+            self.appeared[session_id] = path
+
+    def vanish(self, session_id: str) -> None:
+        self.touched.discard(session_id)
+        if self.appeared.pop(session_id, None) is None:
+            self.vanished.add(session_id)
+
+    def touch(self, session_id: str) -> None:
+        if session_id not in self.appeared:
+            self.touched.add(session_id)
+
+
+class _Folder:
+    """What is remembered of one session folder: kept tiny, as there may be 10,000."""
+
+    __slots__ = ("identity", "wd")
+
+    def __init__(self) -> None:
+        self.identity: tuple[int, int, int] | None = None  # its log's (size, mtime_ns, inode)
+        self.wd: int | None = None  # its inotify watch; None when it is only polled
+
+
+class SessionWatcher:
+    """Reports session logs under `state_dir` that appeared, vanished or may have changed.
+
+    `mode` is "inotify" or "polling", for the start-up log line. `clock` (monotonic
+    seconds) drives every schedule here: hot, cold, re-listing. Waiting uses real time, so
+    with a clock that does not advance on its own call `changes(0)`.
+    """
+
+    def __init__(
+        self,
+        state_dir: Path,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        use_inotify: bool = True,
+    ):
+        self.state_dir = state_dir
+        self.clock = clock
+        self._root = os.fspath(state_dir)
+        self._prefix = os.path.join(self._root, "")  # with its trailing separator
+        self._inotify: _Inotify | None = None
+        if use_inotify and sys.platform.startswith("linux"):
+            try:
+                self._inotify = _Inotify()
+            except OSError as error:
+                log.warning("inotify is unavailable (%s): polling session logs instead",
+                            error.strerror)
+        self.mode = "inotify" if self._inotify else "polling"
+        self._folders: dict[str, _Folder] = {}
+        self._hot: dict[str, float] = {}  # session id -> when it last changed or appeared
+        self._watched: dict[int, str] = {}  # inotify watch -> session id
+        self._state_wd: int | None = None
+        self._state_identity: tuple[int, int, int] | None = None
+        self._started = False
+        self._next_poll = 0.0
+        self._next_relist = 0.0
+        self._sweep_order: list[str] = []
+        self._sweep_next = 0
+        self._sweep_round = 0
+        self._sweep_credit = 0.0
+        self._swept_at = 0.0
+        self._unwatched: list[int] = []  # errno of each watch refused since the last pass
+        self._warned_unwatched = False
+        self._warned_state_dir = False
+        self._warned_folders: set[str] = set()
+
+    def changes(self, timeout: float) -> Changes:
+        """Wait up to `timeout` seconds for something that may have changed, and report it.
+
+        May return early and empty. The first call returns every existing log in
+        `appeared` at once.
+        """
+        if not self._started:
+            self._started = True
+            return self._start()
+        deadline = self.clock() + timeout
+        while True:
+            found = self._pass()
+            remaining = deadline - self.clock()
+            if found or remaining <= 0:
+                return found
+            wait = min(PASS_INTERVAL_S, remaining)
+            if self._inotify:
+                self._inotify.wait(wait)
+            else:
+                time.sleep(wait)
+
+    def close(self) -> None:
+        """Drop every inotify watch. The watcher cannot be used afterwards."""
+        if self._inotify:
+            self._inotify.close()
+            self._inotify = None
+
+    def _start(self) -> Changes:
+        now = self.clock()
+        changes = Changes()
+        self._state_dir_changed()
+        self._relist(now, changes)
+        self._cool_old_folders()
+        self._next_poll = now + PASS_INTERVAL_S
+        self._swept_at = now
+        self._warn_unwatched()
+        return changes
+
+    def _pass(self) -> Changes:
+        now = self.clock()
+        changes = Changes()
+        suspects, relist, overflow = self._read_events() if self._inotify else (set(), False, False)
+        polling_due = now >= self._next_poll
+        if polling_due:
+            self._next_poll = now + PASS_INTERVAL_S
+            if self._state_dir_changed() or now >= self._next_relist:
+                relist = True
+        if relist or overflow:
+            self._relist(now, changes)
+        if overflow:
+            # Events were lost: any folder may have changed in any way.
+            suspects = set(self._folders)
+        elif polling_due:
+            suspects.update(self._hot_folders(now))
+            suspects.update(self._sweep_slice(now))
+        for session_id in suspects:
+            self._check(session_id, now, changes)
+        if overflow:
+            for session_id, folder in self._folders.items():
+                if folder.identity is not None:
+                    changes.touch(session_id)
+        self._warn_unwatched()
+        return changes
+
+    def _read_events(self) -> tuple[set[str], bool, bool]:
+        """(folders to check, whether to list the state directory, whether events were lost)."""
+        suspects = set()
+        relist = overflow = False
+        for wd, mask, name in self._inotify.read_events():
+            if mask & IN_Q_OVERFLOW:
+                overflow = True
+            elif wd == self._state_wd:
+                relist = True
+                if mask & (IN_IGNORED | IN_MOVE_SELF):
+                    # Gone or moved away: watch whatever stands at its path when next listed.
+                    self._inotify.remove_watch(wd)
+                    self._state_wd = None
+            elif (session_id := self._watched.get(wd)) is not None:
+                if mask & IN_IGNORED:
+                    # The kernel dropped the watch: the folder was deleted, perhaps made
+                    # again under the same name, which then needs a watch of its own.
+                    del self._watched[wd]
+                    folder = self._folders[session_id]
+                    folder.wd = None
+                    self._watch(session_id, folder)
+                    suspects.add(session_id)
+                elif name == LOG_NAME:
+                    suspects.add(session_id)
+        return suspects, relist, overflow
+
+    def _state_dir_changed(self) -> bool:
+        """Stat the state directory: a folder made or removed changes its mtime and links."""
+        try:
+            status = os.stat(self._root)
+            identity = (status.st_mtime_ns, status.st_nlink, status.st_ino)
+        except OSError:
+            identity = None
+        changed = identity != self._state_identity
+        self._state_identity = identity
+        return changed
+
+    def _relist(self, now: float, changes: Changes) -> None:
+        self._next_relist = now + RELIST_EVERY_S
+        if self._inotify and self._state_wd is None:
+            # Before listing, so that a folder made meanwhile is either listed or reported.
+            try:
+                self._state_wd = self._inotify.add_watch(self._root, STATE_DIR_EVENTS)
+            except OSError:
+                pass  # it is stat'ed on every pass anyway
+        names = self._list_state_dir()
+        if names is None:
+            return
+        # Forget before adding: a renamed folder keeps its inode, and so its watch.
+        for session_id in self._folders.keys() - names:
+            self._forget(session_id, changes)
+        for session_id in names - self._folders.keys():
+            self._add_folder(session_id, now, changes)
+
+    def _list_state_dir(self) -> set[str] | None:
+        """Names of the session folders; None when the directory cannot be listed."""
+        names = set()
+        try:
+            with os.scandir(self._root) as entries:
+                for entry in entries:
+                    if entry.name in self._folders or _is_dir(entry):
+                        names.add(entry.name)
+        except FileNotFoundError:
+            self._warn_state_dir("it does not exist")
+            return set()  # every session in it is gone
+        except OSError as error:
+            self._warn_state_dir(error.strerror)
+            return None  # cannot tell what is there: keep what is known
+        self._warned_state_dir = False
+        return names
+
+    def _add_folder(self, session_id: str, now: float, changes: Changes) -> None:
+        folder = _Folder()
+        self._folders[session_id] = folder
+        self._watch(session_id, folder)
+        self._hot[session_id] = now
+        self._check(session_id, now, changes)
+
+    def _forget(self, session_id: str, changes: Changes) -> None:
+        folder = self._folders.pop(session_id)
+        self._hot.pop(session_id, None)
+        self._warned_folders.discard(session_id)
+        if folder.wd is not None:
+            del self._watched[folder.wd]
+            self._inotify.remove_watch(folder.wd)
+        if folder.identity is not None:
+            changes.vanish(session_id)
+
+    def _check(self, session_id: str, now: float, changes: Changes) -> None:
+        """Stat one folder's log and report how it differs from what was last seen."""
+        folder = self._folders.get(session_id)
+        if folder is None:
+            return
+        try:
+            # Formatting the path is cheaper than os.path.join: 10,000 logs make it count.
+            status = os.stat(f"{self._prefix}{session_id}{os.sep}{LOG_NAME}")
+        except (FileNotFoundError, NotADirectoryError):
+            status = None
+        except OSError as error:
+            if session_id not in self._warned_folders:
+                self._warned_folders.add(session_id)
+                log.warning("session %s: cannot read its folder: %s", session_id, error.strerror)
+            return
+        if status is None or not stat.S_ISREG(status.st_mode):
+            if folder.identity is not None:
+                folder.identity = None
+                changes.vanish(session_id)
+                self._hot[session_id] = now  # a new log may follow soon
+            return
+        identity = (status.st_size, status.st_mtime_ns, status.st_ino)
+        if identity == folder.identity:
+            return
+        if folder.identity is None:
+            changes.appear(session_id, self.state_dir / session_id / LOG_NAME)
+        else:
+            changes.touch(session_id)
+        folder.identity = identity
+        self._hot[session_id] = now
+
+    def _cool_old_folders(self) -> None:
+        """At start every folder has just appeared; only the recently written stay hot.
+
+        File times are wall-clock times, so this is the one place that reads the real clock.
+        """
+        recent_ns = time.time_ns() - int(HOT_FOR_S * 1e9)
+        for session_id in list(self._hot):
+            identity = self._folders[session_id].identity
+            if identity is not None:
+                modified = identity[1]
+            else:
+                try:
+                    modified = os.stat(os.path.join(self._root, session_id)).st_mtime_ns
+                except OSError:
+                    modified = 0
+            if modified < recent_ns:
+                del self._hot[session_id]
+
+    def _hot_folders(self, now: float) -> list[str]:
+        for session_id in [s for s, since in self._hot.items() if now - since >= HOT_FOR_S]:
+            del self._hot[session_id]
+        return list(self._hot)
+
+    def _sweep_slice(self, now: float) -> list[str]:
+        """The cold folders due now, so that each is checked once per SWEEP_ROUND_S."""
+        if self._sweep_next >= len(self._sweep_order):
+            self._sweep_order = list(self._folders)
+            self._sweep_next = 0
+            self._sweep_round += 1
+        due = self._sweep_credit + len(self._sweep_order) * (now - self._swept_at) / SWEEP_ROUND_S
+        self._swept_at = now
+        self._sweep_credit = due - int(due)
+        start = self._sweep_next
+        self._sweep_next = min(start + int(due), len(self._sweep_order))
+        due_ids = []
+        for session_id in self._sweep_order[start:self._sweep_next]:
+            folder = self._folders.get(session_id)
+            if folder is None or session_id in self._hot:
+                continue
+            if folder.wd is not None and self._sweep_round % 2:
+                continue  # inotify reports it; this is only the safety net
+            due_ids.append(session_id)
+        return due_ids
+
+    def _watch(self, session_id: str, folder: _Folder) -> None:
+        if not self._inotify:
+            return
+        try:
+            folder.wd = self._inotify.add_watch(os.path.join(self._root, session_id), FOLDER_EVENTS)
+        except OSError as error:
+            if error.errno in (errno.ENOSPC, errno.EACCES):
+                self._unwatched.append(error.errno)
+            # Otherwise (ENOENT, ENOTDIR) it is gone already, and the check that follows
+            # says so.
+            return
+        self._watched[folder.wd] = session_id
+
+    def _warn_unwatched(self) -> None:
+        if self._unwatched and not self._warned_unwatched:
+            self._warned_unwatched = True
+            hint = ""
+            if errno.ENOSPC in self._unwatched:
+                hint = " (the inotify watch limit is reached: raise fs.inotify.max_user_watches)"
+            log.warning(
+                "inotify cannot watch %d session folders%s: polling them instead",
+                len(self._unwatched), hint,
+            )
+        self._unwatched.clear()
+
+    def _warn_state_dir(self, reason: str) -> None:
+        if not self._warned_state_dir:
+            self._warned_state_dir = True
+            log.warning("cannot list the state directory: %s", reason)
+
+
+def _is_dir(entry: os.DirEntry) -> bool:
+    try:
+        return entry.is_dir()
+    except OSError:
+        return False
+
+
+_EVENT = struct.Struct("iIII")  # struct inotify_event: wd, mask, cookie, len; then the name
+_READ_BYTES = 64 * 1024
+# A writer in a tight loop can keep the queue full; stopping after this many reads leaves the
+# rest for the next pass instead of never returning.
+_READS_PER_PASS = 16
+
+
+class _Inotify:
+    """The few inotify calls the watcher needs, through ctypes. Raises OSError if unavailable."""
+
+    def __init__(self) -> None:
+        try:
+            # dlopen(NULL): the running Python's own symbols include libc's, with glibc and
+            # musl alike, and without find_library() running ldconfig.
+            libc = ctypes.CDLL(None, use_errno=True)
+            init1 = libc.inotify_init1
+            self._add_watch = libc.inotify_add_watch
+            self._rm_watch = libc.inotify_rm_watch
+        except (OSError, AttributeError) as error:
+            raise OSError(errno.ENOSYS, "no inotify in the C library") from error
+        init1.argtypes = [ctypes.c_int]
+        self._add_watch.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_uint32]
+        self._rm_watch.argtypes = [ctypes.c_int, ctypes.c_int]
+        fd = init1(os.O_NONBLOCK | os.O_CLOEXEC)  # IN_NONBLOCK, IN_CLOEXEC
+        if fd < 0:
+            raise _last_error()
+        self.fd = fd
+        # poll, not select: select cannot wait on a descriptor numbered 1024 or above.
+        self._poller = select.poll()
+        self._poller.register(fd, select.POLLIN)
+
+    def add_watch(self, path: str, mask: int) -> int:
+        wd = self._add_watch(self.fd, os.fsencode(path), mask)
+        if wd < 0:
+            raise _last_error()
+        return wd
+
+    def remove_watch(self, wd: int) -> None:
+        # Fails harmlessly when the kernel has dropped the watch already.
+        self._rm_watch(self.fd, wd)
+
+    def wait(self, seconds: float) -> None:
+        self._poller.poll(seconds * 1000)
+
+    def read_events(self) -> list[tuple[int, int, str]]:
+        """Every queued event as (watch, mask, name); name is "" for the watched folder itself."""
+        events = []
+        for _ in range(_READS_PER_PASS):
+            try:
+                data = os.read(self.fd, _READ_BYTES)
+            except BlockingIOError:
+                break
+            offset = 0
+            while offset < len(data):
+                wd, mask, _cookie, length = _EVENT.unpack_from(data, offset)
+                offset += _EVENT.size
+                name = data[offset:offset + length].rstrip(b"\0")
+                offset += length
+                events.append((wd, mask, os.fsdecode(name)))
+        return events
+
+    def close(self) -> None:
+        os.close(self.fd)
+
+
+def _last_error() -> OSError:
+    code = ctypes.get_errno()
+    return OSError(code, os.strerror(code))

@@ -1,0 +1,123 @@
+"""What the demo fixtures hold, read with plain `json` and none of the tailer's code.
+
+Tests compare the tailer, Prometheus and the dashboard against these figures, so they are
+computed here from the files alone, following /work/shared/reference/copilot-events.md:
+a turn is every fusion event of one fusionId (a route failure's attemptId without
+`:route`); its answer is the leg the rollup (or the commit) names, or a route failure's
+fallback leg; a turn without a rollup or a route failure never completed.
+"""
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+FIXTURES = REPO / "fixtures" / "sessions"
+
+
+@dataclass
+class Leg:
+    phase_id: str
+    kind: str
+    model: str
+    status: str
+    verdict: str | None
+    nano_aiu: int
+    input_tokens: int
+    cached_tokens: int
+    committed: bool = False
+
+
+@dataclass
+class Turn:
+    session_id: str
+    fusion_id: str
+    pattern: str = "unknown"
+    outcome: str = "incomplete"
+    degraded_reason: str | None = None
+    end_timestamp: str = ""
+    legs: list[Leg] = field(default_factory=list)
+    handoff_targets: list[str] = field(default_factory=list)
+
+    @property
+    def models(self) -> set[str]:
+        return {leg.model for leg in self.legs}
+
+    def kinds(self) -> list[str]:
+        return [leg.kind for leg in self.legs]
+
+
+def read_lines(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
+
+
+def fixture_turns(fixtures: Path = FIXTURES) -> list[Turn]:
+    """Every turn of every session under `fixtures`, in file order per session."""
+    turns = []
+    for folder in sorted(fixtures.iterdir()):
+        turns += session_turns(folder.name, read_lines(folder / "events.jsonl"))
+    return turns
+
+
+def session_turns(session_id: str, lines: list[dict]) -> list[Turn]:
+    turns: dict[str, Turn] = {}
+    commits: dict[str, str] = {}
+    for line in lines:
+        kind, data = line["type"], line["data"]
+        if kind == "session.fusion_route_failed":
+            fusion_id = data["attemptId"].removesuffix(":route")
+        elif kind.startswith(("session.fusion_", "assistant.fusion_")):
+            fusion_id = data["fusionId"]
+        else:
+            continue
+        turn = turns.setdefault(fusion_id, Turn(session_id, fusion_id))
+        turn.end_timestamp = line["timestamp"]
+        if kind == "session.fusion_resolved":
+            turn.pattern = data["pattern"]
+        elif kind == "session.fusion_route_failed":
+            turn.outcome = "route_failed"
+        elif kind in ("assistant.fusion_phase_completed", "assistant.fusion_phase_failed"):
+            usage = data["usage"]
+            turn.legs.append(Leg(data["phaseId"], data["phaseKind"], data["model"], data["status"],
+                                 data.get("verdict"), usage["totalNanoAiu"], usage["inputTokens"],
+                                 usage["cachedTokens"]))
+        elif kind == "session.fusion_handoff":
+            turn.handoff_targets.append(data["targetPhaseId"])
+        elif kind == "session.fusion_commit_started":
+            commits[fusion_id] = data["sourcePhaseId"]
+        elif kind == "session.fusion_completed":
+            turn.outcome = data["outcome"]
+            turn.degraded_reason = data["degradedReason"]
+            commits[fusion_id] = data["finalSourcePhaseId"]
+    for turn in turns.values():
+        answer = turn.legs[-1].phase_id if turn.outcome == "route_failed" else commits.get(turn.fusion_id)
+        for leg in turn.legs:
+            leg.committed = leg.phase_id == answer
+    return list(turns.values())
+
+
+def case_of(turn: Turn) -> str:
+    """The dashboard-relevant kind of turn this is."""
+    if turn.outcome == "route_failed":
+        return "route failure"
+    if turn.outcome == "incomplete":
+        return "never completes"
+    if turn.degraded_reason and any(leg.status == "failed" for leg in turn.legs):
+        return "failed leg, degraded"
+    verdicts = [leg.verdict for leg in turn.legs if leg.kind == "judge"]
+    committed = next(leg.kind for leg in turn.legs if leg.committed)
+    if turn.pattern == "cascade" and verdicts == ["accept"] and committed == "primary":
+        return "cascade accepted"
+    if turn.pattern == "cascade" and verdicts == ["reject"] and committed == "repair":
+        return "cascade rejected, repaired"
+    if turn.pattern == "critique" and committed == "draft" and "revision" not in turn.kinds():
+        return "critique"
+    if turn.pattern == "critique" and committed == "revision" and turn.handoff_targets:
+        return "critique with revision"
+    if turn.pattern == "single" and turn.kinds() == ["primary"]:
+        return "single"
+    return "other"
+
+
+CASES = ("single", "cascade accepted", "cascade rejected, repaired", "critique",
+         "critique with revision", "failed leg, degraded", "route failure", "never completes")

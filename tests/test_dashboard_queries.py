@@ -1,0 +1,158 @@
+"""The dashboard's queries against a real Prometheus that scraped the real tailer reading the demo.
+
+The demo is prepared as `python -m tailer demo` does (timestamps moved to the last two
+days), the tailer runs as a daemon reading it from the start, and Debian's Prometheus
+scrapes it each second under the tailer's job from prometheus/prometheus.yml. Then every
+PromQL expression of the dashboard, with $__range covering the whole run and every
+variable set to All as Grafana would, is run at the last scrape's timestamp: an
+`increase()` there covers each series from its first sample at 0, so it is exact. The
+headline figures must equal the truth read from the fixture files with plain `json`
+(tests/fixture_truth.py), never through the tailer's parser.
+
+Grafana and Tempo cannot run here. tests/dashboard.py does Grafana's substitution; the
+TraceQL queries are not run, but every span attribute they (and the Tempo datasource's
+links) name must appear in the OTLP payloads an OtlpSink, standing in for the collector,
+received from the same run.
+"""
+
+import math
+import re
+from collections import defaultdict
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from time import time
+
+import pytest
+import yaml
+
+import dashboard as dash
+from fixture_truth import FIXTURES, REPO, fixture_turns
+from otlp_sink import OtlpSink, plain_attributes
+from prom import free_port, running_prometheus
+from tailer import demo
+from tailerproc import running_tailer
+
+TURNS = fixture_turns()
+
+
+@dataclass
+class Run:
+    results: dict[str, list[list[dict]]]  # panel title -> each target's result, in order
+    exposition: str
+    spans: list[dict]
+
+
+def tailer_job(port):
+    """The tailer's scrape job from prometheus/prometheus.yml, aimed at the test's tailer."""
+    config = yaml.safe_load((REPO / "prometheus" / "prometheus.yml").read_text())
+    job = next(job for job in config["scrape_configs"]
+               if job["static_configs"][0]["targets"] == ["tailer:9464"])
+    return {**job, "static_configs": [{"targets": [f"127.0.0.1:{port}"]}]}
+
+
+def last_scrape_after(prom, previous):
+    """Wait for a scrape later than `previous` (unix seconds); return its timestamp."""
+    result = prom.wait_for('max(timestamp(up{job="hydrafusion-tailer"}))',
+                           lambda r: r and float(r[0]["value"][1]) > previous, timeout=60)
+    return float(result[0]["value"][1])
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("dashboard")
+    started = time()
+    demo.prepare(FIXTURES, tmp / "work", datetime.now(timezone.utc))
+    port = free_port()
+    spans_expected = sum(2 + len(turn.legs) for turn in TURNS)  # root, routing, one per leg
+    with OtlpSink() as sink, \
+            running_tailer(tmp, "--state-dir", str(tmp / "work"), "--from-start",
+                           "--otlp-endpoint", sink.endpoint, metrics_port=port) as tailer, \
+            running_prometheus(tmp, [], extra_config={"scrape_configs": [tailer_job(port)]}) as prom:
+        tailer.wait_for_log(r" fusion fusion-", count=len(TURNS))
+        prom.wait_for("sum(hydrafusion_turns_total)",
+                      lambda r: r and float(r[0]["value"][1]) == len(TURNS), timeout=60)
+        seen = last_scrape_after(prom, 0)
+        for _ in range(2):
+            seen = last_scrape_after(prom, seen)
+        window = math.ceil(seen - started) + 60
+        results = defaultdict(list)
+        for title, expr in dash.prometheus_exprs(window):
+            results[title].append(prom.query(expr, time=seen))
+        exposition = tailer.metrics()  # only now: the first fetch takes each series' zero
+        spans = sink.wait_for_spans(spans_expected, timeout=30)
+    return Run(dict(results), exposition, spans)
+
+
+def only_value(result):
+    (sample,) = result
+    return float(sample["value"][1])
+
+
+def by_label(result, label):
+    return {sample["metric"][label]: float(sample["value"][1]) for sample in result}
+
+
+def test_every_expression_returns_numbers(run):
+    assert run.results.keys() == {title for title, _ in dash.prometheus_exprs(3600)}
+    for title, results in run.results.items():
+        for index, result in enumerate(results):
+            assert result, f"{title} (target {index}) returned no data"
+            for sample in result:
+                assert math.isfinite(float(sample["value"][1])), f"{title}: {sample}"
+
+
+def test_headline_figures_equal_the_fixtures(run):
+    routed = [turn for turn in TURNS if turn.outcome != "route_failed"]
+    compound = sum(len(turn.models) > 1 for turn in routed) / len(routed)
+    verdicts = [leg.verdict for turn in TURNS for leg in turn.legs if leg.kind == "judge" and leg.verdict]
+    rejection = sum(verdict in ("reject", "revise") for verdict in verdicts) / len(verdicts)
+    legs = [leg for turn in TURNS for leg in turn.legs]
+    credits = sum(leg.nano_aiu for leg in legs) / 1e9
+    review = sum(leg.nano_aiu for leg in legs if not leg.committed) / 1e9 / credits
+    by_model, by_kind = defaultdict(float), defaultdict(float)
+    for leg in legs:
+        by_model[leg.model] += leg.nano_aiu / 1e9
+        by_kind[leg.kind] += leg.nano_aiu / 1e9
+    cache_share = sum(leg.cached_tokens for leg in legs) / sum(leg.input_tokens for leg in legs)
+
+    results = run.results
+    assert 0 < compound < 1 and 0 < rejection < 1 and 0 < review < 1
+    assert only_value(results["Compound rate"][0]) == pytest.approx(compound, rel=1e-9)
+    assert only_value(results["Rejection rate"][0]) == pytest.approx(rejection, rel=1e-9)
+    assert only_value(results["Review share of credits"][0]) == pytest.approx(review, rel=1e-9)
+    assert only_value(results["Turn count"][0]) == pytest.approx(len(TURNS))
+    assert only_value(results["Credits"][0]) == pytest.approx(credits, rel=1e-9)
+    assert only_value(results["Route failures"][0]) == sum(turn.outcome == "route_failed" for turn in TURNS)
+    assert by_label(results["Credits by model"][0], "model") == pytest.approx(dict(by_model), rel=1e-9)
+    assert by_label(results["Credits by leg kind"][0], "phase_kind") == pytest.approx(dict(by_kind), rel=1e-9)
+    assert only_value(results["Cache share of input tokens"][0]) == pytest.approx(cache_share, rel=1e-9)
+
+
+def test_the_ledger_counts_every_leg(run):
+    legs, credits = defaultdict(float), defaultdict(float)
+    for turn in TURNS:
+        for leg in turn.legs:
+            legs[leg.model, leg.kind] += 1
+            credits[leg.model, leg.kind] += leg.nano_aiu / 1e9
+    ledger = run.results["Leg ledger"]
+
+    def rows(result):
+        return {(s["metric"]["model"], s["metric"]["phase_kind"]): float(s["value"][1]) for s in result}
+
+    assert rows(ledger[0]) == pytest.approx(dict(legs))
+    assert rows(ledger[4]) == pytest.approx(dict(credits), rel=1e-9)
+
+
+def test_every_metric_the_dashboard_names_is_in_the_tailers_exposition(run):
+    exposed = set(re.findall(r"^# TYPE (\S+) ", run.exposition, flags=re.MULTILINE))
+    assert dash.metric_families_used() - dash.PROMETHEUS_OWN_METRICS <= exposed
+
+
+def test_every_span_attribute_the_stack_queries_is_emitted(run):
+    roots = [span for span in run.spans if re.fullmatch(r"hydrafusion .*", span["name"])]
+    # The Turns table selects spans by that name: one row per turn.
+    assert len(roots) == len(TURNS) == len({span["traceId"] for span in roots})
+    on_roots = set().union(*(plain_attributes(span["attributes"]) for span in roots))
+    on_any = set().union(*(plain_attributes(span["attributes"]) for span in run.spans))
+    assert dash.traceql_span_attributes() <= on_roots
+    assert dash.span_attributes_used() <= on_any

@@ -1,0 +1,159 @@
+"""The demo: fixtures moved to recent times, and turns replayed with fresh ids."""
+
+import json
+import random
+import re
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from fixture_truth import FIXTURES, fixture_turns, read_lines
+from sessiongen import SessionWriter
+from tailer import demo, events, scrub
+from tailer.turns import SessionTurns
+
+NOW = datetime(2026, 12, 1, 12, 0, 0, 250_000, tzinfo=timezone.utc)
+UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+
+
+def ns(timestamp):
+    return events.parse_timestamp(timestamp)
+
+
+def timestamps(line):
+    """Every timestamp of an event: its own, and a start or resume time it carries."""
+    data = line["data"]
+    return [line["timestamp"]] + [data[name] for name in ("startTime", "resumeTime") if name in data]
+
+
+def sessions_by_start(folder):
+    logs = [read_lines(path) for path in folder.glob("*/events.jsonl")]
+    return sorted(logs, key=lambda lines: ns(lines[0]["timestamp"]))
+
+
+def without_ids(line):
+    """The event with every id and time blanked, to compare copies."""
+    text = json.dumps(line)
+    for old in [line["id"], line["parentId"]] + timestamps(line):
+        if old:
+            text = text.replace(old, "")
+    return json.loads(UUID.sub("", text))
+
+
+def tailer_turns(lines):
+    session = SessionTurns("demo")
+    found = []
+    for line in lines:
+        record = events.parse_line(json.dumps(line).encode())
+        if isinstance(record, events.Event):
+            found += session.feed(record)
+    return found + session.finish_open()
+
+
+def test_prepare_moves_each_session_whole_so_the_last_turn_ends_minutes_before_now(tmp_path):
+    written = demo.prepare(FIXTURES, tmp_path / "work", NOW)
+    assert len(written) == len(list(FIXTURES.iterdir()))
+    before, after = sessions_by_start(FIXTURES), sessions_by_start(tmp_path / "work")
+    offsets = set()
+    for old, new in zip(before, after, strict=True):
+        assert [without_ids(line) for line in new] == [without_ids(line) for line in old]
+        moved = {ns(b) - ns(a) for o, n in zip(old, new) for a, b in zip(timestamps(o), timestamps(n), strict=True)}
+        assert len(moved) == 1, "a session's internal timing changed"
+        offsets |= moved
+        assert [line["parentId"] for line in new[1:]] == [line["id"] for line in new[:-1]]
+        assert new[0]["data"]["sessionId"] != old[0]["data"]["sessionId"]
+    assert len(offsets) == 1, "the gaps between sessions changed though the set spans under two days"
+    last = max(ns(line["timestamp"]) for lines in after for line in lines)
+    assert last == ns("2026-12-01T11:57:00.250Z")
+    fixture_ids = {line["id"] for lines in before for line in lines}
+    assert fixture_ids.isdisjoint(line["id"] for lines in after for line in lines)
+
+
+def test_prepared_sessions_hold_every_fixture_turn(tmp_path):
+    demo.prepare(FIXTURES, tmp_path / "work", NOW)
+    turns = [turn for lines in sessions_by_start(tmp_path / "work") for turn in tailer_turns(lines)]
+    assert sorted((t.pattern, t.outcome, len(t.legs)) for t in turns) == sorted(
+        (t.pattern, t.outcome, len(t.legs)) for t in fixture_turns())
+    assert all(NOW - timedelta(days=2) < datetime.fromtimestamp(t.end_ns / 1e9, timezone.utc) < NOW for t in turns)
+
+
+def test_prepare_shrinks_the_gaps_of_a_set_spread_over_more_than_two_days(tmp_path):
+    for index, day in enumerate((0, 3, 6)):
+        writer = SessionWriter(f"s{index}", datetime(2026, 10, 1 + day, 9, tzinfo=timezone.utc))
+        writer.single("gpt-5.6-sol")
+        writer.cascade("mai-code-1.1-flash", "gpt-5.6-sol")
+        writer.write(tmp_path / "raw")
+    scrub.scrub_tree(tmp_path / "raw", tmp_path / "fixtures", seed="s")
+    demo.prepare(tmp_path / "fixtures", tmp_path / "work", NOW)
+    before, after = sessions_by_start(tmp_path / "fixtures"), sessions_by_start(tmp_path / "work")
+    ends = []
+    for old, new in zip(before, after, strict=True):
+        moved = {ns(n["timestamp"]) - ns(o["timestamp"]) for o, n in zip(old, new, strict=True)}
+        assert len(moved) == 1
+        ends.append(ns(new[-1]["timestamp"]))
+    assert ends == sorted(ends)
+    assert ends[-1] == ns("2026-12-01T11:57:00.250Z")
+    assert ends[-1] - ends[0] == pytest.approx(timedelta(days=2).total_seconds() * 1e9, rel=1e-6)
+
+
+def test_prepare_refuses_a_folder_that_is_not_empty(tmp_path):
+    (tmp_path / "work").mkdir()
+    (tmp_path / "work" / "mine").write_text("")
+    with pytest.raises(ValueError, match="not empty"):
+        demo.prepare(FIXTURES, tmp_path / "work", NOW)
+
+
+class Clock:
+    def __init__(self, now):
+        self.now = now
+
+    def __call__(self):
+        return self.now
+
+
+def test_replayer_appends_whole_turns_with_fresh_ids_ending_now(tmp_path):
+    clock = Clock(NOW.timestamp())
+    replayer = demo.Replayer(tmp_path / "work", FIXTURES, interval_s=30, clock=clock, rng=random.Random(1))
+    sources = [turn for lines in sessions_by_start(FIXTURES) for turn in tailer_turns(lines)]
+    appended_at = []
+    while len(appended_at) < len(sources) + 2:
+        if replayer.tick():
+            appended_at.append(clock.now)
+        clock.now += 1
+    lines = read_lines(replayer.log_path)
+    assert lines[0]["type"] == events.SESSION_START
+    assert lines[0]["data"]["sessionId"] == replayer.session_id == replayer.log_path.parent.name
+    assert [line["parentId"] for line in lines] == [None] + [line["id"] for line in lines[:-1]]
+    assert len({line["id"] for line in lines}) == len(lines)
+
+    replayed = tailer_turns(lines)
+    assert len(replayed) == len(appended_at)
+    expected = sources + sources[:2]
+    fixture_fusion_ids = {turn.fusion_id for turn in sources}
+    assert len({turn.fusion_id for turn in replayed} | fixture_fusion_ids) == len(replayed) + len(sources)
+    for turn, source, at in zip(replayed, expected, appended_at, strict=True):
+        assert (turn.pattern, turn.outcome, turn.degraded_reason) == (source.pattern, source.outcome,
+                                                                      source.degraded_reason)
+        assert [(leg.phase_kind, leg.model, leg.status, leg.verdict, leg.usage, leg.duration_ms)
+                for leg in turn.legs] == [(leg.phase_kind, leg.model, leg.status, leg.verdict, leg.usage,
+                                           leg.duration_ms) for leg in source.legs]
+        assert all(leg.phase_id.startswith(turn.fusion_id + ":") for leg in turn.legs)
+        assert turn.end_ns - source.end_ns == turn.start_ns - source.start_ns, "a turn's timing changed"
+        assert turn.end_ns == round(at * 1000) * 1_000_000
+
+
+def test_replayed_turns_never_overlap_and_come_at_the_interval(tmp_path):
+    clock = Clock(NOW.timestamp())
+    replayer = demo.Replayer(tmp_path / "work", FIXTURES, interval_s=20, clock=clock, rng=random.Random(2))
+    appended_at = []
+    for _ in range(3000):
+        if replayer.tick():
+            appended_at.append(clock.now)
+        clock.now += 1
+    replayed = tailer_turns(read_lines(replayer.log_path))
+    assert len(replayed) == len(appended_at)
+    for earlier, later, gap in zip(replayed, replayed[1:], map(float.__sub__, appended_at[1:], appended_at)):
+        assert gap >= 20
+        assert earlier.end_ns <= later.start_ns
+        if gap > 20:  # held back only as long as the coming turn needed to start after a pause
+            assert later.start_ns - earlier.end_ns < (demo.PAUSE_S + 1) * 1e9

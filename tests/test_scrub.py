@@ -1,0 +1,195 @@
+"""`python -m tailer scrub`: a shared copy keeps what the tailer needs and nothing else."""
+
+import argparse
+import json
+import re
+from datetime import datetime, timezone
+
+import pytest
+
+from sessiongen import CANARY, SessionWriter
+from tailer import events, scrub
+from tailer.turns import SessionTurns
+
+START = datetime(2026, 11, 4, 10, tzinfo=timezone.utc)
+
+
+def every_pattern(session_id):
+    writer = SessionWriter(session_id, START)
+    writer.single("gpt-5.6-sol")
+    writer.cascade("mai-code-1.1-flash", "gpt-5.6-sol")
+    writer.cascade("mai-code-1.1-flash", "gpt-5.6-sol", verdict="reject", repair_model="gpt-5.6-sol")
+    writer.critique("gpt-5.6-sol", ["claude-sonnet-4.6", "gemini-3.1-pro"], revision_model="gpt-5.6-sol")
+    writer.degraded("mai-code-1.1-flash", "gpt-5.6-sol")
+    writer.route_failed("gpt-5.6-mini")
+    writer.incomplete("mai-code-1.1-flash", "gpt-5.6-sol")
+    writer.resume()
+    writer.single("claude-sonnet-4.6")
+    writer.shutdown()
+    return writer
+
+
+@pytest.fixture
+def raw(tmp_path):
+    state = tmp_path / "raw"
+    for name in ("session-a", "session-b"):
+        every_pattern(name).write(state)
+    return state
+
+
+def scrubbed_logs(dst):
+    return {folder.name: [json.loads(line) for line in (folder / "events.jsonl").read_text().splitlines()]
+            for folder in sorted(dst.iterdir())}
+
+
+def tailer_turns(lines):
+    """The turns the tailer's own parser and assembler find in these lines."""
+    session = SessionTurns("s")
+    found = []
+    for line in lines:
+        record = events.parse_line(line.encode())
+        if isinstance(record, events.Event):
+            assert record.missing_fields == () and record.unknown_fields == (), line
+            found += session.feed(record)
+    return found + session.finish_open()
+
+
+def shape(turn):
+    """Everything the tailer found about a turn but its ids: phase ids become their suffix."""
+    def local(phase_id):
+        if phase_id is None:
+            return None
+        assert phase_id.startswith(turn.fusion_id + ":")
+        return phase_id.removeprefix(turn.fusion_id)
+
+    legs = [(local(leg.phase_id), leg.phase_kind, leg.role, leg.scope, leg.model, leg.status,
+             leg.verdict, leg.duration_ms, leg.usage, leg.failure_reason, local(leg.degraded_to_phase_id))
+            for leg in turn.legs]
+    return (turn.pattern, turn.outcome, turn.degraded_reason, local(turn.committed_phase_id), legs,
+            turn.start_ns, turn.end_ns, turn.routing_latency_ms, turn.usage)
+
+
+def test_scrubbed_sessions_give_the_tailer_the_same_turns(raw, tmp_path):
+    summary = scrub.scrub_tree(raw, tmp_path / "out", seed="s")
+    assert (summary.sessions, summary.malformed) == (2, 0)
+    originals = {name: (raw / name / "events.jsonl").read_text().splitlines() for name in ("session-a", "session-b")}
+    scrubbed = list(scrubbed_logs(tmp_path / "out").values())
+    assert sorted(len(lines) for lines in scrubbed) == sorted(len(lines) for lines in originals.values())
+    before = sorted(repr(shape(turn))
+                    for lines in originals.values() for turn in tailer_turns(lines))
+    after = sorted(repr(shape(turn))
+                   for lines in scrubbed for turn in tailer_turns([json.dumps(line) for line in lines]))
+    assert after == before
+    assert len(before) == 16
+
+
+def test_no_text_path_or_tool_name_survives(raw, tmp_path):
+    scrub.scrub_tree(raw, tmp_path / "out")
+    text = "".join(path.read_text() for path in (tmp_path / "out").rglob("*.jsonl"))
+    for secret in (CANARY, "/home/", '"bash"', "toolCounts", "apiCallId", "filesModified", "context",
+                   "hint", "scores", "ruleName", "content"):
+        assert secret not in text
+    assert [path.name for path in (tmp_path / "out").rglob("*") if path.is_file()] == ["events.jsonl"] * 2
+
+
+def test_only_allowlisted_events_keep_data(raw, tmp_path):
+    scrub.scrub_tree(raw, tmp_path / "out")
+    for lines in scrubbed_logs(tmp_path / "out").values():
+        for line in lines:
+            assert list(line) == ["type", "data", "id", "timestamp", "parentId"]
+            if line["type"] not in events.SCRUB_DATA:
+                assert line["data"] == {}, line["type"]
+            assert set(line["data"]) <= set(events.SCRUB_DATA.get(line["type"], {}))
+        start = lines[0]["data"]
+        assert sorted(start) == ["copilotVersion", "producer", "selectedModel", "sessionId", "startTime", "version"]
+        shutdown = lines[-1]["data"]
+        assert shutdown["shutdownType"] == "routine"
+        assert all(isinstance(value, int) for name, value in shutdown.items() if name != "shutdownType")
+
+
+def test_ids_are_replaced_consistently_within_a_session(raw, tmp_path):
+    scrub.scrub_tree(raw, tmp_path / "out")
+    original = "".join((raw / name / "events.jsonl").read_text() for name in ("session-a", "session-b"))
+    original_ids = {line["id"] for line in map(json.loads, original.splitlines())}
+    original_fusion_ids = set(re.findall(r"fusion-[0-9a-f-]{36}", original))
+    for folder, lines in scrubbed_logs(tmp_path / "out").items():
+        assert lines[0]["data"]["sessionId"] == folder and folder not in ("session-a", "session-b")
+        previous = None
+        for line in lines:
+            assert line["id"] not in original_ids
+            assert line["parentId"] == previous
+            previous = line["id"]
+        text = json.dumps(lines)
+        assert not any(fusion_id in text for fusion_id in original_fusion_ids)
+        route_failed = next(line["data"] for line in lines if line["type"] == events.ROUTE_FAILED)
+        fallback = next(line["data"] for line in lines if line["type"] == events.PHASE_COMPLETED
+                        and line["data"]["fusionId"] + ":route" == route_failed["attemptId"])
+        assert fallback["model"] == "gpt-5.6-mini"
+    first, second = scrubbed_logs(tmp_path / "out").values()
+    assert {line["id"] for line in first}.isdisjoint(line["id"] for line in second)
+
+
+def test_output_is_deterministic_for_a_seed_and_the_default_seed_follows_the_input(raw, tmp_path):
+    def run(name, seed):
+        scrub.scrub_tree(raw, tmp_path / name, seed)
+        return {path.relative_to(tmp_path / name): path.read_bytes() for path in (tmp_path / name).rglob("*.jsonl")}
+
+    seeded = run("one", "seed")
+    assert run("two", "seed") == seeded
+    assert run("three", "other seed").keys().isdisjoint(seeded.keys())
+    default = run("default", None)
+    assert run("default again", None) == default
+    with open(raw / "session-a" / "events.jsonl", "a") as log:
+        log.write('{"type":"session.info","data":{},"id":"x","timestamp":"2026-11-04T12:00:00Z","parentId":null}\n')
+    assert run("changed", None).keys().isdisjoint(default.keys())
+
+
+def test_unknown_types_keep_the_envelope_and_odd_values_are_dropped(tmp_path):
+    session = tmp_path / "raw" / "only"
+    session.mkdir(parents=True)
+    lines = [
+        {"type": "future.event", "data": {"secret": CANARY}, "id": "e1", "timestamp": "2026-11-04T10:00:00Z",
+         "parentId": None, "agentId": "sub-agent", "ephemeral": True},
+        {"type": events.PHASE_COMPLETED, "id": "e2", "timestamp": "2026-11-04T10:00:01.5Z", "parentId": "e1",
+         "data": {"fusionId": "fusion-1", "phaseId": f"fusion-1:/home/{CANARY}/x", "model": {"name": CANARY},
+                  "reason": CANARY * 20, "status": "succeeded", "usage": {"totalNanoAiu": 5, "extra": CANARY},
+                  "durationMs": 12.5, "verdict": None}},
+    ]
+    (session / "events.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    scrub.scrub_tree(session, tmp_path / "out", seed="s")
+    (unknown, leg), = scrubbed_logs(tmp_path / "out").values()
+    assert unknown == {"type": "future.event", "data": {}, "id": unknown["id"],
+                       "timestamp": "2026-11-04T10:00:00Z", "parentId": None}
+    assert sorted(leg["data"]) == ["durationMs", "fusionId", "phaseId", "status", "usage", "verdict"]
+    assert leg["data"]["usage"] == {"totalNanoAiu": 5} and leg["data"]["verdict"] is None
+    fusion_id, _, suffix = leg["data"]["phaseId"].partition(":")
+    assert fusion_id == leg["data"]["fusionId"] and CANARY not in suffix and "/" not in suffix
+    assert leg["parentId"] == unknown["id"]
+
+
+def test_malformed_lines_are_dropped_and_only_counted(tmp_path, capsys):
+    session = tmp_path / "raw" / "broken"
+    session.mkdir(parents=True)
+    good = '{"type":"user.message","data":{},"id":"a","timestamp":"2026-11-04T10:00:00Z","parentId":null}'
+    (session / "events.jsonl").write_bytes("\n".join([
+        good, f'{{"type": "user.message", "data": "{CANARY}', f'["{CANARY}"]',
+        f'{{"data": "{CANARY}", "timestamp": "2026-11-04T10:00:00Z"}}',
+        f'{{"type": "x", "timestamp": "{CANARY}"}}', "", "\0\0", good,
+        f'{{"type": "half-written", "data": "{CANARY}',
+    ]).encode())
+    args = argparse.Namespace(src=tmp_path / "raw", dst=tmp_path / "out", seed=None)
+    assert scrub.main(args) == 0
+    output = capsys.readouterr()
+    assert output.out == f"scrubbed 1 sessions into {tmp_path / 'out'}: 2 events kept, 5 malformed lines dropped\n"
+    assert CANARY not in output.out + output.err
+    (lines,) = scrubbed_logs(tmp_path / "out").values()
+    assert len(lines) == 2
+
+
+def test_refuses_a_destination_that_is_not_empty(raw, tmp_path, capsys):
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "mine.txt").write_text("keep me")
+    args = argparse.Namespace(src=raw, dst=tmp_path / "out", seed=None)
+    assert scrub.main(args) == scrub.EXIT_USAGE
+    assert "not empty" in capsys.readouterr().err
+    assert [path.name for path in (tmp_path / "out").iterdir()] == ["mine.txt"]

@@ -1,0 +1,416 @@
+"""The session watcher: appeared, vanished and touched logs, cheaply, with inotify and polling.
+
+Tests that need the schedule (hot every pass, cold once a round) drive the watcher with a
+fake clock and `changes(0)`. With a clock that never moves, polling never runs after the
+first call, so whatever is reported came from inotify events alone: the tests that run
+in both modes use such a clock in inotify mode.
+"""
+
+import errno
+import logging
+import os
+import shutil
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tailer import watch
+from tailer.files import LOG_NAME
+from tailer.watch import Changes, SessionWatcher
+
+DAYS_AGO_S = 3 * 24 * 3600
+INOTIFY = sys.platform.startswith("linux")
+
+
+class FakeClock:
+    def __init__(self):
+        self.now = 1000.0
+
+    def __call__(self):
+        return self.now
+
+
+@pytest.fixture(params=[True, False], ids=["inotify", "polling"])
+def use_inotify(request):
+    if request.param and not INOTIFY:
+        pytest.skip("inotify is Linux only")
+    return request.param
+
+
+@pytest.fixture
+def clock(use_inotify):
+    """Frozen in inotify mode, so that what is reported there came from events alone."""
+    return FakeClock() if use_inotify else time.monotonic
+
+
+@pytest.fixture
+def state_dir(tmp_path):
+    path = tmp_path / "session-state"
+    path.mkdir()
+    return path
+
+
+@pytest.fixture
+def watchers():
+    """Makes watchers and closes them, so no test leaks inotify instances."""
+    made = []
+
+    def make(state_dir, **options):
+        made.append(SessionWatcher(state_dir, **options))
+        return made[-1]
+
+    yield make
+    for watcher in made:
+        watcher.close()
+
+
+def write_log(state_dir, session_id, text="{}\n", *, age_s=0.0):
+    folder = state_dir / session_id
+    folder.mkdir(exist_ok=True)
+    log = folder / LOG_NAME
+    log.write_text(text)
+    if age_s:
+        then = time.time() - age_s
+        os.utime(log, (then, then))
+    return log
+
+
+def append(log, text="{}\n"):
+    with open(log, "a") as handle:
+        handle.write(text)
+
+
+def collect(watcher, done, *, timeout=5.0):
+    """Merge what `changes()` reports until `done(merged)` or `timeout` real seconds."""
+    merged = Changes()
+    deadline = time.monotonic() + timeout
+    frozen = isinstance(watcher.clock, FakeClock)
+    while not done(merged) and time.monotonic() < deadline:
+        # A frozen clock would make changes(0.05) wait forever: pace the loop here instead.
+        found = watcher.changes(0 if frozen else 0.05)
+        merged.appeared.update(found.appeared)
+        merged.vanished |= found.vanished
+        merged.touched |= found.touched
+        if frozen:
+            time.sleep(0.01)
+    return merged
+
+
+def started(watcher):
+    """The first call's report, which must come without waiting."""
+    return watcher.changes(3600)
+
+
+def step(watcher, clock, seconds):
+    """Advance the fake clock pass by pass; return (fake seconds taken, merged report)."""
+    begin = clock.now
+    merged = Changes()
+    while clock.now - begin < seconds:
+        clock.now += watch.PASS_INTERVAL_S
+        found = watcher.changes(0)
+        merged.appeared.update(found.appeared)
+        merged.vanished |= found.vanished
+        merged.touched |= found.touched
+    return merged
+
+
+def test_a_report_names_each_session_once():
+    log = Path("s", LOG_NAME)
+    replaced = Changes()
+    replaced.vanish("s")
+    replaced.appear("s", log)
+    assert replaced == Changes(touched={"s"})
+    fleeting = Changes()
+    fleeting.appear("s", log)
+    fleeting.touch("s")
+    assert fleeting == Changes(appeared={"s": log})
+    fleeting.vanish("s")
+    assert fleeting == Changes()
+    gone = Changes(touched={"s"})
+    gone.vanish("s")
+    assert gone == Changes(vanished={"s"})
+
+
+def test_first_call_reports_every_existing_log_without_waiting(
+    state_dir, use_inotify, watchers, monkeypatch
+):
+    logs = {name: write_log(state_dir, name, age_s=DAYS_AGO_S) for name in ("a", "b", "c")}
+    (state_dir / "empty").mkdir()
+    (state_dir / "not-a-session.txt").write_text("x")
+
+    def no_waiting(*args):
+        raise AssertionError("the first call waited")
+
+    monkeypatch.setattr(time, "sleep", no_waiting)
+    monkeypatch.setattr(watch._Inotify, "wait", no_waiting)
+    watcher = watchers(state_dir, use_inotify=use_inotify)
+    assert watcher.mode == ("inotify" if use_inotify else "polling")
+    first = started(watcher)
+    assert first.appeared == logs
+    assert not first.vanished and not first.touched
+
+
+def test_a_new_session_appears(state_dir, use_inotify, clock, watchers):
+    watcher = watchers(state_dir, clock=clock, use_inotify=use_inotify)
+    assert not started(watcher)
+    log = write_log(state_dir, "new")
+    found = collect(watcher, lambda c: c.appeared)
+    assert found.appeared == {"new": log}
+
+
+def test_a_folder_made_empty_is_noticed_when_its_log_appears(
+    state_dir, use_inotify, clock, watchers
+):
+    watcher = watchers(state_dir, clock=clock, use_inotify=use_inotify)
+    started(watcher)
+    (state_dir / "later").mkdir()
+    assert not collect(watcher, bool, timeout=0.3)  # the folder is listed, still empty
+    log = write_log(state_dir, "later")
+    assert collect(watcher, lambda c: c.appeared).appeared == {"later": log}
+
+
+def test_an_append_is_touched(state_dir, use_inotify, clock, watchers):
+    log = write_log(state_dir, "s")
+    write_log(state_dir, "quiet")
+    watcher = watchers(state_dir, clock=clock, use_inotify=use_inotify)
+    started(watcher)
+    append(log)
+    found = collect(watcher, lambda c: c.touched)
+    assert found.touched == {"s"}
+    assert not found.appeared and not found.vanished
+
+
+def test_truncation_and_replacement_are_touched(state_dir, use_inotify, clock, watchers):
+    log = write_log(state_dir, "s", "{}\n" * 10)
+    watcher = watchers(state_dir, clock=clock, use_inotify=use_inotify)
+    started(watcher)
+    os.truncate(log, 3)
+    assert collect(watcher, lambda c: c.touched) == Changes(touched={"s"})
+    replacement = state_dir / "s" / "events.jsonl.tmp"
+    replacement.write_text("{}\n")
+    os.replace(replacement, log)  # same size, new inode
+    assert collect(watcher, lambda c: c.touched) == Changes(touched={"s"})
+
+
+def test_a_deleted_log_or_folder_vanishes_and_a_new_log_appears_again(
+    state_dir, use_inotify, clock, watchers
+):
+    log = write_log(state_dir, "s")
+    write_log(state_dir, "gone")
+    watcher = watchers(state_dir, clock=clock, use_inotify=use_inotify)
+    started(watcher)
+    shutil.rmtree(state_dir / "gone")
+    assert collect(watcher, lambda c: c.vanished) == Changes(vanished={"gone"})
+    log.unlink()
+    assert collect(watcher, lambda c: c.vanished) == Changes(vanished={"s"})
+    write_log(state_dir, "s")
+    assert collect(watcher, lambda c: c.appeared) == Changes(appeared={"s": log})
+
+
+def test_a_renamed_folder_is_followed_under_its_new_name(state_dir, use_inotify, clock, watchers):
+    write_log(state_dir, "old")
+    watcher = watchers(state_dir, clock=clock, use_inotify=use_inotify)
+    started(watcher)
+    (state_dir / "old").rename(state_dir / "new")
+    found = collect(watcher, lambda c: c.vanished and c.appeared)
+    assert found == Changes(appeared={"new": state_dir / "new" / LOG_NAME}, vanished={"old"})
+    append(state_dir / "new" / LOG_NAME)
+    assert collect(watcher, lambda c: c.touched) == Changes(touched={"new"})
+
+
+def test_a_missing_state_dir_warns_once_and_is_picked_up_when_made(
+    tmp_path, use_inotify, watchers, caplog
+):
+    state_dir = tmp_path / "session-state"
+    watcher = watchers(state_dir, use_inotify=use_inotify)
+    assert not started(watcher)
+    assert not collect(watcher, bool, timeout=0.3)
+    state_dir.mkdir()
+    log = write_log(state_dir, "s")
+    assert collect(watcher, lambda c: c.appeared).appeared == {"s": log}
+    warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
+    assert [r.getMessage() for r in warnings] == [
+        "cannot list the state directory: it does not exist"]
+
+
+def test_an_unreadable_folder_warns_once_and_the_others_go_on(
+    state_dir, use_inotify, clock, watchers, monkeypatch, caplog
+):
+    """Permission is simulated: the tests may run as root, who can read anything."""
+    locked = write_log(state_dir, "locked")
+    log = write_log(state_dir, "open")
+    real_stat = os.stat
+
+    def stat(path, *args, **kwargs):
+        if os.fspath(path) == os.fspath(locked):
+            raise PermissionError(errno.EACCES, "Permission denied")
+        return real_stat(path, *args, **kwargs)
+
+    watcher = watchers(state_dir, clock=clock, use_inotify=use_inotify)
+    started(watcher)
+    monkeypatch.setattr(os, "stat", stat)
+    append(locked)
+    append(log)
+    assert collect(watcher, lambda c: c.touched) == Changes(touched={"open"})
+    append(locked)
+    collect(watcher, bool, timeout=0.3)
+    assert [r.getMessage() for r in caplog.records] == [
+        "session locked: cannot read its folder: Permission denied"]
+
+
+def test_cold_logs_are_stat_once_a_round_a_slice_per_pass(state_dir, watchers, monkeypatch):
+    count = 1000
+    logs = {write_log(state_dir, f"s{i:04d}", age_s=DAYS_AGO_S) for i in range(count)}
+    clock = FakeClock()
+    watcher = watchers(state_dir, clock=clock, use_inotify=False)
+    assert len(started(watcher).appeared) == count
+    stat_calls = []
+    real_stat = os.stat
+
+    def counting_stat(path, *args, **kwargs):
+        stat_calls.append(os.fspath(path))
+        return real_stat(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "stat", counting_stat)
+    per_pass = []
+    while clock.now < 1000.0 + watch.SWEEP_ROUND_S + watch.PASS_INTERVAL_S:
+        clock.now += watch.PASS_INTERVAL_S
+        before = len(stat_calls)
+        assert not watcher.changes(0)
+        per_pass.append(len(stat_calls) - before)
+    # A pass: the state dir, plus count * 0.25 s / 30 s cold logs (about 8).
+    assert max(per_pass) <= 1 + count * watch.PASS_INTERVAL_S / watch.SWEEP_ROUND_S + 2
+    assert {str(log) for log in logs} <= set(stat_calls)
+
+
+def test_a_cold_log_resumed_is_seen_within_a_round_when_polling(state_dir, watchers):
+    logs = [write_log(state_dir, f"s{i}", age_s=DAYS_AGO_S) for i in range(50)]
+    clock = FakeClock()
+    watcher = watchers(state_dir, clock=clock, use_inotify=False)
+    started(watcher)
+    step(watcher, clock, 5)  # some way into the first round
+    append(logs[0])
+    append(logs[-1])
+    begin = clock.now
+    found = Changes()
+    while found.touched != {"s0", "s49"} and clock.now - begin < 120:
+        found.touched |= step(watcher, clock, watch.PASS_INTERVAL_S).touched
+    assert found.touched == {"s0", "s49"}
+    assert clock.now - begin <= watch.SWEEP_ROUND_S + watch.PASS_INTERVAL_S
+    # Once seen changing, a log is hot: the next append is seen on the next pass.
+    append(logs[0])
+    assert step(watcher, clock, watch.PASS_INTERVAL_S).touched == {"s0"}
+
+
+@pytest.mark.skipif(not INOTIFY, reason="inotify is Linux only")
+def test_inotify_reports_an_append_to_a_cold_log_at_once(state_dir, watchers):
+    log = write_log(state_dir, "cold", age_s=DAYS_AGO_S)
+    watcher = watchers(state_dir, clock=FakeClock(), use_inotify=True)
+    started(watcher)
+    append(log)
+    assert collect(watcher, lambda c: c.touched) == Changes(touched={"cold"})
+
+
+@pytest.mark.skipif(not INOTIFY, reason="inotify is Linux only")
+def test_inotify_follows_a_folder_deleted_and_made_again(state_dir, watchers):
+    write_log(state_dir, "s")
+    watcher = watchers(state_dir, clock=FakeClock(), use_inotify=True)
+    started(watcher)
+    shutil.rmtree(state_dir / "s")
+    (state_dir / "s").mkdir()
+    log = write_log(state_dir, "s")
+    found = collect(watcher, lambda c: c.touched or c.appeared)
+    assert found in (Changes(touched={"s"}), Changes(appeared={"s": log}, vanished={"s"}))
+    append(log)
+    assert collect(watcher, lambda c: c.touched) == Changes(touched={"s"})
+
+
+@pytest.mark.skipif(not INOTIFY, reason="inotify is Linux only")
+def test_without_inotify_events_cold_logs_are_still_swept_within_a_minute(
+    state_dir, watchers, monkeypatch
+):
+    """Docker Desktop bind mounts deliver no events: simulated by dropping them all."""
+    logs = [write_log(state_dir, f"s{i}", age_s=DAYS_AGO_S) for i in range(50)]
+    monkeypatch.setattr(watch._Inotify, "read_events", lambda self: [])
+    clock = FakeClock()
+    watcher = watchers(state_dir, clock=clock, use_inotify=True)
+    started(watcher)
+    step(watcher, clock, 5)
+    append(logs[0])
+    begin = clock.now
+    found = Changes()
+    while not found.touched and clock.now - begin < 180:
+        found = step(watcher, clock, watch.PASS_INTERVAL_S)
+    assert found.touched == {"s0"}
+    assert clock.now - begin <= 2 * watch.SWEEP_ROUND_S + watch.PASS_INTERVAL_S
+
+
+@pytest.mark.skipif(not INOTIFY, reason="inotify is Linux only")
+def test_watched_cold_logs_are_stat_once_a_minute(state_dir, watchers, monkeypatch):
+    logs = {str(write_log(state_dir, f"s{i}", age_s=DAYS_AGO_S)) for i in range(100)}
+    clock = FakeClock()
+    watcher = watchers(state_dir, clock=clock, use_inotify=True)
+    started(watcher)
+    stat_calls = []
+    real_stat = os.stat
+
+    def counting_stat(path, *args, **kwargs):
+        stat_calls.append(os.fspath(path))
+        return real_stat(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "stat", counting_stat)
+    step(watcher, clock, 2 * watch.SWEEP_ROUND_S + watch.PASS_INTERVAL_S)
+    assert sorted(path for path in stat_calls if path in logs) == sorted(logs)
+
+
+@pytest.mark.skipif(not INOTIFY, reason="inotify is Linux only")
+def test_watch_limit_warns_once_and_polls_those_folders(state_dir, watchers, monkeypatch, caplog):
+    """The user's watch limit is simulated: ENOSPC for folders named limited-*."""
+    real_add_watch = watch._Inotify.add_watch
+
+    def add_watch(self, path, mask):
+        if Path(path).name.startswith("limited-"):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return real_add_watch(self, path, mask)
+
+    monkeypatch.setattr(watch._Inotify, "add_watch", add_watch)
+    limited = [write_log(state_dir, f"limited-{i}", age_s=DAYS_AGO_S) for i in range(3)]
+    write_log(state_dir, "watched", age_s=DAYS_AGO_S)
+    clock = FakeClock()
+    watcher = watchers(state_dir, clock=clock, use_inotify=True)
+    assert len(started(watcher).appeared) == 4
+    late = write_log(state_dir, "limited-late")
+    assert step(watcher, clock, 1).appeared == {"limited-late": late}
+    append(late)
+    assert step(watcher, clock, watch.PASS_INTERVAL_S).touched == {"limited-late"}
+    append(limited[0])
+    found = Changes()
+    while not found.touched and clock.now < 1000.0 + 120:
+        found = step(watcher, clock, watch.PASS_INTERVAL_S)
+    assert found.touched == {"limited-0"}
+    assert [r.getMessage() for r in caplog.records] == [
+        "inotify cannot watch 3 session folders (the inotify watch limit is reached:"
+        " raise fs.inotify.max_user_watches): polling them instead"]
+
+
+@pytest.mark.skipif(not INOTIFY, reason="inotify is Linux only")
+def test_inotify_queue_overflow_touches_every_log_once(state_dir, watchers):
+    queue_limit = int(Path("/proc/sys/fs/inotify/max_queued_events").read_text())
+    if queue_limit > 100_000:
+        pytest.skip("overflowing this machine's inotify queue would take too long")
+    busy = [write_log(state_dir, "busy-a"), write_log(state_dir, "busy-b")]
+    write_log(state_dir, "quiet")
+    watcher = watchers(state_dir, clock=FakeClock(), use_inotify=True)
+    started(watcher)
+    handles = [open(log, "ab", buffering=0) for log in busy]
+    try:
+        for index in range(queue_limit + 100):  # alternating, so no two events merge
+            handles[index % 2].write(b"\n")
+    finally:
+        for handle in handles:
+            handle.close()
+    found = collect(watcher, lambda c: "quiet" in c.touched)
+    assert found == Changes(touched={"busy-a", "busy-b", "quiet"})
+    assert not collect(watcher, bool, timeout=0.2)
