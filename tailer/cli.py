@@ -10,13 +10,16 @@ import argparse
 import contextlib
 import logging
 import os
+import shutil
 import signal
 import sys
+import tempfile
 import threading
 import time
+from datetime import datetime, timezone
 from pathlib import Path
 
-from . import __version__, checkpoint, doctor
+from . import __version__, checkpoint, demo, doctor, scrub
 from .daemon import POSITIONS, TURNS, UNCHANGED, Tailer
 from .exposition import MetricsServer, Registry, write_textfile
 from .logs import log_turn
@@ -27,7 +30,7 @@ from .spans import turn_spans
 
 log = logging.getLogger("tailer")
 
-COMMANDS = ("run", "doctor")
+COMMANDS = ("run", "demo", "scrub", "doctor")
 POLL_INTERVAL_S = 1.0
 EXPORT_FLUSH_TIMEOUT_S = 10.0
 # Short, so a span reaches the collector well within a second of its line being written.
@@ -78,64 +81,30 @@ def build_parser(environ: dict[str, str]) -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
-    run = commands.add_parser("run", help="follow the session logs (the default command)")
-    run.add_argument(
-        "--state-dir", type=Path, default=default_state_dir(environ),
-        help="Copilot session-state folder [$COPILOT_STATE_DIR, else "
-        "$COPILOT_HOME/session-state, else ~/.copilot/session-state]",
+    _add_run_options(
+        commands.add_parser("run", help="follow the session logs (the default command)"),
+        environ,
     )
-    run.add_argument(
-        "--wait-for-state-dir", action="store_true",
-        default=_flag(environ, "HYDRAFUSION_WAIT_FOR_STATE_DIR"),
-        help="wait for a missing state folder to appear instead of exiting "
-        "[$HYDRAFUSION_WAIT_FOR_STATE_DIR]",
+    demo_parser = commands.add_parser(
+        "demo",
+        help="replay the fixture sessions in --state-dir at recent times, then a turn every "
+        "--replay-interval seconds (what `docker compose --env-file demo.env up` runs)",
     )
-    run.add_argument(
-        "--otlp-endpoint", metavar="URL|none",
-        help="OTLP/HTTP endpoint, or `none` to export no traces [$OTEL_EXPORTER_OTLP_TRACES_"
-        "ENDPOINT, else $OTEL_EXPORTER_OTLP_ENDPOINT, else http://localhost:4318]; also reads "
-        "$OTEL_EXPORTER_OTLP_HEADERS, $OTEL_RESOURCE_ATTRIBUTES, $OTEL_SERVICE_NAME",
+    _add_run_options(demo_parser, environ)
+    demo_parser.add_argument(
+        "--replay-interval", type=float, metavar="SECONDS",
+        default=environ.get("HYDRAFUSION_REPLAY_INTERVAL") or "30",
+        help="how often a fixture turn is replayed [$HYDRAFUSION_REPLAY_INTERVAL, default 30]",
     )
-    run.add_argument(
-        "--metrics-address", metavar="HOST:PORT|none",
-        default=environ.get("HYDRAFUSION_METRICS_ADDRESS") or "127.0.0.1:9464",
-        help="where to serve /metrics, or `none` [$HYDRAFUSION_METRICS_ADDRESS, "
-        "default 127.0.0.1:9464]",
+    scrub_parser = commands.add_parser(
+        "scrub", help="copy session logs keeping only metadata that is safe to share",
     )
-    run.add_argument(
-        "--textfile", type=Path, metavar="FILE",
-        default=Path(environ["HYDRAFUSION_TEXTFILE"]) if environ.get("HYDRAFUSION_TEXTFILE") else None,
-        help="also write the metrics to FILE after each change and at exit, for "
-        "node_exporter's textfile collector [$HYDRAFUSION_TEXTFILE]",
-    )
-    run.add_argument(
-        "--from-start", action="store_true", default=_flag(environ, "HYDRAFUSION_FROM_START"),
-        help="read logs that exist at start from their beginning; otherwise from their end "
-        "[$HYDRAFUSION_FROM_START]",
-    )
-    run.add_argument(
-        "--checkpoint", type=Path, metavar="FILE",
-        default=Path(environ["HYDRAFUSION_CHECKPOINT"]) if environ.get("HYDRAFUSION_CHECKPOINT")
-        else checkpoint.default_path(environ),
-        help="where the tailer keeps its state between runs [$HYDRAFUSION_CHECKPOINT, default "
-        "$XDG_STATE_HOME/hydrafusion/checkpoint.json or ~/.local/state/hydrafusion/…]",
-    )
-    run.add_argument(
-        "--once", action="store_true", default=_flag(environ, "HYDRAFUSION_ONCE"),
-        help="read what is new in every log (logs the saved state does not know: from their "
-        "beginning), export, save the state, write the textfile and exit; turns still open "
-        "stay in the saved state for the next run [$HYDRAFUSION_ONCE]",
-    )
-    run.add_argument(
-        "--idle-timeout", type=float, metavar="SECONDS",
-        # A string default goes through `type`, so a bad variable is a usage error too.
-        default=environ.get("HYDRAFUSION_IDLE_TIMEOUT") or "1800",
-        help="finish a turn as incomplete when its session log has not changed for this "
-        "long [$HYDRAFUSION_IDLE_TIMEOUT, default 1800]",
-    )
-    run.add_argument(
-        "--log-level", type=_log_level, default=environ.get("HYDRAFUSION_LOG_LEVEL") or "INFO",
-        help="DEBUG, INFO, WARNING or ERROR [$HYDRAFUSION_LOG_LEVEL, default INFO]",
+    scrub_parser.add_argument("src", type=Path, metavar="SRC",
+                              help="a session-state folder, or one session folder")
+    scrub_parser.add_argument("dst", type=Path, metavar="DST", help="a new or empty folder")
+    scrub_parser.add_argument(
+        "--seed", help="makes the new ids reproducible; only for fixtures (a known seed lets "
+        "anyone check a guessed session id)",
     )
     doctor = commands.add_parser(
         "doctor", help="report whether the tailer still understands the session logs"
@@ -146,6 +115,67 @@ def build_parser(environ: dict[str, str]) -> argparse.ArgumentParser:
         "$COPILOT_HOME/session-state, else ~/.copilot/session-state]",
     )
     return parser
+
+
+def _add_run_options(parser: argparse.ArgumentParser, environ: dict[str, str]) -> None:
+    parser.add_argument(
+        "--state-dir", type=Path, default=default_state_dir(environ),
+        help="Copilot session-state folder [$COPILOT_STATE_DIR, else "
+        "$COPILOT_HOME/session-state, else ~/.copilot/session-state]",
+    )
+    parser.add_argument(
+        "--wait-for-state-dir", action="store_true",
+        default=_flag(environ, "HYDRAFUSION_WAIT_FOR_STATE_DIR"),
+        help="wait for a missing state folder to appear instead of exiting "
+        "[$HYDRAFUSION_WAIT_FOR_STATE_DIR]",
+    )
+    parser.add_argument(
+        "--otlp-endpoint", metavar="URL|none",
+        help="OTLP/HTTP endpoint, or `none` to export no traces [$OTEL_EXPORTER_OTLP_TRACES_"
+        "ENDPOINT, else $OTEL_EXPORTER_OTLP_ENDPOINT, else http://localhost:4318]; also reads "
+        "$OTEL_EXPORTER_OTLP_HEADERS, $OTEL_RESOURCE_ATTRIBUTES, $OTEL_SERVICE_NAME",
+    )
+    parser.add_argument(
+        "--metrics-address", metavar="HOST:PORT|none",
+        default=environ.get("HYDRAFUSION_METRICS_ADDRESS") or "127.0.0.1:9464",
+        help="where to serve /metrics, or `none` [$HYDRAFUSION_METRICS_ADDRESS, "
+        "default 127.0.0.1:9464]",
+    )
+    parser.add_argument(
+        "--textfile", type=Path, metavar="FILE",
+        default=Path(environ["HYDRAFUSION_TEXTFILE"]) if environ.get("HYDRAFUSION_TEXTFILE") else None,
+        help="also write the metrics to FILE after each change and at exit, for "
+        "node_exporter's textfile collector [$HYDRAFUSION_TEXTFILE]",
+    )
+    parser.add_argument(
+        "--from-start", action="store_true", default=_flag(environ, "HYDRAFUSION_FROM_START"),
+        help="read logs that exist at start from their beginning; otherwise from their end "
+        "[$HYDRAFUSION_FROM_START]",
+    )
+    parser.add_argument(
+        "--checkpoint", type=Path, metavar="FILE",
+        default=Path(environ["HYDRAFUSION_CHECKPOINT"]) if environ.get("HYDRAFUSION_CHECKPOINT")
+        else checkpoint.default_path(environ),
+        help="where the tailer keeps its state between runs [$HYDRAFUSION_CHECKPOINT, default "
+        "$XDG_STATE_HOME/hydrafusion/checkpoint.json or ~/.local/state/hydrafusion/…]",
+    )
+    parser.add_argument(
+        "--once", action="store_true", default=_flag(environ, "HYDRAFUSION_ONCE"),
+        help="read what is new in every log (logs the saved state does not know: from their "
+        "beginning), export, save the state, write the textfile and exit; turns still open "
+        "stay in the saved state for the next run [$HYDRAFUSION_ONCE]",
+    )
+    parser.add_argument(
+        "--idle-timeout", type=float, metavar="SECONDS",
+        # A string default goes through `type`, so a bad variable is a usage error too.
+        default=environ.get("HYDRAFUSION_IDLE_TIMEOUT") or "1800",
+        help="finish a turn as incomplete when its session log has not changed for this "
+        "long [$HYDRAFUSION_IDLE_TIMEOUT, default 1800]",
+    )
+    parser.add_argument(
+        "--log-level", type=_log_level, default=environ.get("HYDRAFUSION_LOG_LEVEL") or "INFO",
+        help="DEBUG, INFO, WARNING or ERROR [$HYDRAFUSION_LOG_LEVEL, default INFO]",
+    )
 
 
 def _log_level(value: str) -> str:
@@ -173,13 +203,36 @@ def main(argv: list[str] | None = None, environ: dict[str, str] | None = None) -
     args = parse_args(sys.argv[1:] if argv is None else argv, environ)
     if args.command == "doctor":
         return doctor.main(args)
+    if args.command == "scrub":
+        return scrub.main(args)
     logging.basicConfig(
         level=args.log_level, format="%(asctime)s %(levelname)s %(message)s", stream=sys.stderr
     )
+    if args.command == "demo":
+        return run_demo(args, environ)
     return run(args, environ)
 
 
-def run(args: argparse.Namespace, environ: dict[str, str]) -> int:
+def run_demo(args: argparse.Namespace, environ: dict[str, str]) -> int:
+    """Run the tailer on a fresh copy of the fixtures, restamped to end a few minutes ago."""
+    if not args.state_dir.is_dir():
+        print(f"hydrafusion-tailer demo: no fixtures at {args.state_dir}", file=sys.stderr)
+        return EXIT_USAGE
+    work = Path(tempfile.mkdtemp(prefix="hydrafusion-demo-"))
+    try:
+        demo.prepare(args.state_dir, work, datetime.now(timezone.utc))
+        replayer = demo.Replayer(work, args.state_dir, args.replay_interval)
+        args.state_dir, args.from_start = work, True
+        return run(args, environ, on_pass=replayer.tick)
+    except ValueError as error:
+        print(f"hydrafusion-tailer demo: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def run(args: argparse.Namespace, environ: dict[str, str], on_pass=None) -> int:
+    """The daemon (or one pass with --once); `on_pass` is called before every pass."""
     stop = threading.Event()
     _handle_signals(stop)
     if not args.state_dir.is_dir():
@@ -240,7 +293,7 @@ def run(args: argparse.Namespace, environ: dict[str, str]) -> int:
         idle_timeout_s=args.idle_timeout,
         saved=saved,
     )
-    loop = _Loop(args, registry, metrics, tailer, outbox)
+    loop = _Loop(args, registry, metrics, tailer, outbox, on_pass)
     sessions = tailer.start()
     log.info(
         "hydrafusion-tailer %s: state dir %s, %d sessions, %s, OTLP %s, metrics %s, "
@@ -280,12 +333,13 @@ class _Loop:
     """
 
     def __init__(self, args, registry: Registry, metrics: TurnMetrics, tailer: Tailer,
-                 outbox: Outbox):
+                 outbox: Outbox, on_pass=None):
         self.args = args
         self.registry = registry
         self.metrics = metrics
         self.tailer = tailer
         self.outbox = outbox
+        self.on_pass = on_pass
         self.lost_spans = 0
         self._dirty = UNCHANGED
         self._saved_at = float("-inf")
@@ -295,6 +349,8 @@ class _Loop:
 
     def run(self, stop: threading.Event) -> None:
         while not stop.is_set():
+            if self.on_pass is not None:
+                self.on_pass()
             self._dirty = max(self._dirty, self.tailer.poll(timeout=POLL_INTERVAL_S))
             self._settle()
             now = time.monotonic()

@@ -87,13 +87,13 @@ class TailerProcess:
 
 @contextmanager
 def running_tailer(tmp_path: Path, *args: str, metrics_port: int | None = None,
-                   env: dict[str, str] | None = None):
-    """Start `python -m tailer run ARGS`, wait for its startup line, stop it afterwards."""
+                   env: dict[str, str] | None = None, command: str = "run"):
+    """Start `python -m tailer COMMAND ARGS`, wait for its startup line, stop it afterwards."""
     log_path = tmp_path / f"tailer-{time.monotonic_ns()}.log"
     address = f"127.0.0.1:{metrics_port}" if metrics_port else "none"
     with open(log_path, "wb") as log:
         process = subprocess.Popen(
-            [sys.executable, "-m", "tailer", "run", "--metrics-address", address, *args],
+            [sys.executable, "-m", "tailer", command, "--metrics-address", address, *args],
             cwd=ROOT, env=env or tailer_env(), stdout=log, stderr=subprocess.STDOUT,
         )
     tailer = TailerProcess(process, log_path, metrics_port)

@@ -135,3 +135,28 @@ def test_module_entry_point_help():
     result = subprocess.run([sys.executable, "-m", "tailer", "--help"], cwd=ROOT,
                             capture_output=True, text=True, env=tailer_env(), timeout=60)
     assert result.returncode == 0 and "run" in result.stdout
+
+
+def test_demo_command_replays_the_fixtures_and_keeps_adding_turns(tmp_path):
+    from fixture_truth import FIXTURES, fixture_turns
+    from tailerproc import running_tailer
+
+    with running_tailer(tmp_path, "--state-dir", str(FIXTURES), "--otlp-endpoint", "none",
+                        "--replay-interval", "1", command="demo") as tailer:
+        tailer.wait_for_log(r" fusion fusion-", count=len(fixture_turns()) + 2, timeout=90)
+        assert tailer.stop() == 0
+
+
+def test_scrub_command_removes_every_text(tmp_path):
+    from sessiongen import CANARY
+
+    raw = tmp_path / "raw"
+    every_pattern("to-share").write(raw)
+    result = subprocess.run(
+        [sys.executable, "-m", "tailer", "scrub", str(raw), str(tmp_path / "clean")],
+        cwd=ROOT, env=tailer_env(), capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    [log] = (tmp_path / "clean").glob("*/events.jsonl")
+    assert CANARY not in log.read_text() and "to-share" not in str(log)
+    again = run_once("--state-dir", str(tmp_path / "clean"), "--otlp-endpoint", "none")
+    assert again.stderr.count(" fusion fusion-") == 9
