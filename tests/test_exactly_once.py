@@ -1,0 +1,235 @@
+"""Every turn exactly once: across restarts, kill -9, collector outages and rewritten logs."""
+
+import json
+import random
+import re
+import signal
+import threading
+import time
+from collections import Counter
+from datetime import timedelta
+
+import pytest
+
+from exposition_helpers import samples
+from otlp_sink import OtlpSink, plain_attributes
+from prom import free_port, running_prometheus
+from sessiongen import SessionWriter
+from tailer.spans import trace_id
+from tailerproc import run_once, running_tailer
+from test_daemon import START, every_pattern
+
+
+def truth_of(expected):
+    """The counters a correct tailer must show for these turns."""
+    aiu, legs, turns = Counter(), Counter(), Counter()
+    for turn in expected:
+        turns[turn.outcome] += 1
+        for leg in turn.legs:
+            aiu[leg.model] += leg.nano_aiu
+            legs[leg.phase_kind] += 1
+    return {"aiu": aiu, "legs": legs, "turns": turns}
+
+
+def counted(exposition):
+    """The same figures, read from an exposition."""
+    def by(name, label):
+        totals = Counter()
+        for labels, value in samples(exposition, name).items():
+            totals[dict(labels)[label]] += value
+        return totals
+
+    return {
+        "aiu": Counter({m: round(v * 1e9) for m, v in by("hydrafusion_aiu_total", "model").items()}),
+        "legs": Counter({k: int(v) for k, v in by("hydrafusion_legs_total", "phase_kind").items()}),
+        "turns": Counter({k: int(v) for k, v in by("hydrafusion_turns_total", "outcome").items()}),
+    }
+
+
+def roots_by_trace(spans):
+    return {s["traceId"]: plain_attributes(s["attributes"])["hydrafusion.fusion_id"]
+            for s in spans if "parentSpanId" not in s}
+
+
+def assert_same_span_every_time(spans):
+    """A span sent twice (after a restart) must be the same span, ids and all."""
+    seen = {}
+    for span in spans:
+        key = (span["traceId"], span["spanId"])
+        shape = (span["name"], span.get("parentSpanId"), span["startTimeUnixNano"],
+                 span["endTimeUnixNano"], str(span["attributes"]))
+        assert seen.setdefault(key, shape) == shape
+
+
+def test_restart_resumes_where_it_stopped(tmp_path):
+    state, checkpoint, textfile = tmp_path / "state", tmp_path / "cp.json", tmp_path / "m.prom"
+    state.mkdir()
+    first = every_pattern("resume-session")
+    path = first.write(state)
+    args = ("--state-dir", str(state), "--checkpoint", str(checkpoint), "--textfile", str(textfile))
+    with OtlpSink() as sink:
+        assert run_once(*args, "--otlp-endpoint", sink.endpoint).returncode == 0
+        later = SessionWriter("resume-later", START + timedelta(days=1))
+        later.single("gpt-5.6-sol")
+        later.cascade("mai-code-1.1-flash", "gpt-5.6-sol", verdict="reject",
+                      repair_model="gpt-5.6-sol")
+        with open(path, "a") as handle:
+            handle.write("".join(line + "\n" for line in later.lines()[1:]))
+        second = run_once(*args, "--otlp-endpoint", sink.endpoint)
+        assert second.returncode == 0
+        spans = sink.spans()
+    assert second.stderr.count(" fusion fusion-") == 2
+    assert "resuming from" in second.stderr
+    expected = first.expected + later.expected
+    assert sorted(roots_by_trace(spans).values()) == sorted(t.fusion_id for t in expected)
+    assert len(spans) == len({(s["traceId"], s["spanId"]) for s in spans})
+    assert counted(textfile.read_text()) == truth_of(expected)
+
+
+def test_kill_9_at_any_moment_loses_nothing_and_counts_nothing_twice(tmp_path):
+    """The CLI keeps writing (half lines included) while the tailer is killed again and again."""
+    rng = random.Random(7)
+    state, checkpoint = tmp_path / "state", tmp_path / "cp.json"
+    state.mkdir()
+    writers = [every_pattern(f"kill-{n}", START + timedelta(hours=n)) for n in range(3)]
+    expected = [turn for writer in writers for turn in writer.expected]
+    queues = {}  # each log's pieces, in order; the logs are interleaved as they are written
+    for writer in writers:
+        text = "".join(line + "\n" for line in writer.lines()).encode()
+        cuts = sorted(rng.sample(range(1, len(text)), 60))
+        path = state / writer.expected[0].session_id / "events.jsonl"
+        queues[path] = [text[a:b] for a, b in zip([0] + cuts, cuts + [len(text)])]
+    done = threading.Event()
+
+    def write_like_the_cli():
+        while any(queues.values()):
+            path = rng.choice([p for p, q in queues.items() if q])
+            path.parent.mkdir(exist_ok=True)
+            with open(path, "ab") as handle:
+                handle.write(queues[path].pop(0))
+            time.sleep(rng.uniform(0.0, 0.06))
+        done.set()
+
+    port = free_port()
+    args = ("--state-dir", str(state), "--checkpoint", str(checkpoint), "--from-start")
+    with OtlpSink() as sink, running_prometheus(
+        tmp_path, [f"127.0.0.1:{port}"], scrape_interval="1s"
+    ) as prom:
+        writer_thread = threading.Thread(target=write_like_the_cli)
+        writer_thread.start()
+        kills = 0
+        while not done.is_set() or kills < 4:
+            with running_tailer(tmp_path, *args, "--otlp-endpoint", sink.endpoint,
+                                metrics_port=port) as tailer:
+                time.sleep(rng.uniform(0.2, 1.5))
+                tailer.process.send_signal(signal.SIGKILL)
+                tailer.process.wait()
+                kills += 1
+        writer_thread.join()
+        with running_tailer(tmp_path, *args, "--otlp-endpoint", sink.endpoint,
+                            metrics_port=port) as tailer:
+            body = tailer.wait_for_metrics("hydrafusion_tailer_open_turns 0", timeout=60)
+            deadline = time.monotonic() + 60
+            while counted(body) != truth_of(expected) and time.monotonic() < deadline:
+                time.sleep(0.3)
+                body = tailer.metrics()
+            sink.wait_for_spans(sum(len(t.legs) + 2 for t in expected), timeout=60)
+            spans = sink.spans()
+            # Prometheus scraped through every kill: no count went backwards (which it
+            # would read as a reset and count again), none was missed.
+            settled_at = time.time()
+            last = prom.wait_for(
+                "max(timestamp(hydrafusion_tailer_build_info))",
+                lambda r: r and float(r[0]["value"][1]) > settled_at + 1)
+            scraped = float(last[0]["value"][1])
+            increase = {
+                r["metric"]["model"]: round(float(r["value"][1]) * 1e9)
+                for r in prom.query("sum by (model) (increase(hydrafusion_aiu_total[10m]))",
+                                    time=scraped)
+            }
+            resets = prom.query("sum(resets(hydrafusion_aiu_total[10m]))", time=scraped)
+    assert kills >= 4
+    assert counted(body) == truth_of(expected)
+    assert float(resets[0]["value"][1]) == 0
+    assert Counter(increase) == truth_of(expected)["aiu"]
+    got = roots_by_trace(spans)
+    assert sorted(set(got.values())) == sorted(t.fusion_id for t in expected)
+    for turn in expected:
+        assert trace_id(turn.session_id, turn.fusion_id) in got
+    assert_same_span_every_time(spans)
+
+
+def test_collector_down_for_a_while_and_a_restart_in_between_loses_nothing(tmp_path):
+    state, checkpoint = tmp_path / "state", tmp_path / "cp.json"
+    state.mkdir()
+    writer = every_pattern("outage")
+    writer.write(state)
+    with OtlpSink() as sink:
+        down = f"http://127.0.0.1:{free_port()}"  # nothing listens there yet
+        args = ("--state-dir", str(state), "--checkpoint", str(checkpoint), "--from-start")
+        with running_tailer(tmp_path, *args, "--otlp-endpoint", down,
+                            metrics_port=free_port()) as tailer:
+            tailer.wait_for_log(" fusion fusion-", count=len(writer.expected))
+            tailer.wait_for_metrics('export_failures_total{outcome="retry"}')
+            pending = tailer.wait_for_metrics("hydrafusion_tailer_pending_spans ")
+            assert tailer.stop() == 0  # the unsent spans go into the checkpoint
+        assert re.search(r"hydrafusion_tailer_pending_spans [1-9]", pending)
+        with running_tailer(tmp_path, *args, "--otlp-endpoint", sink.endpoint,
+                            metrics_port=free_port()) as tailer:
+            spans = sink.wait_for_spans(sum(len(t.legs) + 2 for t in writer.expected))
+            assert " fusion fusion-" not in tailer.log()  # sent again, not counted again
+    assert sorted(roots_by_trace(spans).values()) == sorted(t.fusion_id for t in writer.expected)
+
+
+@pytest.mark.parametrize("how", ["truncated", "replaced"])
+def test_rewritten_log_is_read_again_without_counting_twice(tmp_path, how):
+    state, checkpoint, textfile = tmp_path / "state", tmp_path / "cp.json", tmp_path / "m.prom"
+    state.mkdir()
+    writer = every_pattern("rewind")
+    path = writer.write(state)
+    args = ("--state-dir", str(state), "--checkpoint", str(checkpoint), "--textfile",
+            str(textfile), "--otlp-endpoint", "none")
+    assert run_once(*args).returncode == 0
+    lines = path.read_bytes().splitlines(keepends=True)
+    kept = b"".join(lines[: len(lines) // 2])  # the CLI rewound the session halfway
+    more = SessionWriter("rewind-more", START + timedelta(days=3))
+    more.single("claude-sonnet-4.6")
+    if how == "truncated":
+        path.write_bytes(kept)
+    else:
+        replacement = path.with_name("events.new")
+        replacement.write_bytes(kept)
+        replacement.replace(path)
+    with open(path, "a") as handle:
+        handle.write("".join(line + "\n" for line in more.lines()[1:]))
+    result = run_once(*args)
+    assert result.returncode == 0
+    assert result.stderr.count(" fusion fusion-") == 1  # only the new turn
+    assert counted(textfile.read_text()) == truth_of(writer.expected + more.expected)
+
+
+def test_a_scrape_never_sees_a_count_the_checkpoint_does_not_hold(tmp_path):
+    """What /metrics shows was saved first: a crash cannot take back a count once scraped."""
+    state, checkpoint = tmp_path / "state", tmp_path / "cp.json"
+    state.mkdir()
+    writer = SessionWriter("scrape-vs-checkpoint", START)
+    for _ in range(15):
+        writer.single("gpt-5.6-sol")
+    lines = [line + "\n" for line in writer.lines()]
+    path = state / "scrape-vs-checkpoint" / "events.jsonl"
+    path.parent.mkdir()
+    with running_tailer(tmp_path, "--state-dir", str(state), "--checkpoint", str(checkpoint),
+                        "--otlp-endpoint", "none", metrics_port=free_port()) as tailer:
+        comparisons = 0
+        for start in range(0, len(lines), 6):
+            with open(path, "a") as handle:
+                handle.writelines(lines[start:start + 6])
+            for _ in range(3):
+                scraped = sum(samples(tailer.metrics(), "hydrafusion_turns_total").values())
+                saved = json.loads(checkpoint.read_text()) if checkpoint.exists() else {}
+                held = sum(row[1] for row in saved.get("metrics", {}).get(
+                    "hydrafusion_turns_total", []))
+                assert scraped <= held
+                comparisons += scraped > 0
+                time.sleep(0.05)
+    assert comparisons > 10
