@@ -166,6 +166,12 @@ def _add_run_options(parser: argparse.ArgumentParser, environ: dict[str, str]) -
         "stay in the saved state for the next run [$HYDRAFUSION_ONCE]",
     )
     parser.add_argument(
+        "--backfill-days", type=float, metavar="DAYS",
+        default=environ.get("HYDRAFUSION_BACKFILL_DAYS") or None,
+        help="with --from-start, read from their beginning only the logs written in the last "
+        "DAYS days; older ones from their end [$HYDRAFUSION_BACKFILL_DAYS, default: no limit]",
+    )
+    parser.add_argument(
         "--idle-timeout", type=float, metavar="SECONDS",
         # A string default goes through `type`, so a bad variable is a usage error too.
         default=environ.get("HYDRAFUSION_IDLE_TIMEOUT") or "1800",
@@ -291,6 +297,7 @@ def run(args: argparse.Namespace, environ: dict[str, str], on_pass=None) -> int:
         on_turn=on_turn,
         from_start=args.from_start or args.once,
         idle_timeout_s=args.idle_timeout,
+        backfill_days=args.backfill_days,
         saved=saved,
     )
     loop = _Loop(args, registry, metrics, tailer, outbox, on_pass)

@@ -49,7 +49,8 @@ class Tailer:
 
     Without saved state, logs that exist at start are read from their end unless
     `from_start`; logs that appear later, or that the saved state does not know, are new
-    sessions and are read from their beginning. A session whose log has not changed for
+    sessions and are read from their beginning. Logs found at start that were last written
+    more than `backfill_days` ago are read from their end all the same. A session whose log has not changed for
     `idle_timeout_s` has its open turns finished as `incomplete`.
     """
 
@@ -61,6 +62,7 @@ class Tailer:
         on_turn: Callable[[Turn], None],
         from_start: bool,
         idle_timeout_s: float,
+        backfill_days: float | None = None,
         saved: dict | None = None,
         watcher: SessionWatcher | None = None,
         clock: Callable[[], float] = time.time,
@@ -76,6 +78,7 @@ class Tailer:
         self._warned_drift: set[tuple[str, str]] = set()
         self._saved = (saved or {}).get("sessions", {})
         self._start_at_end = saved is None and not from_start
+        self._backfill_s = None if backfill_days is None else backfill_days * 86400
         self._first_pass = True
         self._unread: set[str] = set()
         self._level = UNCHANGED
@@ -153,12 +156,21 @@ class Tailer:
             session = Session(reader, turns)
             session.identity = saved["identity"] if reader.offset else None
             return session
-        if self._start_at_end and self._first_pass:
+        if self._first_pass and (self._start_at_end or self._beyond_backfill(path)):
             try:
                 reader.skip_to_end()
             except OSError:
                 pass  # reading it reports the problem
         return Session(reader, SessionTurns(session_id))
+
+    def _beyond_backfill(self, path: Path) -> bool:
+        """A log found at start that was last written before the backfill horizon."""
+        if self._backfill_s is None:
+            return False
+        try:
+            return self.clock() - os.stat(path).st_mtime > self._backfill_s
+        except OSError:
+            return False
 
     def _forget_saved_sessions_gone(self) -> int:
         """Sessions in the checkpoint whose logs were deleted while we were stopped."""

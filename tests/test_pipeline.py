@@ -184,3 +184,22 @@ def test_warning_limiter(caplog):
         limiter.warn("a", "problem %s", "a")
     assert [r.getMessage() for r in caplog.records] == [
         "problem a", "problem b", "problem a (and 4 more like it since the last warning)"]
+
+
+def test_backfill_horizon_reads_only_recent_logs_from_their_start(tmp_path):
+    recent = every_pattern("recent").write(tmp_path)
+    old = every_pattern("ancient").write(tmp_path)
+    now = recent.stat().st_mtime
+    os.utime(old, (now - 40 * 86400, now - 40 * 86400))
+    metrics = TurnMetrics(Registry())
+    finished = []
+    tailer = Tailer(tmp_path, metrics=metrics, on_turn=finished.append, from_start=True,
+                    idle_timeout_s=1800, backfill_days=30, clock=Clock(now))
+    tailer.poll()
+    assert {t.session_id for t in finished} == {"recent"}
+    with open(old, "a") as handle:  # the old session is resumed: its new turns count
+        writer = SessionWriter("ancient-resumed", START)
+        writer.single("gpt-5.6-sol")
+        handle.write("".join(line + "\n" for line in writer.lines()[1:]))
+    tailer.poll()
+    assert [t.session_id for t in finished].count("ancient") == 1
