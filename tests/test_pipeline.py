@@ -4,6 +4,9 @@ import logging
 import os
 import re
 import shutil
+import tracemalloc
+
+from hypothesis import given, strategies as st
 
 from exposition_helpers import samples
 from sessiongen import SessionWriter
@@ -203,3 +206,51 @@ def test_backfill_horizon_reads_only_recent_logs_from_their_start(tmp_path):
         handle.write("".join(line + "\n" for line in writer.lines()[1:]))
     tailer.poll()
     assert [t.session_id for t in finished].count("ancient") == 1
+
+
+DAMAGE = st.one_of(
+    st.binary(max_size=200).map(lambda b: b.replace(b"\n", b"")),
+    st.integers(1, 64).map(lambda n: b"\0" * n),
+    st.sampled_from([b"[]", b'"session.fusion_resolved"', b"42", b"null", b"{}",
+                     b'{"type":"session.fusion_completed","data":"\xff\xfe"}',
+                     b'{"type":"assistant.fusion_phase_completed","data":{"fusionId":']),
+)
+
+
+@given(st.lists(st.tuples(st.integers(0, 10_000), DAMAGE), max_size=12))
+def test_any_damage_between_lines_costs_no_turn(tmp_path_factory, damage):
+    """Whatever junk the crashes leave between good lines, every turn comes out intact."""
+    writer = every_pattern("fuzzed")
+    good = [line.encode() for line in writer.lines()]
+    lines = list(good)
+    for position, junk in sorted(damage, reverse=True):
+        lines.insert(position % (len(lines) + 1), junk)
+    state = tmp_path_factory.mktemp("fuzz")
+    (state / "fuzzed").mkdir()
+    (state / "fuzzed" / "events.jsonl").write_bytes(b"\n".join(lines) + b"\n")
+    tailer, metrics, finished = make_tailer(state, Clock(0))
+    tailer.poll()
+    assert [(t.fusion_id, t.outcome, t.usage.nano_aiu) for t in finished] == [
+        (t.fusion_id, t.outcome, t.nano_aiu) for t in writer.expected]
+    exposition = metrics.registry.render_final()
+    read = sum(samples(exposition, "hydrafusion_tailer_lines_total").values())
+    assert read == len(lines)
+
+
+def test_a_50_mb_line_is_passed_over_in_bounded_memory(tmp_path):
+    writer = every_pattern("huge")
+    lines = [line.encode() for line in writer.lines()]
+    huge = b'{"type":"tool.execution_complete","data":{"result":"' + b"x" * (50 << 20) + b'"}}'
+    path = tmp_path / "huge" / "events.jsonl"
+    path.parent.mkdir()
+    path.write_bytes(b"\n".join(lines[:5] + [huge] + lines[5:]) + b"\n")
+    del huge
+    tailer, metrics, finished = make_tailer(tmp_path, Clock(0))
+    tracemalloc.start()
+    try:
+        tailer.poll()
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert len(finished) == len(writer.expected)
+    assert peak < 20 << 20
