@@ -25,7 +25,9 @@ from .exposition import MetricsServer, Registry, write_textfile
 from .logs import log_turn
 from .metrics import MAX_MODELS, TurnMetrics
 from .otlp import OtlpExporter, parse_headers, parse_resource_attributes, traces_url
+from .history import History
 from .outbox import MAX_PENDING_SPANS, Outbox
+from .remote_write import RemoteWriter
 from .spans import turn_spans
 
 log = logging.getLogger("tailer")
@@ -38,6 +40,8 @@ EXPORT_BATCH_DELAY_S = 0.2
 CHECKPOINT_TURNS_S = 1.0
 CHECKPOINT_POSITIONS_S = 30.0
 TEXTFILE_REFRESH_S = 10.0
+HISTORY_FIRST_BACKOFF_S = 5.0
+HISTORY_MAX_BACKOFF_S = 60.0
 EXIT_USAGE = 2
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 
@@ -172,6 +176,19 @@ def _add_run_options(parser: argparse.ArgumentParser, environ: dict[str, str]) -
         "DAYS days; older ones from their end [$HYDRAFUSION_BACKFILL_DAYS, default: no limit]",
     )
     parser.add_argument(
+        "--history-url", metavar="URL|none",
+        default=environ.get("HYDRAFUSION_HISTORY_URL") or "none",
+        help="Prometheus remote-write URL (e.g. http://localhost:9090/api/v1/write) to which "
+        "turns read at start-up are pushed at the times they happened, or `none` "
+        "[$HYDRAFUSION_HISTORY_URL, default none]",
+    )
+    parser.add_argument(
+        "--history-labels", type=_labels, metavar="NAME=VALUE,...",
+        default=environ.get("HYDRAFUSION_HISTORY_LABELS") or "",
+        help="the labels Prometheus gives the tailer's series when it scrapes them (job and "
+        "instance), so history and scrapes are one series [$HYDRAFUSION_HISTORY_LABELS]",
+    )
+    parser.add_argument(
         "--idle-timeout", type=float, metavar="SECONDS",
         # A string default goes through `type`, so a bad variable is a usage error too.
         default=environ.get("HYDRAFUSION_IDLE_TIMEOUT") or "1800",
@@ -182,6 +199,16 @@ def _add_run_options(parser: argparse.ArgumentParser, environ: dict[str, str]) -
         "--log-level", type=_log_level, default=environ.get("HYDRAFUSION_LOG_LEVEL") or "INFO",
         help="DEBUG, INFO, WARNING or ERROR [$HYDRAFUSION_LOG_LEVEL, default INFO]",
     )
+
+
+def _labels(value: str) -> dict[str, str]:
+    labels = {}
+    for pair in filter(None, (item.strip() for item in value.split(","))):
+        name, separator, label_value = pair.partition("=")
+        if not separator or not name.strip():
+            raise argparse.ArgumentTypeError(f"expected NAME=VALUE, got {pair!r}")
+        labels[name.strip()] = label_value.strip()
+    return labels
 
 
 def _log_level(value: str) -> str:
@@ -260,6 +287,8 @@ def run(args: argparse.Namespace, environ: dict[str, str], on_pass=None) -> int:
         serve = args.metrics_address != "none" and not args.once
         address = parse_address(args.metrics_address) if serve else None
         endpoint = otlp_url(args.otlp_endpoint, environ)
+        if args.history_url != "none" and not {"job", "instance"} <= set(args.history_labels):
+            raise ValueError("--history-url needs --history-labels job=...,instance=...")
     except ValueError as error:
         print(f"hydrafusion-tailer: {error}", file=sys.stderr)
         return EXIT_USAGE
@@ -286,21 +315,27 @@ def run(args: argparse.Namespace, environ: dict[str, str], on_pass=None) -> int:
         (saved or {}).get("pending", []),
     )
 
-    def on_turn(turn) -> None:
-        outbox.submit(turn_spans(turn))
-        metrics.count_turn(turn)
-        log_turn(turn)
-
+    history = None
+    if args.history_url != "none":
+        history = History(
+            RemoteWriter(args.history_url),
+            args.history_labels,
+            bases=registry.current(metrics.turn_series()),
+            not_before_ms=(saved or {}).get("published_at_ms", 0),
+            now_ms=time.time_ns() // 1_000_000,
+            saved=(saved or {}).get("history"),
+        )
+    loop = _Loop(args, registry, metrics, outbox, history, on_pass)
     tailer = Tailer(
         args.state_dir,
         metrics=metrics,
-        on_turn=on_turn,
+        on_turn=loop.on_turn,
         from_start=args.from_start or args.once,
         idle_timeout_s=args.idle_timeout,
         backfill_days=args.backfill_days,
         saved=saved,
     )
-    loop = _Loop(args, registry, metrics, tailer, outbox, on_pass)
+    loop.tailer = tailer
     sessions = tailer.start()
     log.info(
         "hydrafusion-tailer %s: state dir %s, %d sessions, %s, OTLP %s, metrics %s, "
@@ -339,14 +374,19 @@ class _Loop:
     Registry.publish), so a crash never takes back a count a scrape has seen.
     """
 
-    def __init__(self, args, registry: Registry, metrics: TurnMetrics, tailer: Tailer,
-                 outbox: Outbox, on_pass=None):
+    def __init__(self, args, registry: Registry, metrics: TurnMetrics, outbox: Outbox,
+                 history: History | None, on_pass=None):
         self.args = args
         self.registry = registry
         self.metrics = metrics
-        self.tailer = tailer
+        self.tailer: Tailer | None = None
         self.outbox = outbox
+        self.history = history
         self.on_pass = on_pass
+        # Turns finished by the first pass were read at start-up: history, if they are old.
+        self._catching_up = True
+        self._next_push = 0.0
+        self._push_backoff = HISTORY_FIRST_BACKOFF_S
         self.lost_spans = 0
         self._dirty = UNCHANGED
         self._saved_at = float("-inf")
@@ -359,8 +399,11 @@ class _Loop:
             if self.on_pass is not None:
                 self.on_pass()
             self._dirty = max(self._dirty, self.tailer.poll(timeout=POLL_INTERVAL_S))
+            self._catching_up = False
             self._settle()
             now = time.monotonic()
+            if self.history is not None and self.history.pending and now >= self._next_push:
+                self._push_history(now)
             wait = {TURNS: CHECKPOINT_TURNS_S, POSITIONS: CHECKPOINT_POSITIONS_S}
             if self._dirty and now - self._saved_at >= wait[self._dirty]:
                 self.save()
@@ -369,12 +412,38 @@ class _Loop:
             if self.args.once:
                 return
 
+    def on_turn(self, turn) -> None:
+        self.outbox.submit(turn_spans(turn))
+        end_ms = turn.end_ns // 1_000_000
+        if self.history is not None and self._catching_up and self.history.takes(end_ms):
+            changes = self.metrics.turn_changes(turn)
+            touched = list({(f.name, tuple(sorted(l.items()))): (f, l)
+                            for f, l, _ in changes}.values())
+            before = self.registry.current(touched)
+            self.metrics.count_turn(turn)
+            self.history.record(end_ms, before, self.registry.current(touched))
+            self.registry.promote(touched)
+        else:
+            self.metrics.count_turn(turn)
+        log_turn(turn)
+
+    def _push_history(self, now: float) -> None:
+        if self.history.push(time.time_ns() // 1_000_000):
+            self._dirty = TURNS
+            self._push_backoff = HISTORY_FIRST_BACKOFF_S
+        else:
+            self._next_push = now + self._push_backoff
+            self._push_backoff = min(self._push_backoff * 2, HISTORY_MAX_BACKOFF_S)
+
     def save(self, final: bool = False) -> None:
         self._settle()
         state = {
             **self.tailer.state(),
             "metrics": self.registry.snapshot(),
             "pending": self.outbox.pending,
+            "history": self.history.state() if self.history is not None else None,
+            # The next run places no history sample at or before this moment.
+            "published_at_ms": time.time_ns() // 1_000_000,
         }
         try:
             checkpoint.save(self.args.checkpoint, state)

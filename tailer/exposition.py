@@ -159,8 +159,9 @@ class _Family:
     def load(self, data) -> object:
         return float(data)
 
-    def samples(self, labels: list[tuple[str, str]], value) -> list[str]:
-        return [_sample(self.name, labels, value)]
+    def values(self, labels: list[tuple[str, str]], value) -> list[tuple[str, list, float]]:
+        """The samples a series is made of: (sample name, labels, value)."""
+        return [(self.name, labels, value)]
 
 
 class Counter(_Family):
@@ -231,16 +232,16 @@ class Histogram(_Family):
             value.sum = float(data["sum"])
         return value
 
-    def samples(self, labels, state: _HistogramValue) -> list[str]:
-        lines = []
+    def values(self, labels, state: _HistogramValue) -> list[tuple[str, list, float]]:
+        samples = []
         cumulative = 0
         for bound, count in zip((*self.bounds, math.inf), state.bucket_counts):
             cumulative += count
             le = ("le", _format_value(bound))
-            lines.append(_sample(f"{self.name}_bucket", [*labels, le], cumulative))
-        lines.append(_sample(f"{self.name}_sum", labels, state.sum))
-        lines.append(_sample(f"{self.name}_count", labels, cumulative))
-        return lines
+            samples.append((f"{self.name}_bucket", [*labels, le], cumulative))
+        samples.append((f"{self.name}_sum", labels, state.sum))
+        samples.append((f"{self.name}_count", labels, cumulative))
+        return samples
 
 
 class Registry:
@@ -311,6 +312,24 @@ class Registry:
                     series.zero_for_scrape = bool(zero_for_scrape)
                     series.zero_until = now + float(hold_left)
 
+    def current(self, touched: list[tuple[_Family, dict]]) -> list[tuple[str, list, float]]:
+        """The true current samples of these series, for pushing them as history."""
+        with self._lock:
+            samples = []
+            for family, labels in touched:
+                key = self._key(family, labels)
+                series = self._series(family, labels)
+                samples.extend(family.values(list(zip(family.labelnames, key)), series.value))
+            return samples
+
+    def promote(self, touched: list[tuple[_Family, dict]]) -> None:
+        """No zero first for these series: their history already starts at zero."""
+        with self._lock:
+            for family, labels in touched:
+                series = self._series(family, labels)
+                series.zero_for_scrape = False
+                series.zero_until = float("-inf")
+
     def _add(self, family: _Family) -> _Family:
         with self._lock:
             if family.name in self._families:
@@ -323,14 +342,18 @@ class Registry:
 
     def _series(self, family: _Family, labels: dict[str, str] | None) -> _Series:
         """The series for labels, created pending if new. The caller holds the lock."""
-        labels = labels or {}
-        if set(labels) != set(family.labelnames):
-            raise ValueError(f"{family.name} takes labels {sorted(family.labelnames)}, got {sorted(labels)}")
-        key = tuple(self._admit(label, sanitise_label_value(labels[label])) for label in family.labelnames)
+        key = self._key(family, labels)
         series = family.series.get(key)
         if series is None:
             series = family.series[key] = _Series(family.zero(), family.zero_first, self._clock())
         return series
+
+    def _key(self, family: _Family, labels: dict[str, str] | None) -> tuple[str, ...]:
+        """The label values as the series is stored: sanitised, "other" past the caps."""
+        labels = labels or {}
+        if set(labels) != set(family.labelnames):
+            raise ValueError(f"{family.name} takes labels {sorted(family.labelnames)}, got {sorted(labels)}")
+        return tuple(self._admit(label, sanitise_label_value(labels[label])) for label in family.labelnames)
 
     def _admit(self, label: str, value: str) -> str:
         """value if the vocabulary of this label name knows it or has room for it, else "other"."""
@@ -353,7 +376,8 @@ class Registry:
                     series = family.series[key]
                     value = series.published if published else series.value
                     shown = family.zero() if family.zero_first and shows_zero(series, now) else value
-                    lines.extend(family.samples(list(zip(family.labelnames, key)), shown))
+                    labels = list(zip(family.labelnames, key))
+                    lines.extend(_sample(*sample) for sample in family.values(labels, shown))
         return "".join(line + "\n" for line in lines)
 
 

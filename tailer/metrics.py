@@ -15,7 +15,7 @@ import platform
 
 from . import __version__
 from .events import UnknownFusionEvent, Event
-from .exposition import Registry
+from .exposition import Histogram, Registry
 from .turns import Turn
 
 # The GenAI conventions' duration buckets (0.01 s doubling to 81.92 s), extended for
@@ -124,39 +124,69 @@ class TurnMetrics:
         self._newest_event_ns = 0
 
     def count_turn(self, turn: Turn) -> None:
+        for family, labels, amount in self.turn_changes(turn):
+            if isinstance(family, Histogram):
+                family.observe(labels, amount)
+            else:
+                family.inc(labels, amount)
+
+    def turn_changes(self, turn: Turn) -> list[tuple]:
+        """What one finished turn adds: (family, labels, amount to add or value to observe)."""
         pattern = turn.pattern
-        self.turns.inc({"pattern": pattern, "outcome": turn.outcome, "compound": _flag(turn.compound)})
-        self.turn_duration.observe({"pattern": pattern}, (turn.end_ns - turn.start_ns) / 1e9)
+        changes = [
+            (self.turns,
+             {"pattern": pattern, "outcome": turn.outcome, "compound": _flag(turn.compound)}, 1),
+            (self.turn_duration, {"pattern": pattern}, (turn.end_ns - turn.start_ns) / 1e9),
+        ]
         if turn.route_failure is not None:
-            self.route_failures.inc({"reason": turn.route_failure.reason or "unknown"})
+            changes.append(
+                (self.route_failures, {"reason": turn.route_failure.reason or "unknown"}, 1)
+            )
         elif turn.routing_latency_ms is not None and turn.resolved is not None:
-            self.routing_latency.observe(
+            changes.append((
+                self.routing_latency,
                 {"route_source": turn.resolved.route_source or "unknown"},
                 turn.routing_latency_ms / 1000,
-            )
+            ))
         for leg in turn.legs:
             kind = leg.phase_kind or "unknown"
             model = leg.model or "unknown"
             committed = _flag(turn.is_committed(leg))
             usage = leg.usage
-            self.legs.inc({
+            changes.append((self.legs, {
                 "pattern": pattern, "phase_kind": kind, "role": leg.role or "unknown",
                 "model": model, "status": leg.status or "unknown",
                 "verdict": leg.verdict or "none", "committed": committed,
-            })
-            self.aiu.inc(
+            }, 1))
+            changes.append((
+                self.aiu,
                 {"pattern": pattern, "phase_kind": kind, "model": model, "committed": committed},
                 usage.aiu,
-            )
+            ))
             for token_type, count in (
                 ("input", usage.input_tokens),
                 ("output", usage.output_tokens),
                 ("cache_read", usage.cache_read_tokens),
                 ("cache_write", usage.cache_write_tokens),
             ):
-                self.tokens.inc({"phase_kind": kind, "model": model, "type": token_type}, count)
-            self.requests.inc({"phase_kind": kind, "model": model}, usage.request_count)
-            self.leg_duration.observe({"phase_kind": kind, "model": model}, leg.duration_ms / 1000)
+                changes.append(
+                    (self.tokens, {"phase_kind": kind, "model": model, "type": token_type}, count)
+                )
+            changes.append((self.requests, {"phase_kind": kind, "model": model},
+                            usage.request_count))
+            changes.append((self.leg_duration, {"phase_kind": kind, "model": model},
+                            leg.duration_ms / 1000))
+        return changes
+
+    def turn_series(self) -> list[tuple]:
+        """Every series of the families count_turn feeds, as (family, labels)."""
+        families = (self.turns, self.legs, self.aiu, self.tokens, self.requests,
+                    self.route_failures, self.turn_duration, self.leg_duration,
+                    self.routing_latency)
+        return [
+            (family, dict(zip(family.labelnames, key)))
+            for family in families for key in list(family.series)
+        ]
 
     def count_line(self, outcome: str, reason: str | None = None, amount: int = 1) -> None:
         self.lines.inc({"outcome": outcome}, amount)

@@ -19,6 +19,7 @@ import urllib.request
 from contextlib import contextmanager
 from pathlib import Path
 from time import monotonic, sleep
+from typing import Sequence
 
 import pytest
 
@@ -100,11 +101,13 @@ class Prometheus:
 
 @contextmanager
 def running_prometheus(
-    tmp_path: Path, targets, scrape_interval: str = "1s", extra_config: dict | None = None
+    tmp_path: Path, targets, scrape_interval: str = "1s", extra_config: dict | None = None,
+    extra_flags: Sequence[str] = (),
 ):
     """Start Prometheus scraping targets (job "test"), yield a Prometheus once it is ready,
     and stop it afterwards. extra_config's top-level keys replace or extend the generated
-    configuration (e.g. rule_files, or scrape_configs to replace the job)."""
+    configuration (e.g. rule_files, or scrape_configs to replace the job); extra_flags are
+    added to the command line (e.g. --web.enable-remote-write-receiver)."""
     if PROMETHEUS is None:
         if os.environ.get("CI"):
             pytest.fail("CI must install Debian's prometheus package (.ci/run does)")
@@ -127,6 +130,7 @@ def running_prometheus(
                 f"--config.file={config_path}",
                 f"--storage.tsdb.path={directory / 'data'}",
                 f"--web.listen-address={urllib.parse.urlsplit(url).netloc}",
+                *extra_flags,
             ],
             stdout=log,
             stderr=subprocess.STDOUT,

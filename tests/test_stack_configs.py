@@ -222,6 +222,28 @@ def test_tempo_finds_and_keeps_spans_as_old_as_the_backfill_horizon(configs):
         assert go_duration_hours(value) > horizon_hours, f"{name}={value} is shorter than the backfill"
 
 
+def test_prometheus_takes_history_as_old_as_the_backfill_horizon(configs):
+    """The tailer pushes the counters of past turns at their times: the TSDB's out-of-order
+    window and the retention must reach back as far as the backfill does."""
+    days = int(configs[None]["services"]["tailer"]["environment"]["HYDRAFUSION_BACKFILL_DAYS"])
+    window = load_yaml("prometheus/prometheus.yml")["storage"]["tsdb"]["out_of_order_time_window"]
+    assert re.fullmatch(r"\d+d", window) and int(window[:-1]) > days
+    command = configs[None]["services"]["prometheus"]["command"]
+    assert "--web.enable-remote-write-receiver" in command
+    retention = next(flag.split("=", 1)[1] for flag in command
+                     if flag.startswith("--storage.tsdb.retention.time="))
+    assert int(retention.rstrip("d")) > days
+
+
+def test_history_is_pushed_under_the_labels_of_the_tailer_scrape(configs):
+    environment = configs[None]["services"]["tailer"]["environment"]
+    assert environment["HYDRAFUSION_HISTORY_URL"] == "http://prometheus:9090/api/v1/write"
+    labels = dict(pair.split("=", 1) for pair in environment["HYDRAFUSION_HISTORY_LABELS"].split(","))
+    [job] = [job for job in load_yaml("prometheus/prometheus.yml")["scrape_configs"]
+             if job["job_name"] == labels["job"]]
+    assert [labels["instance"]] == job["static_configs"][0]["targets"]
+
+
 # Grafana provisioning
 
 def test_grafana_datasources_have_fixed_uids_and_point_at_the_stack():

@@ -1,0 +1,207 @@
+"""History at its real time: turns read at start-up are counted in Prometheus when they happened."""
+
+import time
+from collections import defaultdict
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from prom import free_port, running_prometheus, single_value
+from sessiongen import SessionWriter
+from tailer.history import GRID_MS, History
+from tailer.remote_write import RemoteWriteError
+from tailerproc import running_tailer
+from test_daemon import every_pattern
+
+MINUTE = 60_000
+
+
+class FakeWriter:
+    def __init__(self, errors=()):
+        self.pushed = []
+        self.errors = list(errors)
+
+    def push(self, series):
+        if self.errors:
+            raise self.errors.pop(0)
+        self.pushed.append({dict(labels)["__name__"]: points for labels, points in series})
+
+
+def sample(value, name="x_total", **labels):
+    return (name, sorted(labels.items()), value)
+
+
+def make(writer, *, now, not_before=0, bases=(), saved=None):
+    return History(writer, {"job": "j", "instance": "i"}, bases=list(bases),
+                   not_before_ms=not_before, now_ms=now, saved=saved)
+
+
+def test_a_new_series_starts_at_zero_and_steps_on_the_grid():
+    writer = FakeWriter()
+    now = 100 * GRID_MS + 2 * MINUTE
+    history = make(writer, now=now)
+    history.record(10 * GRID_MS + MINUTE, [sample(0)], [sample(2)])
+    history.record(12 * GRID_MS, [sample(2)], [sample(5)])  # on a grid point: counted there
+    assert history.push(now)
+    points = writer.pushed[0]["x_total"]
+    assert points[:4] == [(10 * GRID_MS, 0.0), (11 * GRID_MS, 2), (12 * GRID_MS, 5),
+                          (13 * GRID_MS, 5)]
+    assert points[-1] == (100 * GRID_MS, 5)
+    assert [b - a for (a, _), (b, _) in zip(points, points[1:])] == [GRID_MS] * (len(points) - 1)
+    assert not history.pending
+
+
+def test_a_series_that_existed_starts_from_its_value_and_labels_match_the_scrape():
+    writer = FakeWriter()
+    history = make(writer, now=50 * GRID_MS, bases=[sample(7, kind="a")])
+    history.record(20 * GRID_MS + 1, [sample(7, kind="a")], [sample(9, kind="a")])
+    history.push(50 * GRID_MS)
+    assert writer.pushed[0]["x_total"][:2] == [(20 * GRID_MS, 7), (21 * GRID_MS, 9)]
+
+
+def test_nothing_is_placed_at_or_before_the_last_publish():
+    """Prometheus may hold scrapes up to then; an older, larger sample would look like a reset."""
+    writer = FakeWriter()
+    not_before = 30 * GRID_MS + 2 * MINUTE
+    history = make(writer, now=60 * GRID_MS, not_before=not_before, bases=[sample(4)])
+    history.record(5 * GRID_MS, [sample(4)], [sample(6)])  # read again after a crash
+    history.push(60 * GRID_MS)
+    points = writer.pushed[0]["x_total"]
+    assert points[0] == (31 * GRID_MS, 6)
+    assert all(at > not_before for at, _ in points)
+
+
+def test_a_new_series_next_to_the_last_publish_still_gets_its_zero():
+    writer = FakeWriter()
+    not_before = 30 * GRID_MS + 2 * MINUTE
+    history = make(writer, now=60 * GRID_MS, not_before=not_before)
+    history.record(30 * GRID_MS + 3 * MINUTE, [sample(0)], [sample(6)])
+    history.push(60 * GRID_MS)
+    assert writer.pushed[0]["x_total"][:2] == [(not_before + 1, 0.0), (31 * GRID_MS, 6)]
+
+
+def test_turns_after_the_last_grid_point_are_left_to_the_scrapes():
+    history = make(FakeWriter(), now=40 * GRID_MS + MINUTE, not_before=10 * GRID_MS)
+    assert history.takes(39 * GRID_MS)
+    assert history.takes(40 * GRID_MS)
+    assert not history.takes(40 * GRID_MS + 1)
+    assert make(FakeWriter(), now=40 * GRID_MS + MINUTE, not_before=40 * GRID_MS).takes(
+        3 * GRID_MS) is False
+
+
+def test_retryable_failures_keep_history_and_refusals_drop_it(caplog):
+    writer = FakeWriter([RemoteWriteError("connection refused", retryable=True),
+                         RemoteWriteError("out of bounds", retryable=False)])
+    history = make(writer, now=9 * GRID_MS)
+    history.record(3 * GRID_MS, [sample(0)], [sample(1)])
+    assert not history.push(9 * GRID_MS) and history.pending
+    saved = history.state()
+    again = make(writer, now=10**12, saved=saved)  # a restart in between
+    assert again.pending
+    assert again.push(9 * GRID_MS) and not again.pending
+    assert "refused" in caplog.text and writer.pushed == []
+
+
+# Against a real Prometheus (Debian's 2.42): three past days, then live turns.
+
+DAYS = 3
+
+
+def three_past_days():
+    """One session a day on the three UTC days before yesterday, each with every pattern."""
+    today = datetime.now(timezone.utc).replace(hour=0, minute=0, second=0, microsecond=0)
+    first = today - timedelta(days=DAYS + 1)
+    writers = [every_pattern(f"day-{n}", first + timedelta(days=n, hours=9 + n))
+               for n in range(DAYS)]
+    return first, writers
+
+
+def truth_by_day(turns, first):
+    days = defaultdict(lambda: defaultdict(float))
+    for turn in turns:
+        end = datetime.fromisoformat(turn.end_timestamp.replace("Z", "+00:00"))
+        day = days[(end - first).days]
+        day["turns"] += 1
+        day["compound"] += len(set(turn.models)) > 1
+        for leg in turn.legs:
+            day["aiu"] += leg.nano_aiu / 1e9
+            day["review"] += 0 if leg.committed else leg.nano_aiu / 1e9
+            if leg.phase_kind == "judge":
+                day["judged"] += 1
+                day["rejected"] += leg.verdict == "reject"
+    return days
+
+
+def value_at(prom, expr, at):
+    return single_value(prom.query(expr, time=at))
+
+
+def test_history_lands_on_its_days_and_live_counting_goes_on(tmp_path):
+    state = tmp_path / "state"
+    state.mkdir()
+    first, writers = three_past_days()
+    for writer in writers:
+        writer.write(state)
+    expected = [turn for writer in writers for turn in writer.expected]
+    port = free_port()
+    with running_prometheus(
+        tmp_path, [f"127.0.0.1:{port}"], scrape_interval="1s",
+        extra_config={"storage": {"tsdb": {"out_of_order_time_window": "31d"}}},
+        extra_flags=["--web.enable-remote-write-receiver"],
+    ) as prom:
+        args = ("--state-dir", str(state), "--from-start", "--otlp-endpoint", "none",
+                "--checkpoint", str(tmp_path / "cp.json"),
+                "--history-url", f"{prom.url}/api/v1/write",
+                "--history-labels", f"job=test,instance=127.0.0.1:{port}")
+        with running_tailer(tmp_path, *args, metrics_port=port) as tailer:
+            tailer.wait_for_log("history: pushed")
+            days = truth_by_day(expected, first)
+            for day in range(DAYS):
+                end = (first + timedelta(days=day + 1)).timestamp()
+                truth = days[day]
+                assert value_at(prom, "sum(increase(hydrafusion_aiu_total[1d]))", end) == \
+                    pytest.approx(truth["aiu"], rel=1e-9)
+                assert value_at(
+                    prom, 'sum(increase(hydrafusion_turns_total{compound="true"}[1d]))'
+                    " / sum(increase(hydrafusion_turns_total[1d]))", end
+                ) == pytest.approx(truth["compound"] / truth["turns"], rel=1e-9)
+                assert value_at(
+                    prom, 'sum(increase(hydrafusion_legs_total{phase_kind="judge",'
+                    'verdict="reject"}[1d])) / sum(increase(hydrafusion_legs_total'
+                    '{phase_kind="judge"}[1d]))', end
+                ) == pytest.approx(truth["rejected"] / truth["judged"], rel=1e-9)
+                assert value_at(
+                    prom, 'sum(increase(hydrafusion_aiu_total{committed="false"}[1d]))'
+                    " / sum(increase(hydrafusion_aiu_total[1d]))", end
+                ) == pytest.approx(truth["review"] / truth["aiu"], rel=1e-9)
+            # The day before the first: nothing, and no spike at start-up either.
+            start_up = time.time()
+            assert (value_at(prom, "sum(increase(hydrafusion_aiu_total[1d]))",
+                             first.timestamp()) or 0) == 0
+
+            live = SessionWriter("live-now", datetime.now(timezone.utc) - timedelta(minutes=1))
+            live.single("gpt-5.6-sol")
+            live.write(state)
+            tailer.wait_for_log(live.expected[0].fusion_id[:20])
+            settled = time.time()
+            last = prom.wait_for(
+                "max(timestamp(hydrafusion_tailer_build_info))",
+                lambda r: r and float(r[0]["value"][1]) > settled + 2)
+            at = float(last[0]["value"][1])
+            window = f"[{int(at - first.timestamp()) + 3600}s]"
+            assert value_at(prom, f"sum(resets(hydrafusion_aiu_total{window}))", at) == 0
+            assert value_at(prom, f"sum(increase(hydrafusion_aiu_total{window}))", at) == \
+                pytest.approx(sum(t.nano_aiu for t in expected + live.expected) / 1e9,
+                              rel=1e-9)
+            # The live turn lands now and the history does not: the last 10 minutes hold
+            # one turn (increase() extrapolates a little at the window's start).
+            assert 1 <= value_at(prom, "sum(increase(hydrafusion_turns_total[10m]))", at) < 2
+            assert at > start_up
+        # A restart pushes nothing again and changes no figure.
+        with running_tailer(tmp_path, *args, metrics_port=port) as tailer:
+            time.sleep(3)
+            assert "history: pushed" not in tailer.log()
+        for day in range(DAYS):
+            end = (first + timedelta(days=day + 1)).timestamp()
+            assert value_at(prom, "sum(increase(hydrafusion_aiu_total[1d]))", end) == \
+                pytest.approx(days[day]["aiu"], rel=1e-9)
