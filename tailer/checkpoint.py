@@ -35,10 +35,10 @@ class CheckpointError(Exception):
     """The saved state cannot be used: unreadable, not ours, or from another version."""
 
 
-def default_path(environ: dict[str, str]) -> Path:
-    """$XDG_STATE_HOME/hydrafusion/checkpoint.json, else ~/.local/state/hydrafusion/…"""
+def default_path(environ: dict[str, str], name: str = "checkpoint.json") -> Path:
+    """$XDG_STATE_HOME/hydrafusion/NAME, else ~/.local/state/hydrafusion/NAME."""
     base = environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state"
-    return Path(base, "hydrafusion", "checkpoint.json")
+    return Path(base, "hydrafusion", name)
 
 
 def save(path: Path, state: dict) -> None:
@@ -67,7 +67,22 @@ def load(path: Path) -> dict | None:
         raise CheckpointError(f"cannot read {path}: {error}") from error
     if not isinstance(state, dict) or state.get("version") != VERSION:
         raise CheckpointError(f"{path} is not a version {VERSION} checkpoint")
+    try:
+        _check(state)
+    except (KeyError, TypeError, ValueError, AttributeError) as error:
+        raise CheckpointError(f"{path} is damaged ({type(error).__name__}: {error})") from error
     return state
+
+
+def _check(state: dict) -> None:
+    """Raise on a checkpoint that is not shaped as `save` writes them (a hand edit, say)."""
+    for saved in state["sessions"].values():
+        int(saved["offset"]), int(saved["line"]), list(saved["finished"])
+        for turn in saved["open"]:
+            turn_from_data(turn)
+    dict(state["metrics"])
+    for trace in state["pending"]:
+        trace[0]["traceId"]
 
 
 def turn_to_data(turn: Turn) -> dict:

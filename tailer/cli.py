@@ -10,6 +10,7 @@ import argparse
 import logging
 import os
 import sys
+import urllib.parse
 from pathlib import Path
 
 from . import __version__, checkpoint, doctor, scrub
@@ -64,14 +65,14 @@ def build_parser(environ: dict[str, str]) -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     _add_run_options(
         commands.add_parser("run", help="follow the session logs (the default command)"),
-        environ,
+        environ, "checkpoint.json",
     )
     demo_parser = commands.add_parser(
         "demo",
         help="replay the fixture sessions in --state-dir at recent times, then a turn every "
         "--replay-interval seconds (what `docker compose --env-file demo.env up` runs)",
     )
-    _add_run_options(demo_parser, environ)
+    _add_run_options(demo_parser, environ, "demo-checkpoint.json")
     demo_parser.add_argument(
         "--replay-interval", type=float, metavar="SECONDS",
         default=environ.get("HYDRAFUSION_REPLAY_INTERVAL") or "30",
@@ -98,7 +99,11 @@ def build_parser(environ: dict[str, str]) -> argparse.ArgumentParser:
     return parser
 
 
-def _add_run_options(parser: argparse.ArgumentParser, environ: dict[str, str]) -> None:
+def _add_run_options(
+    parser: argparse.ArgumentParser, environ: dict[str, str], checkpoint_name: str
+) -> None:
+    """The options of `run` and `demo`; each has a checkpoint of its own by default, so a
+    demo never takes over the real sessions' state."""
     parser.add_argument(
         "--state-dir", type=Path, default=default_state_dir(environ),
         help="Copilot session-state folder [$COPILOT_STATE_DIR, else "
@@ -136,9 +141,9 @@ def _add_run_options(parser: argparse.ArgumentParser, environ: dict[str, str]) -
     parser.add_argument(
         "--checkpoint", type=Path, metavar="FILE",
         default=Path(environ["HYDRAFUSION_CHECKPOINT"]) if environ.get("HYDRAFUSION_CHECKPOINT")
-        else checkpoint.default_path(environ),
+        else checkpoint.default_path(environ, checkpoint_name),
         help="where the tailer keeps its state between runs [$HYDRAFUSION_CHECKPOINT, default "
-        "$XDG_STATE_HOME/hydrafusion/checkpoint.json or ~/.local/state/hydrafusion/…]",
+        f"$XDG_STATE_HOME/hydrafusion/{checkpoint_name} or ~/.local/state/hydrafusion/…]",
     )
     parser.add_argument(
         "--once", action="store_true", default=_flag(environ, "HYDRAFUSION_ONCE"),
@@ -220,8 +225,11 @@ def main(argv: list[str] | None = None, environ: dict[str, str] | None = None) -
         serve = args.metrics_address != "none" and not args.once
         args.metrics_bind = parse_address(args.metrics_address) if serve else None
         args.traces_url = otlp_url(args.otlp_endpoint, environ)
-        if args.history_url != "none" and not {"job", "instance"} <= set(args.history_labels):
-            raise ValueError("--history-url needs --history-labels job=...,instance=...")
+        if args.history_url != "none":
+            if urllib.parse.urlsplit(args.history_url).scheme not in ("http", "https"):
+                raise ValueError(f"--history-url is not an http(s) URL: {args.history_url!r}")
+            if not {"job", "instance"} <= set(args.history_labels):
+                raise ValueError("--history-url needs --history-labels job=...,instance=...")
     except ValueError as error:
         print(f"hydrafusion-tailer: {error}", file=sys.stderr)
         return EXIT_USAGE

@@ -52,6 +52,7 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Callable
 from urllib.parse import urlsplit
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
@@ -100,23 +101,28 @@ def _sample(name: str, labels: list[tuple[str, str]], value: float) -> str:
     return f"{name}{{{pairs}}} {_format_value(value)}"
 
 
+# How far a series is through zero first, for scrapes.
+PENDING, SERVED, DONE = "pending", "served", "done"
+
+
 class _Series:
     """One label set: its true value, and how far it is through zero first."""
 
-    __slots__ = ("value", "published", "zero_for_scrape", "zero_until")
+    __slots__ = ("value", "published", "scrape_zero", "zero_until")
 
     def __init__(self, value, zero_first: bool, now: float):
         self.value = value
         self.published = copy.deepcopy(value)
-        self.zero_for_scrape = zero_first
+        self.scrape_zero = PENDING if zero_first else DONE
         self.zero_until = now + ZERO_HOLD_SECONDS if zero_first else now
 
 
 def _scrape_shows_zero(series: _Series, now: float) -> bool:
-    if series.zero_for_scrape and now < series.zero_until:
-        series.zero_for_scrape = False
-        return True
-    return False
+    """A served zero goes on being shown until the next save_and_publish: only then is the
+    fact that a scrape saw it saved, so a restart cannot show the zero after the value."""
+    if series.scrape_zero == PENDING and now < series.zero_until:
+        series.scrape_zero = SERVED
+    return series.scrape_zero == SERVED
 
 
 def _textfile_shows_zero(series: _Series, now: float) -> bool:
@@ -124,7 +130,7 @@ def _textfile_shows_zero(series: _Series, now: float) -> bool:
 
 
 def _final_shows_zero(series: _Series, now: float) -> bool:
-    series.zero_for_scrape = False
+    series.scrape_zero = DONE
     series.zero_until = now
     return False
 
@@ -253,6 +259,8 @@ class Registry:
         self._lock = threading.Lock()
         self._families: dict[str, _Family] = {}
         self._label_values: dict[str, set[str]] = {}
+        # A scrape was shown a zero that no checkpoint records yet: the tailer saves soon.
+        self.served_zeros = False
 
     def counter(self, name: str, help: str, labelnames=()) -> Counter:
         return self._add(Counter(self, name, help, labelnames))
@@ -275,25 +283,39 @@ class Registry:
         """Every series at its true value, all promoted: for the exit and --once."""
         return self._render(_final_shows_zero, published=False)
 
-    def publish(self) -> None:
-        """Let scrapes see the values as they are now (see "Published values" above)."""
+    def save_and_publish(self, save: Callable[[dict], None]) -> None:
+        """Hand a snapshot to `save`, then let scrapes see the values as they are now.
+
+        Both under the lock, so no scrape falls between them (see "Published values"). A
+        `save` that raises still publishes: the tailer keeps counting when the disk fails.
+        """
         with self._lock:
-            for family in self._families.values():
-                for series in family.series.values():
-                    series.published = copy.deepcopy(series.value)
+            try:
+                save(self._snapshot())
+            finally:
+                self.served_zeros = False
+                for family in self._families.values():
+                    for series in family.series.values():
+                        series.published = copy.deepcopy(series.value)
+                        if series.scrape_zero == SERVED:
+                            series.scrape_zero = DONE
 
     def snapshot(self) -> dict:
         """Every series with its value and zero-first state, as plain data for a checkpoint."""
         with self._lock:
-            now = self._clock()
-            return {
-                name: [
-                    [list(key), family.dump(series.value), series.zero_for_scrape,
-                     max(series.zero_until - now, 0.0)]
-                    for key, series in family.series.items()
-                ]
-                for name, family in self._families.items()
-            }
+            return self._snapshot()
+
+    def _snapshot(self) -> dict:
+        # A served zero is saved as done: the publish that follows every save shows the value.
+        now = self._clock()
+        return {
+            name: [
+                [list(key), family.dump(series.value), series.scrape_zero == PENDING,
+                 max(series.zero_until - now, 0.0)]
+                for key, series in family.series.items()
+            ]
+            for name, family in self._families.items()
+        }
 
     def restore(self, snapshot: dict) -> None:
         """Take back the series of a snapshot, published; families no longer declared are skipped."""
@@ -303,13 +325,13 @@ class Registry:
                 family = self._families.get(name)
                 if family is None:
                     continue
-                for key, value, zero_for_scrape, hold_left in rows:
+                for key, value, scrape_zero_pending, hold_left in rows:
                     if len(key) != len(family.labelnames):
                         continue
                     series = self._series(family, dict(zip(family.labelnames, key)))
                     series.value = family.load(value)
                     series.published = copy.deepcopy(series.value)
-                    series.zero_for_scrape = bool(zero_for_scrape)
+                    series.scrape_zero = PENDING if scrape_zero_pending else DONE
                     series.zero_until = now + float(hold_left)
 
     def current(self, touched: list[tuple[_Family, dict]]) -> list[tuple[str, list, float]]:
@@ -327,7 +349,7 @@ class Registry:
         with self._lock:
             for family, labels in touched:
                 series = self._series(family, labels)
-                series.zero_for_scrape = False
+                series.scrape_zero = DONE
                 series.zero_until = float("-inf")
 
     def _add(self, family: _Family) -> _Family:
@@ -375,7 +397,10 @@ class Registry:
                 for key in sorted(family.series):
                     series = family.series[key]
                     value = series.published if published else series.value
-                    shown = family.zero() if family.zero_first and shows_zero(series, now) else value
+                    zero = family.zero_first and shows_zero(series, now)
+                    if zero and series.scrape_zero == SERVED:
+                        self.served_zeros = True
+                    shown = family.zero() if zero else value
                     labels = list(zip(family.labelnames, key))
                     lines.extend(_sample(*sample) for sample in family.values(labels, shown))
         return "".join(line + "\n" for line in lines)

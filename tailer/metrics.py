@@ -188,6 +188,12 @@ class TurnMetrics:
             for family in families for key in list(family.series)
         ]
 
+    def restore(self, snapshot: dict) -> None:
+        """Counters from a checkpoint; the newest event time must not go back either."""
+        self.registry.restore(snapshot)
+        for _, value, _, _ in snapshot.get(self.last_event.name, []):
+            self._newest_event_ns = max(self._newest_event_ns, int(value * 1e9))
+
     def count_line(self, outcome: str, reason: str | None = None, amount: int = 1) -> None:
         self.lines.inc({"outcome": outcome}, amount)
         if reason is not None:

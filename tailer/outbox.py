@@ -11,11 +11,14 @@ where the checkpoint and the metrics are updated, so both stay one consistent cu
 
 from __future__ import annotations
 
+import logging
 import queue
 from collections import OrderedDict
 from typing import Callable
 
 from .otlp import OtlpExporter
+
+log = logging.getLogger("tailer")
 
 # Past this many spans waiting (about two thousand turns), the exporter drops the oldest
 # traces and reports them: the bound keeps the checkpoint, which holds them, a few MB.
@@ -34,6 +37,9 @@ class Outbox:
         self._exporter = connect(self._report) if connect else None
         self._pending: OrderedDict[str, list[dict]] = OrderedDict()
         self.pending_spans = 0
+        if self._exporter is None and pending:
+            log.warning("%d traces kept for the collector are dropped: no OTLP endpoint",
+                        len(pending))
         for spans in pending:
             self.submit(spans)
 

@@ -91,7 +91,7 @@ def run(args: argparse.Namespace, environ: dict[str, str], on_pass=None) -> int:
     registry = Registry(label_value_limits={"model": MAX_MODELS})
     metrics = TurnMetrics(registry)
     if saved is not None:
-        registry.restore(saved.get("metrics", {}))
+        metrics.restore(saved.get("metrics", {}))
     server = None
     if address is not None:
         try:
@@ -195,6 +195,8 @@ class _Loop:
             self._dirty = max(self._dirty, self.tailer.poll(timeout=POLL_INTERVAL_S))
             self._catching_up = False
             self._settle()
+            if self.registry.served_zeros:
+                self._dirty = TURNS
             now = time.monotonic()
             if self.history is not None and self.history.pending and now >= self._next_push:
                 self._push_history(now)
@@ -233,21 +235,23 @@ class _Loop:
         self._settle()
         state = {
             **self.tailer.state(),
-            "metrics": self.registry.snapshot(),
             "pending": self.outbox.pending,
             "history": self.history.state() if self.history is not None else None,
             # The next run places no history sample at or before this moment.
             "published_at_ms": time.time_ns() // 1_000_000,
         }
-        try:
-            checkpoint.save(self.args.checkpoint, state)
-            self._save_failed = False
-        except OSError as error:
-            if not self._save_failed:
-                log.warning("cannot save the checkpoint %s: %s", self.args.checkpoint,
-                            error.strerror)
-            self._save_failed = True
-        self.registry.publish()
+
+        def save_with(metrics: dict) -> None:
+            try:
+                checkpoint.save(self.args.checkpoint, {**state, "metrics": metrics})
+                self._save_failed = False
+            except OSError as error:
+                if not self._save_failed:
+                    log.warning("cannot save the checkpoint %s: %s", self.args.checkpoint,
+                                error.strerror)
+                self._save_failed = True
+
+        self.registry.save_and_publish(save_with)
         self._saved_at = time.monotonic()
         self._dirty = UNCHANGED
         self._write_textfile(final)

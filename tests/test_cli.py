@@ -160,3 +160,18 @@ def test_scrub_command_removes_every_text(tmp_path):
     assert CANARY not in log.read_text() and "to-share" not in str(log)
     again = run_once("--state-dir", str(tmp_path / "clean"), "--otlp-endpoint", "none")
     assert again.stderr.count(" fusion fusion-") == 9
+
+
+def test_bad_history_options_are_usage_errors(tmp_path):
+    for extra in (["--history-url", "foo"],
+                  ["--history-url", "http://localhost:9090/api/v1/write"],
+                  ["--history-url", "http://p/api/v1/write", "--history-labels", "job"]):
+        result = run_once("--state-dir", str(tmp_path), "--otlp-endpoint", "none", *extra)
+        assert result.returncode == 2, extra
+        assert "Traceback" not in result.stderr
+
+
+def test_demo_keeps_a_checkpoint_of_its_own():
+    run_args, demo_args = parse_args(["run"], {}), parse_args(["demo"], {})
+    assert run_args.checkpoint != demo_args.checkpoint
+    assert demo_args.checkpoint.name == "demo-checkpoint.json"

@@ -233,3 +233,16 @@ def test_a_scrape_never_sees_a_count_the_checkpoint_does_not_hold(tmp_path):
                 comparisons += scraped > 0
                 time.sleep(0.05)
     assert comparisons > 10
+
+
+def test_a_damaged_checkpoint_is_moved_aside_and_the_tailer_starts_afresh(tmp_path):
+    state, checkpoint = tmp_path / "state", tmp_path / "cp.json"
+    state.mkdir()
+    every_pattern("damaged-checkpoint").write(state)
+    checkpoint.write_text('{"version": 1, "sessions": {"x": {"offset": "soon"}}}')
+    result = run_once("--state-dir", str(state), "--checkpoint", str(checkpoint),
+                      "--otlp-endpoint", "none")
+    assert result.returncode == 0, result.stderr
+    assert "damaged" in result.stderr
+    assert (tmp_path / "cp.json.unreadable").exists()
+    assert json.loads(checkpoint.read_text())["version"] == 1

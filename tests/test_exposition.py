@@ -28,14 +28,19 @@ class FakeClock:
         return self.now
 
 
+def publish(registry: Registry) -> None:
+    """As the tailer does after saving its checkpoint (here, saving nothing)."""
+    registry.save_and_publish(lambda snapshot: None)
+
+
 def scrape(registry: Registry) -> str:
     """What a scrape sees right after the tailer published (see "Published values")."""
-    registry.publish()
+    publish(registry)
     return registry.render()
 
 
 def textfile(registry: Registry) -> str:
-    registry.publish()
+    publish(registry)
     return registry.render_textfile()
 
 
@@ -365,7 +370,7 @@ def fetch(url: str, method: str = "GET"):
 def test_metrics_are_served_with_the_exact_content_type(served):
     registry, url = served
     registry.gauge("g", "x").set(None, 1)
-    registry.publish()
+    publish(registry)
     status, content_type, body = fetch(f"{url}/metrics")
     assert (status, content_type) == (200, "text/plain; version=0.0.4; charset=utf-8")
     assert b"\ng 1\n" in body
@@ -406,8 +411,10 @@ def test_real_prometheus_counts_the_first_increment_of_a_new_series(tmp_path):
         with running_prometheus(tmp_path, targets=[f"127.0.0.1:{server.port}"], scrape_interval="1s") as prom:
             prom.wait_for("up", lambda result: single_value(result) == 1)
             things.inc({"kind": "new"}, 3)
-            registry.publish()
+            publish(registry)
             new = 'demo_things_total{kind="new"}'
+            prom.wait_for(f"count_over_time({new}[1m])", lambda result: (single_value(result) or 0) >= 1)
+            publish(registry)  # as the tailer does once a scrape has seen the zero
             prom.wait_for(f"count_over_time({new}[1m])", lambda result: (single_value(result) or 0) >= 5)
             assert single_value(prom.query(f"max_over_time({new}[1m]) - min_over_time({new}[1m])")) == 3
             # increase() extrapolates towards the end of the window (not below the zero
@@ -427,7 +434,7 @@ def test_scrapes_see_only_published_values():
     counter.inc(None, 2)
     assert sample_lines(registry.render(), "c_total") == ["c_total 0"]
     assert sample_lines(registry.render_textfile(), "c_total") == ["c_total 0"]
-    registry.publish()
+    publish(registry)
     counter.inc(None, 5)
     assert sample_lines(registry.render(), "c_total") == ["c_total 2"]
     assert sample_lines(registry.render_final(), "c_total") == ["c_total 7"]
@@ -439,7 +446,7 @@ def test_snapshot_and_restore_keep_values_and_zero_first_state():
     counter = first.counter("c_total", "x", ["kind"])
     histogram = first.histogram("h", "x", ["kind"], [1, 2])
     counter.inc({"kind": "seen"}, 3)
-    first.publish()
+    publish(first)
     first.render()  # a scrape saw "seen" at zero
     counter.inc({"kind": "unseen"}, 4)
     histogram.observe({"kind": "a"}, 1.5)
@@ -453,6 +460,7 @@ def test_snapshot_and_restore_keep_values_and_zero_first_state():
     text = second.render()
     # Restored values are published at once; a series no scrape saw at zero still shows zero.
     assert sample_lines(text, "c_total") == ['c_total{kind="seen"} 3', 'c_total{kind="unseen"} 0']
+    publish(second)  # the tailer saves soon after a zero was served
     assert sample_lines(second.render(), "c_total")[1] == 'c_total{kind="unseen"} 4'
     assert 'h_bucket{kind="a",le="2"} 1' in second.render_final()
     assert "h_sum{kind=\"a\"} 1.5" in second.render_final()
@@ -464,3 +472,33 @@ def test_restore_skips_families_no_longer_declared():
     registry.restore({"gone_total": [[[], 5, False, 0]], "kept_total": [[[], 2, False, 0]]})
     assert "gone_total" not in registry.render_final()
     assert sample_lines(registry.render(), "kept_total") == ["kept_total 2"]
+
+
+def test_a_served_zero_stays_until_the_save_that_records_it():
+    """Otherwise a crash after a scrape saw the value, before the save, would show the zero
+    again on restart: Prometheus would read a reset and count the value twice."""
+    registry = Registry()
+    counter = registry.counter("c_total", "x", ["kind"])
+    counter.inc({"kind": "a"}, 3)
+    saved = []
+    registry.save_and_publish(saved.append)
+    assert sample_lines(registry.render(), "c_total") == ['c_total{kind="a"} 0']
+    assert sample_lines(registry.render(), "c_total") == ['c_total{kind="a"} 0']
+    assert registry.served_zeros  # the tailer's loop sees it and saves
+    registry.save_and_publish(saved.append)
+    assert saved[0]["c_total"][0][2] is True  # before any scrape: still to be shown at zero
+    assert registry.served_zeros is False
+    assert saved[1]["c_total"][0][2] is False  # saved as done, and only then...
+    assert sample_lines(registry.render(), "c_total") == ['c_total{kind="a"} 3']  # ...shown
+
+
+def test_a_failed_save_still_publishes():
+    registry = Registry()
+    registry.gauge("g", "x").set(None, 4)
+
+    def broken(snapshot):
+        raise OSError(28, "No space left on device")
+
+    with pytest.raises(OSError):
+        registry.save_and_publish(broken)
+    assert sample_lines(registry.render(), "g") == ["g 4"]

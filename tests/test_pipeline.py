@@ -254,3 +254,15 @@ def test_a_50_mb_line_is_passed_over_in_bounded_memory(tmp_path):
         tracemalloc.stop()
     assert len(finished) == len(writer.expected)
     assert peak < 20 << 20
+
+
+def test_the_newest_event_time_does_not_go_back_after_a_restart():
+    from tailer.events import SessionEnded
+
+    before = TurnMetrics(Registry())
+    before.count_event(SessionEnded(2_000 * 10**9))
+    after = TurnMetrics(Registry())
+    after.restore(before.registry.snapshot())
+    after.count_event(SessionEnded(1_000 * 10**9))  # an older log read after the restart
+    assert samples(after.registry.render_final(),
+                   "hydrafusion_tailer_last_event_timestamp_seconds") == {(): 2000}
