@@ -470,3 +470,31 @@ class SessionWriter:
                                           separators=(",", ":"), ensure_ascii=False))
             self._last_id = event_id
         self._pending.clear()
+
+
+START = datetime(2026, 11, 4, 10, tzinfo=timezone.utc)
+
+
+def every_pattern(session_id: str, start: datetime = START) -> SessionWriter:
+    """One session with a turn of every kind the tailer must rebuild, in the CLI's order:
+    single, cascade accepted and rejected, critique without and with a revision, a failed
+    leg, a route failure, a turn that never completes, and one more after a resume."""
+    writer = SessionWriter(session_id, start)
+    writer.single("gpt-5.6-sol")
+    writer.cascade("mai-code-1.1-flash", "gpt-5.6-sol")
+    writer.cascade("mai-code-1.1-flash", "gpt-5.6-sol", verdict="reject",
+                   repair_model="gpt-5.6-sol")
+    writer.critique("gpt-5.6-sol", ["claude-sonnet-4.6"])
+    writer.critique("gpt-5.6-sol", ["claude-sonnet-4.6", "gemini-3.1-pro"],
+                    revision_model="gpt-5.6-sol")
+    writer.degraded("mai-code-1.1-flash", "gpt-5.6-sol")
+    writer.route_failed("gpt-5.6-mini")
+    writer.incomplete("mai-code-1.1-flash", "gpt-5.6-sol")
+    writer.resume()
+    writer.single("claude-sonnet-4.6")
+    writer.shutdown()
+    return writer
+
+
+EVERY_PATTERN_KINDS = ("single", "accept", "reject", "critique", "revision", "degraded",
+                       "route_failed", "incomplete", "resumed")

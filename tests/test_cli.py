@@ -9,7 +9,7 @@ import pytest
 from otlp_sink import OtlpSink
 from tailer.cli import build_parser, default_state_dir, otlp_url, parse_args
 from tailerproc import ROOT, run_once, tailer_env
-from test_daemon import every_pattern
+from sessiongen import every_pattern
 
 
 def test_state_dir_precedence():

@@ -3,35 +3,17 @@
 import re
 import time
 from collections import Counter
-from datetime import datetime, timedelta, timezone
+from datetime import timedelta
 
 import pytest
 
 from otlp_sink import OtlpSink, plain_attributes
 from prom import free_port
-from sessiongen import SessionWriter
+from sessiongen import START, SessionWriter, every_pattern
 from tailerproc import run_once, running_tailer, tailer_env
 
-START = datetime(2026, 11, 4, 10, tzinfo=timezone.utc)
 TURN_LINE = re.compile(
     r"INFO fusion (\S{1,20}) pattern=(\S+) phases=(\d+) models=(\S+) aiu=(\d+\.\d\d)$")
-
-
-def every_pattern(session_id, start=START):
-    writer = SessionWriter(session_id, start)
-    writer.single("gpt-5.6-sol")
-    writer.cascade("mai-code-1.1-flash", "gpt-5.6-sol")
-    writer.cascade("mai-code-1.1-flash", "gpt-5.6-sol", verdict="reject",
-                   repair_model="gpt-5.6-sol")
-    writer.critique("gpt-5.6-sol", ["claude-sonnet-4.6"])
-    writer.critique("gpt-5.6-sol", ["claude-sonnet-4.6", "gemini-3.1-pro"],
-                    revision_model="gpt-5.6-sol")
-    writer.degraded("mai-code-1.1-flash", "gpt-5.6-sol")
-    writer.route_failed("gpt-5.6-mini")
-    writer.incomplete("mai-code-1.1-flash", "gpt-5.6-sol")
-    writer.single("claude-sonnet-4.6")
-    writer.shutdown()
-    return writer
 
 
 def write_sessions(state_dir, count=3):

@@ -9,18 +9,17 @@ backticks.
 import contextlib
 import io
 import re
-from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
 
-from sessiongen import SessionWriter
+from assembly import assemble
+from sessiongen import every_pattern
 from tailer.cli import build_parser
 from tailer.events import parse_line
 from tailer.exposition import Registry
 from tailer.metrics import MAX_MODELS, TurnMetrics
 from tailer.spans import turn_spans
-from tailer.turns import SessionTurns
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 SESSION = "sess-docs"
@@ -52,23 +51,7 @@ def backticked(cell: str) -> set[str]:
 @pytest.fixture(scope="module")
 def turns():
     """One turn of every shape the docs describe, from a log in the real CLI's order."""
-    writer = SessionWriter(SESSION, datetime(2026, 11, 2, 9, tzinfo=timezone.utc))
-    writer.single("gpt-5.6-sol")
-    writer.cascade("mai-code-1.1-flash", "gpt-5.6-sol")
-    writer.cascade("mai-code-1.1-flash", "gpt-5.6-sol", verdict="reject", repair_model="gpt-5.6-sol")
-    writer.critique("gpt-5.6-sol", ["claude-sonnet-4.6", "gemini-3.1-pro"], revision_model="gpt-5.6-sol")
-    writer.degraded("mai-code-1.1-flash", "gpt-5.6-sol")
-    writer.route_failed("gpt-5.6-mini")
-    writer.incomplete("mai-code-1.1-flash", "gpt-5.6-sol")
-    writer.shutdown()
-    assembler = SessionTurns(SESSION)
-    finished = []
-    for text in writer.lines():
-        record = parse_line(text.encode())
-        if record is not None:
-            finished += assembler.feed(record)
-    assert [turn.outcome for turn in finished] == ["completed"] * 5 + ["route_failed", "incomplete"]
-    return finished
+    return assemble(every_pattern(SESSION).lines(), SESSION)
 
 
 # -- metrics --------------------------------------------------------------------------

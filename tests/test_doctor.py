@@ -14,7 +14,7 @@ from tailer import doctor, lines
 from tailer.cli import main
 from tailer.events import cli_version_of, event_type_of
 from tailerproc import ROOT, tailer_env
-from test_daemon import every_pattern
+from sessiongen import every_pattern
 
 STAMP = "2026-11-04T12:00:00Z"
 # One of each kind of drift, text fields holding the canary.

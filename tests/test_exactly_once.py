@@ -17,7 +17,7 @@ from prom import free_port, running_prometheus
 from sessiongen import SessionWriter
 from tailer.spans import trace_id
 from tailerproc import run_once, running_tailer
-from test_daemon import START, every_pattern
+from sessiongen import START, every_pattern
 
 
 def truth_of(expected):

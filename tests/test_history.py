@@ -11,7 +11,7 @@ from sessiongen import SessionWriter
 from tailer.history import GRID_MS, History
 from tailer.remote_write import RemoteWriteError
 from tailerproc import running_tailer
-from test_daemon import every_pattern
+from sessiongen import every_pattern
 
 MINUTE = 60_000
 

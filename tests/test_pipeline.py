@@ -15,7 +15,7 @@ from tailer.events import parse_line
 from tailer.exposition import Registry
 from tailer.logs import WarningLimiter, turn_line
 from tailer.metrics import MAX_MODELS, TurnMetrics
-from test_daemon import START, every_pattern
+from sessiongen import START, every_pattern
 from test_turns import feed_all
 
 

@@ -13,7 +13,7 @@ from otlp_sink import OtlpSink
 from prom import free_port
 from sessiongen import CANARY
 from tailerproc import running_tailer
-from test_daemon import every_pattern
+from sessiongen import every_pattern
 
 DAMAGED = [
     # A fusion event cut off mid-line by a crash, then a good line glued to NUL padding.

@@ -12,7 +12,7 @@ import pytest
 from prom import free_port, running_prometheus, single_value
 from sessiongen import SessionWriter
 from tailerproc import running_tailer
-from test_daemon import START, every_pattern
+from sessiongen import START, every_pattern
 
 
 def scraped_after(prom, instant_expr, previous):

@@ -3,31 +3,12 @@
 import argparse
 import json
 import re
-from datetime import datetime, timezone
 
 import pytest
 
-from sessiongen import CANARY, SessionWriter
+from sessiongen import CANARY, every_pattern
 from tailer import events, scrub
 from tailer.turns import SessionTurns
-
-START = datetime(2026, 11, 4, 10, tzinfo=timezone.utc)
-
-
-def every_pattern(session_id):
-    writer = SessionWriter(session_id, START)
-    writer.single("gpt-5.6-sol")
-    writer.cascade("mai-code-1.1-flash", "gpt-5.6-sol")
-    writer.cascade("mai-code-1.1-flash", "gpt-5.6-sol", verdict="reject", repair_model="gpt-5.6-sol")
-    writer.critique("gpt-5.6-sol", ["claude-sonnet-4.6", "gemini-3.1-pro"], revision_model="gpt-5.6-sol")
-    writer.degraded("mai-code-1.1-flash", "gpt-5.6-sol")
-    writer.route_failed("gpt-5.6-mini")
-    writer.incomplete("mai-code-1.1-flash", "gpt-5.6-sol")
-    writer.resume()
-    writer.single("claude-sonnet-4.6")
-    writer.shutdown()
-    return writer
-
 
 @pytest.fixture
 def raw(tmp_path):
@@ -80,7 +61,7 @@ def test_scrubbed_sessions_give_the_tailer_the_same_turns(raw, tmp_path):
     after = sorted(repr(shape(turn))
                    for lines in scrubbed for turn in tailer_turns([json.dumps(line) for line in lines]))
     assert after == before
-    assert len(before) == 16
+    assert len(before) == 18  # two sessions of every_pattern
 
 
 def test_no_text_path_or_tool_name_survives(raw, tmp_path):

@@ -1,44 +1,22 @@
 """The trace shape contract, checked on realistic turns and decoded by the official proto."""
 
 import gzip
-from datetime import datetime, timezone
 
 import pytest
 
 from otlp_sink import decode_body, plain_attributes, span_dicts
-from sessiongen import SessionWriter
-from tailer.events import parse_line
+from assembly import assemble
+from sessiongen import EVERY_PATTERN_KINDS, every_pattern
 from tailer.otlp import encode_request
 from tailer.spans import span_id, trace_id, turn_spans
-from tailer.turns import SessionTurns
 
 SESSION = "5f0c2d1e-spans"
 
 
 @pytest.fixture(scope="module")
 def turns():
-    writer = SessionWriter(SESSION, datetime(2026, 11, 3, 8, tzinfo=timezone.utc))
-    writer.single("gpt-5.6-sol")
-    writer.cascade("mai-code-1.1-flash", "gpt-5.6-sol", verdict="accept")
-    writer.cascade("mai-code-1.1-flash", "gpt-5.6-sol", verdict="reject",
-                   repair_model="gpt-5.6-sol")
-    writer.critique("gpt-5.6-sol", ["claude-sonnet-4.6", "gemini-3.1-pro"],
-                    revision_model="gpt-5.6-sol")
-    writer.degraded("mai-code-1.1-flash", "gpt-5.6-sol")
-    writer.route_failed("gpt-5.6-mini")
-    writer.incomplete("mai-code-1.1-flash", "gpt-5.6-sol")
-    writer.shutdown()
-    assembler = SessionTurns(SESSION)
-    finished = []
-    for text in writer.lines():
-        record = parse_line(text.encode())
-        if record is not None:
-            finished += assembler.feed(record)
-    by_kind = dict(zip(
-        ["single", "accept", "reject", "critique", "degraded", "route_failed", "incomplete"],
-        finished,
-    ))
-    return by_kind, writer.expected
+    writer = every_pattern(SESSION)
+    return dict(zip(EVERY_PATTERN_KINDS, assemble(writer.lines(), SESSION))), writer.expected
 
 
 def decoded(spans):
@@ -121,7 +99,7 @@ def test_handoff_is_a_link_from_the_leg_that_took_over(turns):
     spans = by_name(decoded(turn_spans(turns[0]["reject"])))
     [link] = spans["repair gpt-5.6-sol"]["links"]
     assert link["spanId"] == spans["judge gpt-5.6-sol"]["spanId"]
-    critique = decoded(turn_spans(turns[0]["critique"]))
+    critique = decoded(turn_spans(turns[0]["revision"]))
     revision = next(s for s in critique if s["name"].startswith("revision"))
     critics = {s["spanId"] for s in critique if s["name"].startswith("critic")}
     assert {link["spanId"] for link in revision["links"]} <= critics

@@ -1,13 +1,12 @@
 """The turn assembler, with plain records: every lifecycle and every way it can break."""
 
-from datetime import datetime, timezone
 
 import pytest
 
-from sessiongen import SessionWriter
+from assembly import assemble
+from sessiongen import every_pattern
 from tailer.events import (
     CommitStarted, Completed, Handoff, LegEnded, Resolved, RouteFailed, SessionEnded, Usage,
-    parse_line,
 )
 from tailer.turns import SessionTurns
 
@@ -157,32 +156,10 @@ def test_resolved_after_its_own_leg_does_not_finish_it():
     assert finished == [] and assembler.open_count == 1
 
 
-def realistic_session():
-    writer = SessionWriter("sess-realistic", datetime(2026, 11, 2, 9, tzinfo=timezone.utc))
-    writer.single("gpt-5.6-sol")
-    writer.cascade("mai-code-1.1-flash", "gpt-5.6-sol")
-    writer.cascade("mai-code-1.1-flash", "gpt-5.6-sol", verdict="reject",
-                   repair_model="gpt-5.6-sol")
-    writer.critique("gpt-5.6-sol", ["claude-sonnet-4.6"])
-    writer.critique("gpt-5.6-sol", ["claude-sonnet-4.6", "gemini-3.1-pro"],
-                    revision_model="gpt-5.6-sol")
-    writer.degraded("mai-code-1.1-flash", "gpt-5.6-sol")
-    writer.route_failed("gpt-5.6-mini")
-    writer.incomplete("mai-code-1.1-flash", "gpt-5.6-sol")
-    writer.resume()
-    writer.single("claude-sonnet-4.6")
-    writer.shutdown()
-    return writer
-
-
 @pytest.fixture(scope="module")
 def assembled():
-    writer = realistic_session()
-    _, finished = feed_all(
-        [r for r in map(lambda text: parse_line(text.encode()), writer.lines()) if r],
-        session="sess-realistic",
-    )
-    return writer.expected, finished
+    writer = every_pattern("sess-realistic")
+    return writer.expected, assemble(writer.lines(), "sess-realistic")
 
 
 def test_real_cli_order_gives_every_turn_once(assembled):
