@@ -45,9 +45,11 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 # SessionWriter writes turns exactly as the CLI does; it has no test dependencies.
-sys.path.insert(0, str(REPO / "tests"))
+sys.path[:0] = [str(REPO), str(REPO / "tests")]
 
 from sessiongen import SessionWriter  # noqa: E402
+from tailer.events import MARKERS  # noqa: E402
+from tailer.lines import LineReader  # noqa: E402
 
 MB = 1_000_000  # every size and rate here is in decimal megabytes
 SEED = 20261103
@@ -283,7 +285,7 @@ class LogFile:
 
 
 def make_backfill_data(state_dir: Path, settings: Settings) -> DataSummary:
-    """Sessions of lognormal sizes adding up to `size_mb`, one of them a third of it.
+    """Sessions of lognormal sizes adding up to `size_mb`, one of them about a third of it.
 
     The big session holds the huge line and two lines of several MB; the next largest ones
     one such line each (one per 100 MB of data).
@@ -294,7 +296,10 @@ def make_backfill_data(state_dir: Path, settings: Settings) -> DataSummary:
     big = int(total * BIG_FILE_SHARE)
     weights = [rng.lognormvariate(0, 1) for _ in range(settings.sessions - 1)]
     budgets = [big] + [int((total - big) * weight / sum(weights)) for weight in weights]
-    several_mb = lambda: rng.randint(2, 8) * MB  # noqa: E731
+
+    def several_mb() -> int:
+        return rng.randint(2, 8) * MB
+
     big_outputs = {0: [(0.2, several_mb()), (0.5, settings.huge_line_mb * MB), (0.8, several_mb())]}
     by_size = sorted(range(1, len(budgets)), key=budgets.__getitem__, reverse=True)
     for index in by_size[:max(1, settings.size_mb // 100)]:
@@ -363,8 +368,7 @@ def make_old_sessions(state_dir: Path, count: int) -> None:
 def split_at_rollup(lines: list[str]) -> tuple[bytes, bytes]:
     """A turn's lines as (everything before its rollup line, the rollup line and after)."""
     cut = next(i for i, line in enumerate(lines) if line.startswith(ROLLUP_PREFIX))
-    encode = lambda part: "".join(line + "\n" for line in part).encode()  # noqa: E731
-    return encode(lines[:cut]), encode(lines[cut:])
+    return "".join(line + "\n" for line in lines[:cut]).encode(), "".join(line + "\n" for line in lines[cut:]).encode()
 
 
 # -- The OTLP receiver --------------------------------------------------------------------
@@ -502,7 +506,9 @@ def wait_until_quiet(pid: int, timeout: float = 120.0) -> float:
 
 
 def warnings_in(log_path: Path) -> list[str]:
-    return [line for line in log_path.read_text(errors="replace").splitlines() if " WARNING " in line]
+    """The daemon's warnings, but for its per-turn lines (a route failure is logged as one)."""
+    return [line for line in log_path.read_text(errors="replace").splitlines()
+            if " WARNING " in line and " WARNING fusion " not in line]
 
 
 # -- The measurements ---------------------------------------------------------------------
@@ -544,6 +550,15 @@ def naive_reader(paths: list[Path]) -> int:
     return found
 
 
+def line_reader(paths: list[Path]) -> int:
+    """The tailer's own line reader with its markers, in this process: its reading stage alone."""
+    handed_out = 0
+    for path in paths:
+        for _ in LineReader(path, markers=MARKERS).read():
+            handed_out += 1
+    return handed_out
+
+
 def timed_second_run(read, paths: list[Path]) -> float:
     """Run once to warm up, then time a second run."""
     read(paths)
@@ -552,20 +567,36 @@ def timed_second_run(read, paths: list[Path]) -> float:
     return time.perf_counter() - started
 
 
-def run_backfill(state_dir: Path, work: Path, receiver: Receiver, label: str) -> dict:
-    """One `run --once --from-start` with a fresh checkpoint: wall time, peak RSS, spans."""
+# Runs a command and prints its wall time, exit code and peak RSS (KiB). Linux carries a
+# process's peak RSS over exec from the process it was forked from, so a tailer started
+# straight from this script, which holds the data generator and the readers' leftovers, would
+# report this script's memory; started from this small process, it reports its own.
+LAUNCHER = """
+import os, subprocess, sys, time
+started = time.perf_counter()
+child = subprocess.Popen(sys.argv[1:], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+_, status, usage = os.wait4(child.pid, 0)
+print(time.perf_counter() - started, os.waitstatus_to_exitcode(status), usage.ru_maxrss)
+"""
+
+
+def run_backfill(state_dir: Path, work: Path, receiver: Receiver, label: str, *, export: bool = True) -> dict:
+    """One `run --once --from-start` with a fresh checkpoint: wall time, peak RSS, spans.
+
+    Without `export`, `--otlp-endpoint none`: what reading, parsing and assembling cost alone.
+    """
     checkpoint = work / f"backfill-{label}.checkpoint.json"
     log_path = work / f"backfill-{label}.log"
     checkpoint.unlink(missing_ok=True)
     receiver.reset()
     options = ["--once", "--from-start", "--state-dir", str(state_dir), "--checkpoint", str(checkpoint),
-               "--metrics-address", "none", "--otlp-endpoint", receiver.endpoint]
-    started = time.perf_counter()
-    child = start_daemon(options, log_path)
-    _, status, usage = os.wait4(child.pid, 0)  # this child's own rusage, peak RSS included
-    wall = time.perf_counter() - started
-    child.returncode = os.waitstatus_to_exitcode(status)
-    return {"wall_s": wall, "peak_rss_mb": usage.ru_maxrss * 1024 / MB, "exit_code": child.returncode,
+               "--metrics-address", "none", "--otlp-endpoint", receiver.endpoint if export else "none"]
+    with open(log_path, "wb") as log:
+        launched = subprocess.run([sys.executable, "-c", LAUNCHER, *tailer_command(*options)], cwd=REPO,
+                                  env=child_environment(), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                  stderr=log, check=True, text=True)
+    wall, exit_code, peak_kib = launched.stdout.split()
+    return {"wall_s": float(wall), "peak_rss_mb": int(peak_kib) * 1024 / MB, "exit_code": int(exit_code),
             "spans": receiver.spans, "root_spans": receiver.root_spans, "turns": len(receiver.roots),
             "warnings": warnings_in(log_path), "command": tailer_command(*options)}
 
@@ -576,12 +607,16 @@ def measure_backfill(state_dir: Path, work: Path, receiver: Receiver) -> dict:
     progress("backfill: warming the page cache, then each reader twice (the second run is timed)")
     raw_read(paths)
     results = {"bytes": size}
-    for name, read in (("plain_lines", plain_lines), ("raw_read", raw_read), ("naive", naive_reader)):
+    readers = (("plain_lines", plain_lines), ("raw_read", raw_read), ("naive", naive_reader),
+               ("line_reader", line_reader))
+    for name, read in readers:
         results[f"{name}_s"] = timed_second_run(read, paths)
         progress(f"  {name}: {size / MB / results[f'{name}_s']:.0f} MB/s")
     run_backfill(state_dir, work, receiver, "warm-up")
     results["tailer"] = run_backfill(state_dir, work, receiver, "timed")
     progress(f"  tailer: {size / MB / results['tailer']['wall_s']:.0f} MB/s")
+    results["tailer_no_export"] = run_backfill(state_dir, work, receiver, "no-export", export=False)
+    progress(f"  tailer, export off: {size / MB / results['tailer_no_export']['wall_s']:.0f} MB/s")
     return results
 
 
@@ -706,20 +741,26 @@ def verdict(met: bool | None) -> str:
 def report(data: DataSummary, backfill: dict, idle: dict, latency: dict) -> None:
     tailer = backfill["tailer"]
     size_mb = backfill["bytes"] / MB
-    rate = {name: size_mb / backfill[f"{name}_s"] for name in ("plain_lines", "raw_read", "naive")}
+    rate = {name: size_mb / backfill[f"{name}_s"] for name in ("plain_lines", "raw_read", "naive", "line_reader")}
     tailer_rate = size_mb / tailer["wall_s"]
+    no_export = backfill["tailer_no_export"]
     rows = [
         ("backfill, tailer (wall time of the process)", f"{tailer_rate:.0f} MB/s", "", None),
         ("backfill, tailer turns", f"{tailer['turns'] / tailer['wall_s']:.0f} turns/s", "", None),
+        ("  same, with --otlp-endpoint none", f"{size_mb / no_export['wall_s']:.0f} MB/s", "", None),
         ("plain read: every line, `for line in f`", f"{rate['plain_lines']:.0f} MB/s", "", None),
         ("raw read(1 MiB), for reference", f"{rate['raw_read']:.0f} MB/s", "", None),
         ("naive reader: json.loads of every line", f"{rate['naive']:.0f} MB/s", "", None),
+        ("tailer's line reader alone, in this process", f"{rate['line_reader']:.0f} MB/s", "", None),
+        ("  line reader / plain read", f"{rate['line_reader'] / rate['plain_lines']:.2f} x", "", None),
         ("tailer / plain read", f"{tailer_rate / rate['plain_lines']:.2f} x", f">= {TARGET_VS_PLAIN}",
          tailer_rate / rate["plain_lines"] >= TARGET_VS_PLAIN),
         ("tailer / naive reader", f"{tailer_rate / rate['naive']:.2f} x", f">= {TARGET_VS_NAIVE}",
          tailer_rate / rate["naive"] >= TARGET_VS_NAIVE),
         ("peak RSS of the tailer (backfill)", f"{tailer['peak_rss_mb']:.1f} MB", f"< {TARGET_RSS_MB:.0f} MB",
          tailer["peak_rss_mb"] < TARGET_RSS_MB),
+        ("  same, with --otlp-endpoint none", f"{no_export['peak_rss_mb']:.1f} MB", f"< {TARGET_RSS_MB:.0f} MB",
+         no_export["peak_rss_mb"] < TARGET_RSS_MB),
     ]
     if "error" in idle:
         rows.append(("idle CPU", idle["error"], f"< {TARGET_IDLE_PERCENT}%", None))
@@ -756,13 +797,15 @@ def report(data: DataSummary, backfill: dict, idle: dict, latency: dict) -> None
     print(f"backfill command: {' '.join(tailer['command'])}")
     print()
     width = max(len(row[0]) for row in rows)
-    print(f"{'figure':{width}}  {'measured':>20}  {'target':>10}  ")
+    measured_width = max(len(row[1]) for row in rows)
+    print(f"{'figure':{width}}  {'measured':>{measured_width}}  {'target':>10}")
     for name, measured, target, met in rows:
-        print(f"{name:{width}}  {measured:>20}  {target:>10}  {verdict(met) if target else ''}")
+        print(f"{name:{width}}  {measured:>{measured_width}}  {target:>10}  {verdict(met) if target else ''}".rstrip())
     print()
     notes = [
         f"backfill exit code {tailer['exit_code']}; turns exported {tailer['turns']:,} of {data.turns:,}, "
-        f"{tailer['root_spans']:,} root spans, {tailer['spans']:,} spans in all",
+        f"{tailer['root_spans']:,} root spans, {tailer['spans']:,} spans in all; "
+        f"with --otlp-endpoint none, exit code {no_export['exit_code']}",
     ]
     if "error" not in latency:
         notes.append(f"latency: {latency['exported']} of {latency['appended']} appended turns exported; "
