@@ -81,6 +81,9 @@ class Tailer:
         self._backfill_s = None if backfill_days is None else backfill_days * 86400
         self._first_pass = True
         self._unread: set[str] = set()
+        self._turns_left: int | None = None
+        # Only these need the idle check: walking every session each pass costs idle CPU.
+        self._with_open_turns: set[str] = set()
         self._level = UNCHANGED
 
     def start(self) -> int:
@@ -94,8 +97,18 @@ class Tailer:
         self.metrics.sessions.set(None, len(self.sessions))
         return len(self.sessions)
 
-    def poll(self, timeout: float = 0.0) -> int:
-        """Wait up to `timeout` for changes, read them; returns UNCHANGED, POSITIONS or TURNS."""
+    @property
+    def caught_up(self) -> bool:
+        """Whether everything found so far was read (a pass may stop at its turn budget)."""
+        return not self._first_pass and not self._unread
+
+    def poll(self, timeout: float = 0.0, turn_budget: int | None = None) -> int:
+        """Wait up to `timeout` for changes, read them; returns UNCHANGED, POSITIONS or TURNS.
+
+        With a `turn_budget`, the pass stops reading once it finished that many turns; what
+        is left is read first by the next pass. A backfill of weeks then goes in steps the
+        caller can pace (its spans must drain), rather than in one pass of unbounded memory.
+        """
         if self._first_pass:
             self.start()
         if self._unread:
@@ -112,14 +125,22 @@ class Tailer:
             if gone is not None:
                 log.info("session %s: its log is gone", session_id)
                 level = max(level, self._report(gone.turns.finish_open()))
-        for session_id in self._unread | changes.touched:
+        to_read = self._unread | changes.touched
+        self._unread = set()
+        self._turns_left = turn_budget
+        for session_id in sorted(to_read):
             session = self.sessions.get(session_id)
-            if session is not None:
-                level = max(level, self._read(session_id, session))
-        self._unread.clear()
+            if session is None:
+                continue
+            if self._turns_left is not None and self._turns_left <= 0:
+                self._unread.add(session_id)
+                continue
+            level = max(level, self._read(session_id, session))
         level = max(level, self._finish_idle())
         self.metrics.sessions.set(None, len(self.sessions))
-        self.metrics.open_turns.set(None, sum(s.turns.open_count for s in self.sessions.values()))
+        self.metrics.open_turns.set(
+            None, sum(self.sessions[s].turns.open_count for s in self._with_open_turns)
+        )
         return level
 
     def state(self) -> dict:
@@ -195,6 +216,9 @@ class Tailer:
                     self._rewound(session_id, session)
                 handed_out += 1
                 level = max(level, self._line(session_id, session, line))
+                if self._turns_left is not None and self._turns_left <= 0:
+                    self._unread.add(session_id)  # the rest of this log: next pass
+                    break
         except FileNotFoundError:
             return level  # gone: the watcher reports it
         except OSError as error:
@@ -206,6 +230,7 @@ class Tailer:
         if reader.generation != generation:
             self._rewound(session_id, session)
             before = 0
+        self._note_open_turns(session_id, session)
         ignored = reader.line_number - before - handed_out
         if ignored > 0:
             self.metrics.count_line("ignored", amount=ignored)
@@ -217,12 +242,20 @@ class Tailer:
         session.turns.forget_open()
         session.identity = None
 
+    def _note_open_turns(self, session_id: str, session: Session) -> None:
+        if session.turns.open_count:
+            self._with_open_turns.add(session_id)
+        else:
+            self._with_open_turns.discard(session_id)
+
     def _finish_idle(self) -> int:
         """Finish the open turns of sessions whose log has not changed for the idle timeout."""
         level = UNCHANGED
         now = self.clock()
-        for session in self.sessions.values():
-            if not session.turns.open_count:
+        for session_id in list(self._with_open_turns):
+            session = self.sessions.get(session_id)
+            if session is None:
+                self._with_open_turns.discard(session_id)
                 continue
             try:
                 modified = os.stat(session.reader.path).st_mtime
@@ -230,6 +263,7 @@ class Tailer:
                 continue
             if now - modified >= self.idle_timeout_s:
                 level = max(level, self._report(session.turns.finish_open()))
+                self._with_open_turns.discard(session_id)
         return level
 
     def _line(self, session_id: str, session: Session, line: Line) -> int:
@@ -269,6 +303,8 @@ class Tailer:
     def _report(self, turns: list[Turn]) -> int:
         for turn in turns:
             self.on_turn(turn)
+        if self._turns_left is not None:
+            self._turns_left -= len(turns)
         return TURNS if turns else UNCHANGED
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import re
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -302,9 +303,11 @@ def _text(value: object) -> str | None:
 def _number(value: object) -> float | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
-    if value != value or value in (float("inf"), float("-inf")):
+    try:
+        number = float(value)  # an integer of hundreds of digits does not fit a float
+    except OverflowError:
         return None
-    return float(value)
+    return number if math.isfinite(number) else None
 
 
 def _count(value: object) -> int:

@@ -283,8 +283,9 @@ class Registry:
         """Every series at its true value, all promoted: for the exit and --once."""
         return self._render(_final_shows_zero, published=False)
 
-    def save_and_publish(self, save: Callable[[dict], None]) -> None:
-        """Hand a snapshot to `save`, then let scrapes see the values as they are now.
+    def save_and_publish(self, save: Callable[[dict], None], publish: bool = True) -> None:
+        """Hand a snapshot to `save`, then (unless told not to) let scrapes see the values
+        as they are now.
 
         Both under the lock, so no scrape falls between them (see "Published values"). A
         `save` that raises still publishes: the tailer keeps counting when the disk fails.
@@ -293,12 +294,16 @@ class Registry:
             try:
                 save(self._snapshot())
             finally:
-                self.served_zeros = False
-                for family in self._families.values():
-                    for series in family.series.values():
-                        series.published = copy.deepcopy(series.value)
-                        if series.scrape_zero == SERVED:
-                            series.scrape_zero = DONE
+                if publish:
+                    self._publish()
+
+    def _publish(self) -> None:
+        self.served_zeros = False
+        for family in self._families.values():
+            for series in family.series.values():
+                series.published = copy.deepcopy(series.value)
+                if series.scrape_zero == SERVED:
+                    series.scrape_zero = DONE
 
     def snapshot(self) -> dict:
         """Every series with its value and zero-first state, as plain data for a checkpoint."""

@@ -40,6 +40,11 @@ EXPORT_BATCH_DELAY_S = 0.2
 CHECKPOINT_TURNS_S = 1.0
 CHECKPOINT_POSITIONS_S = 30.0
 TEXTFILE_REFRESH_S = 10.0
+# A pass finishes at most this many turns, and reading waits while more spans than this
+# wait for the collector: memory stays bounded however much there is to read, and a slow
+# or absent collector makes the turns wait in the logs rather than be dropped.
+TURNS_PER_PASS = 200
+BACKPRESSURE_SPANS = 2_000
 HISTORY_FIRST_BACKOFF_S = 5.0
 HISTORY_MAX_BACKOFF_S = 60.0
 EXIT_USAGE = 2
@@ -192,8 +197,15 @@ class _Loop:
         while not stop.is_set():
             if self.on_pass is not None:
                 self.on_pass()
-            self._dirty = max(self._dirty, self.tailer.poll(timeout=POLL_INTERVAL_S))
-            self._catching_up = False
+            if self.outbox.pending_spans > BACKPRESSURE_SPANS:
+                # The collector is slow or down: leave the turns in the logs for now.
+                self.outbox.flush(POLL_INTERVAL_S)
+            else:
+                self._dirty = max(self._dirty, self.tailer.poll(
+                    timeout=0.0 if not self.tailer.caught_up else POLL_INTERVAL_S,
+                    turn_budget=TURNS_PER_PASS,
+                ))
+            self._catching_up = self._catching_up and not self.tailer.caught_up
             self._settle()
             if self.registry.served_zeros:
                 self._dirty = TURNS
@@ -205,7 +217,7 @@ class _Loop:
                 self.save()
             elif self.args.textfile and now - self._textfile_at >= TEXTFILE_REFRESH_S:
                 self._write_textfile()  # a zero hold may have ended
-            if self.args.once:
+            if self.args.once and self.tailer.caught_up:
                 return
 
     def on_turn(self, turn) -> None:
@@ -251,7 +263,10 @@ class _Loop:
                                 error.strerror)
                 self._save_failed = True
 
-        self.registry.save_and_publish(save_with)
+        # While history is being read, scrapes see nothing of it: a partial count shown now
+        # would sit above the history's own samples for the same past (see tailer/history.py).
+        publish = self.history is None or not self._catching_up
+        self.registry.save_and_publish(save_with, publish=publish)
         self._saved_at = time.monotonic()
         self._dirty = UNCHANGED
         self._write_textfile(final)

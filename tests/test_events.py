@@ -183,3 +183,9 @@ def test_any_bytes_give_a_record_a_reason_or_nothing(raw):
 def test_any_field_values_give_a_record_or_a_reason(data):
     result = parse_line(line("assistant.fusion_phase_completed", data))
     assert isinstance(result, (LegEnded, Malformed))
+
+
+def test_a_number_too_big_for_a_float_reads_as_absent():
+    data = dict(LEG, durationMs=10**400, usage={"totalNanoAiu": 10**400, "inputTokens": 5})
+    record = parse_line(line("assistant.fusion_phase_completed", data))
+    assert (record.duration_ms, record.usage.nano_aiu, record.usage.input_tokens) == (0.0, 0, 5)

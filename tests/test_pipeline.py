@@ -266,3 +266,18 @@ def test_the_newest_event_time_does_not_go_back_after_a_restart():
     after.count_event(SessionEnded(1_000 * 10**9))  # an older log read after the restart
     assert samples(after.registry.render_final(),
                    "hydrafusion_tailer_last_event_timestamp_seconds") == {(): 2000}
+
+
+def test_a_turn_budget_reads_in_steps_and_loses_nothing(tmp_path):
+    writers = [every_pattern(f"budget-{n}") for n in range(3)]
+    for writer in writers:
+        writer.write(tmp_path)
+    tailer, _, finished = make_tailer(tmp_path, Clock(0))
+    passes = 0
+    while not (passes and tailer.caught_up):
+        tailer.poll(turn_budget=4)
+        passes += 1
+        assert len(finished) <= 4 * passes + 4  # a pass may end a few turns past its budget
+    assert passes >= 6
+    assert sorted(t.fusion_id for t in finished) == sorted(
+        t.fusion_id for w in writers for t in w.expected)
