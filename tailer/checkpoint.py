@@ -46,7 +46,7 @@ def save(path: Path, state: dict) -> None:
     fd, temp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as temp:
-            json.dump({"version": VERSION, **state}, temp, separators=(",", ":"))
+            temp.write(json.dumps({"version": VERSION, **state}, separators=(",", ":")))
             temp.flush()
             os.fsync(temp.fileno())
         os.replace(temp_name, path)

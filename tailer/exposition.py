@@ -61,6 +61,7 @@ DEFAULT_LABEL_VALUE_LIMIT = 32
 MAX_LABEL_VALUE_LENGTH = 64
 OVERFLOW_LABEL_VALUE = "other"
 ABSENT_LABEL_VALUE = "unknown"
+KEYS_REMEMBERED = 10_000  # per family
 
 _METRIC_NAME = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*")
 _LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
@@ -155,6 +156,7 @@ class _Family:
         self.help = help
         self.labelnames = labelnames
         self.series: dict[tuple[str, ...], _Series] = {}
+        self.keys: dict[tuple, tuple[str, ...]] = {}  # raw label values -> series key
 
     def zero(self):
         return 0.0
@@ -376,11 +378,22 @@ class Registry:
         return series
 
     def _key(self, family: _Family, labels: dict[str, str] | None) -> tuple[str, ...]:
-        """The label values as the series is stored: sanitised, "other" past the caps."""
+        """The label values as the series is stored: sanitised, "other" past the caps.
+
+        Remembered per family: a turn counts into a dozen series, nearly always known ones.
+        A key once made never changes (a vocabulary only grows), so remembering is safe.
+        """
         labels = labels or {}
         if set(labels) != set(family.labelnames):
             raise ValueError(f"{family.name} takes labels {sorted(family.labelnames)}, got {sorted(labels)}")
-        return tuple(self._admit(label, sanitise_label_value(labels[label])) for label in family.labelnames)
+        raw = tuple(labels[label] for label in family.labelnames)
+        key = family.keys.get(raw)
+        if key is None:
+            key = tuple(self._admit(label, sanitise_label_value(value))
+                        for label, value in zip(family.labelnames, raw))
+            if len(family.keys) < KEYS_REMEMBERED:
+                family.keys[raw] = key
+        return key
 
     def _admit(self, label: str, value: str) -> str:
         """value if the vocabulary of this label name knows it or has room for it, else "other"."""

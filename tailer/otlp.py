@@ -79,7 +79,8 @@ def encode_request(spans: list[dict], resource: dict[str, str], scope_name: str,
     }]}
     text = json.dumps(request, ensure_ascii=False, separators=(",", ":"))
     # A lone surrogate read from a damaged log would otherwise make the whole batch invalid UTF-8.
-    return gzip.compress(text.encode("utf-8", "replace"))
+    # Level 1: span JSON shrinks about as well as at the default 9, several times faster.
+    return gzip.compress(text.encode("utf-8", "replace"), compresslevel=1)
 
 
 def parse_retry_after(value: str | None, now: float) -> float | None:

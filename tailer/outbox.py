@@ -43,6 +43,10 @@ class Outbox:
         for spans in pending:
             self.submit(spans)
 
+    @property
+    def exporting(self) -> bool:
+        return self._exporter is not None
+
     def _report(self, outcome: str, spans: list[dict]) -> None:
         """The exporter's on_result, called from its thread: handled later, in settle()."""
         self._reports.put((outcome, spans))

@@ -221,7 +221,8 @@ class _Loop:
                 return
 
     def on_turn(self, turn) -> None:
-        self.outbox.submit(turn_spans(turn))
+        if self.outbox.exporting:
+            self.outbox.submit(turn_spans(turn))
         end_ms = turn.end_ns // 1_000_000
         if self.history is not None and self._catching_up and self.history.takes(end_ms):
             changes = self.metrics.turn_changes(turn)

@@ -6,6 +6,7 @@ import re
 import shutil
 import tracemalloc
 
+import pytest
 from hypothesis import given, strategies as st
 
 from exposition_helpers import samples
@@ -37,7 +38,19 @@ def make_tailer(state, clock, *, from_start=True, idle=1800.0):
 
     tailer = Tailer(state, metrics=metrics, on_turn=on_turn, from_start=from_start,
                     idle_timeout_s=idle, clock=clock)
+    _made.append(tailer)
     return tailer, metrics, finished
+
+
+# Each Tailer holds an inotify instance, and a user may have only 128 of them.
+_made = []
+
+
+@pytest.fixture(autouse=True)
+def _close_tailers():
+    yield
+    while _made:
+        _made.pop().close()
 
 
 def open_turn_session(state):
@@ -198,6 +211,7 @@ def test_backfill_horizon_reads_only_recent_logs_from_their_start(tmp_path):
     finished = []
     tailer = Tailer(tmp_path, metrics=metrics, on_turn=finished.append, from_start=True,
                     idle_timeout_s=1800, backfill_days=30, clock=Clock(now))
+    _made.append(tailer)
     tailer.poll()
     assert {t.session_id for t in finished} == {"recent"}
     with open(old, "a") as handle:  # the old session is resumed: its new turns count
@@ -230,6 +244,7 @@ def test_any_damage_between_lines_costs_no_turn(tmp_path_factory, damage):
     (state / "fuzzed" / "events.jsonl").write_bytes(b"\n".join(lines) + b"\n")
     tailer, metrics, finished = make_tailer(state, Clock(0))
     tailer.poll()
+    _made.pop().close()  # one per example, and hypothesis runs hundreds
     assert [(t.fusion_id, t.outcome, t.usage.nano_aiu) for t in finished] == [
         (t.fusion_id, t.outcome, t.nano_aiu) for t in writer.expected]
     exposition = metrics.registry.render_final()
