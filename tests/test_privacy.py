@@ -4,16 +4,17 @@ Every free-text field of the generated sessions (prompts, answers, leg `content`
 `projectionMessage`, `stagedTerminal`, handoff `message`, `errorMessage`, hints, tool
 arguments and results, cwd and file paths) holds CANARY, and so do damaged lines and
 unknown fields. The tailer runs as a daemon with every output on; the canary must be in
-none of them: OTLP payloads, /metrics, the textfile, the log.
+none of them: OTLP payloads, the history pushed to Prometheus, /metrics, the textfile, the log.
 """
 
 import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from otlp_sink import OtlpSink
 from prom import free_port
-from sessiongen import CANARY
+from sessiongen import CANARY, every_pattern
 from tailerproc import running_tailer
-from sessiongen import every_pattern
 
 DAMAGED = [
     # A fusion event cut off mid-line by a crash, then a good line glued to NUL padding.
@@ -38,6 +39,34 @@ DAMAGED = [
 ]
 
 
+class RemoteWriteCapture:
+    """Stands in for Prometheus's remote-write receiver: keeps the bodies, answers 204."""
+
+    def __init__(self):
+        self.bodies = []
+        capture = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):
+                capture.bodies.append(self.rfile.read(int(self.headers["Content-Length"])))
+                self.send_response(204)
+                self.end_headers()
+
+            def log_message(self, *args):
+                pass
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}/api/v1/write"
+
+    def __enter__(self):
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc):
+        self._server.shutdown()
+        self._server.server_close()
+
+
 def test_no_text_ever_leaves(tmp_path):
     state = tmp_path / "state"
     state.mkdir()
@@ -52,12 +81,15 @@ def test_no_text_ever_leaves(tmp_path):
     assert CANARY.encode() in path.read_bytes()
 
     textfile = tmp_path / "metrics.prom"
-    with OtlpSink() as sink, running_tailer(
+    with OtlpSink() as sink, RemoteWriteCapture() as history, running_tailer(
         tmp_path, "--state-dir", str(state), "--from-start", "--textfile", str(textfile),
-        "--otlp-endpoint", sink.endpoint, "--log-level", "DEBUG", metrics_port=free_port(),
+        "--otlp-endpoint", sink.endpoint, "--log-level", "DEBUG",
+        "--history-url", history.url, "--history-labels", "job=privacy,instance=test",
+        metrics_port=free_port(),
     ) as tailer:
         tailer.wait_for_log(r" fusion fusion-", count=len(expected) + 1)
         tailer.wait_for_log(r"skipped line")
+        tailer.wait_for_log(r"history: pushed")
         sink.wait_for_spans(len(expected), timeout=30)
         scrapes = [tailer.metrics(), tailer.metrics()]
         assert tailer.stop() == 0
@@ -65,6 +97,8 @@ def test_no_text_ever_leaves(tmp_path):
 
     outputs = {
         "OTLP": b"\n".join(bodies).decode(),
+        # Protobuf with literal-only snappy: the strings in it stand as they are.
+        "history (remote write)": b"\n".join(history.bodies).decode("latin-1"),
         "/metrics": "\n".join(scrapes),
         "textfile": textfile.read_text(),
         "log": tailer.log(),
