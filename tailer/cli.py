@@ -15,13 +15,12 @@ from pathlib import Path
 
 from . import __version__, checkpoint, doctor, scrub
 from .otlp import traces_url
-from .service import run, run_demo
+from .service import EXIT_USAGE, run, run_demo
 
 log = logging.getLogger("tailer")
 
 COMMANDS = ("run", "demo", "scrub", "doctor")
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
-EXIT_USAGE = 2
 
 
 def default_state_dir(environ: dict[str, str]) -> Path:

@@ -170,7 +170,7 @@ class _Loop:
     A pass that finished turns is saved within CHECKPOINT_TURNS_S; one that only moved past
     lines that do not matter, within CHECKPOINT_POSITIONS_S, which keeps the disk quiet
     while a session writes tool output. Scrapes see the counters as of the last save (see
-    Registry.publish), so a crash never takes back a count a scrape has seen.
+    Registry.save_and_publish), so a crash never takes back a count a scrape has seen.
     """
 
     def __init__(self, args, registry: Registry, metrics: TurnMetrics, outbox: Outbox,
@@ -182,7 +182,8 @@ class _Loop:
         self.outbox = outbox
         self.history = history
         self.on_pass = on_pass
-        # Turns finished by the first pass were read at start-up: history, if they are old.
+        # Turns finished before the tailer first caught up were read at start-up: they are
+        # history, if they are old enough (History.takes).
         self._catching_up = True
         self._next_push = 0.0
         self._push_backoff = HISTORY_FIRST_BACKOFF_S
@@ -192,6 +193,7 @@ class _Loop:
         self._textfile_at = float("-inf")
         self._written: str | None = None
         self._save_failed = False
+        self._stalled_since: float | None = None
 
     def run(self, stop: threading.Event) -> None:
         while not stop.is_set():
@@ -199,7 +201,14 @@ class _Loop:
                 self.on_pass()
             if self.outbox.pending_spans > BACKPRESSURE_SPANS:
                 # The collector is slow or down: leave the turns in the logs for now.
-                self.outbox.flush(POLL_INTERVAL_S)
+                if self.outbox.flush(POLL_INTERVAL_S):
+                    self._stalled_since = None
+                elif self._stalled_since is None:
+                    self._stalled_since = time.monotonic()
+                elif self.args.once and time.monotonic() - self._stalled_since > EXPORT_FLUSH_TIMEOUT_S:
+                    log.warning("the collector takes no spans: this --once run stops here; "
+                                "the next one reads on from where it stopped")
+                    return
             else:
                 self._dirty = max(self._dirty, self.tailer.poll(
                     timeout=0.0 if not self.tailer.caught_up else POLL_INTERVAL_S,

@@ -246,3 +246,24 @@ def test_a_damaged_checkpoint_is_moved_aside_and_the_tailer_starts_afresh(tmp_pa
     assert "damaged" in result.stderr
     assert (tmp_path / "cp.json.unreadable").exists()
     assert json.loads(checkpoint.read_text())["version"] == 1
+
+
+def test_a_collector_that_takes_nothing_pauses_reading_instead_of_dropping(tmp_path):
+    """Past 2,000 waiting spans the tailer stops reading; a --once run gives up for now and
+    the next run carries on, so every turn arrives and none is dropped."""
+    state, checkpoint = tmp_path / "state", tmp_path / "cp.json"
+    state.mkdir()
+    writers = [every_pattern(f"flood-{n}") for n in range(70)]
+    for writer in writers:
+        writer.write(state)
+    expected = [turn for writer in writers for turn in writer.expected]
+    args = ("--state-dir", str(state), "--checkpoint", str(checkpoint))
+    down = run_once(*args, "--otlp-endpoint", f"http://127.0.0.1:{free_port()}", timeout=300)
+    assert down.returncode == 1
+    assert "stops here" in down.stderr and "queue full" not in down.stderr
+    assert 0 < down.stderr.count(" fusion fusion-") < len(expected)
+    with OtlpSink() as sink:
+        up = run_once(*args, "--otlp-endpoint", sink.endpoint, timeout=300)
+        spans = sink.spans()
+    assert up.returncode == 0, up.stderr
+    assert sorted(set(roots_by_trace(spans).values())) == sorted(t.fusion_id for t in expected)
