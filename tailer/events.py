@@ -247,7 +247,13 @@ def parse_line(line: bytes) -> Event | Malformed | None:
         data = {}
     if not isinstance(data, dict):
         return Malformed("bad_data")
-    record = parse(time_ns, data)
+    key = None
+    key_field = _KEY_FIELDS.get(event_type)
+    if key_field is not None:
+        key = _text(data.get(key_field))
+        if key is None:
+            return Malformed(_MISSING_KEY[key_field])
+    record = parse(time_ns, key, data)
     if isinstance(record, Malformed) or event_type == SHUTDOWN:
         return record
     unknown = tuple(sorted(_text(k) or "" for k in data if k not in KNOWN_FIELDS[event_type]))
@@ -334,10 +340,7 @@ def _usage(data: dict, *, cached_key: str, requests_key: str) -> Usage:
     )
 
 
-def _resolved(time_ns: int, data: dict) -> Resolved | Malformed:
-    fusion_id = _text(data.get("fusionId"))
-    if fusion_id is None:
-        return Malformed("missing_fusion_id")
+def _resolved(time_ns: int, fusion_id: str, data: dict) -> Resolved:
     return Resolved(
         time_ns,
         fusion_id=fusion_id,
@@ -349,18 +352,15 @@ def _resolved(time_ns: int, data: dict) -> Resolved | Malformed:
     )
 
 
-def _leg_completed(time_ns: int, data: dict) -> LegEnded | Malformed:
-    return _leg(time_ns, data, default_status="succeeded")
+def _leg_completed(time_ns: int, fusion_id: str, data: dict) -> LegEnded | Malformed:
+    return _leg(time_ns, fusion_id, data, default_status="succeeded")
 
 
-def _leg_failed(time_ns: int, data: dict) -> LegEnded | Malformed:
-    return _leg(time_ns, data, default_status="failed")
+def _leg_failed(time_ns: int, fusion_id: str, data: dict) -> LegEnded | Malformed:
+    return _leg(time_ns, fusion_id, data, default_status="failed")
 
 
-def _leg(time_ns: int, data: dict, *, default_status: str) -> LegEnded | Malformed:
-    fusion_id = _text(data.get("fusionId"))
-    if fusion_id is None:
-        return Malformed("missing_fusion_id")
+def _leg(time_ns: int, fusion_id: str, data: dict, *, default_status: str) -> LegEnded | Malformed:
     phase_id = _text(data.get("phaseId"))
     if phase_id is None:
         return Malformed("missing_phase_id")
@@ -386,10 +386,7 @@ def _leg(time_ns: int, data: dict, *, default_status: str) -> LegEnded | Malform
     )
 
 
-def _handoff(time_ns: int, data: dict) -> Handoff | Malformed:
-    fusion_id = _text(data.get("fusionId"))
-    if fusion_id is None:
-        return Malformed("missing_fusion_id")
+def _handoff(time_ns: int, fusion_id: str, data: dict) -> Handoff:
     return Handoff(
         time_ns,
         fusion_id=fusion_id,
@@ -398,10 +395,7 @@ def _handoff(time_ns: int, data: dict) -> Handoff | Malformed:
     )
 
 
-def _commit(time_ns: int, data: dict) -> CommitStarted | Malformed:
-    fusion_id = _text(data.get("fusionId"))
-    if fusion_id is None:
-        return Malformed("missing_fusion_id")
+def _commit(time_ns: int, fusion_id: str, data: dict) -> CommitStarted:
     return CommitStarted(
         time_ns,
         fusion_id=fusion_id,
@@ -410,10 +404,7 @@ def _commit(time_ns: int, data: dict) -> CommitStarted | Malformed:
     )
 
 
-def _completed(time_ns: int, data: dict) -> Completed | Malformed:
-    fusion_id = _text(data.get("fusionId"))
-    if fusion_id is None:
-        return Malformed("missing_fusion_id")
+def _completed(time_ns: int, fusion_id: str, data: dict) -> Completed:
     return Completed(
         time_ns,
         fusion_id=fusion_id,
@@ -428,10 +419,7 @@ def _completed(time_ns: int, data: dict) -> Completed | Malformed:
     )
 
 
-def _route_failed(time_ns: int, data: dict) -> RouteFailed | Malformed:
-    attempt_id = _text(data.get("attemptId"))
-    if attempt_id is None:
-        return Malformed("missing_attempt_id")
+def _route_failed(time_ns: int, attempt_id: str, data: dict) -> RouteFailed:
     return RouteFailed(
         time_ns,
         fusion_id=attempt_id.removesuffix(":route"),
@@ -443,9 +431,17 @@ def _route_failed(time_ns: int, data: dict) -> RouteFailed | Malformed:
     )
 
 
-def _shutdown(time_ns: int, data: dict) -> SessionEnded:
+def _shutdown(time_ns: int, key: None, data: dict) -> SessionEnded:
     return SessionEnded(time_ns)
 
+
+# The field that places a record in its turn: a line without it cannot be used at all.
+_KEY_FIELDS = {
+    RESOLVED: "fusionId", PHASE_COMPLETED: "fusionId", PHASE_FAILED: "fusionId",
+    HANDOFF: "fusionId", COMMIT_STARTED: "fusionId", COMPLETED: "fusionId",
+    ROUTE_FAILED: "attemptId",
+}
+_MISSING_KEY = {"fusionId": "missing_fusion_id", "attemptId": "missing_attempt_id"}
 
 _PARSERS = {
     RESOLVED: _resolved,
