@@ -49,8 +49,8 @@ CONTRACT_METRICS = CONTRACT_COUNTERS_AND_GAUGES | CONTRACT_HISTOGRAMS
 PROMETHEUS_OWN_METRICS = frozenset({"up"})
 
 # Span attributes of the tailer's traces (issue 2's contract): the turn's root
-# span, and each leg's span.
-ROOT_SPAN_ATTRIBUTES = frozenset({
+# span, and each leg's span. Both carry the GenAI inference set.
+GEN_AI_ATTRIBUTES = frozenset({
     "gen_ai.operation.name",
     "gen_ai.provider.name",
     "gen_ai.request.model",
@@ -60,6 +60,8 @@ ROOT_SPAN_ATTRIBUTES = frozenset({
     "gen_ai.usage.output_tokens",
     "gen_ai.usage.cache_read.input_tokens",
     "gen_ai.usage.cache_write.input_tokens",
+})
+ROOT_SPAN_ATTRIBUTES = GEN_AI_ATTRIBUTES | frozenset({
     "hydrafusion.fusion_id",
     "hydrafusion.pattern",
     "hydrafusion.policy",
@@ -79,16 +81,7 @@ ROOT_SPAN_ATTRIBUTES = frozenset({
     "hydrafusion.route_failure_reason",
     "hydrafusion.fallback_model",
 })
-LEG_SPAN_ATTRIBUTES = frozenset({
-    "gen_ai.operation.name",
-    "gen_ai.provider.name",
-    "gen_ai.request.model",
-    "gen_ai.response.model",
-    "gen_ai.conversation.id",
-    "gen_ai.usage.input_tokens",
-    "gen_ai.usage.output_tokens",
-    "gen_ai.usage.cache_read.input_tokens",
-    "gen_ai.usage.cache_write.input_tokens",
+LEG_SPAN_ATTRIBUTES = GEN_AI_ATTRIBUTES | frozenset({
     "hydrafusion.phase.id",
     "hydrafusion.phase.kind",
     "hydrafusion.phase.role",

@@ -260,12 +260,8 @@ def test_an_unreadable_folder_warns_once_and_the_others_go_on(
         "session locked: cannot read its folder: Permission denied"]
 
 
-def test_cold_logs_are_stat_once_a_round_a_slice_per_pass(state_dir, watchers, monkeypatch):
-    count = 1000
-    logs = {write_log(state_dir, f"s{i:04d}", age_s=DAYS_AGO_S) for i in range(count)}
-    clock = FakeClock()
-    watcher = watchers(state_dir, clock=clock, use_inotify=False)
-    assert len(started(watcher).appeared) == count
+def count_stats(monkeypatch) -> list[str]:
+    """From now on, every os.stat call's path, in order."""
     stat_calls = []
     real_stat = os.stat
 
@@ -274,6 +270,16 @@ def test_cold_logs_are_stat_once_a_round_a_slice_per_pass(state_dir, watchers, m
         return real_stat(path, *args, **kwargs)
 
     monkeypatch.setattr(os, "stat", counting_stat)
+    return stat_calls
+
+
+def test_cold_logs_are_stat_once_a_round_a_slice_per_pass(state_dir, watchers, monkeypatch):
+    count = 1000
+    logs = {write_log(state_dir, f"s{i:04d}", age_s=DAYS_AGO_S) for i in range(count)}
+    clock = FakeClock()
+    watcher = watchers(state_dir, clock=clock, use_inotify=False)
+    assert len(started(watcher).appeared) == count
+    stat_calls = count_stats(monkeypatch)
     per_pass = []
     while clock.now < 1000.0 + watch.SWEEP_ROUND_S + watch.PASS_INTERVAL_S:
         clock.now += watch.PASS_INTERVAL_S
@@ -353,14 +359,7 @@ def test_watched_cold_logs_are_stat_once_a_minute(state_dir, watchers, monkeypat
     clock = FakeClock()
     watcher = watchers(state_dir, clock=clock, use_inotify=True)
     started(watcher)
-    stat_calls = []
-    real_stat = os.stat
-
-    def counting_stat(path, *args, **kwargs):
-        stat_calls.append(os.fspath(path))
-        return real_stat(path, *args, **kwargs)
-
-    monkeypatch.setattr(os, "stat", counting_stat)
+    stat_calls = count_stats(monkeypatch)
     step(watcher, clock, 2 * watch.SWEEP_ROUND_S + watch.PASS_INTERVAL_S)
     assert sorted(path for path in stat_calls if path in logs) == sorted(logs)
 
