@@ -122,6 +122,7 @@ class Tailer:
         for session_id in changes.vanished:
             gone = self.sessions.pop(session_id, None)
             self._unread.discard(session_id)
+            self._with_open_turns.discard(session_id)
             if gone is not None:
                 log.info("session %s: its log is gone", session_id)
                 level = max(level, self._report(gone.turns.finish_open()))
@@ -253,10 +254,7 @@ class Tailer:
         level = UNCHANGED
         now = self.clock()
         for session_id in list(self._with_open_turns):
-            session = self.sessions.get(session_id)
-            if session is None:
-                self._with_open_turns.discard(session_id)
-                continue
+            session = self.sessions[session_id]
             try:
                 modified = os.stat(session.reader.path).st_mtime
             except OSError:
