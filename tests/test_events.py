@@ -117,6 +117,20 @@ def test_unknown_and_missing_fields_are_noted():
     assert record.model is None
 
 
+def test_either_note_alone_is_noted():
+    unknown_only = parse_line(line("assistant.fusion_phase_completed", dict(LEG, brandNewField=1)))
+    assert (unknown_only.unknown_fields, unknown_only.missing_fields) == (("brandNewField",), ())
+    missing_only = parse_line(line("assistant.fusion_phase_completed", dict(LEG, model=None)))
+    assert (missing_only.unknown_fields, missing_only.missing_fields) == ((), ("model",))
+
+
+@given(st.lists(st.sampled_from(
+    [*events.MARKERS, b'"session.', b"fusion_", b'"sessionXfusion_', b'"', b"x", b"\0"]
+)).map(b"".join))
+def test_may_matter_is_true_exactly_when_a_marker_is_there(raw):
+    assert events.may_matter(raw) == any(marker in raw for marker in events.MARKERS)
+
+
 @pytest.mark.parametrize("raw, reason", [
     (b'{"type":"session.fusion_resolved","data":{', "invalid_json"),
     (b'["session.fusion_resolved"]', "not_an_object"),
@@ -159,16 +173,75 @@ def test_session_shutdown_ends_the_session():
     ("2026-09-09T02:43:27.96Z", 1788921807_960000000),
     ("2026-09-09T02:43:27.961Z", 1788921807_961000000),
     ("2026-09-09T02:43:27.961234567891Z", 1788921807_961234567),
+    ("2026-09-09T02:43:27.123456Z", 1788921807_123456000),
+    ("2026-09-09T02:43:27.1234567Z", 1788921807_123456700),
     ("2026-09-09T04:43:27.5+02:00", 1788921807_500000000),
     ("2026-09-09T02:43:27", 1788921807_000000000),
+    ("1969-12-31T23:59:59.5Z", -500000000),
 ])
 def test_timestamps(text, expected):
     assert parse_timestamp(text) == expected
 
 
-@pytest.mark.parametrize("text", ["", "2026-13-01T00:00:00Z", "2026-09-09", None, 17])
+@pytest.mark.parametrize("text", [
+    "", "2026-13-01T00:00:00Z", "2026-09-09", None, 17, "2026-02-30T00:00:00.5Z",
+    "2026-09-09T24:00:00Z", "2026-09-09T23:59:60Z", "2026-W36-3T02:43:27Z",
+])
 def test_bad_timestamps(text):
     assert parse_timestamp(text) is None
+
+
+def test_the_cli_form_takes_the_fast_way(monkeypatch):
+    """The timestamp on every line the CLI writes never needs the general pattern."""
+    def refuse(_):
+        raise AssertionError("took the general way")
+
+    monkeypatch.setattr(events, "_parse_any_timestamp", refuse)
+    assert parse_timestamp("2026-09-09T02:43:27.961Z") == 1788921807_961000000
+    assert parse_timestamp("2026-09-09T02:43:27.96Z") == 1788921807_960000000
+    assert parse_timestamp("2026-09-09T02:43:27Z") == 1788921807_000000000
+
+
+def _two_digits(low, high):
+    return st.integers(low, high).map("{:02d}".format)
+
+
+def _timestamps(spaces, separators, digits, zones):
+    return st.builds(
+        "{}{}-{}-{}{}{}:{}:{}{}{}{}".format,
+        spaces,
+        st.integers(0, 9999).map("{:04d}".format),
+        _two_digits(0, 13),
+        _two_digits(0, 32),
+        separators,
+        _two_digits(0, 25),
+        _two_digits(0, 61),
+        _two_digits(0, 61),
+        st.one_of(st.just(""), st.text(digits, max_size=12).map(".{}".format)),
+        zones,
+        spaces,
+    )
+
+
+# The CLI's form, in range or just out of it (month 13, hour 24, second 60, seven or more
+# fraction digits), and near-misses of it: other separators, zones and digits, stray spaces.
+_TIMESTAMPS = st.one_of(
+    _timestamps(st.just(""), st.just("T"), "0123456789", st.just("Z")),
+    _timestamps(st.sampled_from(["", " "]), st.sampled_from("T t_"), "0123456789\u0663",
+                st.sampled_from(["Z", "", "z", "+02:00", "-0530", "+00:00", "+24:00"])),
+)
+
+
+@given(_TIMESTAMPS)
+def test_the_fast_way_agrees_with_the_general_way(text):
+    assert parse_timestamp(text) == events._parse_any_timestamp(text)
+
+
+@given(st.one_of(st.integers(-(2**60), 2**60), st.sampled_from([2**53 - 1, 2**53, 2**53 + 1])))
+def test_counts_read_as_the_float_conversion_reads_them(value):
+    """Ordinary counts skip the conversion to float; any count must read as it would give."""
+    record = parse_line(line("session.fusion_completed", {"fusionId": "f", "inputTokens": value}))
+    assert record.usage.input_tokens == (int(float(value)) if value >= 0 else 0)
 
 
 @given(st.binary(max_size=400))
