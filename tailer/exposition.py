@@ -61,7 +61,7 @@ DEFAULT_LABEL_VALUE_LIMIT = 32
 MAX_LABEL_VALUE_LENGTH = 64
 OVERFLOW_LABEL_VALUE = "other"
 ABSENT_LABEL_VALUE = "unknown"
-KEYS_REMEMBERED = 10_000  # per family
+SERIES_REMEMBERED = 10_000  # per family, by raw label values
 
 _METRIC_NAME = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*")
 _LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
@@ -107,11 +107,13 @@ PENDING, SERVED, DONE = "pending", "served", "done"
 
 
 class _Series:
-    """One label set: its true value, and how far it is through zero first."""
+    """One label set (key: its label values as stored): its true value, and how far it is
+    through zero first."""
 
-    __slots__ = ("value", "published", "scrape_zero", "zero_until")
+    __slots__ = ("key", "value", "published", "scrape_zero", "zero_until")
 
-    def __init__(self, value, zero_first: bool, now: float):
+    def __init__(self, key: tuple[str, ...], value, zero_first: bool, now: float):
+        self.key = key
         self.value = value
         self.published = copy.deepcopy(value)
         self.scrape_zero = PENDING if zero_first else DONE
@@ -156,7 +158,17 @@ class _Family:
         self.help = help
         self.labelnames = labelnames
         self.series: dict[tuple[str, ...], _Series] = {}
-        self.keys: dict[tuple, tuple[str, ...]] = {}  # raw label values -> series key
+        self.remembered: dict[tuple, _Series] = {}  # by raw label values, see Registry._series
+
+    def _ordered_values(self, labels: dict[str, str] | None) -> tuple:
+        """The values of labels in the declared label order, as Registry.record takes them."""
+        labels = labels or {}
+        if len(labels) == len(self.labelnames):
+            try:
+                return tuple([labels[label] for label in self.labelnames])
+            except KeyError:
+                pass
+        raise ValueError(f"{self.name} takes labels {sorted(self.labelnames)}, got {sorted(labels)}")
 
     def zero(self):
         return 0.0
@@ -182,10 +194,15 @@ class Counter(_Family):
 
     def inc(self, labels: dict[str, str] | None = None, amount: float = 1.0) -> None:
         """Add amount; inc(labels, 0) declares the series so it is seen at zero early."""
+        values = self._ordered_values(labels)
+        with self._registry._lock:
+            self._record(values, amount)
+
+    def _record(self, values: tuple, amount: float) -> None:
+        """inc, with the label values in declared order; the caller holds the lock."""
         if not amount >= 0:
             raise ValueError(f"counter {self.name} can only grow, got {amount!r}")
-        with self._registry._lock:
-            self._registry._series(self, labels).value += amount
+        self._registry._series(self, values).value += amount
 
 
 class Gauge(_Family):
@@ -193,8 +210,9 @@ class Gauge(_Family):
     zero_first = False
 
     def set(self, labels: dict[str, str] | None, value: float) -> None:
+        values = self._ordered_values(labels)
         with self._registry._lock:
-            self._registry._series(self, labels).value = float(value)
+            self._registry._series(self, values).value = float(value)
 
 
 class _HistogramValue:
@@ -220,12 +238,17 @@ class Histogram(_Family):
         self.bounds = tuple(bounds)
 
     def observe(self, labels: dict[str, str] | None, value: float) -> None:
+        values = self._ordered_values(labels)
+        with self._registry._lock:
+            self._record(values, value)
+
+    def _record(self, values: tuple, value: float) -> None:
+        """observe, with the label values in declared order; the caller holds the lock."""
         if math.isnan(value):
             raise ValueError(f"histogram {self.name} cannot observe NaN")
-        with self._registry._lock:
-            state = self._registry._series(self, labels).value
-            state.bucket_counts[bisect.bisect_left(self.bounds, value)] += 1
-            state.sum += value
+        state = self._registry._series(self, values).value
+        state.bucket_counts[bisect.bisect_left(self.bounds, value)] += 1
+        state.sum += value
 
     def zero(self) -> _HistogramValue:
         return _HistogramValue(len(self.bounds) + 1)
@@ -285,6 +308,17 @@ class Registry:
         """Every series at its true value, all promoted: for the exit and --once."""
         return self._render(_final_shows_zero, published=False)
 
+    def record(self, changes: list[tuple[_Family, tuple, float]]) -> None:
+        """Apply (counter or histogram, label values in its declared order, amount to add or
+        value to observe) changes, taking the lock once: a finished turn makes a dozen or more.
+
+        The values are given as tuples, not dicts, because they are the keys the families
+        remember: a known series is found with no label dict to build or check.
+        """
+        with self._lock:
+            for family, values, amount in changes:
+                family._record(values, amount)
+
     def save_and_publish(self, save: Callable[[dict], None], publish: bool = True) -> None:
         """Hand a snapshot to `save`, then (unless told not to) let scrapes see the values
         as they are now.
@@ -335,27 +369,27 @@ class Registry:
                 for key, value, scrape_zero_pending, hold_left in rows:
                     if len(key) != len(family.labelnames):
                         continue
-                    series = self._series(family, dict(zip(family.labelnames, key)))
+                    series = self._series(family, tuple(key))
                     series.value = family.load(value)
                     series.published = copy.deepcopy(series.value)
                     series.scrape_zero = PENDING if scrape_zero_pending else DONE
                     series.zero_until = now + float(hold_left)
 
-    def current(self, touched: list[tuple[_Family, dict]]) -> list[tuple[str, list, float]]:
-        """The true current samples of these series, for pushing them as history."""
+    def current(self, touched: list[tuple[_Family, tuple]]) -> list[tuple[str, list, float]]:
+        """The true current samples of these series (family, label values in declared order),
+        for pushing them as history."""
         with self._lock:
             samples = []
-            for family, labels in touched:
-                key = self._key(family, labels)
-                series = self._series(family, labels)
-                samples.extend(family.values(list(zip(family.labelnames, key)), series.value))
+            for family, values in touched:
+                series = self._series(family, values)
+                samples.extend(family.values(list(zip(family.labelnames, series.key)), series.value))
             return samples
 
-    def promote(self, touched: list[tuple[_Family, dict]]) -> None:
+    def promote(self, touched: list[tuple[_Family, tuple]]) -> None:
         """No zero first for these series: their history already starts at zero."""
         with self._lock:
-            for family, labels in touched:
-                series = self._series(family, labels)
+            for family, values in touched:
+                series = self._series(family, values)
                 series.scrape_zero = DONE
                 series.zero_until = float("-inf")
 
@@ -366,34 +400,35 @@ class Registry:
             self._families[family.name] = family
             if not family.labelnames:
                 # Its only series exists from the start, so the first scrape shows it at zero.
-                self._series(family, None)
+                self._series(family, ())
         return family
 
-    def _series(self, family: _Family, labels: dict[str, str] | None) -> _Series:
-        """The series for labels, created pending if new. The caller holds the lock."""
-        key = self._key(family, labels)
-        series = family.series.get(key)
+    def _series(self, family: _Family, values: tuple) -> _Series:
+        """The series for label values, created pending if new. The caller holds the lock.
+
+        Remembered per family by the values as given: a turn counts into a dozen series,
+        nearly always known ones, and this spares them the sanitising. The series of given
+        values never changes (a vocabulary only grows, a series is never dropped), so
+        remembering is safe, and only values of the right length are ever remembered.
+        """
+        series = family.remembered.get(values)
         if series is None:
-            series = family.series[key] = _Series(family.zero(), family.zero_first, self._clock())
+            key = self._key(family, values)
+            series = family.series.get(key)
+            if series is None:
+                series = family.series[key] = _Series(
+                    key, family.zero(), family.zero_first, self._clock())
+            if len(family.remembered) < SERIES_REMEMBERED:
+                family.remembered[values] = series
         return series
 
-    def _key(self, family: _Family, labels: dict[str, str] | None) -> tuple[str, ...]:
-        """The label values as the series is stored: sanitised, "other" past the caps.
-
-        Remembered per family: a turn counts into a dozen series, nearly always known ones.
-        A key once made never changes (a vocabulary only grows), so remembering is safe.
-        """
-        labels = labels or {}
-        if set(labels) != set(family.labelnames):
-            raise ValueError(f"{family.name} takes labels {sorted(family.labelnames)}, got {sorted(labels)}")
-        raw = tuple(labels[label] for label in family.labelnames)
-        key = family.keys.get(raw)
-        if key is None:
-            key = tuple(self._admit(label, sanitise_label_value(value))
-                        for label, value in zip(family.labelnames, raw))
-            if len(family.keys) < KEYS_REMEMBERED:
-                family.keys[raw] = key
-        return key
+    def _key(self, family: _Family, values: tuple) -> tuple[str, ...]:
+        """The label values as the series is stored: sanitised, "other" past the caps."""
+        if len(values) != len(family.labelnames):
+            raise ValueError(f"{family.name} takes {len(family.labelnames)} label values, "
+                             f"got {len(values)}")
+        return tuple(self._admit(label, sanitise_label_value(value))
+                     for label, value in zip(family.labelnames, values))
 
     def _admit(self, label: str, value: str) -> str:
         """value if the vocabulary of this label name knows it or has room for it, else "other"."""

@@ -15,7 +15,7 @@ import platform
 
 from . import __version__
 from .events import UnknownFusionEvent, Event
-from .exposition import Histogram, Registry
+from .exposition import Registry
 from .turns import Turn
 
 # The GenAI conventions' duration buckets (0.01 s doubling to 81.92 s), extended for
@@ -124,28 +124,26 @@ class TurnMetrics:
         self._newest_event_ns = 0
 
     def count_turn(self, turn: Turn) -> None:
-        for family, labels, amount in self.turn_changes(turn):
-            if isinstance(family, Histogram):
-                family.observe(labels, amount)
-            else:
-                family.inc(labels, amount)
+        self.registry.record(self.turn_changes(turn))
 
     def turn_changes(self, turn: Turn) -> list[tuple]:
-        """What one finished turn adds: (family, labels, amount to add or value to observe)."""
+        """What one finished turn adds, as Registry.record takes it: (family, label values,
+        amount to add or value to observe).
+
+        The label values are tuples in the order the family declares its labels in
+        __init__: the registry finds known series by them without building a dict per change.
+        """
         pattern = turn.pattern
         changes = [
-            (self.turns,
-             {"pattern": pattern, "outcome": turn.outcome, "compound": _flag(turn.compound)}, 1),
-            (self.turn_duration, {"pattern": pattern}, (turn.end_ns - turn.start_ns) / 1e9),
+            (self.turns, (pattern, turn.outcome, _flag(turn.compound)), 1),
+            (self.turn_duration, (pattern,), (turn.end_ns - turn.start_ns) / 1e9),
         ]
         if turn.route_failure is not None:
-            changes.append(
-                (self.route_failures, {"reason": turn.route_failure.reason or "unknown"}, 1)
-            )
+            changes.append((self.route_failures, (turn.route_failure.reason or "unknown",), 1))
         elif turn.routing_latency_ms is not None and turn.resolved is not None:
             changes.append((
                 self.routing_latency,
-                {"route_source": turn.resolved.route_source or "unknown"},
+                (turn.resolved.route_source or "unknown",),
                 turn.routing_latency_ms / 1000,
             ))
         for leg in turn.legs:
@@ -153,40 +151,25 @@ class TurnMetrics:
             model = leg.model or "unknown"
             committed = _flag(turn.is_committed(leg))
             usage = leg.usage
-            changes.append((self.legs, {
-                "pattern": pattern, "phase_kind": kind, "role": leg.role or "unknown",
-                "model": model, "status": leg.status or "unknown",
-                "verdict": leg.verdict or "none", "committed": committed,
-            }, 1))
-            changes.append((
-                self.aiu,
-                {"pattern": pattern, "phase_kind": kind, "model": model, "committed": committed},
-                usage.aiu,
-            ))
-            for token_type, count in (
-                ("input", usage.input_tokens),
-                ("output", usage.output_tokens),
-                ("cache_read", usage.cache_read_tokens),
-                ("cache_write", usage.cache_write_tokens),
-            ):
-                changes.append(
-                    (self.tokens, {"phase_kind": kind, "model": model, "type": token_type}, count)
-                )
-            changes.append((self.requests, {"phase_kind": kind, "model": model},
-                            usage.request_count))
-            changes.append((self.leg_duration, {"phase_kind": kind, "model": model},
-                            leg.duration_ms / 1000))
+            changes += [
+                (self.legs, (pattern, kind, leg.role or "unknown", model,
+                             leg.status or "unknown", leg.verdict or "none", committed), 1),
+                (self.aiu, (pattern, kind, model, committed), usage.aiu),
+                (self.tokens, (kind, model, "input"), usage.input_tokens),
+                (self.tokens, (kind, model, "output"), usage.output_tokens),
+                (self.tokens, (kind, model, "cache_read"), usage.cache_read_tokens),
+                (self.tokens, (kind, model, "cache_write"), usage.cache_write_tokens),
+                (self.requests, (kind, model), usage.request_count),
+                (self.leg_duration, (kind, model), leg.duration_ms / 1000),
+            ]
         return changes
 
     def turn_series(self) -> list[tuple]:
-        """Every series of the families count_turn feeds, as (family, labels)."""
+        """Every series of the families count_turn feeds, as (family, label values)."""
         families = (self.turns, self.legs, self.aiu, self.tokens, self.requests,
                     self.route_failures, self.turn_duration, self.leg_duration,
                     self.routing_latency)
-        return [
-            (family, dict(zip(family.labelnames, key)))
-            for family in families for key in list(family.series)
-        ]
+        return [(family, key) for family in families for key in list(family.series)]
 
     def restore(self, snapshot: dict) -> None:
         """Counters from a checkpoint; the newest event time must not go back either."""

@@ -235,10 +235,9 @@ class _Loop:
         end_ms = turn.end_ns // 1_000_000
         if self.history is not None and self._catching_up and self.history.takes(end_ms):
             changes = self.metrics.turn_changes(turn)
-            touched = list({(f.name, tuple(sorted(l.items()))): (f, l)
-                            for f, l, _ in changes}.values())
+            touched = list(dict.fromkeys((family, values) for family, values, _ in changes))
             before = self.registry.current(touched)
-            self.metrics.count_turn(turn)
+            self.registry.record(changes)
             self.history.record(end_ms, before, self.registry.current(touched))
             self.registry.promote(touched)
         else:

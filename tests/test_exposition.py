@@ -8,7 +8,10 @@ import urllib.request
 
 import pytest
 
+from assembly import assemble
+from exposition_helpers import samples
 from prom import running_prometheus, single_value
+from sessiongen import START, SessionWriter
 from tailer.exposition import (
     CONTENT_TYPE,
     ZERO_HOLD_SECONDS,
@@ -18,6 +21,7 @@ from tailer.exposition import (
     sanitise_label_value,
     write_textfile,
 )
+from tailer.metrics import TurnMetrics
 
 
 class FakeClock:
@@ -163,6 +167,8 @@ def test_labels_must_match_the_declared_names():
         counter.inc({"model": "a", "extra": "b"})
     with pytest.raises(ValueError):
         counter.inc({})
+    with pytest.raises(ValueError):
+        counter.inc({"modle": "a"})
 
 
 @pytest.mark.parametrize("amount", [-1, float("nan")])
@@ -502,3 +508,84 @@ def test_a_failed_save_still_publishes():
     with pytest.raises(OSError):
         registry.save_and_publish(broken)
     assert sample_lines(registry.render(), "g") == ["g 4"]
+
+
+# Changes in bulk (Registry.record) and history
+
+
+def test_record_lands_in_the_series_inc_and_observe_use():
+    registry = Registry(clock=FakeClock())
+    counter = registry.counter("c_total", "x", ["kind", "model"])
+    histogram = registry.histogram("h", "x", ["kind"], [1])
+    counter.inc({"kind": "a", "model": 'm "1"'}, 2)
+    registry.record([
+        (counter, ("a", 'm "1"'), 3),
+        (counter, ("b", "m2"), 1),
+        (histogram, ("a",), 0.5),
+    ])
+    text = registry.render_final()
+    assert sample_lines(text, "c_total") == [
+        'c_total{kind="a",model="m__1_"} 5', 'c_total{kind="b",model="m2"} 1']
+    assert sample_lines(text, "h_count") == ['h_count{kind="a"} 1']
+
+
+def test_a_series_first_made_by_record_is_scraped_at_zero_first():
+    registry = Registry(clock=FakeClock())
+    counter = registry.counter("c_total", "x", ["kind"])
+    registry.record([(counter, ("a",), 3)])
+    assert sample_lines(scrape(registry), "c_total") == ['c_total{kind="a"} 0']
+    assert sample_lines(scrape(registry), "c_total") == ['c_total{kind="a"} 3']
+
+
+def test_record_checks_every_change_even_for_series_it_knows():
+    registry = Registry()
+    counter = registry.counter("c_total", "x", ["kind", "model"])
+    histogram = registry.histogram("h", "x", ["kind"], [1])
+    registry.record([(counter, ("a", "m"), 1), (histogram, ("a",), 1)])
+    for bad in ((counter, ("a",), 1), (counter, ("a", "m", "x"), 1),
+                (counter, ("a", "m"), -1), (histogram, ("a",), float("nan"))):
+        with pytest.raises(ValueError):
+            registry.record([bad])
+    text = registry.render_final()
+    assert sample_lines(text, "c_total") == ['c_total{kind="a",model="m"} 1']
+    assert sample_lines(text, "h_count") == ['h_count{kind="a"} 1']
+
+
+def test_current_shows_true_values_with_stored_labels_and_promote_ends_the_zero():
+    registry = Registry(clock=FakeClock())
+    counter = registry.counter("c_total", "x", ["kind"])
+    touched = [(counter, ("a b",))]
+    assert registry.current(touched) == [("c_total", [("kind", "a_b")], 0.0)]
+    registry.record([(counter, ("a b",), 4)])
+    assert registry.current(touched) == [("c_total", [("kind", "a_b")], 4.0)]
+    registry.promote(touched)  # its history already starts at zero
+    assert sample_lines(scrape(registry), "c_total") == ['c_total{kind="a_b"} 4']
+
+
+def test_a_turn_counts_into_series_labelled_as_each_family_declares():
+    """turn_changes gives label values by position: a value in the wrong place would go
+    unnoticed by the registry, so here every label of a leg's series is named."""
+    writer = SessionWriter("s", START)
+    writer.cascade("mai-code-1.1-flash", "gpt-5.6-sol", verdict="reject",
+                   repair_model="gpt-5.6-sol")
+    [turn] = assemble(writer.lines(), "s")
+    metrics = TurnMetrics(Registry())
+    metrics.count_turn(turn)
+    text = metrics.registry.render_final()
+    judge = {"pattern": "cascade", "phase_kind": "judge", "role": "judge",
+             "model": "gpt-5.6-sol", "status": "succeeded", "verdict": "reject",
+             "committed": "false"}
+    repair = {**judge, "phase_kind": "repair", "role": "solver", "verdict": "none",
+              "committed": "true"}
+    legs = samples(text, "hydrafusion_legs_total")
+    assert legs[tuple(sorted(judge.items()))] == 1
+    assert legs[tuple(sorted(repair.items()))] == 1
+    aiu = samples(text, "hydrafusion_aiu_total")
+    assert (("committed", "true"), ("model", "gpt-5.6-sol"), ("pattern", "cascade"),
+            ("phase_kind", "repair")) in aiu
+    [repair_leg] = [leg for leg in turn.legs if leg.phase_kind == "repair"]
+    tokens = samples(text, "hydrafusion_tokens_total")
+    assert tokens[(("model", "gpt-5.6-sol"), ("phase_kind", "repair"), ("type", "output"))] == (
+        repair_leg.usage.output_tokens)
+    assert samples(text, "hydrafusion_routing_latency_seconds_count") == {
+        (("route_source", turn.resolved.route_source),): 1}
