@@ -22,7 +22,7 @@ from pathlib import Path
 from . import events
 from .turns import Turn
 
-VERSION = 1
+VERSION = 2
 
 _RECORD_TYPES = {
     cls.__name__: cls
@@ -82,7 +82,7 @@ def _check(state: dict) -> None:
             turn_from_data(turn)
     dict(state["metrics"])
     for trace in state["pending"]:
-        trace[0]["traceId"]
+        str(trace["trace_id"]), [str(span) for span in trace["spans"]]
 
 
 def turn_to_data(turn: Turn) -> dict:

@@ -288,9 +288,10 @@ class Tailer:
 
     def _warn_drift(self, record: events.Event) -> None:
         """Warn once per kind of drift: the metrics count every occurrence."""
-        notes = [("unknown event type", record.event_type)] if isinstance(
-            record, events.UnknownFusionEvent
-        ) else []
+        unknown_type = isinstance(record, events.UnknownFusionEvent)
+        if not (unknown_type or record.unknown_fields or record.missing_fields):
+            return
+        notes = [("unknown event type", record.event_type)] if unknown_type else []
         notes += [(f"unknown field on {record.event_type}", f) for f in record.unknown_fields]
         notes += [(f"missing field on {record.event_type}", f) for f in record.missing_fields]
         for kind, name in notes:

@@ -1,6 +1,6 @@
 """Export spans over OTLP/HTTP with JSON encoding, using only the standard library.
 
-Spans arrive ready-made in OTLP JSON shape (see tailer.spans). This module only groups them
+Spans arrive ready-made as OTLP/JSON text (see tailer.spans). This module only groups them
 into batches, gzips them, posts them from a background thread so the tailer never waits on
 the network, retries what the OTLP specification says may be retried, and tells the caller
 what became of every span through on_result.
@@ -25,7 +25,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from typing import Callable
+from typing import Callable, NamedTuple
 
 log = logging.getLogger("tailer.otlp")
 
@@ -35,6 +35,13 @@ FIRST_BACKOFF = 1.0
 MAX_BACKOFF = 60.0
 ERROR_TEXT_LIMIT = 200
 RESPONSE_READ_LIMIT = 64 * 1024
+
+
+class Span(NamedTuple):
+    """One span: its trace id, by which spans are grouped, and its OTLP/JSON object text."""
+
+    trace_id: str
+    json: str
 
 
 def traces_url(endpoint: str) -> str:
@@ -71,16 +78,52 @@ def _parse_key_values(value: str, what: str) -> dict[str, str]:
     return result
 
 
-def encode_request(spans: list[dict], resource: dict[str, str], scope_name: str, scope_version: str) -> bytes:
+def encode_request(spans: list[Span], resource: dict[str, str], scope_name: str, scope_version: str) -> bytes:
     """A gzipped ExportTraceServiceRequest in OTLP JSON holding spans under one resource and scope."""
-    request = {"resourceSpans": [{
-        "resource": {"attributes": [{"key": key, "value": {"stringValue": value}} for key, value in resource.items()]},
-        "scopeSpans": [{"scope": {"name": scope_name, "version": scope_version}, "spans": spans}],
-    }]}
-    text = json.dumps(request, ensure_ascii=False, separators=(",", ":"))
+    text = (
+        f'{{"resourceSpans":[{{"resource":{{"attributes":[{attributes_json(resource)}]}},'
+        f'"scopeSpans":[{{"scope":{{"name":{json_string(scope_name)},'
+        f'"version":{json_string(scope_version)}}},'
+        f'"spans":[{",".join(span.json for span in spans)}]}}]}}]}}'
+    )
     # A lone surrogate read from a damaged log would otherwise make the whole batch invalid UTF-8.
     # Level 1: span JSON shrinks about as well as at the default 9, several times faster.
     return gzip.compress(text.encode("utf-8", "replace"), compresslevel=1)
+
+
+def attributes_json(values: dict) -> str:
+    """The items of an OTLP/JSON key-value list; None values are left out rather than sent empty.
+
+    Written as one loop over the values with each key's text remembered: spans carry about
+    sixteen attributes each, and this is the innermost loop of a backfill.
+    """
+    items = []
+    for key, value in values.items():
+        if value is None:
+            continue
+        head = _KEY_HEADS.get(key)
+        if head is None:
+            head = _KEY_HEADS[key] = f'{{"key":{json_string(key)},"value":'
+        kind = type(value)
+        if kind is str:
+            items.append(f'{head}{{"stringValue":{json_string(value)}}}}}')
+        elif kind is bool:
+            items.append(f'{head}{{"boolValue":{"true" if value else "false"}}}}}')
+        elif kind is int:
+            items.append(f'{head}{{"intValue":"{value}"}}}}')
+        elif kind is float:
+            items.append(f'{head}{{"doubleValue":{value!r}}}}}')
+        else:
+            items.append(f'{head}{{"stringValue":{json_string(str(value))}}}}}')
+    return ",".join(items)
+
+
+# Attribute keys are the few names the tailer writes, plus the resource's.
+_KEY_HEADS: dict[str, str] = {}
+
+# A JSON string literal as json.dumps(ensure_ascii=False) writes it: every string of a
+# request is escaped here.
+json_string = json.encoder.encode_basestring
 
 
 def parse_retry_after(value: str | None, now: float) -> float | None:
@@ -128,7 +171,7 @@ class OtlpExporter:
     """
 
     def __init__(self, url: str, *, headers: dict[str, str], resource: dict[str, str], scope_version: str,
-                 on_result: Callable[[str, list[dict]], None] = lambda outcome, spans: None,
+                 on_result: Callable[[str, list[Span]], None] = lambda outcome, spans: None,
                  max_batch_spans: int = 512, flush_interval: float = 1.0, max_queued_spans: int = 100_000,
                  timeout: float = 10.0, sleep=time.sleep, rng=random.random):
         self._url = url
@@ -145,22 +188,22 @@ class OtlpExporter:
         self._rng = rng
         # Units are numbered in submission order so flush() can tell when everything up to a
         # point has been settled, whatever happened to each unit.
-        self._queue: collections.deque[tuple[int, list[dict]]] = collections.deque()
+        self._queue: collections.deque[tuple[int, list[Span]]] = collections.deque()
         self._queued_spans = 0
         self._next_number = 0
         self._in_flight_number: int | None = None
-        self._overflow_dropped: list[dict] = []
+        self._overflow_dropped: list[Span] = []
         self._flush_waiters = 0
         self._closing = False
         self._lock = threading.Condition()
         self._worker = threading.Thread(target=self._run, name="otlp-exporter", daemon=True)
         self._worker.start()
 
-    def submit(self, spans: list[dict]) -> None:
+    def submit(self, spans: list[Span]) -> None:
         """Queue spans for export; never blocks on the network."""
-        traces: dict[str, list[dict]] = {}
+        traces: dict[str, list[Span]] = {}
         for span in spans:
-            traces.setdefault(span.get("traceId", ""), []).append(span)
+            traces.setdefault(span.trace_id, []).append(span)
         with self._lock:
             for trace in traces.values():
                 for start in range(0, len(trace), self._max_batch_spans):
@@ -215,7 +258,7 @@ class OtlpExporter:
                 self._in_flight_number = None
                 self._lock.notify_all()
 
-    def _next_batch(self) -> list[dict] | None:
+    def _next_batch(self) -> list[Span] | None:
         """Wait for spans, then take whole units up to max_batch_spans; None once closing."""
         with self._lock:
             self._lock.wait_for(lambda: self._queue or self._closing)
@@ -223,7 +266,7 @@ class OtlpExporter:
                                 or self._closing, self._flush_interval)
             if self._closing:
                 return None
-            batch: list[dict] = []
+            batch: list[Span] = []
             while self._queue and len(batch) + len(self._queue[0][1]) <= self._max_batch_spans:
                 number, unit = self._queue.popleft()
                 if not batch:
@@ -232,7 +275,7 @@ class OtlpExporter:
                 self._queued_spans -= len(unit)
             return batch
 
-    def _deliver(self, spans: list[dict]) -> None:
+    def _deliver(self, spans: list[Span]) -> None:
         body = encode_request(spans, self._resource, SCOPE_NAME, self._scope_version)
         count = len(spans)
         backoff = FIRST_BACKOFF
@@ -272,7 +315,7 @@ class OtlpExporter:
         except (OSError, http.client.HTTPException) as error:
             return None, None, str(error)
 
-    def _accept(self, spans: list[dict], body: str) -> None:
+    def _accept(self, spans: list[Span], body: str) -> None:
         """Reports a 2xx answer, which may still reject some spans (an OTLP partial success).
 
         OTLP does not say which spans were rejected, so the last ones are reported as such.
@@ -297,7 +340,7 @@ class OtlpExporter:
             log.warning("OTLP export queue full; %d oldest spans dropped", len(dropped))
             self._report("dropped", dropped)
 
-    def _report(self, outcome: str, spans: list[dict]) -> None:
+    def _report(self, outcome: str, spans: list[Span]) -> None:
         try:
             self._on_result(outcome, spans)
         except Exception:  # a faulty callback must not stop the export

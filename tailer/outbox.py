@@ -16,7 +16,7 @@ import queue
 from collections import OrderedDict
 from typing import Callable
 
-from .otlp import OtlpExporter
+from .otlp import OtlpExporter, Span
 
 log = logging.getLogger("tailer")
 
@@ -28,35 +28,36 @@ MAX_PENDING_SPANS = 10_000
 class Outbox:
     def __init__(
         self,
-        connect: Callable[[Callable[[str, list[dict]], None]], OtlpExporter] | None,
-        pending: list[list[dict]] = (),
+        connect: Callable[[Callable[[str, list[Span]], None]], OtlpExporter] | None,
+        pending: list[dict] = (),
     ):
         """`connect` builds the exporter around the outbox's report callback (None: no
-        export). `pending` are the traces a checkpoint held; they are sent first."""
-        self._reports: queue.SimpleQueue[tuple[str, list[dict]]] = queue.SimpleQueue()
+        export). `pending` are the traces a checkpoint held (see `pending`); they are sent
+        first."""
+        self._reports: queue.SimpleQueue[tuple[str, list[Span]]] = queue.SimpleQueue()
         self._exporter = connect(self._report) if connect else None
-        self._pending: OrderedDict[str, list[dict]] = OrderedDict()
+        self._pending: OrderedDict[str, list[Span]] = OrderedDict()
         self.pending_spans = 0
         if self._exporter is None and pending:
             log.warning("%d traces kept for the collector are dropped: no OTLP endpoint",
                         len(pending))
-        for spans in pending:
-            self.submit(spans)
+        for trace in pending:
+            self.submit([Span(trace["trace_id"], text) for text in trace["spans"]])
 
     @property
     def exporting(self) -> bool:
         return self._exporter is not None
 
-    def _report(self, outcome: str, spans: list[dict]) -> None:
+    def _report(self, outcome: str, spans: list[Span]) -> None:
         """The exporter's on_result, called from its thread: handled later, in settle()."""
         self._reports.put((outcome, spans))
 
-    def submit(self, spans: list[dict]) -> None:
+    def submit(self, spans: list[Span]) -> None:
         """Send one trace (the spans of one turn)."""
         if self._exporter is None or not spans:
             return
-        self._forget(spans[0]["traceId"])
-        self._pending[spans[0]["traceId"]] = spans
+        self._forget(spans[0].trace_id)
+        self._pending[spans[0].trace_id] = spans
         self.pending_spans += len(spans)
         self._exporter.submit(spans)
 
@@ -69,7 +70,7 @@ class Outbox:
             except queue.Empty:
                 break
             if outcome != "retry":
-                for trace_id in {span["traceId"] for span in spans}:
+                for trace_id in {span.trace_id for span in spans}:
                     self._forget(trace_id)
             results.append((outcome, len(spans)))
         return results
@@ -80,9 +81,12 @@ class Outbox:
             self.pending_spans -= len(spans)
 
     @property
-    def pending(self) -> list[list[dict]]:
-        """The traces not settled yet, oldest first, for the checkpoint."""
-        return list(self._pending.values())
+    def pending(self) -> list[dict]:
+        """The traces not settled yet, oldest first, as the checkpoint keeps them."""
+        return [
+            {"trace_id": trace_id, "spans": [span.json for span in spans]}
+            for trace_id, spans in self._pending.items()
+        ]
 
     def flush(self, timeout: float) -> bool:
         return self._exporter is None or self._exporter.flush(timeout)

@@ -7,7 +7,11 @@ GenAI conventions where they have one and use `hydrafusion.*` where they do not.
 
 Ids are derived from the session id and the fusion and phase ids, never random, so the same
 turn exported twice (after a restart, or a retry) yields the same trace and span ids.
-The output is the OTLP/JSON span shape: hex ids, times as decimal strings.
+
+Each span is written straight to its OTLP/JSON text (hex ids, times as decimal strings):
+a backfill makes thousands of spans a second, and building them as nested dictionaries for
+`json.dumps` cost more than everything else done per turn. Strings and attributes are
+written by tailer.otlp's helpers, so escaping happens in one place.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from __future__ import annotations
 import hashlib
 
 from .events import LegEnded, Usage
+from .otlp import Span, attributes_json, json_string
 from .turns import Turn, leg_start_ns
 
 KIND_INTERNAL = 1
@@ -37,7 +42,7 @@ def _digest(*parts: str, size: int) -> str:
     return digest.hex() if any(digest) else "01".rjust(size * 2, "0")
 
 
-def turn_spans(turn: Turn) -> list[dict]:
+def turn_spans(turn: Turn) -> list[Span]:
     """The root span first, then the route span, then one span per leg in log order."""
     tid = trace_id(turn.session_id, turn.fusion_id)
     root_id = span_id(turn.session_id, turn.fusion_id, "turn")
@@ -50,7 +55,7 @@ def turn_spans(turn: Turn) -> list[dict]:
     return spans
 
 
-def _root_span(turn: Turn, tid: str, root_id: str) -> dict:
+def _root_span(turn: Turn, tid: str, root_id: str) -> Span:
     usage = turn.usage
     failure = turn.route_failure
     attributes = {
@@ -75,15 +80,12 @@ def _root_span(turn: Turn, tid: str, root_id: str) -> dict:
         "hydrafusion.fallback_model": failure.fallback_model if failure else None,
     }
     name = "hydrafusion route_failed" if failure else f"hydrafusion {turn.pattern}"
-    span = _span(tid, root_id, None, name, KIND_INTERNAL, turn.start_ns, turn.end_ns, attributes)
-    if failure:
-        span["status"] = {
-            "code": STATUS_ERROR, "message": f"route_failed: {failure.reason or 'unknown'}"
-        }
-    return span
+    error = f"route_failed: {failure.reason or 'unknown'}" if failure else None
+    return _span(tid, root_id, None, name, KIND_INTERNAL, turn.start_ns, turn.end_ns,
+                 attributes, error=error)
 
 
-def _route_span(turn: Turn, tid: str, root_id: str, latency_ms: float) -> dict:
+def _route_span(turn: Turn, tid: str, root_id: str, latency_ms: float) -> Span:
     start = turn.start_ns
     end = start + round(latency_ms * 1_000_000)
     attributes = {
@@ -92,16 +94,15 @@ def _route_span(turn: Turn, tid: str, root_id: str, latency_ms: float) -> dict:
         "hydrafusion.routing_latency_ms": latency_ms,
         "hydrafusion.pattern": turn.pattern,
     }
-    span = _span(
+    failure = turn.route_failure
+    return _span(
         tid, span_id(turn.session_id, turn.fusion_id, "route"), root_id,
         "route hydrafusion", KIND_CLIENT, start, end, attributes,
+        error=(failure.reason or "unknown") if failure else None,
     )
-    if turn.route_failure:
-        span["status"] = {"code": STATUS_ERROR, "message": turn.route_failure.reason or "unknown"}
-    return span
 
 
-def _leg_span(turn: Turn, leg: LegEnded, tid: str, root_id: str) -> dict:
+def _leg_span(turn: Turn, leg: LegEnded, tid: str, root_id: str) -> Span:
     model = leg.model or "unknown"
     kind = leg.phase_kind or "unknown"
     attributes = {
@@ -119,28 +120,21 @@ def _leg_span(turn: Turn, leg: LegEnded, tid: str, root_id: str) -> dict:
         "hydrafusion.aiu": leg.usage.aiu,
         "hydrafusion.request_count": leg.usage.request_count,
     }
-    span = _span(
-        tid, _leg_span_id(turn, leg.phase_id), root_id, f"{kind} {model}", KIND_CLIENT,
-        leg_start_ns(leg), leg.time_ns, attributes,
-    )
-    if leg.status in ("failed", "cancelled"):
-        span["status"] = {"code": STATUS_ERROR, "message": leg.failure_reason or leg.status}
-    events = [_verdict_event(judge) for judge in _judges_of(turn, leg)]
-    if events:
-        span["events"] = events
+    failed = leg.status in ("failed", "cancelled")
     links = [
-        {
-            "traceId": tid,
-            "spanId": _leg_span_id(turn, handoff.source_phase_id),
-            "attributes": _attributes({"hydrafusion.link": "handoff"}),
-        }
+        f'{{"traceId":"{tid}","spanId":"{_leg_span_id(turn, handoff.source_phase_id)}",'
+        f'"attributes":[{_HANDOFF_LINK_ATTRIBUTES}]}}'
         for handoff in turn.handoffs
         if handoff.target_phase_id == leg.phase_id
         and any(known.phase_id == handoff.source_phase_id for known in turn.legs)
     ]
-    if links:
-        span["links"] = links
-    return span
+    return _span(
+        tid, _leg_span_id(turn, leg.phase_id), root_id, f"{kind} {model}", KIND_CLIENT,
+        leg_start_ns(leg), leg.time_ns, attributes,
+        error=(leg.failure_reason or leg.status) if failed else None,
+        events=[_verdict_event(judge) for judge in _judges_of(turn, leg)],
+        links=links,
+    )
 
 
 def _judges_of(turn: Turn, leg: LegEnded) -> list[LegEnded]:
@@ -151,17 +145,15 @@ def _judges_of(turn: Turn, leg: LegEnded) -> list[LegEnded]:
     ]
 
 
-def _verdict_event(judge: LegEnded) -> dict:
-    return {
-        "timeUnixNano": str(judge.time_ns),
-        "name": "gen_ai.evaluation.result",
-        "attributes": _attributes({
-            "gen_ai.evaluation.name": "hydrafusion.judge",
-            "gen_ai.evaluation.score.label": judge.verdict,
-            "hydrafusion.judge.model": judge.model,
-            "hydrafusion.judge.phase.id": judge.phase_id,
-        }),
-    }
+def _verdict_event(judge: LegEnded) -> str:
+    attributes = attributes_json({
+        "gen_ai.evaluation.name": "hydrafusion.judge",
+        "gen_ai.evaluation.score.label": judge.verdict,
+        "hydrafusion.judge.model": judge.model,
+        "hydrafusion.judge.phase.id": judge.phase_id,
+    })
+    return (f'{{"timeUnixNano":"{judge.time_ns}","name":"gen_ai.evaluation.result",'
+            f'"attributes":[{attributes}]}}')
 
 
 def _leg_span_id(turn: Turn, phase_id: str | None) -> str:
@@ -190,37 +182,25 @@ def _first(turn: Turn, name: str) -> str | None:
 
 
 def _span(
-    tid: str, sid: str, parent: str | None, name: str, kind: int,
-    start_ns: int, end_ns: int, attributes: dict,
-) -> dict:
-    span = {
-        "traceId": tid,
-        "spanId": sid,
-        "name": name,
-        "kind": kind,
-        "startTimeUnixNano": str(max(start_ns, 0)),
-        "endTimeUnixNano": str(max(end_ns, start_ns, 0)),
-        "attributes": _attributes(attributes),
-    }
-    if parent:
-        span["parentSpanId"] = parent
-    return span
-
-
-def _attributes(values: dict) -> list[dict]:
-    """OTLP key-value list; absent values are left out rather than sent as empty strings."""
-    return [
-        {"key": key, "value": _any_value(value)}
-        for key, value in values.items()
-        if value is not None
+    tid: str, sid: str, parent: str | None, name: str, kind: int, start_ns: int, end_ns: int,
+    attributes: dict, *, error: str | None = None, events: list[str] = (), links: list[str] = (),
+) -> Span:
+    """One span's OTLP/JSON text; `error` is the message of an error status."""
+    start = max(start_ns, 0)
+    text = [
+        f'{{"traceId":"{tid}","spanId":"{sid}",',
+        f'"parentSpanId":"{parent}",' if parent else "",
+        f'"name":{json_string(name)},"kind":{kind},"startTimeUnixNano":"{start}",'
+        f'"endTimeUnixNano":"{max(end_ns, start)}","attributes":[{attributes_json(attributes)}]',
     ]
+    if error is not None:
+        text.append(f',"status":{{"code":{STATUS_ERROR},"message":{json_string(error)}}}')
+    if events:
+        text.append(f',"events":[{",".join(events)}]')
+    if links:
+        text.append(f',"links":[{",".join(links)}]')
+    text.append("}")
+    return Span(tid, "".join(text))
 
 
-def _any_value(value: object) -> dict:
-    if isinstance(value, bool):
-        return {"boolValue": value}
-    if isinstance(value, int):
-        return {"intValue": str(value)}
-    if isinstance(value, float):
-        return {"doubleValue": value}
-    return {"stringValue": str(value)}
+_HANDOFF_LINK_ATTRIBUTES = attributes_json({"hydrafusion.link": "handoff"})

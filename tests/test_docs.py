@@ -8,6 +8,7 @@ backticks.
 
 import contextlib
 import io
+import json
 import re
 from pathlib import Path
 
@@ -121,7 +122,7 @@ def emitted_attributes(turns) -> dict[str, tuple[set[str], set[str]]]:
             types.update(OTLP_TYPES[kind] for kind in attribute["value"])
 
     for turn in turns:
-        for span in turn_spans(turn):
+        for span in (json.loads(written.json) for written in turn_spans(turn)):
             if "parentSpanId" not in span:
                 where = "root"
             elif span["name"] == "route hydrafusion":

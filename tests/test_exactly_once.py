@@ -15,6 +15,7 @@ from exposition_helpers import samples
 from otlp_sink import OtlpSink, plain_attributes
 from prom import free_port, running_prometheus
 from sessiongen import SessionWriter
+from tailer.checkpoint import VERSION
 from tailer.spans import trace_id
 from tailerproc import run_once, running_tailer
 from sessiongen import START, every_pattern
@@ -239,13 +240,13 @@ def test_a_damaged_checkpoint_is_moved_aside_and_the_tailer_starts_afresh(tmp_pa
     state, checkpoint = tmp_path / "state", tmp_path / "cp.json"
     state.mkdir()
     every_pattern("damaged-checkpoint").write(state)
-    checkpoint.write_text('{"version": 1, "sessions": {"x": {"offset": "soon"}}}')
+    checkpoint.write_text(json.dumps({"version": VERSION, "sessions": {"x": {"offset": "soon"}}}))
     result = run_once("--state-dir", str(state), "--checkpoint", str(checkpoint),
                       "--otlp-endpoint", "none")
     assert result.returncode == 0, result.stderr
     assert "damaged" in result.stderr
     assert (tmp_path / "cp.json.unreadable").exists()
-    assert json.loads(checkpoint.read_text())["version"] == 1
+    assert json.loads(checkpoint.read_text())["version"] == VERSION
 
 
 def test_a_collector_that_takes_nothing_pauses_reading_instead_of_dropping(tmp_path):

@@ -16,22 +16,32 @@ import urllib.request
 import pytest
 from google.protobuf import json_format
 
-from otlp_sink import OtlpSink, Reply, decode_body, otlp_sink, span_dicts  # noqa: F401 (otlp_sink is a fixture)
-from tailer.otlp import (OtlpExporter, encode_request, parse_headers, parse_resource_attributes,
-                         parse_retry_after, traces_url)
+from otlp_sink import (OtlpSink, Reply, decode_body, otlp_sink, plain_attributes,  # noqa: F401 (a fixture)
+                       span_dicts)
+from tailer.otlp import (OtlpExporter, Span, attributes_json, encode_request, parse_headers,
+                         parse_resource_attributes, parse_retry_after, traces_url)
 
 CANARY = "CANARY-7f3e-do-not-export"
 RESOURCE = {"service.name": "hydrafusion", "host.name": "test-box"}
 
 
-def span(trace: int, number: int, parent: int = 0, **fields) -> dict:
+def span_fields(trace: int, number: int, parent: int = 0, **fields) -> dict:
     """A minimal span in OTLP JSON shape, ids derived from small numbers."""
     return {"traceId": f"{trace:032x}", "spanId": f"{number:016x}", "parentSpanId": f"{parent:016x}" if parent else "",
             "name": f"span {number}", "kind": 1, "startTimeUnixNano": "1760000000000000000",
             "endTimeUnixNano": "1760000001500000000", **fields}
 
 
-def trace_of(trace: int, size: int) -> list[dict]:
+def span(trace: int, number: int, parent: int = 0, **fields) -> Span:
+    return wire(span_fields(trace, number, parent, **fields))
+
+
+def wire(fields: dict) -> Span:
+    """The span as tailer.spans writes them: text as it is, not \\u-escaped."""
+    return Span(fields["traceId"], json.dumps(fields, ensure_ascii=False))
+
+
+def trace_of(trace: int, size: int) -> list[Span]:
     return [span(trace, trace * 100 + index) for index in range(size)]
 
 
@@ -72,17 +82,17 @@ def closed_port_url() -> str:
 
 
 def test_encoded_request_round_trips_through_the_official_proto():
-    root = span(7, 1, attributes=[
+    root = span_fields(7, 1, attributes=[
         {"key": "gen_ai.request.model", "value": {"stringValue": "hydrafusion"}},
         {"key": "gen_ai.usage.input_tokens", "value": {"intValue": "12345678901"}},
         {"key": "hydrafusion.aiu", "value": {"doubleValue": 14.72}},
         {"key": "hydrafusion.compound", "value": {"boolValue": True}},
     ], status={"code": 2})
-    leg = span(7, 2, parent=1, name="judge gpt-5.6-sol", kind=3,
+    leg = span_fields(7, 2, parent=1, name="judge gpt-5.6-sol", kind=3,
                events=[{"timeUnixNano": "1760000001000000000", "name": "gen_ai.evaluation.result",
                         "attributes": [{"key": "gen_ai.evaluation.score.label", "value": {"stringValue": "pass"}}]}],
                links=[{"traceId": f"{7:032x}", "spanId": f"{3:016x}"}])
-    body = encode_request([root, leg], RESOURCE, "hydrafusion-tailer", "0.1.0")
+    body = encode_request([wire(root), wire(leg)], RESOURCE, "hydrafusion-tailer", "0.1.0")
 
     assert body[:2] == b"\x1f\x8b"
     decoded = span_dicts(decode_body(gzip.decompress(body)))
@@ -91,6 +101,27 @@ def test_encoded_request_round_trips_through_the_official_proto():
     assert [{k: v for k, v in s.items() if k not in ("resource", "scope")} for s in decoded] == [expected_root, leg]
     assert decoded[0]["resource"] == RESOURCE
     assert decoded[0]["scope"] == {"name": "hydrafusion-tailer", "version": "0.1.0"}
+
+
+def test_attribute_values_of_every_type_and_awkward_text_survive_the_wire():
+    awkward = 'quote " backslash \\ tab \t newline \n nul \0 line-sep \u2028 \u00fcn\u00efc\u00f8de \U0001f642'
+    values = {"text": awkward, "count": 12345678901, "sum": 0.1 + 0.2, "tiny": 1e-7,
+              "flag": False, "absent": None}
+    attributes = json.loads(f"[{attributes_json(values)}]")
+    body = encode_request([wire(span_fields(7, 1, attributes=attributes))],
+                          {"service.name": awkward}, awkward, "0.1.0")
+
+    [decoded] = span_dicts(decode_body(gzip.decompress(body)))
+    assert plain_attributes(decoded["attributes"]) == {
+        "text": awkward, "count": 12345678901, "sum": 0.1 + 0.2, "tiny": 1e-7, "flag": False}
+    assert decoded["resource"] == {"service.name": awkward}
+    assert decoded["scope"]["name"] == awkward
+
+
+def test_a_lone_surrogate_from_a_damaged_log_does_not_spoil_the_batch():
+    body = encode_request([span(1, 1, name="half \ud800 pair"), span(1, 2)], RESOURCE, "s", "1")
+    names = [s["name"] for s in span_dicts(decode_body(gzip.decompress(body)))]
+    assert names == ["half ? pair", "span 2"]
 
 
 def test_a_malformed_span_is_refused_by_the_decoder():

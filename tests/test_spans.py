@@ -1,6 +1,7 @@
 """The trace shape contract, checked on realistic turns and decoded by the official proto."""
 
 import gzip
+import json
 
 import pytest
 
@@ -23,6 +24,11 @@ def decoded(spans):
     """Through the wire format and back: what a collector would see."""
     body = gzip.decompress(encode_request(spans, {"service.name": "hydrafusion"}, "t", "0"))
     return span_dicts(decode_body(body))
+
+
+def written(spans):
+    """Each span's JSON as the tailer wrote it, before any decoding."""
+    return [json.loads(span.json) for span in spans]
 
 
 def by_name(spans):
@@ -74,7 +80,7 @@ def test_rejected_cascade_shape(turns):
 
 def test_timing_follows_rollup_and_duration(turns):
     turn = turns[0]["accept"]
-    root, route, *legs = turn_spans(turn)
+    root, route, *legs = written(turn_spans(turn))
     assert int(root["endTimeUnixNano"]) == turn.completed.time_ns
     assert int(root["startTimeUnixNano"]) == turn.completed.time_ns - round(
         turn.completed.duration_ms * 1e6)
@@ -141,16 +147,17 @@ def test_ids_are_deterministic_and_distinct(turns):
     first = [turn_spans(t) for t in all_turns]
     again = [turn_spans(t) for t in all_turns]
     assert first == again
-    ids = [s["spanId"] for spans in first for s in spans]
+    ids = [s["spanId"] for spans in first for s in written(spans)]
     assert len(ids) == len(set(ids))
-    assert len({spans[0]["traceId"] for spans in first}) == len(all_turns)
+    assert len({spans[0].trace_id for spans in first}) == len(all_turns)
+    assert all(span.trace_id == json.loads(span.json)["traceId"] for spans in first for span in spans)
     assert trace_id("a", "b") != trace_id("a2", "b")
     assert span_id("s", "f", "turn") != span_id("s", "f", "route")
     assert len(trace_id("s", "f")) == 32 and len(span_id("s", "f", "x")) == 16
 
 
 def test_absent_values_are_left_out(turns):
-    root = turn_spans(turns[0]["single"])[0]
+    root = written(turn_spans(turns[0]["single"]))[0]
     keys = {a["key"] for a in root["attributes"]}
     assert "hydrafusion.verdict" not in keys
     assert "hydrafusion.route_failure_reason" not in keys
