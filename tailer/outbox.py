@@ -61,14 +61,18 @@ class Outbox:
         self.pending_spans += len(spans)
         self._exporter.submit(spans)
 
-    def settle(self) -> list[tuple[str, int]]:
-        """Apply the exporter's reports; returns (outcome, span count) for the metrics."""
+    def settle(self, wait: float = 0.0) -> list[tuple[str, int]]:
+        """Apply the exporter's reports; returns (outcome, span count) for the metrics.
+
+        With no report yet, waits up to `wait` seconds for the first one.
+        """
         results = []
         while True:
             try:
-                outcome, spans = self._reports.get_nowait()
+                outcome, spans = self._reports.get(timeout=wait) if wait else self._reports.get_nowait()
             except queue.Empty:
                 break
+            wait = 0.0
             if outcome != "retry":
                 for trace_id in {span.trace_id for span in spans}:
                     self._forget(trace_id)

@@ -200,8 +200,11 @@ class _Loop:
             if self.on_pass is not None:
                 self.on_pass()
             if self.outbox.pending_spans > BACKPRESSURE_SPANS:
-                # The collector is slow or down: leave the turns in the logs for now.
-                if self.outbox.flush(POLL_INTERVAL_S):
+                # The collector is slow or down: leave the turns in the logs for now. Reading
+                # resumes as soon as it takes some, so reading and sending overlap.
+                waiting = self.outbox.pending_spans
+                self._settle(wait=POLL_INTERVAL_S)
+                if self.outbox.pending_spans < waiting:
                     self._stalled_since = None
                 elif self._stalled_since is None:
                     self._stalled_since = time.monotonic()
@@ -280,8 +283,8 @@ class _Loop:
         self._dirty = UNCHANGED
         self._write_textfile(final)
 
-    def _settle(self) -> None:
-        for outcome, spans in self.outbox.settle():
+    def _settle(self, wait: float = 0.0) -> None:
+        for outcome, spans in self.outbox.settle(wait):
             self.metrics.count_export(outcome, spans)
             if outcome in ("rejected", "dropped"):
                 self.lost_spans += spans
