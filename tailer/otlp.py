@@ -205,6 +205,7 @@ class OtlpExporter:
         for span in spans:
             traces.setdefault(span.trace_id, []).append(span)
         with self._lock:
+            was_empty = not self._queue
             for trace in traces.values():
                 for start in range(0, len(trace), self._max_batch_spans):
                     unit = trace[start:start + self._max_batch_spans]
@@ -215,7 +216,10 @@ class OtlpExporter:
                 _, oldest = self._queue.popleft()
                 self._queued_spans -= len(oldest)
                 self._overflow_dropped += oldest
-            self._lock.notify_all()
+            # Wake the worker only when what it waits for may have come (see _next_batch):
+            # waking it for every turn's few spans cost more than sending them.
+            if was_empty or self._queued_spans >= self._max_batch_spans or self._overflow_dropped:
+                self._lock.notify_all()
 
     def flush(self, timeout: float) -> bool:
         """Send now; True once everything submitted so far was delivered or given up on."""
