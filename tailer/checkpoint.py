@@ -18,6 +18,12 @@ import json
 import os
 import tempfile
 from pathlib import Path
+from typing import BinaryIO
+
+if os.name == "nt":
+    import msvcrt
+else:
+    import fcntl
 
 from . import events
 from .turns import Turn
@@ -35,10 +41,43 @@ class CheckpointError(Exception):
     """The saved state cannot be used: unreadable, not ours, or from another version."""
 
 
+class CheckpointInUse(Exception):
+    """Another tailer holds the checkpoint."""
+
+
 def default_path(environ: dict[str, str], name: str = "checkpoint.json") -> Path:
     """$XDG_STATE_HOME/hydrafusion/NAME, else ~/.local/state/hydrafusion/NAME."""
     base = environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state"
     return Path(base, "hydrafusion", name)
+
+
+def claim(path: Path) -> BinaryIO | None:
+    """Lock the checkpoint for this process; the lock lasts as long as the returned file is open.
+
+    Two tailers on one checkpoint would each resume from the other's saves, counting turns
+    twice or missing them, so a second one is refused (CheckpointInUse). The lock belongs to
+    the operating system, which ends it with the process, `kill -9` included. Returns None
+    when the lock file cannot be made: the checkpoint's own saves report that problem.
+    """
+    lock_path = path.with_name(path.name + ".lock")
+    try:
+        lock_path.parent.mkdir(parents=True, exist_ok=True)
+        handle = open(lock_path, "a+b")
+    except OSError:
+        return None
+    try:
+        if os.name == "nt":
+            handle.seek(0)
+            msvcrt.locking(handle.fileno(), msvcrt.LK_NBLCK, 1)
+        else:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        handle.close()
+        raise CheckpointInUse(
+            f"another tailer is using the checkpoint {path}; give this one a --checkpoint "
+            "of its own"
+        ) from None
+    return handle
 
 
 def save(path: Path, state: dict) -> None:

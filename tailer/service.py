@@ -74,6 +74,16 @@ def run(args: argparse.Namespace, environ: dict[str, str], on_pass=None) -> int:
     `args` are run's options, plus `metrics_bind` ((host, port) or None) and `traces_url`
     (or None), which the command line worked out from them.
     """
+    try:
+        claimed = checkpoint.claim(args.checkpoint)
+    except checkpoint.CheckpointInUse as error:
+        print(f"hydrafusion-tailer: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    with claimed or contextlib.nullcontext():
+        return _run(args, environ, on_pass)
+
+
+def _run(args: argparse.Namespace, environ: dict[str, str], on_pass) -> int:
     stop = threading.Event()
     _handle_signals(stop)
     if not args.state_dir.is_dir():

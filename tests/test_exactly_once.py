@@ -15,7 +15,7 @@ from exposition_helpers import samples
 from otlp_sink import OtlpSink, plain_attributes
 from prom import free_port, running_prometheus
 from sessiongen import SessionWriter
-from tailer.checkpoint import VERSION
+from tailer.checkpoint import VERSION, CheckpointInUse, claim
 from tailer.spans import trace_id
 from tailerproc import run_once, running_tailer
 from sessiongen import START, every_pattern
@@ -268,3 +268,29 @@ def test_a_collector_that_takes_nothing_pauses_reading_instead_of_dropping(tmp_p
         spans = sink.spans()
     assert up.returncode == 0, up.stderr
     assert sorted(set(roots_by_trace(spans).values())) == sorted(t.fusion_id for t in expected)
+
+
+def test_a_second_tailer_on_the_same_checkpoint_is_refused(tmp_path):
+    """Two tailers resuming from each other's saves would count turns twice or miss them.
+    The lock goes with its process: after kill -9 the checkpoint is free again."""
+    state, checkpoint = tmp_path / "state", tmp_path / "cp.json"
+    state.mkdir()
+    every_pattern("one-checkpoint").write(state)
+    args = ("--state-dir", str(state), "--checkpoint", str(checkpoint), "--otlp-endpoint", "none")
+    with running_tailer(tmp_path, *args) as first:
+        second = run_once(*args)
+        assert second.returncode == 2
+        assert f"another tailer is using the checkpoint {checkpoint}" in second.stderr
+        assert first.process.poll() is None
+        first.process.send_signal(signal.SIGKILL)
+        first.process.wait()
+    after = run_once(*args)
+    assert after.returncode == 0, after.stderr
+
+
+def test_a_claim_is_exclusive_until_its_file_is_closed(tmp_path):
+    path = tmp_path / "state" / "cp.json"
+    with claim(path):
+        with pytest.raises(CheckpointInUse):
+            claim(path)
+    claim(path).close()
