@@ -14,7 +14,6 @@ import os
 import shutil
 import signal
 import sys
-import tempfile
 import threading
 import time
 from datetime import datetime, timezone
@@ -51,39 +50,62 @@ EXIT_USAGE = 2
 
 
 def run_demo(args: argparse.Namespace, environ: dict[str, str]) -> int:
-    """Run the tailer on a fresh copy of the fixtures, restamped to end a few minutes ago."""
+    """Run the tailer on a copy of the fixtures, restamped to end a few minutes ago.
+
+    The copy is made once and kept beside the checkpoint (see demo_sessions), so a restarted
+    demo carries on with the sessions its checkpoint counted instead of counting a fresh copy
+    on top of them. Without the copy (a new volume, say) the demo starts over.
+    """
     if not args.state_dir.is_dir():
         print(f"hydrafusion-tailer demo: no fixtures at {args.state_dir}", file=sys.stderr)
         return EXIT_USAGE
-    work = Path(tempfile.mkdtemp(prefix="hydrafusion-demo-"))
-    try:
-        demo.prepare(args.state_dir, work, datetime.now(timezone.utc))
-        replayer = demo.Replayer(work, args.state_dir, args.replay_interval)
-        args.state_dir, args.from_start = work, True
-        return run(args, environ, on_pass=replayer.tick)
-    except ValueError as error:
-        print(f"hydrafusion-tailer demo: {error}", file=sys.stderr)
-        return EXIT_USAGE
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+    return _holding_checkpoint(args, lambda: _run_demo(args, environ))
 
 
-def run(args: argparse.Namespace, environ: dict[str, str], on_pass=None) -> int:
-    """The daemon (or one pass with --once); `on_pass` is called before every pass.
+def demo_sessions(checkpoint_path: Path) -> Path:
+    """Where the demo keeps its copy of the fixtures: a folder named after its checkpoint."""
+    return checkpoint_path.with_name(checkpoint_path.name + ".sessions")
+
+
+def run(args: argparse.Namespace, environ: dict[str, str]) -> int:
+    """The daemon (or one pass with --once).
 
     `args` are run's options, plus `metrics_bind` ((host, port) or None) and `traces_url`
     (or None), which the command line worked out from them.
     """
+    return _holding_checkpoint(args, lambda: _run(args, environ))
+
+
+def _holding_checkpoint(args: argparse.Namespace, work) -> int:
+    """work(), holding the checkpoint's lock (checkpoint.claim) for as long as it runs."""
     try:
         claimed = checkpoint.claim(args.checkpoint)
     except checkpoint.CheckpointInUse as error:
         print(f"hydrafusion-tailer: {error}", file=sys.stderr)
         return EXIT_USAGE
     with claimed or contextlib.nullcontext():
-        return _run(args, environ, on_pass)
+        return work()
 
 
-def _run(args: argparse.Namespace, environ: dict[str, str], on_pass) -> int:
+def _run_demo(args: argparse.Namespace, environ: dict[str, str]) -> int:
+    fixtures, work = args.state_dir, demo_sessions(args.checkpoint)
+    try:
+        if not work.is_dir():
+            # Made aside and renamed into place: a copy cut short is never carried on with.
+            partial = work.with_name(work.name + ".partial")
+            shutil.rmtree(partial, ignore_errors=True)
+            demo.prepare(fixtures, partial, datetime.now(timezone.utc))
+            os.replace(partial, work)
+        replayer = demo.Replayer(work, fixtures, args.replay_interval)
+    except (ValueError, OSError) as error:
+        print(f"hydrafusion-tailer demo: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    args.state_dir, args.from_start = work, True
+    return _run(args, environ, on_pass=replayer.tick)
+
+
+def _run(args: argparse.Namespace, environ: dict[str, str], on_pass=None) -> int:
+    """The main job of run and demo; `on_pass` is called before every pass."""
     stop = threading.Event()
     _handle_signals(stop)
     if not args.state_dir.is_dir():

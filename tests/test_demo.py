@@ -3,13 +3,17 @@
 import json
 import random
 import re
+import subprocess
+import sys
 from datetime import datetime, timedelta, timezone
 
 import pytest
 
+from exposition_helpers import samples
 from fixture_truth import FIXTURES, fixture_turns, read_lines
 from sessiongen import SessionWriter
-from tailer import demo, events, scrub
+from tailer import demo, events, scrub, service
+from tailerproc import ROOT, tailer_env
 from tailer.turns import SessionTurns
 
 NOW = datetime(2026, 12, 1, 12, 0, 0, 250_000, tzinfo=timezone.utc)
@@ -157,3 +161,28 @@ def test_replayed_turns_never_overlap_and_come_at_the_interval(tmp_path):
         assert earlier.end_ns <= later.start_ns
         if gap > 20:  # held back only as long as the coming turn needed to start after a pause
             assert later.start_ns - earlier.end_ns < (demo.PAUSE_S + 1) * 1e9
+
+
+def test_a_restarted_demo_carries_on_and_counts_nothing_twice(tmp_path):
+    """The copy of the fixtures stays beside the checkpoint: a second start (a container
+    restart, say) reads on from the checkpoint instead of counting a fresh copy again."""
+    checkpoint, textfile = tmp_path / "state" / "demo.json", tmp_path / "demo.prom"
+    command = [sys.executable, "-m", "tailer", "demo", "--once", "--state-dir", str(FIXTURES),
+               "--checkpoint", str(checkpoint), "--otlp-endpoint", "none",
+               "--metrics-address", "none", "--textfile", str(textfile)]
+
+    def turns_counted() -> float:
+        result = subprocess.run(command, cwd=ROOT, env=tailer_env(), capture_output=True,
+                                text=True, timeout=120)
+        assert result.returncode == 0, result.stderr
+        return sum(samples(textfile.read_text(), "hydrafusion_turns_total").values())
+
+    first = turns_counted()
+    copy = service.demo_sessions(checkpoint)
+    sessions = {path.parent.name for path in copy.glob("*/events.jsonl")}
+    second = turns_counted()
+
+    # Each start replays one turn at once, in a demo session of its own.
+    assert first == len(fixture_turns()) + 1
+    assert second == first + 1
+    assert sessions < {path.parent.name for path in copy.glob("*/events.jsonl")}
