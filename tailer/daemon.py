@@ -250,10 +250,14 @@ class Tailer:
             self._with_open_turns.discard(session_id)
 
     def _finish_idle(self) -> int:
-        """Finish the open turns of sessions whose log has not changed for the idle timeout."""
+        """Finish the open turns of sessions whose log has not changed for the idle timeout.
+
+        A log a pass left half read is not idle, however old: the rest of its open turns is
+        still to be read.
+        """
         level = UNCHANGED
         now = self.clock()
-        for session_id in list(self._with_open_turns):
+        for session_id in self._with_open_turns - self._unread:
             session = self.sessions[session_id]
             try:
                 modified = os.stat(session.reader.path).st_mtime

@@ -283,6 +283,27 @@ def test_the_newest_event_time_does_not_go_back_after_a_restart():
                    "hydrafusion_tailer_last_event_timestamp_seconds") == {(): 2000}
 
 
+def test_a_log_left_half_read_by_its_budget_is_not_idle_however_old(tmp_path):
+    """An old log is idle by its age, but not while a pass cut short left part of it unread:
+    finishing its open turn then would lose the legs still to come. Budgets of one turn cut
+    every log between a turn's first line and the line that finishes the turn before it."""
+    writers = [every_pattern(f"old-{n}") for n in range(2)]
+    days_ago = START.timestamp()
+    for writer in writers:
+        log = writer.write(tmp_path)
+        os.utime(log, (days_ago, days_ago))
+    tailer, _, finished = make_tailer(tmp_path, Clock(days_ago + 3 * 86400))
+    passes = 0
+    while not (passes and tailer.caught_up):
+        tailer.poll(turn_budget=1)
+        passes += 1
+
+    def shape(turns):
+        return sorted((t.fusion_id, t.outcome, len(t.legs)) for t in turns)
+
+    assert shape(finished) == shape(t for w in writers for t in w.expected)
+
+
 def test_a_turn_budget_reads_in_steps_and_loses_nothing(tmp_path):
     writers = [every_pattern(f"budget-{n}") for n in range(3)]
     for writer in writers:
