@@ -163,26 +163,37 @@ def test_replayed_turns_never_overlap_and_come_at_the_interval(tmp_path):
             assert later.start_ns - earlier.end_ns < (demo.PAUSE_S + 1) * 1e9
 
 
+def demo_once(checkpoint, textfile) -> float:
+    """`demo --once`; returns the turns it counted in all."""
+    command = [sys.executable, "-m", "tailer", "demo", "--once", "--state-dir", str(FIXTURES),
+               "--checkpoint", str(checkpoint), "--otlp-endpoint", "none",
+               "--metrics-address", "none", "--textfile", str(textfile)]
+    result = subprocess.run(command, cwd=ROOT, env=tailer_env(), capture_output=True,
+                            text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    return sum(samples(textfile.read_text(), "hydrafusion_turns_total").values())
+
+
 def test_a_restarted_demo_carries_on_and_counts_nothing_twice(tmp_path):
     """The copy of the fixtures stays beside the checkpoint: a second start (a container
     restart, say) reads on from the checkpoint instead of counting a fresh copy again."""
     checkpoint, textfile = tmp_path / "state" / "demo.json", tmp_path / "demo.prom"
-    command = [sys.executable, "-m", "tailer", "demo", "--once", "--state-dir", str(FIXTURES),
-               "--checkpoint", str(checkpoint), "--otlp-endpoint", "none",
-               "--metrics-address", "none", "--textfile", str(textfile)]
-
-    def turns_counted() -> float:
-        result = subprocess.run(command, cwd=ROOT, env=tailer_env(), capture_output=True,
-                                text=True, timeout=120)
-        assert result.returncode == 0, result.stderr
-        return sum(samples(textfile.read_text(), "hydrafusion_turns_total").values())
-
-    first = turns_counted()
+    first = demo_once(checkpoint, textfile)
     copy = service.demo_sessions(checkpoint)
     sessions = {path.parent.name for path in copy.glob("*/events.jsonl")}
-    second = turns_counted()
+    second = demo_once(checkpoint, textfile)
 
     # Each start replays one turn at once, in a demo session of its own.
     assert first == len(fixture_turns()) + 1
     assert second == first + 1
     assert sessions < {path.parent.name for path in copy.glob("*/events.jsonl")}
+
+
+def test_a_copy_cut_short_is_made_again_not_carried_on_with(tmp_path):
+    checkpoint, textfile = tmp_path / "state" / "demo.json", tmp_path / "demo.prom"
+    partial = service.demo_sessions(checkpoint).with_name("demo.json.sessions.partial")
+    (partial / "cut-short").mkdir(parents=True)
+    (partial / "cut-short" / "events.jsonl").write_text('{"type":"session.start"')
+
+    assert demo_once(checkpoint, textfile) == len(fixture_turns()) + 1
+    assert not partial.exists()
