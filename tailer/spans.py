@@ -62,7 +62,7 @@ def _root_span(turn: Turn, tid: str, root_id: str) -> Span:
         **_gen_ai(turn.session_id, turn.synthetic_model, turn.response_model, usage),
         "hydrafusion.fusion_id": turn.fusion_id,
         "hydrafusion.pattern": turn.pattern,
-        "hydrafusion.policy": _first(turn, "policy"),
+        "hydrafusion.policy": turn.policy,
         "hydrafusion.route_source": turn.resolved.route_source if turn.resolved else None,
         "hydrafusion.routing_latency_ms": turn.routing_latency_ms,
         "hydrafusion.outcome": turn.outcome,
@@ -172,13 +172,6 @@ def _gen_ai(session_id: str, request_model: str, response_model: str | None, usa
         "gen_ai.usage.cache_read.input_tokens": usage.cache_read_tokens,
         "gen_ai.usage.cache_write.input_tokens": usage.cache_write_tokens,
     }
-
-
-def _first(turn: Turn, name: str) -> str | None:
-    for source in (turn.resolved, turn.route_failure):
-        if source is not None and getattr(source, name):
-            return getattr(source, name)
-    return None
 
 
 def _span(

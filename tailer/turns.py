@@ -70,6 +70,13 @@ class Turn:
         return "hydrafusion"
 
     @property
+    def policy(self) -> str | None:
+        for source in (self.resolved, self.route_failure):
+            if source is not None and source.policy:
+                return source.policy
+        return None
+
+    @property
     def routing_latency_ms(self) -> float | None:
         for source in (self.resolved, self.route_failure):
             if source is not None and source.routing_latency_ms is not None:
