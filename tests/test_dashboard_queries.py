@@ -225,7 +225,9 @@ def windows(tmp_path_factory):
         live.single("gpt-5.6-sol")
         live.write(state)
         tailer.wait_for_log(live.expected[-1].fusion_id[:20])
-        at = last_scrape_after(prom, last_scrape_after(prom, time() + 1))
+        prom.wait_for("sum(hydrafusion_turns_total)",
+                      lambda r: r and float(r[0]["value"][1]) == history + len(live.expected))
+        at = last_scrape_after(prom, time())
         spans = {f"past day {n}": ((first + timedelta(days=n)).timestamp(),
                                    (first + timedelta(days=n + 1)).timestamp(), days[n].expected)
                  for n in range(3)}
@@ -242,12 +244,13 @@ def test_counts_are_exact_over_windows_of_history_or_of_live_data(windows, name)
     assert figures == pytest.approx(truth, rel=1e-9)
 
 
-@pytest.mark.xfail(strict=True, reason="lead: le=1.0 / history")
+# Not strict: it fails only when a scrape lands in the moment the defect needs.
+@pytest.mark.xfail(strict=False, reason="lead: le=1.0 / history (scrapes during start-up)")
 def test_counts_are_exact_over_a_window_of_history_and_live_data(windows):
-    """While the tailer reads its start-up turns, its scrapes show the series that have
-    history at 0, after the history's last sample showed them at their past value:
-    Prometheus reads that as a counter reset, and a window over start-up counts the
-    history twice."""
+    """Sometimes, while the tailer reads its start-up turns, its scrapes show the series
+    that have history at 0 for a few seconds, after the history's last sample showed them
+    at their past value: Prometheus reads that as a counter reset, and a window over
+    start-up counts the history twice (seen: 29 turns instead of 2)."""
     figures, truth = windows["last past day and live"]
     assert figures == pytest.approx(truth, rel=1e-9)
 

@@ -6,9 +6,11 @@ components with what collector/config.yaml uses, and the collector's own `valida
 run on collector/config.yaml.
 """
 
+import json
 import os
 import re
 import subprocess
+import urllib.request
 
 import pytest
 import yaml
@@ -82,7 +84,16 @@ def test_build_services_prints_one_absolute_path_per_binary_and_nothing_else():
     assert all(os.path.isabs(path) and os.access(path, os.X_OK) for path in paths.values())
 
 
-def test_the_built_prometheus_answers_its_api_without_the_web_ui(tmp_path):
-    """Built without the UI assets: the HTTP API, which is all the stack's clients use, works."""
-    with running_prometheus(tmp_path, []) as prom:
+def test_the_built_prometheus_runs_the_stack_config_and_answers_its_api(tmp_path):
+    """Built without the UI assets and the cloud service discoveries: the stack's own
+    prometheus.yml and rules load (with the stack's feature flags), and the HTTP API,
+    which is all the stack's clients use, answers."""
+    config = yaml.safe_load((REPO / "prometheus" / "prometheus.yml").read_text())
+    config["rule_files"] = [str(REPO / "prometheus" / pattern) for pattern in config["rule_files"]]
+    rules = yaml.safe_load((REPO / "prometheus" / "rules" / "hydrafusion.yml").read_text())
+    with running_prometheus(tmp_path, [], extra_config=config) as prom:
+        with urllib.request.urlopen(f"{prom.url}/api/v1/rules", timeout=10) as response:
+            loaded = json.load(response)["data"]["groups"]
         assert prom.query("vector(1)")[0]["value"][1] == "1"
+    assert {group["name"]: len(group["rules"]) for group in loaded} == {
+        group["name"]: len(group["rules"]) for group in rules["groups"]}
