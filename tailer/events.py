@@ -273,7 +273,15 @@ def parse_line(line: bytes) -> Event | Malformed | None:
 
 
 def may_matter(line: bytes) -> bool:
-    """False when the line certainly is not an event we read; cheap, no parsing."""
+    """False when the line certainly is not an event we read; cheap, no parsing.
+
+    The CLI writes `type` first, so the type decides from the line's first bytes and the
+    rest (a tool's output can be megabytes) is never searched. Only a line laid out some
+    other way is searched whole for a marker.
+    """
+    leading = _LEADING_TYPE.match(line)
+    if leading is not None:
+        return _ANY_MARKER.match(line, leading.start(1) - 1) is not None
     return _ANY_MARKER.search(line) is not None
 
 

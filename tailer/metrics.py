@@ -44,8 +44,9 @@ class TurnMetrics:
             ("pattern", "phase_kind", "role", "model", "status", "verdict", "committed"),
         )
         self.aiu = counter(
-            "hydrafusion_aiu_total", "Credits (AIU) spent, per leg.",
-            ("pattern", "phase_kind", "model", "committed"),
+            "hydrafusion_aiu_total",
+            "Credits (AIU) spent, per leg; compound: the leg's turn used more than one model.",
+            ("pattern", "phase_kind", "model", "committed", "compound"),
         )
         self.tokens = counter(
             "hydrafusion_tokens_total",
@@ -102,6 +103,10 @@ class TurnMetrics:
             "rejected (the collector refused them), dropped (lost).",
             ("outcome",),
         )
+        self.turn_errors = counter(
+            "hydrafusion_tailer_turn_errors_total",
+            "Turns skipped because the tailer failed to handle them (a bug: see its log).",
+        )
         self.sessions = gauge("hydrafusion_tailer_sessions", "Session logs followed.")
         self.pending_spans = gauge(
             "hydrafusion_tailer_pending_spans",
@@ -120,11 +125,19 @@ class TurnMetrics:
         for outcome in ("retry", "rejected", "dropped"):
             self.export_failures.inc({"outcome": outcome}, 0)
         self.unknown_events.inc(None, 0)
+        self.turn_errors.inc(None, 0)
         self.spans_exported.inc(None, 0)
         self._newest_event_ns = 0
 
     def count_turn(self, turn: Turn) -> None:
         self.registry.record(self.turn_changes(turn))
+
+    def count_turn_as_history(self, turn: Turn) -> list:
+        """count_turn for a turn that goes to history: returns what each sample gained."""
+        return self.registry.record_history(self.turn_changes(turn))
+
+    def count_turn_error(self) -> None:
+        self.turn_errors.inc()
 
     def turn_changes(self, turn: Turn) -> list[tuple]:
         """What one finished turn adds, as Registry.record takes it: (family, label values,
@@ -133,9 +146,9 @@ class TurnMetrics:
         The label values are tuples in the order the family declares its labels in
         __init__: the registry finds known series by them without building a dict per change.
         """
-        pattern = turn.pattern
+        pattern, compound = turn.pattern, _flag(turn.compound)
         changes = [
-            (self.turns, (pattern, turn.outcome, _flag(turn.compound)), 1),
+            (self.turns, (pattern, turn.outcome, compound), 1),
             (self.turn_duration, (pattern,), (turn.end_ns - turn.start_ns) / 1e9),
         ]
         if turn.route_failure is not None:
@@ -154,7 +167,7 @@ class TurnMetrics:
             changes += [
                 (self.legs, (pattern, kind, leg.role or "unknown", model,
                              leg.status or "unknown", leg.verdict or "none", committed), 1),
-                (self.aiu, (pattern, kind, model, committed), usage.aiu),
+                (self.aiu, (pattern, kind, model, committed, compound), usage.aiu),
                 (self.tokens, (kind, model, "input"), usage.input_tokens),
                 (self.tokens, (kind, model, "output"), usage.output_tokens),
                 (self.tokens, (kind, model, "cache_read"), usage.cache_read_tokens),
@@ -164,12 +177,13 @@ class TurnMetrics:
             ]
         return changes
 
-    def turn_series(self) -> list[tuple]:
-        """Every series of the families count_turn feeds, as (family, label values)."""
+    @property
+    def turn_families(self) -> set[str]:
+        """The names of the families count_turn feeds: the ones history covers."""
         families = (self.turns, self.legs, self.aiu, self.tokens, self.requests,
                     self.route_failures, self.turn_duration, self.leg_duration,
                     self.routing_latency)
-        return [(family, key) for family in families for key in list(family.series)]
+        return {family.name for family in families}
 
     def restore(self, snapshot: dict) -> None:
         """Counters from a checkpoint; the newest event time must not go back either."""
