@@ -176,101 +176,82 @@ def _run(config: Config, heartbeat: _Heartbeat, on_pass=None) -> int:
                 return 0
         # Everything in a folder that appeared after we started is new: read it all.
         config = dataclasses.replace(config, from_start=True)
-    started_ms = time.time_ns() // 1_000_000
     saved = _load_checkpoint(config.checkpoint)
-
-    registry = Registry(label_value_limits={"model": MAX_MODELS})
-    metrics = TurnMetrics(registry)
-    if saved is not None:
-        metrics.restore(saved.get("metrics", {}))
-    server = None
-    if config.metrics_bind is not None:
-        try:
-            server = MetricsServer(*config.metrics_bind, registry)
-        except OSError as error:
-            print(f"hydrafusion-tailer: cannot serve metrics at {config.metrics_url}: "
-                  f"{error.strerror}", file=sys.stderr)
-            return EXIT_USAGE
-        server.start()
-    outbox = Outbox(
-        _exporter_factory(config) if config.traces_url else None,
-        (saved or {}).get("pending", []),
-    )
-    history = None
-    if config.history_url is not None:
-        history = History(
-            RemoteWriter(config.history_url),
-            config.history_labels,
-            bases=registry.samples(metrics.turn_families),
-            not_before_ms=_previous_run_seen_until(saved, heartbeat),
-            cutoff_ms=started_ms,
-            saved=(saved or {}).get("history"),
-        )
-        registry.withhold(metrics.turn_families)
-    tailer = Tailer(
-        config.state_dir,
-        metrics=metrics,
-        from_start=config.from_start or config.once,
-        idle_timeout_s=config.idle_timeout_s,
-        backfill_days=config.backfill_days,
-        saved=saved,
-    )
-    loop = _Loop(config, tailer, registry, metrics, outbox, history, heartbeat, on_pass)
-    sessions = tailer.start()
+    try:
+        run = Run(config, heartbeat, saved, on_pass=on_pass)
+    except OSError as error:
+        print(f"hydrafusion-tailer: cannot serve metrics at {config.metrics_url}: "
+              f"{error.strerror}", file=sys.stderr)
+        return EXIT_USAGE
     log.info(
         "hydrafusion-tailer %s: state dir %s, %d sessions, %s, OTLP %s, metrics %s, "
         "watching by %s",
-        __version__, config.state_dir, sessions,
+        __version__, config.state_dir, run.sessions_found,
         f"resuming from {config.checkpoint}" if saved else f"new checkpoint {config.checkpoint}",
-        config.traces_url or "off", config.metrics_url, tailer.watcher.mode,
+        config.traces_url or "off", config.metrics_url, run.tailer.watcher.mode,
     )
     try:
-        loop.run(stop)
+        while not stop.is_set() and not run.done:
+            run.step()
     except Exception:
         # Not saved: the last save stands, and the lines after it are read again next time.
         log.exception("the tailer stopped on an unexpected error")
-        outbox.close(1.0)
-        tailer.close()
-        if server is not None:
-            server.close()
+        run.abandon()
         return 1
-    if server is not None:
-        server.close()  # no scrape after the last save: see History's not_before
-    delivered = outbox.flush(EXPORT_FLUSH_TIMEOUT_S)
-    loop.save(final=True)
-    outbox.close(1.0)
-    tailer.close()
-    if not delivered:
-        log.warning(
-            "%d spans are still waiting for the collector; they are kept for the next run",
-            outbox.pending_spans,
-        )
-    if config.once and (loop.lost_spans or not delivered):
-        return 1
-    return 0
+    return run.stop()
 
 
-class _Loop:
-    """The main loop, and when the checkpoint is saved.
+class Run:
+    """One run of the daemon: its stages, wired, and when the checkpoint is saved.
 
-    A pass that finished turns is saved within CHECKPOINT_TURNS_S; one that only moved past
-    lines that do not matter, within CHECKPOINT_POSITIONS_S, which keeps the disk quiet
-    while a session writes tool output. Scrapes see the counters as of the last save (see
-    Registry.save_and_publish), so a crash never takes back a count a scrape has seen.
+    `step()` is one pass of the main loop; `stop()` ends the run cleanly (last export, last
+    save); `abandon()` ends it as a crash would, saving nothing. A pass that finished turns
+    is saved within CHECKPOINT_TURNS_S; one that only moved past lines that do not matter,
+    within CHECKPOINT_POSITIONS_S, which keeps the disk quiet while a session writes tool
+    output. Scrapes see the counters as of the last save (Registry.save_and_publish), so a
+    crash never takes back a count a scrape has seen.
     """
 
-    def __init__(self, config: Config, tailer: Tailer, registry: Registry,
-                 metrics: TurnMetrics, outbox: Outbox, history: History | None,
-                 heartbeat: _Heartbeat, on_pass=None):
+    def __init__(self, config: Config, heartbeat: _Heartbeat, saved: dict | None, *,
+                 on_pass=None, history_writer=None):
+        """`history_writer` stands in for the remote writer in tests."""
         self.config = config
-        self.tailer = tailer
-        self.registry = registry
-        self.metrics = metrics
-        self.outbox = outbox
-        self.history = history
         self.heartbeat = heartbeat
         self.on_pass = on_pass
-        self.fanout = TurnFanout(metrics, outbox, history)
+        started_ms = time.time_ns() // 1_000_000
+        self.registry = Registry(label_value_limits={"model": MAX_MODELS})
+        self.metrics = TurnMetrics(self.registry)
+        if saved is not None:
+            self.metrics.restore(saved.get("metrics", {}))
+        self.server = None
+        if config.metrics_bind is not None:
+            self.server = MetricsServer(*config.metrics_bind, self.registry)
+            self.server.start()
+        self.outbox = Outbox(
+            _exporter_factory(config) if config.traces_url else None,
+            (saved or {}).get("pending", []),
+        )
+        self.history = None
+        if config.history_url is not None:
+            self.history = History(
+                history_writer or RemoteWriter(config.history_url),
+                config.history_labels,
+                bases=self.registry.samples(self.metrics.turn_families),
+                not_before_ms=_previous_run_seen_until(saved, heartbeat),
+                cutoff_ms=started_ms,
+                saved=(saved or {}).get("history"),
+            )
+            self.registry.withhold(self.metrics.turn_families)
+        self.tailer = Tailer(
+            config.state_dir,
+            metrics=self.metrics,
+            from_start=config.from_start or config.once,
+            idle_timeout_s=config.idle_timeout_s,
+            backfill_days=config.backfill_days,
+            saved=saved,
+        )
+        self.fanout = TurnFanout(self.metrics, self.outbox, self.history)
+        self.sessions_found = self.tailer.start()
         # Turns finished before the tailer first caught up were read at start-up: they are
         # history, if they ended before this run began (History.takes).
         self._reading_history = True
@@ -284,47 +265,77 @@ class _Loop:
         self._written: str | None = None
         self._save_failed = False
         self._stalled_since: float | None = None
+        self._stalled_out = False
 
-    def run(self, stop: threading.Event) -> None:
-        while not stop.is_set():
-            self.heartbeat.beat()
-            if self.on_pass is not None:
-                self.on_pass()
-            if self.outbox.pending_spans > BACKPRESSURE_SPANS:
-                # The collector is slow or down: leave the turns in the logs for now. Reading
-                # resumes as soon as it takes some, so reading and sending overlap.
-                waiting = self.outbox.pending_spans
-                self._settle(wait=POLL_INTERVAL_S)
-                if self.outbox.pending_spans < waiting:
-                    self._stalled_since = None
-                elif self._stalled_since is None:
-                    self._stalled_since = time.monotonic()
-                elif self.config.once and time.monotonic() - self._stalled_since > EXPORT_FLUSH_TIMEOUT_S:
-                    log.warning("the collector takes no spans: this --once run stops here; "
-                                "the next one reads on from where it stopped")
-                    return
-            else:
-                done = self.tailer.poll(
-                    timeout=0.0 if not self.tailer.caught_up else POLL_INTERVAL_S,
-                    turn_budget=TURNS_PER_PASS,
-                )
-                self.fanout.send(done.turns, reading_history=self._reading_history)
-                self._dirty = max(self._dirty, done.level)
-            self._reading_history = self._reading_history and not self.tailer.caught_up
-            self._settle()
-            if self.registry.served_zeros:
-                self._dirty = TURNS
-            now = time.monotonic()
-            if self.history is not None and not self._reading_history and now >= self._next_push:
-                self._push_history(now)
-            wait = {TURNS: CHECKPOINT_TURNS_S, POSITIONS: CHECKPOINT_POSITIONS_S}
-            if self._dirty and now - self._saved_at >= wait[self._dirty]:
-                self.save()
-            elif self.config.textfile and now - self._textfile_at >= TEXTFILE_REFRESH_S:
-                self._write_textfile()  # a zero hold may have ended
-            if self.config.once and self.tailer.caught_up and (
-                    self.history is None or self.history_waits):
-                return  # a history Prometheus did not take waits in the checkpoint
+    @property
+    def done(self) -> bool:
+        """Only a --once run ends by itself: once all is read, exported or left for later."""
+        if not self.config.once:
+            return False
+        return self._stalled_out or (self.tailer.caught_up and (
+            self.history is None or self.history_waits))
+
+    def step(self) -> None:
+        self.heartbeat.beat()
+        if self.on_pass is not None:
+            self.on_pass()
+        if self.outbox.pending_spans > BACKPRESSURE_SPANS:
+            # The collector is slow or down: leave the turns in the logs for now. Reading
+            # resumes as soon as it takes some, so reading and sending overlap.
+            waiting = self.outbox.pending_spans
+            self._settle(wait=POLL_INTERVAL_S)
+            if self.outbox.pending_spans < waiting:
+                self._stalled_since = None
+            elif self._stalled_since is None:
+                self._stalled_since = time.monotonic()
+            elif self.config.once and time.monotonic() - self._stalled_since > EXPORT_FLUSH_TIMEOUT_S:
+                log.warning("the collector takes no spans: this --once run stops here; "
+                            "the next one reads on from where it stopped")
+                self._stalled_out = True
+                return
+        else:
+            done = self.tailer.poll(
+                timeout=0.0 if not self.tailer.caught_up else POLL_INTERVAL_S,
+                turn_budget=TURNS_PER_PASS,
+            )
+            self.fanout.send(done.turns, reading_history=self._reading_history)
+            self._dirty = max(self._dirty, done.level)
+        self._reading_history = self._reading_history and not self.tailer.caught_up
+        self._settle()
+        if self.registry.served_zeros:
+            self._dirty = TURNS
+        now = time.monotonic()
+        if self.history is not None and not self._reading_history and now >= self._next_push:
+            self._push_history(now)
+        wait = {TURNS: CHECKPOINT_TURNS_S, POSITIONS: CHECKPOINT_POSITIONS_S}
+        if self._dirty and now - self._saved_at >= wait[self._dirty]:
+            self.save()
+        elif self.config.textfile and now - self._textfile_at >= TEXTFILE_REFRESH_S:
+            self._write_textfile()  # a zero hold may have ended
+
+    def stop(self) -> int:
+        """End cleanly: the last spans out, the last save; the exit code of a --once run."""
+        if self.server is not None:
+            self.server.close()  # no scrape after the last save: see History's not_before
+        delivered = self.outbox.flush(EXPORT_FLUSH_TIMEOUT_S)
+        self.save(final=True)
+        self.outbox.close(1.0)
+        self.tailer.close()
+        if not delivered:
+            log.warning(
+                "%d spans are still waiting for the collector; they are kept for the next run",
+                self.outbox.pending_spans,
+            )
+        if self.config.once and (self.lost_spans or not delivered):
+            return 1
+        return 0
+
+    def abandon(self) -> None:
+        """End as a crash would: nothing saved, threads and sockets closed."""
+        self.outbox.close(0.0)
+        self.tailer.close()
+        if self.server is not None:
+            self.server.close()
 
     def _push_history(self, now: float) -> None:
         """Push the start-up history once reading is over; then scrapes show its families."""
