@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Callable
 
 from . import events
-from .checkpoint import turn_from_data, turn_to_data
+from .checkpoint import context_from_data, context_to_data, turn_from_data, turn_to_data
 from .lines import FINGERPRINT_BYTES, Line, LineReader, fingerprint
 from .logs import WarningLimiter
 from .metrics import TurnMetrics
@@ -157,6 +157,7 @@ class Tailer:
                 "identity": session.identity,
                 "open": [turn_to_data(turn) for turn in session.turns.open_turns],
                 "finished": session.turns.finished,
+                "context": context_to_data(session.turns.context),
             }
         return {"sessions": sessions}
 
@@ -171,7 +172,8 @@ class Tailer:
             if _same_log(path, saved["identity"], saved["offset"]):
                 reader.offset, reader.line_number = saved["offset"], saved["line"]
                 turns = SessionTurns(
-                    session_id, [turn_from_data(t) for t in saved["open"]], saved["finished"]
+                    session_id, [turn_from_data(t) for t in saved["open"]], saved["finished"],
+                    context_from_data(saved.get("context")),
                 )
             else:
                 log.info("session %s: its log was rewritten; reading it again", session_id)
@@ -288,6 +290,9 @@ class Tailer:
         self._warn_drift(record)
         if not isinstance(record, events.UnknownFusionEvent):
             self._report(session.turns.feed(record))
+            for check in session.turns.take_reconciliations():
+                self.metrics.count_reconciliation(check)
+                log.log(logging.DEBUG if check.agrees else logging.WARNING, "%s", check.describe())
         return TURNS
 
     def _warn_drift(self, record: events.Event) -> None:
