@@ -138,9 +138,10 @@ class SessionWriter:
 
     # -- the patterns ---------------------------------------------------------------
 
-    def single(self, model: str, **usage_overrides) -> ExpectedTurn:
+    def single(self, model: str, *, damaged_call: bool = False, **usage_overrides) -> ExpectedTurn:
         turn = self._begin("single", [_plan("primary", "solver", "root")], primaryModel=model)
-        leg = self._leg(turn, "phase:0", "primary", "solver", "root", model, usage=usage_overrides)
+        leg = self._leg(turn, "phase:0", "primary", "solver", "root", model, usage=usage_overrides,
+                        damaged_call=damaged_call)
         return self._commit(turn, leg)
 
     def cascade(self, draft_model: str, judge_model: str, *, verdict: str = "accept",
@@ -584,6 +585,35 @@ def every_pattern(session_id: str, start: datetime = START) -> SessionWriter:
     writer.single("claude-sonnet-4.6")
     writer.shutdown()
     return writer
+
+
+def whole_session(session_id: str, start: datetime = START, *, totals_off_by: int = 0) -> SessionWriter:
+    """Fusion and ordinary turns in one session, as a user mixes them: every pattern, a
+    `/model` switch to a fixed model and back, ordinary turns with built-in and MCP tools and
+    one without tools, a usage checkpoint, a route failure, a shutdown, a resume, and a second
+    shutdown whose credits are ``totals_off_by`` nano-AIU off the calls'."""
+    writer = SessionWriter(session_id, start)
+    writer.single("gpt-5.6-sol")
+    writer.cascade("mai-code-1.1-flash", "gpt-5.6-sol")
+    writer.cascade("mai-code-1.1-flash", "gpt-5.6-sol", verdict="reject", repair_model="gpt-5.6-sol")
+    writer.model_change("claude-sonnet-4.6")
+    writer.ordinary("claude-sonnet-4.6", tools=("bash", "github-mcp-server/get_pull_request"), calls=3)
+    writer.ordinary("claude-sonnet-4.6", tools=())
+    writer.model_change("auto")
+    writer.critique("gpt-5.6-sol", ["claude-sonnet-4.6"])
+    writer.usage_checkpoint()
+    writer.critique("gpt-5.6-sol", ["claude-sonnet-4.6", "gemini-3.1-pro"], revision_model="gpt-5.6-sol")
+    writer.route_failed("gpt-5.6-mini")
+    writer.shutdown()
+    writer.resume()
+    writer.ordinary("gpt-5.6-mini", calls=3)
+    writer.single("claude-sonnet-4.6")
+    writer.shutdown(nano_aiu_off_by=totals_off_by)
+    return writer
+
+
+WHOLE_SESSION_KINDS = ("single", "accept", "reject", "ordinary", "ordinary_no_tools", "critique",
+                       "revision", "route_failed", "resumed_ordinary", "resumed")
 
 
 EVERY_PATTERN_KINDS = ("single", "accept", "reject", "critique", "revision", "degraded",
