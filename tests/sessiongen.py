@@ -138,10 +138,12 @@ class SessionWriter:
 
     # -- the patterns ---------------------------------------------------------------
 
-    def single(self, model: str, *, damaged_call: bool = False, **usage_overrides) -> ExpectedTurn:
+    def single(self, model: str, *, damaged_call: bool = False, tool_counts: bool = True,
+               **usage_overrides) -> ExpectedTurn:
+        """``tool_counts=False``: the usage records do not name the tools their calls asked for."""
         turn = self._begin("single", [_plan("primary", "solver", "root")], primaryModel=model)
         leg = self._leg(turn, "phase:0", "primary", "solver", "root", model, usage=usage_overrides,
-                        damaged_call=damaged_call)
+                        damaged_call=damaged_call, tool_counts=tool_counts)
         return self._commit(turn, leg)
 
     def cascade(self, draft_model: str, judge_model: str, *, verdict: str = "accept",
@@ -341,7 +343,7 @@ class SessionWriter:
     def _leg(self, turn: _Turn, suffix: str, kind: str, role: str, scope: str, model: str, *,
              start: int | None = None, verdict: str | None = None, status: str = "succeeded",
              failure: str | None = None, degraded_to: str | None = None, usage: dict | None = None,
-             live: bool = False, damaged_call: bool = False) -> ExpectedLeg:
+             live: bool = False, damaged_call: bool = False, tool_counts: bool = True) -> ExpectedLeg:
         """A leg's model calls (one usage_record each), then its phase event at its end.
 
         Only root-scope legs run tools, between their calls. ``live``: the leg is an ordinary
@@ -356,7 +358,8 @@ class SessionWriter:
         calls = self._calls(start, leg.request_count, asks_for_tools=scope == "root")
         end = self._after(calls[-1][1], 20, 200)
         leg.duration_ms = end - start
-        self._record_calls(turn, leg, calls, damaged=damaged_call, tools=("bash",) if scope == "root" else ())
+        self._record_calls(turn, leg, calls, damaged=damaged_call, tool_counts=tool_counts,
+                           tools=("bash",) if scope == "root" else ())
         if live:
             self._answer(turn, leg, _live(calls), None)
         effort = self._rng.choice(("low", "medium", "high"))
@@ -415,7 +418,8 @@ class SessionWriter:
         return figures | overrides
 
     def _record_calls(self, turn: _Turn, leg: ExpectedLeg, calls: list[tuple[int, int]], *,
-                      damaged: bool = False, tools: tuple[str, ...] = ("bash",)) -> None:
+                      damaged: bool = False, tool_counts: bool = True,
+                      tools: tuple[str, ...] = ("bash",)) -> None:
         """One durable session.usage_record per model call; their figures add up to the leg's.
         Every call but the last asks for the next of ``tools``."""
         weights = [self._rng.randint(1, 9) for _ in calls]
@@ -424,7 +428,7 @@ class SessionWriter:
         turn.damaged_calls += damaged
         for i, (began, done) in enumerate(calls):
             last = i == len(calls) - 1
-            asked = {} if last or not tools else {_tool_name(tools[i % len(tools)]): 1}
+            asked = {} if last or not tools or not tool_counts else {_tool_name(tools[i % len(tools)]): 1}
             self._emit(done, "session.usage_record", {"usage": {
                 "model": leg.model, "provider": {"id": "github", "kind": "capi", "label": "GitHub Copilot"},
                 "inputTokens": -1 if damaged and i == 0 else shares["input_tokens"][i],
@@ -590,8 +594,9 @@ def every_pattern(session_id: str, start: datetime = START) -> SessionWriter:
 def whole_session(session_id: str, start: datetime = START, *, totals_off_by: int = 0) -> SessionWriter:
     """Fusion and ordinary turns in one session, as a user mixes them: every pattern, a
     `/model` switch to a fixed model and back, ordinary turns with built-in and MCP tools and
-    one without tools, a usage checkpoint, a route failure, a shutdown, a resume, and a second
-    shutdown whose credits are ``totals_off_by`` nano-AIU off the calls'."""
+    one without tools, a usage checkpoint, a route failure, a shutdown, a resume, a turn whose
+    usage records do not name their tools, and a second shutdown whose credits are
+    ``totals_off_by`` nano-AIU off the calls'."""
     writer = SessionWriter(session_id, start)
     writer.single("gpt-5.6-sol")
     writer.cascade("mai-code-1.1-flash", "gpt-5.6-sol")
@@ -608,12 +613,13 @@ def whole_session(session_id: str, start: datetime = START, *, totals_off_by: in
     writer.resume()
     writer.ordinary("gpt-5.6-mini", calls=3)
     writer.single("claude-sonnet-4.6")
+    writer.single("gpt-5.6-sol", tool_counts=False, request_count=3)
     writer.shutdown(nano_aiu_off_by=totals_off_by)
     return writer
 
 
 WHOLE_SESSION_KINDS = ("single", "accept", "reject", "ordinary", "ordinary_no_tools", "critique",
-                       "revision", "route_failed", "resumed_ordinary", "resumed")
+                       "revision", "route_failed", "resumed_ordinary", "resumed", "unplaced_tools")
 
 
 EVERY_PATTERN_KINDS = ("single", "accept", "reject", "critique", "revision", "degraded",

@@ -113,10 +113,11 @@ def test_replayed_tools_are_placed_between_the_calls_that_asked_for_them(whole):
     assert all(attrs(s)["hydrafusion.tool.success"] is False for s in failed)
 
 
-def test_replayed_tools_the_calls_do_not_account_for_stay_at_the_commit():
+@pytest.mark.parametrize("tool_counts", ['{"view":1}', "{}"])
+def test_replayed_tools_the_calls_do_not_account_for_stay_at_the_commit(tool_counts):
     writer = SessionWriter(SESSION, START)
     writer.single("gpt-5.6-sol", request_count=3)
-    lines = [line.replace('"toolCounts":{"bash":1}', '"toolCounts":{"view":1}') for line in writer.lines()]
+    lines = [line.replace('"toolCounts":{"bash":1}', f'"toolCounts":{tool_counts}') for line in writer.lines()]
     assembler, finished = SessionTurns(SESSION), []
     for line in lines:
         record = parse_line(line.encode())
@@ -173,7 +174,7 @@ def test_prompts_of_every_kind_are_counted_on_one_footing(whole):
     for turn in turns.values():
         metrics.count_turn(turn)
     prompts = {key: series.value for key, series in metrics.prompts.series.items()}
-    assert prompts == {("fusion", "hydrafusion"): 6, ("ordinary", "claude-sonnet-4.6"): 2,
+    assert prompts == {("fusion", "hydrafusion"): 7, ("ordinary", "claude-sonnet-4.6"): 2,
                        ("ordinary", "gpt-5.6-mini"): 1, ("fallback", "gpt-5.6-mini"): 1}
     credits = {key: series.value for key, series in metrics.prompt_aiu.series.items()}
     for kind in ("fusion", "ordinary", "fallback"):
@@ -187,7 +188,7 @@ def test_prompts_of_every_kind_are_counted_on_one_footing(whole):
         t.tools for t in writer.expected)
     assert not metrics.leg_call_mismatches.series
     # fusion turns stay out of nothing and ordinary ones out of the fusion families
-    assert sum(series.value for series in metrics.turns.series.values()) == 7
+    assert sum(series.value for series in metrics.turns.series.values()) == 8
 
 
 def test_shutdown_and_checkpoint_totals_that_match_agree_per_run(whole):
