@@ -892,6 +892,7 @@ class Kept:
     SESSION_ID = "session_id"  # likewise; the session folder is renamed to match
     FUSION_ID = "fusion_id"  # `fusion-<uuid>`; an id written `<fusionId>:<suffix>` keeps its suffix
     TOOL_CALL_ID = "tool_call_id"
+    ANY_NAME = "*"  # as a field name: every field of a map keyed by names (models, tools)
 
 
 def _values(*names: str) -> dict[str, str]:
@@ -916,6 +917,11 @@ _SCRUB_LEG = {
     ),
     "fusionId": Kept.FUSION_ID, "phaseId": Kept.FUSION_ID, "turnId": Kept.FUSION_ID,
     "degradedToPhaseId": Kept.FUSION_ID, "usage": _SCRUB_USAGE,
+}
+_SCRUB_TOOL_FUSION = {
+    **_values("syntheticModel", "policy", "pattern", "phaseKind", "role", "sourceModel",
+              "conversationScope"),
+    "fusionId": Kept.FUSION_ID, "phaseId": Kept.FUSION_ID, "commitId": Kept.FUSION_ID,
 }
 SCRUB_DATA = {
     RESOLVED: {
@@ -961,16 +967,35 @@ SCRUB_DATA = {
         "sessionId": Kept.SESSION_ID, "startTime": Kept.TIMESTAMP,
     },
     SESSION_RESUME: {"resumeTime": Kept.TIMESTAMP, "eventCount": Kept.VALUE},
-    SHUTDOWN: _values(
-        "shutdownType", "totalPremiumRequests", "totalNanoAiu", "totalApiDurationMs",
-        "currentTokens", "systemTokens", "conversationTokens", "toolDefinitionsTokens",
-    ),
+    SHUTDOWN: {
+        **_values(
+            "shutdownType", "totalPremiumRequests", "totalNanoAiu", "totalApiDurationMs",
+            "currentTokens", "systemTokens", "conversationTokens", "toolDefinitionsTokens",
+        ),
+        "modelMetrics": {Kept.ANY_NAME: {
+            "requests": _values("count", "cost"),
+            "usage": _values("inputTokens", "outputTokens", "cacheReadTokens", "cacheWriteTokens"),
+            "totalNanoAiu": Kept.VALUE,
+        }},
+    },
+    USAGE_CHECKPOINT: _values("totalNanoAiu"),
+    "session.model_change": _values("newModel", "previousModel"),
+    TOOL_STARTED: {
+        **_values("toolName", "mcpServerName", "mcpToolName", "model"),
+        "toolCallId": Kept.TOOL_CALL_ID, "fusion": _SCRUB_TOOL_FUSION,
+    },
+    TOOL_COMPLETED: {
+        **_values("success", "model"),
+        "toolCallId": Kept.TOOL_CALL_ID, "fusion": _SCRUB_TOOL_FUSION,
+    },
     "session.usage_record": {"usage": {
         **_values(
             "model", "inputTokens", "outputTokens", "cacheReadTokens", "cacheWriteTokens",
             "cost", "duration", "timeToFirstTokenMs", "initiator", "finishReason",
             "reasoningEffort", "isAuto", "isByok",
         ),
+        "provider": _values("id", "kind"),
+        "toolCounts": {Kept.ANY_NAME: Kept.VALUE},
         "fusion": {
             **_values(
                 "syntheticModel", "policy", "pattern", "phaseKind", "role", "sourceModel",

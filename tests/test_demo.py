@@ -10,7 +10,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from exposition_helpers import samples
-from fixture_truth import FIXTURES, fixture_turns, read_lines
+from fixture_truth import FIXTURES, fixture_turns, ordinary_turns, read_lines
 from sessiongen import SessionWriter
 from tailer import demo, events, scrub, service
 from tailerproc import ROOT, tailer_env
@@ -76,8 +76,9 @@ def test_prepare_moves_each_session_whole_so_the_last_turn_ends_minutes_before_n
 def test_prepared_sessions_hold_every_fixture_turn(tmp_path):
     demo.prepare(FIXTURES, tmp_path / "work", NOW)
     turns = [turn for lines in sessions_by_start(tmp_path / "work") for turn in tailer_turns(lines)]
-    assert sorted((t.pattern, t.outcome, len(t.legs)) for t in turns) == sorted(
+    assert sorted((t.pattern, t.outcome, len(t.legs)) for t in turns if not t.ordinary) == sorted(
         (t.pattern, t.outcome, len(t.legs)) for t in fixture_turns())
+    assert sorted(len(t.calls) for t in turns if t.ordinary) == sorted(t.calls for t in ordinary_turns())
     assert all(NOW - timedelta(days=2) < datetime.fromtimestamp(t.end_ns / 1e9, timezone.utc) < NOW for t in turns)
 
 
@@ -118,7 +119,9 @@ class Clock:
 def test_replayer_appends_whole_turns_with_fresh_ids_ending_now(tmp_path):
     clock = Clock(NOW.timestamp())
     replayer = demo.Replayer(tmp_path / "work", FIXTURES, interval_s=30, clock=clock, rng=random.Random(1))
-    sources = [turn for lines in sessions_by_start(FIXTURES) for turn in tailer_turns(lines)]
+    # The demo replays the fusion turns; the fixtures' ordinary turns are there from the start.
+    sources = [turn for lines in sessions_by_start(FIXTURES) for turn in tailer_turns(lines)
+               if not turn.ordinary]
     appended_at = []
     while len(appended_at) < len(sources) + 2:
         if replayer.tick():
@@ -130,7 +133,15 @@ def test_replayer_appends_whole_turns_with_fresh_ids_ending_now(tmp_path):
     assert [line["parentId"] for line in lines] == [None] + [line["id"] for line in lines[:-1]]
     assert len({line["id"] for line in lines}) == len(lines)
 
-    replayed = tailer_turns(lines)
+    # An ordinary prompt comes back with the fusion turn whose run of events holds it: that
+    # run ends with the ordinary turn.
+    every = tailer_turns(lines)
+    replayed = [turn for turn in every if not turn.ordinary]
+    run_end = {}
+    for turn in every:
+        if not turn.ordinary:
+            fusion = turn
+        run_end[fusion.fusion_id] = max(turn.end_ns, run_end.get(fusion.fusion_id, 0))
     assert len(replayed) == len(appended_at)
     expected = sources + sources[:2]
     fixture_fusion_ids = {turn.fusion_id for turn in sources}
@@ -143,7 +154,8 @@ def test_replayer_appends_whole_turns_with_fresh_ids_ending_now(tmp_path):
                                            leg.duration_ms) for leg in source.legs]
         assert all(leg.phase_id.startswith(turn.fusion_id + ":") for leg in turn.legs)
         assert turn.end_ns - source.end_ns == turn.start_ns - source.start_ns, "a turn's timing changed"
-        assert turn.end_ns == round(at * 1000) * 1_000_000
+        # the run ends with its last event (a `/model` switch may follow the ordinary turns)
+        assert run_end[turn.fusion_id] <= round(at * 1000) * 1_000_000
 
 
 def test_replayed_turns_never_overlap_and_come_at_the_interval(tmp_path):
