@@ -27,7 +27,7 @@ else:
 
 from . import events
 from .lines import Position
-from .turns import Turn
+from .turns import SessionContext, Turn
 
 VERSION = 3
 HEARTBEAT_S = 10.0
@@ -35,7 +35,8 @@ HEARTBEAT_S = 10.0
 _RECORD_TYPES = {
     cls.__name__: cls
     for cls in (events.Resolved, events.LegEnded, events.Handoff, events.CommitStarted,
-                events.Completed, events.RouteFailed)
+                events.Completed, events.RouteFailed, events.ModelCall, events.ToolStarted,
+                events.ToolCompleted, events.Prompt)
 }
 
 
@@ -161,27 +162,38 @@ def _check(state: dict) -> None:
         float(saved.get("gone_at", 0.0))
         for turn in saved["open"]:
             turn_from_data(turn)
+        context_from_data(saved.get("context"))
     dict(state["metrics"])
     for trace in state["pending"]:
         str(trace["trace_id"]), [str(span) for span in trace["spans"]]
 
 
 def turn_to_data(turn: Turn) -> dict:
-    records = [turn.resolved, turn.commit, turn.completed, turn.route_failure]
-    return {
+    records = [turn.resolved, turn.commit, turn.completed, turn.route_failure, turn.prompt]
+    records += turn.legs + turn.handoffs + turn.calls + turn.tool_events
+    data = {
         "session": turn.session_id,
         "fusion": turn.fusion_id,
-        "records": [_record_to_data(r) for r in records + turn.legs + turn.handoffs if r],
+        "records": [_record_to_data(r) for r in records if r],
     }
+    if turn.ordinary:
+        data["ordinary"] = True
+    return data
 
 
 def turn_from_data(data: dict) -> Turn:
-    turn = Turn(data["session"], data["fusion"])
+    turn = Turn(data["session"], data["fusion"], ordinary=bool(data.get("ordinary")))
     for record in map(_record_from_data, data["records"]):
         if isinstance(record, events.LegEnded):
             turn.legs.append(record)
         elif isinstance(record, events.Handoff):
             turn.handoffs.append(record)
+        elif isinstance(record, events.ModelCall):
+            turn.calls.append(record)
+        elif isinstance(record, (events.ToolStarted, events.ToolCompleted)):
+            turn.tool_events.append(record)
+        elif isinstance(record, events.Prompt):
+            turn.prompt = record
         elif isinstance(record, events.Resolved):
             turn.resolved = record
         elif isinstance(record, events.CommitStarted):
@@ -193,6 +205,44 @@ def turn_from_data(data: dict) -> Turn:
     return turn
 
 
+def context_to_data(context: SessionContext) -> dict:
+    """A session's context (see turns.SessionContext) as the checkpoint keeps it."""
+    return {
+        "current": context.current,
+        "awaiting_prompt": context.awaiting_prompt,
+        "run": _ledger_to_data(context.run),
+        "log": _ledger_to_data(context.log),
+    }
+
+
+def context_from_data(data: dict | None) -> SessionContext:
+    """None (a checkpoint written before contexts were kept) gives an empty context."""
+    if data is None:
+        return SessionContext()
+    return SessionContext(
+        current=_optional_text(data["current"]),
+        awaiting_prompt=_optional_text(data["awaiting_prompt"]),
+        run=_ledger_from_data(data["run"]),
+        log=_ledger_from_data(data["log"]),
+    )
+
+
+def _ledger_to_data(ledger: dict[str, events.Usage] | None) -> dict | None:
+    if ledger is None:
+        return None
+    return {model: dataclasses.asdict(usage) for model, usage in ledger.items()}
+
+
+def _ledger_from_data(data: dict | None) -> dict[str, events.Usage] | None:
+    if data is None:
+        return None
+    return {str(model): events.Usage(**usage) for model, usage in data.items()}
+
+
+def _optional_text(value: object) -> str | None:
+    return None if value is None else str(value)
+
+
 def _record_to_data(record: events.Event) -> dict:
     return {"kind": type(record).__name__, **dataclasses.asdict(record)}
 
@@ -202,6 +252,8 @@ def _record_from_data(data: dict) -> events.Event:
     cls = _RECORD_TYPES[values.pop("kind")]
     if "usage" in values:
         values["usage"] = events.Usage(**values["usage"])
+    if "tool_requests" in values:
+        values["tool_requests"] = tuple(values["tool_requests"])
     values["unknown_fields"] = tuple(values.get("unknown_fields", ()))
     values["missing_fields"] = tuple(values.get("missing_fields", ()))
     return cls(**values)

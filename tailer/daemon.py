@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Callable
 
 from . import events
-from .checkpoint import turn_from_data, turn_to_data
+from .checkpoint import context_from_data, context_to_data, turn_from_data, turn_to_data
 from .lines import Line, LineReader, NotARegularFile, Position
 from .logs import WarningLimiter
 from .metrics import TurnMetrics
@@ -171,11 +171,12 @@ class Tailer:
         self.watcher.close()
 
     def _open_session(self, session_id: str, path: Path) -> Session:
-        wanted = events.may_matter
+        wanted = events.may_be_read
         saved = self._resting.pop(session_id, None)
         if saved is not None:
             turns = SessionTurns(
-                session_id, [turn_from_data(t) for t in saved["open"]], saved["finished"]
+                session_id, [turn_from_data(t) for t in saved["open"]], saved["finished"],
+                context_from_data(saved.get("context")),
             )
             return Session(LineReader(path, Position.from_data(saved["position"]), wanted), turns)
         reader = LineReader(path, wanted=wanted)
@@ -290,7 +291,7 @@ class Tailer:
 
     def _finish_tombstone(self, session_id: str, saved: dict, done: Pass) -> None:
         turns = SessionTurns(session_id, [turn_from_data(t) for t in saved["open"]],
-                             saved["finished"])
+                             saved["finished"], context_from_data(saved.get("context")))
         self._finished(turns.finish_open(), done)
         saved["open"], saved["finished"] = [], turns.finished
 
@@ -316,6 +317,9 @@ class Tailer:
         self._warn_drift(record)
         if not isinstance(record, events.UnknownFusionEvent):
             self._finished(session.turns.feed(record), done)
+            for check in session.turns.take_reconciliations():
+                self.metrics.count_reconciliation(check)
+                log.log(logging.DEBUG if check.agrees else logging.WARNING, "%s", check.describe())
 
     def _warn_drift(self, record: events.Event) -> None:
         """Warn once per kind of drift: the metrics count every occurrence."""
@@ -341,4 +345,5 @@ def _session_state(position: Position, turns: SessionTurns) -> dict:
         "position": position.to_data(),
         "open": [turn_to_data(turn) for turn in turns.open_turns],
         "finished": turns.finished,
+        "context": context_to_data(turns.context),
     }
