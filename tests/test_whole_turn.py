@@ -190,7 +190,7 @@ def test_prompts_of_every_kind_are_counted_on_one_footing(whole):
     for kind in ("fusion", "ordinary", "fallback"):
         truth = sum(t.nano_aiu for t in writer.expected if t.kind == kind) / 1e9
         assert sum(v for (k, _), v in credits.items() if k == kind) == pytest.approx(truth)
-    calls = shown(metrics, "hydrafusion_prompt_calls_total", "kind", "model")
+    calls = shown(metrics, "hydrafusion_prompt_model_calls_total", "kind", "model")
     assert calls[("ordinary", "claude-sonnet-4.6")] == writer.expected[3].calls + writer.expected[4].calls
     assert sum(shown(metrics, "hydrafusion_model_calls_total").values()) == sum(
         t.calls for t in writer.expected)
