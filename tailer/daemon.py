@@ -217,17 +217,19 @@ class Tailer:
         reader = session.reader
         generation = reader.generation
         before = reader.position.line
-        handed_out = 0
+        read_into, skipped = 0, 0  # lines read into a record, and damaged: counted at the end
         try:
             for line in reader.read():
                 if reader.generation != generation:
-                    generation, before, handed_out = reader.generation, 0, 0
+                    generation, before, read_into, skipped = reader.generation, 0, 0, 0
                     self._rewound(session_id, session)
-                handed_out += 1
                 try:
-                    self._line(session_id, session, line, done)
+                    outcome = self._line(session_id, session, line, done)
+                    read_into += outcome is True
+                    skipped += outcome is None
                 except Exception as error:  # a bug must cost one line, not the process
-                    self.metrics.count_line("malformed", "internal_error")
+                    skipped += 1
+                    self.metrics.count_damage("internal_error")
                     self._warnings.warn(
                         (session_id, "internal_error"),
                         "session %s: line %d of events.jsonl could not be handled (%s); "
@@ -253,9 +255,16 @@ class Tailer:
             self._rewound(session_id, session)
             before = 0
         self._note_open_turns(session_id, session)
-        ignored = reader.position.line - before - handed_out
-        if ignored > 0:
-            self.metrics.count_line("ignored", amount=ignored)
+        self._count_lines(reader.position.line - before, read_into, skipped, done)
+
+    def _count_lines(self, lines: int, read_into: int, skipped: int, done: Pass) -> None:
+        """Once per read, not per line: a busy log has thousands of lines a second."""
+        if read_into:
+            self.metrics.count_lines("fusion", amount=read_into)
+        if skipped:
+            self.metrics.count_lines("malformed", amount=skipped)
+        if lines - read_into - skipped > 0:
+            self.metrics.count_lines("ignored", amount=lines - read_into - skipped)
             done.note(POSITIONS)
 
     def _rewound(self, session_id: str, session: Session) -> None:
@@ -295,24 +304,23 @@ class Tailer:
         self._finished(turns.finish_open(), done)
         saved["open"], saved["finished"] = [], turns.finished
 
-    def _line(self, session_id: str, session: Session, line: Line, done: Pass) -> None:
+    def _line(self, session_id: str, session: Session, line: Line, done: Pass) -> bool | None:
+        """Read one line: True when it became a record, False when it does not matter, None
+        when it was damaged (its reason counted here; the lines are counted by _read)."""
         if line.oversized:
             record = events.Malformed("oversized") if events.may_matter(line.data) else None
         else:
             record = events.parse_line(line.data)
         if record is None:
-            self.metrics.count_line("ignored")
-            done.note(POSITIONS)
-            return
+            return False
         done.note(TURNS)
         if isinstance(record, events.Malformed):
-            self.metrics.count_line("malformed", record.reason)
+            self.metrics.count_damage(record.reason)
             self._warnings.warn(
                 (session_id, record.reason), "session %s: skipped line %d of events.jsonl: %s",
                 session_id, line.number, record.reason,
             )
-            return
-        self.metrics.count_line("fusion")
+            return None
         self.metrics.count_event(record)
         self._warn_drift(record)
         if not isinstance(record, events.UnknownFusionEvent):
@@ -320,6 +328,7 @@ class Tailer:
             for check in session.turns.take_reconciliations():
                 self.metrics.count_reconciliation(check)
                 log.log(logging.DEBUG if check.agrees else logging.WARNING, "%s", check.describe())
+        return True
 
     def _warn_drift(self, record: events.Event) -> None:
         """Warn once per kind of drift: the metrics count every occurrence."""

@@ -295,10 +295,12 @@ class TurnMetrics:
         for _, value, _, _ in snapshot.get(self.last_event.name, []):
             self._newest_event_ns = max(self._newest_event_ns, int(value * 1e9))
 
-    def count_line(self, outcome: str, reason: str | None = None, amount: int = 1) -> None:
+    def count_lines(self, outcome: str, amount: int = 1) -> None:
         self.lines.inc({"outcome": outcome}, amount)
-        if reason is not None:
-            self.malformed.inc({"reason": reason})
+
+    def count_damage(self, reason: str) -> None:
+        """One damaged line, by reason (count_lines counts it among the lines read)."""
+        self.malformed.inc({"reason": reason})
 
     def count_event(self, event: Event) -> None:
         """Note schema drift and the newest event time; the event is fusion by definition."""

@@ -268,6 +268,11 @@ class Run:
         self._stalled_out = False
 
     @property
+    def unsaved(self) -> bool:
+        """Whether something changed since the last save (it is saved within a second)."""
+        return bool(self._dirty)
+
+    @property
     def done(self) -> bool:
         """Only a --once run ends by itself: once all is read, exported or left for later."""
         if not self.config.once:

@@ -76,9 +76,10 @@ def exposed_families(turns) -> dict[str, tuple[str, frozenset[str]]]:
         b'"data":{"fusionId":"fusion-x","pattern":"single","fieldFromTheFuture":1}}'
     )
     assert drifted.unknown_fields and drifted.missing_fields
-    metrics.count_line("fusion")
+    metrics.count_lines("fusion")
     metrics.count_event(drifted)
-    metrics.count_line("malformed", "invalid_json")
+    metrics.count_lines("malformed")
+    metrics.count_damage("invalid_json")
 
     families: dict[str, tuple[str, set[str]]] = {}
     current = None
