@@ -102,10 +102,10 @@ def counted(prom, start_ms: int, end: int) -> dict:
 def windows(turns) -> list[tuple[str, int, int]]:
     day_ms = 86_400_000
     first = round(FIRST_DAY.timestamp() * 1000)
-    found = [(f"day {day}", first + day * day_ms, first + (day + 1) * day_ms)
+    now = round(time.time() * 1000)
+    found = [(f"day {day}", first + day * day_ms, min(first + (day + 1) * day_ms, now))
              for day in range(DAYS + 1)]
     ends = sorted(end_ms(t) for t in turns)
-    now = round(time.time() * 1000)
     found.append(("last 6 hours", now - 6 * 3_600_000, now))
     # A burst: the densest minute of the month; the window starts inside it.
     busiest = max(range(len(ends) - 5), key=lambda i: -(ends[i + 5] - ends[i]))
