@@ -19,6 +19,7 @@ import gzip
 import http.client
 import json
 import logging
+import math
 import random
 import threading
 import time
@@ -91,8 +92,23 @@ def encode_request(spans: list[Span], resource: dict[str, str], scope_name: str,
     return gzip.compress(text.encode("utf-8", "replace"), compresslevel=1)
 
 
+# The range of OTLP's int64 fields (intValue). Times are uint64, but backends read them as
+# int64 nanoseconds too (the year 2262), so they are kept to 0..INT64_MAX.
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+
+
+def unix_nano(time_ns: int) -> int:
+    """A span or event time as OTLP and its backends can carry it."""
+    return min(max(time_ns, 0), INT64_MAX)
+
+
 def attributes_json(values: dict) -> str:
     """The items of an OTLP/JSON key-value list; None values are left out rather than sent empty.
+
+    The parser keeps every value in range (tailer.events); should one slip through all the
+    same (a sum over thousands of legs), an integer is clamped to int64 and a non-finite
+    float is left out, because one value out of range makes the collector refuse the whole
+    batch, other sessions' turns with it.
 
     Written as one loop over the values with each key's text remembered: spans carry about
     sixteen attributes each, and this is the innermost loop of a backfill.
@@ -110,9 +126,12 @@ def attributes_json(values: dict) -> str:
         elif kind is bool:
             items.append(f'{head}{{"boolValue":{"true" if value else "false"}}}}}')
         elif kind is int:
+            if not INT64_MIN <= value <= INT64_MAX:
+                value = INT64_MAX if value > 0 else INT64_MIN
             items.append(f'{head}{{"intValue":"{value}"}}}}')
         elif kind is float:
-            items.append(f'{head}{{"doubleValue":{value!r}}}}}')
+            if math.isfinite(value):
+                items.append(f'{head}{{"doubleValue":{value!r}}}}}')
         else:
             items.append(f'{head}{{"stringValue":{json_string(str(value))}}}}}')
     return ",".join(items)
