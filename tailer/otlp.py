@@ -318,7 +318,9 @@ class OtlpExporter:
             if self._closing:
                 return
             # Full jitter: a fleet of tailers recovering together does not hit the collector in step.
-            delay = retry_after if retry_after is not None else self._rng() * backoff
+            # A Retry-After is honoured but never below the backoff's step: a collector
+            # answering "0" or a past date would otherwise get a request per round trip.
+            delay = self._rng() * backoff if retry_after is None else max(retry_after, backoff)
             if attempts == 1:
                 log.warning("OTLP export failed (%s); retrying until the collector answers", reason)
             self._report("retry", spans)
