@@ -15,13 +15,13 @@ from sessiongen import START, SessionWriter
 from tailer.exposition import (
     CONTENT_TYPE,
     ZERO_HOLD_SECONDS,
-    MetricsServer,
     Registry,
     _escape,
     sanitise_label_value,
     write_textfile,
 )
 from tailer.metrics import TurnMetrics
+from tailer.metrics_server import MetricsServer
 
 
 class FakeClock:
