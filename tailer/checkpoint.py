@@ -311,7 +311,13 @@ def _int(value: object, what: str, high: int = 2**63 - 1, low: int = 0) -> int:
     return value
 
 
-def _number(value: object, what: str, low: float = -math.inf, high: float = math.inf) -> float:
+# A metric's value: no series of ours comes near it, and every conversion of one (to int64,
+# to nanoseconds) stays finite.
+_METRIC_BOUND = 2.0**63
+
+
+def _number(value: object, what: str, low: float = -_METRIC_BOUND,
+            high: float = _METRIC_BOUND) -> float:
     # A JSON NaN or Infinity reads as a float, but no counter may hold one.
     if type(value) not in (int, float) or not (low <= value <= high and math.isfinite(value)):
         raise ValueError(f"{what} is not a finite number from {low} to {high}")

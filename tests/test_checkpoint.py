@@ -5,6 +5,7 @@ aside and starting afresh (service._load_checkpoint); it must never be a crash l
 or gigabytes read. Each damaged case below was reproduced in issue 10.
 """
 
+import contextlib
 import copy
 import json
 import os
@@ -107,6 +108,8 @@ DAMAGE = {
         1, "1"),
     "metric value NaN": lambda s: first_series(s, "hydrafusion_turns_total").__setitem__(
         1, float("nan")),
+    "metric value beyond int64": lambda s: first_series(
+        s, "hydrafusion_tailer_last_event_timestamp_seconds").__setitem__(1, 1e300),
     "metric zero hold of years": lambda s: first_series(
         s, "hydrafusion_turns_total").__setitem__(3, 1e9),
     "histogram buckets as text": lambda s: first_series(
@@ -134,6 +137,21 @@ def test_a_damaged_field_is_refused_not_crashed_on_later(tmp_path, state, damage
     with pytest.raises(CheckpointError) as refused:
         load(path)
     assert "\\ud800" not in str(refused.value)  # the message names fields, not values
+
+
+@pytest.mark.xfail(strict=True, reason="Registry.restore trusts a series' value to fit its "
+                   "family: the registry's side of issue 10, left to its owner")
+def test_a_series_whose_value_does_not_fit_its_family_costs_nothing_at_start(tmp_path, state):
+    """A histogram's series holding a number, or a counter's holding buckets, has the shape
+    of some series, so load cannot tell; restoring it must not crash every start."""
+    path = tmp_path / "cp.json"
+    for name, value in (("hydrafusion_turn_duration_seconds", 5),
+                        ("hydrafusion_turns_total", {"buckets": [1], "sum": 1.0})):
+        damaged = copy.deepcopy({"version": checkpoint.VERSION, **state})
+        first_series(damaged, name)[1] = value
+        path.write_text(json.dumps(damaged))
+        with contextlib.suppress(CheckpointError):
+            TurnMetrics(Registry()).restore(load(path)["metrics"])
 
 
 def test_deeply_nested_json_is_refused_without_a_recursion_error(tmp_path):
