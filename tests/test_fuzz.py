@@ -135,26 +135,30 @@ def damage(lines: list[bytes], changes: list[tuple]) -> tuple[list[Entry], bool]
 
 def _replace_value(line: bytes, choice: int, value: object) -> bytes:
     """The line with one of its JSON values (any depth) replaced by `value`."""
-    try:
-        event = json.loads(line)
-    except (ValueError, RecursionError):
-        return line
-    slots = []
-
-    def walk(node):
-        items = node.items() if isinstance(node, dict) else enumerate(node)
-        for key, child in items:
-            slots.append((node, key))
-            if isinstance(child, (dict, list)):
-                walk(child)
-
-    if isinstance(event, (dict, list)):
-        walk(event)
+    event = _json(line)
+    slots = _slots(event)
     if not slots:
         return line
     node, key = slots[choice % len(slots)]
     node[key] = copy.deepcopy(value)
-    return json.dumps(event).encode()  # lone surrogates written as \\ud800, as JS would
+    return json.dumps(event).encode()  # lone surrogates written as \ud800, as JS would
+
+
+def _json(text: bytes | str) -> object:
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+
+
+def _slots(node: object) -> list[tuple]:
+    """(container, key or index) of every value inside a JSON value, at any depth."""
+    items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
+    found = []
+    for key, child in items:
+        found.append((node, key))
+        found += _slots(child)
+    return found
 
 
 def intact(entries: list[Entry], lines: list[bytes], fusion_id: str) -> bool:
@@ -317,19 +321,8 @@ def damage_checkpoint(text: str, changes: list[tuple]) -> str:
 
 def _drop_key(text: str, choice: int) -> str:
     """The JSON text without one of its object keys (any depth)."""
-    try:
-        state = json.loads(text)
-    except (ValueError, RecursionError):
-        return text
-    keys = []
-
-    def walk(node):
-        if isinstance(node, dict):
-            keys.extend((node, key) for key in node)
-        for child in node.values() if isinstance(node, dict) else node if isinstance(node, list) else ():
-            walk(child)
-
-    walk(state)
+    state = _json(text)
+    keys = [(node, key) for node, key in _slots(state) if isinstance(node, dict)]
     if not keys:
         return text
     node, key = keys[choice % len(keys)]
