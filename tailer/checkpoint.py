@@ -283,8 +283,12 @@ def _record_from_data(data: dict) -> events.Event:
     """A record back from its data, each field checked as tailer.events checks the log's:
     a record restored here is trusted downstream as much as one just parsed."""
     values = dict(_dict(data, "a record"))
-    cls = _RECORD_TYPES[_text(values.pop("kind"), "a record's kind")]
+    cls = _RECORD_TYPES.get(_text(values.pop("kind"), "a record's kind"))
+    if cls is None:
+        raise ValueError("a record is of no known kind")
     fields = _RECORD_FIELDS[cls]
+    if not fields.keys() >= values.keys():
+        raise ValueError(f"a {cls.__name__} record has a field it does not know")
     for name, value in values.items():
         values[name] = _FIELD_CHECKS[fields[name]](value, f"{cls.__name__}.{name}")
     return cls(**values)
