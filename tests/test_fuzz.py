@@ -31,6 +31,7 @@ from __future__ import annotations
 import copy
 import gzip
 import json
+import logging
 import math
 import os
 import tempfile
@@ -38,6 +39,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from otlp_sink import decode_body
@@ -53,7 +55,9 @@ from tailer.turns import Turn
 EXAMPLES = int(os.environ.get("HYDRAFUSION_FUZZ_EXAMPLES", "40"))
 FUZZ = settings(
     max_examples=EXAMPLES, derandomize="HYDRAFUSION_FUZZ_EXAMPLES" not in os.environ,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large], deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
+                           HealthCheck.function_scoped_fixture],
+    deadline=None,
 )
 IDLE_S = 1800.0
 
@@ -68,6 +72,33 @@ def _short_session(session_id: str) -> SessionWriter:
 # Built once: the sessions every example damages, with the turns they hold.
 BASES = [every_pattern("fuzz-every-pattern"), _short_session("fuzz-short")]
 BASE_LINES = [[line.encode() for line in writer.lines()] for writer in BASES]
+
+
+class _OneLineLog(logging.Handler):
+    """Formats every record as the daemon does and keeps only those that are not one line."""
+
+    def __init__(self):
+        super().__init__()
+        self.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
+        self.broken: list[str] = []
+
+    def emit(self, record):
+        line = self.format(record)
+        if "\n" in line and len(self.broken) < 10:
+            self.broken.append(line)
+
+
+@pytest.fixture(autouse=True)
+def one_line_log():
+    """The tailer's log lines must stay one line each whatever the damage. Kept out of
+    pytest's capture, which would hold every record of thousands of examples."""
+    handler, logger = _OneLineLog(), logging.getLogger("tailer")
+    logger.addHandler(handler)
+    logger.propagate = False
+    yield
+    logger.removeHandler(handler)
+    logger.propagate = True
+    assert handler.broken == []
 
 
 # -- Damage ----------------------------------------------------------------------------
