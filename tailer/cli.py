@@ -206,8 +206,9 @@ def parse_args(argv: list[str], environ: dict[str, str]) -> argparse.Namespace:
 
 
 def parse_address(value: str) -> tuple[str, int]:
+    """HOST:PORT, an IPv6 host in brackets (`[::1]:9464`); an empty host is every IPv4 one."""
     host, separator, port = value.rpartition(":")
-    if not separator or not port.isdigit():
+    if not separator or not port.isdigit() or int(port) > 65535:
         raise ValueError(f"--metrics-address: expected HOST:PORT or none, got {value!r}")
     return host.strip("[]") or "0.0.0.0", int(port)
 

@@ -18,6 +18,13 @@ before any JSON parsing. The largest lines of a log are tool events and prompts,
 (a tool's output or arguments, a prompt's text) is never read: those lines are parsed
 without it (see `_without_bulk`), so a backfill of large sessions stays close to the speed
 of reading the files.
+
+Every number and text it copies out is checked against the range its outputs can carry
+(OTLP's int64 and uint64 nanoseconds, doubles, Prometheus's float counters, the checkpoint's
+JSON) by the few helpers below that every field goes through. A value of the right type but
+an absurd size (a count of 1e300, a duration of centuries, a year 2554 timestamp, an id
+holding a lone surrogate) makes the line damaged: `Malformed("absurd_<kind>")` (or
+`bad_timestamp`), counted, never exported.
 """
 
 from __future__ import annotations
@@ -110,9 +117,27 @@ REQUIRED_FIELDS = {
     ROUTE_FAILED: ("reason",),
 }
 
-# Metadata strings are identifiers and enum values; anything longer is garbage, and the
+# What a value read from a log may be. The bounds are far beyond anything real and far
+# inside what every output carries, so no sum or conversion downstream can overflow.
+#
+# Metadata strings are identifiers and enum values; anything longer is cut here, and the
 # cap keeps a damaged log from producing huge spans.
-_MAX_TEXT = 200
+MAX_TEXT = 200
+# Tokens and requests of one leg or turn: every whole number up to here is exact in a
+# float (Prometheus counters are floats), and a turn must sum over 1,000 such legs before
+# its total leaves int64 (OTLP intValue; tailer.spans clamps even that).
+MAX_COUNT = 2**53
+# Nano-credits of one leg or turn: a million credits, about a million times a real leg's.
+# Exact in a float, so credits (nano-AIU / 1e9) lose nothing, and a float holds the sum of
+# any number of them that a lifetime of turns can reach.
+MAX_NANO_AIU = 10**15
+# durationMs and routingLatencyMs: 30 days, where real turns take minutes. Turned into
+# nanoseconds and taken off a timestamp, it stays far inside int64.
+MAX_DURATION_MS = 30 * 86_400_000
+# Event timestamps: the years 2000 to 2199. Unix nanoseconds fit int64 up to 2262, so every
+# span time stays a valid int64 and uint64 with room for the durations taken off it.
+EARLIEST_NS = 946_684_800 * 10**9  # 2000-01-01T00:00:00Z
+LATEST_NS = 7_258_118_400 * 10**9  # 2200-01-01T00:00:00Z
 
 
 # The records are slotted dataclasses but not frozen ones: a frozen dataclass sets each
@@ -324,6 +349,14 @@ class Malformed:
     reason: str
 
 
+class _Absurd(Exception):
+    """A value of the right type outside the range its outputs can carry (see MAX_COUNT)."""
+
+    def __init__(self, kind: str):
+        super().__init__(kind)
+        self.kind = kind
+
+
 def parse_line(line: bytes) -> Event | Malformed | None:
     """Turn one line (without its newline) into a record, a Malformed, or None to ignore."""
     line = line.strip(b"\0 \t\r")
@@ -352,6 +385,14 @@ def parse_line(line: bytes) -> Event | Malformed | None:
     event_type = obj.get("type")
     if not isinstance(event_type, str):
         return Malformed("missing_type")
+    try:
+        return _record(event_type, obj)
+    except _Absurd as absurd:
+        return Malformed(f"absurd_{absurd.kind}")
+
+
+def _record(event_type: str, obj: dict) -> Event | Malformed | None:
+    """parse_line's work once the line is a JSON object with a type; raises _Absurd."""
     parse = _PARSERS.get(event_type)
     if parse is None:
         if "fusion_" in event_type and event_type not in KNOWN_UNUSED:
@@ -418,7 +459,7 @@ def _leading_type(line: bytes) -> bytes | None:
     if not line.startswith(_TYPE_PREFIX):
         return None
     start = len(_TYPE_PREFIX)
-    end = line.find(b'"', start, start + _MAX_TEXT + 1)
+    end = line.find(b'"', start, start + MAX_TEXT + 1)
     if end < 0 or b"\\" in line[start:end]:
         return None
     return line[start:end]
@@ -495,15 +536,23 @@ _MICROSECOND = timedelta(microseconds=1)
 
 
 def parse_timestamp(value: object) -> int | None:
-    """ISO-8601 with 0 to 9+ fraction digits to unix nanoseconds; naive means UTC."""
+    """ISO-8601 with 0 to 9+ fraction digits to unix nanoseconds; naive means UTC.
+
+    None for a text that is no such time, and for a time outside EARLIEST_NS..LATEST_NS.
+    """
     if not isinstance(value, str):
         return None
+    time_ns = None
     if _CLI_TIMESTAMP.fullmatch(value):
         try:
-            return (datetime.fromisoformat(value) - _UNIX_EPOCH) // _MICROSECOND * 1000
+            time_ns = (datetime.fromisoformat(value) - _UNIX_EPOCH) // _MICROSECOND * 1000
         except ValueError:
             pass  # no such day, like February 30: the general way rejects it too
-    return _parse_any_timestamp(value)
+    if time_ns is None:
+        time_ns = _parse_any_timestamp(value)
+    if time_ns is None or not EARLIEST_NS <= time_ns < LATEST_NS:
+        return None
+    return time_ns
 
 
 _TIMESTAMP = re.compile(
@@ -534,13 +583,37 @@ def _parse_any_timestamp(value: str) -> int | None:
     return seconds * 1_000_000_000 + nanos
 
 
+# The helpers every field goes through. Absent, null and wrongly typed values read as absent
+# (the log is lenient); a value of the right type outside its range raises _Absurd.
+
+# The halves of a UTF-16 pair, which JSON may escape on their own (`"\ud800"`): they have
+# no UTF-8 encoding, so a text holding one cannot reach a span, a log line or a checkpoint.
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def _text(value: object) -> str | None:
     if not isinstance(value, str) or not value:
         return None
-    return value[:_MAX_TEXT]
+    text = value[:MAX_TEXT]
+    if not text.isascii() and _SURROGATE.search(text):
+        raise _Absurd("text")
+    return text
+
+
+def _count(value: object, limit: int = MAX_COUNT, kind: str = "count") -> int:
+    """A whole number from 0 to limit (a float such as 3.0 too); absent reads as 0."""
+    # `type`, not isinstance: a JSON true is a bool, an int subclass, and reads as absent.
+    if type(value) is int and 0 <= value <= limit:
+        return value
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return 0
+    if isinstance(value, float) and value.is_integer() and 0 <= value <= limit:
+        return int(value)
+    raise _Absurd(kind)  # negative, fractional, NaN, infinite or too big
 
 
 def _number(value: object) -> float | None:
+    """A finite number as a float; absent, wrongly typed, too big or not finite read as None."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
     try:
@@ -550,25 +623,13 @@ def _number(value: object) -> float | None:
     return number if math.isfinite(number) else None
 
 
-# Integers up to this size come back unchanged from a round trip through a float.
-_EXACT_IN_FLOAT = 2**53
-
-
-def _count(value: object) -> int:
-    """Token counts and nano-credits: a wrong or negative value counts as zero."""
-    # The usual case, without the float conversion that would give the same. `type`, not
-    # isinstance: a JSON true is a bool, an int subclass, and counts as zero.
-    if type(value) is int and 0 <= value <= _EXACT_IN_FLOAT:
-        return value
-    number = _number(value)
-    if number is None or number < 0:
-        return 0
-    return int(number)
-
-
-def _duration(value: object) -> float:
-    number = _number(value)
-    return number if number is not None and number >= 0 else 0.0
+def _duration(value: object) -> float | None:
+    """Milliseconds from 0 to MAX_DURATION_MS."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    if 0 <= value <= MAX_DURATION_MS:  # False for NaN; no float overflow for a huge int
+        return float(value)
+    raise _Absurd("duration")
 
 
 def _usage(data: dict) -> Usage:
@@ -578,7 +639,7 @@ def _usage(data: dict) -> Usage:
         output_tokens=_count(data.get("outputTokens")),
         cache_read_tokens=_count(data.get("cachedTokens")),
         cache_write_tokens=_count(data.get("cacheWriteTokens")),
-        nano_aiu=_count(data.get("totalNanoAiu")),
+        nano_aiu=_count(data.get("totalNanoAiu"), MAX_NANO_AIU, "credits"),
     )
 
 
@@ -590,7 +651,7 @@ def _resolved(time_ns: int, fusion_id: str, data: dict) -> Resolved:
         synthetic_model=_text(data.get("syntheticModel")),
         policy=_text(data.get("policy")),
         route_source=_text(data.get("routeSource")),
-        routing_latency_ms=_number(data.get("routingLatencyMs")),
+        routing_latency_ms=_duration(data.get("routingLatencyMs")),
     )
 
 
@@ -617,7 +678,7 @@ def _leg(time_ns: int, fusion_id: str, data: dict, *, default_status: str) -> Le
         model=_text(data.get("model")),
         status=_text(data.get("status")) or default_status,
         verdict=_text(data.get("verdict")),
-        duration_ms=_duration(data.get("durationMs")),
+        duration_ms=_duration(data.get("durationMs")) or 0.0,
         usage=_usage(usage if isinstance(usage, dict) else {}),
         failure_reason=_text(data.get("reason")),
         degraded_to_phase_id=_text(data.get("degradedToPhaseId")),
@@ -652,7 +713,7 @@ def _completed(time_ns: int, fusion_id: str, data: dict) -> Completed:
         final_source_phase_id=_text(data.get("finalSourcePhaseId")),
         final_source_model=_text(data.get("finalSourceModel")),
         degraded_reason=_text(data.get("degradedReason")),
-        duration_ms=_duration(data.get("durationMs")),
+        duration_ms=_duration(data.get("durationMs")) or 0.0,
         usage=_usage(data),
     )
 
@@ -665,7 +726,7 @@ def _route_failed(time_ns: int, attempt_id: str, data: dict) -> RouteFailed:
         policy=_text(data.get("policy")),
         fallback_model=_text(data.get("fallbackModel")),
         reason=_text(data.get("reason")),
-        routing_latency_ms=_number(data.get("routingLatencyMs")),
+        routing_latency_ms=_duration(data.get("routingLatencyMs")),
     )
 
 
@@ -856,7 +917,7 @@ _KNOWN_UNUSED_TYPES = frozenset(event_type.encode() for event_type in KNOWN_UNUS
 
 # The CLI writes `type` first, so most lines, and the kept head of an oversized line, give
 # their type without a JSON parse.
-_LEADING_TYPE = re.compile(rb'[\0 \t\r]*\{\s*"type"\s*:\s*"([^"\\]{1,%d})"' % _MAX_TEXT)
+_LEADING_TYPE = re.compile(rb'[\0 \t\r]*\{\s*"type"\s*:\s*"([^"\\]{1,%d})"' % MAX_TEXT)
 # A version is short and plain; a field holding anything else is not reported.
 _VERSION = re.compile(r"[0-9A-Za-z][0-9A-Za-z.+-]{0,63}")
 
@@ -870,7 +931,10 @@ def event_type_of(line: bytes) -> str | None:
         except UnicodeDecodeError:
             return None
     obj = _json_object(line)
-    return _text(obj.get("type")) if obj is not None else None
+    try:
+        return _text(obj.get("type")) if obj is not None else None
+    except _Absurd:
+        return None
 
 
 def cli_version_of(line: bytes) -> str | None:

@@ -1,4 +1,4 @@
-"""A small metrics registry, Prometheus text exposition (format 0.0.4), /metrics and textfiles.
+"""A small metrics registry, Prometheus text exposition (format 0.0.4) and textfiles.
 
 Generic and standard library only: tailer.metrics declares the project's metric families on
 top of it. One lock guards the whole registry, because the HTTP thread renders while other
@@ -50,10 +50,8 @@ import re
 import tempfile
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Callable
-from urllib.parse import urlsplit
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 ZERO_HOLD_SECONDS = 120.0
@@ -420,8 +418,12 @@ class Registry:
                 for key, value, scrape_zero_pending, hold_left in rows:
                     if len(key) != len(family.labelnames):
                         continue
+                    try:
+                        value = family.load(value)
+                    except (TypeError, ValueError, KeyError):
+                        continue  # a value of another kind of family's: damage, left out
                     series = self._restored_series(family, tuple(key))
-                    series.value = family.load(value)
+                    series.value = value
                     series.published = copy.deepcopy(series.value)
                     series.scrape_zero = PENDING if scrape_zero_pending else DONE
                     series.zero_until = now + float(hold_left)
@@ -580,65 +582,3 @@ def write_textfile(path: Path, text: str) -> None:
         with contextlib.suppress(OSError):
             os.unlink(temp_name)
         raise
-
-
-class _MetricsHandler(BaseHTTPRequestHandler):
-    _PAGES = {"/": b"Prometheus metrics are at /metrics\n", "/healthz": b"ok\n"}
-
-    def do_GET(self):
-        self._reply()
-
-    def do_HEAD(self):
-        self._reply()
-
-    def _reply(self):
-        path = urlsplit(self.path).path
-        if path == "/metrics":
-            # A HEAD does not render: rendering uses up a pending series' zero, and a HEAD
-            # shows it to nobody.
-            body = None if self.command == "HEAD" else self.server.registry.render().encode()
-            self._send(200, CONTENT_TYPE, body)
-        elif path in self._PAGES:
-            self._send(200, "text/plain; charset=utf-8", self._PAGES[path])
-        else:
-            self._send(404, "text/plain; charset=utf-8", b"not found\n")
-
-    def _send(self, status: int, content_type: str, body: bytes | None):
-        self.send_response(status)
-        self.send_header("Content-Type", content_type)
-        if body is not None:
-            self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        if body is not None and self.command != "HEAD":
-            self.wfile.write(body)
-
-    def log_message(self, format, *args):
-        """Silent: a line per scrape would bury the daemon's own log."""
-
-
-class _MetricsHTTPServer(ThreadingHTTPServer):
-    def __init__(self, address, registry: Registry):
-        self.registry = registry
-        super().__init__(address, _MetricsHandler)
-
-
-class MetricsServer:
-    """Serves /metrics, / and /healthz from a daemon thread. Binds at construction, so .port
-    is known (and a busy port fails) before start()."""
-
-    def __init__(self, host: str, port: int, registry: Registry):
-        self._httpd = _MetricsHTTPServer((host, port), registry)
-        self.port = self._httpd.server_address[1]
-        self._thread: threading.Thread | None = None
-
-    def start(self) -> None:
-        self._thread = threading.Thread(target=self._httpd.serve_forever, name="metrics-http", daemon=True)
-        self._thread.start()
-
-    def close(self) -> None:
-        if self._thread is not None:
-            # shutdown() waits for serve_forever() to end, so only after start().
-            self._httpd.shutdown()
-            self._thread.join()
-            self._thread = None
-        self._httpd.server_close()

@@ -66,11 +66,11 @@ class Position(NamedTuple):
     def from_data(cls, data) -> "Position":
         """A position from a checkpoint; ValueError if it is not one."""
         if not isinstance(data, list) or len(data) != 4:
-            raise ValueError(f"not a log position: {data!r}")
+            raise ValueError("a log position is not a list of 4")
         offset, line, tail_size, tail = data
         if not (_is_count(offset) and _is_count(line) and _is_count(tail_size)
                 and tail_size <= min(offset, TAIL_BYTES) and isinstance(tail, str)):
-            raise ValueError(f"not a log position: {data!r}")
+            raise ValueError("a log position is not an offset, a line, a size and a digest")
         return cls(offset, line, tail_size, tail)
 
 

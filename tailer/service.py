@@ -23,10 +23,11 @@ from pathlib import Path
 
 from . import __version__, checkpoint, demo
 from .daemon import POSITIONS, TURNS, UNCHANGED, Tailer
-from .exposition import MetricsServer, Registry, write_textfile
+from .exposition import Registry, write_textfile
 from .fanout import TurnFanout
 from .history import History
 from .metrics import MAX_MODELS, TurnMetrics
+from .metrics_server import MetricsServer
 from .otlp import OtlpExporter, parse_resource_attributes
 from .outbox import MAX_PENDING_SPANS, Outbox
 from .remote_write import RemoteWriter

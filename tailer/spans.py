@@ -22,7 +22,7 @@ from __future__ import annotations
 import hashlib
 
 from .events import LegEnded, ModelCall, Usage
-from .otlp import Span, attributes_json, json_string
+from .otlp import Span, attributes_json, json_string, unix_nano
 from .turns import AT_COMMIT, ToolCall, Turn, call_start_ns, leg_start_ns
 
 KIND_INTERNAL = 1
@@ -40,7 +40,9 @@ def span_id(session_id: str, fusion_id: str, part: str) -> str:
 
 
 def _digest(*parts: str, size: int) -> str:
-    digest = hashlib.sha256("\n".join(parts).encode()).digest()[:size]
+    # surrogatepass: a session folder whose name is not UTF-8 comes as surrogate escapes
+    # (os.fsdecode), and it still needs ids; valid text encodes as plain UTF-8.
+    digest = hashlib.sha256("\n".join(parts).encode("utf-8", "surrogatepass")).digest()[:size]
     # An all-zero id is invalid in OTLP.
     return digest.hex() if any(digest) else "01".rjust(size * 2, "0")
 
@@ -245,7 +247,7 @@ def _verdict_event(judge: LegEnded) -> str:
         "hydrafusion.judge.model": judge.model,
         "hydrafusion.judge.phase.id": judge.phase_id,
     })
-    return (f'{{"timeUnixNano":"{judge.time_ns}","name":"gen_ai.evaluation.result",'
+    return (f'{{"timeUnixNano":"{unix_nano(judge.time_ns)}","name":"gen_ai.evaluation.result",'
             f'"attributes":[{attributes}]}}')
 
 
@@ -272,12 +274,13 @@ def _span(
     attributes: dict, *, error: str | None = None, events: list[str] = (), links: list[str] = (),
 ) -> Span:
     """One span's OTLP/JSON text; `error` is the message of an error status."""
-    start = max(start_ns, 0)
+    start = unix_nano(start_ns)
     text = [
         f'{{"traceId":"{tid}","spanId":"{sid}",',
         f'"parentSpanId":"{parent}",' if parent else "",
         f'"name":{json_string(name)},"kind":{kind},"startTimeUnixNano":"{start}",'
-        f'"endTimeUnixNano":"{max(end_ns, start)}","attributes":[{attributes_json(attributes)}]',
+        f'"endTimeUnixNano":"{max(unix_nano(end_ns), start)}",'
+        f'"attributes":[{attributes_json(attributes)}]',
     ]
     if error is not None:
         text.append(f',"status":{{"code":{STATUS_ERROR},"message":{json_string(error)}}}')

@@ -16,7 +16,6 @@ from sessiongen import START, SessionWriter
 from tailer.exposition import (
     CONTENT_TYPE,
     ZERO_HOLD_SECONDS,
-    MetricsServer,
     EXACT,
     Registry,
     _escape,
@@ -24,6 +23,7 @@ from tailer.exposition import (
     write_textfile,
 )
 from tailer.metrics import TurnMetrics
+from tailer.metrics_server import MetricsServer
 
 
 class FakeClock:

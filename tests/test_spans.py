@@ -1,15 +1,19 @@
 """The trace shape contract, checked on realistic turns and decoded by the official proto."""
 
+import dataclasses
 import gzip
 import json
+import os
 
 import pytest
 
 from otlp_sink import decode_body, plain_attributes, span_dicts
 from assembly import assemble
 from sessiongen import EVERY_PATTERN_KINDS, every_pattern
-from tailer.otlp import encode_request
+from tailer.events import LegEnded, Resolved, Usage
+from tailer.otlp import attributes_json, encode_request
 from tailer.spans import span_id, trace_id, turn_spans
+from tailer.turns import Turn
 
 SESSION = "5f0c2d1e-spans"
 
@@ -167,3 +171,46 @@ def test_absent_values_are_left_out(turns):
     assert "hydrafusion.verdict" not in keys
     assert "hydrafusion.route_failure_reason" not in keys
     assert all(a["value"] != {"stringValue": "None"} for a in root["attributes"])
+
+
+def test_surrogates_and_out_of_range_values_still_make_spans_a_collector_takes():
+    """Defence in depth: even values the parser would reject (tailer.events) give valid OTLP.
+
+    A session folder whose name is not UTF-8 reaches the tailer as surrogate escapes
+    (os.fsdecode); ids with lone surrogates, times past the year 2262, durations of 1e300 ms
+    and sums beyond int64 must neither raise nor make the batch invalid.
+    """
+    session = os.fsdecode(b"sess-\xff\xfe")
+    leg = LegEnded(
+        2**70, fusion_id="fusion-\ud800", phase_id="\udfff:judge", phase_kind="judge",
+        role="judge", scope="review", model="m\ud800", status="failed", verdict="reject",
+        duration_ms=1e300, usage=Usage(2**64, 2**80, 2**63, 10**30, 1, 2**62),
+        failure_reason="\ud800", degraded_to_phase_id=None,
+    )
+    turn = Turn(session, "fusion-\ud800", legs=[leg, dataclasses.replace(leg, phase_id="p2")])
+    turn.resolved = Resolved(-(2**70), fusion_id="fusion-\ud800", pattern="\ud800",
+                             synthetic_model=None, policy=None, route_source=None,
+                             routing_latency_ms=1e300)
+    spans = turn_spans(turn)
+    assert trace_id(session, turn.fusion_id) == trace_id(session, turn.fusion_id)
+    decoded_spans = decoded(spans)
+    assert len(decoded_spans) == 4
+    for span in decoded_spans:
+        start, end = (int(span.get(key, 0)) for key in ("startTimeUnixNano", "endTimeUnixNano"))
+        assert 0 <= start <= end < 2**63
+        for value in attrs(span).values():
+            assert not isinstance(value, int) or -(2**63) <= value < 2**63
+    root = attrs(decoded_spans[0])
+    assert root["gen_ai.usage.input_tokens"] == 2**63 - 1  # the legs' sum, clamped
+    for span in written(spans):
+        json.dumps(span).encode("utf-8", "surrogatepass")
+
+
+def test_a_non_finite_double_is_left_out_and_a_huge_int_clamped():
+    text = attributes_json({"a": float("inf"), "b": float("nan"), "c": 10**5000, "d": -(10**30),
+                            "e": 1.5})
+    assert json.loads(f"[{text}]") == [
+        {"key": "c", "value": {"intValue": str(2**63 - 1)}},
+        {"key": "d", "value": {"intValue": str(-(2**63))}},
+        {"key": "e", "value": {"doubleValue": 1.5}},
+    ]
