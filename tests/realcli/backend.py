@@ -326,9 +326,20 @@ def _reply(kind: str, body: dict, plan: Plan) -> _Reply:
     return _Reply(ANSWER_TEXT)
 
 
-# Fixed token figures per call, so a test can check the CLI's sums.
+# Fixed figures per call, so a test can check the CLI's sums: tokens, and credits (in
+# nano-AIU, as the API's `copilot_usage` gives them) that differ by model.
 USAGE = {"prompt_tokens": 1200, "completion_tokens": 40, "total_tokens": 1240,
          "prompt_tokens_details": {"cached_tokens": 200}}
+
+
+def nano_aiu(model: str) -> int:
+    return (FUSION_MODELS.index(model) + 1) * 250_000_000 if model in FUSION_MODELS else 0
+
+
+def _copilot_usage(model: str) -> dict:
+    return {"total_nano_aiu": nano_aiu(model), "token_details": [
+        {"batch_size": 1, "cost_per_batch": 1, "token_count": 1200, "token_type": "input"},
+        {"batch_size": 1, "cost_per_batch": 1, "token_count": 40, "token_type": "output"}]}
 
 
 def _completion(model: str, kind: str, body: dict, plan: Plan) -> dict:
@@ -340,6 +351,7 @@ def _completion(model: str, kind: str, body: dict, plan: Plan) -> dict:
     return {
         "id": f"chatcmpl-{uuid.uuid4().hex[:12]}", "object": "chat.completion",
         "created": int(time.time()), "model": model, "usage": USAGE,
+        "copilot_usage": _copilot_usage(model),
         "choices": [{"index": 0, "message": message,
                      "finish_reason": "tool_calls" if reply.tool_call else "stop"}],
     }
@@ -356,6 +368,7 @@ def _chunks(model: str, kind: str, body: dict, plan: Plan) -> list[dict]:
                "model": model, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
         if usage is not None:
             out["usage"] = usage
+            out["copilot_usage"] = _copilot_usage(model)
         return out
 
     if reply.tool_call:

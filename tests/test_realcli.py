@@ -1,0 +1,202 @@
+"""The real Copilot CLI, run offline: does the tailer read the logs it really writes?
+
+The CLI at the pinned version (tests/realcli/VERSION) is installed from npm and driven
+through every scenario of tests/realcli/scenarios.py against the fake backend, which is
+the only thing it can reach. The checks run twice: on the logs the CLI writes now
+(`live`, skipped only when npm cannot reach its registry) and on the scrubbed copies kept
+in tests/data/realcli/<version>/ (`recorded`, which need nothing). A CLI upgrade that
+changes what the tailer makes of a scenario fails here, with the scenario named.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from exposition_helpers import samples
+from realcli import backend, driver, reading, record
+from realcli.scenarios import BY_NAME, SCENARIOS
+from tailer.spans import turn_spans
+from tailerproc import ROOT, run_once, tailer_env
+
+VERSION = driver.pinned_version()
+NAMES = [scenario.name for scenario in SCENARIOS]
+FUSION_NAMES = [scenario.name for scenario in SCENARIOS if scenario.turns]
+
+
+@pytest.fixture(scope="module")
+def live(tmp_path_factory) -> driver.Outcome:
+    try:
+        return driver.run_scenarios(VERSION, tmp_path_factory.mktemp("realcli"))
+    except driver.Unavailable as error:
+        pytest.skip(f"Copilot CLI {VERSION} cannot be installed: {error}")
+
+
+def _recorded() -> tuple[Path, dict[str, str]]:
+    found = record.recorded(VERSION)
+    assert found, (f"no recorded sessions for CLI {VERSION} in {record.data_dir(VERSION)}: "
+                   "run `python3 -m tests.realcli record`")
+    return found
+
+
+@pytest.fixture(params=["recorded", "live"])
+def logs(request) -> tuple[Path, dict[str, str]]:
+    """(state dir, scenario -> session id), from the kept copies or a fresh run."""
+    if request.param == "recorded":
+        return _recorded()
+    outcome = request.getfixturevalue("live")
+    return outcome.state_dir, outcome.sessions
+
+
+def turns_of(logs, name: str):
+    state_dir, sessions = logs
+    return reading.session_turns(state_dir / sessions[name] / "events.jsonl", sessions[name])
+
+
+def test_every_prompt_ran_to_its_end(live):
+    failed = [(run.scenario, run.returncode, run.stderr_tail) for run in live.runs
+              if run.returncode != 0]
+    assert not failed
+    assert len(live.runs) == sum(len(scenario.prompts) for scenario in SCENARIOS)
+
+
+def test_no_call_leaves_the_machine(live):
+    """Proxies point at the fake: a call meant elsewhere would show as CONNECT or a full URL."""
+    paths = Counter(request.path for request in live.requests)
+    assert not [r for r in live.requests if r.method == "CONNECT" or "://" in r.path]
+    fusion_prompts = sum(len(s.prompts) for s in SCENARIOS if s.prompts[0].tier)
+    assert paths["/model/fusion"] == fusion_prompts
+    assert paths["/chat/completions"] >= len(live.runs)
+
+
+def test_the_fake_answered_every_leg_by_its_role(live):
+    """Review legs were recognised by the CLI's prompts, so verdicts came from the scenario."""
+    answers = Counter((r.session_id, r.answer) for r in live.requests if r.answer)
+    sessions = live.sessions
+    assert answers[sessions["cascade_repair_tool"], "judge"] == 1
+    assert answers[sessions["critique_revise"], "critic"] == 1
+    assert answers[sessions["cascade_repair_tool"], "tool_call"] == 1
+    assert answers[sessions["plain_tool"], "tool_call"] == 1
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_the_tailer_rebuilds_each_scenario(logs, name):
+    """Pattern, legs and models in order, verdicts, committed leg, outcome, policy."""
+    assert reading.differences(BY_NAME[name], turns_of(logs, name)) == []
+
+
+@pytest.mark.parametrize("name", FUSION_NAMES)
+def test_credits_and_tokens_are_the_fake_backends_sums(logs, name):
+    """Each leg is charged what the fake charged its calls; the rollup is the legs' sum."""
+    for turn in turns_of(logs, name):
+        for leg in turn.legs:
+            calls = leg.usage.request_count
+            assert leg.usage.nano_aiu == calls * backend.nano_aiu(leg.model)
+            assert leg.usage.input_tokens == calls * backend.USAGE["prompt_tokens"]
+            assert leg.usage.cache_read_tokens == calls * 200
+        assert not turn.usage_mismatch
+        if turn.completed is not None:
+            assert turn.usage == turn.legs_usage
+
+
+@pytest.mark.parametrize("name", FUSION_NAMES)
+def test_each_turn_is_one_trace_with_a_span_per_leg(logs, name):
+    for turn, expected in zip(turns_of(logs, name), BY_NAME[name].turns):
+        spans = [json.loads(span.json) for span in turn_spans(turn)]
+        assert len({span["traceId"] for span in spans}) == 1
+        root, *children = spans
+        assert root["name"] == ("hydrafusion route_failed" if expected.route_failure_reason
+                                else f"hydrafusion {expected.pattern}")
+        legs = [span for span in children if span["name"] != "route hydrafusion"]
+        assert [span["name"] for span in legs] == [f"{leg.kind} {leg.model}"
+                                                   for leg in expected.legs]
+        committed = [span["name"] for span in legs
+                     if _attribute(span, "hydrafusion.phase.committed") is True]
+        assert len(committed) == 1 and committed[0].startswith(expected.committed + " ")
+        verdicts = [event for span in legs for event in span.get("events", [])]
+        assert len(verdicts) == sum(1 for leg in expected.legs if leg.verdict)
+        failed = [span["name"] for span in legs if span.get("status", {}).get("code") == 2]
+        assert failed == [f"{leg.kind} {leg.model}" for leg in expected.legs
+                          if leg.status != "succeeded"]
+
+
+def _attribute(span: dict, key: str):
+    for attribute in span["attributes"]:
+        if attribute["key"] == key:
+            value = attribute["value"]
+            return next(iter(value.values()))
+    return None
+
+
+def test_the_daemon_counts_and_logs_every_turn(logs, tmp_path):
+    """`--once` over the logs: one log line per turn and counters that match the scenarios."""
+    state_dir, _ = logs
+    textfile = tmp_path / "turns.prom"
+    done = run_once("--state-dir", str(state_dir), "--from-start", "--otlp-endpoint", "none",
+                    "--textfile", str(textfile))
+    assert done.returncode == 0, done.stderr
+    expected = [turn for scenario in SCENARIOS for turn in scenario.turns]
+    lines = re.findall(r"fusion fusion-\S+ pattern=(\S+) phases=(\d+) .*", done.stderr)
+    assert Counter(lines) == Counter((t.pattern, str(len(t.legs))) for t in expected)
+    text = textfile.read_text()
+    turns = samples(text, "hydrafusion_turns_total")
+    assert sum(turns.values()) == len(expected)
+    for outcome, count in Counter(t.outcome for t in expected).items():
+        assert sum(v for k, v in turns.items() if ("outcome", outcome) in k) == count
+    legs = samples(text, "hydrafusion_legs_total")
+    verdicts = Counter(leg.verdict or "none" for t in expected for leg in t.legs)
+    for verdict, count in verdicts.items():
+        assert sum(v for k, v in legs.items() if ("verdict", verdict) in k) == count
+    committed = sum(v for k, v in legs.items() if ("committed", "true") in k)
+    assert committed == len(expected)
+    failures = samples(text, "hydrafusion_route_failures_total")
+    assert failures == {(("reason", "transport"),): 1.0}
+    for drift in ("unknown_fields", "missing_fields", "unknown_events", "malformed_lines"):
+        assert sum(samples(text, f"hydrafusion_tailer_{drift}_total").values()) == 0
+
+
+def test_doctor_sees_no_drift_in_the_clis_logs(logs):
+    state_dir, sessions = logs
+    done = subprocess.run([sys.executable, "-m", "tailer", "doctor", "--state-dir",
+                           str(state_dir)], cwd=ROOT, env=tailer_env(), capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 0, done.stdout
+    assert re.search(rf"^  {re.escape(VERSION)}\s+{len(sessions)}$", done.stdout, re.M)
+    turns = sum(len(scenario.turns) for scenario in SCENARIOS) - 1  # the route failure
+    assert re.search(rf"turns \(distinct fusion ids\)\s+{turns}$", done.stdout, re.M)
+
+
+def test_the_recorded_sessions_are_those_of_the_pinned_version(live):
+    """Same fusion events in the same order; a version bump without re-recording fails."""
+    state_dir, sessions = _recorded()
+    assert sorted(sessions) == sorted(NAMES)
+    for name in NAMES:
+        kept = _fusion_types(state_dir / sessions[name] / "events.jsonl")
+        fresh = _fusion_types(live.state_dir / live.sessions[name] / "events.jsonl")
+        assert kept == fresh, name
+
+
+def _fusion_types(log: Path) -> list[str]:
+    types = [json.loads(line)["type"] for line in log.read_text().splitlines()]
+    return [t for t in types if "fusion" in t or t in ("session.start", "session.resume")]
+
+
+def test_the_recorded_sessions_hold_no_content():
+    """Scrubbed: no prompt, answer, tool output, path or router hint survived."""
+    state_dir, _ = _recorded()
+    for log in state_dir.glob("*/events.jsonl"):
+        text = log.read_text()
+        for needle in ("REALCLI-CANARY", "say hello", "/tmp", "workspace", "Using Cascade",
+                       "realcli-dummy-token", '"content"', '"arguments"', '"hint"'):
+            assert needle not in text, (log, needle)
+        for line in text.splitlines():
+            event = json.loads(line)
+            if event["type"] in ("user.message", "assistant.message", "system.message",
+                                 "tool.execution_start", "tool.execution_complete"):
+                assert event["data"] == {}, log
