@@ -200,3 +200,19 @@ def test_the_recorded_sessions_hold_no_content():
             if event["type"] in ("user.message", "assistant.message", "system.message",
                                  "tool.execution_start", "tool.execution_complete"):
                 assert event["data"] == {}, log
+
+
+def test_doctor_finds_the_installed_clis_schema_and_no_drift(live, tmp_path):
+    """The whole schema file of the pinned version, found where the CLI unpacked it."""
+    assert live.schema is not None and live.schema.is_file()
+    environ = tailer_env(XDG_CACHE_HOME=str(driver.xdg_cache(VERSION)), HOME=str(tmp_path))
+    done = subprocess.run([sys.executable, "-m", "tailer", "doctor", "--cli"], cwd=ROOT,
+                          env=environ, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.startswith(f"Copilot CLI {VERSION} event schema: {live.schema}")
+
+
+def test_the_recorded_schema_is_the_installed_ones_fusion_and_usage_part(live, tmp_path):
+    record.keep_schema(live.schema, tmp_path)
+    assert (tmp_path / record.SCHEMA).read_text() == \
+        (record.data_dir(VERSION) / record.SCHEMA).read_text()

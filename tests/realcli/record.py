@@ -10,6 +10,7 @@ argument or output, path or error text. The scrubber gives each session a new id
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import tempfile
 from pathlib import Path
@@ -20,6 +21,10 @@ from .driver import REPO, Outcome
 
 DATA = REPO / "tests" / "data" / "realcli"
 MANIFEST = "scenarios.json"
+SCHEMA = "session-events.schema.json"
+# The events of the CLI's schema that are kept (with every definition they refer to): the
+# ones `doctor --cli` looks at. The whole file is about 1 MB; this part about 100 kB.
+_KEPT_EVENTS = re.compile(r"fusion|usage|shutdown")
 
 
 def data_dir(version: str) -> Path:
@@ -50,3 +55,34 @@ def recorded(version: str) -> tuple[Path, dict[str, str]] | None:
     if not (folder / MANIFEST).is_file():
         return None
     return folder / "sessions", json.loads((folder / MANIFEST).read_text())
+
+
+def keep_schema(source: Path, dest: Path) -> None:
+    """Write the fusion, usage and shutdown events of the CLI's schema to dest/SCHEMA."""
+    schema = json.loads(source.read_text())
+    definitions = schema["definitions"]
+    events = [choice for choice in definitions["SessionEvent"]["anyOf"]
+              if _KEPT_EVENTS.search(_event_type(definitions, choice))]
+    kept = {"SessionEvent": {**definitions["SessionEvent"], "anyOf": events}}
+    pending = [choice["$ref"] for choice in events]
+    while pending:
+        name = pending.pop().rsplit("/", 1)[1]
+        if name not in kept:
+            kept[name] = definitions[name]
+            pending += _refs(definitions[name])
+    trimmed = {**schema, "definitions": dict(sorted(kept.items()))}
+    (dest / SCHEMA).write_text(json.dumps(trimmed, indent=1) + "\n")
+
+
+def _event_type(definitions: dict, choice: dict) -> str:
+    event = definitions[choice["$ref"].rsplit("/", 1)[1]]
+    return event["properties"]["type"].get("const", "")
+
+
+def _refs(node: object) -> list[str]:
+    if isinstance(node, dict):
+        found = [node["$ref"]] if isinstance(node.get("$ref"), str) else []
+        return found + [ref for value in node.values() for ref in _refs(value)]
+    if isinstance(node, list):
+        return [ref for value in node for ref in _refs(value)]
+    return []
