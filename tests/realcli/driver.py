@@ -111,8 +111,9 @@ class Copilot:
     """Runs one installed version with an isolated home under `workdir`."""
 
     def __init__(self, launcher: Path, version: str, workdir: Path, backend_url: str,
-                 cache: Path = CACHE):
+                 cache: Path = CACHE, timeout: float = PROMPT_TIMEOUT_S):
         self.launcher = launcher
+        self.timeout = timeout
         self.workdir = workdir
         self.state_dir = workdir / "copilot-home" / "session-state"
         self.otel_dir = workdir / "otel"
@@ -153,20 +154,20 @@ class Copilot:
         started = time.monotonic()
         try:
             done = subprocess.run(args, env=environ, cwd=self.workspace, capture_output=True,
-                                  text=True, timeout=PROMPT_TIMEOUT_S, stdin=subprocess.DEVNULL)
+                                  text=True, timeout=self.timeout, stdin=subprocess.DEVNULL)
             code, stderr = done.returncode, done.stderr
         except subprocess.TimeoutExpired as error:
-            code, stderr = -1, f"timed out after {PROMPT_TIMEOUT_S} s: {error.stderr or ''}"
+            code, stderr = -1, f"timed out after {self.timeout} s: {error.stderr or ''}"
         return Run(scenario, session_id, code, round(time.monotonic() - started, 1),
                    str(stderr).strip()[-600:])
 
 
 def run_scenarios(version: str, workdir: Path, scenarios: tuple[Scenario, ...] = SCENARIOS,
-                  cache: Path = CACHE) -> Outcome:
+                  cache: Path = CACHE, timeout: float = PROMPT_TIMEOUT_S) -> Outcome:
     """Install `version` if need be and drive it through every scenario, one after another."""
     launcher = install(version, cache)
     with FakeCopilot() as fake:
-        copilot = Copilot(launcher, version, workdir, fake.url, cache)
+        copilot = Copilot(launcher, version, workdir, fake.url, cache, timeout)
         outcome = Outcome(version, copilot.state_dir, copilot.otel_dir)
         for scenario in scenarios:
             session_id = str(uuid.uuid4())
