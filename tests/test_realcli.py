@@ -193,7 +193,7 @@ def test_the_recorded_sessions_hold_no_content():
     for log in state_dir.glob("*/events.jsonl"):
         text = log.read_text()
         for needle in ("REALCLI-CANARY", "say hello", "/tmp", "workspace", "Using Cascade",
-                       "realcli-dummy-token", '"content"', '"arguments"', '"hint"'):
+                       "gho_realcliDummyToken", '"content"', '"arguments"', '"hint"'):
             assert needle not in text, (log, needle)
         for line in text.splitlines():
             event = json.loads(line)

@@ -182,7 +182,9 @@ class _Handler(BaseHTTPRequestHandler):
                 "sku": "copilot_enterprise_seat",
             })
         elif path.endswith("/models"):
-            self._send(200, {"data": catalog(), "object": "list"})
+            # Versions before fusion became an auto tier take it as a model of the catalog.
+            synthetic = [model_entry(tier["id"]) for tier in _tiers() if tier["type"] == "fusion"]
+            self._send(200, {"data": catalog() + synthetic, "object": "list"})
         elif path.endswith("/meta"):
             # `models` is the /models answer as it is; the default tier must be of type auto.
             self._send(200, {"models": {"data": catalog()}, "auto": {

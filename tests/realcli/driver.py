@@ -14,6 +14,7 @@ OpenTelemetry file export in `otel_dir`.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import time
@@ -121,6 +122,7 @@ class Copilot:
         for folder in (self.otel_dir, self.workspace, workdir / "home", workdir / "logs"):
             folder.mkdir(parents=True, exist_ok=True)
         self.environ = self._environ(backend_url, xdg_cache(version, cache))
+        self.options = self._options()
 
     def _environ(self, url: str, cache_home: Path) -> dict[str, str]:
         home = self.workdir / "home"
@@ -129,7 +131,7 @@ class Copilot:
             "HOME": str(home), "COPILOT_HOME": str(self.workdir / "copilot-home"),
             "XDG_CONFIG_HOME": str(home / ".config"), "XDG_STATE_HOME": str(home / ".state"),
             "XDG_DATA_HOME": str(home / ".local"), "XDG_CACHE_HOME": str(cache_home),
-            "GH_CONFIG_DIR": str(home / "gh"), "GH_TOKEN": "realcli-dummy-token",
+            "GH_CONFIG_DIR": str(home / "gh"), "GH_TOKEN": "gho_realcliDummyTokenNotARealOne0000",
             "COPILOT_API_URL": url, "COPILOT_DEBUG_GITHUB_API_URL": url,
             "COPILOT_AUTO_UPDATE": "false", "NO_COLOR": "1",
             "COPILOT_CLI_ENABLED_FEATURE_FLAGS": _FEATURE_FLAGS,
@@ -140,15 +142,28 @@ class Copilot:
             environ[name] = environ[name.lower()] = url
         return environ
 
+    def _options(self) -> set[str]:
+        """The long options this version's `--help` lists: older versions lack some."""
+        try:
+            done = subprocess.run([str(self.launcher), "--help"], env=self.environ,
+                                  cwd=self.workspace, capture_output=True, text=True,
+                                  timeout=self.timeout, stdin=subprocess.DEVNULL)
+        except subprocess.TimeoutExpired:
+            return set()
+        return set(re.findall(r"(--[a-z][a-z-]+)", done.stdout))
+
     def prompt(self, scenario: str, session_id: str, prompt: Prompt, text: str) -> Run:
         args = [str(self.launcher), "-p", text, "--session-id", session_id,
-                "--allow-all-tools", "--no-auto-update", "--disable-client-telemetry",
-                "--output-format", "json", "--log-level", "debug",
-                "--log-dir", str(self.workdir / "logs" / session_id)]
+                "--allow-all-tools", "--no-auto-update", "--output-format", "json",
+                "--log-level", "debug", "--log-dir", str(self.workdir / "logs" / session_id)]
+        if "--disable-client-telemetry" in self.options:
+            args.append("--disable-client-telemetry")
         if prompt.tier is None:
             args += ["--model", prompt.model]
-        else:
+        elif "--auto-tier" in self.options:
             args += ["--model", "auto", "--auto-tier", prompt.tier]
+        else:
+            args += ["--model", prompt.tier]  # before fusion became an auto tier
         environ = dict(self.environ,
                        COPILOT_OTEL_FILE_EXPORTER_PATH=str(self.otel_dir / f"{scenario}.jsonl"))
         started = time.monotonic()
