@@ -216,3 +216,32 @@ def test_the_recorded_schema_is_the_installed_ones_fusion_and_usage_part(live, t
     record.keep_schema(live.schema, tmp_path)
     assert (tmp_path / record.SCHEMA).read_text() == \
         (record.data_dir(VERSION) / record.SCHEMA).read_text()
+
+
+def test_the_clis_own_telemetry_becomes_otlp_without_its_content(live):
+    """The export files the CLI wrote with content capture on: every span and metric
+    converts to a valid OTLP request, and none of the prompts or answers survives."""
+    from google.protobuf import json_format
+    from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
+        ExportMetricsServiceRequest,
+    )
+    from otlp_sink import decode_body, span_dicts
+    from tailer import cli_otel
+
+    records = cli_otel.ExportFollower(live.otel_dir).poll()
+    raw = "\n".join(json.dumps(record) for record in records)
+    assert backend.ANSWER_TEXT in raw  # content capture was on: there was content to drop
+    traces = json.dumps(cli_otel.traces_request(records))
+    metrics = cli_otel.metrics_request(records)
+    for text in (traces, json.dumps(metrics)):
+        for needle in ("REALCLI-CANARY", "say hello", "Scenario "):
+            assert needle not in text
+    spans = span_dicts(decode_body(traces.encode()))
+    json_format.ParseDict(metrics, ExportMetricsServiceRequest())
+    assert len(spans) == sum(1 for record in records if record["type"] == "span")
+    conversations = {value["value"].get("stringValue") for span in spans
+                     for value in span["attributes"] if value["key"] == "gen_ai.conversation.id"}
+    assert conversations <= set(live.sessions.values())
+    assert {"chat", "execute_tool", "invoke_agent"} <= {
+        value["value"]["stringValue"] for span in spans for value in span["attributes"]
+        if value["key"] == "gen_ai.operation.name"}
