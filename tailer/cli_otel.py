@@ -112,7 +112,7 @@ def _scope(groups: dict, record: dict, resource_key: str, scope_key: str) -> dic
                        scope_key: []}
     entries = groups[key][scope_key]
     if not entries:
-        named = {k: v for k in ("name", "version") if isinstance(v := scope.get(k), str)}
+        named = {k: scope[k] for k in ("name", "version") if isinstance(scope.get(k), str)}
         entries.append({"scope": named, "spans" if scope_key == "scopeSpans" else "metrics": []})
     return entries[0]
 

@@ -6,6 +6,7 @@ same things on the pinned version instead of printing them.
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -74,12 +75,13 @@ def report(outcome: Outcome, pinned_schema: Path | None) -> Report:
         runs.setdefault(run.scenario, []).append(run)
     for scenario in SCENARIOS:
         failed = [run for run in runs.get(scenario.name, []) if run.returncode != 0]
-        if failed:
-            result.scenarios[scenario.name] = f"exit {failed[0].returncode}"
-            result.problems.append(f"{scenario.name}: {failed[0].stderr_tail[-300:]}")
-            continue
         session_id = outcome.sessions[scenario.name]
         log = outcome.state_dir / session_id / "events.jsonl"
+        if failed:
+            result.scenarios[scenario.name] = f"exit {failed[0].returncode}"
+            why = failed[0].stderr_tail[-300:].strip() or _session_error(log)
+            result.problems.append(f"{scenario.name}: {why}")
+            continue
         if not log.exists():
             result.scenarios[scenario.name] = "no log"
             continue
@@ -93,6 +95,16 @@ def report(outcome: Outcome, pinned_schema: Path | None) -> Report:
         if pinned_schema is not None and pinned_schema.is_file():
             result.schema_changes = schema_diff(pinned_schema, outcome.schema)
     return result
+
+
+def _session_error(log: Path) -> str:
+    """The CLI's own account of a failed run, from the `session.error` in its log."""
+    if log.exists():
+        for line in log.read_text(errors="replace").splitlines():
+            event = json.loads(line)
+            if event.get("type") == "session.error":
+                return str((event.get("data") or {}).get("message"))[:300]
+    return "no error message"
 
 
 def render(result: Report, pinned: str) -> str:

@@ -22,7 +22,7 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .backend import FakeCopilot
+from .backend import FakeCopilot, Request
 from .scenarios import SCENARIOS, Prompt, Scenario
 
 REPO = Path(__file__).resolve().parents[2]
@@ -104,7 +104,7 @@ class Outcome:
     otel_dir: Path
     sessions: dict[str, str] = field(default_factory=dict)  # scenario -> session id
     runs: list[Run] = field(default_factory=list)
-    requests: list = field(default_factory=list)  # backend.Request
+    requests: list[Request] = field(default_factory=list)
     schema: Path | None = None
 
 
@@ -145,14 +145,22 @@ class Copilot:
         return environ
 
     def _options(self) -> set[str]:
-        """The long options this version's `--help` lists: older versions lack some."""
+        """The long options this version's `--help` lists: older versions lack some.
+
+        `--auto-tier` counts only where its values are not a fixed list without the fusion
+        tiers (1.0.85 to 1.0.89 had it for efficiency, balance and intelligence only).
+        """
         try:
             done = subprocess.run([str(self.launcher), "--help"], env=self.environ,
                                   cwd=self.workspace, capture_output=True, text=True,
                                   timeout=self.timeout, stdin=subprocess.DEVNULL)
         except subprocess.TimeoutExpired:
             return set()
-        return set(re.findall(r"(--[a-z][a-z-]+)", done.stdout))
+        options = set(re.findall(r"(--[a-z][a-z-]+)", done.stdout))
+        fixed = re.search(r"routing profile \[possible values: ([^]]*)\]", done.stdout)
+        if fixed and "hydrafusion" not in fixed.group(1):
+            options.discard("--auto-tier")
+        return options
 
     def prompt(self, scenario: str, session_id: str, prompt: Prompt, text: str) -> Run:
         args = [str(self.launcher), "-p", text, "--session-id", session_id,

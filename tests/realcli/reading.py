@@ -11,7 +11,7 @@ from pathlib import Path
 from tailer import events
 from tailer.turns import SessionTurns, Turn
 
-from .scenarios import Expected, Scenario
+from .scenarios import Expected, Leg, Scenario
 
 
 def session_turns(log: Path, session_id: str) -> list[Turn]:
@@ -28,8 +28,6 @@ def session_turns(log: Path, session_id: str) -> list[Turn]:
 
 def turn_summary(turn: Turn) -> Expected:
     """A turn in the terms of the scenarios, to compare with what they expect."""
-    from .scenarios import Leg
-
     committed = next((leg.phase_kind for leg in turn.legs if turn.is_committed(leg)), None)
     failure = turn.route_failure
     return Expected(
