@@ -5,7 +5,9 @@ log under the state folder once, from its beginning, through the daemon's own li
 and parser, and prints what a user needs to judge that: sessions, CLI versions, fusion
 turns, every event type with its count, and the drift the daemon would count in its
 metrics (fusion event types and fields it does not know, required fields missing, damaged
-lines). The exit code says whether there was drift, so a script can alert after an upgrade.
+lines), and the sessions whose model calls do not add up to the CLI's own totals
+(`session.shutdown`, `session.usage_checkpoint`). The exit code says whether there was
+drift or disagreement, so a script can alert after an upgrade.
 
 Only metadata is printed: type and field names, counts, versions and session ids. No value
 from the log is, so neither the text of prompts and answers nor the paths in
@@ -27,6 +29,7 @@ from pathlib import Path
 from . import events, schema_drift
 from .files import session_logs
 from .lines import Line, LineReader
+from .turns import Reconciliation, SessionTurns
 
 EXIT_DRIFT = 1
 EXIT_USAGE = 2
@@ -53,11 +56,13 @@ class Findings:
     unknown_fields: Counter = field(default_factory=Counter)  # (type, field) -> lines
     missing_fields: Counter = field(default_factory=Counter)  # (type, field) -> lines
     malformed: Counter = field(default_factory=Counter)  # reason -> lines
+    totals_checked: int = 0
+    disagreements: list[Reconciliation] = field(default_factory=list)
 
     @property
     def drift(self) -> bool:
         return bool(self.unknown_types or self.unknown_fields or self.missing_fields
-                    or self.malformed)
+                    or self.malformed or self.disagreements)
 
 
 def main(args: argparse.Namespace, environ: dict[str, str] | None = None) -> int:
@@ -88,21 +93,27 @@ def examine(state_dir: Path) -> Findings:
     findings.sessions = len(logs)
     for session_id, path in sorted(logs.items()):
         versions: set[str] = set()
+        turns = SessionTurns(session_id)
         try:
             # No markers: unlike the daemon, doctor needs every line, fusion or not.
             for line in LineReader(path).read():
-                version = _examine_line(findings, line)
+                version = _examine_line(findings, line, turns)
                 if version is not None:
                     versions.add(version)
         except OSError as error:
             findings.unreadable[session_id] = error.strerror or type(error).__name__
+        for check in turns.take_reconciliations():
+            findings.totals_checked += 1
+            if not check.agrees and len(findings.disagreements) < MAX_NAMES:
+                findings.disagreements.append(check)
         for version in versions or {NO_VERSION}:
             _tally(findings.versions, version)
     return findings
 
 
-def _examine_line(findings: Findings, line: Line) -> str | None:
-    """Count one line; return the CLI version when it is a `session.start` naming one."""
+def _examine_line(findings: Findings, line: Line, turns: SessionTurns) -> str | None:
+    """Count one line and feed its record to the session's turns; return the CLI version
+    when it is a `session.start` naming one."""
     findings.lines += 1
     event_type = events.event_type_of(line.data)
     _tally(findings.event_types, event_type or NO_TYPE)
@@ -125,6 +136,8 @@ def _examine_line(findings: Findings, line: Line) -> str | None:
                    others=(record.event_type, OTHERS))
         for name in record.missing_fields:
             findings.missing_fields[record.event_type, name] += 1
+        if not isinstance(record, events.UnknownFusionEvent):
+            turns.feed(record)
     if event_type == events.SESSION_START and not line.oversized:
         return events.cli_version_of(line.data)
     return None
@@ -160,12 +173,35 @@ def render(state_dir: Path, findings: Findings) -> str:
     out += _table("Required fields missing (type, field, lines)",
                   _by_count(findings.missing_fields))
     out += _table("Malformed lines (reason, lines)", _by_count(findings.malformed))
+    out += _table("The CLI's own totals", [
+        ("totals checked (shutdowns and usage checkpoints)", findings.totals_checked),
+        ("totals our sums disagree with", len(findings.disagreements)),
+    ])
+    out += _table("Sessions whose sums differ from the CLI's totals (session, totals, model, "
+                  "our AIU, CLI AIU)", _disagreement_rows(findings.disagreements))
     if findings.drift:
         out.append("Drift found: the tailer may miss or misread turns in these logs "
-                   "(a CLI upgrade or damaged lines; see above).")
+                   "(a CLI upgrade, damaged lines or sums that differ from the CLI's; "
+                   "see above).")
     else:
         out.append("No drift: the tailer knows every fusion event type and field in these logs.")
     return "\n".join(out) + "\n"
+
+
+def _disagreement_rows(checks: list[Reconciliation]) -> list[tuple]:
+    """One row per model whose figures differ; credits shown, tokens differ when equal."""
+    rows = []
+    for check in checks:
+        for model in sorted(check.ours.keys() | check.theirs.keys()):
+            ours, theirs = check.ours.get(model), check.theirs.get(model)
+            if ours != theirs:
+                rows.append((check.session_id, check.source, model,
+                             _credits(ours), _credits(theirs)))
+    return rows
+
+
+def _credits(usage: events.Usage | None) -> str:
+    return "none" if usage is None else f"{usage.aiu:.9g}"
 
 
 def _by_count(counter: Counter) -> list[tuple]:

@@ -63,6 +63,9 @@ OVERFLOW_LABEL_VALUE = "other"
 ABSENT_LABEL_VALUE = "unknown"
 SERIES_REMEMBERED = 10_000  # per family, by raw label values
 
+# One sample: (sample name, [(label, value), ...], value), for history and for tests.
+Sample = tuple[str, list, float]
+
 _METRIC_NAME = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*")
 _LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
 _UNSAFE_LABEL_VALUE_CHARS = re.compile(r"[^A-Za-z0-9._:/+-]")
@@ -93,6 +96,18 @@ def _format_value(value: float) -> str:
     if value.is_integer() and abs(value) < 2**53:
         return str(int(value))
     return repr(value)
+
+
+def _format_le(bound: float) -> str:
+    """A bucket bound as Prometheus 3 stores it: whole numbers with ".0" (`1.0`, not `1`).
+
+    Prometheus 3 rewrites the `le` of scraped buckets to this form but keeps pushed samples
+    as they are, so writing it ourselves keeps history and scrapes one series.
+    """
+    if math.isinf(bound):
+        return "+Inf"
+    text = repr(float(bound))
+    return text if ("." in text or "e" in text or "n" in text) else text + ".0"
 
 
 def _sample(name: str, labels: list[tuple[str, str]], value: float) -> str:
@@ -268,7 +283,7 @@ class Histogram(_Family):
         cumulative = 0
         for bound, count in zip((*self.bounds, math.inf), state.bucket_counts):
             cumulative += count
-            le = ("le", _format_value(bound))
+            le = ("le", _format_le(bound))
             samples.append((f"{self.name}_bucket", [*labels, le], cumulative))
         samples.append((f"{self.name}_sum", labels, state.sum))
         samples.append((f"{self.name}_count", labels, cumulative))
@@ -286,6 +301,7 @@ class Registry:
         self._label_values: dict[str, set[str]] = {}
         # A scrape was shown a zero that no checkpoint records yet: the tailer saves soon.
         self.served_zeros = False
+        self._withheld: frozenset[str] = frozenset()
 
     def counter(self, name: str, help: str, labelnames=()) -> Counter:
         return self._add(Counter(self, name, help, labelnames))
@@ -369,29 +385,67 @@ class Registry:
                 for key, value, scrape_zero_pending, hold_left in rows:
                     if len(key) != len(family.labelnames):
                         continue
-                    series = self._series(family, tuple(key))
+                    series = self._restored_series(family, tuple(key))
                     series.value = family.load(value)
                     series.published = copy.deepcopy(series.value)
                     series.scrape_zero = PENDING if scrape_zero_pending else DONE
                     series.zero_until = now + float(hold_left)
 
-    def current(self, touched: list[tuple[_Family, tuple]]) -> list[tuple[str, list, float]]:
-        """The true current samples of these series (family, label values in declared order),
-        for pushing them as history."""
+    def record_history(self, changes: list[tuple[_Family, tuple, float]]) -> list[Sample]:
+        """Apply changes as `record` does, for a turn whose counts go to history; return
+        what each sample of the series it touched gained, by the series as stored.
+
+        As stored: two label values that the vocabulary folds into one series ("other")
+        are one series here as in every scrape. Those series need no zero first (see the
+        module docstring): their history starts at zero.
+        """
+        with self._lock:
+            touched = {}
+            for family, values, _ in changes:
+                series = self._series(family, values)
+                touched.setdefault(id(series), (family, series, family.dump(series.value)))
+            for family, values, amount in changes:
+                family._record(values, amount)
+            gained = []
+            for family, series, before in touched.values():
+                series.scrape_zero, series.zero_until = DONE, float("-inf")
+                labels = list(zip(family.labelnames, series.key))
+                old = family.values(labels, family.load(before))
+                new = family.values(labels, series.value)
+                gained += [(name, labels, after - was)
+                           for (name, labels, was), (_, _, after) in zip(old, new)
+                           if after != was]
+            return gained
+
+    def samples(self, names: set[str]) -> list[Sample]:
+        """The true current samples of every series of these families."""
         with self._lock:
             samples = []
-            for family, values in touched:
-                series = self._series(family, values)
-                samples.extend(family.values(list(zip(family.labelnames, series.key)), series.value))
+            for name in sorted(names):
+                family = self._families[name]
+                for key, series in family.series.items():
+                    samples += family.values(list(zip(family.labelnames, key)), series.value)
             return samples
 
-    def promote(self, touched: list[tuple[_Family, tuple]]) -> None:
-        """No zero first for these series: their history already starts at zero."""
+    def withhold(self, names: set[str]) -> None:
+        """Leave these families out of scrapes and textfiles until `show_all`.
+
+        While the turns read at start-up wait to be pushed as history, a scrape of their
+        counters would write samples at "now" that the history then contradicts (see
+        tailer/history.py). Left out, they make no sample at all until the history is in.
+        """
         with self._lock:
-            for family, values in touched:
-                series = self._series(family, values)
-                series.scrape_zero = DONE
-                series.zero_until = float("-inf")
+            self._withheld = frozenset(names)
+
+    def show_all(self) -> None:
+        """End `withhold`; a series still owed its zero gets its full hold from now on."""
+        with self._lock:
+            now = self._clock()
+            for name in self._withheld:
+                for series in self._families[name].series.values():
+                    if series.scrape_zero == PENDING:
+                        series.zero_until = now + ZERO_HOLD_SECONDS
+            self._withheld = frozenset()
 
     def _add(self, family: _Family) -> _Family:
         with self._lock:
@@ -422,6 +476,18 @@ class Registry:
                 family.remembered[values] = series
         return series
 
+    def _restored_series(self, family: _Family, key: tuple) -> _Series:
+        """The series a snapshot stored under `key`, which was admitted when it was made:
+        admitted again as it is, past the caps, so no restored series folds into another."""
+        key = tuple(sanitise_label_value(value) for value in key)
+        for label, value in zip(family.labelnames, key):
+            self._label_values.setdefault(label, set()).add(value)
+        series = family.series.get(key)
+        if series is None:
+            series = family.series[key] = _Series(key, family.zero(), family.zero_first,
+                                                  self._clock())
+        return series
+
     def _key(self, family: _Family, values: tuple) -> tuple[str, ...]:
         """The label values as the series is stored: sanitised, "other" past the caps."""
         if len(values) != len(family.labelnames):
@@ -443,7 +509,7 @@ class Registry:
         lines = []
         with self._lock:
             now = self._clock()
-            for name in sorted(self._families):
+            for name in sorted(self._families.keys() - self._withheld):
                 family = self._families[name]
                 lines.append(f"# HELP {name} {_escape(family.help, quoted=False)}")
                 lines.append(f"# TYPE {name} {family.type}")

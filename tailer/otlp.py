@@ -94,6 +94,8 @@ def encode_request(spans: list[Span], resource: dict[str, str], scope_name: str,
 def attributes_json(values: dict) -> str:
     """The items of an OTLP/JSON key-value list; None values are left out rather than sent empty.
 
+    A tuple is sent as an array of strings.
+
     Written as one loop over the values with each key's text remembered: spans carry about
     sixteen attributes each, and this is the innermost loop of a backfill.
     """
@@ -113,6 +115,9 @@ def attributes_json(values: dict) -> str:
             items.append(f'{head}{{"intValue":"{value}"}}}}')
         elif kind is float:
             items.append(f'{head}{{"doubleValue":{value!r}}}}}')
+        elif kind is tuple:
+            strings = ",".join(f'{{"stringValue":{json_string(str(item))}}}' for item in value)
+            items.append(f'{head}{{"arrayValue":{{"values":[{strings}]}}}}}}')
         else:
             items.append(f'{head}{{"stringValue":{json_string(str(value))}}}}}')
     return ",".join(items)
