@@ -113,7 +113,13 @@ def test_each_turn_is_one_trace_with_a_span_per_leg(logs, name):
         root, *children = spans
         assert root["name"] == ("hydrafusion route_failed" if expected.route_failure_reason
                                 else f"hydrafusion {expected.pattern}")
-        legs = [span for span in children if span["name"] != "route hydrafusion"]
+        legs = [span for span in children if span.get("parentSpanId") == root["spanId"]
+                and span["name"] != "route hydrafusion"]
+        calls = [span for span in children if span["name"].startswith("chat ")]
+        assert len(calls) == len(turn.calls)
+        assert {span["parentSpanId"] for span in calls} <= {span["spanId"] for span in legs}
+        tools = [span for span in children if span["name"].startswith("execute_tool ")]
+        assert len(tools) == len(turn.tools)
         assert [span["name"] for span in legs] == [f"{leg.kind} {leg.model}"
                                                    for leg in expected.legs]
         committed = [span["name"] for span in legs
@@ -166,10 +172,46 @@ def test_doctor_sees_no_drift_in_the_clis_logs(logs):
     done = subprocess.run([sys.executable, "-m", "tailer", "doctor", "--state-dir",
                            str(state_dir)], cwd=ROOT, env=tailer_env(), capture_output=True,
                           text=True, timeout=60)
-    assert done.returncode == 0, done.stdout
     assert re.search(rf"^  {re.escape(VERSION)}\s+{len(sessions)}$", done.stdout, re.M)
     turns = sum(len(scenario.turns) for scenario in SCENARIOS) - 1  # the route failure
     assert re.search(rf"turns \(distinct fusion ids\)\s+{turns}$", done.stdout, re.M)
+    for heading in ("Fusion event types the tailer does not know", "Unknown fields on",
+                    "Required fields missing", "Malformed lines"):
+        assert re.search(rf"^{heading}[^\n]*\n  none$", done.stdout, re.M), heading
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "tailer/events.py reads session.usage_record `cost` as a call's credits; in the real "
+    "CLI it is the premium-request multiplier ('Model multiplier cost for billing "
+    "purposes') and the credits are `copilotUsage.totalNanoAiu`"))
+@pytest.mark.parametrize("name", FUSION_NAMES + ["plain", "plain_tool"])
+def test_each_calls_credits_are_what_the_fake_backend_charged(logs, name):
+    for turn in turns_of(logs, name):
+        assert turn.calls
+        for call in turn.calls:
+            assert call.usage.nano_aiu == backend.nano_aiu(call.model)
+
+
+@pytest.mark.parametrize("name", FUSION_NAMES)
+def test_each_legs_calls_are_its_requests(logs, name):
+    """session.usage_record: one call per request a leg made, each tied to its leg."""
+    for turn in turns_of(logs, name):
+        for leg in turn.legs:
+            calls = turn.leg_calls(leg)
+            assert len(calls) == leg.usage.request_count
+            assert {call.model for call in calls} <= {leg.model}
+            assert sum(call.usage.input_tokens for call in calls) == leg.usage.input_tokens
+
+
+def test_tools_belong_to_the_leg_that_ran_them(logs):
+    (turn,) = turns_of(logs, "cascade_repair_tool")
+    (tool,) = turn.tools
+    repair = next(leg for leg in turn.legs if leg.phase_kind == "repair")
+    assert (tool.name, tool.success, tool.phase_id) == ("bash", True, repair.phase_id)
+    (ordinary,) = turns_of(logs, "plain_tool")
+    (tool,) = ordinary.tools
+    assert (tool.name, tool.success, tool.phase_id) == ("bash", True, None)
+    assert [call.finish_reason for call in ordinary.calls] == ["tool_calls", "stop"]
 
 
 def test_the_recorded_sessions_are_those_of_the_pinned_version(live):
@@ -197,9 +239,11 @@ def test_the_recorded_sessions_hold_no_content():
             assert needle not in text, (log, needle)
         for line in text.splitlines():
             event = json.loads(line)
-            if event["type"] in ("user.message", "assistant.message", "system.message",
-                                 "tool.execution_start", "tool.execution_complete"):
+            if event["type"] in ("user.message", "assistant.message", "system.message"):
                 assert event["data"] == {}, log
+            if event["type"].startswith("tool."):
+                assert not {"arguments", "result", "toolTitle", "shellToolInfo",
+                            "shellExecution", "toolTelemetry"} & set(event["data"]), log
 
 
 def test_doctor_finds_the_installed_clis_schema_and_no_drift(live, tmp_path):

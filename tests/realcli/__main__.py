@@ -53,7 +53,7 @@ def _record() -> int:
     with tempfile.TemporaryDirectory(prefix="realcli-") as workdir:
         outcome = driver.run_scenarios(version, Path(workdir))
         result = compare.report(outcome, None)
-        if not result.clean:
+        if not result.recordable:
             print(compare.render(result, version), end="")
             print("not recorded: the pinned version does not pass its own scenarios")
             return 1

@@ -45,10 +45,18 @@ def turn_summary(turn: Turn) -> Expected:
 
 def differences(scenario: Scenario, turns: list[Turn]) -> list[str]:
     """How the tailer's turns differ from what the scenario expects; empty when they agree."""
-    found = [turn_summary(turn) for turn in turns]
-    if len(found) != len(scenario.turns):
-        return [f"{scenario.name}: {len(found)} fusion turns, expected {len(scenario.turns)}"]
+    found = [turn_summary(turn) for turn in turns if turn.kind != "ordinary"]
     problems = []
+    ordinary = sum(1 for turn in turns if turn.kind == "ordinary")
+    if ordinary != scenario.ordinary:
+        problems.append(f"{scenario.name}: {ordinary} ordinary turns, expected "
+                        f"{scenario.ordinary}")
+    tools = sum(len(turn.tools) for turn in turns)
+    if tools != scenario.tools:
+        problems.append(f"{scenario.name}: {tools} tool calls, expected {scenario.tools}")
+    if len(found) != len(scenario.turns):
+        return problems + [
+            f"{scenario.name}: {len(found)} fusion turns, expected {len(scenario.turns)}"]
     for number, (expected, got) in enumerate(zip(scenario.turns, found), 1):
         for name in Expected.__dataclass_fields__:
             want, have = getattr(expected, name), getattr(got, name)

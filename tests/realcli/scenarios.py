@@ -52,8 +52,9 @@ class Expected:
 class Scenario:
     name: str
     prompts: tuple[Prompt, ...]
-    turns: tuple[Expected, ...]  # the fusion turns of the session, in order
+    turns: tuple[Expected, ...]  # the fusion turns (and route failures), in order
     tools: int = 0  # bash calls the committed answers made (the log's tool.execution_start)
+    ordinary: int = 0  # turns answered without fusion
 
 
 CASCADE = (Step("draft", FLASH), Step("escalation", SOL), Step("repair", SONNET))
@@ -65,8 +66,9 @@ def _single(model: str) -> Expected:
 
 
 SCENARIOS = (
-    Scenario("plain", (Prompt(NO_FUSION, tier=None),), ()),
-    Scenario("plain_tool", (Prompt(Plan(None, tool_model=SOL), tier=None),), (), tools=1),
+    Scenario("plain", (Prompt(NO_FUSION, tier=None),), (), ordinary=1),
+    Scenario("plain_tool", (Prompt(Plan(None, tool_model=SOL), tier=None),), (), tools=1,
+             ordinary=1),
     Scenario("single", (Prompt(Plan("solo", (Step("generation", SOL),))),), (_single(SOL),)),
     Scenario(
         "resumed",
