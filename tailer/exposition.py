@@ -65,6 +65,27 @@ SERIES_REMEMBERED = 10_000  # per family, by raw label values
 
 # One sample: (sample name, [(label, value), ...], value), for history and for tests.
 Sample = tuple[str, list, float]
+# The same, as the registry keeps it: (name, labels, whole number, what to divide it by).
+ExactSample = tuple[str, list, int, int]
+
+# Counters and histogram sums are kept as whole numbers of 1/EXACT (see _exact).
+EXACT = 1_000_000_000
+
+
+def _exact(amount: float) -> int:
+    """An amount as a whole number of 1/EXACT: sums of these do not depend on their order.
+
+    Floats do: turns added in reading order and in time order (history) could end an ulp
+    apart, and a history sample an ulp above the next scrape reads as a counter reset. Every
+    amount counted here is a count, credits in nano units / 1e9 or milliseconds / 1000, so
+    nothing is lost.
+    """
+    return amount * EXACT if type(amount) is int else round(amount * EXACT)
+
+
+def _exact_loaded(data) -> int:
+    """A saved exact value; a float is a value as shown, from a version 2 checkpoint."""
+    return data if type(data) is int else _exact(float(data))
 
 _METRIC_NAME = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*")
 _LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
@@ -194,9 +215,14 @@ class _Family:
     def load(self, data) -> object:
         return float(data)
 
-    def values(self, labels: list[tuple[str, str]], value) -> list[tuple[str, list, float]]:
+    def exact_values(self, labels: list[tuple[str, str]], value) -> list[ExactSample]:
+        """The samples a series is made of, each as a number and what to divide it by."""
+        return [(self.name, labels, value, 1)]
+
+    def values(self, labels: list[tuple[str, str]], value) -> list[Sample]:
         """The samples a series is made of: (sample name, labels, value)."""
-        return [(self.name, labels, value)]
+        return [(name, labels, number / divisor)
+                for name, labels, number, divisor in self.exact_values(labels, value)]
 
 
 class Counter(_Family):
@@ -217,7 +243,16 @@ class Counter(_Family):
         """inc, with the label values in declared order; the caller holds the lock."""
         if not amount >= 0:
             raise ValueError(f"counter {self.name} can only grow, got {amount!r}")
-        self._registry._series(self, values).value += amount
+        self._registry._series(self, values).value += _exact(amount)
+
+    def zero(self) -> int:
+        return 0
+
+    def load(self, data) -> int:
+        return _exact_loaded(data)
+
+    def exact_values(self, labels, value: int) -> list[ExactSample]:
+        return [(self.name, labels, value, EXACT)]
 
 
 class Gauge(_Family):
@@ -235,7 +270,7 @@ class _HistogramValue:
 
     def __init__(self, bucket_count: int):
         self.bucket_counts = [0] * bucket_count
-        self.sum = 0.0
+        self.sum = 0  # exact: see _exact
 
 
 class Histogram(_Family):
@@ -263,7 +298,7 @@ class Histogram(_Family):
             raise ValueError(f"histogram {self.name} cannot observe NaN")
         state = self._registry._series(self, values).value
         state.bucket_counts[bisect.bisect_left(self.bounds, value)] += 1
-        state.sum += value
+        state.sum += _exact(value)
 
     def zero(self) -> _HistogramValue:
         return _HistogramValue(len(self.bounds) + 1)
@@ -275,18 +310,18 @@ class Histogram(_Family):
         value = self.zero()
         if len(data["buckets"]) == len(value.bucket_counts):
             value.bucket_counts = [int(count) for count in data["buckets"]]
-            value.sum = float(data["sum"])
+            value.sum = _exact_loaded(data["sum"])
         return value
 
-    def values(self, labels, state: _HistogramValue) -> list[tuple[str, list, float]]:
+    def exact_values(self, labels, state: _HistogramValue) -> list[ExactSample]:
         samples = []
         cumulative = 0
         for bound, count in zip((*self.bounds, math.inf), state.bucket_counts):
             cumulative += count
             le = ("le", _format_le(bound))
-            samples.append((f"{self.name}_bucket", [*labels, le], cumulative))
-        samples.append((f"{self.name}_sum", labels, state.sum))
-        samples.append((f"{self.name}_count", labels, cumulative))
+            samples.append((f"{self.name}_bucket", [*labels, le], cumulative, 1))
+        samples.append((f"{self.name}_sum", labels, state.sum, EXACT))
+        samples.append((f"{self.name}_count", labels, cumulative, 1))
         return samples
 
 
@@ -391,7 +426,7 @@ class Registry:
                     series.scrape_zero = PENDING if scrape_zero_pending else DONE
                     series.zero_until = now + float(hold_left)
 
-    def record_history(self, changes: list[tuple[_Family, tuple, float]]) -> list[Sample]:
+    def record_history(self, changes: list[tuple[_Family, tuple, float]]) -> list[ExactSample]:
         """Apply changes as `record` does, for a turn whose counts go to history; return
         what each sample of the series it touched gained, by the series as stored.
 
@@ -410,21 +445,22 @@ class Registry:
             for family, series, before in touched.values():
                 series.scrape_zero, series.zero_until = DONE, float("-inf")
                 labels = list(zip(family.labelnames, series.key))
-                old = family.values(labels, family.load(before))
-                new = family.values(labels, series.value)
-                gained += [(name, labels, after - was)
-                           for (name, labels, was), (_, _, after) in zip(old, new)
+                old = family.exact_values(labels, family.load(before))
+                new = family.exact_values(labels, series.value)
+                gained += [(name, labels, after - was, divisor)
+                           for (name, labels, was, divisor), (_, _, after, _) in zip(old, new)
                            if after != was]
             return gained
 
-    def samples(self, names: set[str]) -> list[Sample]:
-        """The true current samples of every series of these families."""
+    def exact_samples(self, names: set[str]) -> list[ExactSample]:
+        """The true current samples of every series of these families, exact."""
         with self._lock:
             samples = []
             for name in sorted(names):
                 family = self._families[name]
                 for key, series in family.series.items():
-                    samples += family.values(list(zip(family.labelnames, key)), series.value)
+                    samples += family.exact_values(list(zip(family.labelnames, key)),
+                                                   series.value)
             return samples
 
     def withhold(self, names: set[str]) -> None:

@@ -32,7 +32,7 @@ from __future__ import annotations
 import json
 import logging
 
-from .exposition import Sample
+from .exposition import ExactSample
 from .remote_write import RemoteWriteError, RemoteWriter
 
 log = logging.getLogger("tailer")
@@ -52,7 +52,7 @@ class History:
         writer: RemoteWriter,
         labels: dict[str, str],
         *,
-        bases: list[Sample],
+        bases: list[ExactSample],
         not_before_ms: int,
         cutoff_ms: int,
         saved: dict | None = None,
@@ -67,11 +67,14 @@ class History:
         saved = saved or {}
         self._not_before_ms = saved.get("not_before_ms", not_before_ms)
         self._cutoff_ms = saved.get("cutoff_ms", cutoff_ms)
-        self._bases: dict[str, float] = saved.get(
-            "bases", {_key(name, lbls): value for name, lbls, value in bases}
+        # Values are kept exact, as the registry keeps them (exposition._exact): a series'
+        # last sample then equals its next scrape to the bit, whatever the reading order.
+        self._bases: dict[str, int] = saved.get(
+            "bases", {_key(name, lbls): value for name, lbls, value, _ in bases}
         )
+        self._divisors: dict[str, int] = saved.get("divisors", {})
         # Per series: change time (ms) -> what the turns ending then added.
-        self._changes: dict[str, dict[int, float]] = {
+        self._changes: dict[str, dict[int, int]] = {
             key: {int(at): delta for at, delta in points}
             for key, points in saved.get("changes", {}).items()
         }
@@ -84,12 +87,15 @@ class History:
         """Whether a turn that ended at `time_ms` belongs to history (else: count it live)."""
         return time_ms < self._cutoff_ms
 
-    def record(self, time_ms: int, gained: list[Sample]) -> None:
-        """What a turn that ended at `time_ms` (one history `takes`) added, sample by sample."""
+    def record(self, time_ms: int, gained: list[ExactSample]) -> None:
+        """What a turn that ended at `time_ms` (one history `takes`) added, sample by sample
+        (Registry.record_history)."""
         time_ms = max(time_ms, self._not_before_ms + 2)  # room for a zero just before it
-        for name, labels, delta in gained:
-            points = self._changes.setdefault(_key(name, labels), {})
-            points[time_ms] = points.get(time_ms, 0.0) + delta
+        for name, labels, delta, divisor in gained:
+            key = _key(name, labels)
+            points = self._changes.setdefault(key, {})
+            points[time_ms] = points.get(time_ms, 0) + delta
+            self._divisors[key] = divisor
 
     def state(self) -> dict | None:
         """What a checkpoint keeps until the push succeeded."""
@@ -99,6 +105,7 @@ class History:
             "not_before_ms": self._not_before_ms,
             "cutoff_ms": self._cutoff_ms,
             "bases": {key: self._bases[key] for key in self._changes if key in self._bases},
+            "divisors": {key: self._divisors[key] for key in self._changes},
             "changes": {key: sorted(points.items()) for key, points in self._changes.items()},
         }
 
@@ -126,17 +133,18 @@ class History:
         """The samples of one series: see the module docstring for which and why."""
         name, labels = json.loads(key)
         changes = sorted(points.items())
-        value = self._bases.get(key, 0.0)
-        samples = [(changes[0][0] - 1, value)]
+        divisor = self._divisors[key]
+        value = self._bases.get(key, 0)
+        samples = [(changes[0][0] - 1, value / divisor)]
         grid_at = (changes[0][0] // GRID_MS + 1) * GRID_MS
         for index, (at, delta) in enumerate(changes):
             next_at = changes[index + 1][0] if index + 1 < len(changes) else now_ms + 1
             value += delta
-            samples.append((at, value))
+            samples.append((at, value / divisor))
             while grid_at < next_at and grid_at <= now_ms:
                 if grid_at > at:
-                    samples.append((grid_at, value))
+                    samples.append((grid_at, value / divisor))
                 grid_at += GRID_MS
         if samples[-1][0] < now_ms:
-            samples.append((now_ms, value))
+            samples.append((now_ms, value / divisor))
         return [("__name__", name), *map(tuple, labels), *self._labels], samples

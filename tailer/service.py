@@ -120,10 +120,10 @@ def _holding_checkpoint(config: Config, work) -> int:
         print(f"hydrafusion-tailer: {error}", file=sys.stderr)
         return EXIT_USAGE
     with claimed or contextlib.nullcontext():
-        return work(_Heartbeat(claimed, last_alive))
+        return work(Heartbeat(claimed, last_alive))
 
 
-class _Heartbeat:
+class Heartbeat:
     """This run's heartbeat on the checkpoint's lock, and the last one's (checkpoint.beat)."""
 
     def __init__(self, claimed, last_alive_s: float | None):
@@ -140,7 +140,7 @@ class _Heartbeat:
             self._next = now + checkpoint.HEARTBEAT_S
 
 
-def _run_demo(config: Config, heartbeat: _Heartbeat) -> int:
+def _run_demo(config: Config, heartbeat: Heartbeat) -> int:
     fixtures, work = config.state_dir, demo_sessions(config.checkpoint)
     try:
         if not work.is_dir():
@@ -157,7 +157,7 @@ def _run_demo(config: Config, heartbeat: _Heartbeat) -> int:
     return _run(config, heartbeat, on_pass=replayer.tick)
 
 
-def _run(config: Config, heartbeat: _Heartbeat, on_pass=None) -> int:
+def _run(config: Config, heartbeat: Heartbeat, on_pass=None) -> int:
     """The main job of run and demo; `on_pass` is called before every pass."""
     stop = threading.Event()
     _handle_signals(stop)
@@ -212,7 +212,7 @@ class Run:
     crash never takes back a count a scrape has seen.
     """
 
-    def __init__(self, config: Config, heartbeat: _Heartbeat, saved: dict | None, *,
+    def __init__(self, config: Config, heartbeat: Heartbeat, saved: dict | None, *,
                  on_pass=None, history_writer=None):
         """`history_writer` stands in for the remote writer in tests."""
         self.config = config
@@ -236,7 +236,7 @@ class Run:
             self.history = History(
                 history_writer or RemoteWriter(config.history_url),
                 config.history_labels,
-                bases=self.registry.samples(self.metrics.turn_families),
+                bases=self.registry.exact_samples(self.metrics.turn_families),
                 not_before_ms=_previous_run_seen_until(saved, heartbeat),
                 cutoff_ms=started_ms,
                 saved=(saved or {}).get("history"),
@@ -402,7 +402,7 @@ class Run:
             log.warning("cannot write the textfile %s: %s", self.config.textfile, error.strerror)
 
 
-def _previous_run_seen_until(saved: dict | None, heartbeat: _Heartbeat) -> int:
+def _previous_run_seen_until(saved: dict | None, heartbeat: Heartbeat) -> int:
     """Until when Prometheus may hold scrapes of the previous run (Unix ms): its final save
     if it stopped cleanly, else its last heartbeat's bound."""
     saved = saved or {}

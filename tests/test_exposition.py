@@ -7,6 +7,7 @@ import urllib.error
 import urllib.request
 
 import pytest
+from hypothesis import given, strategies as st
 
 from assembly import assemble
 from exposition_helpers import samples
@@ -16,6 +17,7 @@ from tailer.exposition import (
     CONTENT_TYPE,
     ZERO_HOLD_SECONDS,
     MetricsServer,
+    EXACT,
     Registry,
     _escape,
     sanitise_label_value,
@@ -475,7 +477,8 @@ def test_snapshot_and_restore_keep_values_and_zero_first_state():
 def test_restore_skips_families_no_longer_declared():
     registry = Registry()
     registry.counter("kept_total", "x")
-    registry.restore({"gone_total": [[[], 5, False, 0]], "kept_total": [[[], 2, False, 0]]})
+    registry.restore({"gone_total": [[[], 5 * EXACT, False, 0]],
+                      "kept_total": [[[], 2 * EXACT, False, 0]]})
     assert "gone_total" not in registry.render_final()
     assert sample_lines(registry.render(), "kept_total") == ["kept_total 2"]
 
@@ -558,9 +561,10 @@ def test_history_gains_are_by_stored_series_and_end_the_zero():
     counter = registry.counter("c_total", "x", ["kind"])
     registry.record([(counter, ("first",), 1)])
     gained = registry.record_history([(counter, ("x y",), 2), (counter, ("z",), 3)])
-    assert gained == [("c_total", [("kind", "other")], 5.0)]
-    assert registry.samples({"c_total"}) == [
-        ("c_total", [("kind", "first")], 1.0), ("c_total", [("kind", "other")], 5.0)]
+    assert gained == [("c_total", [("kind", "other")], 5 * EXACT, EXACT)]
+    assert registry.exact_samples({"c_total"}) == [
+        ("c_total", [("kind", "first")], 1 * EXACT, EXACT),
+        ("c_total", [("kind", "other")], 5 * EXACT, EXACT)]
     # its history starts at zero, so scrapes need not show one
     assert sample_lines(scrape(registry), "c_total") == [
         'c_total{kind="first"} 0', 'c_total{kind="other"} 5']
@@ -572,8 +576,24 @@ def test_history_gains_of_a_histogram_are_per_sample():
     registry.record([(histogram, ("a",), 0.5)])
     gained = registry.record_history([(histogram, ("a",), 1.5)])
     assert gained == [
-        ("h_bucket", [("kind", "a"), ("le", "2.0")], 1), ("h_bucket", [("kind", "a"), ("le", "+Inf")], 1),
-        ("h_sum", [("kind", "a")], 1.5), ("h_count", [("kind", "a")], 1)]
+        ("h_bucket", [("kind", "a"), ("le", "2.0")], 1, 1),
+        ("h_bucket", [("kind", "a"), ("le", "+Inf")], 1, 1),
+        ("h_sum", [("kind", "a")], 1_500_000_000, EXACT), ("h_count", [("kind", "a")], 1, 1)]
+
+
+@given(st.lists(st.integers(0, 10**12), max_size=30), st.randoms())
+def test_sums_do_not_depend_on_the_order_of_the_amounts(nano_amounts, rng):
+    """Credits are nano units / 1e9: counted in any order, the total shows the same to the
+    bit (floats would not, and history adds them in time order, scrapes in reading order)."""
+    shown = set()
+    for _ in range(3):
+        rng.shuffle(nano_amounts)
+        registry = Registry(clock=FakeClock())
+        counter = registry.counter("c_total", "x")
+        for amount in nano_amounts:
+            registry.record([(counter, (), amount / 1e9)])
+        shown.add(registry.render_final())
+    assert len(shown) == 1
 
 
 def test_restore_keeps_every_series_apart_when_the_vocabulary_is_full():

@@ -29,7 +29,7 @@ class FakeWriter:
 
 
 def gain(amount, name="x_total", **labels):
-    return (name, sorted(labels.items()), amount)
+    return (name, sorted(labels.items()), amount, 1)
 
 
 def make(writer, *, cutoff=10**13, not_before=0, bases=(), saved=None):

@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from assembly import assemble
+from exposition_helpers import samples
 from otlp_sink import decode_body, plain_attributes, span_dicts
 from sessiongen import WHOLE_SESSION_KINDS, SessionWriter, START, whole_session
 from tailer import checkpoint
@@ -168,27 +169,36 @@ def test_the_route_failures_fallback_answer_stays_with_the_failed_route(whole):
     assert turn.calls_difference(turn.legs[0]) is None
 
 
+def shown(metrics: TurnMetrics, family: str, *labels: str) -> dict:
+    """A family's samples as a scrape shows them, summed by the values of `labels`."""
+    totals = {}
+    for key, value in samples(metrics.registry.render_final(), family).items():
+        by = tuple(dict(key)[label] for label in labels)
+        totals[by] = totals.get(by, 0) + value
+    return totals
+
+
 def test_prompts_of_every_kind_are_counted_on_one_footing(whole):
     turns, writer, _ = whole
     metrics = TurnMetrics(Registry(label_value_limits={"model": MAX_MODELS}))
     for turn in turns.values():
         metrics.count_turn(turn)
-    prompts = {key: series.value for key, series in metrics.prompts.series.items()}
+    prompts = shown(metrics, "hydrafusion_prompts_total", "kind", "model")
     assert prompts == {("fusion", "hydrafusion"): 7, ("ordinary", "claude-sonnet-4.6"): 2,
                        ("ordinary", "gpt-5.6-mini"): 1, ("fallback", "gpt-5.6-mini"): 1}
-    credits = {key: series.value for key, series in metrics.prompt_aiu.series.items()}
+    credits = shown(metrics, "hydrafusion_prompt_aiu_total", "kind", "model")
     for kind in ("fusion", "ordinary", "fallback"):
         truth = sum(t.nano_aiu for t in writer.expected if t.kind == kind) / 1e9
         assert sum(v for (k, _), v in credits.items() if k == kind) == pytest.approx(truth)
-    calls = {key: series.value for key, series in metrics.prompt_calls.series.items()}
+    calls = shown(metrics, "hydrafusion_prompt_model_calls_total", "kind", "model")
     assert calls[("ordinary", "claude-sonnet-4.6")] == writer.expected[3].calls + writer.expected[4].calls
-    assert sum(series.value for series in metrics.model_calls.series.values()) == sum(
+    assert sum(shown(metrics, "hydrafusion_model_calls_total").values()) == sum(
         t.calls for t in writer.expected)
-    assert sum(series.value for series in metrics.tool_calls.series.values()) == sum(
+    assert sum(shown(metrics, "hydrafusion_tool_calls_total").values()) == sum(
         t.tools for t in writer.expected)
-    assert not metrics.leg_call_mismatches.series
+    assert shown(metrics, "hydrafusion_leg_call_mismatches_total") == {}
     # fusion turns stay out of nothing and ordinary ones out of the fusion families
-    assert sum(series.value for series in metrics.turns.series.values()) == 8
+    assert sum(shown(metrics, "hydrafusion_turns_total").values()) == 8
 
 
 def test_shutdown_and_checkpoint_totals_that_match_agree_per_run(whole):
@@ -213,8 +223,8 @@ def test_totals_that_do_not_match_are_reported_with_both_figures():
     metrics = TurnMetrics(Registry())
     for check in checks:
         metrics.count_reconciliation(check)
-    assert metrics.reconciliations.series[("shutdown", "disagree")].value == 1
-    assert metrics.reconciliations.series[("shutdown", "agree")].value == 1
+    checks = shown(metrics, "hydrafusion_reconciliations_total", "source", "result")
+    assert checks[("shutdown", "disagree")] == checks[("shutdown", "agree")] == 1
 
 
 def test_a_session_read_from_its_middle_is_not_checked():
@@ -244,7 +254,7 @@ def test_a_damaged_usage_record_is_counted_and_the_turn_still_completes():
     assert a["hydrafusion.phase.call_count"] == 2
     metrics = TurnMetrics(Registry())
     metrics.count_turn(turn)
-    assert metrics.leg_call_mismatches.series[("primary",)].value == 1
+    assert shown(metrics, "hydrafusion_leg_call_mismatches_total", "phase_kind") == {("primary",): 1}
     assert not check.agrees  # the CLI counted the call the log's record lost
 
 
