@@ -95,6 +95,12 @@ def build_parser(environ: dict[str, str]) -> argparse.ArgumentParser:
         help="Copilot session-state folder [$COPILOT_STATE_DIR, else "
         "$COPILOT_HOME/session-state, else ~/.copilot/session-state]",
     )
+    doctor.add_argument(
+        "--cli", nargs="?", const="", metavar="PATH",
+        help="check the installed Copilot CLI's own event schema instead of the logs: "
+        "session-events.schema.json, or a folder holding it [default: the newest version "
+        "in $XDG_CACHE_HOME/copilot/pkg or ~/.cache/copilot/pkg]",
+    )
     return parser
 
 
@@ -217,7 +223,7 @@ def main(argv: list[str] | None = None, environ: dict[str, str] | None = None) -
     environ = dict(os.environ if environ is None else environ)
     args = parse_args(sys.argv[1:] if argv is None else argv, environ)
     if args.command == "doctor":
-        return doctor.main(args)
+        return doctor.main(args, environ)
     if args.command == "scrub":
         return scrub.main(args)
     try:

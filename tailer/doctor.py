@@ -12,6 +12,10 @@ drift or disagreement, so a script can alert after an upgrade.
 Only metadata is printed: type and field names, counts, versions and session ids. No value
 from the log is, so neither the text of prompts and answers nor the paths in
 `session.start`.
+
+`doctor --cli [PATH]` asks the same question before any log shows the answer: it reads
+the event schema the installed CLI ships (tailer/schema_drift.py) and names what a new
+version changed that the tailer does not expect.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import events
+from . import events, schema_drift
 from .files import session_logs
 from .lines import Line, LineReader
 from .turns import Reconciliation, SessionTurns
@@ -61,7 +65,9 @@ class Findings:
                     or self.malformed or self.disagreements)
 
 
-def main(args: argparse.Namespace) -> int:
+def main(args: argparse.Namespace, environ: dict[str, str] | None = None) -> int:
+    if args.cli is not None:
+        return check_cli(args.cli, environ or {})
     state_dir = args.state_dir
     if not state_dir.is_dir():
         print(
@@ -224,3 +230,51 @@ def _shown(cell: object) -> str:
     """Names come from the log: escape any that could garble a terminal or its encoding."""
     text = str(cell)
     return text if text and text.isascii() and text.isprintable() else ascii(text)
+
+
+def check_cli(path: str, environ: dict[str, str]) -> int:
+    """`doctor --cli [PATH]`: the installed CLI's event schema against the tailer's knowledge."""
+    try:
+        if path:
+            schema = schema_drift.schema_at(Path(path))
+        else:
+            found = schema_drift.find_schemas(environ)
+            if not found:
+                print("hydrafusion-tailer: no Copilot CLI package found in its caches "
+                      "($XDG_CACHE_HOME/copilot/pkg, ~/.cache/copilot/pkg); run `copilot "
+                      "--version` once, or give the path of session-events.schema.json",
+                      file=sys.stderr)
+                return EXIT_USAGE
+            schema = found[0]
+        drift = schema_drift.compare(schema_drift.load(schema))
+    except (OSError, schema_drift.SchemaError) as error:
+        reason = error.strerror if isinstance(error, OSError) and error.strerror else error
+        print(f"hydrafusion-tailer: cannot read the CLI's event schema {path or ''}: {reason}",
+              file=sys.stderr)
+        return EXIT_USAGE
+    print(render_cli(schema, drift), end="")
+    return EXIT_DRIFT if drift.any else 0
+
+
+def render_cli(schema: Path, drift: schema_drift.Drift) -> str:
+    """The schema report: what a new CLI version changed that the tailer does not expect."""
+    version = schema_drift.version_of(schema)
+    named = f"Copilot CLI {version}" if version != "unknown" else "Copilot CLI"
+    out = [f"{named} event schema: {schema}", ""]
+    out += _table("Fusion and usage event types the tailer does not know",
+                  [(name,) for name in drift.unknown_types])
+    out += _table("Fields the tailer does not know (type, field, JSON type)",
+                  drift.unknown_fields)
+    out += _table("Event types the tailer reads that are gone", [(t,) for t in drift.gone_types])
+    out += _table("Fields the tailer relies on that are gone (type, field)", drift.gone_fields)
+    out += _table("Fields the tailer relies on whose type changed (type, field, now, read as)",
+                  drift.retyped)
+    out += _table("New fields that may carry free text: review the privacy allowlist "
+                  "(type, field)", drift.free_text)
+    if drift.any:
+        out.append("Drift found: update tailer/events.py (KNOWN_FIELDS, READ_AS, the parser, "
+                   "SCRUB_DATA) for this CLI version; see docs/COMPATIBILITY.md.")
+    else:
+        out.append("No drift: the tailer knows every fusion and usage event and field this "
+                   "CLI version declares.")
+    return "\n".join(out) + "\n"

@@ -52,9 +52,9 @@ USER_MESSAGE = "user.message"
 SESSION_START = "session.start"
 SESSION_RESUME = "session.resume"
 
-# Durable fusion events we know and deliberately skip: change checkpoints only hold code
-# change counts and file paths.
-KNOWN_UNUSED = frozenset({"session.fusion_change_checkpoint"})
+# Durable fusion and usage events we know and deliberately skip: change checkpoints only
+# hold code change counts and file paths; usage checkpoints repeat the session's totals.
+KNOWN_UNUSED = frozenset({"session.fusion_change_checkpoint", "session.usage_checkpoint"})
 
 # The JSON text of the `type` values we care about. A line holding none of them is ignored
 # unparsed. A prompt that quotes one of them only costs a parse: the type is checked after.
@@ -84,9 +84,9 @@ KNOWN_FIELDS = {
         "planVersion", "policyVersion", "modelUniverseVersion", "ruleId", "selectedRuleId",
         "ruleName", "hint", "pattern", "phasePlan", "primaryModel", "secondaryModel",
         "judgeModel", "repairModel", "critics", "fallbackModel", "followUpModel", "scores",
-        "routingLatencyMs",
+        "routingLatencyMs", "ruleIndex", "followUp",
     },
-    PHASE_COMPLETED: _LEG_FIELDS | _CONTENT,
+    PHASE_COMPLETED: _LEG_FIELDS | _CONTENT | {"endedWithBackgroundWork"},
     PHASE_FAILED: _LEG_FIELDS | _CONTENT,
     HANDOFF: {"fusionId", "sourcePhaseId", "targetPhaseId", "targetModel", "message"},
     COMMIT_STARTED: {
@@ -96,7 +96,7 @@ KNOWN_FIELDS = {
         "fusionId", "commitId", "turnId", "syntheticModel", "pattern", "outcome",
         "finalSourcePhaseId", "finalSourceModel", "followUpModel", "degradedReason",
         "phaseCount", "requestCount", "inputTokens", "outputTokens", "cachedTokens",
-        "cacheWriteTokens", "totalNanoAiu", "durationMs", "policy",
+        "cacheWriteTokens", "totalNanoAiu", "durationMs", "policy", "awaitingBackgroundWork",
     },
     ROUTE_FAILED: {
         "attemptId", "syntheticModel", "policy", "fallbackModel", "reason",
@@ -115,6 +115,40 @@ REQUIRED_FIELDS = {
     COMMIT_STARTED: ("sourcePhaseId",),
     COMPLETED: ("pattern", "durationMs", "totalNanoAiu"),
     ROUTE_FAILED: ("reason",),
+}
+
+# What the parser reads each field it relies on as (a JSON Schema type; null always reads
+# as absent). `doctor --cli` checks the CLI's own schema against it, so a field that is
+# renamed or changes type is noticed before any log has it. Nested fields are dotted.
+_READ_USAGE = dict.fromkeys(
+    ("requestCount", "inputTokens", "outputTokens", "cachedTokens", "cacheWriteTokens",
+     "totalNanoAiu"), "number")
+_READ_LEG = {
+    **dict.fromkeys(("fusionId", "phaseId", "phaseKind", "role", "conversationScope", "model",
+                     "status"), "string"),
+    "durationMs": "number", "usage": "object",
+    **{f"usage.{name}": how for name, how in _READ_USAGE.items()},
+}
+READ_AS = {
+    RESOLVED: {
+        **dict.fromkeys(("fusionId", "pattern", "syntheticModel", "policy", "routeSource"),
+                        "string"),
+        "routingLatencyMs": "number",
+    },
+    PHASE_COMPLETED: {**_READ_LEG, "verdict": "string"},
+    PHASE_FAILED: {**_READ_LEG, "reason": "string", "degradedToPhaseId": "string"},
+    HANDOFF: dict.fromkeys(("fusionId", "sourcePhaseId", "targetPhaseId"), "string"),
+    COMMIT_STARTED: dict.fromkeys(("fusionId", "sourcePhaseId", "sourceModel"), "string"),
+    COMPLETED: {
+        **dict.fromkeys(("fusionId", "pattern", "syntheticModel", "outcome",
+                         "finalSourcePhaseId", "finalSourceModel", "degradedReason"), "string"),
+        "durationMs": "number", **_READ_USAGE,
+    },
+    ROUTE_FAILED: {
+        **dict.fromkeys(("attemptId", "syntheticModel", "policy", "fallbackModel", "reason"),
+                        "string"),
+        "routingLatencyMs": "number",
+    },
 }
 
 # What a value read from a log may be. The bounds are far beyond anything real and far
