@@ -1,13 +1,19 @@
 """Keep the tailer's state in one file, so a restart resumes exactly where it stopped.
 
 The state is one consistent cut of the whole pipeline, taken between two passes of the main
-loop: every log's position and identity, the turns still open, the fusion ids already
+loop: every log's position, the turns still open, the fusion ids already
 reported, the counter values, and the spans the collector has not accepted yet. Restoring
 all of it together is what makes a crash harmless: the lines after the cut are read again
 and counted again, from counters that had not counted them yet.
 
 The file is replaced atomically (a temporary file in the same folder, flushed to disk, then
 renamed over the old one), so a crash while saving leaves the previous cut intact.
+
+A checkpoint may still be damaged (a bit flip, a hand edit, another program's file at its
+path), and whatever `load` returns is trusted by every stage. So `load` opens only a
+regular file, without blocking, refuses one above MAX_BYTES before reading it, and checks
+every field's type and range; anything else is a CheckpointError, which the caller answers
+by moving the file aside and starting afresh rather than crashing on it later.
 """
 
 from __future__ import annotations
@@ -15,7 +21,9 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
+import math
 import os
+import stat
 import tempfile
 from pathlib import Path
 from typing import BinaryIO
@@ -26,14 +34,22 @@ else:
     import fcntl
 
 from . import events
-from .turns import Turn
+from .exposition import ZERO_HOLD_SECONDS
+from .lines import Position
+from .turns import SessionContext, Turn
 
-VERSION = 2
+VERSION = 3
+HEARTBEAT_S = 10.0
+# A checkpoint holds positions, the last fusion ids of each session, open turns and at most
+# 10,000 unsent spans: some 40 MB for 10,000 sessions of 50 turns each with a full outbox.
+# A file larger than this is not one we wrote, and is refused before it is read.
+MAX_BYTES = 256 << 20
 
 _RECORD_TYPES = {
     cls.__name__: cls
     for cls in (events.Resolved, events.LegEnded, events.Handoff, events.CommitStarted,
-                events.Completed, events.RouteFailed)
+                events.Completed, events.RouteFailed, events.ModelCall, events.ToolStarted,
+                events.ToolCompleted, events.Prompt)
 }
 
 
@@ -59,7 +75,7 @@ def claim(path: Path) -> BinaryIO | None:
     the operating system, which ends it with the process, `kill -9` included. Returns None
     when the lock file cannot be made: the checkpoint's own saves report that problem.
     """
-    lock_path = path.with_name(path.name + ".lock")
+    lock_path = _lock_path(path)
     try:
         lock_path.parent.mkdir(parents=True, exist_ok=True)
         handle = open(lock_path, "a+b")
@@ -80,6 +96,31 @@ def claim(path: Path) -> BinaryIO | None:
     return handle
 
 
+def _lock_path(path: Path) -> Path:
+    return path.with_name(path.name + ".lock")
+
+
+def last_alive(path: Path) -> float | None:
+    """When the last tailer on this checkpoint was last known alive (see `beat`), in Unix
+    seconds; None when no tailer ever held it. Read it before `claim`."""
+    try:
+        return os.stat(_lock_path(path)).st_mtime
+    except OSError:
+        return None
+
+
+def beat(claimed: BinaryIO) -> None:
+    """Note that this tailer is alive, on the lock file's modification time.
+
+    A tailer killed with -9 cannot say when it stopped, and Prometheus may have scraped it
+    until then; the next one must place no history sample before that (tailer/history.py).
+    Touching the lock file every HEARTBEAT_S bounds that moment at no cost to the disk's
+    data.
+    """
+    with contextlib.suppress(OSError, NotImplementedError):
+        os.utime(claimed.fileno())
+
+
 def save(path: Path, state: dict) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, temp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
@@ -96,50 +137,194 @@ def save(path: Path, state: dict) -> None:
 
 
 def load(path: Path) -> dict | None:
-    """The saved state, or None when there is none yet."""
+    """The saved state, or None when there is none yet; CheckpointError when it is unusable."""
     try:
-        with open(path, encoding="utf-8") as handle:
-            state = json.load(handle)
+        data = _read(path)
     except FileNotFoundError:
         return None
-    except (OSError, ValueError) as error:
-        raise CheckpointError(f"cannot read {path}: {error}") from error
-    if not isinstance(state, dict) or state.get("version") != VERSION:
+    except OSError as error:
+        raise CheckpointError(f"cannot read {path}: {error.strerror or error}") from error
+    try:
+        state = json.loads(data)
+    except (ValueError, RecursionError) as error:
+        raise CheckpointError(f"{path} is not a JSON checkpoint ({type(error).__name__})") from error
+    if not isinstance(state, dict) or state.get("version") not in (2, VERSION):
         raise CheckpointError(f"{path} is not a version {VERSION} checkpoint")
     try:
+        if state["version"] == 2:
+            state = _from_version_2(state)
         _check(state)
-    except (KeyError, TypeError, ValueError, AttributeError) as error:
+    except (KeyError, TypeError, ValueError, RecursionError) as error:
         raise CheckpointError(f"{path} is damaged ({type(error).__name__}: {error})") from error
     return state
 
 
+def _read(path: Path) -> bytes:
+    """The bytes of a regular file of at most MAX_BYTES, else CheckpointError, never blocking.
+
+    O_NONBLOCK makes opening a FIFO return at once (and a read of one too); the checks on
+    the open file then refuse it, a device (a link to /dev/zero would never end) or a file
+    too large to be ours, before anything is read.
+    """
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
+    with open(os.open(path, flags | getattr(os, "O_BINARY", 0)), "rb") as handle:
+        status = os.fstat(handle.fileno())
+        if not stat.S_ISREG(status.st_mode):
+            raise CheckpointError(f"{path} is not a regular file")
+        too_large = CheckpointError(f"{path} is larger than {MAX_BYTES >> 20} MiB")
+        if status.st_size > MAX_BYTES:
+            raise too_large
+        data = handle.read(MAX_BYTES + 1)  # it may have grown since
+        if len(data) > MAX_BYTES:
+            raise too_large
+        return data
+
+
+def _from_version_2(state: dict) -> dict:
+    """Version 2 kept a digest of a log's first bytes; its positions carry on unchecked
+    until the next read, which takes the digest that version 3 keeps."""
+    sessions = {}
+    for session_id, saved in _dict(state["sessions"], "sessions").items():
+        saved = dict(_dict(saved, "a session"))
+        saved["position"] = [saved.pop("offset"), saved.pop("line"), 0, ""]
+        saved.pop("identity", None)
+        sessions[session_id] = saved
+    return {**state, "version": VERSION, "sessions": sessions}
+
+
 def _check(state: dict) -> None:
-    """Raise on a checkpoint that is not shaped as `save` writes them (a hand edit, say)."""
-    for saved in state["sessions"].values():
-        int(saved["offset"]), int(saved["line"]), list(saved["finished"])
-        for turn in saved["open"]:
+    """Raise on anything not shaped as `save` writes it, naming the field, never its value.
+
+    Every stage trusts what it restores, so a value of the wrong type or range here would
+    crash every start (an offset of "10"), or worse, be exported.
+    """
+    for saved in _dict(state["sessions"], "sessions").values():
+        _dict(saved, "a session")
+        Position.from_data(saved["position"])
+        if "gone_at" in saved:
+            _number(saved["gone_at"], "when a session's log went", 0)
+        for fusion_id in _list(saved["finished"], "a session's finished turns"):
+            _text(fusion_id, "a finished turn's id")
+        for turn in _list(saved["open"], "a session's open turns"):
             turn_from_data(turn)
-    dict(state["metrics"])
-    for trace in state["pending"]:
-        str(trace["trace_id"]), [str(span) for span in trace["spans"]]
+        context_from_data(saved.get("context"))
+    for rows in _dict(state["metrics"], "metrics").values():
+        for row in _list(rows, "a metric's series"):
+            _metric_series(row)
+    for trace in _list(state["pending"], "the pending spans"):
+        _pending_trace(trace)
+    if state.get("history") is not None:
+        _history(state["history"])
+    if "published_at_ms" in state:
+        _int(state["published_at_ms"], "the time of the save")
+
+
+def _metric_series(row: object) -> None:
+    """[label values, value, zero pending, seconds of zero left], as Registry.snapshot gives."""
+    if type(row) is not list or len(row) != 4:
+        raise ValueError("a metric series is not a list of 4")
+    labels, value, pending, hold_left = row
+    for label in _list(labels, "a series' label values"):
+        _text(label, "a label value")
+    if type(value) is dict:  # a histogram's
+        if set(value) != {"buckets", "sum"}:
+            raise ValueError("a histogram's value is not its buckets and sum")
+        for count in _list(value["buckets"], "a histogram's buckets"):
+            _int(count, "a bucket's count")
+        _metric_value(value["sum"], "a histogram's sum")
+    else:
+        _metric_value(value, "a series' value")
+    if type(pending) is not bool:
+        raise ValueError("a series' zero first state is not true or false")
+    _number(hold_left, "a series' zero hold", 0, ZERO_HOLD_SECONDS)
+
+
+def _metric_value(value: object, what: str) -> None:
+    """A counter's or a histogram sum's exact whole number (exposition._exact: credits in
+    nano units, so larger than int64 can hold), or a value as shown (a gauge, version 2)."""
+    if type(value) is int:
+        _int(value, what, _EXACT_BOUND, -_EXACT_BOUND)
+    else:
+        _number(value, what)
+
+
+def _pending_trace(trace: object) -> None:
+    """{"trace_id": hex, "spans": [OTLP/JSON text of each span]}, as the outbox keeps them.
+
+    Each span's text is sent as it is, so one that is not a JSON object of its trace would
+    make the collector refuse a whole batch.
+    """
+    trace_id = _text(_dict(trace, "a pending trace")["trace_id"], "a pending trace's id")
+    if len(trace_id) != 32 or trace_id.strip("0123456789abcdef"):
+        raise ValueError("a pending trace's id is not 32 hex digits")
+    for span in _list(trace["spans"], "a pending trace's spans"):
+        span = json.loads(_text(span, "a pending span", None))
+        if type(span) is not dict or span.get("traceId") != trace_id:
+            raise ValueError("a pending span is not a span of its trace")
+
+
+def _history(history: object) -> None:
+    """The history not pushed yet, as tailer.history's History.state gives it."""
+    _dict(history, "the history")
+    _int(history["not_before_ms"], "the history's first time")
+    _int(history["cutoff_ms"], "the history's last time")
+    for key, base in _dict(history["bases"], "the history's bases").items():
+        _history_key(key)
+        _int(base, "a history base", _EXACT_BOUND)
+    divisors = _dict(history["divisors"], "the history's divisors")
+    for key, changes in _dict(history["changes"], "the history's changes").items():
+        _history_key(key)
+        _int(divisors[key], "a history series' divisor", _EXACT_BOUND, 1)
+        for change in _list(changes, "a series' history"):
+            if type(change) is not list or len(change) != 2:
+                raise ValueError("a history change is not [time, amount]")
+            _int(change[0], "a history change's time")
+            _int(change[1], "a history change's amount", _EXACT_BOUND)
+
+
+def _history_key(key: str) -> None:
+    """[metric name, [[label, value], ...]] as JSON text."""
+    name, labels = json.loads(key)
+    _text(name, "a history series' name")
+    for pair in _list(labels, "a history series' labels"):
+        if type(pair) is not list or len(pair) != 2:
+            raise ValueError("a history series' label is not [name, value]")
+        _text(pair[0], "a history label"), _text(pair[1], "a history label value")
 
 
 def turn_to_data(turn: Turn) -> dict:
-    records = [turn.resolved, turn.commit, turn.completed, turn.route_failure]
-    return {
+    records = [turn.resolved, turn.commit, turn.completed, turn.route_failure, turn.prompt]
+    records += turn.legs + turn.handoffs + turn.calls + turn.tool_events
+    data = {
         "session": turn.session_id,
         "fusion": turn.fusion_id,
-        "records": [_record_to_data(r) for r in records + turn.legs + turn.handoffs if r],
+        "records": [_record_to_data(r) for r in records if r],
     }
+    if turn.ordinary:
+        data["ordinary"] = True
+    return data
 
 
 def turn_from_data(data: dict) -> Turn:
-    turn = Turn(data["session"], data["fusion"])
-    for record in map(_record_from_data, data["records"]):
+    """The turn `turn_to_data` gave; ValueError, KeyError or TypeError when damaged."""
+    _dict(data, "an open turn")
+    ordinary = data.get("ordinary", False)
+    if type(ordinary) is not bool:
+        raise ValueError("an open turn's kind is not true or false")
+    # The session id is a folder name: any text, surrogate escapes of non-UTF-8 bytes too.
+    turn = Turn(_text(data["session"], "an open turn's session", None),
+                _record_text(data["fusion"], "an open turn's id"), ordinary=ordinary)
+    for record in map(_record_from_data, _list(data["records"], "an open turn's records")):
         if isinstance(record, events.LegEnded):
             turn.legs.append(record)
         elif isinstance(record, events.Handoff):
             turn.handoffs.append(record)
+        elif isinstance(record, events.ModelCall):
+            turn.calls.append(record)
+        elif isinstance(record, (events.ToolStarted, events.ToolCompleted)):
+            turn.tool_events.append(record)
+        elif isinstance(record, events.Prompt):
+            turn.prompt = record
         elif isinstance(record, events.Resolved):
             turn.resolved = record
         elif isinstance(record, events.CommitStarted):
@@ -151,15 +336,163 @@ def turn_from_data(data: dict) -> Turn:
     return turn
 
 
+def context_to_data(context: SessionContext) -> dict:
+    """A session's context (see turns.SessionContext) as the checkpoint keeps it."""
+    return {
+        "current": context.current,
+        "awaiting_prompt": context.awaiting_prompt,
+        "run": _ledger_to_data(context.run),
+        "log": _ledger_to_data(context.log),
+    }
+
+
+def context_from_data(data: dict | None) -> SessionContext:
+    """None (a checkpoint written before contexts were kept) gives an empty context."""
+    if data is None:
+        return SessionContext()
+    _dict(data, "a session's context")
+    return SessionContext(
+        current=_optional(_record_text)(data["current"], "a session's model"),
+        awaiting_prompt=_optional(_record_text)(data["awaiting_prompt"], "a session's prompt"),
+        run=_ledger_from_data(data["run"]),
+        log=_ledger_from_data(data["log"]),
+    )
+
+
+def _ledger_to_data(ledger: dict[str, events.Usage] | None) -> dict | None:
+    if ledger is None:
+        return None
+    return {model: dataclasses.asdict(usage) for model, usage in ledger.items()}
+
+
+def _ledger_from_data(data: dict | None) -> dict[str, events.Usage] | None:
+    if data is None:
+        return None
+    return {_record_text(model, "a ledger's model"): _usage(usage, "a ledger's usage")
+            for model, usage in _dict(data, "a ledger").items()}
+
+
 def _record_to_data(record: events.Event) -> dict:
-    return {"kind": type(record).__name__, **dataclasses.asdict(record)}
+    """As JSON will give it back (tuples as lists): a tombstone keeps this in memory."""
+    values = dataclasses.asdict(record)
+    return {"kind": type(record).__name__,
+            **{name: list(value) if type(value) is tuple else value
+               for name, value in values.items()}}
 
 
 def _record_from_data(data: dict) -> events.Event:
-    values = dict(data)
-    cls = _RECORD_TYPES[values.pop("kind")]
-    if "usage" in values:
-        values["usage"] = events.Usage(**values["usage"])
-    values["unknown_fields"] = tuple(values.get("unknown_fields", ()))
-    values["missing_fields"] = tuple(values.get("missing_fields", ()))
+    """A record back from its data, each field checked as tailer.events checks the log's:
+    a record restored here is trusted downstream as much as one just parsed."""
+    values = dict(_dict(data, "a record"))
+    cls = _RECORD_TYPES.get(_text(values.pop("kind"), "a record's kind"))
+    if cls is None:
+        raise ValueError("a record is of no known kind")
+    fields = _RECORD_FIELDS[cls]
+    if not fields.keys() >= values.keys():
+        raise ValueError(f"a {cls.__name__} record has a field it does not know")
+    for name, value in values.items():
+        values[name] = _FIELD_CHECKS[fields[name]](value, f"{cls.__name__}.{name}")
     return cls(**values)
+
+
+# -- The checks: each returns the value as the record holds it, or raises ValueError --------
+
+
+def _dict(value: object, what: str) -> dict:
+    if type(value) is not dict:
+        raise ValueError(f"{what} is not an object")
+    return value
+
+
+def _list(value: object, what: str) -> list:
+    if type(value) is not list:
+        raise ValueError(f"{what} is not a list")
+    return value
+
+
+def _int(value: object, what: str, high: int = 2**63 - 1, low: int = 0) -> int:
+    if type(value) is not int or not low <= value <= high:
+        raise ValueError(f"{what} is not a whole number from {low} to {high}")
+    return value
+
+
+# A metric's value: no series of ours comes near it, and every conversion of one (to int64,
+# to nanoseconds) stays finite.
+_METRIC_BOUND = 2.0**63
+# An exact value is that many units of 1/1e9 (exposition._exact).
+_EXACT_BOUND = 2**63 * 10**9
+
+
+def _number(value: object, what: str, low: float = -_METRIC_BOUND,
+            high: float = _METRIC_BOUND) -> float:
+    # A JSON NaN or Infinity reads as a float, but no counter may hold one.
+    if type(value) not in (int, float) or not (low <= value <= high and math.isfinite(value)):
+        raise ValueError(f"{what} is not a finite number from {low} to {high}")
+    return float(value)
+
+
+def _text(value: object, what: str, limit: int | None = 1000) -> str:
+    if type(value) is not str or (limit is not None and len(value) > limit):
+        raise ValueError(f"{what} is not a text of at most {limit} characters")
+    return value
+
+
+def _record_text(value: object, what: str) -> str:
+    """As tailer.events reads text: at most MAX_TEXT characters with a UTF-8 form."""
+    try:
+        _text(value, what, events.MAX_TEXT).encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError(f"{what} holds a lone surrogate") from None
+    return value
+
+
+def _optional(check):
+    return lambda value, what: None if value is None else check(value, what)
+
+
+def _time_ns(value: object, what: str) -> int:
+    return _int(value, what, events.LATEST_NS - 1, events.EARLIEST_NS)
+
+
+def _milliseconds(value: object, what: str) -> float:
+    return _number(value, what, 0, events.MAX_DURATION_MS)
+
+
+def _usage(value: object, what: str) -> events.Usage:
+    usage = _dict(value, what)
+    if set(usage) != set(_USAGE_LIMITS):
+        raise ValueError(f"{what} does not hold the usage fields")
+    return events.Usage(**{name: _int(count, f"{what}.{name}", _USAGE_LIMITS[name])
+                           for name, count in usage.items()})
+
+
+def _bool(value: object, what: str) -> bool:
+    if type(value) is not bool:
+        raise ValueError(f"{what} is not true or false")
+    return value
+
+
+def _texts(value: object, what: str) -> tuple[str, ...]:
+    return tuple(_record_text(item, what) for item in _list(value, what))
+
+
+_USAGE_LIMITS = {field.name: events.MAX_COUNT for field in dataclasses.fields(events.Usage)}
+_USAGE_LIMITS["nano_aiu"] = events.MAX_NANO_AIU
+
+# By the annotation of a record's field: a new field of a new type needs its check here
+# (tests/test_checkpoint.py says so).
+_FIELD_CHECKS = {
+    "int": _time_ns,
+    "str": _record_text,
+    "str | None": _optional(_record_text),
+    "float": _milliseconds,
+    "float | None": _optional(_milliseconds),
+    "Usage": _usage,
+    "tuple[str, ...]": _texts,
+    "bool": _bool,
+    "bool | None": _optional(_bool),
+}
+_RECORD_FIELDS = {
+    cls: {field.name: field.type for field in dataclasses.fields(cls)}
+    for cls in _RECORD_TYPES.values()
+}

@@ -6,9 +6,25 @@ read as "absent") and it copies out only the metadata named below: text fields s
 `content`, `projectionMessage`, `stagedTerminal`, `message` or `errorMessage` are never
 read, so they cannot leak into traces, metrics or logs downstream.
 
-Most lines of a session (user prompts, tool output, usage records) cannot matter to us.
-`parse_line` rejects them by a byte search before any JSON parsing, which keeps a backfill
-of large sessions close to the speed of reading the files.
+Besides the fusion events, the parser reads what rebuilds a whole turn: each model call
+(`session.usage_record`), each tool call (`tool.execution_start` / `_complete`: names, ids
+and success, never arguments or results), the moment of each prompt (`user.message`: its
+id and time, never its text), where each CLI run begins (`session.start`, `session.resume`)
+and the CLI's own totals (`session.shutdown`, `session.usage_checkpoint`).
+
+Most lines of a session (messages, reasoning, permissions) cannot matter to us. The CLI
+writes `type` first, so `parse_line` tells them by the line's first bytes and rejects them
+before any JSON parsing. The largest lines of a log are tool events and prompts, whose bulk
+(a tool's output or arguments, a prompt's text) is never read: those lines are parsed
+without it (see `_without_bulk`), so a backfill of large sessions stays close to the speed
+of reading the files.
+
+Every number and text it copies out is checked against the range its outputs can carry
+(OTLP's int64 and uint64 nanoseconds, doubles, Prometheus's float counters, the checkpoint's
+JSON) by the few helpers below that every field goes through. A value of the right type but
+an absurd size (a count of 1e300, a duration of centuries, a year 2554 timestamp, an id
+holding a lone surrogate) makes the line damaged: `Malformed("absurd_<kind>")` (or
+`bad_timestamp`), counted, never exported.
 """
 
 from __future__ import annotations
@@ -28,15 +44,30 @@ COMMIT_STARTED = "session.fusion_commit_started"
 COMPLETED = "session.fusion_completed"
 ROUTE_FAILED = "session.fusion_route_failed"
 SHUTDOWN = "session.shutdown"
+USAGE_RECORD = "session.usage_record"
+USAGE_CHECKPOINT = "session.usage_checkpoint"
+TOOL_STARTED = "tool.execution_start"
+TOOL_COMPLETED = "tool.execution_complete"
+USER_MESSAGE = "user.message"
+SESSION_START = "session.start"
+SESSION_RESUME = "session.resume"
 
-# Durable fusion events we know and deliberately skip: change checkpoints only hold code
-# change counts and file paths.
-KNOWN_UNUSED = frozenset({"session.fusion_change_checkpoint"})
+# Durable fusion and usage events we know and deliberately skip: change checkpoints only
+# hold code change counts and file paths; usage checkpoints repeat the session's totals.
+KNOWN_UNUSED = frozenset({"session.fusion_change_checkpoint", "session.usage_checkpoint"})
 
 # The JSON text of the `type` values we care about. A line holding none of them is ignored
 # unparsed. A prompt that quotes one of them only costs a parse: the type is checked after.
-MARKERS = (b'"session.fusion_', b'"assistant.fusion_', b'"session.shutdown"')
+# The first group are the lines whose loss damages a turn (see may_matter); tool events
+# only add detail.
+DAMAGE_MARKERS = (
+    b'"session.fusion_', b'"assistant.fusion_', b'"session.shutdown"',
+    b'"session.usage_record"', b'"session.usage_checkpoint"', b'"user.message"',
+    b'"session.start"', b'"session.resume"',
+)
+MARKERS = DAMAGE_MARKERS + (b'"tool.execution_start"', b'"tool.execution_complete"')
 # One search for all of them is several times faster than one search for each.
+_ANY_DAMAGE_MARKER = re.compile(b"|".join(re.escape(marker) for marker in DAMAGE_MARKERS))
 _ANY_MARKER = re.compile(b"|".join(re.escape(marker) for marker in MARKERS))
 
 # Every field each event may carry, metadata or content. A field outside these sets is
@@ -53,9 +84,9 @@ KNOWN_FIELDS = {
         "planVersion", "policyVersion", "modelUniverseVersion", "ruleId", "selectedRuleId",
         "ruleName", "hint", "pattern", "phasePlan", "primaryModel", "secondaryModel",
         "judgeModel", "repairModel", "critics", "fallbackModel", "followUpModel", "scores",
-        "routingLatencyMs",
+        "routingLatencyMs", "ruleIndex", "followUp",
     },
-    PHASE_COMPLETED: _LEG_FIELDS | _CONTENT,
+    PHASE_COMPLETED: _LEG_FIELDS | _CONTENT | {"endedWithBackgroundWork"},
     PHASE_FAILED: _LEG_FIELDS | _CONTENT,
     HANDOFF: {"fusionId", "sourcePhaseId", "targetPhaseId", "targetModel", "message"},
     COMMIT_STARTED: {
@@ -65,7 +96,7 @@ KNOWN_FIELDS = {
         "fusionId", "commitId", "turnId", "syntheticModel", "pattern", "outcome",
         "finalSourcePhaseId", "finalSourceModel", "followUpModel", "degradedReason",
         "phaseCount", "requestCount", "inputTokens", "outputTokens", "cachedTokens",
-        "cacheWriteTokens", "totalNanoAiu", "durationMs", "policy",
+        "cacheWriteTokens", "totalNanoAiu", "durationMs", "policy", "awaitingBackgroundWork",
     },
     ROUTE_FAILED: {
         "attemptId", "syntheticModel", "policy", "fallbackModel", "reason",
@@ -86,9 +117,61 @@ REQUIRED_FIELDS = {
     ROUTE_FAILED: ("reason",),
 }
 
-# Metadata strings are identifiers and enum values; anything longer is garbage, and the
+# What the parser reads each field it relies on as (a JSON Schema type; null always reads
+# as absent). `doctor --cli` checks the CLI's own schema against it, so a field that is
+# renamed or changes type is noticed before any log has it. Nested fields are dotted.
+_READ_USAGE = dict.fromkeys(
+    ("requestCount", "inputTokens", "outputTokens", "cachedTokens", "cacheWriteTokens",
+     "totalNanoAiu"), "number")
+_READ_LEG = {
+    **dict.fromkeys(("fusionId", "phaseId", "phaseKind", "role", "conversationScope", "model",
+                     "status"), "string"),
+    "durationMs": "number", "usage": "object",
+    **{f"usage.{name}": how for name, how in _READ_USAGE.items()},
+}
+READ_AS = {
+    RESOLVED: {
+        **dict.fromkeys(("fusionId", "pattern", "syntheticModel", "policy", "routeSource"),
+                        "string"),
+        "routingLatencyMs": "number",
+    },
+    PHASE_COMPLETED: {**_READ_LEG, "verdict": "string"},
+    PHASE_FAILED: {**_READ_LEG, "reason": "string", "degradedToPhaseId": "string"},
+    HANDOFF: dict.fromkeys(("fusionId", "sourcePhaseId", "targetPhaseId"), "string"),
+    COMMIT_STARTED: dict.fromkeys(("fusionId", "sourcePhaseId", "sourceModel"), "string"),
+    COMPLETED: {
+        **dict.fromkeys(("fusionId", "pattern", "syntheticModel", "outcome",
+                         "finalSourcePhaseId", "finalSourceModel", "degradedReason"), "string"),
+        "durationMs": "number", **_READ_USAGE,
+    },
+    ROUTE_FAILED: {
+        **dict.fromkeys(("attemptId", "syntheticModel", "policy", "fallbackModel", "reason"),
+                        "string"),
+        "routingLatencyMs": "number",
+    },
+}
+
+# What a value read from a log may be. The bounds are far beyond anything real and far
+# inside what every output carries, so no sum or conversion downstream can overflow.
+#
+# Metadata strings are identifiers and enum values; anything longer is cut here, and the
 # cap keeps a damaged log from producing huge spans.
-_MAX_TEXT = 200
+MAX_TEXT = 200
+# Tokens and requests of one leg or turn: every whole number up to here is exact in a
+# float (Prometheus counters are floats), and a turn must sum over 1,000 such legs before
+# its total leaves int64 (OTLP intValue; tailer.spans clamps even that).
+MAX_COUNT = 2**53
+# Nano-credits of one leg or turn: a million credits, about a million times a real leg's.
+# Exact in a float, so credits (nano-AIU / 1e9) lose nothing, and a float holds the sum of
+# any number of them that a lifetime of turns can reach.
+MAX_NANO_AIU = 10**15
+# durationMs and routingLatencyMs: 30 days, where real turns take minutes. Turned into
+# nanoseconds and taken off a timestamp, it stays far inside int64.
+MAX_DURATION_MS = 30 * 86_400_000
+# Event timestamps: the years 2000 to 2199. Unix nanoseconds fit int64 up to 2262, so every
+# span time stays a valid int64 and uint64 with room for the durations taken off it.
+EARLIEST_NS = 946_684_800 * 10**9  # 2000-01-01T00:00:00Z
+LATEST_NS = 7_258_118_400 * 10**9  # 2200-01-01T00:00:00Z
 
 
 # The records are slotted dataclasses but not frozen ones: a frozen dataclass sets each
@@ -113,6 +196,16 @@ class Usage:
             self.cache_read_tokens + other.cache_read_tokens,
             self.cache_write_tokens + other.cache_write_tokens,
             self.nano_aiu + other.nano_aiu,
+        )
+
+    def __sub__(self, other: Usage) -> Usage:
+        return Usage(
+            self.request_count - other.request_count,
+            self.input_tokens - other.input_tokens,
+            self.output_tokens - other.output_tokens,
+            self.cache_read_tokens - other.cache_read_tokens,
+            self.cache_write_tokens - other.cache_write_tokens,
+            self.nano_aiu - other.nano_aiu,
         )
 
     @property
@@ -204,8 +297,78 @@ class RouteFailed(Event):
 
 
 @dataclass(slots=True)
-class SessionEnded(Event):
-    pass
+class ModelCall(Event):
+    """One model call (`session.usage_record`, written when the call ended).
+
+    `fusion_id` and `phase_id` name the leg it served; both are None on an ordinary turn.
+    `tool_requests` holds the names of the tools the call asked for, one per request.
+    """
+
+    model: str
+    provider: str | None
+    usage: Usage  # request_count is 1
+    duration_ms: float
+    time_to_first_token_ms: float | None
+    finish_reason: str | None
+    initiator: str | None
+    fusion_id: str | None
+    phase_id: str | None
+    phase_kind: str | None
+    tool_requests: tuple[str, ...]
+
+
+@dataclass(slots=True)
+class ToolStarted(Event):
+    tool_call_id: str
+    tool_name: str | None
+    mcp_server: str | None
+    mcp_tool: str | None
+    fusion_id: str | None
+    phase_id: str | None
+
+
+@dataclass(slots=True)
+class ToolCompleted(Event):
+    tool_call_id: str
+    success: bool | None
+    fusion_id: str | None
+    phase_id: str | None
+
+
+@dataclass(slots=True)
+class Prompt(Event):
+    """A `user.message`: only when it was written and its event id, never what it says."""
+
+    prompt_id: str
+
+
+@dataclass(slots=True)
+class RunStarted(Event):
+    """A CLI process began writing this log: `session.start`, or `session.resume` (`resumed`)."""
+
+    resumed: bool
+
+
+@dataclass(slots=True)
+class SessionTotals(Event):
+    """The CLI's own figures for the current run, to check our sums against.
+
+    `nano_aiu` is the run's credits; `models` the figures per model (request_count,
+    tokens, credits), None when the event gives none.
+    """
+
+    nano_aiu: int | None = None
+    models: dict[str, Usage] | None = None
+
+
+@dataclass(slots=True)
+class SessionEnded(SessionTotals):
+    """`session.shutdown`: the run ended; its totals per model."""
+
+
+@dataclass(slots=True)
+class UsageCheckpoint(SessionTotals):
+    """`session.usage_checkpoint`: the run's credits so far."""
 
 
 @dataclass(slots=True)
@@ -220,24 +383,50 @@ class Malformed:
     reason: str
 
 
+class _Absurd(Exception):
+    """A value of the right type outside the range its outputs can carry (see MAX_COUNT)."""
+
+    def __init__(self, kind: str):
+        super().__init__(kind)
+        self.kind = kind
+
+
 def parse_line(line: bytes) -> Event | Malformed | None:
     """Turn one line (without its newline) into a record, a Malformed, or None to ignore."""
     line = line.strip(b"\0 \t\r")
-    if not may_matter(line):
+    written_type = _leading_type(line)
+    if written_type is None:
+        if _ANY_MARKER.search(line) is None:
+            return None
+        obj = None
+    elif written_type in _READ_TYPES:
+        obj = _loads_without_bulk(line, written_type)
+    elif b"fusion_" not in written_type or written_type in _KNOWN_UNUSED_TYPES:
         return None
-    try:
-        obj = json.loads(line)
-    except UnicodeDecodeError:
-        return Malformed("invalid_utf8")
-    except ValueError:
-        return Malformed("invalid_json")
-    except RecursionError:
-        return Malformed("too_deep")
+    else:
+        obj = None
+    if obj is None:
+        try:
+            obj = json.loads(line)
+        except UnicodeDecodeError:
+            return Malformed("invalid_utf8")
+        except ValueError:
+            return Malformed("invalid_json")
+        except RecursionError:
+            return Malformed("too_deep")
     if not isinstance(obj, dict):
         return Malformed("not_an_object")
     event_type = obj.get("type")
     if not isinstance(event_type, str):
         return Malformed("missing_type")
+    try:
+        return _record(event_type, obj)
+    except _Absurd as absurd:
+        return Malformed(f"absurd_{absurd.kind}")
+
+
+def _record(event_type: str, obj: dict) -> Event | Malformed | None:
+    """parse_line's work once the line is a JSON object with a type; raises _Absurd."""
     parse = _PARSERS.get(event_type)
     if parse is None:
         if "fusion_" in event_type and event_type not in KNOWN_UNUSED:
@@ -248,7 +437,7 @@ def parse_line(line: bytes) -> Event | Malformed | None:
     if time_ns is None:
         return Malformed("bad_timestamp")
     data = obj.get("data")
-    if data is None and event_type == SHUTDOWN:
+    if data is None and event_type not in _KEY_FIELDS:
         data = {}
     if not isinstance(data, dict):
         return Malformed("bad_data")
@@ -258,8 +447,10 @@ def parse_line(line: bytes) -> Event | Malformed | None:
         key = _text(data.get(key_field))
         if key is None:
             return Malformed(_MISSING_KEY[key_field])
+    elif event_type == USER_MESSAGE:
+        key = _text(obj.get("id"))
     record = parse(time_ns, key, data)
-    if isinstance(record, Malformed) or event_type == SHUTDOWN:
+    if isinstance(record, Malformed) or event_type not in KNOWN_FIELDS:
         return record
     # Both notes are empty on almost every line: see that cheaply, build them only if not.
     known = KNOWN_FIELDS[event_type]
@@ -273,8 +464,98 @@ def parse_line(line: bytes) -> Event | Malformed | None:
 
 
 def may_matter(line: bytes) -> bool:
-    """False when the line certainly is not an event we read; cheap, no parsing."""
+    """False when the line certainly holds no record whose loss would damage a turn.
+
+    Cheap, no parsing: for a line too long to read, this tells damage from a loss that
+    costs only detail (a tool call's end, say).
+    """
+    return _ANY_DAMAGE_MARKER.search(line) is not None
+
+
+def may_be_read(line: bytes) -> bool:
+    """False when the line certainly is not an event we read; cheap, no parsing.
+
+    The line reader's test for every line of a log. The CLI writes `type` first, so the
+    type decides from the line's first bytes and the rest (a tool's output can be
+    megabytes) is never searched. Only a line laid out some other way is searched whole.
+    """
+    leading = _LEADING_TYPE.match(line)
+    if leading is not None:
+        return _ANY_MARKER.match(line, leading.start(1) - 1) is not None
     return _ANY_MARKER.search(line) is not None
+
+
+_TYPE_PREFIX = b'{"type":"'
+
+
+def _leading_type(line: bytes) -> bytes | None:
+    """The `type` the line starts with, as the CLI writes it; None for any other start."""
+    if not line.startswith(_TYPE_PREFIX):
+        return None
+    start = len(_TYPE_PREFIX)
+    end = line.find(b'"', start, start + MAX_TEXT + 1)
+    if end < 0 or b"\\" in line[start:end]:
+        return None
+    return line[start:end]
+
+
+# -- Reading a large line without its bulk ---------------------------------------------
+#
+# A tool's output or arguments and a prompt's text can run to megabytes, and decoding them
+# (unescaping every quote and newline) is most of what a full json.loads of such a line
+# costs. The parser never reads them, so it cuts them out first: the line is parsed as its
+# head (everything before the bulky member) joined to its tail (the members after it). No
+# JSON string can hold the bytes `,"` (a quote inside a string is escaped), so every `,"`
+# is a boundary between members at some depth; the first one in the last _TAIL_BYTES that
+# makes the joined text a valid object is the boundary at the bulk's own depth, the first
+# member after the bulk. Any doubt (no bulky member near the start, nothing that joins)
+# and the line is parsed whole: slower, never wrong.
+
+_WHOLE_BELOW = 4096  # shorter lines are parsed whole: cheaper than cutting them
+_HEAD_BYTES = 4096  # where the bulky member's key is looked for
+_TAIL_BYTES = 16384  # where the members after the bulk are looked for
+_TAIL_TRIES = 8
+_BULK_KEYS = {
+    b"tool.execution_start": (b',"arguments":',),
+    b"tool.execution_complete": (b',"result":', b',"error":'),
+}
+# A prompt's `data` is all text: the whole object is bulk.
+_ALL_DATA_BULK = {b"user.message": b'{"type":"user.message","data":{'}
+
+
+def _loads_without_bulk(line: bytes, event_type: bytes) -> object | None:
+    """The line's JSON value without its bulky member, or None: parse the line whole."""
+    if len(line) < _WHOLE_BELOW:
+        return None
+    cut = _bulk_start(line, event_type)
+    if cut is None:
+        return None
+    head = line[:cut]
+    data_opened = head.endswith(b"{")
+    boundary = max(cut, len(line) - _TAIL_BYTES)
+    for _ in range(_TAIL_TRIES):
+        boundary = line.find(b',"', boundary + 1)
+        if boundary < 0:
+            return None
+        tails = [line[boundary + 1:] if data_opened else line[boundary:]]
+        if line[boundary - 1] == 0x7D:  # "}": maybe the end of `data` itself
+            tails.append(line[boundary - 1:])
+        for tail in tails:
+            try:
+                return json.loads(head + tail)
+            except (ValueError, RecursionError):
+                continue
+    return None
+
+
+def _bulk_start(line: bytes, event_type: bytes) -> int | None:
+    """Where the bulky member begins (its `,`, or the inside of a bulky `data`)."""
+    opening = _ALL_DATA_BULK.get(event_type)
+    if opening is not None:
+        return len(opening) if line.startswith(opening) else None
+    found = [line.find(key, 0, _HEAD_BYTES) for key in _BULK_KEYS.get(event_type, ())]
+    found = [position for position in found if position > 0]
+    return min(found) if found else None
 
 
 # The form the CLI writes, `2026-09-09T02:43:27.961Z`, which datetime.fromisoformat reads
@@ -289,15 +570,23 @@ _MICROSECOND = timedelta(microseconds=1)
 
 
 def parse_timestamp(value: object) -> int | None:
-    """ISO-8601 with 0 to 9+ fraction digits to unix nanoseconds; naive means UTC."""
+    """ISO-8601 with 0 to 9+ fraction digits to unix nanoseconds; naive means UTC.
+
+    None for a text that is no such time, and for a time outside EARLIEST_NS..LATEST_NS.
+    """
     if not isinstance(value, str):
         return None
+    time_ns = None
     if _CLI_TIMESTAMP.fullmatch(value):
         try:
-            return (datetime.fromisoformat(value) - _UNIX_EPOCH) // _MICROSECOND * 1000
+            time_ns = (datetime.fromisoformat(value) - _UNIX_EPOCH) // _MICROSECOND * 1000
         except ValueError:
             pass  # no such day, like February 30: the general way rejects it too
-    return _parse_any_timestamp(value)
+    if time_ns is None:
+        time_ns = _parse_any_timestamp(value)
+    if time_ns is None or not EARLIEST_NS <= time_ns < LATEST_NS:
+        return None
+    return time_ns
 
 
 _TIMESTAMP = re.compile(
@@ -328,13 +617,37 @@ def _parse_any_timestamp(value: str) -> int | None:
     return seconds * 1_000_000_000 + nanos
 
 
+# The helpers every field goes through. Absent, null and wrongly typed values read as absent
+# (the log is lenient); a value of the right type outside its range raises _Absurd.
+
+# The halves of a UTF-16 pair, which JSON may escape on their own (`"\ud800"`): they have
+# no UTF-8 encoding, so a text holding one cannot reach a span, a log line or a checkpoint.
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def _text(value: object) -> str | None:
     if not isinstance(value, str) or not value:
         return None
-    return value[:_MAX_TEXT]
+    text = value[:MAX_TEXT]
+    if not text.isascii() and _SURROGATE.search(text):
+        raise _Absurd("text")
+    return text
+
+
+def _count(value: object, limit: int = MAX_COUNT, kind: str = "count") -> int:
+    """A whole number from 0 to limit (a float such as 3.0 too); absent reads as 0."""
+    # `type`, not isinstance: a JSON true is a bool, an int subclass, and reads as absent.
+    if type(value) is int and 0 <= value <= limit:
+        return value
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return 0
+    if isinstance(value, float) and value.is_integer() and 0 <= value <= limit:
+        return int(value)
+    raise _Absurd(kind)  # negative, fractional, NaN, infinite or too big
 
 
 def _number(value: object) -> float | None:
+    """A finite number as a float; absent, wrongly typed, too big or not finite read as None."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
     try:
@@ -344,25 +657,13 @@ def _number(value: object) -> float | None:
     return number if math.isfinite(number) else None
 
 
-# Integers up to this size come back unchanged from a round trip through a float.
-_EXACT_IN_FLOAT = 2**53
-
-
-def _count(value: object) -> int:
-    """Token counts and nano-credits: a wrong or negative value counts as zero."""
-    # The usual case, without the float conversion that would give the same. `type`, not
-    # isinstance: a JSON true is a bool, an int subclass, and counts as zero.
-    if type(value) is int and 0 <= value <= _EXACT_IN_FLOAT:
-        return value
-    number = _number(value)
-    if number is None or number < 0:
-        return 0
-    return int(number)
-
-
-def _duration(value: object) -> float:
-    number = _number(value)
-    return number if number is not None and number >= 0 else 0.0
+def _duration(value: object) -> float | None:
+    """Milliseconds from 0 to MAX_DURATION_MS."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    if 0 <= value <= MAX_DURATION_MS:  # False for NaN; no float overflow for a huge int
+        return float(value)
+    raise _Absurd("duration")
 
 
 def _usage(data: dict) -> Usage:
@@ -372,7 +673,7 @@ def _usage(data: dict) -> Usage:
         output_tokens=_count(data.get("outputTokens")),
         cache_read_tokens=_count(data.get("cachedTokens")),
         cache_write_tokens=_count(data.get("cacheWriteTokens")),
-        nano_aiu=_count(data.get("totalNanoAiu")),
+        nano_aiu=_count(data.get("totalNanoAiu"), MAX_NANO_AIU, "credits"),
     )
 
 
@@ -384,7 +685,7 @@ def _resolved(time_ns: int, fusion_id: str, data: dict) -> Resolved:
         synthetic_model=_text(data.get("syntheticModel")),
         policy=_text(data.get("policy")),
         route_source=_text(data.get("routeSource")),
-        routing_latency_ms=_number(data.get("routingLatencyMs")),
+        routing_latency_ms=_duration(data.get("routingLatencyMs")),
     )
 
 
@@ -411,7 +712,7 @@ def _leg(time_ns: int, fusion_id: str, data: dict, *, default_status: str) -> Le
         model=_text(data.get("model")),
         status=_text(data.get("status")) or default_status,
         verdict=_text(data.get("verdict")),
-        duration_ms=_duration(data.get("durationMs")),
+        duration_ms=_duration(data.get("durationMs")) or 0.0,
         usage=_usage(usage if isinstance(usage, dict) else {}),
         failure_reason=_text(data.get("reason")),
         degraded_to_phase_id=_text(data.get("degradedToPhaseId")),
@@ -446,7 +747,7 @@ def _completed(time_ns: int, fusion_id: str, data: dict) -> Completed:
         final_source_phase_id=_text(data.get("finalSourcePhaseId")),
         final_source_model=_text(data.get("finalSourceModel")),
         degraded_reason=_text(data.get("degradedReason")),
-        duration_ms=_duration(data.get("durationMs")),
+        duration_ms=_duration(data.get("durationMs")) or 0.0,
         usage=_usage(data),
     )
 
@@ -459,21 +760,171 @@ def _route_failed(time_ns: int, attempt_id: str, data: dict) -> RouteFailed:
         policy=_text(data.get("policy")),
         fallback_model=_text(data.get("fallbackModel")),
         reason=_text(data.get("reason")),
-        routing_latency_ms=_number(data.get("routingLatencyMs")),
+        routing_latency_ms=_duration(data.get("routingLatencyMs")),
     )
 
 
+# What a model call's figures may be; past these a record is damaged, not a call.
+_MAX_CALL_TOKENS = 100_000_000
+_MAX_CALL_CREDITS = 1_000_000.0
+_MAX_CALL_MS = 7 * 86_400_000.0
+# (field of `usage`, its limit, whether it must be there, whether it counts tokens)
+_CALL_FIGURES = (
+    ("inputTokens", _MAX_CALL_TOKENS, True, True),
+    ("outputTokens", _MAX_CALL_TOKENS, True, True),
+    ("cacheReadTokens", _MAX_CALL_TOKENS, False, True),
+    ("cacheWriteTokens", _MAX_CALL_TOKENS, False, True),
+    ("cost", _MAX_CALL_CREDITS, True, False),
+    ("duration", _MAX_CALL_MS, True, False),
+)
+_MAX_TOOL_REQUESTS = 64
+_MAX_MODELS = 64
+_DAMAGED_CALL = Malformed("damaged_usage_record")
+
+
+def _model_call(time_ns: int, key: None, data: dict) -> ModelCall | Malformed:
+    """A usage record with a missing or impossible figure is damage: it is not a call."""
+    usage = data.get("usage")
+    if not isinstance(usage, dict):
+        return _DAMAGED_CALL
+    model = _text(usage.get("model"))
+    figures = []
+    for name, limit, required, whole in _CALL_FIGURES:
+        value = usage.get(name)
+        if value is None and not required:
+            value = 0
+        figure = _call_figure(value, limit)
+        if figure is None or (whole and figure != int(figure)):
+            return _DAMAGED_CALL
+        figures.append(figure)
+    if model is None:
+        return _DAMAGED_CALL
+    input_tokens, output_tokens, cache_read, cache_write, credits, duration = figures
+    fusion_id, phase_id, phase_kind = _fusion_block(usage.get("fusion"))
+    provider = usage.get("provider")
+    return ModelCall(
+        time_ns,
+        model=model,
+        provider=_text(provider.get("id") if isinstance(provider, dict) else provider),
+        usage=Usage(1, int(input_tokens), int(output_tokens), int(cache_read), int(cache_write),
+                    round(credits * 1e9)),
+        duration_ms=duration,
+        time_to_first_token_ms=_call_figure(usage.get("timeToFirstTokenMs"), _MAX_CALL_MS),
+        finish_reason=_text(usage.get("finishReason")),
+        initiator=_text(usage.get("initiator")),
+        fusion_id=fusion_id,
+        phase_id=phase_id,
+        phase_kind=phase_kind,
+        tool_requests=_tool_requests(usage.get("toolCounts")),
+    )
+
+
+def _call_figure(value: object, limit: float) -> float | None:
+    number = _number(value)
+    return number if number is not None and 0 <= number <= limit else None
+
+
+def _fusion_block(block: object) -> tuple[str | None, str | None, str | None]:
+    """fusionId, phaseId and phaseKind of a `fusion` block; Nones on an ordinary turn."""
+    if not isinstance(block, dict):
+        return None, None, None
+    return _text(block.get("fusionId")), _text(block.get("phaseId")), _text(block.get("phaseKind"))
+
+
+def _tool_requests(counts: object) -> tuple[str, ...]:
+    """`toolCounts` ({tool name: count}) as one name per request, sorted, bounded."""
+    if not isinstance(counts, dict):
+        return ()
+    names: list[str] = []
+    for name, count in counts.items():
+        name = _text(name)
+        if name is not None:
+            names += [name] * min(_count(count), _MAX_TOOL_REQUESTS)
+    return tuple(sorted(names)[:_MAX_TOOL_REQUESTS])
+
+
+def _tool_started(time_ns: int, tool_call_id: str, data: dict) -> ToolStarted:
+    fusion_id, phase_id, _ = _fusion_block(data.get("fusion"))
+    return ToolStarted(
+        time_ns,
+        tool_call_id=tool_call_id,
+        tool_name=_text(data.get("toolName")),
+        mcp_server=_text(data.get("mcpServerName")),
+        mcp_tool=_text(data.get("mcpToolName")),
+        fusion_id=fusion_id,
+        phase_id=phase_id,
+    )
+
+
+def _tool_completed(time_ns: int, tool_call_id: str, data: dict) -> ToolCompleted:
+    fusion_id, phase_id, _ = _fusion_block(data.get("fusion"))
+    success = data.get("success")
+    return ToolCompleted(
+        time_ns,
+        tool_call_id=tool_call_id,
+        success=success if isinstance(success, bool) else None,
+        fusion_id=fusion_id,
+        phase_id=phase_id,
+    )
+
+
+def _prompt(time_ns: int, event_id: str | None, data: dict) -> Prompt:
+    return Prompt(time_ns, prompt_id=event_id or f"at-{time_ns}")
+
+
+def _run_started(time_ns: int, key: None, data: dict) -> RunStarted:
+    return RunStarted(time_ns, resumed=False)
+
+
+def _run_resumed(time_ns: int, key: None, data: dict) -> RunStarted:
+    return RunStarted(time_ns, resumed=True)
+
+
 def _shutdown(time_ns: int, key: None, data: dict) -> SessionEnded:
-    return SessionEnded(time_ns)
+    return SessionEnded(
+        time_ns, nano_aiu=_total(data.get("totalNanoAiu")),
+        models=_model_totals(data.get("modelMetrics")),
+    )
+
+
+def _usage_checkpoint(time_ns: int, key: None, data: dict) -> UsageCheckpoint:
+    return UsageCheckpoint(time_ns, nano_aiu=_total(data.get("totalNanoAiu")))
+
+
+def _total(value: object) -> int | None:
+    return None if value is None else _count(value)
+
+
+def _model_totals(metrics: object) -> dict[str, Usage] | None:
+    """`modelMetrics`: {model: {requests {count}, usage {tokens}, totalNanoAiu}}."""
+    if not isinstance(metrics, dict):
+        return None
+    totals = {}
+    for model, figures in list(metrics.items())[:_MAX_MODELS]:
+        model = _text(model)
+        if model is None or not isinstance(figures, dict):
+            continue
+        requests, usage = figures.get("requests"), figures.get("usage")
+        requests = requests if isinstance(requests, dict) else {}
+        usage = usage if isinstance(usage, dict) else {}
+        totals[model] = Usage(
+            _count(requests.get("count")), _count(usage.get("inputTokens")),
+            _count(usage.get("outputTokens")), _count(usage.get("cacheReadTokens")),
+            _count(usage.get("cacheWriteTokens")), _count(figures.get("totalNanoAiu")),
+        )
+    return totals
 
 
 # The field that places a record in its turn: a line without it cannot be used at all.
 _KEY_FIELDS = {
     RESOLVED: "fusionId", PHASE_COMPLETED: "fusionId", PHASE_FAILED: "fusionId",
     HANDOFF: "fusionId", COMMIT_STARTED: "fusionId", COMPLETED: "fusionId",
-    ROUTE_FAILED: "attemptId",
+    ROUTE_FAILED: "attemptId", TOOL_STARTED: "toolCallId", TOOL_COMPLETED: "toolCallId",
 }
-_MISSING_KEY = {"fusionId": "missing_fusion_id", "attemptId": "missing_attempt_id"}
+_MISSING_KEY = {
+    "fusionId": "missing_fusion_id", "attemptId": "missing_attempt_id",
+    "toolCallId": "missing_tool_call_id",
+}
 
 _PARSERS = {
     RESOLVED: _resolved,
@@ -484,16 +935,23 @@ _PARSERS = {
     COMPLETED: _completed,
     ROUTE_FAILED: _route_failed,
     SHUTDOWN: _shutdown,
+    USAGE_CHECKPOINT: _usage_checkpoint,
+    USAGE_RECORD: _model_call,
+    TOOL_STARTED: _tool_started,
+    TOOL_COMPLETED: _tool_completed,
+    USER_MESSAGE: _prompt,
+    SESSION_START: _run_started,
+    SESSION_RESUME: _run_resumed,
 }
+_READ_TYPES = frozenset(event_type.encode() for event_type in _PARSERS)
+_KNOWN_UNUSED_TYPES = frozenset(event_type.encode() for event_type in KNOWN_UNUSED)
 
 
 # -- Any line, for `doctor`, which reports on every event type and not only fusion --------
 
-SESSION_START = "session.start"
-
 # The CLI writes `type` first, so most lines, and the kept head of an oversized line, give
 # their type without a JSON parse.
-_LEADING_TYPE = re.compile(rb'[\0 \t\r]*\{\s*"type"\s*:\s*"([^"\\]{1,%d})"' % _MAX_TEXT)
+_LEADING_TYPE = re.compile(rb'[\0 \t\r]*\{\s*"type"\s*:\s*"([^"\\]{1,%d})"' % MAX_TEXT)
 # A version is short and plain; a field holding anything else is not reported.
 _VERSION = re.compile(r"[0-9A-Za-z][0-9A-Za-z.+-]{0,63}")
 
@@ -507,7 +965,10 @@ def event_type_of(line: bytes) -> str | None:
         except UnicodeDecodeError:
             return None
     obj = _json_object(line)
-    return _text(obj.get("type")) if obj is not None else None
+    try:
+        return _text(obj.get("type")) if obj is not None else None
+    except _Absurd:
+        return None
 
 
 def cli_version_of(line: bytes) -> str | None:
@@ -542,9 +1003,7 @@ class Kept:
     SESSION_ID = "session_id"  # likewise; the session folder is renamed to match
     FUSION_ID = "fusion_id"  # `fusion-<uuid>`; an id written `<fusionId>:<suffix>` keeps its suffix
     TOOL_CALL_ID = "tool_call_id"
-
-
-SESSION_RESUME = "session.resume"
+    ANY_NAME = "*"  # as a field name: every field of a map keyed by names (models, tools)
 
 
 def _values(*names: str) -> dict[str, str]:
@@ -569,6 +1028,11 @@ _SCRUB_LEG = {
     ),
     "fusionId": Kept.FUSION_ID, "phaseId": Kept.FUSION_ID, "turnId": Kept.FUSION_ID,
     "degradedToPhaseId": Kept.FUSION_ID, "usage": _SCRUB_USAGE,
+}
+_SCRUB_TOOL_FUSION = {
+    **_values("syntheticModel", "policy", "pattern", "phaseKind", "role", "sourceModel",
+              "conversationScope"),
+    "fusionId": Kept.FUSION_ID, "phaseId": Kept.FUSION_ID, "commitId": Kept.FUSION_ID,
 }
 SCRUB_DATA = {
     RESOLVED: {
@@ -614,16 +1078,35 @@ SCRUB_DATA = {
         "sessionId": Kept.SESSION_ID, "startTime": Kept.TIMESTAMP,
     },
     SESSION_RESUME: {"resumeTime": Kept.TIMESTAMP, "eventCount": Kept.VALUE},
-    SHUTDOWN: _values(
-        "shutdownType", "totalPremiumRequests", "totalNanoAiu", "totalApiDurationMs",
-        "currentTokens", "systemTokens", "conversationTokens", "toolDefinitionsTokens",
-    ),
+    SHUTDOWN: {
+        **_values(
+            "shutdownType", "totalPremiumRequests", "totalNanoAiu", "totalApiDurationMs",
+            "currentTokens", "systemTokens", "conversationTokens", "toolDefinitionsTokens",
+        ),
+        "modelMetrics": {Kept.ANY_NAME: {
+            "requests": _values("count", "cost"),
+            "usage": _values("inputTokens", "outputTokens", "cacheReadTokens", "cacheWriteTokens"),
+            "totalNanoAiu": Kept.VALUE,
+        }},
+    },
+    USAGE_CHECKPOINT: _values("totalNanoAiu"),
+    "session.model_change": _values("newModel", "previousModel"),
+    TOOL_STARTED: {
+        **_values("toolName", "mcpServerName", "mcpToolName", "model"),
+        "toolCallId": Kept.TOOL_CALL_ID, "fusion": _SCRUB_TOOL_FUSION,
+    },
+    TOOL_COMPLETED: {
+        **_values("success", "model"),
+        "toolCallId": Kept.TOOL_CALL_ID, "fusion": _SCRUB_TOOL_FUSION,
+    },
     "session.usage_record": {"usage": {
         **_values(
             "model", "inputTokens", "outputTokens", "cacheReadTokens", "cacheWriteTokens",
             "cost", "duration", "timeToFirstTokenMs", "initiator", "finishReason",
             "reasoningEffort", "isAuto", "isByok",
         ),
+        "provider": _values("id", "kind"),
+        "toolCounts": {Kept.ANY_NAME: Kept.VALUE},
         "fusion": {
             **_values(
                 "syntheticModel", "policy", "pattern", "phaseKind", "role", "sourceModel",

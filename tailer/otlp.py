@@ -19,6 +19,7 @@ import gzip
 import http.client
 import json
 import logging
+import math
 import random
 import threading
 import time
@@ -91,8 +92,24 @@ def encode_request(spans: list[Span], resource: dict[str, str], scope_name: str,
     return gzip.compress(text.encode("utf-8", "replace"), compresslevel=1)
 
 
+# The range of OTLP's int64 fields (intValue). Times are uint64, but backends read them as
+# int64 nanoseconds too (the year 2262), so they are kept to 0..INT64_MAX.
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+
+
+def unix_nano(time_ns: int) -> int:
+    """A span or event time as OTLP and its backends can carry it."""
+    return min(max(time_ns, 0), INT64_MAX)
+
+
 def attributes_json(values: dict) -> str:
-    """The items of an OTLP/JSON key-value list; None values are left out rather than sent empty.
+    """The items of an OTLP/JSON key-value list; None values are left out rather than sent empty,
+    and a tuple is sent as an array of strings.
+
+    The parser keeps every value in range (tailer.events); should one slip through all the
+    same (a sum over thousands of legs), an integer is clamped to int64 and a non-finite
+    float is left out, because one value out of range makes the collector refuse the whole
+    batch, other sessions' turns with it.
 
     Written as one loop over the values with each key's text remembered: spans carry about
     sixteen attributes each, and this is the innermost loop of a backfill.
@@ -110,9 +127,15 @@ def attributes_json(values: dict) -> str:
         elif kind is bool:
             items.append(f'{head}{{"boolValue":{"true" if value else "false"}}}}}')
         elif kind is int:
+            if not INT64_MIN <= value <= INT64_MAX:
+                value = INT64_MAX if value > 0 else INT64_MIN
             items.append(f'{head}{{"intValue":"{value}"}}}}')
         elif kind is float:
-            items.append(f'{head}{{"doubleValue":{value!r}}}}}')
+            if math.isfinite(value):
+                items.append(f'{head}{{"doubleValue":{value!r}}}}}')
+        elif kind is tuple:
+            strings = ",".join(f'{{"stringValue":{json_string(str(item))}}}' for item in value)
+            items.append(f'{head}{{"arrayValue":{{"values":[{strings}]}}}}}}')
         else:
             items.append(f'{head}{{"stringValue":{json_string(str(value))}}}}}')
     return ",".join(items)
@@ -299,7 +322,9 @@ class OtlpExporter:
             if self._closing:
                 return
             # Full jitter: a fleet of tailers recovering together does not hit the collector in step.
-            delay = retry_after if retry_after is not None else self._rng() * backoff
+            # A Retry-After is honoured but never below the backoff's step: a collector
+            # answering "0" or a past date would otherwise get a request per round trip.
+            delay = self._rng() * backoff if retry_after is None else max(retry_after, backoff)
             if attempts == 1:
                 log.warning("OTLP export failed (%s); retrying until the collector answers", reason)
             self._report("retry", spans)

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from otlp_sink import OtlpSink
-from tailer.cli import build_parser, default_state_dir, otlp_url, parse_args
+from tailer.cli import build_parser, default_state_dir, otlp_url, parse_address, parse_args
 from tailerproc import ROOT, run_once, tailer_env
 from sessiongen import every_pattern
 
@@ -29,6 +29,20 @@ def test_otlp_endpoint_precedence():
     assert otlp_url("none", specific) is None
     with pytest.raises(ValueError):
         otlp_url(None, {"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "localhost:4318"})
+
+
+@pytest.mark.parametrize("value, address", [
+    ("127.0.0.1:9464", ("127.0.0.1", 9464)), (":9464", ("0.0.0.0", 9464)),
+    ("[::1]:9464", ("::1", 9464)), ("[::]:0", ("::", 0)), ("localhost:65535", ("localhost", 65535)),
+])
+def test_metrics_addresses(value, address):
+    assert parse_address(value) == address
+
+
+@pytest.mark.parametrize("value", ["9464", "[::1]", "host:", "host:port", "host:65536", "h:-1"])
+def test_bad_metrics_addresses(value):
+    with pytest.raises(ValueError):
+        parse_address(value)
 
 
 def test_every_option_has_an_environment_variable():

@@ -49,7 +49,9 @@ def test_no_record_type_has_a_field_for_text():
     text_fields = {"content", "message", "error_message", "projection_message", "hint",
                    "rule_name", "staged_terminal", "arguments", "result", "path"}
     for record_type in (Resolved, LegEnded, events.Handoff, events.CommitStarted, Completed,
-                        RouteFailed, SessionEnded, UnknownFusionEvent):
+                        RouteFailed, SessionEnded, UnknownFusionEvent, events.ModelCall,
+                        events.ToolStarted, events.ToolCompleted, events.Prompt,
+                        events.RunStarted, events.UsageCheckpoint):
         names = {f.name for f in dataclasses.fields(record_type)}
         assert not names & text_fields, record_type
 
@@ -89,16 +91,19 @@ def test_non_fusion_lines_are_ignored_without_parsing(monkeypatch):
         raise AssertionError("parsed a line that cannot matter")
 
     monkeypatch.setattr(events.json, "loads", refuse)
-    assert parse_line(line("user.message", {"content": "hello"})) is None
-    assert parse_line(line("tool.execution_complete", {"result": "x" * 100_000})) is None
+    assert parse_line(line("assistant.message", {"content": "hello"})) is None
+    assert parse_line(line("assistant.reasoning", {"content": "x" * 100_000})) is None
+    # The type the line starts with decides, whatever the line quotes.
+    assert parse_line(line("assistant.message", {"content": '"session.fusion_resolved"'})) is None
     assert parse_line(b"") is None
     assert parse_line(b"\0\0\0\0") is None
 
 
 def test_known_unused_and_unrelated_types_are_ignored():
     assert parse_line(line("session.fusion_change_checkpoint", {"codeChanges": {}})) is None
-    # A prompt quoting an event type costs a parse, nothing more.
-    assert parse_line(line("user.message", {"content": '"session.fusion_resolved"'})) is None
+    # A line that does not start as the CLI writes, quoting an event type, costs a parse.
+    quoted = json.dumps({"data": {"content": '"session.fusion_resolved"'}, "type": "x"})
+    assert parse_line(quoted.encode()) is None
 
 
 def test_unknown_fusion_event_type_is_reported():
@@ -127,8 +132,11 @@ def test_either_note_alone_is_noted():
 @given(st.lists(st.sampled_from(
     [*events.MARKERS, b'"session.', b"fusion_", b'"sessionXfusion_', b'"', b"x", b"\0"]
 )).map(b"".join))
-def test_may_matter_is_true_exactly_when_a_marker_is_there(raw):
-    assert events.may_matter(raw) == any(marker in raw for marker in events.MARKERS)
+def test_may_matter_is_true_exactly_when_a_damage_marker_is_there(raw):
+    """Tool events only add detail: one too long to read is not damage."""
+    tool_markers = set(events.MARKERS) - set(events.DAMAGE_MARKERS)
+    assert tool_markers == {b'"tool.execution_start"', b'"tool.execution_complete"'}
+    assert events.may_matter(raw) == any(marker in raw for marker in events.DAMAGE_MARKERS)
 
 
 @pytest.mark.parametrize("raw, reason", [
@@ -149,10 +157,61 @@ def test_damaged_lines_get_a_reason(raw, reason):
 
 def test_wrong_types_read_as_absent():
     data = dict(LEG, model=["x"], durationMs="long", verdict=True,
-                usage={"inputTokens": "many", "outputTokens": -5, "totalNanoAiu": 3.0})
+                usage={"inputTokens": "many", "outputTokens": None, "requestCount": True,
+                       "totalNanoAiu": 3.0})
     record = parse_line(line("assistant.fusion_phase_completed", data))
     assert (record.model, record.duration_ms, record.verdict) == (None, 0.0, None)
     assert record.usage == Usage(nano_aiu=3)
+
+
+SURROGATE = "\ud800"  # what a JSON "\\ud800" reads as: half a UTF-16 pair, with no UTF-8 form
+
+
+@pytest.mark.parametrize("event_type, data, reason", [
+    ("assistant.fusion_phase_completed", dict(LEG, usage={"inputTokens": 2**53 + 1}), "absurd_count"),
+    ("assistant.fusion_phase_completed", dict(LEG, usage={"outputTokens": -5}), "absurd_count"),
+    ("assistant.fusion_phase_completed", dict(LEG, usage={"requestCount": 2.5}), "absurd_count"),
+    ("assistant.fusion_phase_completed", dict(LEG, usage={"cachedTokens": 1e300}), "absurd_count"),
+    ("assistant.fusion_phase_completed", dict(LEG, usage={"inputTokens": 10**400}), "absurd_count"),
+    ("assistant.fusion_phase_completed", dict(LEG, usage={"cacheWriteTokens": float("nan")}),
+     "absurd_count"),
+    ("assistant.fusion_phase_completed", dict(LEG, usage={"totalNanoAiu": 1.5e308}), "absurd_credits"),
+    ("assistant.fusion_phase_completed", dict(LEG, usage={"totalNanoAiu": 10**15 + 1}),
+     "absurd_credits"),
+    ("assistant.fusion_phase_completed", dict(LEG, durationMs=1e300), "absurd_duration"),
+    ("assistant.fusion_phase_completed", dict(LEG, durationMs=-1), "absurd_duration"),
+    ("assistant.fusion_phase_completed", dict(LEG, durationMs=float("inf")), "absurd_duration"),
+    ("assistant.fusion_phase_completed", dict(LEG, durationMs=10**400), "absurd_duration"),
+    ("assistant.fusion_phase_failed", dict(LEG, durationMs=30 * 86_400_000 + 1), "absurd_duration"),
+    ("session.fusion_resolved", {"fusionId": "f", "routingLatencyMs": 1e20}, "absurd_duration"),
+    ("session.fusion_route_failed", {"attemptId": "f:route", "routingLatencyMs": float("-inf")},
+     "absurd_duration"),
+    ("session.fusion_completed", {"fusionId": "f", "totalNanoAiu": 2e15}, "absurd_credits"),
+    ("session.fusion_completed", {"fusionId": "f", "inputTokens": 2**63}, "absurd_count"),
+    ("session.fusion_resolved", {"fusionId": "fusion-" + SURROGATE}, "absurd_text"),
+    ("assistant.fusion_phase_completed", dict(LEG, phaseId=SURROGATE + ":judge"), "absurd_text"),
+    ("assistant.fusion_phase_completed", dict(LEG, model="gpt" + SURROGATE), "absurd_text"),
+    ("session.fusion_route_failed", {"attemptId": "\udfff:route"}, "absurd_text"),
+    ("session.fusion_handoff", {"fusionId": "f", "targetPhaseId": SURROGATE}, "absurd_text"),
+    ("session.fusion_completed", {"fusionId": "f", "brand" + SURROGATE: 1}, "absurd_text"),
+    ("session.fusion_" + SURROGATE, {"fusionId": "f"}, "absurd_text"),
+])
+def test_absurd_values_make_the_line_damaged(event_type, data, reason):
+    assert parse_line(line(event_type, data)) == Malformed(reason)
+
+
+def test_the_bounds_themselves_are_read():
+    usage = {"requestCount": 2**53, "inputTokens": float(2**53), "totalNanoAiu": 10**15}
+    record = parse_line(line("assistant.fusion_phase_completed",
+                             dict(LEG, usage=usage, durationMs=30 * 86_400_000)))
+    assert record.usage == Usage(2**53, 2**53, 0, 0, 0, 10**15)
+    assert record.duration_ms == 30 * 86_400_000
+
+
+def test_a_surrogate_pair_is_text_and_a_surrogate_past_the_kept_length_is_cut_off():
+    record = parse_line(line("assistant.fusion_phase_completed",
+                             dict(LEG, model="gpt-\U0001f600", role="x" * 200 + SURROGATE)))
+    assert (record.model, record.role) == ("gpt-\U0001f600", "x" * 200)
 
 
 def test_nul_padding_and_u2028_inside_strings():
@@ -177,7 +236,8 @@ def test_session_shutdown_ends_the_session():
     ("2026-09-09T02:43:27.1234567Z", 1788921807_123456700),
     ("2026-09-09T04:43:27.5+02:00", 1788921807_500000000),
     ("2026-09-09T02:43:27", 1788921807_000000000),
-    ("1969-12-31T23:59:59.5Z", -500000000),
+    ("2000-01-01T00:00:00Z", events.EARLIEST_NS),
+    ("2199-12-31T23:59:59.999999999Z", events.LATEST_NS - 1),
 ])
 def test_timestamps(text, expected):
     assert parse_timestamp(text) == expected
@@ -186,6 +246,9 @@ def test_timestamps(text, expected):
 @pytest.mark.parametrize("text", [
     "", "2026-13-01T00:00:00Z", "2026-09-09", None, 17, "2026-02-30T00:00:00.5Z",
     "2026-09-09T24:00:00Z", "2026-09-09T23:59:60Z", "2026-W36-3T02:43:27Z",
+    # Real times outside the years 2000 to 2199: no span or gauge could carry them sensibly.
+    "1969-12-31T23:59:59.5Z", "1999-12-31T23:59:59.999Z", "2200-01-01T00:00:00Z",
+    "2554-07-22T00:00:00Z", "9999-12-31T23:59:59Z", "2000-01-01T00:30:00+01:00",
 ])
 def test_bad_timestamps(text):
     assert parse_timestamp(text) is None
@@ -234,14 +297,22 @@ _TIMESTAMPS = st.one_of(
 
 @given(_TIMESTAMPS)
 def test_the_fast_way_agrees_with_the_general_way(text):
-    assert parse_timestamp(text) == events._parse_any_timestamp(text)
+    general = events._parse_any_timestamp(text)
+    if general is not None and not events.EARLIEST_NS <= general < events.LATEST_NS:
+        general = None
+    assert parse_timestamp(text) == general
 
 
-@given(st.one_of(st.integers(-(2**60), 2**60), st.sampled_from([2**53 - 1, 2**53, 2**53 + 1])))
-def test_counts_read_as_the_float_conversion_reads_them(value):
-    """Ordinary counts skip the conversion to float; any count must read as it would give."""
-    record = parse_line(line("session.fusion_completed", {"fusionId": "f", "inputTokens": value}))
-    assert record.usage.input_tokens == (int(float(value)) if value >= 0 else 0)
+@given(st.one_of(st.integers(-(2**70), 2**70), st.sampled_from([-1, 0, 2**53 - 1, 2**53, 2**53 + 1])),
+       st.booleans())
+def test_counts_read_as_themselves_in_range_and_as_damage_outside(value, as_float):
+    """An integer or a whole float: the same count, or damage; never a nearby number."""
+    written = float(value) if as_float else value
+    record = parse_line(line("session.fusion_completed", {"fusionId": "f", "inputTokens": written}))
+    if 0 <= written <= 2**53:
+        assert record.usage.input_tokens == written
+    else:
+        assert record == Malformed("absurd_count")
 
 
 @given(st.binary(max_size=400))
@@ -258,7 +329,237 @@ def test_any_field_values_give_a_record_or_a_reason(data):
     assert isinstance(result, (LegEnded, Malformed))
 
 
-def test_a_number_too_big_for_a_float_reads_as_absent():
-    data = dict(LEG, durationMs=10**400, usage={"totalNanoAiu": 10**400, "inputTokens": 5})
-    record = parse_line(line("assistant.fusion_phase_completed", data))
-    assert (record.duration_ms, record.usage.nano_aiu, record.usage.input_tokens) == (0.0, 0, 5)
+# -- The whole turn: model calls, tools, prompts, runs and the CLI's totals --------------
+
+CALL = {
+    "model": "gpt-5.6-sol", "provider": {"id": "github", "kind": "capi", "label": "secret"},
+    "inputTokens": 9000, "outputTokens": 700, "cacheReadTokens": 6000, "cacheWriteTokens": 400,
+    "cost": 1.25, "duration": 4200, "timeToFirstTokenMs": 800, "initiator": "agent",
+    "apiCallId": "secret-request", "finishReason": "tool_calls", "reasoningEffort": "medium",
+    "isAuto": True, "isByok": False, "toolCounts": {"bash": 2, "view": 1},
+    "aiCreditsStatus": "ok",
+    "fusion": {"fusionId": "fusion-1", "phaseId": "fusion-1:phase:0", "phaseKind": "primary",
+               "role": "solver", "pattern": "single"},
+}
+
+
+def test_usage_record_is_one_model_call():
+    record = parse_line(line("session.usage_record", {"usage": CALL}))
+    assert record == events.ModelCall(
+        1788921807960000000, model="gpt-5.6-sol", provider="github",
+        usage=Usage(1, 9000, 700, 6000, 400, 1_250_000_000), duration_ms=4200.0,
+        time_to_first_token_ms=800.0, finish_reason="tool_calls", initiator="agent",
+        fusion_id="fusion-1", phase_id="fusion-1:phase:0", phase_kind="primary",
+        tool_requests=("bash", "bash", "view"),
+    )
+
+
+def test_ordinary_call_has_no_leg_and_optional_fields_may_be_absent():
+    data = {k: v for k, v in CALL.items()
+            if k not in ("fusion", "cacheReadTokens", "cacheWriteTokens", "timeToFirstTokenMs",
+                         "toolCounts", "provider")}
+    record = parse_line(line("session.usage_record", {"usage": data}))
+    assert (record.fusion_id, record.phase_id, record.provider) == (None, None, None)
+    assert (record.usage.cache_read_tokens, record.time_to_first_token_ms) == (0, None)
+    assert record.tool_requests == ()
+
+
+@pytest.mark.parametrize("change", [
+    {"model": None}, {"inputTokens": None}, {"outputTokens": "many"}, {"cost": -1},
+    {"duration": 10**12}, {"inputTokens": 12.5}, {"cacheReadTokens": -3},
+    {"inputTokens": 10**10}, {"cost": float("nan")}, {"duration": True},
+])
+def test_usage_record_with_a_missing_or_absurd_figure_is_damaged(change):
+    assert parse_line(line("session.usage_record", {"usage": dict(CALL, **change)})) == Malformed(
+        "damaged_usage_record")
+
+
+def test_usage_record_without_usage_is_damaged():
+    assert parse_line(line("session.usage_record", {})) == Malformed("damaged_usage_record")
+
+
+TOOL_FUSION = {"fusionId": "fusion-1", "phaseId": "fusion-1:repair", "commitId": "c"}
+
+
+def test_tool_events_keep_names_ids_and_success_only():
+    start = parse_line(line("tool.execution_start", {
+        "toolCallId": "call_1", "toolName": "github/get_pr", "mcpServerName": "github",
+        "mcpToolName": "get_pr", "arguments": {"secret": "x"}, "fusion": TOOL_FUSION}))
+    assert start == events.ToolStarted(
+        1788921807960000000, tool_call_id="call_1", tool_name="github/get_pr",
+        mcp_server="github", mcp_tool="get_pr", fusion_id="fusion-1", phase_id="fusion-1:repair")
+    end = parse_line(line("tool.execution_complete", {
+        "toolCallId": "call_1", "success": False, "error": {"message": "secret"}}))
+    assert end == events.ToolCompleted(
+        1788921807960000000, tool_call_id="call_1", success=False, fusion_id=None, phase_id=None)
+    assert parse_line(line("tool.execution_complete", {"success": True})) == Malformed(
+        "missing_tool_call_id")
+
+
+def test_prompt_keeps_its_event_id_and_time_only():
+    assert parse_line(line("user.message", {"content": "secret"})) == events.Prompt(
+        1788921807960000000, prompt_id="e1")
+
+
+def test_runs_and_the_clis_totals():
+    assert parse_line(line("session.start", {"context": {"cwd": "/secret"}})) == events.RunStarted(
+        1788921807960000000, resumed=False)
+    assert parse_line(line("session.resume", {})).resumed
+    shutdown = parse_line(line("session.shutdown", {"totalNanoAiu": 7, "modelMetrics": {
+        "m1": {"requests": {"count": 2, "cost": 1}, "totalNanoAiu": 7,
+               "usage": {"inputTokens": 5, "outputTokens": 3, "cacheReadTokens": 2,
+                         "cacheWriteTokens": 1}},
+        "m2": "not an object"}}))
+    assert shutdown == SessionEnded(1788921807960000000, nano_aiu=7,
+                                    models={"m1": Usage(2, 5, 3, 2, 1, 7)})
+    checkpoint = parse_line(line("session.usage_checkpoint", {"totalNanoAiu": 9, "x": ["bash"]}))
+    assert checkpoint == events.UsageCheckpoint(1788921807960000000, nano_aiu=9, models=None)
+
+
+BULK = 'pytest -q "x",\\"y\\" \n\u2028 caf\u00e9 {"a": [1, ","]} ,"fusion":{' * 1000
+
+
+def json_loads_sizes(monkeypatch) -> list[int]:
+    sizes, loads = [], json.loads
+    monkeypatch.setattr(events.json, "loads", lambda text: sizes.append(len(text)) or loads(text))
+    return sizes
+
+
+@pytest.mark.parametrize("data", [
+    # fusion before the bulk (as tests/sessiongen.py writes it) and after it
+    {"toolCallId": "c1", "model": "m", "fusion": TOOL_FUSION, "success": True,
+     "result": {"content": BULK, "detailedContent": BULK}},
+    {"toolCallId": "c1", "model": "m", "interactionId": "i", "turnId": "0", "success": True,
+     "result": {"content": BULK, "detailedContent": BULK}, "toolTelemetry": {"a": {"b": 1}},
+     "fusion": TOOL_FUSION},
+    {"toolCallId": "c1", "success": True, "result": {"contents": [{"type": "text", "text": BULK}]},
+     "fusion": TOOL_FUSION},
+])
+def test_a_large_tool_output_is_not_decoded(monkeypatch, data):
+    raw = line("tool.execution_complete", data)
+    sizes = json_loads_sizes(monkeypatch)
+    record = parse_line(raw)
+    assert record == events.ToolCompleted(1788921807960000000, tool_call_id="c1", success=True,
+                                          fusion_id="fusion-1", phase_id="fusion-1:repair")
+    assert len(raw) > 60_000 and max(sizes) < 20_000
+
+
+def test_large_tool_arguments_and_prompts_are_not_decoded(monkeypatch):
+    sizes = json_loads_sizes(monkeypatch)
+    start = parse_line(line("tool.execution_start", {
+        "toolCallId": "c1", "toolName": "create", "arguments": {"file_text": BULK},
+        "turnId": "0", "mcpServerName": None, "fusion": TOOL_FUSION}))
+    prompt = parse_line(line("user.message", {"content": BULK, "attachments": [{"id": "x"}]}))
+    assert (start.tool_name, start.phase_id) == ("create", "fusion-1:repair")
+    assert prompt == events.Prompt(1788921807960000000, prompt_id="e1")
+    assert max(sizes) < 20_000
+
+
+_JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(alphabet=',"{}[]:\\ab\n\u2028', max_size=30),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(
+        st.sampled_from(["fusion", "success", "toolCallId", "id", "a"]), inner, max_size=4),
+    max_leaves=30,
+)
+
+
+@given(st.lists(st.tuples(
+    st.sampled_from(["toolCallId", "success", "result", "error", "fusion", "toolName",
+                     "arguments", "mcpServerName", "x"]),
+    _JSON_VALUES), max_size=8),
+    st.sampled_from(["tool.execution_start", "tool.execution_complete", "user.message"]),
+    st.integers(0, 3))
+def test_reading_without_the_bulk_gives_what_reading_whole_gives(members, event_type, padding):
+    """Whatever the members, their order and their nesting, cutting the bulk out never
+    changes the record: it either gives the same one or parses the line whole."""
+    data = dict(members)
+    if "result" in data or "arguments" in data:
+        data[next(k for k in ("result", "arguments") if k in data)] = {"content": "x" * 5000 * padding}
+    raw = line(event_type, data)
+    lean = parse_line(raw)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(events, "_WHOLE_BELOW", len(raw) + 1)
+        assert parse_line(raw) == lean
+
+
+# Values at and past the bounds, and any JSON value: huge, negative, fractional and
+# non-finite numbers, lone surrogates and far times included.
+_EDGES = st.sampled_from([
+    -1, 0, 2.5, 2**53, 2**53 + 1, 2**63, 10**15 + 1, 30 * 86_400_000 + 1, 1e20, 1e300, 10**400,
+    float("nan"), float("inf"), float("-inf"), "x" + SURROGATE, "\udfff", "x" * 300,
+    "x" * 300 + SURROGATE,
+    "1969-12-31T23:59:59Z", "2554-07-22T00:00:00Z", "2200-01-01T00:00:00Z",
+])
+_ANY_VALUE = st.one_of(_EDGES, st.recursive(
+    st.one_of(_EDGES, st.none(), st.booleans(), st.integers(), st.floats(), st.text(max_size=8)),
+    lambda inner: st.one_of(st.lists(inner, max_size=3),
+                            st.dictionaries(st.text(max_size=4), inner, max_size=3)),
+    max_leaves=6,
+))
+
+
+# A valid record of every type, whose fields the property below overwrites.
+_VALID = {
+    "session.fusion_resolved": {"fusionId": "f", "pattern": "single", "routingLatencyMs": 200},
+    "assistant.fusion_phase_completed": LEG,
+    "assistant.fusion_phase_failed": LEG,
+    "session.fusion_handoff": {"fusionId": "f", "sourcePhaseId": "f:judge",
+                               "targetPhaseId": "f:repair"},
+    "session.fusion_commit_started": {"fusionId": "f", "sourcePhaseId": "f:phase:0"},
+    "session.fusion_completed": {"fusionId": "f", "pattern": "single", "inputTokens": 10,
+                                 "totalNanoAiu": 7, "durationMs": 9000},
+    "session.fusion_route_failed": {"attemptId": "f:route", "reason": "transport"},
+    "session.shutdown": {},
+    "session.fusion_rerouted": {},
+    "session.usage_record": {"usage": CALL},
+    "tool.execution_start": {"toolCallId": "c", "toolName": "bash", "fusion": TOOL_FUSION},
+    "tool.execution_complete": {"toolCallId": "c", "success": True, "fusion": TOOL_FUSION},
+    "session.usage_checkpoint": {"totalNanoAiu": 7},
+}
+
+
+@st.composite
+def _event_lines(draw):
+    """A valid line of any type with some fields (its usage's too) overwritten by any value."""
+    event_type = draw(st.sampled_from(sorted(_VALID)))
+    data = dict(_VALID[event_type])
+    names = sorted(events.KNOWN_FIELDS.get(event_type, {"fusionId"}))
+    data.update(draw(st.dictionaries(st.sampled_from(names), _ANY_VALUE, max_size=4)))
+    if draw(st.booleans()):
+        usage = dict(LEG["usage"])
+        usage.update(draw(st.dictionaries(st.sampled_from(sorted(usage)), _ANY_VALUE, max_size=3)))
+        data["usage" if "usage" in data else "inputTokens"] = usage
+        if event_type == "session.fusion_completed":
+            data.update(usage)
+    timestamp = draw(st.one_of(st.just("2026-09-09T02:43:27.96Z"), _ANY_VALUE))
+    return json.dumps({"type": event_type, "timestamp": timestamp, "data": data}).encode()
+
+
+def assert_in_range(record) -> None:
+    """Every number and text of a record is within the bounds tailer.events documents."""
+    assert events.EARLIEST_NS <= record.time_ns < events.LATEST_NS or (
+        isinstance(record, UnknownFusionEvent) and record.time_ns == 0)
+    for field in dataclasses.fields(record):
+        value = getattr(record, field.name)
+        if isinstance(value, Usage):
+            for name in ("request_count", "input_tokens", "output_tokens", "cache_read_tokens",
+                         "cache_write_tokens"):
+                assert type(getattr(value, name)) is int and 0 <= getattr(value, name) <= 2**53
+            assert type(value.nano_aiu) is int and 0 <= value.nano_aiu <= events.MAX_NANO_AIU
+        elif isinstance(value, float):
+            assert 0 <= value <= events.MAX_DURATION_MS, field.name
+        elif isinstance(value, str):
+            assert len(value) <= events.MAX_TEXT
+            value.encode("utf-8")  # raises on a lone surrogate
+        elif isinstance(value, tuple):
+            for item in value:
+                item.encode("utf-8")
+
+
+@given(_event_lines())
+def test_any_parsed_record_is_within_the_documented_ranges(raw):
+    result = parse_line(raw)
+    if isinstance(result, events.Event):
+        assert_in_range(result)
+    else:
+        assert isinstance(result, Malformed) and result.reason.isidentifier()

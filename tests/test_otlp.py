@@ -10,6 +10,7 @@ import json
 import logging
 import socket
 import threading
+import time
 import urllib.error
 import urllib.request
 
@@ -187,6 +188,32 @@ def test_retry_after_is_honoured(otlp_sink, make_exporter):
     assert exporter.flush(timeout=5)
     assert fake.sleeps == [7.0]
     assert exporter.results == [("retry", 1), ("delivered", 1)]
+
+
+def test_a_retry_after_of_zero_or_in_the_past_waits_the_backoff_step(otlp_sink, make_exporter):
+    fake = FakeTime()
+    past = "Wed, 21 Oct 2015 07:28:00 GMT"
+    otlp_sink.script(Reply(429, retry_after="0"), Reply(503, retry_after=past),
+                     Reply(429, retry_after="0"), 200)
+    exporter = make_exporter(otlp_sink.url, sleep=fake.sleep, rng=lambda: 0.5)
+    exporter.submit(trace_of(1, 1))
+
+    assert exporter.flush(timeout=5)
+    assert fake.sleeps == [1.0, 2.0, 4.0]
+
+
+def test_a_collector_saying_retry_at_once_is_not_flooded(otlp_sink, make_exporter):
+    """Counted against the real clock: 429 with Retry-After: 0 for 2.5 s."""
+    otlp_sink.script(*[Reply(429, retry_after="0")] * 10_000)
+    stopped = threading.Event()  # a sleep that ends early once the test is done
+    exporter = make_exporter(otlp_sink.url, sleep=stopped.wait)
+    exporter.submit(trace_of(1, 1))
+
+    time.sleep(2.5)
+    requests = len(otlp_sink.raw_bodies)
+    exporter.close(timeout=0)
+    stopped.set()
+    assert 1 <= requests <= 3  # at 0 s, 1 s and 3 s
 
 
 def test_parse_retry_after_reads_seconds_and_http_dates():

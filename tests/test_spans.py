@@ -1,15 +1,19 @@
 """The trace shape contract, checked on realistic turns and decoded by the official proto."""
 
+import dataclasses
 import gzip
 import json
+import os
 
 import pytest
 
 from otlp_sink import decode_body, plain_attributes, span_dicts
 from assembly import assemble
 from sessiongen import EVERY_PATTERN_KINDS, every_pattern
-from tailer.otlp import encode_request
+from tailer.events import LegEnded, Resolved, Usage
+from tailer.otlp import attributes_json, encode_request
 from tailer.spans import span_id, trace_id, turn_spans
+from tailer.turns import Turn
 
 SESSION = "5f0c2d1e-spans"
 
@@ -35,13 +39,18 @@ def by_name(spans):
     return {span["name"]: span for span in spans}
 
 
+def turn_and_legs(spans):
+    """The root, route and leg spans: the model calls and tool calls left out."""
+    return [span for span in spans if not span["name"].startswith(("chat ", "execute_tool "))]
+
+
 def attrs(span):
     return plain_attributes(span.get("attributes", []))
 
 
 def test_rejected_cascade_shape(turns):
     turn = turns[0]["reject"]
-    spans = decoded(turn_spans(turn))
+    spans = turn_and_legs(decoded(turn_spans(turn)))
     root, route, primary, judge, repair = spans
     assert [s["name"] for s in spans] == [
         "hydrafusion cascade", "route hydrafusion", "primary mai-code-1.1-flash",
@@ -80,7 +89,7 @@ def test_rejected_cascade_shape(turns):
 
 def test_timing_follows_rollup_and_duration(turns):
     turn = turns[0]["accept"]
-    root, route, *legs = written(turn_spans(turn))
+    root, route, *legs = turn_and_legs(written(turn_spans(turn)))
     assert int(root["endTimeUnixNano"]) == turn.completed.time_ns
     assert int(root["startTimeUnixNano"]) == turn.completed.time_ns - round(
         turn.completed.duration_ms * 1e6)
@@ -114,7 +123,7 @@ def test_handoff_is_a_link_from_the_leg_that_took_over(turns):
 
 def test_failed_leg_is_an_error_and_the_turn_is_still_exported(turns):
     turn = turns[0]["degraded"]
-    spans = decoded(turn_spans(turn))
+    spans = turn_and_legs(decoded(turn_spans(turn)))
     failed = [s for s in spans if s.get("status", {}).get("code") == 2]
     assert [s["name"] for s in failed] == ["judge gpt-5.6-sol"]
     assert attrs(failed[0])["hydrafusion.phase.failure_reason"] == "timeout"
@@ -123,7 +132,7 @@ def test_failed_leg_is_an_error_and_the_turn_is_still_exported(turns):
 
 
 def test_route_failure_is_one_error_trace_with_its_fallback_leg(turns):
-    spans = decoded(turn_spans(turns[0]["route_failed"]))
+    spans = turn_and_legs(decoded(turn_spans(turns[0]["route_failed"])))
     root, route, fallback = spans
     assert root["name"] == "hydrafusion route_failed" and root["status"]["code"] == 2
     assert route["status"]["code"] == 2
@@ -136,7 +145,7 @@ def test_route_failure_is_one_error_trace_with_its_fallback_leg(turns):
 
 
 def test_incomplete_turn_has_outcome_and_cancelled_leg(turns):
-    spans = decoded(turn_spans(turns[0]["incomplete"]))
+    spans = turn_and_legs(decoded(turn_spans(turns[0]["incomplete"])))
     assert attrs(spans[0])["hydrafusion.outcome"] == "incomplete"
     cancelled = [s for s in spans if attrs(s).get("hydrafusion.phase.status") == "cancelled"]
     assert cancelled and all(s["status"]["code"] == 2 for s in cancelled)
@@ -162,3 +171,46 @@ def test_absent_values_are_left_out(turns):
     assert "hydrafusion.verdict" not in keys
     assert "hydrafusion.route_failure_reason" not in keys
     assert all(a["value"] != {"stringValue": "None"} for a in root["attributes"])
+
+
+def test_surrogates_and_out_of_range_values_still_make_spans_a_collector_takes():
+    """Defence in depth: even values the parser would reject (tailer.events) give valid OTLP.
+
+    A session folder whose name is not UTF-8 reaches the tailer as surrogate escapes
+    (os.fsdecode); ids with lone surrogates, times past the year 2262, durations of 1e300 ms
+    and sums beyond int64 must neither raise nor make the batch invalid.
+    """
+    session = os.fsdecode(b"sess-\xff\xfe")
+    leg = LegEnded(
+        2**70, fusion_id="fusion-\ud800", phase_id="\udfff:judge", phase_kind="judge",
+        role="judge", scope="review", model="m\ud800", status="failed", verdict="reject",
+        duration_ms=1e300, usage=Usage(2**64, 2**80, 2**63, 10**30, 1, 2**62),
+        failure_reason="\ud800", degraded_to_phase_id=None,
+    )
+    turn = Turn(session, "fusion-\ud800", legs=[leg, dataclasses.replace(leg, phase_id="p2")])
+    turn.resolved = Resolved(-(2**70), fusion_id="fusion-\ud800", pattern="\ud800",
+                             synthetic_model=None, policy=None, route_source=None,
+                             routing_latency_ms=1e300)
+    spans = turn_spans(turn)
+    assert trace_id(session, turn.fusion_id) == trace_id(session, turn.fusion_id)
+    decoded_spans = decoded(spans)
+    assert len(decoded_spans) == 4
+    for span in decoded_spans:
+        start, end = (int(span.get(key, 0)) for key in ("startTimeUnixNano", "endTimeUnixNano"))
+        assert 0 <= start <= end < 2**63
+        for value in attrs(span).values():
+            assert not isinstance(value, int) or -(2**63) <= value < 2**63
+    root = attrs(decoded_spans[0])
+    assert root["gen_ai.usage.input_tokens"] == 2**63 - 1  # the legs' sum, clamped
+    for span in written(spans):
+        json.dumps(span).encode("utf-8", "surrogatepass")
+
+
+def test_a_non_finite_double_is_left_out_and_a_huge_int_clamped():
+    text = attributes_json({"a": float("inf"), "b": float("nan"), "c": 10**5000, "d": -(10**30),
+                            "e": 1.5})
+    assert json.loads(f"[{text}]") == [
+        {"key": "c", "value": {"intValue": str(2**63 - 1)}},
+        {"key": "d", "value": {"intValue": str(-(2**63))}},
+        {"key": "e", "value": {"doubleValue": 1.5}},
+    ]
