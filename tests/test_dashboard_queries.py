@@ -186,6 +186,10 @@ def headline_truth(turns) -> dict[str, float]:
     }
 
 
+def turn_end(turn) -> float:
+    return datetime.fromisoformat(turn.end_timestamp.replace("Z", "+00:00")).timestamp()
+
+
 def headlines(prom, window_seconds: float, at: float) -> dict[str, float | None]:
     """The dashboard's headline panels over the window ending at `at` (None: no value)."""
     figures = {}
@@ -233,6 +237,10 @@ def windows(tmp_path_factory):
         spans = {f"past day {n}": ((first + timedelta(days=n)).timestamp(),
                                    (first + timedelta(days=n + 1)).timestamp(), days[n].expected)
                  for n in range(3)}
+        ends = [turn_end(turn) for turn in days[1].expected]
+        inside = (ends[2] + ends[3]) / 2  # between two turns, off any grid
+        spans["90 minutes from inside a session"] = (
+            inside, inside + 5400, [turn for turn in days[1].expected if inside < turn_end(turn) <= inside + 5400])
         spans["live"] = (scrapes_took_over, at, live.expected)
         spans["last past day and live"] = ((first + timedelta(days=2)).timestamp(), at,
                                            days[2].expected + live.expected)
@@ -240,7 +248,8 @@ def windows(tmp_path_factory):
                 for name, (start, end, turns) in spans.items()}
 
 
-@pytest.mark.parametrize("name", ["past day 0", "past day 1", "past day 2", "live"])
+@pytest.mark.parametrize("name", ["past day 0", "past day 1", "past day 2",
+                                  "90 minutes from inside a session", "live"])
 def test_counts_are_exact_over_windows_of_history_or_of_live_data(windows, name):
     figures, truth = windows[name]
     assert figures == pytest.approx(truth, rel=1e-9)
