@@ -427,7 +427,6 @@ def test_real_prometheus_counts_the_first_increment_of_a_new_series(tmp_path):
         server.close()
 
 
-@pytest.mark.xfail(strict=True, reason="lead: le=1.0 / history")
 def test_prometheus_stores_bucket_bounds_as_the_exposition_writes_them(tmp_path):
     """Prometheus 3 rewrites a scraped `le="1"` as `le="1.0"` and stores pushed history as
     sent: the tailer must write bounds in Prometheus's own form, or a histogram's history
