@@ -168,7 +168,7 @@ def _check(state: dict) -> None:
             _text(identity["fingerprint"], "a log's fingerprint")
             _int(identity["fingerprint_size"], "a log's fingerprint size", FINGERPRINT_BYTES)
         for fusion_id in _list(saved["finished"], "a session's finished turns"):
-            _text(fusion_id, "a finished turn's id")
+            _record_text(fusion_id, "a finished turn's id")
         for turn in _list(saved["open"], "a session's open turns"):
             turn_from_data(turn)
     for rows in _dict(state["metrics"], "metrics").values():
