@@ -1,7 +1,7 @@
 """Keep the tailer's state in one file, so a restart resumes exactly where it stopped.
 
 The state is one consistent cut of the whole pipeline, taken between two passes of the main
-loop: every log's position and identity, the turns still open, the fusion ids already
+loop: every log's position, the turns still open, the fusion ids already
 reported, the counter values, and the spans the collector has not accepted yet. Restoring
 all of it together is what makes a crash harmless: the lines after the cut are read again
 and counted again, from counters that had not counted them yet.
@@ -35,10 +35,11 @@ else:
 
 from . import events
 from .exposition import ZERO_HOLD_SECONDS
-from .lines import FINGERPRINT_BYTES
-from .turns import Turn
+from .lines import Position
+from .turns import SessionContext, Turn
 
-VERSION = 2
+VERSION = 3
+HEARTBEAT_S = 10.0
 # A checkpoint holds positions, the last fusion ids of each session, open turns and at most
 # 10,000 unsent spans: some 40 MB for 10,000 sessions of 50 turns each with a full outbox.
 # A file larger than this is not one we wrote, and is refused before it is read.
@@ -47,7 +48,8 @@ MAX_BYTES = 256 << 20
 _RECORD_TYPES = {
     cls.__name__: cls
     for cls in (events.Resolved, events.LegEnded, events.Handoff, events.CommitStarted,
-                events.Completed, events.RouteFailed)
+                events.Completed, events.RouteFailed, events.ModelCall, events.ToolStarted,
+                events.ToolCompleted, events.Prompt)
 }
 
 
@@ -73,7 +75,7 @@ def claim(path: Path) -> BinaryIO | None:
     the operating system, which ends it with the process, `kill -9` included. Returns None
     when the lock file cannot be made: the checkpoint's own saves report that problem.
     """
-    lock_path = path.with_name(path.name + ".lock")
+    lock_path = _lock_path(path)
     try:
         lock_path.parent.mkdir(parents=True, exist_ok=True)
         handle = open(lock_path, "a+b")
@@ -92,6 +94,31 @@ def claim(path: Path) -> BinaryIO | None:
             "of its own"
         ) from None
     return handle
+
+
+def _lock_path(path: Path) -> Path:
+    return path.with_name(path.name + ".lock")
+
+
+def last_alive(path: Path) -> float | None:
+    """When the last tailer on this checkpoint was last known alive (see `beat`), in Unix
+    seconds; None when no tailer ever held it. Read it before `claim`."""
+    try:
+        return os.stat(_lock_path(path)).st_mtime
+    except OSError:
+        return None
+
+
+def beat(claimed: BinaryIO) -> None:
+    """Note that this tailer is alive, on the lock file's modification time.
+
+    A tailer killed with -9 cannot say when it stopped, and Prometheus may have scraped it
+    until then; the next one must place no history sample before that (tailer/history.py).
+    Touching the lock file every HEARTBEAT_S bounds that moment at no cost to the disk's
+    data.
+    """
+    with contextlib.suppress(OSError, NotImplementedError):
+        os.utime(claimed.fileno())
 
 
 def save(path: Path, state: dict) -> None:
@@ -121,9 +148,11 @@ def load(path: Path) -> dict | None:
         state = json.loads(data)
     except (ValueError, RecursionError) as error:
         raise CheckpointError(f"{path} is not a JSON checkpoint ({type(error).__name__})") from error
-    if not isinstance(state, dict) or state.get("version") != VERSION:
+    if not isinstance(state, dict) or state.get("version") not in (2, VERSION):
         raise CheckpointError(f"{path} is not a version {VERSION} checkpoint")
     try:
+        if state["version"] == 2:
+            state = _from_version_2(state)
         _check(state)
     except (KeyError, TypeError, ValueError, RecursionError) as error:
         raise CheckpointError(f"{path} is damaged ({type(error).__name__}: {error})") from error
@@ -151,6 +180,18 @@ def _read(path: Path) -> bytes:
         return data
 
 
+def _from_version_2(state: dict) -> dict:
+    """Version 2 kept a digest of a log's first bytes; its positions carry on unchecked
+    until the next read, which takes the digest that version 3 keeps."""
+    sessions = {}
+    for session_id, saved in _dict(state["sessions"], "sessions").items():
+        saved = dict(_dict(saved, "a session"))
+        saved["position"] = [saved.pop("offset"), saved.pop("line"), 0, ""]
+        saved.pop("identity", None)
+        sessions[session_id] = saved
+    return {**state, "version": VERSION, "sessions": sessions}
+
+
 def _check(state: dict) -> None:
     """Raise on anything not shaped as `save` writes it, naming the field, never its value.
 
@@ -159,18 +200,14 @@ def _check(state: dict) -> None:
     """
     for saved in _dict(state["sessions"], "sessions").values():
         _dict(saved, "a session")
-        _int(saved["offset"], "a session's offset")
-        _int(saved["line"], "a session's line number")
-        if saved["identity"] is not None:
-            identity = _dict(saved["identity"], "a session's identity")
-            _int(identity["device"], "a log's device", 2**64 - 1)
-            _int(identity["inode"], "a log's inode", 2**64 - 1)
-            _text(identity["fingerprint"], "a log's fingerprint")
-            _int(identity["fingerprint_size"], "a log's fingerprint size", FINGERPRINT_BYTES)
+        Position.from_data(saved["position"])
+        if "gone_at" in saved:
+            _number(saved["gone_at"], "when a session's log went", 0)
         for fusion_id in _list(saved["finished"], "a session's finished turns"):
             _record_text(fusion_id, "a finished turn's id")
         for turn in _list(saved["open"], "a session's open turns"):
             turn_from_data(turn)
+        context_from_data(saved.get("context"))
     for rows in _dict(state["metrics"], "metrics").values():
         for row in _list(rows, "a metric's series"):
             _metric_series(row)
@@ -194,12 +231,21 @@ def _metric_series(row: object) -> None:
             raise ValueError("a histogram's value is not its buckets and sum")
         for count in _list(value["buckets"], "a histogram's buckets"):
             _int(count, "a bucket's count")
-        _number(value["sum"], "a histogram's sum")
+        _metric_value(value["sum"], "a histogram's sum")
     else:
-        _number(value, "a series' value")
+        _metric_value(value, "a series' value")
     if type(pending) is not bool:
         raise ValueError("a series' zero first state is not true or false")
     _number(hold_left, "a series' zero hold", 0, ZERO_HOLD_SECONDS)
+
+
+def _metric_value(value: object, what: str) -> None:
+    """A counter's or a histogram sum's exact whole number (exposition._exact: credits in
+    nano units, so larger than int64 can hold), or a value as shown (a gauge, version 2)."""
+    if type(value) is int:
+        _int(value, what, _EXACT_BOUND, -_EXACT_BOUND)
+    else:
+        _number(value, what)
 
 
 def _pending_trace(trace: object) -> None:
@@ -224,14 +270,16 @@ def _history(history: object) -> None:
     _int(history["cutoff_ms"], "the history's last time")
     for key, base in _dict(history["bases"], "the history's bases").items():
         _history_key(key)
-        _number(base, "a history base")
+        _int(base, "a history base", _EXACT_BOUND)
+    divisors = _dict(history["divisors"], "the history's divisors")
     for key, changes in _dict(history["changes"], "the history's changes").items():
         _history_key(key)
+        _int(divisors[key], "a history series' divisor", _EXACT_BOUND, 1)
         for change in _list(changes, "a series' history"):
             if type(change) is not list or len(change) != 2:
                 raise ValueError("a history change is not [time, amount]")
             _int(change[0], "a history change's time")
-            _number(change[1], "a history change's amount")
+            _int(change[1], "a history change's amount", _EXACT_BOUND)
 
 
 def _history_key(key: str) -> None:
@@ -245,25 +293,38 @@ def _history_key(key: str) -> None:
 
 
 def turn_to_data(turn: Turn) -> dict:
-    records = [turn.resolved, turn.commit, turn.completed, turn.route_failure]
-    return {
+    records = [turn.resolved, turn.commit, turn.completed, turn.route_failure, turn.prompt]
+    records += turn.legs + turn.handoffs + turn.calls + turn.tool_events
+    data = {
         "session": turn.session_id,
         "fusion": turn.fusion_id,
-        "records": [_record_to_data(r) for r in records + turn.legs + turn.handoffs if r],
+        "records": [_record_to_data(r) for r in records if r],
     }
+    if turn.ordinary:
+        data["ordinary"] = True
+    return data
 
 
 def turn_from_data(data: dict) -> Turn:
     """The turn `turn_to_data` gave; ValueError, KeyError or TypeError when damaged."""
     _dict(data, "an open turn")
+    ordinary = data.get("ordinary", False)
+    if type(ordinary) is not bool:
+        raise ValueError("an open turn's kind is not true or false")
     # The session id is a folder name: any text, surrogate escapes of non-UTF-8 bytes too.
     turn = Turn(_text(data["session"], "an open turn's session", None),
-                _record_text(data["fusion"], "an open turn's id"))
+                _record_text(data["fusion"], "an open turn's id"), ordinary=ordinary)
     for record in map(_record_from_data, _list(data["records"], "an open turn's records")):
         if isinstance(record, events.LegEnded):
             turn.legs.append(record)
         elif isinstance(record, events.Handoff):
             turn.handoffs.append(record)
+        elif isinstance(record, events.ModelCall):
+            turn.calls.append(record)
+        elif isinstance(record, (events.ToolStarted, events.ToolCompleted)):
+            turn.tool_events.append(record)
+        elif isinstance(record, events.Prompt):
+            turn.prompt = record
         elif isinstance(record, events.Resolved):
             turn.resolved = record
         elif isinstance(record, events.CommitStarted):
@@ -275,8 +336,48 @@ def turn_from_data(data: dict) -> Turn:
     return turn
 
 
+def context_to_data(context: SessionContext) -> dict:
+    """A session's context (see turns.SessionContext) as the checkpoint keeps it."""
+    return {
+        "current": context.current,
+        "awaiting_prompt": context.awaiting_prompt,
+        "run": _ledger_to_data(context.run),
+        "log": _ledger_to_data(context.log),
+    }
+
+
+def context_from_data(data: dict | None) -> SessionContext:
+    """None (a checkpoint written before contexts were kept) gives an empty context."""
+    if data is None:
+        return SessionContext()
+    _dict(data, "a session's context")
+    return SessionContext(
+        current=_optional(_record_text)(data["current"], "a session's model"),
+        awaiting_prompt=_optional(_record_text)(data["awaiting_prompt"], "a session's prompt"),
+        run=_ledger_from_data(data["run"]),
+        log=_ledger_from_data(data["log"]),
+    )
+
+
+def _ledger_to_data(ledger: dict[str, events.Usage] | None) -> dict | None:
+    if ledger is None:
+        return None
+    return {model: dataclasses.asdict(usage) for model, usage in ledger.items()}
+
+
+def _ledger_from_data(data: dict | None) -> dict[str, events.Usage] | None:
+    if data is None:
+        return None
+    return {_record_text(model, "a ledger's model"): _usage(usage, "a ledger's usage")
+            for model, usage in _dict(data, "a ledger").items()}
+
+
 def _record_to_data(record: events.Event) -> dict:
-    return {"kind": type(record).__name__, **dataclasses.asdict(record)}
+    """As JSON will give it back (tuples as lists): a tombstone keeps this in memory."""
+    values = dataclasses.asdict(record)
+    return {"kind": type(record).__name__,
+            **{name: list(value) if type(value) is tuple else value
+               for name, value in values.items()}}
 
 
 def _record_from_data(data: dict) -> events.Event:
@@ -318,6 +419,8 @@ def _int(value: object, what: str, high: int = 2**63 - 1, low: int = 0) -> int:
 # A metric's value: no series of ours comes near it, and every conversion of one (to int64,
 # to nanoseconds) stays finite.
 _METRIC_BOUND = 2.0**63
+# An exact value is that many units of 1/1e9 (exposition._exact).
+_EXACT_BOUND = 2**63 * 10**9
 
 
 def _number(value: object, what: str, low: float = -_METRIC_BOUND,
@@ -363,6 +466,12 @@ def _usage(value: object, what: str) -> events.Usage:
                            for name, count in usage.items()})
 
 
+def _bool(value: object, what: str) -> bool:
+    if type(value) is not bool:
+        raise ValueError(f"{what} is not true or false")
+    return value
+
+
 def _texts(value: object, what: str) -> tuple[str, ...]:
     return tuple(_record_text(item, what) for item in _list(value, what))
 
@@ -380,6 +489,8 @@ _FIELD_CHECKS = {
     "float | None": _optional(_milliseconds),
     "Usage": _usage,
     "tuple[str, ...]": _texts,
+    "bool": _bool,
+    "bool | None": _optional(_bool),
 }
 _RECORD_FIELDS = {
     cls: {field.name: field.type for field in dataclasses.fields(cls)}

@@ -14,8 +14,8 @@ import urllib.parse
 from pathlib import Path
 
 from . import __version__, checkpoint, doctor, scrub
-from .otlp import traces_url
-from .service import EXIT_USAGE, run, run_demo
+from .otlp import parse_headers, traces_url
+from .service import EXIT_USAGE, Config, resource_attributes, run, run_demo
 
 log = logging.getLogger("tailer")
 
@@ -94,6 +94,12 @@ def build_parser(environ: dict[str, str]) -> argparse.ArgumentParser:
         "--state-dir", type=Path, default=default_state_dir(environ),
         help="Copilot session-state folder [$COPILOT_STATE_DIR, else "
         "$COPILOT_HOME/session-state, else ~/.copilot/session-state]",
+    )
+    doctor.add_argument(
+        "--cli", nargs="?", const="", metavar="PATH",
+        help="check the installed Copilot CLI's own event schema instead of the logs: "
+        "session-events.schema.json, or a folder holding it [default: the newest version "
+        "in $XDG_CACHE_HOME/copilot/pkg or ~/.cache/copilot/pkg]",
     )
     return parser
 
@@ -217,19 +223,11 @@ def main(argv: list[str] | None = None, environ: dict[str, str] | None = None) -
     environ = dict(os.environ if environ is None else environ)
     args = parse_args(sys.argv[1:] if argv is None else argv, environ)
     if args.command == "doctor":
-        return doctor.main(args)
+        return doctor.main(args, environ)
     if args.command == "scrub":
         return scrub.main(args)
     try:
-        # A metrics server would live for a moment only under --once: the textfile serves.
-        serve = args.metrics_address != "none" and not args.once
-        args.metrics_bind = parse_address(args.metrics_address) if serve else None
-        args.traces_url = otlp_url(args.otlp_endpoint, environ)
-        if args.history_url != "none":
-            if urllib.parse.urlsplit(args.history_url).scheme not in ("http", "https"):
-                raise ValueError(f"--history-url is not an http(s) URL: {args.history_url!r}")
-            if not {"job", "instance"} <= set(args.history_labels):
-                raise ValueError("--history-url needs --history-labels job=...,instance=...")
+        config = run_config(args, environ)
     except ValueError as error:
         print(f"hydrafusion-tailer: {error}", file=sys.stderr)
         return EXIT_USAGE
@@ -240,5 +238,34 @@ def main(argv: list[str] | None = None, environ: dict[str, str] | None = None) -
     # a quarter off the cost of the line logged per turn (the logging HOWTO's advice).
     logging.logThreads = logging.logProcesses = logging.logMultiprocessing = False
     if args.command == "demo":
-        return run_demo(args, environ)
-    return run(args, environ)
+        return run_demo(config)
+    return run(config)
+
+
+def run_config(args: argparse.Namespace, environ: dict[str, str]) -> Config:
+    """The options of `run` or `demo` as the daemon takes them; ValueError when they are off."""
+    # A metrics server would live for a moment only under --once: the textfile serves.
+    serve = args.metrics_address != "none" and not args.once
+    history_url = None if args.history_url == "none" else args.history_url
+    if history_url is not None:
+        if urllib.parse.urlsplit(history_url).scheme not in ("http", "https"):
+            raise ValueError(f"--history-url is not an http(s) URL: {history_url!r}")
+        if not {"job", "instance"} <= set(args.history_labels):
+            raise ValueError("--history-url needs --history-labels job=...,instance=...")
+    return Config(
+        state_dir=args.state_dir,
+        checkpoint=args.checkpoint,
+        idle_timeout_s=args.idle_timeout,
+        from_start=args.from_start,
+        once=args.once,
+        wait_for_state_dir=args.wait_for_state_dir,
+        backfill_days=args.backfill_days,
+        metrics_bind=parse_address(args.metrics_address) if serve else None,
+        traces_url=otlp_url(args.otlp_endpoint, environ),
+        otlp_headers=parse_headers(environ.get("OTEL_EXPORTER_OTLP_HEADERS", "")),
+        resource=resource_attributes(environ),
+        textfile=args.textfile,
+        history_url=history_url,
+        history_labels=args.history_labels,
+        replay_interval_s=getattr(args, "replay_interval", 30.0),
+    )

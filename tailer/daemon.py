@@ -1,14 +1,16 @@
-"""Wire the reading stages together: session logs -> lines -> events -> turns.
+"""The reading stage: session logs -> lines -> events -> finished turns.
 
 `Tailer.poll()` is one pass: it asks the watcher which logs changed, reads what was
-appended, and hands each finished turn to `on_turn`. Nothing here knows about HTTP or OTLP,
-so the whole pipeline runs in tests against a temporary state directory.
+appended and returns the turns that finished. Nothing here knows about HTTP, OTLP or
+metrics' rendering, so the whole reading side runs in tests against a temporary folder.
 
-`state()` and the `saved` argument carry the reading side of a checkpoint: each log's
-position and identity, its open turns and the fusion ids it already reported. A log is
-recognised by a digest of its first bytes; one the CLI rewrote (rewound a session) or
-replaced is read again from its start, and the turns it already reported are not reported
-again.
+`state()` and the `saved` argument carry the reading side of a checkpoint: for each
+session, its log position (lines.Position: checked against the log before every read),
+its open turns and the fusion ids it already reported. A session whose log is gone keeps
+that state as a tombstone, in memory and in the checkpoint: a state folder that is
+briefly missing or empty (a volume not mounted yet, a folder moved and moved back) gives
+its sessions back where they were instead of counting them again. A tombstone's open turns
+are finished as `incomplete` once it has been gone for the idle timeout.
 """
 
 from __future__ import annotations
@@ -20,8 +22,8 @@ from pathlib import Path
 from typing import Callable
 
 from . import events
-from .checkpoint import turn_from_data, turn_to_data
-from .lines import FINGERPRINT_BYTES, Line, LineReader, fingerprint
+from .checkpoint import context_from_data, context_to_data, turn_from_data, turn_to_data
+from .lines import Line, LineReader, NotARegularFile, Position
 from .logs import WarningLimiter
 from .metrics import TurnMetrics
 from .turns import SessionTurns, Turn
@@ -31,27 +33,47 @@ log = logging.getLogger("tailer")
 
 # What a pass changed, for deciding when the checkpoint is worth saving.
 UNCHANGED, POSITIONS, TURNS = 0, 1, 2
+# Tombstones beyond this many (the oldest first) are forgotten: a state folder whose
+# sessions are deleted for good must not grow the checkpoint for ever.
+MAX_TOMBSTONES = 10_000
+
+
+class Pass:
+    """What one poll() did: the turns it finished, and how much the checkpoint changed."""
+
+    __slots__ = ("turns", "level")
+
+    def __init__(self) -> None:
+        self.turns: list[Turn] = []
+        self.level = UNCHANGED
+
+    def note(self, level: int) -> None:
+        self.level = max(self.level, level)
+
+    def finished(self, turns: list[Turn]) -> None:
+        if turns:
+            self.turns += turns
+            self.level = TURNS
 
 
 class Session:
     """One session log: where we are in it, and its turns."""
 
-    __slots__ = ("reader", "turns", "identity")
+    __slots__ = ("reader", "turns")
 
     def __init__(self, reader: LineReader, turns: SessionTurns):
         self.reader = reader
         self.turns = turns
-        self.identity: dict | None = None  # device, inode and first-bytes digest, once read
 
 
 class Tailer:
-    """Follows every session log under `state_dir` and hands each finished turn to `on_turn`.
+    """Follows every session log under `state_dir`; `poll()` returns the turns that finished.
 
     Without saved state, logs that exist at start are read from their end unless
     `from_start`; logs that appear later, or that the saved state does not know, are new
     sessions and are read from their beginning. Logs found at start that were last written
-    more than `backfill_days` ago are read from their end all the same. A session whose log has not changed for
-    `idle_timeout_s` has its open turns finished as `incomplete`.
+    more than `backfill_days` ago are read from their end all the same. A session whose log
+    has not changed for `idle_timeout_s` has its open turns finished as `incomplete`.
     """
 
     def __init__(
@@ -59,7 +81,6 @@ class Tailer:
         state_dir: Path,
         *,
         metrics: TurnMetrics,
-        on_turn: Callable[[Turn], None],
         from_start: bool,
         idle_timeout_s: float,
         backfill_days: float | None = None,
@@ -69,22 +90,23 @@ class Tailer:
     ):
         self.state_dir = state_dir
         self.metrics = metrics
-        self.on_turn = on_turn
         self.idle_timeout_s = idle_timeout_s
         self.clock = clock
         self.watcher = watcher or SessionWatcher(state_dir)
         self.sessions: dict[str, Session] = {}
         self._warnings = WarningLimiter()
         self._warned_drift: set[tuple[str, str]] = set()
-        self._saved = (saved or {}).get("sessions", {})
+        # Sessions with no log at hand: the checkpoint's until their logs are found, and
+        # tombstones of logs that vanished (with "gone_at", the clock when they did).
+        self._resting: dict[str, dict] = dict((saved or {}).get("sessions", {}))
         self._start_at_end = saved is None and not from_start
         self._backfill_s = None if backfill_days is None else backfill_days * 86400
         self._first_pass = True
         self._unread: set[str] = set()
+        self._failed: set[str] = set()  # reads that failed: retried at the next pass
         self._turns_left: int | None = None
         # Only these need the idle check: walking every session each pass costs idle CPU.
         self._with_open_turns: set[str] = set()
-        self._level = UNCHANGED
 
     def start(self) -> int:
         """Find the session logs and where to read each from; returns how many there are."""
@@ -93,7 +115,9 @@ class Tailer:
             self.sessions[session_id] = self._open_session(session_id, path)
         self._unread.update(self.sessions)
         self._first_pass = False
-        self._level = self._forget_saved_sessions_gone()
+        now = self.clock()
+        for saved in self._resting.values():
+            saved.setdefault("gone_at", now)
         self.metrics.sessions.set(None, len(self.sessions))
         return len(self.sessions)
 
@@ -102,32 +126,24 @@ class Tailer:
         """Whether everything found so far was read (a pass may stop at its turn budget)."""
         return not self._first_pass and not self._unread
 
-    def poll(self, timeout: float = 0.0, turn_budget: int | None = None) -> int:
-        """Wait up to `timeout` for changes, read them; returns UNCHANGED, POSITIONS or TURNS.
+    def poll(self, timeout: float = 0.0, turn_budget: int | None = None) -> Pass:
+        """Wait up to `timeout` for changes, read them; return what finished.
 
         With a `turn_budget`, the pass stops reading once it finished that many turns; what
         is left is read first by the next pass. A backfill of weeks then goes in steps the
         caller can pace (its spans must drain), rather than in one pass of unbounded memory.
         """
+        done = Pass()
         if self._first_pass:
             self.start()
-        if self._unread:
-            changes = self.watcher.changes(0.0)  # the first read may take long: no waiting
-        else:
-            changes = self.watcher.changes(timeout)
-        level, self._level = self._level, UNCHANGED
+        changes = self.watcher.changes(0.0 if self._unread else timeout)
         for session_id, path in changes.appeared.items():
             self.sessions[session_id] = self._open_session(session_id, path)
             changes.touched.add(session_id)
         for session_id in changes.vanished:
-            gone = self.sessions.pop(session_id, None)
-            self._unread.discard(session_id)
-            self._with_open_turns.discard(session_id)
-            if gone is not None:
-                log.info("session %s: its log is gone", session_id)
-                level = max(level, self._report(gone.turns.finish_open()))
-        to_read = self._unread | changes.touched
-        self._unread = set()
+            self._bury(session_id, done)
+        to_read = self._unread | self._failed | changes.touched
+        self._unread, self._failed = set(), set()
         self._turns_left = turn_budget
         for session_id in sorted(to_read):
             session = self.sessions.get(session_id)
@@ -136,54 +152,57 @@ class Tailer:
             if self._turns_left is not None and self._turns_left <= 0:
                 self._unread.add(session_id)
                 continue
-            level = max(level, self._read(session_id, session))
-        level = max(level, self._finish_idle())
+            self._read(session_id, session, done)
+        self._finish_idle(done)
         self.metrics.sessions.set(None, len(self.sessions))
         self.metrics.open_turns.set(
             None, sum(self.sessions[s].turns.open_count for s in self._with_open_turns)
         )
-        return level
+        return done
 
     def state(self) -> dict:
         """The reading side of a checkpoint (see the module docstring)."""
-        sessions = {}
+        sessions = dict(self._resting)
         for session_id, session in self.sessions.items():
-            reader = session.reader
-            if session.identity is None and reader.offset > 0:
-                session.identity = _identity(reader.path)
-            sessions[session_id] = {
-                "offset": reader.offset,
-                "line": reader.line_number,
-                "identity": session.identity,
-                "open": [turn_to_data(turn) for turn in session.turns.open_turns],
-                "finished": session.turns.finished,
-            }
+            sessions[session_id] = _session_state(session.reader.position, session.turns)
         return {"sessions": sessions}
 
     def close(self) -> None:
         self.watcher.close()
 
     def _open_session(self, session_id: str, path: Path) -> Session:
-        reader = LineReader(path, markers=events.MARKERS)
-        saved = self._saved.pop(session_id, None)
+        wanted = events.may_be_read
+        saved = self._resting.pop(session_id, None)
         if saved is not None:
-            turns = SessionTurns(session_id, finished=saved["finished"])
-            if _same_log(path, saved["identity"], saved["offset"]):
-                reader.offset, reader.line_number = saved["offset"], saved["line"]
-                turns = SessionTurns(
-                    session_id, [turn_from_data(t) for t in saved["open"]], saved["finished"]
-                )
-            else:
-                log.info("session %s: its log was rewritten; reading it again", session_id)
-            session = Session(reader, turns)
-            session.identity = saved["identity"] if reader.offset else None
-            return session
+            turns = SessionTurns(
+                session_id, [turn_from_data(t) for t in saved["open"]], saved["finished"],
+                context_from_data(saved.get("context")),
+            )
+            return Session(LineReader(path, Position.from_data(saved["position"]), wanted), turns)
+        reader = LineReader(path, wanted=wanted)
         if self._first_pass and (self._start_at_end or self._beyond_backfill(path)):
             try:
                 reader.skip_to_end()
             except OSError:
                 pass  # reading it reports the problem
         return Session(reader, SessionTurns(session_id))
+
+    def _bury(self, session_id: str, done: Pass) -> None:
+        """Keep a vanished log's session as a tombstone, in case the log comes back."""
+        session = self.sessions.pop(session_id, None)
+        self._unread.discard(session_id)
+        self._failed.discard(session_id)
+        self._with_open_turns.discard(session_id)
+        if session is None:
+            return
+        log.info("session %s: its log is gone; kept in case it comes back", session_id)
+        tombstone = _session_state(session.reader.position, session.turns)
+        tombstone["gone_at"] = self.clock()
+        self._resting[session_id] = tombstone
+        while len(self._resting) > MAX_TOMBSTONES:
+            oldest = min(self._resting, key=lambda s: self._resting[s].get("gone_at", 0))
+            self._finish_tombstone(oldest, self._resting.pop(oldest), done)
+        done.note(POSITIONS)
 
     def _beyond_backfill(self, path: Path) -> bool:
         """A log found at start that was last written before the backfill horizon."""
@@ -194,54 +213,63 @@ class Tailer:
         except OSError:
             return False
 
-    def _forget_saved_sessions_gone(self) -> int:
-        """Sessions in the checkpoint whose logs were deleted while we were stopped."""
-        level = UNCHANGED
-        for session_id, saved in self._saved.items():
-            turns = [turn_from_data(t) for t in saved["open"]]
-            level = max(level, self._report(SessionTurns(session_id, turns).finish_open()))
-        self._saved = {}
-        return level
-
-    def _read(self, session_id: str, session: Session) -> int:
+    def _read(self, session_id: str, session: Session, done: Pass) -> None:
         reader = session.reader
         generation = reader.generation
-        before = reader.line_number
-        handed_out = 0
-        level = UNCHANGED
+        before = reader.position.line
+        read_into, skipped = 0, 0  # lines read into a record, and damaged: counted at the end
         try:
             for line in reader.read():
                 if reader.generation != generation:
-                    generation = reader.generation
-                    before, handed_out = 0, 0
+                    generation, before, read_into, skipped = reader.generation, 0, 0, 0
                     self._rewound(session_id, session)
-                handed_out += 1
-                level = max(level, self._line(session_id, session, line))
+                try:
+                    outcome = self._line(session_id, session, line, done)
+                    read_into += outcome is True
+                    skipped += outcome is None
+                except Exception as error:  # a bug must cost one line, not the process
+                    skipped += 1
+                    self.metrics.count_damage("internal_error")
+                    self._warnings.warn(
+                        (session_id, "internal_error"),
+                        "session %s: line %d of events.jsonl could not be handled (%s); "
+                        "skipped", session_id, line.number, type(error).__name__,
+                    )
                 if self._turns_left is not None and self._turns_left <= 0:
                     self._unread.add(session_id)  # the rest of this log: next pass
                     break
         except FileNotFoundError:
-            return level  # gone: the watcher reports it
+            return  # gone: the watcher reports it
+        except NotARegularFile:
+            self._warnings.warn((session_id, "not a file"),
+                                "session %s: its log is not a regular file; skipped", session_id)
+            return
         except OSError as error:
             self._warnings.warn(
                 (session_id, "unreadable"), "session %s: cannot read its log: %s",
                 session_id, error.strerror,
             )
-            return level
+            self._failed.add(session_id)  # no write may come to wake it up: try again
+            return
         if reader.generation != generation:
             self._rewound(session_id, session)
             before = 0
         self._note_open_turns(session_id, session)
-        ignored = reader.line_number - before - handed_out
-        if ignored > 0:
-            self.metrics.count_line("ignored", amount=ignored)
-            level = max(level, POSITIONS)
-        return level
+        self._count_lines(reader.position.line - before, read_into, skipped, done)
+
+    def _count_lines(self, lines: int, read_into: int, skipped: int, done: Pass) -> None:
+        """Once per read, not per line: a busy log has thousands of lines a second."""
+        if read_into:
+            self.metrics.count_lines("fusion", amount=read_into)
+        if skipped:
+            self.metrics.count_lines("malformed", amount=skipped)
+        if lines - read_into - skipped > 0:
+            self.metrics.count_lines("ignored", amount=lines - read_into - skipped)
+            done.note(POSITIONS)
 
     def _rewound(self, session_id: str, session: Session) -> None:
-        log.info("session %s: its log shrank or was replaced; reading it again", session_id)
+        log.info("session %s: its log was rewritten or replaced; reading it again", session_id)
         session.turns.forget_open()
-        session.identity = None
 
     def _note_open_turns(self, session_id: str, session: Session) -> None:
         if session.turns.open_count:
@@ -249,13 +277,13 @@ class Tailer:
         else:
             self._with_open_turns.discard(session_id)
 
-    def _finish_idle(self) -> int:
-        """Finish the open turns of sessions whose log has not changed for the idle timeout.
+    def _finish_idle(self, done: Pass) -> None:
+        """Finish the open turns of sessions whose log has not changed for the idle timeout,
+        and of tombstones gone for as long.
 
         A log a pass left half read is not idle, however old: the rest of its open turns is
         still to be read.
         """
-        level = UNCHANGED
         now = self.clock()
         for session_id in self._with_open_turns - self._unread:
             session = self.sessions[session_id]
@@ -264,31 +292,43 @@ class Tailer:
             except OSError:
                 continue
             if now - modified >= self.idle_timeout_s:
-                level = max(level, self._report(session.turns.finish_open()))
+                self._finished(session.turns.finish_open(), done)
                 self._with_open_turns.discard(session_id)
-        return level
+        for session_id, saved in self._resting.items():
+            if saved["open"] and now - saved.get("gone_at", now) >= self.idle_timeout_s:
+                self._finish_tombstone(session_id, saved, done)
 
-    def _line(self, session_id: str, session: Session, line: Line) -> int:
+    def _finish_tombstone(self, session_id: str, saved: dict, done: Pass) -> None:
+        turns = SessionTurns(session_id, [turn_from_data(t) for t in saved["open"]],
+                             saved["finished"], context_from_data(saved.get("context")))
+        self._finished(turns.finish_open(), done)
+        saved["open"], saved["finished"] = [], turns.finished
+
+    def _line(self, session_id: str, session: Session, line: Line, done: Pass) -> bool | None:
+        """Read one line: True when it became a record, False when it does not matter, None
+        when it was damaged (its reason counted here; the lines are counted by _read)."""
         if line.oversized:
             record = events.Malformed("oversized") if events.may_matter(line.data) else None
         else:
             record = events.parse_line(line.data)
         if record is None:
-            self.metrics.count_line("ignored")
-            return POSITIONS
+            return False
+        done.note(TURNS)
         if isinstance(record, events.Malformed):
-            self.metrics.count_line("malformed", record.reason)
+            self.metrics.count_damage(record.reason)
             self._warnings.warn(
                 (session_id, record.reason), "session %s: skipped line %d of events.jsonl: %s",
                 session_id, line.number, record.reason,
             )
-            return TURNS
-        self.metrics.count_line("fusion")
+            return None
         self.metrics.count_event(record)
         self._warn_drift(record)
         if not isinstance(record, events.UnknownFusionEvent):
-            self._report(session.turns.feed(record))
-        return TURNS
+            self._finished(session.turns.feed(record), done)
+            for check in session.turns.take_reconciliations():
+                self.metrics.count_reconciliation(check)
+                log.log(logging.DEBUG if check.agrees else logging.WARNING, "%s", check.describe())
+        return True
 
     def _warn_drift(self, record: events.Event) -> None:
         """Warn once per kind of drift: the metrics count every occurrence."""
@@ -303,39 +343,16 @@ class Tailer:
                 self._warned_drift.add((kind, name))
                 log.warning("log format drift: %s: %s (the CLI may have changed)", kind, name)
 
-    def _report(self, turns: list[Turn]) -> int:
-        for turn in turns:
-            self.on_turn(turn)
+    def _finished(self, turns: list[Turn], done: Pass) -> None:
+        done.finished(turns)
         if self._turns_left is not None:
             self._turns_left -= len(turns)
-        return TURNS if turns else UNCHANGED
 
 
-def _identity(path: Path) -> dict | None:
-    try:
-        status = os.stat(path)
-        size = min(status.st_size, FINGERPRINT_BYTES)
-        return {
-            "device": status.st_dev, "inode": status.st_ino,
-            "fingerprint": fingerprint(path, size), "fingerprint_size": size,
-        }
-    except OSError:
-        return None
-
-
-def _same_log(path: Path, identity: dict | None, offset: int) -> bool:
-    """Whether the log at `path` is the one a checkpoint describes, still at least as long.
-
-    The first bytes decide, not the inode: a log copied or restored elsewhere, or seen
-    through a remounted volume, is still the same log.
-    """
-    if offset == 0:
-        return True
-    if identity is None:
-        return False
-    try:
-        if os.stat(path).st_size < offset:
-            return False
-        return fingerprint(path, identity["fingerprint_size"]) == identity["fingerprint"]
-    except OSError:
-        return False
+def _session_state(position: Position, turns: SessionTurns) -> dict:
+    return {
+        "position": position.to_data(),
+        "open": [turn_to_data(turn) for turn in turns.open_turns],
+        "finished": turns.finished,
+        "context": context_to_data(turns.context),
+    }

@@ -47,6 +47,7 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 # belong to the session rather than to the turn before them.
 _SESSION_EVENTS = (events.SESSION_START, events.SESSION_RESUME, events.SHUTDOWN)
 _TURN_STARTS = (events.RESOLVED, events.ROUTE_FAILED)
+_MODEL_CHANGE = "session.model_change"
 
 
 def prepare(fixtures: Path, work: Path, now: datetime) -> list[Path]:
@@ -151,8 +152,8 @@ class Replayer:
 def _fixture_turns(fixtures: Path) -> tuple[dict | None, str, list[list[dict]]]:
     """The first session's start event, its session id, and every turn in time order.
 
-    A turn is the run of events from a routing decision (or route failure) up to the next
-    one, or to the next session event.
+    A turn is the run of events from a routing decision (or route failure), or from an
+    ordinary prompt, up to the next turn or session event (see _starts_a_turn).
     """
     sessions = []
     for session_id, path in session_logs(fixtures).items():
@@ -168,14 +169,30 @@ def _fixture_turns(fixtures: Path) -> tuple[dict | None, str, list[list[dict]]]:
     for _, _, lines in sessions:
         turn = None
         for line in lines:
-            if line["type"] in _TURN_STARTS:
+            if line["type"] in _SESSION_EVENTS:
+                turn = None
+            elif line["type"] == _MODEL_CHANGE:
+                continue  # a switch between turns belongs to none; its time would pace one
+            elif _starts_a_turn(line["type"], turn):
                 turn = [line]
                 turns.append(turn)
-            elif line["type"] in _SESSION_EVENTS:
-                turn = None
             elif turn is not None:
                 turn.append(line)
     return start, first_id, turns
+
+
+def _starts_a_turn(event_type: str, turn: list[dict] | None) -> bool:
+    """Whether an event begins the next turn to replay, given the turn read so far.
+
+    A routing decision begins a fusion turn; a prompt that follows no routing decision
+    begins an ordinary one. A fusion turn's own prompt, written after its routing decision,
+    stays with it.
+    """
+    if event_type in _TURN_STARTS:
+        return True
+    if event_type != events.USER_MESSAGE:
+        return False
+    return turn is None or not (len(turn) == 1 and turn[0]["type"] in _TURN_STARTS)
 
 
 def _shift(offset_ns: int) -> Callable[[str], str]:

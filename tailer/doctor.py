@@ -5,11 +5,17 @@ log under the state folder once, from its beginning, through the daemon's own li
 and parser, and prints what a user needs to judge that: sessions, CLI versions, fusion
 turns, every event type with its count, and the drift the daemon would count in its
 metrics (fusion event types and fields it does not know, required fields missing, damaged
-lines). The exit code says whether there was drift, so a script can alert after an upgrade.
+lines), and the sessions whose model calls do not add up to the CLI's own totals
+(`session.shutdown`, `session.usage_checkpoint`). The exit code says whether there was
+drift or disagreement, so a script can alert after an upgrade.
 
 Only metadata is printed: type and field names, counts, versions and session ids. No value
 from the log is, so neither the text of prompts and answers nor the paths in
 `session.start`.
+
+`doctor --cli [PATH]` asks the same question before any log shows the answer: it reads
+the event schema the installed CLI ships (tailer/schema_drift.py) and names what a new
+version changed that the tailer does not expect.
 """
 
 from __future__ import annotations
@@ -20,9 +26,10 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import events
+from . import events, schema_drift
 from .files import session_logs
 from .lines import Line, LineReader
+from .turns import Reconciliation, SessionTurns
 
 EXIT_DRIFT = 1
 EXIT_USAGE = 2
@@ -49,14 +56,18 @@ class Findings:
     unknown_fields: Counter = field(default_factory=Counter)  # (type, field) -> lines
     missing_fields: Counter = field(default_factory=Counter)  # (type, field) -> lines
     malformed: Counter = field(default_factory=Counter)  # reason -> lines
+    totals_checked: int = 0
+    disagreements: list[Reconciliation] = field(default_factory=list)
 
     @property
     def drift(self) -> bool:
         return bool(self.unknown_types or self.unknown_fields or self.missing_fields
-                    or self.malformed)
+                    or self.malformed or self.disagreements)
 
 
-def main(args: argparse.Namespace) -> int:
+def main(args: argparse.Namespace, environ: dict[str, str] | None = None) -> int:
+    if args.cli is not None:
+        return check_cli(args.cli, environ or {})
     state_dir = args.state_dir
     if not state_dir.is_dir():
         print(
@@ -82,21 +93,27 @@ def examine(state_dir: Path) -> Findings:
     findings.sessions = len(logs)
     for session_id, path in sorted(logs.items()):
         versions: set[str] = set()
+        turns = SessionTurns(session_id)
         try:
             # No markers: unlike the daemon, doctor needs every line, fusion or not.
             for line in LineReader(path).read():
-                version = _examine_line(findings, line)
+                version = _examine_line(findings, line, turns)
                 if version is not None:
                     versions.add(version)
         except OSError as error:
             findings.unreadable[session_id] = error.strerror or type(error).__name__
+        for check in turns.take_reconciliations():
+            findings.totals_checked += 1
+            if not check.agrees and len(findings.disagreements) < MAX_NAMES:
+                findings.disagreements.append(check)
         for version in versions or {NO_VERSION}:
             _tally(findings.versions, version)
     return findings
 
 
-def _examine_line(findings: Findings, line: Line) -> str | None:
-    """Count one line; return the CLI version when it is a `session.start` naming one."""
+def _examine_line(findings: Findings, line: Line, turns: SessionTurns) -> str | None:
+    """Count one line and feed its record to the session's turns; return the CLI version
+    when it is a `session.start` naming one."""
     findings.lines += 1
     event_type = events.event_type_of(line.data)
     _tally(findings.event_types, event_type or NO_TYPE)
@@ -119,6 +136,8 @@ def _examine_line(findings: Findings, line: Line) -> str | None:
                    others=(record.event_type, OTHERS))
         for name in record.missing_fields:
             findings.missing_fields[record.event_type, name] += 1
+        if not isinstance(record, events.UnknownFusionEvent):
+            turns.feed(record)
     if event_type == events.SESSION_START and not line.oversized:
         return events.cli_version_of(line.data)
     return None
@@ -154,12 +173,35 @@ def render(state_dir: Path, findings: Findings) -> str:
     out += _table("Required fields missing (type, field, lines)",
                   _by_count(findings.missing_fields))
     out += _table("Malformed lines (reason, lines)", _by_count(findings.malformed))
+    out += _table("The CLI's own totals", [
+        ("totals checked (shutdowns and usage checkpoints)", findings.totals_checked),
+        ("totals our sums disagree with", len(findings.disagreements)),
+    ])
+    out += _table("Sessions whose sums differ from the CLI's totals (session, totals, model, "
+                  "our AIU, CLI AIU)", _disagreement_rows(findings.disagreements))
     if findings.drift:
         out.append("Drift found: the tailer may miss or misread turns in these logs "
-                   "(a CLI upgrade or damaged lines; see above).")
+                   "(a CLI upgrade, damaged lines or sums that differ from the CLI's; "
+                   "see above).")
     else:
         out.append("No drift: the tailer knows every fusion event type and field in these logs.")
     return "\n".join(out) + "\n"
+
+
+def _disagreement_rows(checks: list[Reconciliation]) -> list[tuple]:
+    """One row per model whose figures differ; credits shown, tokens differ when equal."""
+    rows = []
+    for check in checks:
+        for model in sorted(check.ours.keys() | check.theirs.keys()):
+            ours, theirs = check.ours.get(model), check.theirs.get(model)
+            if ours != theirs:
+                rows.append((check.session_id, check.source, model,
+                             _credits(ours), _credits(theirs)))
+    return rows
+
+
+def _credits(usage: events.Usage | None) -> str:
+    return "none" if usage is None else f"{usage.aiu:.9g}"
 
 
 def _by_count(counter: Counter) -> list[tuple]:
@@ -188,3 +230,51 @@ def _shown(cell: object) -> str:
     """Names come from the log: escape any that could garble a terminal or its encoding."""
     text = str(cell)
     return text if text and text.isascii() and text.isprintable() else ascii(text)
+
+
+def check_cli(path: str, environ: dict[str, str]) -> int:
+    """`doctor --cli [PATH]`: the installed CLI's event schema against the tailer's knowledge."""
+    try:
+        if path:
+            schema = schema_drift.schema_at(Path(path))
+        else:
+            found = schema_drift.find_schemas(environ)
+            if not found:
+                print("hydrafusion-tailer: no Copilot CLI package found in its caches "
+                      "($XDG_CACHE_HOME/copilot/pkg, ~/.cache/copilot/pkg); run `copilot "
+                      "--version` once, or give the path of session-events.schema.json",
+                      file=sys.stderr)
+                return EXIT_USAGE
+            schema = found[0]
+        drift = schema_drift.compare(schema_drift.load(schema))
+    except (OSError, schema_drift.SchemaError) as error:
+        reason = error.strerror if isinstance(error, OSError) and error.strerror else error
+        print(f"hydrafusion-tailer: cannot read the CLI's event schema {path or ''}: {reason}",
+              file=sys.stderr)
+        return EXIT_USAGE
+    print(render_cli(schema, drift), end="")
+    return EXIT_DRIFT if drift.any else 0
+
+
+def render_cli(schema: Path, drift: schema_drift.Drift) -> str:
+    """The schema report: what a new CLI version changed that the tailer does not expect."""
+    version = schema_drift.version_of(schema)
+    named = f"Copilot CLI {version}" if version != "unknown" else "Copilot CLI"
+    out = [f"{named} event schema: {schema}", ""]
+    out += _table("Fusion and usage event types the tailer does not know",
+                  [(name,) for name in drift.unknown_types])
+    out += _table("Fields the tailer does not know (type, field, JSON type)",
+                  drift.unknown_fields)
+    out += _table("Event types the tailer reads that are gone", [(t,) for t in drift.gone_types])
+    out += _table("Fields the tailer relies on that are gone (type, field)", drift.gone_fields)
+    out += _table("Fields the tailer relies on whose type changed (type, field, now, read as)",
+                  drift.retyped)
+    out += _table("New fields that may carry free text: review the privacy allowlist "
+                  "(type, field)", drift.free_text)
+    if drift.any:
+        out.append("Drift found: update tailer/events.py (KNOWN_FIELDS, READ_AS, the parser, "
+                   "SCRUB_DATA) for this CLI version; see docs/COMPATIBILITY.md.")
+    else:
+        out.append("No drift: the tailer knows every fusion and usage event and field this "
+                   "CLI version declares.")
+    return "\n".join(out) + "\n"

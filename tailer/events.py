@@ -6,22 +6,32 @@ read as "absent") and it copies out only the metadata named below: text fields s
 `content`, `projectionMessage`, `stagedTerminal`, `message` or `errorMessage` are never
 read, so they cannot leak into traces, metrics or logs downstream.
 
+Besides the fusion events, the parser reads what rebuilds a whole turn: each model call
+(`session.usage_record`), each tool call (`tool.execution_start` / `_complete`: names, ids
+and success, never arguments or results), the moment of each prompt (`user.message`: its
+id and time, never its text), where each CLI run begins (`session.start`, `session.resume`)
+and the CLI's own totals (`session.shutdown`, `session.usage_checkpoint`).
+
+Most lines of a session (messages, reasoning, permissions) cannot matter to us. The CLI
+writes `type` first, so `parse_line` tells them by the line's first bytes and rejects them
+before any JSON parsing. The largest lines of a log are tool events and prompts, whose bulk
+(a tool's output or arguments, a prompt's text) is never read: those lines are parsed
+without it (see `_without_bulk`), so a backfill of large sessions stays close to the speed
+of reading the files.
+
 Every number and text it copies out is checked against the range its outputs can carry
 (OTLP's int64 and uint64 nanoseconds, doubles, Prometheus's float counters, the checkpoint's
 JSON) by the few helpers below that every field goes through. A value of the right type but
 an absurd size (a count of 1e300, a duration of centuries, a year 2554 timestamp, an id
 holding a lone surrogate) makes the line damaged: `Malformed("absurd_<kind>")` (or
 `bad_timestamp`), counted, never exported.
-
-Most lines of a session (user prompts, tool output, usage records) cannot matter to us.
-`parse_line` rejects them by a byte search before any JSON parsing, which keeps a backfill
-of large sessions close to the speed of reading the files.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import re
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
@@ -34,15 +44,30 @@ COMMIT_STARTED = "session.fusion_commit_started"
 COMPLETED = "session.fusion_completed"
 ROUTE_FAILED = "session.fusion_route_failed"
 SHUTDOWN = "session.shutdown"
+USAGE_RECORD = "session.usage_record"
+USAGE_CHECKPOINT = "session.usage_checkpoint"
+TOOL_STARTED = "tool.execution_start"
+TOOL_COMPLETED = "tool.execution_complete"
+USER_MESSAGE = "user.message"
+SESSION_START = "session.start"
+SESSION_RESUME = "session.resume"
 
-# Durable fusion events we know and deliberately skip: change checkpoints only hold code
-# change counts and file paths.
-KNOWN_UNUSED = frozenset({"session.fusion_change_checkpoint"})
+# Durable fusion and usage events we know and deliberately skip: change checkpoints only
+# hold code change counts and file paths; usage checkpoints repeat the session's totals.
+KNOWN_UNUSED = frozenset({"session.fusion_change_checkpoint", "session.usage_checkpoint"})
 
 # The JSON text of the `type` values we care about. A line holding none of them is ignored
 # unparsed. A prompt that quotes one of them only costs a parse: the type is checked after.
-MARKERS = (b'"session.fusion_', b'"assistant.fusion_', b'"session.shutdown"')
+# The first group are the lines whose loss damages a turn (see may_matter); tool events
+# only add detail.
+DAMAGE_MARKERS = (
+    b'"session.fusion_', b'"assistant.fusion_', b'"session.shutdown"',
+    b'"session.usage_record"', b'"session.usage_checkpoint"', b'"user.message"',
+    b'"session.start"', b'"session.resume"',
+)
+MARKERS = DAMAGE_MARKERS + (b'"tool.execution_start"', b'"tool.execution_complete"')
 # One search for all of them is several times faster than one search for each.
+_ANY_DAMAGE_MARKER = re.compile(b"|".join(re.escape(marker) for marker in DAMAGE_MARKERS))
 _ANY_MARKER = re.compile(b"|".join(re.escape(marker) for marker in MARKERS))
 
 # Every field each event may carry, metadata or content. A field outside these sets is
@@ -59,9 +84,9 @@ KNOWN_FIELDS = {
         "planVersion", "policyVersion", "modelUniverseVersion", "ruleId", "selectedRuleId",
         "ruleName", "hint", "pattern", "phasePlan", "primaryModel", "secondaryModel",
         "judgeModel", "repairModel", "critics", "fallbackModel", "followUpModel", "scores",
-        "routingLatencyMs",
+        "routingLatencyMs", "ruleIndex", "followUp",
     },
-    PHASE_COMPLETED: _LEG_FIELDS | _CONTENT,
+    PHASE_COMPLETED: _LEG_FIELDS | _CONTENT | {"endedWithBackgroundWork"},
     PHASE_FAILED: _LEG_FIELDS | _CONTENT,
     HANDOFF: {"fusionId", "sourcePhaseId", "targetPhaseId", "targetModel", "message"},
     COMMIT_STARTED: {
@@ -71,7 +96,7 @@ KNOWN_FIELDS = {
         "fusionId", "commitId", "turnId", "syntheticModel", "pattern", "outcome",
         "finalSourcePhaseId", "finalSourceModel", "followUpModel", "degradedReason",
         "phaseCount", "requestCount", "inputTokens", "outputTokens", "cachedTokens",
-        "cacheWriteTokens", "totalNanoAiu", "durationMs", "policy",
+        "cacheWriteTokens", "totalNanoAiu", "durationMs", "policy", "awaitingBackgroundWork",
     },
     ROUTE_FAILED: {
         "attemptId", "syntheticModel", "policy", "fallbackModel", "reason",
@@ -90,6 +115,40 @@ REQUIRED_FIELDS = {
     COMMIT_STARTED: ("sourcePhaseId",),
     COMPLETED: ("pattern", "durationMs", "totalNanoAiu"),
     ROUTE_FAILED: ("reason",),
+}
+
+# What the parser reads each field it relies on as (a JSON Schema type; null always reads
+# as absent). `doctor --cli` checks the CLI's own schema against it, so a field that is
+# renamed or changes type is noticed before any log has it. Nested fields are dotted.
+_READ_USAGE = dict.fromkeys(
+    ("requestCount", "inputTokens", "outputTokens", "cachedTokens", "cacheWriteTokens",
+     "totalNanoAiu"), "number")
+_READ_LEG = {
+    **dict.fromkeys(("fusionId", "phaseId", "phaseKind", "role", "conversationScope", "model",
+                     "status"), "string"),
+    "durationMs": "number", "usage": "object",
+    **{f"usage.{name}": how for name, how in _READ_USAGE.items()},
+}
+READ_AS = {
+    RESOLVED: {
+        **dict.fromkeys(("fusionId", "pattern", "syntheticModel", "policy", "routeSource"),
+                        "string"),
+        "routingLatencyMs": "number",
+    },
+    PHASE_COMPLETED: {**_READ_LEG, "verdict": "string"},
+    PHASE_FAILED: {**_READ_LEG, "reason": "string", "degradedToPhaseId": "string"},
+    HANDOFF: dict.fromkeys(("fusionId", "sourcePhaseId", "targetPhaseId"), "string"),
+    COMMIT_STARTED: dict.fromkeys(("fusionId", "sourcePhaseId", "sourceModel"), "string"),
+    COMPLETED: {
+        **dict.fromkeys(("fusionId", "pattern", "syntheticModel", "outcome",
+                         "finalSourcePhaseId", "finalSourceModel", "degradedReason"), "string"),
+        "durationMs": "number", **_READ_USAGE,
+    },
+    ROUTE_FAILED: {
+        **dict.fromkeys(("attemptId", "syntheticModel", "policy", "fallbackModel", "reason"),
+                        "string"),
+        "routingLatencyMs": "number",
+    },
 }
 
 # What a value read from a log may be. The bounds are far beyond anything real and far
@@ -137,6 +196,16 @@ class Usage:
             self.cache_read_tokens + other.cache_read_tokens,
             self.cache_write_tokens + other.cache_write_tokens,
             self.nano_aiu + other.nano_aiu,
+        )
+
+    def __sub__(self, other: Usage) -> Usage:
+        return Usage(
+            self.request_count - other.request_count,
+            self.input_tokens - other.input_tokens,
+            self.output_tokens - other.output_tokens,
+            self.cache_read_tokens - other.cache_read_tokens,
+            self.cache_write_tokens - other.cache_write_tokens,
+            self.nano_aiu - other.nano_aiu,
         )
 
     @property
@@ -228,8 +297,78 @@ class RouteFailed(Event):
 
 
 @dataclass(slots=True)
-class SessionEnded(Event):
-    pass
+class ModelCall(Event):
+    """One model call (`session.usage_record`, written when the call ended).
+
+    `fusion_id` and `phase_id` name the leg it served; both are None on an ordinary turn.
+    `tool_requests` holds the names of the tools the call asked for, one per request.
+    """
+
+    model: str
+    provider: str | None
+    usage: Usage  # request_count is 1
+    duration_ms: float
+    time_to_first_token_ms: float | None
+    finish_reason: str | None
+    initiator: str | None
+    fusion_id: str | None
+    phase_id: str | None
+    phase_kind: str | None
+    tool_requests: tuple[str, ...]
+
+
+@dataclass(slots=True)
+class ToolStarted(Event):
+    tool_call_id: str
+    tool_name: str | None
+    mcp_server: str | None
+    mcp_tool: str | None
+    fusion_id: str | None
+    phase_id: str | None
+
+
+@dataclass(slots=True)
+class ToolCompleted(Event):
+    tool_call_id: str
+    success: bool | None
+    fusion_id: str | None
+    phase_id: str | None
+
+
+@dataclass(slots=True)
+class Prompt(Event):
+    """A `user.message`: only when it was written and its event id, never what it says."""
+
+    prompt_id: str
+
+
+@dataclass(slots=True)
+class RunStarted(Event):
+    """A CLI process began writing this log: `session.start`, or `session.resume` (`resumed`)."""
+
+    resumed: bool
+
+
+@dataclass(slots=True)
+class SessionTotals(Event):
+    """The CLI's own figures for the current run, to check our sums against.
+
+    `nano_aiu` is the run's credits; `models` the figures per model (request_count,
+    tokens, credits), None when the event gives none.
+    """
+
+    nano_aiu: int | None = None
+    models: dict[str, Usage] | None = None
+
+
+@dataclass(slots=True)
+class SessionEnded(SessionTotals):
+    """`session.shutdown`: the run ended; its totals per model."""
+
+
+@dataclass(slots=True)
+class UsageCheckpoint(SessionTotals):
+    """`session.usage_checkpoint`: the run's credits so far."""
 
 
 @dataclass(slots=True)
@@ -255,16 +394,26 @@ class _Absurd(Exception):
 def parse_line(line: bytes) -> Event | Malformed | None:
     """Turn one line (without its newline) into a record, a Malformed, or None to ignore."""
     line = line.strip(b"\0 \t\r")
-    if not may_matter(line):
+    written_type = _leading_type(line)
+    if written_type is None:
+        if _ANY_MARKER.search(line) is None:
+            return None
+        obj = None
+    elif written_type in _READ_TYPES:
+        obj = _loads_without_bulk(line, written_type)
+    elif b"fusion_" not in written_type or written_type in _KNOWN_UNUSED_TYPES:
         return None
-    try:
-        obj = json.loads(line)
-    except UnicodeDecodeError:
-        return Malformed("invalid_utf8")
-    except ValueError:
-        return Malformed("invalid_json")
-    except RecursionError:
-        return Malformed("too_deep")
+    else:
+        obj = None
+    if obj is None:
+        try:
+            obj = json.loads(line)
+        except UnicodeDecodeError:
+            return Malformed("invalid_utf8")
+        except ValueError:
+            return Malformed("invalid_json")
+        except RecursionError:
+            return Malformed("too_deep")
     if not isinstance(obj, dict):
         return Malformed("not_an_object")
     event_type = obj.get("type")
@@ -288,7 +437,7 @@ def _record(event_type: str, obj: dict) -> Event | Malformed | None:
     if time_ns is None:
         return Malformed("bad_timestamp")
     data = obj.get("data")
-    if data is None and event_type == SHUTDOWN:
+    if data is None and event_type not in _KEY_FIELDS:
         data = {}
     if not isinstance(data, dict):
         return Malformed("bad_data")
@@ -298,8 +447,10 @@ def _record(event_type: str, obj: dict) -> Event | Malformed | None:
         key = _text(data.get(key_field))
         if key is None:
             return Malformed(_MISSING_KEY[key_field])
+    elif event_type == USER_MESSAGE:
+        key = _text(obj.get("id"))
     record = parse(time_ns, key, data)
-    if isinstance(record, Malformed) or event_type == SHUTDOWN:
+    if isinstance(record, Malformed) or event_type not in KNOWN_FIELDS:
         return record
     # Both notes are empty on almost every line: see that cheaply, build them only if not.
     known = KNOWN_FIELDS[event_type]
@@ -313,8 +464,98 @@ def _record(event_type: str, obj: dict) -> Event | Malformed | None:
 
 
 def may_matter(line: bytes) -> bool:
-    """False when the line certainly is not an event we read; cheap, no parsing."""
+    """False when the line certainly holds no record whose loss would damage a turn.
+
+    Cheap, no parsing: for a line too long to read, this tells damage from a loss that
+    costs only detail (a tool call's end, say).
+    """
+    return _ANY_DAMAGE_MARKER.search(line) is not None
+
+
+def may_be_read(line: bytes) -> bool:
+    """False when the line certainly is not an event we read; cheap, no parsing.
+
+    The line reader's test for every line of a log. The CLI writes `type` first, so the
+    type decides from the line's first bytes and the rest (a tool's output can be
+    megabytes) is never searched. Only a line laid out some other way is searched whole.
+    """
+    leading = _LEADING_TYPE.match(line)
+    if leading is not None:
+        return _ANY_MARKER.match(line, leading.start(1) - 1) is not None
     return _ANY_MARKER.search(line) is not None
+
+
+_TYPE_PREFIX = b'{"type":"'
+
+
+def _leading_type(line: bytes) -> bytes | None:
+    """The `type` the line starts with, as the CLI writes it; None for any other start."""
+    if not line.startswith(_TYPE_PREFIX):
+        return None
+    start = len(_TYPE_PREFIX)
+    end = line.find(b'"', start, start + MAX_TEXT + 1)
+    if end < 0 or b"\\" in line[start:end]:
+        return None
+    return line[start:end]
+
+
+# -- Reading a large line without its bulk ---------------------------------------------
+#
+# A tool's output or arguments and a prompt's text can run to megabytes, and decoding them
+# (unescaping every quote and newline) is most of what a full json.loads of such a line
+# costs. The parser never reads them, so it cuts them out first: the line is parsed as its
+# head (everything before the bulky member) joined to its tail (the members after it). No
+# JSON string can hold the bytes `,"` (a quote inside a string is escaped), so every `,"`
+# is a boundary between members at some depth; the first one in the last _TAIL_BYTES that
+# makes the joined text a valid object is the boundary at the bulk's own depth, the first
+# member after the bulk. Any doubt (no bulky member near the start, nothing that joins)
+# and the line is parsed whole: slower, never wrong.
+
+_WHOLE_BELOW = 4096  # shorter lines are parsed whole: cheaper than cutting them
+_HEAD_BYTES = 4096  # where the bulky member's key is looked for
+_TAIL_BYTES = 16384  # where the members after the bulk are looked for
+_TAIL_TRIES = 8
+_BULK_KEYS = {
+    b"tool.execution_start": (b',"arguments":',),
+    b"tool.execution_complete": (b',"result":', b',"error":'),
+}
+# A prompt's `data` is all text: the whole object is bulk.
+_ALL_DATA_BULK = {b"user.message": b'{"type":"user.message","data":{'}
+
+
+def _loads_without_bulk(line: bytes, event_type: bytes) -> object | None:
+    """The line's JSON value without its bulky member, or None: parse the line whole."""
+    if len(line) < _WHOLE_BELOW:
+        return None
+    cut = _bulk_start(line, event_type)
+    if cut is None:
+        return None
+    head = line[:cut]
+    data_opened = head.endswith(b"{")
+    boundary = max(cut, len(line) - _TAIL_BYTES)
+    for _ in range(_TAIL_TRIES):
+        boundary = line.find(b',"', boundary + 1)
+        if boundary < 0:
+            return None
+        tails = [line[boundary + 1:] if data_opened else line[boundary:]]
+        if line[boundary - 1] == 0x7D:  # "}": maybe the end of `data` itself
+            tails.append(line[boundary - 1:])
+        for tail in tails:
+            try:
+                return json.loads(head + tail)
+            except (ValueError, RecursionError):
+                continue
+    return None
+
+
+def _bulk_start(line: bytes, event_type: bytes) -> int | None:
+    """Where the bulky member begins (its `,`, or the inside of a bulky `data`)."""
+    opening = _ALL_DATA_BULK.get(event_type)
+    if opening is not None:
+        return len(opening) if line.startswith(opening) else None
+    found = [line.find(key, 0, _HEAD_BYTES) for key in _BULK_KEYS.get(event_type, ())]
+    found = [position for position in found if position > 0]
+    return min(found) if found else None
 
 
 # The form the CLI writes, `2026-09-09T02:43:27.961Z`, which datetime.fromisoformat reads
@@ -403,6 +644,17 @@ def _count(value: object, limit: int = MAX_COUNT, kind: str = "count") -> int:
     if isinstance(value, float) and value.is_integer() and 0 <= value <= limit:
         return int(value)
     raise _Absurd(kind)  # negative, fractional, NaN, infinite or too big
+
+
+def _number(value: object) -> float | None:
+    """A finite number as a float; absent, wrongly typed, too big or not finite read as None."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    try:
+        number = float(value)  # an integer of hundreds of digits does not fit a float
+    except OverflowError:
+        return None
+    return number if math.isfinite(number) else None
 
 
 def _duration(value: object) -> float | None:
@@ -512,17 +764,167 @@ def _route_failed(time_ns: int, attempt_id: str, data: dict) -> RouteFailed:
     )
 
 
+# What a model call's figures may be; past these a record is damaged, not a call.
+_MAX_CALL_TOKENS = 100_000_000
+_MAX_CALL_CREDITS = 1_000_000.0
+_MAX_CALL_MS = 7 * 86_400_000.0
+# (field of `usage`, its limit, whether it must be there, whether it counts tokens)
+_CALL_FIGURES = (
+    ("inputTokens", _MAX_CALL_TOKENS, True, True),
+    ("outputTokens", _MAX_CALL_TOKENS, True, True),
+    ("cacheReadTokens", _MAX_CALL_TOKENS, False, True),
+    ("cacheWriteTokens", _MAX_CALL_TOKENS, False, True),
+    ("cost", _MAX_CALL_CREDITS, True, False),
+    ("duration", _MAX_CALL_MS, True, False),
+)
+_MAX_TOOL_REQUESTS = 64
+_MAX_MODELS = 64
+_DAMAGED_CALL = Malformed("damaged_usage_record")
+
+
+def _model_call(time_ns: int, key: None, data: dict) -> ModelCall | Malformed:
+    """A usage record with a missing or impossible figure is damage: it is not a call."""
+    usage = data.get("usage")
+    if not isinstance(usage, dict):
+        return _DAMAGED_CALL
+    model = _text(usage.get("model"))
+    figures = []
+    for name, limit, required, whole in _CALL_FIGURES:
+        value = usage.get(name)
+        if value is None and not required:
+            value = 0
+        figure = _call_figure(value, limit)
+        if figure is None or (whole and figure != int(figure)):
+            return _DAMAGED_CALL
+        figures.append(figure)
+    if model is None:
+        return _DAMAGED_CALL
+    input_tokens, output_tokens, cache_read, cache_write, credits, duration = figures
+    fusion_id, phase_id, phase_kind = _fusion_block(usage.get("fusion"))
+    provider = usage.get("provider")
+    return ModelCall(
+        time_ns,
+        model=model,
+        provider=_text(provider.get("id") if isinstance(provider, dict) else provider),
+        usage=Usage(1, int(input_tokens), int(output_tokens), int(cache_read), int(cache_write),
+                    round(credits * 1e9)),
+        duration_ms=duration,
+        time_to_first_token_ms=_call_figure(usage.get("timeToFirstTokenMs"), _MAX_CALL_MS),
+        finish_reason=_text(usage.get("finishReason")),
+        initiator=_text(usage.get("initiator")),
+        fusion_id=fusion_id,
+        phase_id=phase_id,
+        phase_kind=phase_kind,
+        tool_requests=_tool_requests(usage.get("toolCounts")),
+    )
+
+
+def _call_figure(value: object, limit: float) -> float | None:
+    number = _number(value)
+    return number if number is not None and 0 <= number <= limit else None
+
+
+def _fusion_block(block: object) -> tuple[str | None, str | None, str | None]:
+    """fusionId, phaseId and phaseKind of a `fusion` block; Nones on an ordinary turn."""
+    if not isinstance(block, dict):
+        return None, None, None
+    return _text(block.get("fusionId")), _text(block.get("phaseId")), _text(block.get("phaseKind"))
+
+
+def _tool_requests(counts: object) -> tuple[str, ...]:
+    """`toolCounts` ({tool name: count}) as one name per request, sorted, bounded."""
+    if not isinstance(counts, dict):
+        return ()
+    names: list[str] = []
+    for name, count in counts.items():
+        name = _text(name)
+        if name is not None:
+            names += [name] * min(_count(count), _MAX_TOOL_REQUESTS)
+    return tuple(sorted(names)[:_MAX_TOOL_REQUESTS])
+
+
+def _tool_started(time_ns: int, tool_call_id: str, data: dict) -> ToolStarted:
+    fusion_id, phase_id, _ = _fusion_block(data.get("fusion"))
+    return ToolStarted(
+        time_ns,
+        tool_call_id=tool_call_id,
+        tool_name=_text(data.get("toolName")),
+        mcp_server=_text(data.get("mcpServerName")),
+        mcp_tool=_text(data.get("mcpToolName")),
+        fusion_id=fusion_id,
+        phase_id=phase_id,
+    )
+
+
+def _tool_completed(time_ns: int, tool_call_id: str, data: dict) -> ToolCompleted:
+    fusion_id, phase_id, _ = _fusion_block(data.get("fusion"))
+    success = data.get("success")
+    return ToolCompleted(
+        time_ns,
+        tool_call_id=tool_call_id,
+        success=success if isinstance(success, bool) else None,
+        fusion_id=fusion_id,
+        phase_id=phase_id,
+    )
+
+
+def _prompt(time_ns: int, event_id: str | None, data: dict) -> Prompt:
+    return Prompt(time_ns, prompt_id=event_id or f"at-{time_ns}")
+
+
+def _run_started(time_ns: int, key: None, data: dict) -> RunStarted:
+    return RunStarted(time_ns, resumed=False)
+
+
+def _run_resumed(time_ns: int, key: None, data: dict) -> RunStarted:
+    return RunStarted(time_ns, resumed=True)
+
+
 def _shutdown(time_ns: int, key: None, data: dict) -> SessionEnded:
-    return SessionEnded(time_ns)
+    return SessionEnded(
+        time_ns, nano_aiu=_total(data.get("totalNanoAiu")),
+        models=_model_totals(data.get("modelMetrics")),
+    )
+
+
+def _usage_checkpoint(time_ns: int, key: None, data: dict) -> UsageCheckpoint:
+    return UsageCheckpoint(time_ns, nano_aiu=_total(data.get("totalNanoAiu")))
+
+
+def _total(value: object) -> int | None:
+    return None if value is None else _count(value)
+
+
+def _model_totals(metrics: object) -> dict[str, Usage] | None:
+    """`modelMetrics`: {model: {requests {count}, usage {tokens}, totalNanoAiu}}."""
+    if not isinstance(metrics, dict):
+        return None
+    totals = {}
+    for model, figures in list(metrics.items())[:_MAX_MODELS]:
+        model = _text(model)
+        if model is None or not isinstance(figures, dict):
+            continue
+        requests, usage = figures.get("requests"), figures.get("usage")
+        requests = requests if isinstance(requests, dict) else {}
+        usage = usage if isinstance(usage, dict) else {}
+        totals[model] = Usage(
+            _count(requests.get("count")), _count(usage.get("inputTokens")),
+            _count(usage.get("outputTokens")), _count(usage.get("cacheReadTokens")),
+            _count(usage.get("cacheWriteTokens")), _count(figures.get("totalNanoAiu")),
+        )
+    return totals
 
 
 # The field that places a record in its turn: a line without it cannot be used at all.
 _KEY_FIELDS = {
     RESOLVED: "fusionId", PHASE_COMPLETED: "fusionId", PHASE_FAILED: "fusionId",
     HANDOFF: "fusionId", COMMIT_STARTED: "fusionId", COMPLETED: "fusionId",
-    ROUTE_FAILED: "attemptId",
+    ROUTE_FAILED: "attemptId", TOOL_STARTED: "toolCallId", TOOL_COMPLETED: "toolCallId",
 }
-_MISSING_KEY = {"fusionId": "missing_fusion_id", "attemptId": "missing_attempt_id"}
+_MISSING_KEY = {
+    "fusionId": "missing_fusion_id", "attemptId": "missing_attempt_id",
+    "toolCallId": "missing_tool_call_id",
+}
 
 _PARSERS = {
     RESOLVED: _resolved,
@@ -533,12 +935,19 @@ _PARSERS = {
     COMPLETED: _completed,
     ROUTE_FAILED: _route_failed,
     SHUTDOWN: _shutdown,
+    USAGE_CHECKPOINT: _usage_checkpoint,
+    USAGE_RECORD: _model_call,
+    TOOL_STARTED: _tool_started,
+    TOOL_COMPLETED: _tool_completed,
+    USER_MESSAGE: _prompt,
+    SESSION_START: _run_started,
+    SESSION_RESUME: _run_resumed,
 }
+_READ_TYPES = frozenset(event_type.encode() for event_type in _PARSERS)
+_KNOWN_UNUSED_TYPES = frozenset(event_type.encode() for event_type in KNOWN_UNUSED)
 
 
 # -- Any line, for `doctor`, which reports on every event type and not only fusion --------
-
-SESSION_START = "session.start"
 
 # The CLI writes `type` first, so most lines, and the kept head of an oversized line, give
 # their type without a JSON parse.
@@ -594,9 +1003,7 @@ class Kept:
     SESSION_ID = "session_id"  # likewise; the session folder is renamed to match
     FUSION_ID = "fusion_id"  # `fusion-<uuid>`; an id written `<fusionId>:<suffix>` keeps its suffix
     TOOL_CALL_ID = "tool_call_id"
-
-
-SESSION_RESUME = "session.resume"
+    ANY_NAME = "*"  # as a field name: every field of a map keyed by names (models, tools)
 
 
 def _values(*names: str) -> dict[str, str]:
@@ -621,6 +1028,11 @@ _SCRUB_LEG = {
     ),
     "fusionId": Kept.FUSION_ID, "phaseId": Kept.FUSION_ID, "turnId": Kept.FUSION_ID,
     "degradedToPhaseId": Kept.FUSION_ID, "usage": _SCRUB_USAGE,
+}
+_SCRUB_TOOL_FUSION = {
+    **_values("syntheticModel", "policy", "pattern", "phaseKind", "role", "sourceModel",
+              "conversationScope"),
+    "fusionId": Kept.FUSION_ID, "phaseId": Kept.FUSION_ID, "commitId": Kept.FUSION_ID,
 }
 SCRUB_DATA = {
     RESOLVED: {
@@ -666,16 +1078,35 @@ SCRUB_DATA = {
         "sessionId": Kept.SESSION_ID, "startTime": Kept.TIMESTAMP,
     },
     SESSION_RESUME: {"resumeTime": Kept.TIMESTAMP, "eventCount": Kept.VALUE},
-    SHUTDOWN: _values(
-        "shutdownType", "totalPremiumRequests", "totalNanoAiu", "totalApiDurationMs",
-        "currentTokens", "systemTokens", "conversationTokens", "toolDefinitionsTokens",
-    ),
+    SHUTDOWN: {
+        **_values(
+            "shutdownType", "totalPremiumRequests", "totalNanoAiu", "totalApiDurationMs",
+            "currentTokens", "systemTokens", "conversationTokens", "toolDefinitionsTokens",
+        ),
+        "modelMetrics": {Kept.ANY_NAME: {
+            "requests": _values("count", "cost"),
+            "usage": _values("inputTokens", "outputTokens", "cacheReadTokens", "cacheWriteTokens"),
+            "totalNanoAiu": Kept.VALUE,
+        }},
+    },
+    USAGE_CHECKPOINT: _values("totalNanoAiu"),
+    "session.model_change": _values("newModel", "previousModel"),
+    TOOL_STARTED: {
+        **_values("toolName", "mcpServerName", "mcpToolName", "model"),
+        "toolCallId": Kept.TOOL_CALL_ID, "fusion": _SCRUB_TOOL_FUSION,
+    },
+    TOOL_COMPLETED: {
+        **_values("success", "model"),
+        "toolCallId": Kept.TOOL_CALL_ID, "fusion": _SCRUB_TOOL_FUSION,
+    },
     "session.usage_record": {"usage": {
         **_values(
             "model", "inputTokens", "outputTokens", "cacheReadTokens", "cacheWriteTokens",
             "cost", "duration", "timeToFirstTokenMs", "initiator", "finishReason",
             "reasoningEffort", "isAuto", "isByok",
         ),
+        "provider": _values("id", "kind"),
+        "toolCounts": {Kept.ANY_NAME: Kept.VALUE},
         "fusion": {
             **_values(
                 "syntheticModel", "policy", "pattern", "phaseKind", "role", "sourceModel",

@@ -61,6 +61,30 @@ OVERFLOW_LABEL_VALUE = "other"
 ABSENT_LABEL_VALUE = "unknown"
 SERIES_REMEMBERED = 10_000  # per family, by raw label values
 
+# One sample: (sample name, [(label, value), ...], value), for history and for tests.
+Sample = tuple[str, list, float]
+# The same, as the registry keeps it: (name, labels, whole number, what to divide it by).
+ExactSample = tuple[str, list, int, int]
+
+# Counters and histogram sums are kept as whole numbers of 1/EXACT (see _exact).
+EXACT = 1_000_000_000
+
+
+def _exact(amount: float) -> int:
+    """An amount as a whole number of 1/EXACT: sums of these do not depend on their order.
+
+    Floats do: turns added in reading order and in time order (history) could end an ulp
+    apart, and a history sample an ulp above the next scrape reads as a counter reset. Every
+    amount counted here is a count, credits in nano units / 1e9 or milliseconds / 1000, so
+    nothing is lost.
+    """
+    return amount * EXACT if type(amount) is int else round(amount * EXACT)
+
+
+def _exact_loaded(data) -> int:
+    """A saved exact value; a float is a value as shown, from a version 2 checkpoint."""
+    return data if type(data) is int else _exact(float(data))
+
 _METRIC_NAME = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*")
 _LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
 _UNSAFE_LABEL_VALUE_CHARS = re.compile(r"[^A-Za-z0-9._:/+-]")
@@ -91,6 +115,18 @@ def _format_value(value: float) -> str:
     if value.is_integer() and abs(value) < 2**53:
         return str(int(value))
     return repr(value)
+
+
+def _format_le(bound: float) -> str:
+    """A bucket bound as Prometheus 3 stores it: whole numbers with ".0" (`1.0`, not `1`).
+
+    Prometheus 3 rewrites the `le` of scraped buckets to this form but keeps pushed samples
+    as they are, so writing it ourselves keeps history and scrapes one series.
+    """
+    if math.isinf(bound):
+        return "+Inf"
+    text = repr(float(bound))
+    return text if ("." in text or "e" in text or "n" in text) else text + ".0"
 
 
 def _sample(name: str, labels: list[tuple[str, str]], value: float) -> str:
@@ -177,9 +213,14 @@ class _Family:
     def load(self, data) -> object:
         return float(data)
 
-    def values(self, labels: list[tuple[str, str]], value) -> list[tuple[str, list, float]]:
+    def exact_values(self, labels: list[tuple[str, str]], value) -> list[ExactSample]:
+        """The samples a series is made of, each as a number and what to divide it by."""
+        return [(self.name, labels, value, 1)]
+
+    def values(self, labels: list[tuple[str, str]], value) -> list[Sample]:
         """The samples a series is made of: (sample name, labels, value)."""
-        return [(self.name, labels, value)]
+        return [(name, labels, number / divisor)
+                for name, labels, number, divisor in self.exact_values(labels, value)]
 
 
 class Counter(_Family):
@@ -200,7 +241,16 @@ class Counter(_Family):
         """inc, with the label values in declared order; the caller holds the lock."""
         if not amount >= 0:
             raise ValueError(f"counter {self.name} can only grow, got {amount!r}")
-        self._registry._series(self, values).value += amount
+        self._registry._series(self, values).value += _exact(amount)
+
+    def zero(self) -> int:
+        return 0
+
+    def load(self, data) -> int:
+        return _exact_loaded(data)
+
+    def exact_values(self, labels, value: int) -> list[ExactSample]:
+        return [(self.name, labels, value, EXACT)]
 
 
 class Gauge(_Family):
@@ -218,7 +268,7 @@ class _HistogramValue:
 
     def __init__(self, bucket_count: int):
         self.bucket_counts = [0] * bucket_count
-        self.sum = 0.0
+        self.sum = 0  # exact: see _exact
 
 
 class Histogram(_Family):
@@ -246,7 +296,7 @@ class Histogram(_Family):
             raise ValueError(f"histogram {self.name} cannot observe NaN")
         state = self._registry._series(self, values).value
         state.bucket_counts[bisect.bisect_left(self.bounds, value)] += 1
-        state.sum += value
+        state.sum += _exact(value)
 
     def zero(self) -> _HistogramValue:
         return _HistogramValue(len(self.bounds) + 1)
@@ -258,18 +308,18 @@ class Histogram(_Family):
         value = self.zero()
         if len(data["buckets"]) == len(value.bucket_counts):
             value.bucket_counts = [int(count) for count in data["buckets"]]
-            value.sum = float(data["sum"])
+            value.sum = _exact_loaded(data["sum"])
         return value
 
-    def values(self, labels, state: _HistogramValue) -> list[tuple[str, list, float]]:
+    def exact_values(self, labels, state: _HistogramValue) -> list[ExactSample]:
         samples = []
         cumulative = 0
         for bound, count in zip((*self.bounds, math.inf), state.bucket_counts):
             cumulative += count
-            le = ("le", _format_value(bound))
-            samples.append((f"{self.name}_bucket", [*labels, le], cumulative))
-        samples.append((f"{self.name}_sum", labels, state.sum))
-        samples.append((f"{self.name}_count", labels, cumulative))
+            le = ("le", _format_le(bound))
+            samples.append((f"{self.name}_bucket", [*labels, le], cumulative, 1))
+        samples.append((f"{self.name}_sum", labels, state.sum, EXACT))
+        samples.append((f"{self.name}_count", labels, cumulative, 1))
         return samples
 
 
@@ -284,6 +334,7 @@ class Registry:
         self._label_values: dict[str, set[str]] = {}
         # A scrape was shown a zero that no checkpoint records yet: the tailer saves soon.
         self.served_zeros = False
+        self._withheld: frozenset[str] = frozenset()
 
     def counter(self, name: str, help: str, labelnames=()) -> Counter:
         return self._add(Counter(self, name, help, labelnames))
@@ -367,29 +418,72 @@ class Registry:
                 for key, value, scrape_zero_pending, hold_left in rows:
                     if len(key) != len(family.labelnames):
                         continue
-                    series = self._series(family, tuple(key))
-                    series.value = family.load(value)
+                    try:
+                        value = family.load(value)
+                    except (TypeError, ValueError, KeyError):
+                        continue  # a value of another kind of family's: damage, left out
+                    series = self._restored_series(family, tuple(key))
+                    series.value = value
                     series.published = copy.deepcopy(series.value)
                     series.scrape_zero = PENDING if scrape_zero_pending else DONE
                     series.zero_until = now + float(hold_left)
 
-    def current(self, touched: list[tuple[_Family, tuple]]) -> list[tuple[str, list, float]]:
-        """The true current samples of these series (family, label values in declared order),
-        for pushing them as history."""
+    def record_history(self, changes: list[tuple[_Family, tuple, float]]) -> list[ExactSample]:
+        """Apply changes as `record` does, for a turn whose counts go to history; return
+        what each sample of the series it touched gained, by the series as stored.
+
+        As stored: two label values that the vocabulary folds into one series ("other")
+        are one series here as in every scrape. Those series need no zero first (see the
+        module docstring): their history starts at zero.
+        """
+        with self._lock:
+            touched = {}
+            for family, values, _ in changes:
+                series = self._series(family, values)
+                touched.setdefault(id(series), (family, series, family.dump(series.value)))
+            for family, values, amount in changes:
+                family._record(values, amount)
+            gained = []
+            for family, series, before in touched.values():
+                series.scrape_zero, series.zero_until = DONE, float("-inf")
+                labels = list(zip(family.labelnames, series.key))
+                old = family.exact_values(labels, family.load(before))
+                new = family.exact_values(labels, series.value)
+                gained += [(name, labels, after - was, divisor)
+                           for (name, labels, was, divisor), (_, _, after, _) in zip(old, new)
+                           if after != was]
+            return gained
+
+    def exact_samples(self, names: set[str]) -> list[ExactSample]:
+        """The true current samples of every series of these families, exact."""
         with self._lock:
             samples = []
-            for family, values in touched:
-                series = self._series(family, values)
-                samples.extend(family.values(list(zip(family.labelnames, series.key)), series.value))
+            for name in sorted(names):
+                family = self._families[name]
+                for key, series in family.series.items():
+                    samples += family.exact_values(list(zip(family.labelnames, key)),
+                                                   series.value)
             return samples
 
-    def promote(self, touched: list[tuple[_Family, tuple]]) -> None:
-        """No zero first for these series: their history already starts at zero."""
+    def withhold(self, names: set[str]) -> None:
+        """Leave these families out of scrapes and textfiles until `show_all`.
+
+        While the turns read at start-up wait to be pushed as history, a scrape of their
+        counters would write samples at "now" that the history then contradicts (see
+        tailer/history.py). Left out, they make no sample at all until the history is in.
+        """
         with self._lock:
-            for family, values in touched:
-                series = self._series(family, values)
-                series.scrape_zero = DONE
-                series.zero_until = float("-inf")
+            self._withheld = frozenset(names)
+
+    def show_all(self) -> None:
+        """End `withhold`; a series still owed its zero gets its full hold from now on."""
+        with self._lock:
+            now = self._clock()
+            for name in self._withheld:
+                for series in self._families[name].series.values():
+                    if series.scrape_zero == PENDING:
+                        series.zero_until = now + ZERO_HOLD_SECONDS
+            self._withheld = frozenset()
 
     def _add(self, family: _Family) -> _Family:
         with self._lock:
@@ -420,6 +514,18 @@ class Registry:
                 family.remembered[values] = series
         return series
 
+    def _restored_series(self, family: _Family, key: tuple) -> _Series:
+        """The series a snapshot stored under `key`, which was admitted when it was made:
+        admitted again as it is, past the caps, so no restored series folds into another."""
+        key = tuple(sanitise_label_value(value) for value in key)
+        for label, value in zip(family.labelnames, key):
+            self._label_values.setdefault(label, set()).add(value)
+        series = family.series.get(key)
+        if series is None:
+            series = family.series[key] = _Series(key, family.zero(), family.zero_first,
+                                                  self._clock())
+        return series
+
     def _key(self, family: _Family, values: tuple) -> tuple[str, ...]:
         """The label values as the series is stored: sanitised, "other" past the caps."""
         if len(values) != len(family.labelnames):
@@ -441,7 +547,7 @@ class Registry:
         lines = []
         with self._lock:
             now = self._clock()
-            for name in sorted(self._families):
+            for name in sorted(self._families.keys() - self._withheld):
                 family = self._families[name]
                 lines.append(f"# HELP {name} {_escape(family.help, quoted=False)}")
                 lines.append(f"# TYPE {name} {family.type}")

@@ -2,23 +2,27 @@
 
 Prometheus takes a scrape's values as "now", so turns the tailer reads when it starts (weeks
 of past sessions, or what happened while it was stopped) would all land in one spike at
-start-up, and every ratio over a past window would be wrong. Instead, the counters those
-turns touch are pushed to Prometheus's remote-write receiver as they stood over time: one
-sample per series every GRID_MS from just before the series' first historical turn up to
-now, where the scrapes take over from the same totals, so there is no jump and no reset.
+start-up, and every figure over a past window would be wrong. Instead, the counters those
+turns touch are pushed to Prometheus's remote-write receiver as they stood over time.
 Prometheus must accept samples that old: its TSDB out-of-order window has to cover the
 backfill horizon (prometheus/prometheus.yml).
 
-Why a grid and not one sample per turn: increase() and rate() look only at the samples
-inside their window and extrapolate to its edges, so a sparse series reads wrong over most
-windows. A regular grid reads like a scrape every GRID_MS: a window whose edges fall on the
-grid (a day, an hour, five minutes) is exact; any other window is off by at most one grid
-step at each edge, as it would be for live data with that scrape interval.
+What is pushed, per series: its value just before its first historical turn, its value at
+the end time of every historical turn (to the millisecond), and its value every GRID_MS in
+between and up to the push, so an instant query finds a sample within Prometheus's
+lookback. A counter read at any instant then equals the count of turns ended by then, and
+the difference of its values at two instants is exact for any window (docs/METRICS.md).
 
-Samples are never placed at or before the moment the previous run last published values
-(`not_before_ms`): Prometheus may hold scrapes from then, and a later sample with a smaller
-value would read as a counter reset. Turns from before that moment that were read again
-(they were counted but not yet saved when the tailer stopped) are placed just after it.
+Three rules keep history and scrapes one consistent series:
+- History is pushed once, when the start-up reading is over: turns are read session by
+  session, not in time order, and Prometheus cannot change a sample it has. Until then the
+  changes wait here (and in the checkpoint), and scrapes leave these families out
+  (Registry.withhold), so no scrape writes a "now" that the history would contradict.
+- No sample is placed at or before `not_before_ms`: the moment the previous run was last
+  known alive (its last publish, or its heartbeat: checkpoint.beat), up to which Prometheus
+  may hold its scrapes. A turn that ended earlier but was read only now is placed just after.
+- The deltas are the registry's own (Registry.record_history), by series as stored, so
+  history and scrapes agree on what a series is.
 
 Pushing the same history twice is harmless: Prometheus keeps one of two identical samples.
 """
@@ -28,13 +32,12 @@ from __future__ import annotations
 import json
 import logging
 
+from .exposition import ExactSample
 from .remote_write import RemoteWriteError, RemoteWriter
 
 log = logging.getLogger("tailer")
 
 GRID_MS = 300_000
-
-Sample = tuple[str, list, float]  # (sample name, [(label, value), ...], value), as exposition gives
 
 
 def _key(name: str, labels: list) -> str:
@@ -49,24 +52,32 @@ class History:
         writer: RemoteWriter,
         labels: dict[str, str],
         *,
-        bases: list[Sample],
+        bases: list[ExactSample],
         not_before_ms: int,
-        now_ms: int,
+        cutoff_ms: int,
         saved: dict | None = None,
     ):
         """`labels` are the ones Prometheus adds when it scrapes the tailer (job, instance):
         history and scrapes must be one series. `bases` are the series' values before
-        history began (a restored checkpoint's); a series without one starts at zero."""
+        history began (a restored checkpoint's); a series without one starts at zero. Turns
+        that ended before `cutoff_ms` (this run's start) are history; later ones are live.
+        `saved` is an unfinished history from a checkpoint, which carries on as it was."""
         self._writer = writer
         self._labels = sorted(labels.items())
         saved = saved or {}
         self._not_before_ms = saved.get("not_before_ms", not_before_ms)
-        # Turns after the last grid point before start-up are left to the scrapes.
-        self._cutoff_ms = saved.get("cutoff_ms", now_ms // GRID_MS * GRID_MS)
-        self._bases: dict[str, float] = saved.get(
-            "bases", {_key(name, lbls): value for name, lbls, value in bases}
+        self._cutoff_ms = saved.get("cutoff_ms", cutoff_ms)
+        # Values are kept exact, as the registry keeps them (exposition._exact): a series'
+        # last sample then equals its next scrape to the bit, whatever the reading order.
+        self._bases: dict[str, int] = saved.get(
+            "bases", {_key(name, lbls): value for name, lbls, value, _ in bases}
         )
-        self._changes: dict[str, list[list]] = saved.get("changes", {})
+        self._divisors: dict[str, int] = saved.get("divisors", {})
+        # Per series: change time (ms) -> what the turns ending then added.
+        self._changes: dict[str, dict[int, int]] = {
+            key: {int(at): delta for at, delta in points}
+            for key, points in saved.get("changes", {}).items()
+        }
 
     @property
     def pending(self) -> bool:
@@ -74,18 +85,17 @@ class History:
 
     def takes(self, time_ms: int) -> bool:
         """Whether a turn that ended at `time_ms` belongs to history (else: count it live)."""
-        return max(time_ms, self._not_before_ms + 1) <= self._cutoff_ms
+        return time_ms < self._cutoff_ms
 
-    def record(self, time_ms: int, before: list[Sample], after: list[Sample]) -> None:
-        """What a turn that ended at `time_ms` (one history `takes`) added to these series.
-
-        Kept as differences: turns are read session by session, not in time order, so a
-        series' value at a time is its base plus what the turns up to then added.
-        """
-        time_ms = max(time_ms, self._not_before_ms + 1)
-        for (name, labels, old), (_, _, new) in zip(before, after):
-            if new != old:
-                self._changes.setdefault(_key(name, labels), []).append([time_ms, new - old])
+    def record(self, time_ms: int, gained: list[ExactSample]) -> None:
+        """What a turn that ended at `time_ms` (one history `takes`) added, sample by sample
+        (Registry.record_history)."""
+        time_ms = max(time_ms, self._not_before_ms + 2)  # room for a zero just before it
+        for name, labels, delta, divisor in gained:
+            key = _key(name, labels)
+            points = self._changes.setdefault(key, {})
+            points[time_ms] = points.get(time_ms, 0) + delta
+            self._divisors[key] = divisor
 
     def state(self) -> dict | None:
         """What a checkpoint keeps until the push succeeded."""
@@ -95,12 +105,17 @@ class History:
             "not_before_ms": self._not_before_ms,
             "cutoff_ms": self._cutoff_ms,
             "bases": {key: self._bases[key] for key in self._changes if key in self._bases},
-            "changes": self._changes,
+            "divisors": {key: self._divisors[key] for key in self._changes},
+            "changes": {key: sorted(points.items()) for key, points in self._changes.items()},
         }
+
+    def ready(self, now_ms: int) -> bool:
+        """Whether a push now could place its last sample after `not_before_ms`."""
+        return now_ms > self._not_before_ms + 2
 
     def push(self, now_ms: int) -> bool:
         """Push everything pending; False when it should be tried again later."""
-        series = [self._series(key, changes, now_ms) for key, changes in self._changes.items()]
+        series = [self._series(key, points, now_ms) for key, points in self._changes.items()]
         samples = sum(len(points) for _, points in series)
         try:
             self._writer.push(series)
@@ -114,23 +129,22 @@ class History:
         self._changes = {}
         return True
 
-    def _series(self, key: str, changes: list[list], now_ms: int) -> tuple[list, list]:
+    def _series(self, key: str, points: dict[int, float], now_ms: int) -> tuple[list, list]:
+        """The samples of one series: see the module docstring for which and why."""
         name, labels = json.loads(key)
-        changes = sorted(changes, key=lambda change: change[0])
-        base = self._bases.get(key, 0.0)
-        # The last grid point before the first change carries the value from before it,
-        # unless that point is not after the previous run's last publish.
-        start = (changes[0][0] - 1) // GRID_MS * GRID_MS
-        if start <= self._not_before_ms:
-            start = (self._not_before_ms // GRID_MS + 1) * GRID_MS
-        end = now_ms // GRID_MS * GRID_MS
-        points, value, index = [], base, 0
-        if key not in self._bases and start > changes[0][0]:
-            # A new series must still be seen at zero first (see metrics' "zero first").
-            points.append((self._not_before_ms + 1, 0.0))
-        for at in range(start, end + 1, GRID_MS):
-            while index < len(changes) and changes[index][0] <= at:
-                value += changes[index][1]
-                index += 1
-            points.append((at, value))
-        return [("__name__", name), *map(tuple, labels), *self._labels], points
+        changes = sorted(points.items())
+        divisor = self._divisors[key]
+        value = self._bases.get(key, 0)
+        samples = [(changes[0][0] - 1, value / divisor)]
+        grid_at = (changes[0][0] // GRID_MS + 1) * GRID_MS
+        for index, (at, delta) in enumerate(changes):
+            next_at = changes[index + 1][0] if index + 1 < len(changes) else now_ms + 1
+            value += delta
+            samples.append((at, value / divisor))
+            while grid_at < next_at and grid_at <= now_ms:
+                if grid_at > at:
+                    samples.append((grid_at, value / divisor))
+                grid_at += GRID_MS
+        if samples[-1][0] < now_ms:
+            samples.append((now_ms, value / divisor))
+        return [("__name__", name), *map(tuple, labels), *self._labels], samples

@@ -1,33 +1,44 @@
-"""Read complete lines from a growing file, from a byte position, in bounded memory.
+"""Read complete lines from a growing file, from a saved position, in bounded memory.
 
 The CLI appends to its log while we read it and may die mid-line, so only text up to the
-last `\\n` is consumed: a half-written last line stays unread until it is completed. Lines
-are split on `\\n` alone (never `str.splitlines()`, which also splits on U+2028 inside JSON
-strings) and handed on as bytes, so each line is decoded on its own and one bad byte
-spoils one line only.
+last `\\n` is consumed: a half-written last line waits until it is completed. Lines are
+split on `\\n` alone (never `str.splitlines()`, which also splits on U+2028 inside JSON
+strings) and handed on as bytes, so each line is decoded on its own and one bad byte spoils
+one line only.
 
-Most lines of a session can never matter to the tailer. Given `markers` (byte strings that
-every interesting line contains), the reader looks for the markers in whole chunks and cuts
-out only the lines around them, so the rest costs a byte search and a newline count rather
-than Python work per line: that is what lets a backfill run near the speed of the disk.
+Where we are in a log is one value, `Position`: the byte offset just past the last line
+consumed, the line count, and a digest of the end of that line. Before every read the
+digest is checked against the bytes now just before the offset, so a log that was
+rewritten (shorter, or rewritten and grown past the offset) is noticed and read again from
+its start; a log copied or restored elsewhere, or seen through a remounted volume, still
+matches and is resumed.
 
-A line longer than MAX_LINE_BYTES (tool output can run to tens of MB) is never held whole:
-its first HEAD_BYTES are kept, the rest is skipped as it streams past, and the line is
-handed on marked `oversized` (when its head holds a marker) for the parser to judge.
+Lines are split by `readline`, in C. A caller's `wanted` test sees each line and most lines
+are dropped by it without any Python work on their text (see events.may_be_read). A line
+longer than MAX_LINE_BYTES (tool output runs to tens of MB) is never held whole: its first
+HEAD_BYTES are kept and it is handed on marked `oversized`. A line still being written is
+kept where it was read to, so a long line written in many pieces is read once, not once
+per piece.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO, Iterator
+from typing import BinaryIO, Callable, Iterator, NamedTuple
 
-CHUNK_BYTES = 1 << 20
 MAX_LINE_BYTES = 8 << 20
 HEAD_BYTES = 4096
-FINGERPRINT_BYTES = 1024
+CHUNK_BYTES = 1 << 20
+BUFFER_BYTES = 256 << 10
+TAIL_BYTES = 1024  # how much of the last line's end the position's digest covers
+
+
+class NotARegularFile(OSError):
+    """A log that is a FIFO, a device or a folder: never opened for reading (it may block)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,49 +49,116 @@ class Line:
     oversized: bool = False
 
 
-def fingerprint(path: Path, size: int = FINGERPRINT_BYTES) -> str:
-    """A digest of the file's first bytes: tells a rewritten log from the one we followed."""
-    with open(path, "rb") as handle:
-        return hashlib.sha256(handle.read(size)).hexdigest()[:32]
+class Position(NamedTuple):
+    """Where a reader is in its log: past `offset` bytes and `line` lines, the last
+    `tail_size` bytes before the offset having the digest `tail` (a tuple: one is made
+    for every read that moves)."""
+
+    offset: int = 0
+    line: int = 0
+    tail_size: int = 0
+    tail: str = ""
+
+    def to_data(self) -> list:
+        return list(self)
+
+    @classmethod
+    def from_data(cls, data) -> "Position":
+        """A position from a checkpoint; ValueError if it is not one."""
+        if not isinstance(data, list) or len(data) != 4:
+            raise ValueError("a log position is not a list of 4")
+        offset, line, tail_size, tail = data
+        if not (_is_count(offset) and _is_count(line) and _is_count(tail_size)
+                and tail_size <= min(offset, TAIL_BYTES) and isinstance(tail, str)):
+            raise ValueError("a log position is not an offset, a line, a size and a digest")
+        return cls(offset, line, tail_size, tail)
+
+
+def _is_count(value) -> bool:
+    return type(value) is int and value >= 0
+
+
+def _digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()[:32]
+
+
+def open_regular(path: Path) -> BinaryIO:
+    """Open a file for reading only if it is a regular file, without ever blocking.
+
+    O_NONBLOCK makes opening a FIFO return at once instead of waiting for a writer; the
+    type is then checked on the open descriptor, so a swap between a check and the open
+    cannot slip through.
+    """
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise NotARegularFile(f"not a regular file: {os.fspath(path)!r}")
+        return open(fd, "rb", buffering=BUFFER_BYTES)
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+class _Unfinished:
+    """A line read up to the end of the file without its newline: what was read of it."""
+
+    __slots__ = ("data", "length", "oversized", "tail")
+
+    def __init__(self) -> None:
+        self.data = bytearray()  # the whole line so far, or only its head once oversized
+        self.length = 0
+        self.oversized = False
+        self.tail = b""  # its last TAIL_BYTES: checked before reading on, digested at its end
+
+    def add(self, piece: bytes) -> None:
+        self.length += len(piece)
+        self.tail = (self.tail + piece[-TAIL_BYTES:])[-TAIL_BYTES:]
+        if self.oversized:
+            return
+        self.data += piece
+        if self.length > MAX_LINE_BYTES:
+            self.oversized = True
+            del self.data[HEAD_BYTES:]
 
 
 class LineReader:
     """Follows one file. `read()` yields the complete lines appended since the last call.
 
-    The position is the byte offset just past the last complete line consumed, plus the
-    line count, so a caller can save both and resume exactly there. When the file shrinks
-    or is replaced by another file, reading starts again from the beginning and
-    `generation` goes up, so the caller can tell that lines will come again.
+    `position` can be saved and given back to a new reader to resume exactly there. When
+    the file no longer matches it (shrunk, replaced or rewritten), reading starts again
+    from the beginning and `generation` goes up, so the caller can tell that lines will
+    come again. With `wanted`, only the lines it accepts are handed out.
     """
 
-    __slots__ = ("path", "offset", "line_number", "markers", "generation", "_identity")
+    __slots__ = ("path", "position", "wanted", "generation", "_unfinished")
 
-    def __init__(self, path: Path, offset: int = 0, line_number: int = 0,
-                 markers: tuple[bytes, ...] = ()):
+    def __init__(self, path: Path, position: Position = Position(),
+                 wanted: Callable[[bytes], bool] | None = None):
         self.path = path
-        self.offset = offset
-        self.line_number = line_number
-        self.markers = markers
+        self.position = position
+        self.wanted = wanted
         self.generation = 0
-        self._identity: tuple[int, int] | None = None
+        self._unfinished: _Unfinished | None = None
+
+    @property
+    def offset(self) -> int:
+        return self.position.offset
 
     def read(self) -> Iterator[Line]:
-        """Yield new complete lines (with markers: only those holding one).
+        """Yield new complete lines. Raises OSError when the file cannot be opened or read.
 
-        Raises OSError when the file cannot be opened or read.
+        Stopping early is fine: the position then stands after the last line handed out.
         """
-        with open(self.path, "rb") as handle:
-            status = os.fstat(handle.fileno())
-            identity = (status.st_dev, status.st_ino)
-            if self._identity is not None and identity != self._identity:
+        with open_regular(self.path) as handle:
+            size = os.fstat(handle.fileno()).st_size
+            if not self._still_matches(handle, size):
                 self.rewind()
-            self._identity = identity
-            if status.st_size < self.offset:
-                self.rewind()
-            if status.st_size == self.offset:
-                return
-            handle.seek(self.offset)
-            yield from self._lines(handle)
+            start = self.position.offset
+            if self._unfinished is not None:
+                start += self._unfinished.length
+            if size > start:
+                handle.seek(start)
+                yield from self._lines(handle)
 
     def skip_to_end(self) -> None:
         """Move past every complete line without handing any out (start-at-end mode).
@@ -88,93 +166,80 @@ class LineReader:
         Counting the lines keeps later warnings' line numbers true; a half-written last
         line is not skipped, so it is read once the CLI completes it.
         """
-        with open(self.path, "rb") as handle:
-            handle.seek(self.offset)
-            position = self.offset
+        with open_regular(self.path) as handle:
+            offset, lines = self.position.offset, self.position.line
+            read_to = offset
+            handle.seek(offset)
             while chunk := handle.read(CHUNK_BYTES):
                 newlines = chunk.count(b"\n")
                 if newlines:
-                    self.line_number += newlines
-                    self.offset = position + chunk.rindex(b"\n") + 1
-                position += len(chunk)
+                    lines += newlines
+                    offset = read_to + chunk.rindex(b"\n") + 1
+                read_to += len(chunk)
+            if offset != self.position.offset:
+                size = min(offset, TAIL_BYTES)
+                handle.seek(offset - size)
+                self.position = Position(offset, lines, size, _digest(handle.read(size)))
+                self._unfinished = None
 
     def rewind(self) -> None:
-        """Start again from the beginning: the file was truncated or replaced."""
-        self.offset = 0
-        self.line_number = 0
+        """Start again from the beginning: the file was truncated, replaced or rewritten."""
+        self.position = Position()
+        self._unfinished = None
         self.generation += 1
 
+    def _still_matches(self, handle: BinaryIO, size: int) -> bool:
+        """Whether the bytes before our position, and the end of a line we are part way
+        through, are still the ones we read."""
+        position, unfinished = self.position, self._unfinished
+        read_to = position.offset + (unfinished.length if unfinished is not None else 0)
+        if size < read_to:
+            return False
+        if position.tail_size:
+            handle.seek(position.offset - position.tail_size)
+            if _digest(handle.read(position.tail_size)) != position.tail:
+                return False
+        if unfinished is not None:
+            handle.seek(read_to - len(unfinished.tail))
+            return handle.read(len(unfinished.tail)) == unfinished.tail
+        return True
+
     def _lines(self, handle: BinaryIO) -> Iterator[Line]:
-        carry = bytearray()  # the start of a line whose end is not read yet
-        while chunk := handle.read(CHUNK_BYTES):
-            first = chunk.find(b"\n")
-            if first < 0:
-                carry += chunk
-            else:
-                start = 0
-                if carry:
-                    carry += memoryview(chunk)[:first + 1]
-                    yield from self._complete_lines(carry, 0, len(carry))
-                    start = first + 1
-                end = max(chunk.rfind(b"\n", start) + 1, start)
-                if end > start:
-                    yield from self._complete_lines(chunk, start, end)
-                carry = bytearray(memoryview(chunk)[end:])
-            if len(carry) > MAX_LINE_BYTES:
-                yield from self._oversized(handle, bytes(carry[:HEAD_BYTES]), len(carry))
-                carry = bytearray()
-
-    def _complete_lines(self, data: bytes | bytearray, begin: int, end: int) -> Iterator[Line]:
-        """Hand out the lines of data[begin:end] holding a marker (all of them without markers).
-
-        data[begin] sits at the reader's offset and data[end - 1] is a newline.
-        """
-        base_offset, base_line = self.offset - begin, self.line_number
-        newlines_before, counted_to = 0, begin
-        for start in self._candidate_starts(data, begin, end):
-            newlines_before += data.count(b"\n", counted_to, start)
-            counted_to = start
-            stop = data.index(b"\n", start, end)
-            oversized = stop - start > MAX_LINE_BYTES
-            text = bytes(data[start:start + HEAD_BYTES] if oversized else data[start:stop])
-            number = base_line + newlines_before + 1
-            self.offset, self.line_number = base_offset + stop + 1, number
-            yield Line(number, text, self.offset, oversized)
-        self.offset = base_offset + end
-        self.line_number = base_line + newlines_before + data.count(b"\n", counted_to, end)
-
-    def _candidate_starts(self, data: bytes | bytearray, begin: int, end: int) -> list[int]:
-        """Start offsets of the lines in data[begin:end] to hand out, in order."""
-        if not self.markers:
-            starts, position = [], begin
-            while position < end:
-                starts.append(position)
-                position = data.index(b"\n", position, end) + 1
-            return starts
-        starts = set()
-        for marker in self.markers:
-            position = data.find(marker, begin, end)
-            while position >= 0:
-                starts.add(max(data.rfind(b"\n", begin, position) + 1, begin))
-                position = data.find(marker, data.index(b"\n", position, end), end)
-        return sorted(starts)
-
-    def _oversized(self, handle: BinaryIO, head: bytes, length: int) -> Iterator[Line]:
-        """Stream past the rest of an over-long line; hand out its head if it may matter.
-
-        `length` bytes of the line (from the reader's offset) are read already.
-        """
-        while True:
-            chunk = handle.read(CHUNK_BYTES)
-            if not chunk:
-                return  # not complete yet: read again, from its start, once it is
-            newline = chunk.find(b"\n")
-            if newline >= 0:
-                break
-            length += len(chunk)
-        end_offset = self.offset + length + newline + 1
-        self.line_number += 1
-        self.offset = end_offset
-        if not self.markers or any(marker in head for marker in self.markers):
-            yield Line(self.line_number, head, end_offset, oversized=True)
-        handle.seek(end_offset)
+        """The loop every byte of a log goes through: kept to what must run per line."""
+        wanted = self.wanted
+        offset, number = self.position.offset, self.position.line
+        last = None  # the last line consumed (with its newline): its end makes the digest
+        unfinished, self._unfinished = self._unfinished, None
+        try:
+            while True:
+                if unfinished is None:
+                    line = handle.readline(MAX_LINE_BYTES + 1)
+                    if line[-1:] == b"\n" and len(line) <= MAX_LINE_BYTES:
+                        offset += len(line)
+                        number += 1
+                        last = line
+                        if wanted is None or wanted(line):
+                            yield Line(number, line[:-1], offset)
+                        continue
+                    if not line:
+                        break
+                    unfinished = _Unfinished()
+                else:
+                    line = handle.readline(CHUNK_BYTES)
+                    if not line:
+                        break
+                if line[-1:] != b"\n":
+                    unfinished.add(line)
+                    continue
+                unfinished.add(line[:-1])
+                offset += unfinished.length + 1
+                number += 1
+                last = unfinished.tail + b"\n"
+                data, oversized, unfinished = bytes(unfinished.data), unfinished.oversized, None
+                if wanted is None or wanted(data):
+                    yield Line(number, data, offset, oversized)
+        finally:
+            self._unfinished = unfinished
+            if last is not None:
+                tail = last[-TAIL_BYTES:]
+                self.position = Position(offset, number, len(tail), _digest(tail))

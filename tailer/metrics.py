@@ -7,6 +7,11 @@ label, and the registry caps the number of distinct values per label (models ove
 
 Per-leg figures come from the legs and the turn count from the turn: credits and tokens are
 counted once, from the legs, never again from the rollup.
+
+The `hydrafusion_prompt_*` families put every prompt on one footing, fusion or not (label
+`kind`: `fusion`, `ordinary`, or `fallback` for a route failure answered without fusion), so
+credits, tokens, calls and latency per prompt compare across them. A fusion prompt's
+figures there are its turn's (the rollup's), an ordinary prompt's the sum of its calls.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ import platform
 from . import __version__
 from .events import UnknownFusionEvent, Event
 from .exposition import Registry
-from .turns import Turn
+from .turns import Reconciliation, Turn
 
 # The GenAI conventions' duration buckets (0.01 s doubling to 81.92 s), extended for
 # agentic turns that run for many minutes.
@@ -44,8 +49,9 @@ class TurnMetrics:
             ("pattern", "phase_kind", "role", "model", "status", "verdict", "committed"),
         )
         self.aiu = counter(
-            "hydrafusion_aiu_total", "Credits (AIU) spent, per leg.",
-            ("pattern", "phase_kind", "model", "committed"),
+            "hydrafusion_aiu_total",
+            "Credits (AIU) spent, per leg; compound: the leg's turn used more than one model.",
+            ("pattern", "phase_kind", "model", "committed", "compound"),
         )
         self.tokens = counter(
             "hydrafusion_tokens_total",
@@ -71,6 +77,56 @@ class TurnMetrics:
         self.routing_latency = histogram(
             "hydrafusion_routing_latency_seconds", "Time the router took to decide.",
             ("route_source",), ROUTING_BUCKETS,
+        )
+        self.prompts = counter(
+            "hydrafusion_prompts_total",
+            "Prompts answered: fusion, ordinary (one fixed model) or fallback (route failed).",
+            ("kind", "model"),
+        )
+        self.prompt_aiu = counter(
+            "hydrafusion_prompt_aiu_total", "Credits (AIU) spent per prompt kind.",
+            ("kind", "model"),
+        )
+        self.prompt_tokens = counter(
+            "hydrafusion_prompt_tokens_total",
+            "Tokens per prompt kind; input includes the cache-read tokens.",
+            ("kind", "model", "type"),
+        )
+        self.prompt_calls = counter(
+            "hydrafusion_prompt_model_calls_total", "Model calls made to answer prompts.",
+            ("kind", "model"),
+        )
+        self.prompt_duration = histogram(
+            "hydrafusion_prompt_duration_seconds",
+            "Prompt latency: from routing (fusion) or the prompt (ordinary) to the last event.",
+            ("kind", "model"), DURATION_BUCKETS,
+        )
+        self.model_calls = counter(
+            "hydrafusion_model_calls_total", "Model calls, one per usage record.",
+            ("kind", "model", "finish_reason"),
+        )
+        self.call_duration = histogram(
+            "hydrafusion_model_call_duration_seconds", "Duration of one model call.",
+            ("model",), DURATION_BUCKETS,
+        )
+        self.time_to_first_token = histogram(
+            "hydrafusion_time_to_first_token_seconds",
+            "Time from a model call's start to its first token.",
+            ("model",), DURATION_BUCKETS,
+        )
+        self.tool_calls = counter(
+            "hydrafusion_tool_calls_total", "Tool calls, by tool and whether they succeeded.",
+            ("kind", "tool", "success"),
+        )
+        self.leg_call_mismatches = counter(
+            "hydrafusion_leg_call_mismatches_total",
+            "Legs whose model calls do not add up to the leg's own figures.",
+            ("phase_kind",),
+        )
+        self.reconciliations = counter(
+            "hydrafusion_reconciliations_total",
+            "Checks of the CLI's own session totals against the tailer's sums.",
+            ("source", "result"),
         )
         self.lines = counter(
             "hydrafusion_tailer_lines_total", "Log lines read, by what became of them.",
@@ -102,6 +158,10 @@ class TurnMetrics:
             "rejected (the collector refused them), dropped (lost).",
             ("outcome",),
         )
+        self.turn_errors = counter(
+            "hydrafusion_tailer_turn_errors_total",
+            "Turns skipped because the tailer failed to handle them (a bug: see its log).",
+        )
         self.sessions = gauge("hydrafusion_tailer_sessions", "Session logs followed.")
         self.pending_spans = gauge(
             "hydrafusion_tailer_pending_spans",
@@ -119,12 +179,23 @@ class TurnMetrics:
             self.lines.inc({"outcome": outcome}, 0)
         for outcome in ("retry", "rejected", "dropped"):
             self.export_failures.inc({"outcome": outcome}, 0)
+        for source in ("shutdown", "usage_checkpoint"):
+            for result in ("agree", "disagree"):
+                self.reconciliations.inc({"source": source, "result": result}, 0)
         self.unknown_events.inc(None, 0)
+        self.turn_errors.inc(None, 0)
         self.spans_exported.inc(None, 0)
         self._newest_event_ns = 0
 
     def count_turn(self, turn: Turn) -> None:
         self.registry.record(self.turn_changes(turn))
+
+    def count_turn_as_history(self, turn: Turn) -> list:
+        """count_turn for a turn that goes to history: returns what each sample gained."""
+        return self.registry.record_history(self.turn_changes(turn))
+
+    def count_turn_error(self) -> None:
+        self.turn_errors.inc()
 
     def turn_changes(self, turn: Turn) -> list[tuple]:
         """What one finished turn adds, as Registry.record takes it: (family, label values,
@@ -133,9 +204,12 @@ class TurnMetrics:
         The label values are tuples in the order the family declares its labels in
         __init__: the registry finds known series by them without building a dict per change.
         """
-        pattern = turn.pattern
-        changes = [
-            (self.turns, (pattern, turn.outcome, _flag(turn.compound)), 1),
+        changes = self._prompt_changes(turn)
+        if turn.ordinary:
+            return changes
+        pattern, compound = turn.pattern, _flag(turn.compound)
+        changes += [
+            (self.turns, (pattern, turn.outcome, compound), 1),
             (self.turn_duration, (pattern,), (turn.end_ns - turn.start_ns) / 1e9),
         ]
         if turn.route_failure is not None:
@@ -154,7 +228,7 @@ class TurnMetrics:
             changes += [
                 (self.legs, (pattern, kind, leg.role or "unknown", model,
                              leg.status or "unknown", leg.verdict or "none", committed), 1),
-                (self.aiu, (pattern, kind, model, committed), usage.aiu),
+                (self.aiu, (pattern, kind, model, committed, compound), usage.aiu),
                 (self.tokens, (kind, model, "input"), usage.input_tokens),
                 (self.tokens, (kind, model, "output"), usage.output_tokens),
                 (self.tokens, (kind, model, "cache_read"), usage.cache_read_tokens),
@@ -162,14 +236,58 @@ class TurnMetrics:
                 (self.requests, (kind, model), usage.request_count),
                 (self.leg_duration, (kind, model), leg.duration_ms / 1000),
             ]
+            if turn.calls_difference(leg) is not None:
+                changes.append((self.leg_call_mismatches, (kind,), 1))
         return changes
 
-    def turn_series(self) -> list[tuple]:
-        """Every series of the families count_turn feeds, as (family, label values)."""
+    def _prompt_changes(self, turn: Turn) -> list[tuple]:
+        """The prompt-level families, and the turn's model calls and tool calls."""
+        kind = turn.kind
+        if turn.ordinary:
+            model, calls = turn.main_model, len(turn.calls)
+        elif turn.route_failure is not None:
+            model = turn.route_failure.fallback_model or turn.response_model or "unknown"
+            calls = turn.usage.request_count
+        else:
+            model, calls = turn.synthetic_model, turn.usage.request_count
+        usage = turn.usage
+        changes = [
+            (self.prompts, (kind, model), 1),
+            (self.prompt_aiu, (kind, model), usage.aiu),
+            (self.prompt_tokens, (kind, model, "input"), usage.input_tokens),
+            (self.prompt_tokens, (kind, model, "output"), usage.output_tokens),
+            (self.prompt_tokens, (kind, model, "cache_read"), usage.cache_read_tokens),
+            (self.prompt_tokens, (kind, model, "cache_write"), usage.cache_write_tokens),
+            (self.prompt_calls, (kind, model), calls),
+            (self.prompt_duration, (kind, model), (turn.end_ns - turn.start_ns) / 1e9),
+        ]
+        for call in turn.calls:
+            changes += [
+                (self.model_calls, (kind, call.model, call.finish_reason or "unknown"), 1),
+                (self.call_duration, (call.model,), call.duration_ms / 1000),
+            ]
+            if call.time_to_first_token_ms is not None:
+                changes.append(
+                    (self.time_to_first_token, (call.model,), call.time_to_first_token_ms / 1000))
+        for tool in turn.tools:
+            success = "unknown" if tool.success is None else _flag(tool.success)
+            changes.append((self.tool_calls, (kind, tool.name or "unknown", success), 1))
+        return changes
+
+    def count_reconciliation(self, check: Reconciliation) -> None:
+        result = "agree" if check.agrees else "disagree"
+        self.reconciliations.inc({"source": check.source, "result": result})
+
+    @property
+    def turn_families(self) -> set[str]:
+        """The names of the families count_turn feeds: the ones history covers."""
         families = (self.turns, self.legs, self.aiu, self.tokens, self.requests,
                     self.route_failures, self.turn_duration, self.leg_duration,
-                    self.routing_latency)
-        return [(family, key) for family in families for key in list(family.series)]
+                    self.routing_latency, self.prompts, self.prompt_aiu, self.prompt_tokens,
+                    self.prompt_calls, self.prompt_duration, self.model_calls,
+                    self.call_duration, self.time_to_first_token, self.tool_calls,
+                    self.leg_call_mismatches)
+        return {family.name for family in families}
 
     def restore(self, snapshot: dict) -> None:
         """Counters from a checkpoint; the newest event time must not go back either."""
@@ -177,10 +295,12 @@ class TurnMetrics:
         for _, value, _, _ in snapshot.get(self.last_event.name, []):
             self._newest_event_ns = max(self._newest_event_ns, int(value * 1e9))
 
-    def count_line(self, outcome: str, reason: str | None = None, amount: int = 1) -> None:
+    def count_lines(self, outcome: str, amount: int = 1) -> None:
         self.lines.inc({"outcome": outcome}, amount)
-        if reason is not None:
-            self.malformed.inc({"reason": reason})
+
+    def count_damage(self, reason: str) -> None:
+        """One damaged line, by reason (count_lines counts it among the lines read)."""
+        self.malformed.inc({"reason": reason})
 
     def count_event(self, event: Event) -> None:
         """Note schema drift and the newest event time; the event is fusion by definition."""

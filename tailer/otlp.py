@@ -103,7 +103,8 @@ def unix_nano(time_ns: int) -> int:
 
 
 def attributes_json(values: dict) -> str:
-    """The items of an OTLP/JSON key-value list; None values are left out rather than sent empty.
+    """The items of an OTLP/JSON key-value list; None values are left out rather than sent empty,
+    and a tuple is sent as an array of strings.
 
     The parser keeps every value in range (tailer.events); should one slip through all the
     same (a sum over thousands of legs), an integer is clamped to int64 and a non-finite
@@ -132,6 +133,9 @@ def attributes_json(values: dict) -> str:
         elif kind is float:
             if math.isfinite(value):
                 items.append(f'{head}{{"doubleValue":{value!r}}}}}')
+        elif kind is tuple:
+            strings = ",".join(f'{{"stringValue":{json_string(str(item))}}}' for item in value)
+            items.append(f'{head}{{"arrayValue":{{"values":[{strings}]}}}}}}')
         else:
             items.append(f'{head}{{"stringValue":{json_string(str(value))}}}}}')
     return ",".join(items)

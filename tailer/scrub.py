@@ -12,10 +12,12 @@ copy that holds only the shape of each fusion turn, which is all the tailer need
   `projectionMessage`, `stagedTerminal`, `message`, `errorMessage`, the router's `hint`,
   `ruleName` and `scores`) nor the paths of a change checkpoint;
 - `session.start` keeps the CLI version and selected model, not its context (cwd, git root,
-  repository, branch); `session.shutdown` its numeric totals; `session.usage_record` each
-  call's figures and leg, not the tool names or request ids;
-- every other event type (prompts, messages, tool calls, permissions) keeps `data: {}`: the
-  line stays, so the log's rhythm stays, but nothing of it.
+  repository, branch); `session.shutdown` its numeric totals, per model too;
+  `session.usage_record` each call's figures, leg and the names of the tools it asked for,
+  not request ids; tool calls their ids, tool names and success, never their arguments,
+  output or error;
+- every other event type (prompts, messages, permissions) keeps `data: {}`: the line stays,
+  so the log's rhythm stays, but nothing of it.
 
 The per-type list of fields lives in tailer/events.py (`SCRUB_DATA`), the only module that
 knows the log's field names. A value in a kept field survives only if it is a number, a
@@ -138,6 +140,8 @@ def _keep(obj: dict, fields: dict, ids: IdMap, retime: Callable[[str], str]) -> 
     kept = {}
     for name, value in obj.items():
         how = fields.get(name)
+        if how is None and len(name) <= _MAX_TEXT:
+            how = fields.get(Kept.ANY_NAME)  # a map keyed by names: models, tools
         if how is None:
             continue
         if value is None:

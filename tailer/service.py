@@ -1,14 +1,15 @@
 """The daemon's main loop: wiring the stages, the checkpoint's rhythm, history, signals.
 
-`run` is `hydrafusion-tailer run` once its options are parsed (tailer/cli.py): it builds
-the pipeline (daemon.Tailer), the metrics, the exporter and its outbox, the history pusher,
-and runs `_Loop` until a signal (or, with --once, for one pass).
+`run` is `hydrafusion-tailer run` once its options are read into a `Config`
+(tailer/cli.py): it builds the reading stage (daemon.Tailer), the metrics, the exporter
+and its outbox, the history, and runs `_Loop` until a signal (or, with --once, for one
+pass). The loop takes each pass's finished turns and hands them to a TurnFanout.
 """
 
 from __future__ import annotations
 
-import argparse
 import contextlib
+import dataclasses
 import logging
 import os
 import shutil
@@ -16,20 +17,20 @@ import signal
 import sys
 import threading
 import time
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
 from . import __version__, checkpoint, demo
 from .daemon import POSITIONS, TURNS, UNCHANGED, Tailer
 from .exposition import Registry, write_textfile
+from .fanout import TurnFanout
 from .history import History
-from .logs import log_turn
 from .metrics import MAX_MODELS, TurnMetrics
 from .metrics_server import MetricsServer
-from .otlp import OtlpExporter, parse_headers, parse_resource_attributes
+from .otlp import OtlpExporter, parse_resource_attributes
 from .outbox import MAX_PENDING_SPANS, Outbox
 from .remote_write import RemoteWriter
-from .spans import turn_spans
 
 log = logging.getLogger("tailer")
 
@@ -50,17 +51,55 @@ HISTORY_MAX_BACKOFF_S = 60.0
 EXIT_USAGE = 2
 
 
-def run_demo(args: argparse.Namespace, environ: dict[str, str]) -> int:
+@dataclass(frozen=True)
+class Config:
+    """Everything `run` and `demo` need, worked out once from options and environment."""
+
+    state_dir: Path
+    checkpoint: Path
+    idle_timeout_s: float = 1800.0
+    from_start: bool = False
+    once: bool = False
+    wait_for_state_dir: bool = False
+    backfill_days: float | None = None
+    metrics_bind: tuple[str, int] | None = None  # (host, port); None: not served
+    traces_url: str | None = None  # None: no export
+    otlp_headers: dict[str, str] = dataclasses.field(default_factory=dict)
+    resource: dict[str, str] = dataclasses.field(default_factory=dict)
+    textfile: Path | None = None
+    history_url: str | None = None
+    history_labels: dict[str, str] = dataclasses.field(default_factory=dict)
+    replay_interval_s: float = 30.0  # demo only
+
+    @property
+    def metrics_url(self) -> str:
+        if self.metrics_bind is None:
+            return "not served"
+        host, port = self.metrics_bind
+        return f"http://{f'[{host}]' if ':' in host else host}:{port}/metrics"
+
+
+def resource_attributes(environ: dict[str, str]) -> dict[str, str]:
+    """The OTLP resource, from the standard variables, with our service name and version."""
+    resource = parse_resource_attributes(environ.get("OTEL_RESOURCE_ATTRIBUTES", ""))
+    resource["service.name"] = environ.get("OTEL_SERVICE_NAME") or resource.get(
+        "service.name", "hydrafusion"
+    )
+    resource.setdefault("service.version", __version__)
+    return resource
+
+
+def run_demo(config: Config) -> int:
     """Run the tailer on a copy of the fixtures, restamped to end a few minutes ago.
 
     The copy is made once and kept beside the checkpoint (see demo_sessions), so a restarted
     demo carries on with the sessions its checkpoint counted instead of counting a fresh copy
     on top of them. Without the copy (a new volume, say) the demo starts over.
     """
-    if not args.state_dir.is_dir():
-        print(f"hydrafusion-tailer demo: no fixtures at {args.state_dir}", file=sys.stderr)
+    if not config.state_dir.is_dir():
+        print(f"hydrafusion-tailer demo: no fixtures at {config.state_dir}", file=sys.stderr)
         return EXIT_USAGE
-    return _holding_checkpoint(args, lambda: _run_demo(args, environ))
+    return _holding_checkpoint(config, lambda alive: _run_demo(config, alive))
 
 
 def demo_sessions(checkpoint_path: Path) -> Path:
@@ -68,28 +107,42 @@ def demo_sessions(checkpoint_path: Path) -> Path:
     return checkpoint_path.with_name(checkpoint_path.name + ".sessions")
 
 
-def run(args: argparse.Namespace, environ: dict[str, str]) -> int:
-    """The daemon (or one pass with --once).
-
-    `args` are run's options, plus `metrics_bind` ((host, port) or None) and `traces_url`
-    (or None), which the command line worked out from them.
-    """
-    return _holding_checkpoint(args, lambda: _run(args, environ))
+def run(config: Config) -> int:
+    """The daemon (or one pass with --once)."""
+    return _holding_checkpoint(config, lambda alive: _run(config, alive))
 
 
-def _holding_checkpoint(args: argparse.Namespace, work) -> int:
-    """work(), holding the checkpoint's lock (checkpoint.claim) for as long as it runs."""
+def _holding_checkpoint(config: Config, work) -> int:
+    """work(heartbeat), holding the checkpoint's lock (checkpoint.claim) while it runs."""
+    last_alive = checkpoint.last_alive(config.checkpoint)
     try:
-        claimed = checkpoint.claim(args.checkpoint)
+        claimed = checkpoint.claim(config.checkpoint)
     except checkpoint.CheckpointInUse as error:
         print(f"hydrafusion-tailer: {error}", file=sys.stderr)
         return EXIT_USAGE
     with claimed or contextlib.nullcontext():
-        return work()
+        return work(Heartbeat(claimed, last_alive))
 
 
-def _run_demo(args: argparse.Namespace, environ: dict[str, str]) -> int:
-    fixtures, work = args.state_dir, demo_sessions(args.checkpoint)
+class Heartbeat:
+    """This run's heartbeat on the checkpoint's lock, and the last one's (checkpoint.beat)."""
+
+    def __init__(self, claimed, last_alive_s: float | None):
+        self._claimed = claimed
+        # The previous run may have been scraped until a heartbeat interval after its last.
+        self.previous_ms = (0 if last_alive_s is None
+                            else int((last_alive_s + checkpoint.HEARTBEAT_S) * 1000))
+        self._next = 0.0
+
+    def beat(self) -> None:
+        now = time.monotonic()
+        if self._claimed is not None and now >= self._next:
+            checkpoint.beat(self._claimed)
+            self._next = now + checkpoint.HEARTBEAT_S
+
+
+def _run_demo(config: Config, heartbeat: Heartbeat) -> int:
+    fixtures, work = config.state_dir, demo_sessions(config.checkpoint)
     try:
         if not work.is_dir():
             # Made aside and renamed into place: a copy cut short is never carried on with.
@@ -97,196 +150,214 @@ def _run_demo(args: argparse.Namespace, environ: dict[str, str]) -> int:
             shutil.rmtree(partial, ignore_errors=True)
             demo.prepare(fixtures, partial, datetime.now(timezone.utc))
             os.replace(partial, work)
-        replayer = demo.Replayer(work, fixtures, args.replay_interval)
+        replayer = demo.Replayer(work, fixtures, config.replay_interval_s)
     except (ValueError, OSError) as error:
         print(f"hydrafusion-tailer demo: {error}", file=sys.stderr)
         return EXIT_USAGE
-    args.state_dir, args.from_start = work, True
-    return _run(args, environ, on_pass=replayer.tick)
+    config = dataclasses.replace(config, state_dir=work, from_start=True)
+    return _run(config, heartbeat, on_pass=replayer.tick)
 
 
-def _run(args: argparse.Namespace, environ: dict[str, str], on_pass=None) -> int:
+def _run(config: Config, heartbeat: Heartbeat, on_pass=None) -> int:
     """The main job of run and demo; `on_pass` is called before every pass."""
     stop = threading.Event()
     _handle_signals(stop)
-    if not args.state_dir.is_dir():
-        if not args.wait_for_state_dir or args.once:
+    if not config.state_dir.is_dir():
+        if not config.wait_for_state_dir or config.once:
             print(
-                f"hydrafusion-tailer: state directory {args.state_dir} does not exist "
+                f"hydrafusion-tailer: state directory {config.state_dir} does not exist "
                 "(set --state-dir or COPILOT_STATE_DIR)",
                 file=sys.stderr,
             )
             return EXIT_USAGE
-        log.info("waiting for the state directory %s to appear", args.state_dir)
-        while not args.state_dir.is_dir():
+        log.info("waiting for the state directory %s to appear", config.state_dir)
+        while not config.state_dir.is_dir():
+            heartbeat.beat()
             if stop.wait(POLL_INTERVAL_S):
                 return 0
         # Everything in a folder that appeared after we started is new: read it all.
-        args.from_start = True
-    address, endpoint = args.metrics_bind, args.traces_url
-    saved = _load_checkpoint(args.checkpoint)
-
-    registry = Registry(label_value_limits={"model": MAX_MODELS})
-    metrics = TurnMetrics(registry)
-    if saved is not None:
-        metrics.restore(saved.get("metrics", {}))
-    server = None
-    if address is not None:
-        try:
-            server = MetricsServer(address[0], address[1], registry)
-        except OSError as error:
-            print(
-                f"hydrafusion-tailer: cannot serve metrics on {args.metrics_address}: "
-                f"{error.strerror}",
-                file=sys.stderr,
-            )
-            return EXIT_USAGE
-        server.start()
-    outbox = Outbox(
-        _exporter_factory(endpoint, environ) if endpoint else None,
-        (saved or {}).get("pending", []),
-    )
-
-    history = None
-    if args.history_url != "none":
-        history = History(
-            RemoteWriter(args.history_url),
-            args.history_labels,
-            bases=registry.current(metrics.turn_series()),
-            not_before_ms=(saved or {}).get("published_at_ms", 0),
-            now_ms=time.time_ns() // 1_000_000,
-            saved=(saved or {}).get("history"),
-        )
-    loop = _Loop(args, registry, metrics, outbox, history, on_pass)
-    tailer = Tailer(
-        args.state_dir,
-        metrics=metrics,
-        on_turn=loop.on_turn,
-        from_start=args.from_start or args.once,
-        idle_timeout_s=args.idle_timeout,
-        backfill_days=args.backfill_days,
-        saved=saved,
-    )
-    loop.tailer = tailer
-    sessions = tailer.start()
+        config = dataclasses.replace(config, from_start=True)
+    saved = _load_checkpoint(config.checkpoint)
+    try:
+        run = Run(config, heartbeat, saved, on_pass=on_pass)
+    except OSError as error:
+        print(f"hydrafusion-tailer: cannot serve metrics at {config.metrics_url}: "
+              f"{error.strerror}", file=sys.stderr)
+        return EXIT_USAGE
     log.info(
         "hydrafusion-tailer %s: state dir %s, %d sessions, %s, OTLP %s, metrics %s, "
         "watching by %s",
-        __version__, args.state_dir, sessions,
-        f"resuming from {args.checkpoint}" if saved else f"new checkpoint {args.checkpoint}",
-        endpoint or "off",
-        f"http://{args.metrics_address}/metrics" if server else "not served",
-        tailer.watcher.mode,
+        __version__, config.state_dir, run.sessions_found,
+        f"resuming from {config.checkpoint}" if saved else f"new checkpoint {config.checkpoint}",
+        config.traces_url or "off", config.metrics_url, run.tailer.watcher.mode,
     )
     try:
-        loop.run(stop)
-    finally:
-        delivered = outbox.flush(EXPORT_FLUSH_TIMEOUT_S)
-        loop.save(final=True)
-        outbox.close(1.0)
-        tailer.close()
-        if server is not None:
-            server.close()
-    if not delivered:
-        log.warning(
-            "%d spans are still waiting for the collector; they are kept for the next run",
-            outbox.pending_spans,
-        )
-    if args.once and (loop.lost_spans or not delivered):
+        while not stop.is_set() and not run.done:
+            run.step()
+    except Exception:
+        # Not saved: the last save stands, and the lines after it are read again next time.
+        log.exception("the tailer stopped on an unexpected error")
+        run.abandon()
         return 1
-    return 0
+    return run.stop()
 
 
-class _Loop:
-    """The main loop, and when the checkpoint is saved.
+class Run:
+    """One run of the daemon: its stages, wired, and when the checkpoint is saved.
 
-    A pass that finished turns is saved within CHECKPOINT_TURNS_S; one that only moved past
-    lines that do not matter, within CHECKPOINT_POSITIONS_S, which keeps the disk quiet
-    while a session writes tool output. Scrapes see the counters as of the last save (see
-    Registry.save_and_publish), so a crash never takes back a count a scrape has seen.
+    `step()` is one pass of the main loop; `stop()` ends the run cleanly (last export, last
+    save); `abandon()` ends it as a crash would, saving nothing. A pass that finished turns
+    is saved within CHECKPOINT_TURNS_S; one that only moved past lines that do not matter,
+    within CHECKPOINT_POSITIONS_S, which keeps the disk quiet while a session writes tool
+    output. Scrapes see the counters as of the last save (Registry.save_and_publish), so a
+    crash never takes back a count a scrape has seen.
     """
 
-    def __init__(self, args, registry: Registry, metrics: TurnMetrics, outbox: Outbox,
-                 history: History | None, on_pass=None):
-        self.args = args
-        self.registry = registry
-        self.metrics = metrics
-        self.tailer: Tailer | None = None
-        self.outbox = outbox
-        self.history = history
+    def __init__(self, config: Config, heartbeat: Heartbeat, saved: dict | None, *,
+                 on_pass=None, history_writer=None):
+        """`history_writer` stands in for the remote writer in tests."""
+        self.config = config
+        self.heartbeat = heartbeat
         self.on_pass = on_pass
+        started_ms = time.time_ns() // 1_000_000
+        self.registry = Registry(label_value_limits={"model": MAX_MODELS})
+        self.metrics = TurnMetrics(self.registry)
+        if saved is not None:
+            self.metrics.restore(saved.get("metrics", {}))
+        self.server = None
+        if config.metrics_bind is not None:
+            self.server = MetricsServer(*config.metrics_bind, self.registry)
+            self.server.start()
+        self.outbox = Outbox(
+            _exporter_factory(config) if config.traces_url else None,
+            (saved or {}).get("pending", []),
+        )
+        self.history = None
+        if config.history_url is not None:
+            self.history = History(
+                history_writer or RemoteWriter(config.history_url),
+                config.history_labels,
+                bases=self.registry.exact_samples(self.metrics.turn_families),
+                not_before_ms=_previous_run_seen_until(saved, heartbeat),
+                cutoff_ms=started_ms,
+                saved=(saved or {}).get("history"),
+            )
+            self.registry.withhold(self.metrics.turn_families)
+        self.tailer = Tailer(
+            config.state_dir,
+            metrics=self.metrics,
+            from_start=config.from_start or config.once,
+            idle_timeout_s=config.idle_timeout_s,
+            backfill_days=config.backfill_days,
+            saved=saved,
+        )
+        self.fanout = TurnFanout(self.metrics, self.outbox, self.history)
+        self.sessions_found = self.tailer.start()
         # Turns finished before the tailer first caught up were read at start-up: they are
-        # history, if they are old enough (History.takes).
-        self._catching_up = True
+        # history, if they ended before this run began (History.takes).
+        self._reading_history = True
         self._next_push = 0.0
         self._push_backoff = HISTORY_FIRST_BACKOFF_S
         self.lost_spans = 0
+        self.history_waits = False
         self._dirty = UNCHANGED
         self._saved_at = float("-inf")
         self._textfile_at = float("-inf")
         self._written: str | None = None
         self._save_failed = False
         self._stalled_since: float | None = None
+        self._stalled_out = False
 
-    def run(self, stop: threading.Event) -> None:
-        while not stop.is_set():
-            if self.on_pass is not None:
-                self.on_pass()
-            if self.outbox.pending_spans > BACKPRESSURE_SPANS:
-                # The collector is slow or down: leave the turns in the logs for now. Reading
-                # resumes as soon as it takes some, so reading and sending overlap.
-                waiting = self.outbox.pending_spans
-                self._settle(wait=POLL_INTERVAL_S)
-                if self.outbox.pending_spans < waiting:
-                    self._stalled_since = None
-                elif self._stalled_since is None:
-                    self._stalled_since = time.monotonic()
-                elif self.args.once and time.monotonic() - self._stalled_since > EXPORT_FLUSH_TIMEOUT_S:
-                    log.warning("the collector takes no spans: this --once run stops here; "
-                                "the next one reads on from where it stopped")
-                    return
-            else:
-                self._dirty = max(self._dirty, self.tailer.poll(
-                    timeout=0.0 if not self.tailer.caught_up else POLL_INTERVAL_S,
-                    turn_budget=TURNS_PER_PASS,
-                ))
-            self._catching_up = self._catching_up and not self.tailer.caught_up
-            self._settle()
-            if self.registry.served_zeros:
-                self._dirty = TURNS
-            now = time.monotonic()
-            if self.history is not None and self.history.pending and now >= self._next_push:
-                self._push_history(now)
-            wait = {TURNS: CHECKPOINT_TURNS_S, POSITIONS: CHECKPOINT_POSITIONS_S}
-            if self._dirty and now - self._saved_at >= wait[self._dirty]:
-                self.save()
-            elif self.args.textfile and now - self._textfile_at >= TEXTFILE_REFRESH_S:
-                self._write_textfile()  # a zero hold may have ended
-            if self.args.once and self.tailer.caught_up:
+    @property
+    def unsaved(self) -> bool:
+        """Whether something changed since the last save (it is saved within a second)."""
+        return bool(self._dirty)
+
+    @property
+    def done(self) -> bool:
+        """Only a --once run ends by itself: once all is read, exported or left for later."""
+        if not self.config.once:
+            return False
+        return self._stalled_out or (self.tailer.caught_up and (
+            self.history is None or self.history_waits))
+
+    def step(self) -> None:
+        self.heartbeat.beat()
+        if self.on_pass is not None:
+            self.on_pass()
+        if self.outbox.pending_spans > BACKPRESSURE_SPANS:
+            # The collector is slow or down: leave the turns in the logs for now. Reading
+            # resumes as soon as it takes some, so reading and sending overlap.
+            waiting = self.outbox.pending_spans
+            self._settle(wait=POLL_INTERVAL_S)
+            if self.outbox.pending_spans < waiting:
+                self._stalled_since = None
+            elif self._stalled_since is None:
+                self._stalled_since = time.monotonic()
+            elif self.config.once and time.monotonic() - self._stalled_since > EXPORT_FLUSH_TIMEOUT_S:
+                log.warning("the collector takes no spans: this --once run stops here; "
+                            "the next one reads on from where it stopped")
+                self._stalled_out = True
                 return
-
-    def on_turn(self, turn) -> None:
-        if self.outbox.exporting:
-            self.outbox.submit(turn_spans(turn))
-        end_ms = turn.end_ns // 1_000_000
-        if self.history is not None and self._catching_up and self.history.takes(end_ms):
-            changes = self.metrics.turn_changes(turn)
-            touched = list(dict.fromkeys((family, values) for family, values, _ in changes))
-            before = self.registry.current(touched)
-            self.registry.record(changes)
-            self.history.record(end_ms, before, self.registry.current(touched))
-            self.registry.promote(touched)
         else:
-            self.metrics.count_turn(turn)
-        log_turn(turn)
+            done = self.tailer.poll(
+                timeout=0.0 if not self.tailer.caught_up else POLL_INTERVAL_S,
+                turn_budget=TURNS_PER_PASS,
+            )
+            self.fanout.send(done.turns, reading_history=self._reading_history)
+            self._dirty = max(self._dirty, done.level)
+        self._reading_history = self._reading_history and not self.tailer.caught_up
+        self._settle()
+        if self.registry.served_zeros:
+            self._dirty = TURNS
+        now = time.monotonic()
+        if self.history is not None and not self._reading_history and now >= self._next_push:
+            self._push_history(now)
+        wait = {TURNS: CHECKPOINT_TURNS_S, POSITIONS: CHECKPOINT_POSITIONS_S}
+        if self._dirty and now - self._saved_at >= wait[self._dirty]:
+            self.save()
+        elif self.config.textfile and now - self._textfile_at >= TEXTFILE_REFRESH_S:
+            self._write_textfile()  # a zero hold may have ended
+
+    def stop(self) -> int:
+        """End cleanly: the last spans out, the last save; the exit code of a --once run."""
+        if self.server is not None:
+            self.server.close()  # no scrape after the last save: see History's not_before
+        delivered = self.outbox.flush(EXPORT_FLUSH_TIMEOUT_S)
+        self.save(final=True)
+        self.outbox.close(1.0)
+        self.tailer.close()
+        if not delivered:
+            log.warning(
+                "%d spans are still waiting for the collector; they are kept for the next run",
+                self.outbox.pending_spans,
+            )
+        if self.config.once and (self.lost_spans or not delivered):
+            return 1
+        return 0
+
+    def abandon(self) -> None:
+        """End as a crash would: nothing saved, threads and sockets closed."""
+        self.outbox.close(0.0)
+        self.tailer.close()
+        if self.server is not None:
+            self.server.close()
 
     def _push_history(self, now: float) -> None:
-        if self.history.push(time.time_ns() // 1_000_000):
-            self._dirty = TURNS
-            self._push_backoff = HISTORY_FIRST_BACKOFF_S
-        else:
+        """Push the start-up history once reading is over; then scrapes show its families."""
+        now_ms = time.time_ns() // 1_000_000
+        if self.history.pending and not self.history.ready(now_ms):
+            return
+        if self.history.pending and not self.history.push(now_ms):
+            self.history_waits = True
             self._next_push = now + self._push_backoff
             self._push_backoff = min(self._push_backoff * 2, HISTORY_MAX_BACKOFF_S)
+            return
+        self.history = self.fanout.history = None
+        # Saved without the history before scrapes show it: a run that starts from a save
+        # still holding it would push it again, ending below what the scrapes showed.
+        self.save()
+        self.registry.show_all()
 
     def save(self, final: bool = False) -> None:
         self._settle()
@@ -294,24 +365,23 @@ class _Loop:
             **self.tailer.state(),
             "pending": self.outbox.pending,
             "history": self.history.state() if self.history is not None else None,
-            # The next run places no history sample at or before this moment.
+            # The next run places no history sample at or before this moment, and after a
+            # clean stop (no scrape after the final save) no later one either.
             "published_at_ms": time.time_ns() // 1_000_000,
+            "stopped": final,
         }
 
         def save_with(metrics: dict) -> None:
             try:
-                checkpoint.save(self.args.checkpoint, {**state, "metrics": metrics})
+                checkpoint.save(self.config.checkpoint, {**state, "metrics": metrics})
                 self._save_failed = False
             except OSError as error:
                 if not self._save_failed:
-                    log.warning("cannot save the checkpoint %s: %s", self.args.checkpoint,
+                    log.warning("cannot save the checkpoint %s: %s", self.config.checkpoint,
                                 error.strerror)
                 self._save_failed = True
 
-        # While history is being read, scrapes see nothing of it: a partial count shown now
-        # would sit above the history's own samples for the same past (see tailer/history.py).
-        publish = self.history is None or not self._catching_up
-        self.registry.save_and_publish(save_with, publish=publish)
+        self.registry.save_and_publish(save_with)
         self._saved_at = time.monotonic()
         self._dirty = UNCHANGED
         self._write_textfile(final)
@@ -325,17 +395,25 @@ class _Loop:
         self.metrics.pending_spans.set(None, self.outbox.pending_spans)
 
     def _write_textfile(self, final: bool = False) -> None:
-        if not self.args.textfile:
+        if not self.config.textfile:
             return
         self._textfile_at = time.monotonic()
         text = self.registry.render_final() if final else self.registry.render_textfile()
         if text == self._written:
             return
         try:
-            write_textfile(self.args.textfile, text)
+            write_textfile(self.config.textfile, text)
             self._written = text
         except OSError as error:
-            log.warning("cannot write the textfile %s: %s", self.args.textfile, error.strerror)
+            log.warning("cannot write the textfile %s: %s", self.config.textfile, error.strerror)
+
+
+def _previous_run_seen_until(saved: dict | None, heartbeat: Heartbeat) -> int:
+    """Until when Prometheus may hold scrapes of the previous run (Unix ms): its final save
+    if it stopped cleanly, else its last heartbeat's bound."""
+    saved = saved or {}
+    published = saved.get("published_at_ms", 0)
+    return published if saved.get("stopped") else max(published, heartbeat.previous_ms)
 
 
 def _load_checkpoint(path: Path) -> dict | None:
@@ -349,19 +427,14 @@ def _load_checkpoint(path: Path) -> dict | None:
         return None
 
 
-def _exporter_factory(endpoint: str, environ: dict[str, str]):
+def _exporter_factory(config: Config):
     """Builds the exporter once the outbox gives it somewhere to report to."""
-    resource = parse_resource_attributes(environ.get("OTEL_RESOURCE_ATTRIBUTES", ""))
-    resource["service.name"] = environ.get("OTEL_SERVICE_NAME") or resource.get(
-        "service.name", "hydrafusion"
-    )
-    resource.setdefault("service.version", __version__)
 
     def connect(on_result) -> OtlpExporter:
         return OtlpExporter(
-            endpoint,
-            headers=parse_headers(environ.get("OTEL_EXPORTER_OTLP_HEADERS", "")),
-            resource=resource,
+            config.traces_url,
+            headers=config.otlp_headers,
+            resource=config.resource,
             scope_version=__version__,
             on_result=on_result,
             flush_interval=EXPORT_BATCH_DELAY_S,

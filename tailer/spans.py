@@ -2,8 +2,11 @@
 
 The trace shape is a contract that the dashboard and users' own TraceQL depend on
 (docs/TRACES.md): a root span per turn, a `route hydrafusion` span for the routing
-decision, and one span per leg named `{phase_kind} {model}`. Names follow the OpenTelemetry
-GenAI conventions where they have one and use `hydrafusion.*` where they do not.
+decision, one span per leg named `{phase_kind} {model}`, and under each leg its model calls
+(`chat {model}`) and tool calls (`execute_tool {tool}`). An ordinary turn (a prompt answered
+without fusion) has a root `ordinary {model}` with its calls and tools under it. Names
+follow the OpenTelemetry GenAI conventions where they have one and use `hydrafusion.*`
+where they do not.
 
 Ids are derived from the session id and the fusion and phase ids, never random, so the same
 turn exported twice (after a restart, or a retry) yields the same trace and span ids.
@@ -18,9 +21,9 @@ from __future__ import annotations
 
 import hashlib
 
-from .events import LegEnded, Usage
+from .events import LegEnded, ModelCall, Usage
 from .otlp import Span, attributes_json, json_string, unix_nano
-from .turns import Turn, leg_start_ns
+from .turns import AT_COMMIT, ToolCall, Turn, call_start_ns, leg_start_ns
 
 KIND_INTERNAL = 1
 KIND_CLIENT = 3
@@ -45,23 +48,39 @@ def _digest(*parts: str, size: int) -> str:
 
 
 def turn_spans(turn: Turn) -> list[Span]:
-    """The root span first, then the route span, then one span per leg in log order."""
+    """The root span first, then the route span, one span per leg in log order, then the
+    model calls and the tool calls."""
     tid = trace_id(turn.session_id, turn.fusion_id)
     root_id = span_id(turn.session_id, turn.fusion_id, "turn")
-    spans = [_root_span(turn, tid, root_id)]
-    latency = turn.routing_latency_ms
-    if latency is not None:
-        spans.append(_route_span(turn, tid, root_id, latency))
-    for leg in turn.legs:
-        spans.append(_leg_span(turn, leg, tid, root_id))
+    tools = turn.tools
+    if turn.ordinary:
+        spans = [_ordinary_root_span(turn, tools, tid, root_id)]
+    else:
+        spans = [_root_span(turn, tools, tid, root_id)]
+        latency = turn.routing_latency_ms
+        if latency is not None:
+            spans.append(_route_span(turn, tid, root_id, latency))
+        for leg in turn.legs:
+            spans.append(_leg_span(turn, leg, tid, root_id))
+    for index, call in enumerate(turn.calls):
+        spans.append(_call_span(turn, call, index, tid, _parent_of(turn, call.phase_id, root_id)))
+    for tool in tools:
+        spans.append(_tool_span(turn, tool, tid, _parent_of(turn, tool.phase_id, root_id)))
     return spans
 
 
-def _root_span(turn: Turn, tid: str, root_id: str) -> Span:
+def _parent_of(turn: Turn, phase_id: str | None, root_id: str) -> str:
+    """The span of the leg a call or tool served, else the root."""
+    leg = turn.leg_of(phase_id)
+    return root_id if leg is None else _leg_span_id(turn, leg.phase_id)
+
+
+def _root_span(turn: Turn, tools: list[ToolCall], tid: str, root_id: str) -> Span:
     usage = turn.usage
     failure = turn.route_failure
     attributes = {
         **_gen_ai(turn.session_id, turn.synthetic_model, turn.response_model, usage),
+        "hydrafusion.turn.kind": turn.kind,
         "hydrafusion.fusion_id": turn.fusion_id,
         "hydrafusion.pattern": turn.pattern,
         "hydrafusion.policy": turn.policy,
@@ -71,6 +90,7 @@ def _root_span(turn: Turn, tid: str, root_id: str) -> Span:
         "hydrafusion.degraded_reason": turn.degraded_reason,
         "hydrafusion.phase_count": len(turn.legs),
         "hydrafusion.request_count": usage.request_count,
+        "hydrafusion.tool_count": len(tools),
         "hydrafusion.aiu": usage.aiu,
         "hydrafusion.review_aiu": turn.review_nano_aiu / 1e9,
         "hydrafusion.models": ",".join(turn.models),
@@ -85,6 +105,59 @@ def _root_span(turn: Turn, tid: str, root_id: str) -> Span:
     error = f"route_failed: {failure.reason or 'unknown'}" if failure else None
     return _span(tid, root_id, None, name, KIND_INTERNAL, turn.start_ns, turn.end_ns,
                  attributes, error=error)
+
+
+def _ordinary_root_span(turn: Turn, tools: list[ToolCall], tid: str, root_id: str) -> Span:
+    usage = turn.usage
+    attributes = {
+        **_gen_ai(turn.session_id, turn.main_model, turn.response_model, usage),
+        "hydrafusion.turn.kind": turn.kind,
+        "hydrafusion.outcome": turn.outcome,
+        "hydrafusion.request_count": usage.request_count,
+        "hydrafusion.tool_count": len(tools),
+        "hydrafusion.aiu": usage.aiu,
+        "hydrafusion.models": ",".join(turn.models),
+    }
+    return _span(tid, root_id, None, f"ordinary {turn.main_model}", KIND_INTERNAL,
+                 turn.start_ns, turn.end_ns, attributes)
+
+
+def _call_span(turn: Turn, call: ModelCall, index: int, tid: str, parent_id: str) -> Span:
+    """One model call, over the time its usage record says it took."""
+    ttft = call.time_to_first_token_ms
+    attributes = {
+        **_gen_ai(turn.session_id, call.model, call.model, call.usage),
+        "gen_ai.provider.name": call.provider or PROVIDER,
+        "gen_ai.response.finish_reasons": (call.finish_reason,) if call.finish_reason else None,
+        "gen_ai.response.time_to_first_chunk": ttft / 1000 if ttft is not None else None,
+        "hydrafusion.aiu": call.usage.aiu,
+        "hydrafusion.call.initiator": call.initiator,
+        "hydrafusion.phase.id": call.phase_id,
+    }
+    return _span(tid, span_id(turn.session_id, turn.fusion_id, f"call {index}"), parent_id,
+                 f"chat {call.model}", KIND_CLIENT, call_start_ns(call), call.time_ns,
+                 attributes)
+
+
+def _tool_span(turn: Turn, tool: ToolCall, tid: str, parent_id: str) -> Span:
+    """One tool call; its times are the tool's own only when `hydrafusion.tool.timing` is
+    `live` (see turns.ToolCall)."""
+    attributes = {
+        "gen_ai.operation.name": "execute_tool",
+        "gen_ai.conversation.id": turn.session_id,
+        "gen_ai.tool.name": tool.name,
+        "gen_ai.tool.call.id": tool.tool_call_id,
+        "hydrafusion.tool.success": tool.success,
+        "hydrafusion.tool.mcp_server": tool.mcp_server,
+        "hydrafusion.tool.mcp_tool": tool.mcp_tool,
+        "hydrafusion.tool.timing": tool.timing,
+        "hydrafusion.tool.replayed": True if tool.timing == AT_COMMIT else None,
+    }
+    return _span(
+        tid, span_id(turn.session_id, turn.fusion_id, f"tool {tool.tool_call_id}"), parent_id,
+        f"execute_tool {tool.name or 'unknown'}", KIND_INTERNAL, tool.start_ns, tool.end_ns,
+        attributes, error="tool_failed" if tool.success is False else None,
+    )
 
 
 def _route_span(turn: Turn, tid: str, root_id: str, latency_ms: float) -> Span:
@@ -121,6 +194,7 @@ def _leg_span(turn: Turn, leg: LegEnded, tid: str, root_id: str) -> Span:
         "hydrafusion.phase.degraded_to": leg.degraded_to_phase_id,
         "hydrafusion.aiu": leg.usage.aiu,
         "hydrafusion.request_count": leg.usage.request_count,
+        **_calls_difference(turn, leg),
     }
     failed = leg.status in ("failed", "cancelled")
     links = [
@@ -137,6 +211,25 @@ def _leg_span(turn: Turn, leg: LegEnded, tid: str, root_id: str) -> Span:
         events=[_verdict_event(judge) for judge in _judges_of(turn, leg)],
         links=links,
     )
+
+
+def _calls_difference(turn: Turn, leg: LegEnded) -> dict:
+    """How the leg's own figures differ from its calls' (nothing when they agree)."""
+    if not turn.calls:
+        return {}
+    difference = turn.calls_difference(leg)
+    attributes = {"hydrafusion.phase.call_count": len(turn.leg_calls(leg))}
+    if difference is not None:
+        attributes.update({
+            "hydrafusion.phase.calls_difference.aiu": difference.aiu,
+            "hydrafusion.phase.calls_difference.request_count": difference.request_count,
+            "hydrafusion.phase.calls_difference.input_tokens": difference.input_tokens,
+            "hydrafusion.phase.calls_difference.output_tokens": difference.output_tokens,
+            "hydrafusion.phase.calls_difference.cache_read_tokens": difference.cache_read_tokens,
+            "hydrafusion.phase.calls_difference.cache_write_tokens":
+                difference.cache_write_tokens,
+        })
+    return attributes
 
 
 def _judges_of(turn: Turn, leg: LegEnded) -> list[LegEnded]:

@@ -121,3 +121,47 @@ def case_of(turn: Turn) -> str:
 
 CASES = ("single", "cascade accepted", "cascade rejected, repaired", "critique",
          "critique with revision", "failed leg, degraded", "route failure", "never completes")
+
+
+@dataclass
+class OrdinaryTurn:
+    """A prompt answered without fusion: its model calls and tool calls."""
+    session_id: str
+    prompt_id: str
+    calls: int = 0
+    tools: int = 0
+    tool_names: list[str] = field(default_factory=list)
+    nano_aiu: int = 0
+
+
+def ordinary_turns(fixtures: Path = FIXTURES) -> list[OrdinaryTurn]:
+    """Every prompt of the fixtures that no routing decision came before: a fusion turn's own
+    user.message is written right after its resolved (or route_failed)."""
+    turns = []
+    for folder in sorted(fixtures.iterdir()):
+        routed, current = False, None
+        for line in read_lines(folder / "events.jsonl"):
+            kind, data = line["type"], line["data"]
+            if kind in ("session.fusion_resolved", "session.fusion_route_failed"):
+                routed, current = True, None
+            elif kind == "user.message":
+                current = None if routed else OrdinaryTurn(folder.name, line["id"])
+                turns += [current] if current else []
+                routed = False
+            elif current and kind == "session.usage_record" and not data["usage"].get("fusion"):
+                current.calls += 1
+                current.nano_aiu += round(data["usage"]["cost"] * 1e9)
+            elif current and kind == "tool.execution_start" and not data.get("fusion"):
+                current.tools += 1
+                current.tool_names.append(data["toolName"])
+    return turns
+
+
+def tool_calls(fixtures: Path = FIXTURES) -> int:
+    return sum(len([line for line in read_lines(folder / "events.jsonl")
+                    if line["type"] == "tool.execution_start"]) for folder in sorted(fixtures.iterdir()))
+
+
+def model_calls(fixtures: Path = FIXTURES) -> int:
+    return sum(len([line for line in read_lines(folder / "events.jsonl")
+                    if line["type"] == "session.usage_record"]) for folder in sorted(fixtures.iterdir()))

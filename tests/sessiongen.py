@@ -67,6 +67,10 @@ class ExpectedTurn:
     degraded_reason: str | None
     route_failure_reason: str | None
     end_timestamp: str
+    kind: str = "fusion"  # or "ordinary" (no fusion: key prompt-{user.message id}), "fallback"
+    calls: int = 0  # usage records the tailer can read (damaged ones left out)
+    tools: int = 0  # tool calls (start and complete pairs)
+    damaged_calls: int = 0
 
 
 @dataclass
@@ -78,6 +82,9 @@ class _Turn:
     started_ms: int
     interaction_id: str
     legs: list[tuple[int, ExpectedLeg]] = field(default_factory=list)
+    calls: int = 0
+    tools: int = 0
+    damaged_calls: int = 0
 
     def phase_id(self, suffix: str) -> str:
         return f"{self.fusion_id}:{suffix}"
@@ -119,7 +126,8 @@ class SessionWriter:
         self._last_id: str | None = None
         self._assistant_turns = 0
         self._prompted = False
-        self._models: dict[str, dict[str, int]] = {}
+        self._models: dict[str, dict[str, int]] = {}  # the current run's calls, per model
+        self._model = "auto"
         self.cwd = f"/home/dev/src/{canary}/webapp"
         self._emit(self._clock, "session.start", {
             "sessionId": session_id, "version": 1, "producer": "copilot-agent",
@@ -130,9 +138,12 @@ class SessionWriter:
 
     # -- the patterns ---------------------------------------------------------------
 
-    def single(self, model: str, **usage_overrides) -> ExpectedTurn:
+    def single(self, model: str, *, damaged_call: bool = False, tool_counts: bool = True,
+               **usage_overrides) -> ExpectedTurn:
+        """``tool_counts=False``: the usage records do not name the tools their calls asked for."""
         turn = self._begin("single", [_plan("primary", "solver", "root")], primaryModel=model)
-        leg = self._leg(turn, "phase:0", "primary", "solver", "root", model, usage=usage_overrides)
+        leg = self._leg(turn, "phase:0", "primary", "solver", "root", model, usage=usage_overrides,
+                        damaged_call=damaged_call, tool_counts=tool_counts)
         return self._commit(turn, leg)
 
     def cascade(self, draft_model: str, judge_model: str, *, verdict: str = "accept",
@@ -198,19 +209,56 @@ class SessionWriter:
         expected.committed_phase_id = fallback.phase_id
         return expected
 
+    def ordinary(self, model: str, *, tools: tuple[str, ...] = ("bash",), calls: int | None = None) -> ExpectedTurn:
+        """A prompt answered without fusion (the user picked ``model``): its calls and tools
+        are written live, each as it ends. Every call but the last runs the next of ``tools``
+        (``server/tool`` names an MCP tool); with ``tools=()`` no call asks for one."""
+        prompt_at = self._after(self._clock, 4_000, 90_000)
+        turn = _Turn("", None, prompt_at, str(self._uuid()))
+        turn.fusion_id = "prompt-" + self._prompt(prompt_at, turn)
+        figures = self._usage("root", None, {} if calls is None else {"request_count": calls})
+        leg = ExpectedLeg(f"{turn.fusion_id}:answer", "answer", "solver", "root", model, "succeeded", None,
+                          committed=True, duration_ms=0, failure_reason=None, **figures)
+        windows = self._calls(prompt_at + 40, leg.request_count, asks_for_tools=bool(tools))
+        self._record_calls(turn, leg, windows, tools=tools)
+        self._answer(turn, leg, _live(windows), None, tools=tools)
+        self._account(leg, windows)
+        expected = ExpectedTurn(self.session_id, turn.fusion_id, "unknown", "completed", [model], [],
+                                leg.nano_aiu, None, None, None, self._timestamp(windows[-1][1]), kind="ordinary",
+                                calls=turn.calls, tools=turn.tools)
+        self.expected.append(expected)
+        return expected
+
+    def model_change(self, model: str) -> None:
+        """``/model``: later prompts run on ``model`` (``auto`` brings fusion back)."""
+        self._emit(self._after(self._clock, 2_000, 20_000), "session.model_change",
+                   {"newModel": model, "previousModel": self._model})
+        self._model = model
+
+    def usage_checkpoint(self) -> None:
+        """The run's credits so far, beside the tool names and request ids the CLI keeps there."""
+        self._flush()
+        self._emit(self._after(self._clock, 5, 50), "session.usage_checkpoint", {
+            "totalNanoAiu": sum(m["nano_aiu"] for m in self._models.values()),
+            "toolNames": ["bash"], "requestIds": [str(self._uuid())]})
+        self._flush()
+
     # -- session lifecycle and output -------------------------------------------------
 
-    def shutdown(self) -> None:
-        """session.shutdown with totals over every model call of the file so far."""
+    def shutdown(self, *, nano_aiu_off_by: int = 0) -> None:
+        """session.shutdown with the totals of this CLI run (since the start or the last
+        resume); ``nano_aiu_off_by`` makes the first model's credits disagree with the calls."""
         self._flush()
         metrics = {model: {"requests": {"count": m["request_count"], "cost": m["nano_aiu"] / 1e9},
                            "usage": {"inputTokens": m["input_tokens"], "outputTokens": m["output_tokens"],
                                      "cacheReadTokens": m["cache_read_tokens"],
                                      "cacheWriteTokens": m["cache_write_tokens"]},
                            "totalNanoAiu": m["nano_aiu"]} for model, m in sorted(self._models.items())}
+        if metrics and nano_aiu_off_by:
+            metrics[min(metrics)]["totalNanoAiu"] += nano_aiu_off_by
         self._emit(self._after(self._clock, 800, 4_000), "session.shutdown", {
             "shutdownType": "routine", "totalPremiumRequests": len(self.expected),
-            "totalNanoAiu": sum(m["nano_aiu"] for m in self._models.values()),
+            "totalNanoAiu": sum(m["nano_aiu"] for m in self._models.values()) + nano_aiu_off_by,
             "totalApiDurationMs": sum(m["api_ms"] for m in self._models.values()),
             "sessionStartTime": json.loads(self._lines[0])["data"]["startTime"],
             "eventsFileSizeBytes": sum(len(line.encode()) + 1 for line in self._lines),
@@ -228,6 +276,7 @@ class SessionWriter:
         self._emit(resumed, "session.resume", {"resumeTime": self._timestamp(resumed),
                                                "eventCount": len(self._lines)})
         self._assistant_turns = 0
+        self._models = {}
         self._flush()
 
     def lines(self) -> list[str]:
@@ -279,37 +328,40 @@ class SessionWriter:
         """When routing ends (after the user typed the next prompt), and how long it took."""
         return self._after(self._clock, 4_000, 90_000), self._rng.randint(172, 371)
 
-    def _prompt(self, at: int, turn: _Turn) -> None:
+    def _prompt(self, at: int, turn: _Turn) -> str:
+        """The prompt (and the system message on the session's first one); returns its event id."""
         text = self._text("refactor parse_config and add tests for the empty file case")
-        self._emit(at + 2, "user.message", {"content": text, "transformedContent": f"<context>{text}</context>",
-                                            "attachments": [], "source": None, "interactionId": turn.interaction_id})
+        event_id = self._emit(at + 2, "user.message", {
+            "content": text, "transformedContent": f"<context>{text}</context>", "attachments": [],
+            "source": None, "interactionId": turn.interaction_id})
         if not self._prompted:
             self._emit(at + 3, "system.message",
                        {"role": "system", "content": self._text("You are GitHub Copilot CLI.")})
             self._prompted = True
+        return event_id
 
     def _leg(self, turn: _Turn, suffix: str, kind: str, role: str, scope: str, model: str, *,
              start: int | None = None, verdict: str | None = None, status: str = "succeeded",
              failure: str | None = None, degraded_to: str | None = None, usage: dict | None = None,
-             live: bool = False) -> ExpectedLeg:
+             live: bool = False, damaged_call: bool = False, tool_counts: bool = True) -> ExpectedLeg:
         """A leg's model calls (one usage_record each), then its phase event at its end.
 
-        ``live``: the leg is an ordinary turn (a route failure's fallback), so its messages
-        are written as its calls happen rather than replayed at a commit.
+        Only root-scope legs run tools, between their calls. ``live``: the leg is an ordinary
+        turn (a route failure's fallback), so its messages and tools are written as they
+        happen rather than replayed at a commit. ``damaged_call``: its first usage record
+        holds a negative token count, as a damaged log might.
         """
         figures = self._usage(scope, failure, usage or {})
         start = self._clock if start is None else start
         leg = ExpectedLeg(turn.phase_id(suffix), kind, role, scope, model, status, verdict, committed=False,
                           duration_ms=0, failure_reason=failure, **figures)
-        calls, moment = [], start
-        for _ in range(leg.request_count):
-            began, moment = moment, self._after(moment, 1_500, 9_000)
-            calls.append((began, moment))
-        end = self._after(moment, 20, 200)
+        calls = self._calls(start, leg.request_count, asks_for_tools=scope == "root")
+        end = self._after(calls[-1][1], 20, 200)
         leg.duration_ms = end - start
-        self._record_calls(turn, leg, calls)
+        self._record_calls(turn, leg, calls, damaged=damaged_call, tool_counts=tool_counts,
+                           tools=("bash",) if scope == "root" else ())
         if live:
-            self._answer(turn, leg, [at for _, at in calls], None)
+            self._answer(turn, leg, _live(calls), None)
         effort = self._rng.choice(("low", "medium", "high"))
         data = {"fusionId": turn.fusion_id, "phaseId": leg.phase_id, "phaseKind": kind, "role": role,
                 "conversationScope": scope, "model": model, "reasoningEffort": effort, "status": status}
@@ -331,11 +383,26 @@ class SessionWriter:
                 "projectionMessage": None if kind in ("primary", "draft") else self._text(f"{kind} notes"),
                 "stagedTerminal": self._text("pytest: 14 passed") if scope == "root" else None})
         turn.legs.append((end, leg))
-        totals = self._models.setdefault(model, dict.fromkeys(_USAGE_FIELDS + ("api_ms",), 0))
+        self._account(leg, calls)
+        return leg
+
+    def _calls(self, start: int, count: int, *, asks_for_tools: bool) -> list[tuple[int, int]]:
+        """When each of ``count`` calls began and ended; a call that asked for a tool is
+        followed by the tool's run before the next call begins."""
+        calls, moment = [], start
+        for index in range(count):
+            began, moment = moment, self._after(moment, 1_500, 9_000)
+            calls.append((began, moment))
+            if asks_for_tools and index < count - 1:
+                moment = self._after(moment, 200, 6_000)
+        return calls
+
+    def _account(self, leg: ExpectedLeg, calls: list[tuple[int, int]]) -> None:
+        """What the CLI adds to the run's totals for this leg's calls."""
+        totals = self._models.setdefault(leg.model, dict.fromkeys(_USAGE_FIELDS + ("api_ms",), 0))
         for name in _USAGE_FIELDS:
             totals[name] += getattr(leg, name)
         totals["api_ms"] += sum(done - began for began, done in calls)
-        return leg
 
     def _usage(self, scope: str, failure: str | None, overrides: dict) -> dict:
         unknown = overrides.keys() - set(_USAGE_FIELDS)
@@ -350,21 +417,28 @@ class SessionWriter:
                    "nano_aiu": rng.randint(300_000_000, 7_500_000_000)}
         return figures | overrides
 
-    def _record_calls(self, turn: _Turn, leg: ExpectedLeg, calls: list[tuple[int, int]]) -> None:
-        """One durable session.usage_record per model call; their figures add up to the leg's."""
+    def _record_calls(self, turn: _Turn, leg: ExpectedLeg, calls: list[tuple[int, int]], *,
+                      damaged: bool = False, tool_counts: bool = True,
+                      tools: tuple[str, ...] = ("bash",)) -> None:
+        """One durable session.usage_record per model call; their figures add up to the leg's.
+        Every call but the last asks for the next of ``tools``."""
         weights = [self._rng.randint(1, 9) for _ in calls]
         shares = {name: _split(getattr(leg, name), weights) for name in _USAGE_FIELDS[1:]}
+        turn.calls += len(calls) - damaged
+        turn.damaged_calls += damaged
         for i, (began, done) in enumerate(calls):
             last = i == len(calls) - 1
+            asked = {} if last or not tools or not tool_counts else {_tool_name(tools[i % len(tools)]): 1}
             self._emit(done, "session.usage_record", {"usage": {
                 "model": leg.model, "provider": {"id": "github", "kind": "capi", "label": "GitHub Copilot"},
-                "inputTokens": shares["input_tokens"][i], "outputTokens": shares["output_tokens"][i],
+                "inputTokens": -1 if damaged and i == 0 else shares["input_tokens"][i],
+                "outputTokens": shares["output_tokens"][i],
                 "cacheReadTokens": shares["cache_read_tokens"][i],
                 "cacheWriteTokens": shares["cache_write_tokens"][i], "cost": shares["nano_aiu"][i] / 1e9,
                 "duration": done - began, "timeToFirstTokenMs": min(done - began, self._rng.randint(300, 1_400)),
                 "initiator": "user" if i == 0 else "agent", "apiCallId": str(self._uuid()),
                 "finishReason": "stop" if last else "tool_calls", "reasoningEffort": "medium", "isAuto": True,
-                "isByok": False, "toolCounts": {} if last else {"bash": 1}, "aiCreditsStatus": "ok",
+                "isByok": False, "toolCounts": asked, "aiCreditsStatus": "ok",
                 "fusion": turn.fusion_block(leg)}})
 
     def _handoff(self, turn: _Turn, source: ExpectedLeg, target_phase_id: str, target_model: str) -> None:
@@ -380,7 +454,7 @@ class SessionWriter:
         self._emit(at, "session.fusion_commit_started", {
             "fusionId": turn.fusion_id, "commitId": commit_id, "sourcePhaseId": leg.phase_id,
             "sourceModel": leg.model, "kind": "text", "toolCallId": None})
-        self._answer(turn, leg, [at] * leg.request_count, commit_id)
+        self._answer(turn, leg, [(at, at)] * leg.request_count, commit_id)
         if leg.request_count > 1:
             self._emit(at, "session.fusion_change_checkpoint", {"fusionId": turn.fusion_id, "codeChanges": {
                 "linesAdded": 12, "linesRemoved": 3, "filesModified": [f"{self.cwd}/src/config.py"]}})
@@ -399,17 +473,20 @@ class SessionWriter:
         expected.committed_phase_id, expected.degraded_reason = leg.phase_id, degraded_reason
         return expected
 
-    def _answer(self, turn: _Turn, leg: ExpectedLeg, times: list[int], commit_id: str | None) -> None:
-        """One assistant turn per model call; every call but the last ran a tool (the second one fails)."""
+    def _answer(self, turn: _Turn, leg: ExpectedLeg, moments: list[tuple[int, int]], commit_id: str | None,
+                *, tools: tuple[str, ...] = ("bash",)) -> None:
+        """One assistant turn per model call, at (its message's time, its tool's end); every call
+        but the last ran the next of ``tools`` (every second run fails)."""
         fusion = turn.fusion_block(leg, commitId=commit_id)
-        for i, at in enumerate(times):
+        for i, (at, tool_done) in enumerate(moments):
             turn_id = str(self._assistant_turns)
             self._assistant_turns += 1
             self._emit(at, "assistant.turn_start", {"turnId": turn_id, "interactionId": turn.interaction_id})
             call_id = f"call_{self._uuid().hex[:24]}"
             arguments = {"command": f"cd {self.cwd} && python -m pytest -q", "description": self._text("run tests")}
-            tool_requests = [] if i == len(times) - 1 else [
-                {"toolCallId": call_id, "name": "bash", "arguments": arguments, "type": "function"}]
+            name = tools[i % len(tools)] if tools else None
+            tool_requests = [] if i == len(moments) - 1 or name is None else [
+                {"toolCallId": call_id, "name": _tool_name(name), "arguments": arguments, "type": "function"}]
             message = {"messageId": str(self._uuid()), "content": self._text("The parser now accepts empty files."),
                        "toolRequests": tool_requests, "reasoningText": self._text("check the empty case first"),
                        "reasoningOpaque": None, "encryptedContent": None, "parentToolCallId": None,
@@ -419,18 +496,23 @@ class SessionWriter:
                 message["fusion"] = tool["fusion"] = fusion
             self._emit(at, "assistant.message", message)
             if tool_requests:
-                self._emit(at, "tool.execution_start", tool | {"toolName": "bash", "mcpServerName": None,
-                                                               "mcpToolName": None, "arguments": arguments})
+                server, _, mcp_tool = name.rpartition("/")
+                self._emit(at, "tool.execution_start", tool | {
+                    "toolName": _tool_name(name), "mcpServerName": server or None,
+                    "mcpToolName": mcp_tool if server else None, "arguments": arguments})
                 outcome = ({"success": False, "error": {"message": self._text("exit code 1"), "code": "failure"}}
                            if i % 2 else {"success": True, "result": {"content": self._text("14 passed in 0.8s")}})
-                self._emit(at, "tool.execution_complete", tool | outcome)
-            self._emit(at, "assistant.turn_end", {"turnId": turn_id})
+                self._emit(tool_done, "tool.execution_complete", tool | outcome)
+                turn.tools += 1
+            self._emit(tool_done, "assistant.turn_end", {"turnId": turn_id})
 
     def _expect(self, turn: _Turn, pattern: str, outcome: str, end_ms: int) -> ExpectedTurn:
         legs = [leg for _, leg in sorted(turn.legs, key=lambda pair: pair[0])]  # file order
         expected = ExpectedTurn(self.session_id, turn.fusion_id, pattern, outcome,
                                 sorted({leg.model for leg in legs}), legs, sum(leg.nano_aiu for leg in legs),
-                                None, None, None, self._timestamp(end_ms))
+                                None, None, None, self._timestamp(end_ms),
+                                kind="fallback" if turn.pattern is None else "fusion", calls=turn.calls,
+                                tools=turn.tools, damaged_calls=turn.damaged_calls)
         self.expected.append(expected)
         return expected
 
@@ -457,10 +539,13 @@ class SessionWriter:
     def _text(self, words: str) -> str:
         return f"{words} ({self.canary})"
 
-    def _emit(self, at: int, event_type: str, data: dict) -> None:
+    def _emit(self, at: int, event_type: str, data: dict) -> str:
+        """Queue one event; returns its id."""
         # the id is drawn now, so when lines() is called cannot change later bytes
-        self._pending.append((at, len(self._pending), event_type, data, str(self._uuid())))
+        event_id = str(self._uuid())
+        self._pending.append((at, len(self._pending), event_type, data, event_id))
         self._clock = max(self._clock, at)
+        return event_id
 
     def _flush(self) -> None:
         """Write pending events in time order: parallel legs interleave as they would live."""
@@ -470,6 +555,16 @@ class SessionWriter:
                                           separators=(",", ":"), ensure_ascii=False))
             self._last_id = event_id
         self._pending.clear()
+
+
+def _tool_name(name: str) -> str:
+    """The CLI names an MCP tool ``server-tool``; a built-in one by itself."""
+    return name.replace("/", "-")
+
+
+def _live(calls: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Each call's message when it ends; its tool runs until the next call begins."""
+    return [(done, calls[i + 1][0] if i + 1 < len(calls) else done) for i, (_, done) in enumerate(calls)]
 
 
 START = datetime(2026, 11, 4, 10, tzinfo=timezone.utc)
@@ -494,6 +589,37 @@ def every_pattern(session_id: str, start: datetime = START) -> SessionWriter:
     writer.single("claude-sonnet-4.6")
     writer.shutdown()
     return writer
+
+
+def whole_session(session_id: str, start: datetime = START, *, totals_off_by: int = 0) -> SessionWriter:
+    """Fusion and ordinary turns in one session, as a user mixes them: every pattern, a
+    `/model` switch to a fixed model and back, ordinary turns with built-in and MCP tools and
+    one without tools, a usage checkpoint, a route failure, a shutdown, a resume, a turn whose
+    usage records do not name their tools, and a second shutdown whose credits are
+    ``totals_off_by`` nano-AIU off the calls'."""
+    writer = SessionWriter(session_id, start)
+    writer.single("gpt-5.6-sol")
+    writer.cascade("mai-code-1.1-flash", "gpt-5.6-sol")
+    writer.cascade("mai-code-1.1-flash", "gpt-5.6-sol", verdict="reject", repair_model="gpt-5.6-sol")
+    writer.model_change("claude-sonnet-4.6")
+    writer.ordinary("claude-sonnet-4.6", tools=("bash", "github-mcp-server/get_pull_request"), calls=3)
+    writer.ordinary("claude-sonnet-4.6", tools=())
+    writer.model_change("auto")
+    writer.critique("gpt-5.6-sol", ["claude-sonnet-4.6"])
+    writer.usage_checkpoint()
+    writer.critique("gpt-5.6-sol", ["claude-sonnet-4.6", "gemini-3.1-pro"], revision_model="gpt-5.6-sol")
+    writer.route_failed("gpt-5.6-mini")
+    writer.shutdown()
+    writer.resume()
+    writer.ordinary("gpt-5.6-mini", calls=3)
+    writer.single("claude-sonnet-4.6")
+    writer.single("gpt-5.6-sol", tool_counts=False, request_count=3)
+    writer.shutdown(nano_aiu_off_by=totals_off_by)
+    return writer
+
+
+WHOLE_SESSION_KINDS = ("single", "accept", "reject", "ordinary", "ordinary_no_tools", "critique",
+                       "revision", "route_failed", "resumed_ordinary", "resumed", "unplaced_tools")
 
 
 EVERY_PATTERN_KINDS = ("single", "accept", "reject", "critique", "revision", "degraded",

@@ -26,7 +26,7 @@ import pytest
 import yaml
 
 import dashboard as dash
-from fixture_truth import FIXTURES, REPO, fixture_turns
+from fixture_truth import FIXTURES, REPO, fixture_turns, model_calls, ordinary_turns, tool_calls
 from otlp_sink import OtlpSink, plain_attributes
 from prom import free_port, running_prometheus
 from tailer import demo
@@ -63,7 +63,9 @@ def run(tmp_path_factory):
     started = time()
     demo.prepare(FIXTURES, tmp / "work", datetime.now(timezone.utc))
     port = free_port()
-    spans_expected = sum(2 + len(turn.legs) for turn in TURNS)  # root, routing, one per leg
+    # root, routing, one per leg; a root per ordinary turn; one per model call and tool call
+    spans_expected = (sum(2 + len(turn.legs) for turn in TURNS) + len(ordinary_turns())
+                      + model_calls() + tool_calls())
     with OtlpSink() as sink, \
             running_tailer(tmp, "--state-dir", str(tmp / "work"), "--from-start",
                            "--otlp-endpoint", sink.endpoint, metrics_port=port) as tailer, \

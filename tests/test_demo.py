@@ -10,7 +10,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from exposition_helpers import samples
-from fixture_truth import FIXTURES, fixture_turns, read_lines
+from fixture_truth import FIXTURES, fixture_turns, ordinary_turns, read_lines
 from sessiongen import SessionWriter
 from tailer import demo, events, scrub, service
 from tailerproc import ROOT, tailer_env
@@ -76,8 +76,9 @@ def test_prepare_moves_each_session_whole_so_the_last_turn_ends_minutes_before_n
 def test_prepared_sessions_hold_every_fixture_turn(tmp_path):
     demo.prepare(FIXTURES, tmp_path / "work", NOW)
     turns = [turn for lines in sessions_by_start(tmp_path / "work") for turn in tailer_turns(lines)]
-    assert sorted((t.pattern, t.outcome, len(t.legs)) for t in turns) == sorted(
+    assert sorted((t.pattern, t.outcome, len(t.legs)) for t in turns if not t.ordinary) == sorted(
         (t.pattern, t.outcome, len(t.legs)) for t in fixture_turns())
+    assert sorted(len(t.calls) for t in turns if t.ordinary) == sorted(t.calls for t in ordinary_turns())
     assert all(NOW - timedelta(days=2) < datetime.fromtimestamp(t.end_ns / 1e9, timezone.utc) < NOW for t in turns)
 
 
@@ -119,6 +120,7 @@ def test_replayer_appends_whole_turns_with_fresh_ids_ending_now(tmp_path):
     clock = Clock(NOW.timestamp())
     replayer = demo.Replayer(tmp_path / "work", FIXTURES, interval_s=30, clock=clock, rng=random.Random(1))
     sources = [turn for lines in sessions_by_start(FIXTURES) for turn in tailer_turns(lines)]
+    assert any(turn.ordinary for turn in sources)  # each ordinary turn is replayed on its own
     appended_at = []
     while len(appended_at) < len(sources) + 2:
         if replayer.tick():

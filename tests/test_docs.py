@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from assembly import assemble
-from sessiongen import every_pattern
+from sessiongen import START, SessionWriter, every_pattern, whole_session
 from tailer.cli import build_parser
 from tailer.events import parse_line
 from tailer.exposition import Registry
@@ -24,7 +24,8 @@ from tailer.spans import turn_spans
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 SESSION = "sess-docs"
-OTLP_TYPES = {"stringValue": "string", "intValue": "int", "doubleValue": "double", "boolValue": "bool"}
+OTLP_TYPES = {"stringValue": "string", "intValue": "int", "doubleValue": "double", "boolValue": "bool",
+              "arrayValue": "string[]"}
 HISTOGRAM_SUFFIXES = ("_bucket", "_sum", "_count")
 
 
@@ -51,8 +52,14 @@ def backticked(cell: str) -> set[str]:
 
 @pytest.fixture(scope="module")
 def turns():
-    """One turn of every shape the docs describe, from a log in the real CLI's order."""
-    return assemble(every_pattern(SESSION).lines(), SESSION)
+    """One turn of every shape the docs describe, from logs in the real CLI's order: every
+    pattern, ordinary turns, and a leg whose usage records lost a call."""
+    damaged = SessionWriter(SESSION, START)
+    damaged.single("gpt-5.6-sol", damaged_call=True, request_count=2)
+    damaged.shutdown()
+    return (assemble(every_pattern(SESSION).lines(), SESSION)
+            + assemble(whole_session(SESSION).lines(), SESSION)
+            + assemble(damaged.lines(), SESSION))
 
 
 # -- metrics --------------------------------------------------------------------------
@@ -69,9 +76,10 @@ def exposed_families(turns) -> dict[str, tuple[str, frozenset[str]]]:
         b'"data":{"fusionId":"fusion-x","pattern":"single","fieldFromTheFuture":1}}'
     )
     assert drifted.unknown_fields and drifted.missing_fields
-    metrics.count_line("fusion")
+    metrics.count_lines("fusion")
     metrics.count_event(drifted)
-    metrics.count_line("malformed", "invalid_json")
+    metrics.count_lines("malformed")
+    metrics.count_damage("invalid_json")
 
     families: dict[str, tuple[str, set[str]]] = {}
     current = None
@@ -127,6 +135,10 @@ def emitted_attributes(turns) -> dict[str, tuple[set[str], set[str]]]:
                 where = "root"
             elif span["name"] == "route hydrafusion":
                 where = "route"
+            elif span["name"].startswith("chat "):
+                where = "call"
+            elif span["name"].startswith("execute_tool "):
+                where = "tool"
             else:
                 where = "leg"
             note(span["attributes"], where)
@@ -159,7 +171,8 @@ def test_traceql_examples_use_emitted_attributes(turns):
     assert queries
     for scope, name in queries:
         places = emitted[name][0] if name in emitted else set()
-        assert places & ({"event"} if scope == "event" else {"root", "route", "leg"}), f"{scope}.{name}"
+        assert places & ({"event"} if scope == "event" else {"root", "route", "leg", "call", "tool"}), \
+            f"{scope}.{name}"
 
 
 # -- command line ---------------------------------------------------------------------

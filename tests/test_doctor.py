@@ -237,3 +237,25 @@ def test_cli_version_of_session_start(data, version):
 def test_cli_version_of_other_events_is_none():
     line = {"type": "session.resume", "data": {"copilotVersion": "1.0.102"}}
     assert cli_version_of(json.dumps(line).encode()) is None
+
+
+def test_sessions_whose_sums_differ_from_the_clis_totals_are_listed_and_exit_1(capsys, tmp_path):
+    from sessiongen import whole_session
+    state = tmp_path / "state"
+    whole_session("session-agrees").write(state)
+    code, out, _ = doctor_run(capsys, state)
+    assert code == 0
+    assert table(out, "The CLI's own totals") == {
+        "totals checked (shutdowns and usage checkpoints)": 3, "totals our sums disagree with": 0}
+    assert table(out, "Sessions whose sums differ from the CLI's totals") == {}
+
+    writer = whole_session("session-differs", totals_off_by=2_000_000_000)
+    writer.write(state)
+    code, out, _ = doctor_run(capsys, state)
+    assert code == 1
+    shutdown = json.loads(writer.lines()[-1])["data"]
+    model = min(shutdown["modelMetrics"])
+    theirs = shutdown["modelMetrics"][model]["totalNanoAiu"] / 1e9
+    assert table(out, "Sessions whose sums differ from the CLI's totals") == {
+        f"session-differs shutdown {model} {theirs - 2:.9g}": f"{theirs:.9g}"}
+    assert table(out, "The CLI's own totals")["totals our sums disagree with"] == 1

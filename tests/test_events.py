@@ -49,7 +49,9 @@ def test_no_record_type_has_a_field_for_text():
     text_fields = {"content", "message", "error_message", "projection_message", "hint",
                    "rule_name", "staged_terminal", "arguments", "result", "path"}
     for record_type in (Resolved, LegEnded, events.Handoff, events.CommitStarted, Completed,
-                        RouteFailed, SessionEnded, UnknownFusionEvent):
+                        RouteFailed, SessionEnded, UnknownFusionEvent, events.ModelCall,
+                        events.ToolStarted, events.ToolCompleted, events.Prompt,
+                        events.RunStarted, events.UsageCheckpoint):
         names = {f.name for f in dataclasses.fields(record_type)}
         assert not names & text_fields, record_type
 
@@ -89,16 +91,19 @@ def test_non_fusion_lines_are_ignored_without_parsing(monkeypatch):
         raise AssertionError("parsed a line that cannot matter")
 
     monkeypatch.setattr(events.json, "loads", refuse)
-    assert parse_line(line("user.message", {"content": "hello"})) is None
-    assert parse_line(line("tool.execution_complete", {"result": "x" * 100_000})) is None
+    assert parse_line(line("assistant.message", {"content": "hello"})) is None
+    assert parse_line(line("assistant.reasoning", {"content": "x" * 100_000})) is None
+    # The type the line starts with decides, whatever the line quotes.
+    assert parse_line(line("assistant.message", {"content": '"session.fusion_resolved"'})) is None
     assert parse_line(b"") is None
     assert parse_line(b"\0\0\0\0") is None
 
 
 def test_known_unused_and_unrelated_types_are_ignored():
     assert parse_line(line("session.fusion_change_checkpoint", {"codeChanges": {}})) is None
-    # A prompt quoting an event type costs a parse, nothing more.
-    assert parse_line(line("user.message", {"content": '"session.fusion_resolved"'})) is None
+    # A line that does not start as the CLI writes, quoting an event type, costs a parse.
+    quoted = json.dumps({"data": {"content": '"session.fusion_resolved"'}, "type": "x"})
+    assert parse_line(quoted.encode()) is None
 
 
 def test_unknown_fusion_event_type_is_reported():
@@ -127,8 +132,11 @@ def test_either_note_alone_is_noted():
 @given(st.lists(st.sampled_from(
     [*events.MARKERS, b'"session.', b"fusion_", b'"sessionXfusion_', b'"', b"x", b"\0"]
 )).map(b"".join))
-def test_may_matter_is_true_exactly_when_a_marker_is_there(raw):
-    assert events.may_matter(raw) == any(marker in raw for marker in events.MARKERS)
+def test_may_matter_is_true_exactly_when_a_damage_marker_is_there(raw):
+    """Tool events only add detail: one too long to read is not damage."""
+    tool_markers = set(events.MARKERS) - set(events.DAMAGE_MARKERS)
+    assert tool_markers == {b'"tool.execution_start"', b'"tool.execution_complete"'}
+    assert events.may_matter(raw) == any(marker in raw for marker in events.DAMAGE_MARKERS)
 
 
 @pytest.mark.parametrize("raw, reason", [
@@ -321,6 +329,159 @@ def test_any_field_values_give_a_record_or_a_reason(data):
     assert isinstance(result, (LegEnded, Malformed))
 
 
+# -- The whole turn: model calls, tools, prompts, runs and the CLI's totals --------------
+
+CALL = {
+    "model": "gpt-5.6-sol", "provider": {"id": "github", "kind": "capi", "label": "secret"},
+    "inputTokens": 9000, "outputTokens": 700, "cacheReadTokens": 6000, "cacheWriteTokens": 400,
+    "cost": 1.25, "duration": 4200, "timeToFirstTokenMs": 800, "initiator": "agent",
+    "apiCallId": "secret-request", "finishReason": "tool_calls", "reasoningEffort": "medium",
+    "isAuto": True, "isByok": False, "toolCounts": {"bash": 2, "view": 1},
+    "aiCreditsStatus": "ok",
+    "fusion": {"fusionId": "fusion-1", "phaseId": "fusion-1:phase:0", "phaseKind": "primary",
+               "role": "solver", "pattern": "single"},
+}
+
+
+def test_usage_record_is_one_model_call():
+    record = parse_line(line("session.usage_record", {"usage": CALL}))
+    assert record == events.ModelCall(
+        1788921807960000000, model="gpt-5.6-sol", provider="github",
+        usage=Usage(1, 9000, 700, 6000, 400, 1_250_000_000), duration_ms=4200.0,
+        time_to_first_token_ms=800.0, finish_reason="tool_calls", initiator="agent",
+        fusion_id="fusion-1", phase_id="fusion-1:phase:0", phase_kind="primary",
+        tool_requests=("bash", "bash", "view"),
+    )
+
+
+def test_ordinary_call_has_no_leg_and_optional_fields_may_be_absent():
+    data = {k: v for k, v in CALL.items()
+            if k not in ("fusion", "cacheReadTokens", "cacheWriteTokens", "timeToFirstTokenMs",
+                         "toolCounts", "provider")}
+    record = parse_line(line("session.usage_record", {"usage": data}))
+    assert (record.fusion_id, record.phase_id, record.provider) == (None, None, None)
+    assert (record.usage.cache_read_tokens, record.time_to_first_token_ms) == (0, None)
+    assert record.tool_requests == ()
+
+
+@pytest.mark.parametrize("change", [
+    {"model": None}, {"inputTokens": None}, {"outputTokens": "many"}, {"cost": -1},
+    {"duration": 10**12}, {"inputTokens": 12.5}, {"cacheReadTokens": -3},
+    {"inputTokens": 10**10}, {"cost": float("nan")}, {"duration": True},
+])
+def test_usage_record_with_a_missing_or_absurd_figure_is_damaged(change):
+    assert parse_line(line("session.usage_record", {"usage": dict(CALL, **change)})) == Malformed(
+        "damaged_usage_record")
+
+
+def test_usage_record_without_usage_is_damaged():
+    assert parse_line(line("session.usage_record", {})) == Malformed("damaged_usage_record")
+
+
+TOOL_FUSION = {"fusionId": "fusion-1", "phaseId": "fusion-1:repair", "commitId": "c"}
+
+
+def test_tool_events_keep_names_ids_and_success_only():
+    start = parse_line(line("tool.execution_start", {
+        "toolCallId": "call_1", "toolName": "github/get_pr", "mcpServerName": "github",
+        "mcpToolName": "get_pr", "arguments": {"secret": "x"}, "fusion": TOOL_FUSION}))
+    assert start == events.ToolStarted(
+        1788921807960000000, tool_call_id="call_1", tool_name="github/get_pr",
+        mcp_server="github", mcp_tool="get_pr", fusion_id="fusion-1", phase_id="fusion-1:repair")
+    end = parse_line(line("tool.execution_complete", {
+        "toolCallId": "call_1", "success": False, "error": {"message": "secret"}}))
+    assert end == events.ToolCompleted(
+        1788921807960000000, tool_call_id="call_1", success=False, fusion_id=None, phase_id=None)
+    assert parse_line(line("tool.execution_complete", {"success": True})) == Malformed(
+        "missing_tool_call_id")
+
+
+def test_prompt_keeps_its_event_id_and_time_only():
+    assert parse_line(line("user.message", {"content": "secret"})) == events.Prompt(
+        1788921807960000000, prompt_id="e1")
+
+
+def test_runs_and_the_clis_totals():
+    assert parse_line(line("session.start", {"context": {"cwd": "/secret"}})) == events.RunStarted(
+        1788921807960000000, resumed=False)
+    assert parse_line(line("session.resume", {})).resumed
+    shutdown = parse_line(line("session.shutdown", {"totalNanoAiu": 7, "modelMetrics": {
+        "m1": {"requests": {"count": 2, "cost": 1}, "totalNanoAiu": 7,
+               "usage": {"inputTokens": 5, "outputTokens": 3, "cacheReadTokens": 2,
+                         "cacheWriteTokens": 1}},
+        "m2": "not an object"}}))
+    assert shutdown == SessionEnded(1788921807960000000, nano_aiu=7,
+                                    models={"m1": Usage(2, 5, 3, 2, 1, 7)})
+    checkpoint = parse_line(line("session.usage_checkpoint", {"totalNanoAiu": 9, "x": ["bash"]}))
+    assert checkpoint == events.UsageCheckpoint(1788921807960000000, nano_aiu=9, models=None)
+
+
+BULK = 'pytest -q "x",\\"y\\" \n\u2028 caf\u00e9 {"a": [1, ","]} ,"fusion":{' * 1000
+
+
+def json_loads_sizes(monkeypatch) -> list[int]:
+    sizes, loads = [], json.loads
+    monkeypatch.setattr(events.json, "loads", lambda text: sizes.append(len(text)) or loads(text))
+    return sizes
+
+
+@pytest.mark.parametrize("data", [
+    # fusion before the bulk (as tests/sessiongen.py writes it) and after it
+    {"toolCallId": "c1", "model": "m", "fusion": TOOL_FUSION, "success": True,
+     "result": {"content": BULK, "detailedContent": BULK}},
+    {"toolCallId": "c1", "model": "m", "interactionId": "i", "turnId": "0", "success": True,
+     "result": {"content": BULK, "detailedContent": BULK}, "toolTelemetry": {"a": {"b": 1}},
+     "fusion": TOOL_FUSION},
+    {"toolCallId": "c1", "success": True, "result": {"contents": [{"type": "text", "text": BULK}]},
+     "fusion": TOOL_FUSION},
+])
+def test_a_large_tool_output_is_not_decoded(monkeypatch, data):
+    raw = line("tool.execution_complete", data)
+    sizes = json_loads_sizes(monkeypatch)
+    record = parse_line(raw)
+    assert record == events.ToolCompleted(1788921807960000000, tool_call_id="c1", success=True,
+                                          fusion_id="fusion-1", phase_id="fusion-1:repair")
+    assert len(raw) > 60_000 and max(sizes) < 20_000
+
+
+def test_large_tool_arguments_and_prompts_are_not_decoded(monkeypatch):
+    sizes = json_loads_sizes(monkeypatch)
+    start = parse_line(line("tool.execution_start", {
+        "toolCallId": "c1", "toolName": "create", "arguments": {"file_text": BULK},
+        "turnId": "0", "mcpServerName": None, "fusion": TOOL_FUSION}))
+    prompt = parse_line(line("user.message", {"content": BULK, "attachments": [{"id": "x"}]}))
+    assert (start.tool_name, start.phase_id) == ("create", "fusion-1:repair")
+    assert prompt == events.Prompt(1788921807960000000, prompt_id="e1")
+    assert max(sizes) < 20_000
+
+
+_JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(alphabet=',"{}[]:\\ab\n\u2028', max_size=30),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(
+        st.sampled_from(["fusion", "success", "toolCallId", "id", "a"]), inner, max_size=4),
+    max_leaves=30,
+)
+
+
+@given(st.lists(st.tuples(
+    st.sampled_from(["toolCallId", "success", "result", "error", "fusion", "toolName",
+                     "arguments", "mcpServerName", "x"]),
+    _JSON_VALUES), max_size=8),
+    st.sampled_from(["tool.execution_start", "tool.execution_complete", "user.message"]),
+    st.integers(0, 3))
+def test_reading_without_the_bulk_gives_what_reading_whole_gives(members, event_type, padding):
+    """Whatever the members, their order and their nesting, cutting the bulk out never
+    changes the record: it either gives the same one or parses the line whole."""
+    data = dict(members)
+    if "result" in data or "arguments" in data:
+        data[next(k for k in ("result", "arguments") if k in data)] = {"content": "x" * 5000 * padding}
+    raw = line(event_type, data)
+    lean = parse_line(raw)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(events, "_WHOLE_BELOW", len(raw) + 1)
+        assert parse_line(raw) == lean
+
+
 # Values at and past the bounds, and any JSON value: huge, negative, fractional and
 # non-finite numbers, lone surrogates and far times included.
 _EDGES = st.sampled_from([
@@ -350,6 +511,10 @@ _VALID = {
     "session.fusion_route_failed": {"attemptId": "f:route", "reason": "transport"},
     "session.shutdown": {},
     "session.fusion_rerouted": {},
+    "session.usage_record": {"usage": CALL},
+    "tool.execution_start": {"toolCallId": "c", "toolName": "bash", "fusion": TOOL_FUSION},
+    "tool.execution_complete": {"toolCallId": "c", "success": True, "fusion": TOOL_FUSION},
+    "session.usage_checkpoint": {"totalNanoAiu": 7},
 }
 
 

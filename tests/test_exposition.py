@@ -7,6 +7,7 @@ import urllib.error
 import urllib.request
 
 import pytest
+from hypothesis import given, strategies as st
 
 from assembly import assemble
 from exposition_helpers import samples
@@ -15,6 +16,7 @@ from sessiongen import START, SessionWriter
 from tailer.exposition import (
     CONTENT_TYPE,
     ZERO_HOLD_SECONDS,
+    EXACT,
     Registry,
     _escape,
     sanitise_label_value,
@@ -108,7 +110,7 @@ def test_histogram_buckets_are_cumulative_with_inf_sum_and_count():
         duration.observe({"pattern": "single"}, value)
     assert sample_lines(registry.render_final(), "d_seconds") == [
         'd_seconds_bucket{pattern="single",le="0.5"} 2',  # le is inclusive: 0.5 counts here
-        'd_seconds_bucket{pattern="single",le="1"} 2',
+        'd_seconds_bucket{pattern="single",le="1.0"} 2',
         'd_seconds_bucket{pattern="single",le="2.5"} 3',
         'd_seconds_bucket{pattern="single",le="+Inf"} 4',
         'd_seconds_sum{pattern="single"} 11.7',
@@ -186,7 +188,7 @@ def test_explicit_inf_bucket_is_not_doubled():
     registry = Registry()
     registry.histogram("h", "x", [], [1, float("inf")]).observe(None, 5)
     assert sample_lines(registry.render_final(), "h_bucket") == [
-        'h_bucket{le="1"} 0', 'h_bucket{le="+Inf"} 1']
+        'h_bucket{le="1.0"} 0', 'h_bucket{le="+Inf"} 1']
 
 
 # Label values
@@ -268,10 +270,10 @@ def test_a_new_histogram_series_is_scraped_all_zero_first():
     histogram = registry.histogram("h", "x", ["kind"], [1])
     histogram.observe({"kind": "a"}, 0.5)
     assert sample_lines(scrape(registry), "h") == [
-        'h_bucket{kind="a",le="1"} 0', 'h_bucket{kind="a",le="+Inf"} 0',
+        'h_bucket{kind="a",le="1.0"} 0', 'h_bucket{kind="a",le="+Inf"} 0',
         'h_sum{kind="a"} 0', 'h_count{kind="a"} 0']
     assert sample_lines(scrape(registry), "h") == [
-        'h_bucket{kind="a",le="1"} 1', 'h_bucket{kind="a",le="+Inf"} 1',
+        'h_bucket{kind="a",le="1.0"} 1', 'h_bucket{kind="a",le="+Inf"} 1',
         'h_sum{kind="a"} 0.5', 'h_count{kind="a"} 1']
 
 
@@ -468,14 +470,15 @@ def test_snapshot_and_restore_keep_values_and_zero_first_state():
     assert sample_lines(text, "c_total") == ['c_total{kind="seen"} 3', 'c_total{kind="unseen"} 0']
     publish(second)  # the tailer saves soon after a zero was served
     assert sample_lines(second.render(), "c_total")[1] == 'c_total{kind="unseen"} 4'
-    assert 'h_bucket{kind="a",le="2"} 1' in second.render_final()
+    assert 'h_bucket{kind="a",le="2.0"} 1' in second.render_final()
     assert "h_sum{kind=\"a\"} 1.5" in second.render_final()
 
 
 def test_restore_skips_families_no_longer_declared():
     registry = Registry()
     registry.counter("kept_total", "x")
-    registry.restore({"gone_total": [[[], 5, False, 0]], "kept_total": [[[], 2, False, 0]]})
+    registry.restore({"gone_total": [[[], 5 * EXACT, False, 0]],
+                      "kept_total": [[[], 2 * EXACT, False, 0]]})
     assert "gone_total" not in registry.render_final()
     assert sample_lines(registry.render(), "kept_total") == ["kept_total 2"]
 
@@ -551,15 +554,78 @@ def test_record_checks_every_change_even_for_series_it_knows():
     assert sample_lines(text, "h_count") == ['h_count{kind="a"} 1']
 
 
-def test_current_shows_true_values_with_stored_labels_and_promote_ends_the_zero():
-    registry = Registry(clock=FakeClock())
+def test_history_gains_are_by_stored_series_and_end_the_zero():
+    """Two raw values the vocabulary folds into one series are one series in history too:
+    keyed by the raw values, they would be counted twice."""
+    registry = Registry(clock=FakeClock(), label_value_limits={"kind": 1})
     counter = registry.counter("c_total", "x", ["kind"])
-    touched = [(counter, ("a b",))]
-    assert registry.current(touched) == [("c_total", [("kind", "a_b")], 0.0)]
-    registry.record([(counter, ("a b",), 4)])
-    assert registry.current(touched) == [("c_total", [("kind", "a_b")], 4.0)]
-    registry.promote(touched)  # its history already starts at zero
-    assert sample_lines(scrape(registry), "c_total") == ['c_total{kind="a_b"} 4']
+    registry.record([(counter, ("first",), 1)])
+    gained = registry.record_history([(counter, ("x y",), 2), (counter, ("z",), 3)])
+    assert gained == [("c_total", [("kind", "other")], 5 * EXACT, EXACT)]
+    assert registry.exact_samples({"c_total"}) == [
+        ("c_total", [("kind", "first")], 1 * EXACT, EXACT),
+        ("c_total", [("kind", "other")], 5 * EXACT, EXACT)]
+    # its history starts at zero, so scrapes need not show one
+    assert sample_lines(scrape(registry), "c_total") == [
+        'c_total{kind="first"} 0', 'c_total{kind="other"} 5']
+
+
+def test_history_gains_of_a_histogram_are_per_sample():
+    registry = Registry(clock=FakeClock())
+    histogram = registry.histogram("h", "x", ["kind"], [1, 2])
+    registry.record([(histogram, ("a",), 0.5)])
+    gained = registry.record_history([(histogram, ("a",), 1.5)])
+    assert gained == [
+        ("h_bucket", [("kind", "a"), ("le", "2.0")], 1, 1),
+        ("h_bucket", [("kind", "a"), ("le", "+Inf")], 1, 1),
+        ("h_sum", [("kind", "a")], 1_500_000_000, EXACT), ("h_count", [("kind", "a")], 1, 1)]
+
+
+@given(st.lists(st.integers(0, 10**12), max_size=30), st.randoms())
+def test_sums_do_not_depend_on_the_order_of_the_amounts(nano_amounts, rng):
+    """Credits are nano units / 1e9: counted in any order, the total shows the same to the
+    bit (floats would not, and history adds them in time order, scrapes in reading order)."""
+    shown = set()
+    for _ in range(3):
+        rng.shuffle(nano_amounts)
+        registry = Registry(clock=FakeClock())
+        counter = registry.counter("c_total", "x")
+        for amount in nano_amounts:
+            registry.record([(counter, (), amount / 1e9)])
+        shown.add(registry.render_final())
+    assert len(shown) == 1
+
+
+def test_restore_keeps_every_series_apart_when_the_vocabulary_is_full():
+    """Restoring family by family into a capped vocabulary used to fold a later family's
+    values into "other", one series overwriting another."""
+    def declare(registry):
+        return (registry.counter("a_total", "x", ["model"]),
+                registry.counter("b_total", "x", ["model"]))
+
+    before = Registry(clock=FakeClock(), label_value_limits={"model": 2})
+    a, b = declare(before)
+    before.record([(a, ("m1",), 1), (b, ("m2",), 2), (b, ("m3",), 4), (a, ("m4",), 8)])
+    after = Registry(clock=FakeClock(), label_value_limits={"model": 2})
+    declare(after)
+    after.restore(before.snapshot())
+    assert after.render_final() == before.render_final()
+
+
+def test_withheld_families_are_left_out_until_shown_then_zero_first():
+    clock = FakeClock()
+    registry = Registry(clock=clock)
+    counter = registry.counter("c_total", "x", ["kind"])
+    registry.withhold({"c_total"})
+    registry.record([(counter, ("a",), 3)])
+    clock.now += 1000  # far past the zero hold: a withheld series' hold starts when shown
+    publish(registry)
+    assert "c_total" not in scrape(registry)
+    assert "c_total" not in registry.render_textfile()
+    registry.show_all()
+    assert sample_lines(scrape(registry), "c_total") == ['c_total{kind="a"} 0']
+    publish(registry)
+    assert sample_lines(scrape(registry), "c_total") == ['c_total{kind="a"} 3']
 
 
 def test_a_turn_counts_into_series_labelled_as_each_family_declares():
@@ -581,8 +647,8 @@ def test_a_turn_counts_into_series_labelled_as_each_family_declares():
     assert legs[tuple(sorted(judge.items()))] == 1
     assert legs[tuple(sorted(repair.items()))] == 1
     aiu = samples(text, "hydrafusion_aiu_total")
-    assert (("committed", "true"), ("model", "gpt-5.6-sol"), ("pattern", "cascade"),
-            ("phase_kind", "repair")) in aiu
+    assert (("committed", "true"), ("compound", "true"), ("model", "gpt-5.6-sol"),
+            ("pattern", "cascade"), ("phase_kind", "repair")) in aiu
     [repair_leg] = [leg for leg in turn.legs if leg.phase_kind == "repair"]
     tokens = samples(text, "hydrafusion_tokens_total")
     assert tokens[(("model", "gpt-5.6-sol"), ("phase_kind", "repair"), ("type", "output"))] == (

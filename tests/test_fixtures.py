@@ -5,7 +5,7 @@ import sys
 from collections import Counter
 from datetime import datetime, timedelta
 
-from fixture_truth import CASES, FIXTURES, REPO, case_of, fixture_turns, read_lines
+from fixture_truth import CASES, FIXTURES, REPO, case_of, fixture_turns, ordinary_turns, read_lines
 from sessiongen import CANARY
 
 
@@ -35,3 +35,14 @@ def test_fixtures_cover_every_case_over_two_days():
     times = [datetime.fromisoformat(line["timestamp"].replace("Z", "+00:00"))
              for folder in FIXTURES.iterdir() for line in read_lines(folder / "events.jsonl")]
     assert timedelta(days=1) < max(times) - min(times) <= timedelta(days=2)
+
+
+def test_fixtures_hold_ordinary_turns_with_tools_beside_the_fusion_ones():
+    ordinary = ordinary_turns()
+    assert len(ordinary) == 3 and all(turn.calls for turn in ordinary)
+    names = {name for turn in ordinary for name in turn.tool_names}
+    assert {"bash", "github-mcp-server-get_pull_request", "view"} <= names
+    replayed = [line for folder in FIXTURES.iterdir() for line in read_lines(folder / "events.jsonl")
+                if line["type"] == "tool.execution_start" and line["data"].get("fusion")]
+    assert replayed and all(set(line["data"]) <= {"toolCallId", "toolName", "mcpServerName", "mcpToolName",
+                                                   "model", "fusion"} for line in replayed)

@@ -223,11 +223,10 @@ def read_run(state_dir: Path, saved: dict | None, clock: Clock) -> tuple[list[Tu
     metrics = TurnMetrics(Registry(label_value_limits={"model": MAX_MODELS}, clock=clock))
     if saved is not None:
         metrics.restore(saved.get("metrics", {}))
-    turns = []
-    tailer = Tailer(state_dir, metrics=metrics, on_turn=turns.append, from_start=True,
-                    idle_timeout_s=IDLE_S, saved=saved, clock=clock)
+    tailer = Tailer(state_dir, metrics=metrics, from_start=True, idle_timeout_s=IDLE_S,
+                    saved=saved, clock=clock)
     try:
-        tailer.poll()
+        turns = tailer.poll().turns
         state = tailer.state()
     finally:
         tailer.close()

@@ -5,6 +5,7 @@ from collections import defaultdict
 from datetime import datetime, timedelta, timezone
 
 import pytest
+from hypothesis import given, strategies as st
 
 from prom import free_port, running_prometheus, single_value
 from sessiongen import SessionWriter
@@ -27,79 +28,99 @@ class FakeWriter:
         self.pushed.append({dict(labels)["__name__"]: points for labels, points in series})
 
 
-def sample(value, name="x_total", **labels):
-    return (name, sorted(labels.items()), value)
+def gain(amount, name="x_total", **labels):
+    return (name, sorted(labels.items()), amount, 1)
 
 
-def make(writer, *, now, not_before=0, bases=(), saved=None):
+def make(writer, *, cutoff=10**13, not_before=0, bases=(), saved=None):
     return History(writer, {"job": "j", "instance": "i"}, bases=list(bases),
-                   not_before_ms=not_before, now_ms=now, saved=saved)
+                   not_before_ms=not_before, cutoff_ms=cutoff, saved=saved)
 
 
-def test_a_new_series_starts_at_zero_and_steps_on_the_grid():
+def test_a_new_series_starts_at_zero_with_a_sample_at_each_change_and_the_grid_between():
     writer = FakeWriter()
-    now = 100 * GRID_MS + 2 * MINUTE
-    history = make(writer, now=now)
-    history.record(10 * GRID_MS + MINUTE, [sample(0)], [sample(2)])
-    history.record(12 * GRID_MS, [sample(2)], [sample(5)])  # on a grid point: counted there
+    now = 20 * GRID_MS + 2 * MINUTE
+    history = make(writer)
+    history.record(10 * GRID_MS + MINUTE, [gain(2)])
+    history.record(12 * GRID_MS, [gain(3)])  # on a grid point
+    history.record(10 * GRID_MS + MINUTE, [gain(1)])  # another turn ending the same moment
     assert history.push(now)
     points = writer.pushed[0]["x_total"]
-    assert points[:4] == [(10 * GRID_MS, 0.0), (11 * GRID_MS, 2), (12 * GRID_MS, 5),
-                          (13 * GRID_MS, 5)]
-    assert points[-1] == (100 * GRID_MS, 5)
-    assert [b - a for (a, _), (b, _) in zip(points, points[1:])] == [GRID_MS] * (len(points) - 1)
+    assert points[:5] == [(10 * GRID_MS + MINUTE - 1, 0.0), (10 * GRID_MS + MINUTE, 3),
+                          (11 * GRID_MS, 3), (12 * GRID_MS, 6), (13 * GRID_MS, 6)]
+    assert points[-2:] == [(20 * GRID_MS, 6), (now, 6)]
     assert not history.pending
 
 
 def test_a_series_that_existed_starts_from_its_value_and_labels_match_the_scrape():
     writer = FakeWriter()
-    history = make(writer, now=50 * GRID_MS, bases=[sample(7, kind="a")])
-    history.record(20 * GRID_MS + 1, [sample(7, kind="a")], [sample(9, kind="a")])
-    history.push(50 * GRID_MS)
-    assert writer.pushed[0]["x_total"][:2] == [(20 * GRID_MS, 7), (21 * GRID_MS, 9)]
+    history = make(writer, bases=[gain(7, kind="a")])
+    history.record(20 * GRID_MS + 1, [gain(2, kind="a")])
+    history.push(22 * GRID_MS)
+    assert writer.pushed[0]["x_total"][:3] == [(20 * GRID_MS, 7), (20 * GRID_MS + 1, 9),
+                                               (21 * GRID_MS, 9)]
 
 
-def test_nothing_is_placed_at_or_before_the_last_publish():
-    """Prometheus may hold scrapes up to then; an older, larger sample would look like a reset."""
+def test_nothing_is_placed_at_or_before_the_previous_run_was_last_seen():
+    """Prometheus may hold its scrapes up to then; an older, larger sample reads as a reset."""
     writer = FakeWriter()
     not_before = 30 * GRID_MS + 2 * MINUTE
-    history = make(writer, now=60 * GRID_MS, not_before=not_before, bases=[sample(4)])
-    history.record(5 * GRID_MS, [sample(4)], [sample(6)])  # read again after a crash
+    history = make(writer, not_before=not_before)
+    history.record(5 * GRID_MS, [gain(6)])  # read again after a crash
     history.push(60 * GRID_MS)
     points = writer.pushed[0]["x_total"]
-    assert points[0] == (31 * GRID_MS, 6)
+    assert points[:2] == [(not_before + 1, 0.0), (not_before + 2, 6)]
     assert all(at > not_before for at, _ in points)
 
 
-def test_a_new_series_next_to_the_last_publish_still_gets_its_zero():
-    writer = FakeWriter()
-    not_before = 30 * GRID_MS + 2 * MINUTE
-    history = make(writer, now=60 * GRID_MS, not_before=not_before)
-    history.record(30 * GRID_MS + 3 * MINUTE, [sample(0)], [sample(6)])
-    history.push(60 * GRID_MS)
-    assert writer.pushed[0]["x_total"][:2] == [(not_before + 1, 0.0), (31 * GRID_MS, 6)]
+def test_history_takes_the_turns_that_ended_before_this_run_began():
+    history = make(FakeWriter(), cutoff=40 * GRID_MS)
+    assert history.takes(40 * GRID_MS - 1)
+    assert not history.takes(40 * GRID_MS)
 
 
-def test_turns_after_the_last_grid_point_are_left_to_the_scrapes():
-    history = make(FakeWriter(), now=40 * GRID_MS + MINUTE, not_before=10 * GRID_MS)
-    assert history.takes(39 * GRID_MS)
-    assert history.takes(40 * GRID_MS)
-    assert not history.takes(40 * GRID_MS + 1)
-    assert make(FakeWriter(), now=40 * GRID_MS + MINUTE, not_before=40 * GRID_MS).takes(
-        3 * GRID_MS) is False
+def test_a_push_waits_until_it_can_place_its_last_sample_after_the_previous_run():
+    history = make(FakeWriter(), not_before=1000)
+    assert not history.ready(1002) and history.ready(1003)
 
 
 def test_retryable_failures_keep_history_and_refusals_drop_it(caplog):
     writer = FakeWriter([RemoteWriteError("connection refused", retryable=True),
                          RemoteWriteError("out of bounds", retryable=False)])
-    history = make(writer, now=9 * GRID_MS)
-    history.record(3 * GRID_MS, [sample(0)], [sample(1)])
+    history = make(writer)
+    history.record(3 * GRID_MS, [gain(1)])
     assert not history.push(9 * GRID_MS) and history.pending
     saved = history.state()
-    again = make(writer, now=10**12, saved=saved)  # a restart in between
-    assert again.pending
+    again = make(writer, cutoff=1, not_before=10**12, saved=saved)  # a restart in between
+    assert again.pending and again.takes(3 * GRID_MS)
     assert again.push(9 * GRID_MS) and not again.pending
     assert "refused" in caplog.text and writer.pushed == []
+
+
+def read_at(points, at, lookback=GRID_MS):
+    """What Prometheus 3 reads at an instant: the last sample in (at - lookback, at]."""
+    seen = [value for time, value in points if at - lookback < time <= at]
+    return seen[-1] if seen else None
+
+
+@given(st.lists(st.tuples(st.integers(1, 3 * 24 * 60), st.integers(0, 5)), min_size=1,
+                max_size=40),
+       st.integers(0, 1000), st.data())
+def test_the_counter_read_at_any_instant_is_the_count_of_turns_ended_by_then(changes, base, data):
+    """Any order of recording, any instant from the first turn to the push: exact, within
+    Prometheus's lookback, with samples strictly in time order."""
+    writer = FakeWriter()
+    history = make(writer, bases=[gain(base)] if base else ())
+    for minute, amount in changes:
+        history.record(minute * MINUTE, [gain(amount)])
+    now = 4 * 24 * 60 * MINUTE
+    history.push(now)
+    points = writer.pushed[0]["x_total"]
+    assert [a for a, _ in points] == sorted({a for a, _ in points})
+    first = min(minute for minute, _ in changes) * MINUTE
+    for at in data.draw(st.lists(st.integers(first - 1, now), min_size=1, max_size=20)):
+        truth = base + sum(amount for minute, amount in changes if minute * MINUTE <= at)
+        assert read_at(points, at) == truth
 
 
 # Against a real Prometheus (Debian's 2.42): three past days, then live turns.

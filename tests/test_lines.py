@@ -5,7 +5,11 @@ import os
 from hypothesis import given, strategies as st
 
 from tailer import lines
-from tailer.lines import LineReader
+from tailer.lines import LineReader, NotARegularFile, Position
+
+
+def holding(markers):
+    return lambda line: any(marker in line for marker in markers)
 
 
 def read_all(reader):
@@ -37,7 +41,7 @@ def test_positions_resume_exactly(tmp_path):
     path.write_bytes(b"one\ntwo\nthree\n")
     first = LineReader(path)
     consumed = next(first.read())
-    resumed = LineReader(path, consumed.end_offset, consumed.number)
+    resumed = LineReader(path, Position(consumed.end_offset, consumed.number))
     assert read_all(resumed) == [(2, b"two"), (3, b"three")]
 
 
@@ -95,7 +99,7 @@ def test_skip_to_end_counts_lines_and_leaves_a_partial_line(tmp_path):
     path.write_bytes(b"one\ntwo\nthr")
     reader = LineReader(path)
     reader.skip_to_end()
-    assert (reader.offset, reader.line_number) == (8, 2)
+    assert reader.position[:2] == (8, 2)
     with open(path, "ab") as handle:
         handle.write(b"ee\n")
     assert read_all(reader) == [(3, b"three")]
@@ -118,7 +122,7 @@ def test_any_appends_yield_exactly_the_complete_lines(
         content = b"".join(line + b"\n" for line in body) + tail
         path = tmp_path_factory.mktemp("fuzz") / "events.jsonl"
         path.write_bytes(b"")
-        reader = LineReader(path, markers=markers)
+        reader = LineReader(path, wanted=holding(markers) if markers else None)
         got = []
         written = 0
         for cut in sorted(cuts) + [len(content)]:
@@ -131,7 +135,7 @@ def test_any_appends_yield_exactly_the_complete_lines(
                   if not markers or any(marker in line for marker in markers)]
         assert got == wanted
         assert reader.offset == len(content) - len(tail)
-        assert reader.line_number == len(body)
+        assert reader.position.line == len(body)
     finally:
         lines.CHUNK_BYTES = saved
 
@@ -139,9 +143,9 @@ def test_any_appends_yield_exactly_the_complete_lines(
 def test_markers_pick_lines_and_keep_numbers(tmp_path):
     path = tmp_path / "events.jsonl"
     path.write_bytes(b"a\nx.fusion_1\nb\nc\nsession.shutdown\nd\npartial.fusion_")
-    reader = LineReader(path, markers=(b".fusion_", b"shutdown"))
+    reader = LineReader(path, wanted=holding((b".fusion_", b"shutdown")))
     assert read_all(reader) == [(2, b"x.fusion_1"), (5, b"session.shutdown")]
-    assert (reader.line_number, reader.offset) == (6, 36)
+    assert reader.position[:2] == (36, 6)
 
 
 def test_oversized_line_without_marker_in_its_head_is_passed_over(tmp_path, monkeypatch):
@@ -149,7 +153,105 @@ def test_oversized_line_without_marker_in_its_head_is_passed_over(tmp_path, monk
     monkeypatch.setattr(lines, "CHUNK_BYTES", 256)
     path = tmp_path / "events.jsonl"
     path.write_bytes(b"x" * 5000 + b".fusion_\n" + b'{".fusion_"}' + b"y" * 5000 + b"\nok.fusion_\n")
-    reader = LineReader(path, markers=(b".fusion_",))
+    reader = LineReader(path, wanted=holding((b".fusion_",)))
     result = [(line.number, line.oversized, line.data[:12]) for line in reader.read()]
     assert result == [(2, True, b'{".fusion_"}'), (3, False, b"ok.fusion_")]
-    assert reader.line_number == 3
+    assert reader.position.line == 3
+
+
+def test_a_log_rewritten_in_place_and_grown_past_the_position_is_read_again(tmp_path):
+    """Size alone cannot tell: the bytes before the position are checked on every read."""
+    path = tmp_path / "events.jsonl"
+    path.write_bytes(b'{"n":1}\n{"n":2}\n')
+    reader = LineReader(path)
+    read_all(reader)
+    path.write_bytes(b'{"m":1}\n{"m":2}\n{"m":3}\n{"m":4}\n')  # same inode, longer
+    assert read_all(reader) == [(1, b'{"m":1}'), (2, b'{"m":2}'), (3, b'{"m":3}'),
+                                (4, b'{"m":4}')]
+    assert reader.generation == 1
+
+
+def test_a_saved_position_is_checked_before_resuming(tmp_path):
+    path = tmp_path / "events.jsonl"
+    path.write_bytes(b"one\ntwo\n")
+    first = LineReader(path)
+    read_all(first)
+    path.write_bytes(b"one\ntwo\nthree\n")
+    assert read_all(LineReader(path, Position.from_data(first.position.to_data()))) == [
+        (3, b"three")]
+    path.write_bytes(b"uno\ndos\ntres\ncuatro\n")
+    again = LineReader(path, first.position)
+    assert read_all(again) == [(1, b"uno"), (2, b"dos"), (3, b"tres"), (4, b"cuatro")]
+    assert again.generation == 1
+
+
+def test_a_copied_log_is_resumed(tmp_path):
+    """The bytes decide, not the inode: a restored or remounted log carries on."""
+    path = tmp_path / "events.jsonl"
+    path.write_bytes(b"one\ntwo\n")
+    reader = LineReader(path)
+    read_all(reader)
+    copy = tmp_path / "copy.jsonl"
+    copy.write_bytes(b"one\ntwo\nthree\n")
+    os.replace(copy, path)
+    assert read_all(reader) == [(3, b"three")]
+
+
+def test_a_long_line_written_in_pieces_is_read_once(tmp_path, monkeypatch):
+    """Each piece costs its own bytes, not the line so far: no quadratic re-reading."""
+    path = tmp_path / "events.jsonl"
+    path.write_bytes(b"")
+    read_bytes = []
+    real_open = lines.open_regular
+
+    def counting_open(p):
+        return _Counting(real_open(p), read_bytes)
+
+    monkeypatch.setattr(lines, "open_regular", counting_open)
+    reader = LineReader(path)
+    piece = b"x" * 50_000  # 6 MB in all: under MAX_LINE_BYTES, so it is kept whole
+    for _ in range(120):
+        with open(path, "ab") as handle:
+            handle.write(piece)
+        assert read_all(reader) == []
+    with open(path, "ab") as handle:
+        handle.write(b"\nnext\n")
+    assert read_all(reader) == [(1, piece * 120), (2, b"next")]
+    assert sum(read_bytes) < 3 * 120 * len(piece)  # re-reading would be about 60 times it
+
+
+class _Counting:
+    """A file wrapper that counts the bytes read through it."""
+
+    def __init__(self, handle, counts):
+        self._handle, self._counts = handle, counts
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self._handle.close()
+
+    def __getattr__(self, name):
+        return getattr(self._handle, name)
+
+    def read(self, *args):
+        data = self._handle.read(*args)
+        self._counts.append(len(data))
+        return data
+
+    def readline(self, *args):
+        data = self._handle.readline(*args)
+        self._counts.append(len(data))
+        return data
+
+
+def test_a_fifo_is_refused_without_blocking(tmp_path):
+    path = tmp_path / "events.jsonl"
+    os.mkfifo(path)
+    try:
+        list(LineReader(path).read())
+    except NotARegularFile:
+        pass
+    else:
+        raise AssertionError("a FIFO was read")

@@ -28,18 +28,31 @@ class Clock:
         return self.now
 
 
-def make_tailer(state, clock, *, from_start=True, idle=1800.0):
+class Counting:
+    """A Tailer whose finished turns are kept in `finished` and counted, pass by pass."""
+
+    def __init__(self, tailer: Tailer, metrics: TurnMetrics | None, finished: list):
+        self.tailer, self.metrics, self.finished = tailer, metrics, finished
+
+    def poll(self, *args, **kwargs):
+        done = self.tailer.poll(*args, **kwargs)
+        self.finished += done.turns
+        if self.metrics is not None:
+            for turn in done.turns:
+                self.metrics.count_turn(turn)
+        return done
+
+    def __getattr__(self, name):
+        return getattr(self.tailer, name)
+
+
+def make_tailer(state, clock, *, from_start=True, idle=1800.0, **options):
     metrics = TurnMetrics(Registry(label_value_limits={"model": MAX_MODELS}, clock=clock))
     finished = []
-
-    def on_turn(turn):
-        finished.append(turn)
-        metrics.count_turn(turn)
-
-    tailer = Tailer(state, metrics=metrics, on_turn=on_turn, from_start=from_start,
-                    idle_timeout_s=idle, clock=clock)
+    tailer = Tailer(state, metrics=metrics, from_start=from_start, idle_timeout_s=idle,
+                    clock=clock, **options)
     _made.append(tailer)
-    return tailer, metrics, finished
+    return Counting(tailer, metrics, finished), metrics, finished
 
 
 # Each Tailer holds an inotify instance, and a user may have only 128 of them.
@@ -135,14 +148,14 @@ def test_unreadable_log_is_one_warning_and_the_rest_goes_on(tmp_path, caplog, mo
     every_pattern("readable").write(tmp_path)
     broken = every_pattern("unreadable").write(tmp_path)
     tailer, _, finished = make_tailer(tmp_path, Clock(0))
-    real_open = open
+    real_open = os.open
 
     def refuse(path, *args, **kwargs):
         if str(path) == str(broken):
             raise PermissionError(13, "Permission denied")
         return real_open(path, *args, **kwargs)
 
-    monkeypatch.setattr("builtins.open", refuse)
+    monkeypatch.setattr("os.open", refuse)
     with caplog.at_level(logging.WARNING, logger="tailer"):
         tailer.poll()
         tailer.poll()
@@ -151,16 +164,69 @@ def test_unreadable_log_is_one_warning_and_the_rest_goes_on(tmp_path, caplog, mo
     assert len(finished) == 9
 
 
-def test_a_vanished_session_finishes_its_open_turns(tmp_path):
+def test_a_vanished_session_finishes_its_open_turns_after_the_idle_timeout(tmp_path):
     _, path = open_turn_session(tmp_path)
     clock = Clock(path.stat().st_mtime)
-    tailer, _, finished = make_tailer(tmp_path, clock)
+    tailer, _, finished = make_tailer(tmp_path, clock, idle=600)
     tailer.poll()
     shutil.rmtree(path.parent)
     clock.now += 10
     tailer.poll()
-    assert [t.outcome for t in finished] == ["completed", "incomplete"]
+    assert [t.outcome for t in finished] == ["completed"]
     assert tailer.sessions == {}
+    clock.now += 600
+    tailer.poll()
+    assert [t.outcome for t in finished] == ["completed", "incomplete"]
+    assert tailer.state()["sessions"]["idle-session"]["open"] == []
+
+
+def test_a_state_folder_emptied_and_filled_again_counts_nothing_twice(tmp_path):
+    """A folder moved away and back (or a volume mounted late) gives its sessions back
+    where they were: each is kept as a tombstone while it is gone."""
+    state = tmp_path / "state"
+    state.mkdir()
+    writers = [every_pattern(f"s{n}") for n in range(3)]
+    for writer in writers:
+        writer.write(state)
+    clock = Clock(0)
+    tailer, _, finished = make_tailer(state, clock)
+    tailer.poll()
+    expected = sorted(t.fusion_id for w in writers for t in w.expected)
+    assert sorted(t.fusion_id for t in finished) == expected
+    aside = tmp_path / "aside"
+    state.rename(aside)
+    state.mkdir()
+    clock.now += 5
+    tailer.poll()
+    state.rmdir()
+    aside.rename(state)
+    clock.now += 5
+    for _ in range(3):
+        tailer.poll()
+    assert sorted(t.fusion_id for t in finished) == expected
+
+
+def test_a_restart_on_an_empty_state_folder_forgets_no_session(tmp_path):
+    """The saved sessions stay in the checkpoint until their logs are back."""
+    state = tmp_path / "state"
+    state.mkdir()
+    writer = every_pattern("kept")
+    writer.write(state)
+    first, _, finished = make_tailer(state, Clock(0))
+    first.poll()
+    saved = first.state()
+    aside = tmp_path / "aside"
+    state.rename(aside)
+    state.mkdir()
+    second, _, again = make_tailer(state, Clock(0), saved=saved)
+    second.poll()
+    saved = second.state()
+    assert "kept" in saved["sessions"]
+    state.rmdir()
+    aside.rename(state)
+    third, _, again = make_tailer(state, Clock(0), saved=saved)
+    third.poll()
+    assert again == [] and len(finished) == len(writer.expected)
 
 
 def test_labels_are_bounded_and_hold_no_ids(tmp_path):
@@ -172,7 +238,12 @@ def test_labels_are_bounded_and_hold_no_ids(tmp_path):
     tailer.poll()
     exposition = metrics.registry.render_final()
     models = {dict(labels)["model"] for labels in samples(exposition, "hydrafusion_legs_total")}
-    assert len(models) == MAX_MODELS + 1 and "other" in models
+    # The model vocabulary is shared by every family: the prompt families' `hydrafusion`
+    # (the synthetic model a fusion prompt asked for) takes one of its places.
+    everywhere = {dict(labels)["model"] for line in exposition.splitlines() if "model=" in line
+                  for labels in samples(line, line.split("{")[0])}
+    assert len(everywhere) == MAX_MODELS + 1 and {"other", "hydrafusion"} <= everywhere
+    assert models <= everywhere and "other" in models
     for turn in finished:
         assert turn.fusion_id not in exposition
     assert "many-models" not in exposition
@@ -207,11 +278,7 @@ def test_backfill_horizon_reads_only_recent_logs_from_their_start(tmp_path):
     old = every_pattern("ancient").write(tmp_path)
     now = recent.stat().st_mtime
     os.utime(old, (now - 40 * 86400, now - 40 * 86400))
-    metrics = TurnMetrics(Registry())
-    finished = []
-    tailer = Tailer(tmp_path, metrics=metrics, on_turn=finished.append, from_start=True,
-                    idle_timeout_s=1800, backfill_days=30, clock=Clock(now))
-    _made.append(tailer)
+    tailer, _, finished = make_tailer(tmp_path, Clock(now), backfill_days=30)
     tailer.poll()
     assert {t.session_id for t in finished} == {"recent"}
     with open(old, "a") as handle:  # the old session is resumed: its new turns count
@@ -317,3 +384,56 @@ def test_a_turn_budget_reads_in_steps_and_loses_nothing(tmp_path):
     assert passes >= 6
     assert sorted(t.fusion_id for t in finished) == sorted(
         t.fusion_id for w in writers for t in w.expected)
+
+
+def test_a_read_that_failed_is_tried_again_without_waiting_for_a_write(tmp_path, monkeypatch):
+    """Out of file descriptors (a flood of connections, say), a read fails; the log's last
+    turn must not wait for the CLI's next write, which may never come."""
+    writer = every_pattern("starved")
+    log = writer.write(tmp_path)
+    tailer, _, finished = make_tailer(tmp_path, Clock(0))
+    real_open = os.open
+    refusals = []
+
+    def starved(path, *args, **kwargs):
+        if str(path) == str(log) and len(refusals) < 2:
+            refusals.append(path)
+            raise OSError(24, "Too many open files")
+        return real_open(path, *args, **kwargs)
+
+    monkeypatch.setattr("os.open", starved)
+    tailer.poll()
+    assert finished == []
+    tailer.poll()
+    tailer.poll()  # no write in between
+    assert len(refusals) == 2
+    assert sorted(t.fusion_id for t in finished) == sorted(t.fusion_id for t in writer.expected)
+
+
+def test_a_line_the_tailer_fails_on_costs_that_line_only(tmp_path, monkeypatch, caplog):
+    """A bug met on one line is logged by type, counted, and the rest goes on."""
+    from tailer import daemon
+
+    broken = every_pattern("broken")
+    fine = every_pattern("fine")
+    broken.write(tmp_path)
+    fine.write(tmp_path)
+    real_parse = daemon.events.parse_line
+    calls = []
+
+    def failing_once(data):
+        record = real_parse(data)
+        if not calls and getattr(record, "fusion_id", None) == broken.expected[1].fusion_id:
+            calls.append(record)
+            raise KeyError("a bug")
+        return record
+
+    monkeypatch.setattr(daemon.events, "parse_line", failing_once)
+    tailer, metrics, finished = make_tailer(tmp_path, Clock(0))
+    with caplog.at_level(logging.WARNING, logger="tailer"):
+        tailer.poll()
+    assert calls, "the failing line was reached"
+    assert {t.fusion_id for t in finished} >= {t.fusion_id for t in fine.expected}
+    assert samples(metrics.registry.render_final(), "hydrafusion_tailer_malformed_lines_total")[
+        (("reason", "internal_error"),)] == 1
+    assert "(KeyError)" in caplog.text and "a bug" not in caplog.text

@@ -3,7 +3,9 @@
 Every free-text field of the generated sessions (prompts, answers, leg `content`,
 `projectionMessage`, `stagedTerminal`, handoff `message`, `errorMessage`, hints, tool
 arguments and results, cwd and file paths) holds CANARY, and so do damaged lines and
-unknown fields. The tailer runs as a daemon with every output on; the canary must be in
+unknown fields. The sessions hold ordinary turns, MCP tools, tool output long enough to be
+read without decoding it, usage records (one damaged), and totals that disagree, so every
+span, attribute, metric and log line of the whole turn is covered. The tailer runs as a daemon with every output on; the canary must be in
 none of them: OTLP payloads, the history pushed to Prometheus, /metrics, the textfile, the log.
 """
 
@@ -13,7 +15,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from otlp_sink import OtlpSink
 from prom import free_port
-from sessiongen import CANARY, every_pattern
+from sessiongen import CANARY, every_pattern, whole_session
 from tailerproc import running_tailer
 
 DAMAGED = [
@@ -36,6 +38,21 @@ DAMAGED = [
                          "pattern": "single", "errorMessage": CANARY}}),
     # Bytes that are not UTF-8 next to the canary.
     '{"type":"session.fusion_handoff","data":{"message":"' + CANARY + '\udcff"}}',
+    # A usage record with text where figures belong, one with an unknown text field, and
+    # tool events whose output is long enough to be read without decoding it.
+    json.dumps({"type": "session.usage_record", "timestamp": "2026-11-04T12:00:03Z",
+                "data": {"usage": {"model": "m", "inputTokens": CANARY, "outputTokens": 1,
+                                   "cost": 1, "duration": 5}}}),
+    json.dumps({"type": "session.usage_record", "timestamp": "2026-11-04T12:00:04Z",
+                "data": {"usage": {"model": "m", "inputTokens": 1, "outputTokens": 1, "cost": 1,
+                                   "duration": 5, "note": CANARY, "label": {"why": CANARY}}}}),
+    json.dumps({"type": "tool.execution_start", "timestamp": "2026-11-04T12:00:05Z",
+                "data": {"toolCallId": "call-canary", "toolName": "bash",
+                         "arguments": {"command": (CANARY + ' "\\",') * 500}}}),
+    json.dumps({"type": "tool.execution_complete", "timestamp": "2026-11-04T12:00:06Z",
+                "data": {"toolCallId": "call-canary", "success": False,
+                         "error": {"message": (CANARY + ",\"") * 500},
+                         "result": {"content": CANARY * 2000}}}),
 ]
 
 
@@ -71,8 +88,9 @@ def test_no_text_ever_leaves(tmp_path):
     state = tmp_path / "state"
     state.mkdir()
     expected = []
-    for index in range(2):
-        writer = every_pattern(f"privacy-{index}")
+    writers = [every_pattern("privacy-0"), whole_session("privacy-1", totals_off_by=3),
+               every_pattern("privacy-2")]
+    for writer in writers:
         path = writer.write(state)
         expected += writer.expected
     with open(path, "ab") as handle:
@@ -87,7 +105,9 @@ def test_no_text_ever_leaves(tmp_path):
         "--history-url", history.url, "--history-labels", "job=privacy,instance=test",
         metrics_port=free_port(),
     ) as tailer:
-        tailer.wait_for_log(r" fusion fusion-", count=len(expected) + 1)
+        tailer.wait_for_log(r" fusion fusion-", count=sum(t.kind != "ordinary" for t in expected) + 1)
+        tailer.wait_for_log(r" ordinary prompt-", count=sum(t.kind == "ordinary" for t in expected))
+        tailer.wait_for_log(r"our sums differ from the CLI's shutdown totals")
         tailer.wait_for_log(r"skipped line")
         tailer.wait_for_log(r"history: pushed")
         sink.wait_for_spans(len(expected), timeout=30)
@@ -107,6 +127,10 @@ def test_no_text_ever_leaves(tmp_path):
         assert text, f"{name} is empty: the test would prove nothing"
         assert CANARY not in text, f"the canary leaked into {name}"
         assert "CANARY" not in text.upper(), f"part of the canary leaked into {name}"
-    # The damage was seen, and reported without its text.
+    # Every kind of span was exported, the damage was seen and reported without its text.
+    names = {span["name"].split(" ")[0] for span in sink.spans()}
+    assert {"hydrafusion", "ordinary", "chat", "execute_tool", "route"} <= names
+    assert 'reason="damaged_usage_record"' in outputs["/metrics"]
+    assert "hydrafusion_reconciliations_total" in outputs["/metrics"]
     assert "malformed" in outputs["/metrics"]
     assert "log format drift" in outputs["log"]

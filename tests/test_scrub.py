@@ -64,12 +64,17 @@ def test_scrubbed_sessions_give_the_tailer_the_same_turns(raw, tmp_path):
     assert len(before) == 18  # two sessions of every_pattern
 
 
-def test_no_text_path_or_tool_name_survives(raw, tmp_path):
+def test_no_text_or_path_survives_and_tools_keep_their_names_only(raw, tmp_path):
     scrub.scrub_tree(raw, tmp_path / "out")
     text = "".join(path.read_text() for path in (tmp_path / "out").rglob("*.jsonl"))
-    for secret in (CANARY, "/home/", '"bash"', "toolCounts", "apiCallId", "filesModified", "context",
-                   "hint", "scores", "ruleName", "content"):
+    for secret in (CANARY, "/home/", "apiCallId", "filesModified", "context", "hint", "scores",
+                   "ruleName", "content", "arguments", "result", "error", "command"):
         assert secret not in text
+    tools = [line["data"] for lines in scrubbed_logs(tmp_path / "out").values() for line in lines
+             if line["type"].startswith("tool.execution_")]
+    assert tools and {tool.get("toolName") for tool in tools} == {"bash", None}
+    assert all(set(tool) <= {"toolCallId", "toolName", "mcpServerName", "mcpToolName", "model",
+                             "success", "fusion"} for tool in tools)
     assert [path.name for path in (tmp_path / "out").rglob("*") if path.is_file()] == ["events.jsonl"] * 2
 
 
@@ -85,7 +90,10 @@ def test_only_allowlisted_events_keep_data(raw, tmp_path):
         assert sorted(start) == ["copilotVersion", "producer", "selectedModel", "sessionId", "startTime", "version"]
         shutdown = lines[-1]["data"]
         assert shutdown["shutdownType"] == "routine"
-        assert all(isinstance(value, int) for name, value in shutdown.items() if name != "shutdownType")
+        assert all(isinstance(value, int) for name, value in shutdown.items()
+                   if name not in ("shutdownType", "modelMetrics"))
+        for figures in shutdown["modelMetrics"].values():
+            assert sorted(figures) == ["requests", "totalNanoAiu", "usage"]
 
 
 def test_ids_are_replaced_consistently_within_a_session(raw, tmp_path):
