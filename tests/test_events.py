@@ -1,10 +1,11 @@
 """The parser: allowlisted records out of single lines, and a reason for every rejection."""
 
+import copy
 import dataclasses
 import json
 
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given, settings, strategies as st
 
 from tailer import events
 from tailer.events import (
@@ -490,6 +491,8 @@ _EDGES = st.sampled_from([
     "x" * 300 + SURROGATE,
     "1969-12-31T23:59:59Z", "2554-07-22T00:00:00Z", "2200-01-01T00:00:00Z",
 ])
+_FAR_TIMES = st.sampled_from(["1969-12-31T23:59:59Z", "1999-12-31T23:59:59.999Z",
+                             "2200-01-01T00:00:00Z", "2554-07-22T00:00:00Z"])
 _ANY_VALUE = st.one_of(_EDGES, st.recursive(
     st.one_of(_EDGES, st.none(), st.booleans(), st.integers(), st.floats(), st.text(max_size=8)),
     lambda inner: st.one_of(st.lists(inner, max_size=3),
@@ -498,7 +501,7 @@ _ANY_VALUE = st.one_of(_EDGES, st.recursive(
 ))
 
 
-# A valid record of every type, whose fields the property below overwrites.
+# A valid line of every type the parser reads, whose values the property below overwrites.
 _VALID = {
     "session.fusion_resolved": {"fusionId": "f", "pattern": "single", "routingLatencyMs": 200},
     "assistant.fusion_phase_completed": LEG,
@@ -509,29 +512,43 @@ _VALID = {
     "session.fusion_completed": {"fusionId": "f", "pattern": "single", "inputTokens": 10,
                                  "totalNanoAiu": 7, "durationMs": 9000},
     "session.fusion_route_failed": {"attemptId": "f:route", "reason": "transport"},
-    "session.shutdown": {},
     "session.fusion_rerouted": {},
     "session.usage_record": {"usage": CALL},
     "tool.execution_start": {"toolCallId": "c", "toolName": "bash", "fusion": TOOL_FUSION},
     "tool.execution_complete": {"toolCallId": "c", "success": True, "fusion": TOOL_FUSION},
+    "user.message": {},
+    "session.start": {},
     "session.usage_checkpoint": {"totalNanoAiu": 7},
+    "session.shutdown": {"totalNanoAiu": 7, "modelMetrics": {"m": {
+        "requests": {"count": 2}, "usage": {"inputTokens": 3, "outputTokens": 1},
+        "totalNanoAiu": 7}}},
 }
+
+
+def _slots(node) -> list[tuple]:
+    """(container, key or index) of every value inside a JSON value, at any depth."""
+    items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
+    found = []
+    for key, child in items:
+        found.append((node, key))
+        found += _slots(child)
+    return found
 
 
 @st.composite
 def _event_lines(draw):
-    """A valid line of any type with some fields (its usage's too) overwritten by any value."""
+    """A valid line of any type with some of its values, at any depth (a call's figures, the
+    CLI's totals per model), replaced by any value, and any timestamp."""
     event_type = draw(st.sampled_from(sorted(_VALID)))
-    data = dict(_VALID[event_type])
-    names = sorted(events.KNOWN_FIELDS.get(event_type, {"fusionId"}))
-    data.update(draw(st.dictionaries(st.sampled_from(names), _ANY_VALUE, max_size=4)))
-    if draw(st.booleans()):
-        usage = dict(LEG["usage"])
-        usage.update(draw(st.dictionaries(st.sampled_from(sorted(usage)), _ANY_VALUE, max_size=3)))
-        data["usage" if "usage" in data else "inputTokens"] = usage
-        if event_type == "session.fusion_completed":
-            data.update(usage)
-    timestamp = draw(st.one_of(st.just("2026-09-09T02:43:27.96Z"), _ANY_VALUE))
+    data = copy.deepcopy(_VALID[event_type])
+    for _ in range(draw(st.integers(0, 3))):
+        slots = _slots(data)
+        if slots and draw(st.booleans()):
+            node, key = draw(st.sampled_from(slots))
+        else:
+            node, key = data, draw(st.sampled_from(sorted(events.KNOWN_FIELDS.get(event_type, {"x"}))))
+        node[key] = draw(st.one_of(_EDGES, _ANY_VALUE))
+    timestamp = draw(st.one_of(st.just("2026-09-09T02:43:27.96Z"), _FAR_TIMES, _ANY_VALUE))
     return json.dumps({"type": event_type, "timestamp": timestamp, "data": data}).encode()
 
 
@@ -540,22 +557,34 @@ def assert_in_range(record) -> None:
     assert events.EARLIEST_NS <= record.time_ns < events.LATEST_NS or (
         isinstance(record, UnknownFusionEvent) and record.time_ns == 0)
     for field in dataclasses.fields(record):
-        value = getattr(record, field.name)
-        if isinstance(value, Usage):
-            for name in ("request_count", "input_tokens", "output_tokens", "cache_read_tokens",
-                         "cache_write_tokens"):
-                assert type(getattr(value, name)) is int and 0 <= getattr(value, name) <= 2**53
-            assert type(value.nano_aiu) is int and 0 <= value.nano_aiu <= events.MAX_NANO_AIU
-        elif isinstance(value, float):
-            assert 0 <= value <= events.MAX_DURATION_MS, field.name
-        elif isinstance(value, str):
-            assert len(value) <= events.MAX_TEXT
-            value.encode("utf-8")  # raises on a lone surrogate
-        elif isinstance(value, tuple):
-            for item in value:
-                item.encode("utf-8")
+        if field.name != "time_ns":
+            assert_value_in_range(getattr(record, field.name), events.MAX_NANO_AIU)
 
 
+def assert_value_in_range(value, nano_aiu_limit) -> None:
+    if isinstance(value, Usage):
+        for figure in dataclasses.astuple(value):
+            assert type(figure) is int and 0 <= figure <= events.MAX_COUNT
+        assert value.nano_aiu <= nano_aiu_limit
+    elif isinstance(value, bool) or value is None:
+        pass
+    elif isinstance(value, int):  # a run's credits, as the CLI totals them
+        assert 0 <= value <= events.MAX_COUNT
+    elif isinstance(value, float):
+        assert 0 <= value <= events.MAX_DURATION_MS
+    elif isinstance(value, str):
+        assert len(value) <= events.MAX_TEXT
+        value.encode("utf-8")  # raises on a lone surrogate
+    elif isinstance(value, tuple):
+        for item in value:
+            assert_value_in_range(item, nano_aiu_limit)
+    else:  # the CLI's totals per model
+        for model, usage in value.items():
+            assert_value_in_range(model, nano_aiu_limit)
+            assert_value_in_range(usage, events.MAX_COUNT)
+
+
+@settings(max_examples=600)
 @given(_event_lines())
 def test_any_parsed_record_is_within_the_documented_ranges(raw):
     result = parse_line(raw)

@@ -4,10 +4,10 @@ Real-shaped sessions (tests/sessiongen.py, which knows the turns they hold) are 
 ways a crash, a disk, a future CLI or a hostile user could: bytes flipped, lines cut short,
 joined, padded with NULs, reordered, duplicated and deleted, values replaced by lone
 surrogates, huge, negative and fractional numbers and wrong types, the file cut mid-line, a
-session folder named by bytes that are not UTF-8, the log swapped for a directory, a device
-or an empty file. The pipeline reads them in two runs with a checkpoint in between, as the
-daemon does across a restart: daemon.Tailer over a temporary state dir, then for every
-turn its spans, the OTLP request and the metrics.
+session folder named by bytes that are not UTF-8, the log swapped for a directory, a device,
+a FIFO or an empty file. The pipeline reads them in two runs with a checkpoint in between,
+as the daemon does across a restart: daemon.Tailer over a temporary state dir, then for
+every turn its spans, the OTLP request and the metrics.
 
 What must hold, whatever the damage:
 - no exception escapes;
@@ -258,7 +258,7 @@ SESSION = st.fixed_dictionaries({
     "damage": st.lists(DAMAGE, max_size=6),
     "first_run_reads": st.floats(0, 1),  # the share of the log written before the restart
     "folder": st.sampled_from(["plain"] * 6 + ["not_utf8"]),
-    "log_becomes": st.sampled_from([None] * 12 + ["directory", "device", "empty"]),
+    "log_becomes": st.sampled_from([None] * 12 + ["directory", "device", "fifo", "empty"]),
 })
 
 
@@ -321,6 +321,8 @@ def _finish_log(log: Path, data: bytes, first: bytes, becomes: str | None) -> No
         log.mkdir()
     elif becomes == "device":
         log.symlink_to(os.devnull)
+    elif becomes == "fifo":
+        os.mkfifo(log)
     else:
         log.write_bytes(b"")
 
