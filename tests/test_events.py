@@ -525,13 +525,13 @@ _VALID = {
 }
 
 
-def _slots(node) -> list[tuple]:
+def json_slots(node) -> list[tuple]:
     """(container, key or index) of every value inside a JSON value, at any depth."""
     items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
     found = []
     for key, child in items:
         found.append((node, key))
-        found += _slots(child)
+        found += json_slots(child)
     return found
 
 
@@ -542,7 +542,7 @@ def _event_lines(draw):
     event_type = draw(st.sampled_from(sorted(_VALID)))
     data = copy.deepcopy(_VALID[event_type])
     for _ in range(draw(st.integers(0, 3))):
-        slots = _slots(data)
+        slots = json_slots(data)
         if slots and draw(st.booleans()):
             node, key = draw(st.sampled_from(slots))
         else:

@@ -44,6 +44,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from otlp_sink import decode_body
 from sessiongen import START, SessionWriter, every_pattern
+from test_events import json_slots
 from tailer import checkpoint, service
 from tailer.daemon import Tailer
 from tailer.exposition import Registry
@@ -167,7 +168,7 @@ def damage(lines: list[bytes], changes: list[tuple]) -> tuple[list[Entry], bool]
 def _replace_value(line: bytes, choice: int, value: object) -> bytes:
     """The line with one of its JSON values (any depth) replaced by `value`."""
     event = _json(line)
-    slots = _slots(event)
+    slots = json_slots(event)
     if not slots:
         return line
     node, key = slots[choice % len(slots)]
@@ -180,16 +181,6 @@ def _json(text: bytes | str) -> object:
         return json.loads(text)
     except (ValueError, RecursionError):
         return None
-
-
-def _slots(node: object) -> list[tuple]:
-    """(container, key or index) of every value inside a JSON value, at any depth."""
-    items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
-    found = []
-    for key, child in items:
-        found.append((node, key))
-        found += _slots(child)
-    return found
 
 
 def intact(entries: list[Entry], lines: list[bytes], fusion_id: str) -> bool:
@@ -354,7 +345,7 @@ def damage_checkpoint(text: str, changes: list[tuple]) -> str:
 def _drop_key(text: str, choice: int) -> str:
     """The JSON text without one of its object keys (any depth)."""
     state = _json(text)
-    keys = [(node, key) for node, key in _slots(state) if isinstance(node, dict)]
+    keys = [(node, key) for node, key in json_slots(state) if isinstance(node, dict)]
     if not keys:
         return text
     node, key = keys[choice % len(keys)]
