@@ -335,10 +335,12 @@ def test_any_field_values_give_a_record_or_a_reason(data):
 CALL = {
     "model": "gpt-5.6-sol", "provider": {"id": "github", "kind": "capi", "label": "secret"},
     "inputTokens": 9000, "outputTokens": 700, "cacheReadTokens": 6000, "cacheWriteTokens": 400,
-    "cost": 1.25, "duration": 4200, "timeToFirstTokenMs": 800, "initiator": "agent",
+    "cost": 1.0, "duration": 4200, "timeToFirstTokenMs": 800, "initiator": "agent",
     "apiCallId": "secret-request", "finishReason": "tool_calls", "reasoningEffort": "medium",
     "isAuto": True, "isByok": False, "toolCounts": {"bash": 2, "view": 1},
-    "aiCreditsStatus": "ok",
+    "aiCreditsStatus": "complete",
+    "copilotUsage": {"model": "gpt-5.6-sol", "totalNanoAiu": 1_250_000_000, "tokenDetails": [
+        {"batchSize": 1, "costPerBatch": 1, "tokenCount": 9000, "tokenType": "input"}]},
     "fusion": {"fusionId": "fusion-1", "phaseId": "fusion-1:phase:0", "phaseKind": "primary",
                "role": "solver", "pattern": "single"},
 }
@@ -348,11 +350,49 @@ def test_usage_record_is_one_model_call():
     record = parse_line(line("session.usage_record", {"usage": CALL}))
     assert record == events.ModelCall(
         1788921807960000000, model="gpt-5.6-sol", provider="github",
-        usage=Usage(1, 9000, 700, 6000, 400, 1_250_000_000), duration_ms=4200.0,
-        time_to_first_token_ms=800.0, finish_reason="tool_calls", initiator="agent",
-        fusion_id="fusion-1", phase_id="fusion-1:phase:0", phase_kind="primary",
-        tool_requests=("bash", "bash", "view"),
+        usage=Usage(1, 9000, 700, 6000, 400, 1_250_000_000), credits_known=True,
+        duration_ms=4200.0, time_to_first_token_ms=800.0, finish_reason="tool_calls",
+        initiator="agent", fusion_id="fusion-1", phase_id="fusion-1:phase:0",
+        phase_kind="primary", tool_requests=("bash", "bash", "view"),
     )
+
+
+@pytest.mark.parametrize("cost", [0.0, 0.33, 1.0, 10.0, None])
+def test_a_calls_credits_are_its_copilot_usage_whatever_its_multiplier(cost):
+    """`cost` is the model's premium-request multiplier ('Model multiplier cost for billing
+    purposes' in the CLI's schema), not what the call cost."""
+    record = parse_line(line("session.usage_record", {"usage": dict(CALL, cost=cost)}))
+    assert (record.usage.nano_aiu, record.credits_known) == (1_250_000_000, True)
+
+
+@pytest.mark.parametrize("copilot_usage", [
+    None, "absent", {}, {"model": "gpt-5.6-sol"}, {"totalNanoAiu": None},
+    {"totalNanoAiu": "1250000000"}, {"totalNanoAiu": True}, [1_250_000_000],
+])
+def test_a_call_without_credits_is_a_call_of_unknown_credits(copilot_usage):
+    """A bring-your-own-key call, or a CLI that did not report them: not damage, not free."""
+    usage = {k: v for k, v in CALL.items() if k != "copilotUsage"}
+    if copilot_usage != "absent":
+        usage["copilotUsage"] = copilot_usage
+    record = parse_line(line("session.usage_record", {"usage": usage}))
+    assert isinstance(record, events.ModelCall)
+    assert (record.usage.nano_aiu, record.credits_known) == (0, False)
+    assert record.usage.input_tokens == 9000
+
+
+@pytest.mark.parametrize("total, nano_aiu", [(0, 0), (7.0, 7), (events.MAX_NANO_AIU,) * 2])
+def test_a_calls_credits_may_be_a_whole_float_or_zero(total, nano_aiu):
+    usage = dict(CALL, copilotUsage={"totalNanoAiu": total})
+    record = parse_line(line("session.usage_record", {"usage": usage}))
+    assert (record.usage.nano_aiu, record.credits_known) == (nano_aiu, True)
+
+
+@pytest.mark.parametrize("total", [-1, 2.5, float("nan"), float("inf"),
+                                   events.MAX_NANO_AIU + 1, 10**400])
+def test_absurd_call_credits_make_the_record_damaged(total):
+    usage = dict(CALL, copilotUsage={"totalNanoAiu": total})
+    assert parse_line(line("session.usage_record", {"usage": usage})) == Malformed(
+        "absurd_credits")
 
 
 def test_ordinary_call_has_no_leg_and_optional_fields_may_be_absent():
@@ -366,9 +406,9 @@ def test_ordinary_call_has_no_leg_and_optional_fields_may_be_absent():
 
 
 @pytest.mark.parametrize("change", [
-    {"model": None}, {"inputTokens": None}, {"outputTokens": "many"}, {"cost": -1},
+    {"model": None}, {"inputTokens": None}, {"outputTokens": "many"}, {"duration": None},
     {"duration": 10**12}, {"inputTokens": 12.5}, {"cacheReadTokens": -3},
-    {"inputTokens": 10**10}, {"cost": float("nan")}, {"duration": True},
+    {"inputTokens": 10**10}, {"duration": float("nan")}, {"duration": True},
 ])
 def test_usage_record_with_a_missing_or_absurd_figure_is_damaged(change):
     assert parse_line(line("session.usage_record", {"usage": dict(CALL, **change)})) == Malformed(
