@@ -636,10 +636,11 @@ def run_report(state_dir: Path) -> dict:
 
 
 def report_turns(state_dir: Path) -> int:
-    """How many turns the report finds in the data (a run of its own, not timed)."""
+    """How many turns, fusion and ordinary, the report finds in the data (a run of its own,
+    not timed)."""
     done = subprocess.run(report_command(state_dir), cwd=REPO, env=child_environment(),
                           stdin=subprocess.DEVNULL, capture_output=True, check=True, text=True)
-    return json.loads(done.stdout)["headline"]["turns"]
+    return len(json.loads(done.stdout)["turns"])
 
 
 def measure_backfill(state_dir: Path, work: Path, receiver: Receiver) -> dict:
