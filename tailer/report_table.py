@@ -108,13 +108,13 @@ def _checks(snap: Snapshot, width: int, paint) -> list[str]:
 
 def _title(snap: Snapshot) -> str:
     ordinary = sum(kind.turns for kind in snap.by_kind if kind.kind == "ordinary")
-    title = f"HydraFusion report: {snap.headline.turns} turns"
+    title = f"HydraFusion: {snap.headline.turns} turns"
     if ordinary:
-        title += f" (and {ordinary} ordinary)"
-    title += f" in {snap.sessions} sessions"
+        title += f" (+{ordinary} ordinary)"
+    title += f", {snap.sessions} sessions"
     if snap.first_turn:
-        title += f", {snap.first_turn[:16].replace('T', ' ')} to {snap.last_turn[:16].replace('T', ' ')}"
-    return title + f" (UTC{snap.utc_offset})"
+        title += f", {snap.first_turn[:16].replace('T', ' ')} - {snap.last_turn[:16].replace('T', ' ')}"
+    return title + f" UTC{snap.utc_offset}"
 
 
 def _cards(cards: list[tuple[str, str]], width: int, paint) -> list[str]:

@@ -30,7 +30,7 @@ def test_the_first_command_shows_the_answers_with_nothing_installed():
     done = subprocess.run([sys.executable, "-m", "tailer", "report", "--demo"], cwd=ROOT,
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
-    assert "HydraFusion report: 26 turns" in done.stdout
+    assert "HydraFusion: 26 turns (+3 ordinary), 5 sessions" in done.stdout
 
 
 def test_ci_runs_the_readme_test_command():

@@ -46,7 +46,7 @@ class Session:
 
 
 def frames_of(output):
-    return [frame for frame in output.split(CURSOR_HOME)[1:] if "HydraFusion report" in frame]
+    return [frame for frame in output.split(CURSOR_HOME)[1:] if "HydraFusion: " in frame]
 
 
 def test_watch_redraws_in_place_as_turns_arrive(tmp_path):
@@ -60,7 +60,7 @@ def test_watch_redraws_in_place_as_turns_arrive(tmp_path):
         calls.append(1)
         if len(calls) == 2:
             session.add()
-        if "3 turns in 1 sessions" in out.getvalue() or len(calls) > 40:
+        if "3 turns, 1 sessions" in out.getvalue() or len(calls) > 40:
             raise KeyboardInterrupt
         return SIZE
 
@@ -70,7 +70,7 @@ def test_watch_redraws_in_place_as_turns_arrive(tmp_path):
     output = out.getvalue()
     assert output.endswith(report_live.SHOW_CURSOR)
     frames = frames_of(output.removesuffix(report_live.SHOW_CURSOR))
-    assert [f for f in frames if "2 turns in" in f] and [f for f in frames if "3 turns in" in f]
+    assert [f for f in frames if "2 turns, " in f] and [f for f in frames if "3 turns, " in f]
     assert "\x1b[2J" not in output  # never a full clear: no flicker
     for frame in frames:
         assert frame.endswith(CLEAR_BELOW)
@@ -156,7 +156,7 @@ def test_watch_on_a_terminal_ends_cleanly_on_ctrl_c(tmp_path):
         os.close(leader)
     text = output.decode()
     # The fixtures' turns, and the first replayed turn in a session of its own.
-    assert "last turn " in text and re.search(r"\d+ turns (\(and \d+ ordinary\) )?in 6 sessions", text)
+    assert "last turn " in text and re.search(r"\d+ turns( \(\+\d+ ordinary\))?, 6 sessions", text)
     assert "Traceback" not in text + process.stderr.read().decode()
     for frame in frames_of(text.replace(report_live.SHOW_CURSOR, "")):
         assert frame.count("\n") <= 29
