@@ -14,7 +14,8 @@ a missed one: timings belong to the machine, and docs/PERFORMANCE.md says how to
    files with a warm page cache; and the peak RSS of the tailer process. Twice, on two kinds
    of data that differ only in their tool output: escape-heavy text (quotes, backslashes,
    tabs, U+2028, as code and test logs are), and plain text that needs little unescaping
-   (where a full JSON decode is cheapest, so the naive reader is at its best).
+   (where a full JSON decode is cheapest, so the naive reader is at its best). Beside it,
+   `report --format json` over the same files: the report must take no longer.
 2. Idle: the daemon following 10,000 sessions last written days ago; its CPU time (all
    threads, from /proc) over a window once its start-up work is done.
 3. Latency: complete turns appended to an active session; time from writing each turn's
@@ -77,6 +78,7 @@ TARGET_RSS_MB = 60.0
 TARGET_IDLE_PERCENT = 0.5
 TARGET_P99_S = 1.0
 TARGET_RESUME_S = 60.0
+TARGET_REPORT_VS_BACKFILL = 1.0
 
 
 @dataclass(frozen=True)
@@ -195,10 +197,14 @@ class Padding:
                     "model": model, "provider": {"id": "github", "kind": "capi", "label": "GitHub Copilot"},
                     "inputTokens": rng.randint(9_000, 60_000), "outputTokens": rng.randint(50, 3_000),
                     "cacheReadTokens": rng.randint(0, 9_000), "cacheWriteTokens": 0,
-                    "cost": rng.random(), "duration": rng.randint(800, 9_000),
+                    "cost": 1.0, "duration": rng.randint(800, 9_000),
                     "timeToFirstTokenMs": rng.randint(300, 1_400), "initiator": "agent",
                     "apiCallId": new_id(rng), "finishReason": "tool_calls", "reasoningEffort": "medium",
-                    "isAuto": True, "isByok": False, "toolCounts": {"bash": 1}, "aiCreditsStatus": "ok",
+                    "isAuto": True, "isByok": False, "toolCounts": {"bash": 1},
+                    "aiCreditsStatus": "complete", "copilotUsage": {
+                        "model": model, "totalNanoAiu": rng.randint(10**8, 5 * 10**9),
+                        "tokenDetails": [{"batchSize": 1, "costPerBatch": 1, "tokenCount": 1,
+                                          "tokenType": "input"}]},
                     "fusion": fusion}}),
                 ("assistant.turn_start", {"turnId": str(call), "interactionId": new_id(rng)}),
                 ("assistant.message", {
@@ -466,6 +472,10 @@ def tailer_command(*options: str) -> list[str]:
     return [sys.executable, "-m", "tailer", "run", *options]
 
 
+def report_command(state_dir: Path) -> list[str]:
+    return [sys.executable, "-m", "tailer", "report", "--format", "json", "--state-dir", str(state_dir)]
+
+
 def child_environment() -> dict[str, str]:
     """This checkout's tailer, configured by its command line alone."""
     environ = {key: value for key, value in os.environ.items()
@@ -620,6 +630,23 @@ def run_backfill(state_dir: Path, work: Path, receiver: Receiver, label: str, *,
             "warnings": warnings_in(log_path), "command": tailer_command(*options)}
 
 
+def run_report(state_dir: Path) -> dict:
+    """One `report --format json` over the data (its output thrown away): wall time, peak RSS."""
+    launched = subprocess.run([sys.executable, "-c", LAUNCHER, *report_command(state_dir)], cwd=REPO,
+                              env=child_environment(), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                              stderr=subprocess.DEVNULL, check=True, text=True)
+    wall, exit_code, peak_kib = launched.stdout.split()
+    return {"wall_s": float(wall), "peak_rss_mb": int(peak_kib) * 1024 / MB, "exit_code": int(exit_code)}
+
+
+def report_turns(state_dir: Path) -> int:
+    """How many turns, fusion and ordinary, the report finds in the data (a run of its own,
+    not timed)."""
+    done = subprocess.run(report_command(state_dir), cwd=REPO, env=child_environment(),
+                          stdin=subprocess.DEVNULL, capture_output=True, check=True, text=True)
+    return len(json.loads(done.stdout)["turns"])
+
+
 def measure_backfill(state_dir: Path, work: Path, receiver: Receiver) -> dict:
     """Every reader and the tailer, in TIMED_ROUNDS rounds after a warm-up; the best of each.
 
@@ -634,6 +661,7 @@ def measure_backfill(state_dir: Path, work: Path, receiver: Receiver) -> dict:
     for _, read in readers:
         read(paths)
     run_backfill(state_dir, work, receiver, "warm-up")
+    run_report(state_dir)
     results = {"bytes": size}
     for round_number in range(1, TIMED_ROUNDS + 1):
         for name, read in readers:
@@ -642,10 +670,18 @@ def measure_backfill(state_dir: Path, work: Path, receiver: Receiver) -> dict:
         for key, export in (("tailer", True), ("tailer_no_export", False)):
             run = run_backfill(state_dir, work, receiver, f"{key}-{round_number}", export=export)
             results[key] = _faster(results.get(key), run)
+        report = run_report(state_dir)
+        best = results.get("report", report)
+        results["report"] = dict(min(best, report, key=lambda r: r["wall_s"]),
+                                 peak_rss_mb=max(best["peak_rss_mb"], report["peak_rss_mb"]),
+                                 exit_code=best["exit_code"] or report["exit_code"])
         progress(f"  round {round_number}: " + ", ".join(
             f"{name} {size / MB / results[f'{name}_s']:.0f}" for name, _ in readers
         ) + f", tailer {size / MB / results['tailer']['wall_s']:.0f}"
-            f", export off {size / MB / results['tailer_no_export']['wall_s']:.0f} MB/s (best so far)")
+            f", export off {size / MB / results['tailer_no_export']['wall_s']:.0f}"
+            f", report {size / MB / results['report']['wall_s']:.0f} MB/s (best so far)")
+    results["report"]["turns"] = report_turns(state_dir)
+    results["report"]["command"] = report_command(state_dir)
     return results
 
 
@@ -785,6 +821,7 @@ def verdict(met: bool | None) -> str:
 def backfill_rows(kind: str, backfill: dict) -> list[tuple]:
     """The backfill figures of one kind of data, each row (name, measured, target, met)."""
     tailer = backfill["tailer"]
+    report_run = backfill["report"]
     size_mb = backfill["bytes"] / MB
     rate = {name: size_mb / backfill[f"{name}_s"] for name in ("plain_lines", "raw_read", "naive", "line_reader")}
     tailer_rate = size_mb / tailer["wall_s"]
@@ -810,6 +847,12 @@ def backfill_rows(kind: str, backfill: dict) -> list[tuple]:
          tailer["peak_rss_mb"] < TARGET_RSS_MB),
         ("  same, with --otlp-endpoint none", f"{no_export['peak_rss_mb']:.1f} MB", f"< {TARGET_RSS_MB:.0f} MB",
          no_export["peak_rss_mb"] < TARGET_RSS_MB),
+        ("report --format json (wall time of the process)", f"{size_mb / report_run['wall_s']:.0f} MB/s", "", None),
+        ("report time / tailer backfill time", f"{report_run['wall_s'] / tailer['wall_s']:.2f} x",
+         f"<= {TARGET_REPORT_VS_BACKFILL}", report_run["wall_s"] / tailer["wall_s"] <= TARGET_REPORT_VS_BACKFILL),
+        ("  report time / backfill with --otlp-endpoint none", f"{report_run['wall_s'] / no_export['wall_s']:.2f} x",
+         "", None),
+        ("  peak RSS of the report", f"{report_run['peak_rss_mb']:.1f} MB", "", None),
     ]
 
 
@@ -863,6 +906,12 @@ def report(backfills: list[tuple[str, DataSummary, dict]], idle: dict, latency: 
             f"{kind}: backfill exit code {tailer['exit_code']}; turns exported {tailer['turns']:,} of "
             f"{data.turns:,}, {tailer['root_spans']:,} root spans, {tailer['spans']:,} of {data.spans:,} "
             f"spans in all; with --otlp-endpoint none, exit code {no_export['exit_code']}")
+        report_run = backfill["report"]
+        notes.append(f"{kind}: report exit code {report_run['exit_code']}; turns found "
+                     f"{report_run['turns']:,} of {data.turns:,}; command: {' '.join(report_run['command'])}")
+        if report_run["turns"] != data.turns:
+            notes.append(f"{kind}: the report did NOT find every turn of the data: that is a bug, "
+                         "not a matter of speed")
         if (tailer["turns"], tailer["spans"]) != (data.turns, data.spans):
             notes.append(f"{kind}: the backfill did NOT export every turn and span of the data: that is "
                          "a bug in the tailer, not a matter of speed")

@@ -13,13 +13,13 @@ import sys
 import urllib.parse
 from pathlib import Path
 
-from . import __version__, checkpoint, doctor, scrub
+from . import __version__, checkpoint, doctor, report, scrub
 from .otlp import parse_headers, traces_url
 from .service import EXIT_USAGE, Config, resource_attributes, run, run_demo
 
 log = logging.getLogger("tailer")
 
-COMMANDS = ("run", "demo", "scrub", "doctor")
+COMMANDS = ("run", "demo", "scrub", "doctor", "report")
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 
 
@@ -100,6 +100,13 @@ def build_parser(environ: dict[str, str]) -> argparse.ArgumentParser:
         help="check the installed Copilot CLI's own event schema instead of the logs: "
         "session-events.schema.json, or a folder holding it [default: the newest version "
         "in $XDG_CACHE_HOME/copilot/pkg or ~/.cache/copilot/pkg]",
+    )
+    report.add_arguments(
+        commands.add_parser(
+            "report", help="print what HydraFusion did, read straight from the session logs "
+            "(no daemon, nothing written; docs/REPORT.md)",
+        ),
+        default_state_dir(environ),
     )
     return parser
 
@@ -226,6 +233,8 @@ def main(argv: list[str] | None = None, environ: dict[str, str] | None = None) -
         return doctor.main(args, environ)
     if args.command == "scrub":
         return scrub.main(args)
+    if args.command == "report":
+        return report.main(args, environ)
     try:
         config = run_config(args, environ)
     except ValueError as error:

@@ -6,7 +6,8 @@ arguments and results, cwd and file paths) holds CANARY, and so do damaged lines
 unknown fields. The sessions hold ordinary turns, MCP tools, tool output long enough to be
 read without decoding it, usage records (one damaged), and totals that disagree, so every
 span, attribute, metric and log line of the whole turn is covered. The tailer runs as a daemon with every output on; the canary must be in
-none of them: OTLP payloads, the history pushed to Prometheus, /metrics, the textfile, the log.
+none of them: OTLP payloads, the history pushed to Prometheus, /metrics, the textfile, the log;
+nor in any format of the report (table, JSON, CSV, HTML).
 """
 
 import json
@@ -38,14 +39,18 @@ DAMAGED = [
                          "pattern": "single", "errorMessage": CANARY}}),
     # Bytes that are not UTF-8 next to the canary.
     '{"type":"session.fusion_handoff","data":{"message":"' + CANARY + '\udcff"}}',
-    # A usage record with text where figures belong, one with an unknown text field, and
-    # tool events whose output is long enough to be read without decoding it.
+    # A usage record with text where figures belong, one with unknown text fields (in its
+    # `copilotUsage` too), and tool events whose output is long enough to be read without
+    # decoding it.
     json.dumps({"type": "session.usage_record", "timestamp": "2026-11-04T12:00:03Z",
                 "data": {"usage": {"model": "m", "inputTokens": CANARY, "outputTokens": 1,
                                    "cost": 1, "duration": 5}}}),
     json.dumps({"type": "session.usage_record", "timestamp": "2026-11-04T12:00:04Z",
                 "data": {"usage": {"model": "m", "inputTokens": 1, "outputTokens": 1, "cost": 1,
-                                   "duration": 5, "note": CANARY, "label": {"why": CANARY}}}}),
+                                   "duration": 5, "note": CANARY, "label": {"why": CANARY},
+                                   "copilotUsage": {"totalNanoAiu": 5, "model": CANARY,
+                                                    "tokenDetails": [{"tokenType": CANARY}],
+                                                    "why": CANARY}}}}),
     json.dumps({"type": "tool.execution_start", "timestamp": "2026-11-04T12:00:05Z",
                 "data": {"toolCallId": "call-canary", "toolName": "bash",
                          "arguments": {"command": (CANARY + ' "\\",') * 500}}}),
@@ -134,3 +139,28 @@ def test_no_text_ever_leaves(tmp_path):
     assert "hydrafusion_reconciliations_total" in outputs["/metrics"]
     assert "malformed" in outputs["/metrics"]
     assert "log format drift" in outputs["log"]
+
+
+def test_no_text_in_any_report_format(tmp_path):
+    """The report's table, JSON, CSV and HTML page, on the same sessions and damage, from a
+    state folder whose path holds the canary too."""
+    from report_helpers import run_report
+
+    state = tmp_path / CANARY / "session-state"
+    state.mkdir(parents=True)
+    writers = [every_pattern("report-privacy-0"), whole_session("report-privacy-1", totals_off_by=3)]
+    for writer in writers:
+        path = writer.write(state)
+    with open(path, "ab") as handle:
+        for line in DAMAGED:
+            handle.write(line.encode("utf-8", "surrogateescape") + b"\n")
+    page = tmp_path / "report.html"
+    outputs = {}
+    for name, options in (("table", []), ("JSON", ["--format", "json"]),
+                          ("CSV", ["--format", "csv"]), ("HTML", ["--html", str(page)])):
+        done = run_report("--state-dir", str(state), *options)
+        assert done.returncode == 0, done.stderr
+        outputs[name] = page.read_text() if name == "HTML" else done.stdout
+    for name, text in outputs.items():
+        assert "gpt-5.6-sol" in text, f"{name} holds no turn: the test would prove nothing"
+        assert "CANARY" not in text.upper(), f"the canary leaked into the report's {name}"

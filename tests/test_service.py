@@ -50,3 +50,32 @@ def test_an_unexpected_error_ends_the_run_without_a_save(tmp_path, monkeypatch):
     monkeypatch.setattr(service.Run, "step", broken_step)
     assert service.run(config) == 1
     assert checkpoint.load(config.checkpoint) is None
+
+
+def test_a_checkpoint_that_can_neither_be_read_nor_moved_aside_stops_the_start(tmp_path, capsys):
+    """Running on would fail every save; a clear message and exit code 2 instead."""
+    state = tmp_path / "state"
+    state.mkdir()
+    path = tmp_path / "cp.json"
+    path.mkdir()  # not a checkpoint...
+    (tmp_path / "cp.json.unreadable").mkdir()
+    (tmp_path / "cp.json.unreadable" / "busy").touch()  # ...and its place aside is taken
+    config = service.Config(state_dir=state, checkpoint=path)
+    assert service.run(config) == 2
+    assert "cannot be moved aside" in capsys.readouterr().err
+
+
+def test_an_event_far_in_the_future_does_not_pin_the_newest_event_time():
+    from tailer.events import SessionEnded
+    import time
+
+    metrics = TurnMetrics(Registry())
+    metrics.count_event(SessionEnded(7_000_000_000 * 10**9))  # 2191: a wrong clock
+    metrics.count_event(SessionEnded(time.time_ns() - 10**9))
+    shown = samples(metrics.registry.render_final(),
+                    "hydrafusion_tailer_last_event_timestamp_seconds")[()]
+    assert abs(shown - time.time()) < 60
+    restored = TurnMetrics(Registry())
+    restored.restore({"hydrafusion_tailer_last_event_timestamp_seconds": [[[], 7e9, False, 0]]})
+    assert samples(restored.registry.render_final(),
+                   "hydrafusion_tailer_last_event_timestamp_seconds")[()] == 0

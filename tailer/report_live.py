@@ -1,0 +1,170 @@
+"""`report --watch`: the table kept on a terminal, redrawn as turns arrive.
+
+It follows the logs the way the daemon does: the daemon's SessionWatcher says which logs
+changed (inotify, or cheap polling), and each log's reader is kept between passes, so a
+pass reads only what was appended and an idle watch costs what an idle daemon costs. A
+turn still open is not counted until it finishes; one whose log has been quiet for the
+daemon's idle timeout is finished as `incomplete`, as the daemon would.
+
+A redraw moves the cursor home and overwrites the old frame line by line, clearing what
+each line leaves and what lies below the last one: no screen clear, so no flicker. The
+frame is cut to the terminal's size, so it never scrolls. Ctrl-C leaves the last frame
+on screen and exits with 0.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Callable, TextIO
+
+from .report_figures import snapshot, turn_row
+from .report_read import Selection, SessionReader
+from .report_table import call_models, leg_label, render_table
+from .turns import Turn
+from .watch import SessionWatcher
+
+CURSOR_HOME, CLEAR_LINE_END, CLEAR_BELOW = "\x1b[H", "\x1b[K", "\x1b[J"
+HIDE_CURSOR, SHOW_CURSOR = "\x1b[?25l", "\x1b[?25h"
+IDLE_TIMEOUT_S = 1800.0  # the daemon's default --idle-timeout
+PASS_S = 1.0
+MAX_WIDTH = 100
+
+
+class LiveTurns:
+    """The finished turns under a state directory, brought up to date by `poll`."""
+
+    def __init__(self, state_dir: Path, selection: Selection, *,
+                 watcher: SessionWatcher | None = None, clock: Callable[[], float] = time.time):
+        self.selection = selection
+        self.watcher = watcher or SessionWatcher(state_dir)
+        self.clock = clock
+        self.reader = SessionReader()
+        self.turns: list[Turn] = []
+        self.last: Turn | None = None  # the turn that ended last
+        self._logs: dict[str, Path] = {}
+        self._open: set[str] = set()  # sessions with turns still open
+
+    @property
+    def sessions(self) -> int:
+        return len(self._logs)
+
+    def in_progress(self) -> int:
+        return sum(self.reader.open_turns(session_id) for session_id in self._open)
+
+    def poll(self, timeout: float) -> None:
+        """Wait up to `timeout` seconds for a log to change, and read what changed."""
+        changes = self.watcher.changes(timeout)
+        finished = []
+        for session_id, path in changes.appeared.items():
+            if self.selection.wants_session(session_id):
+                self._logs[session_id] = path
+                changes.touched.add(session_id)
+        for session_id in changes.vanished:
+            if self._logs.pop(session_id, None) is not None:
+                finished += self.reader.finish(session_id)
+                self._open.discard(session_id)
+        for session_id in sorted(changes.touched & self._logs.keys()):
+            finished += self.reader.read(session_id, self._logs[session_id])
+            if self.reader.open_turns(session_id):
+                self._open.add(session_id)
+            else:
+                self._open.discard(session_id)
+        finished += self._finish_idle()
+        for turn in finished:
+            if self.selection.wants(turn):
+                self.turns.append(turn)
+                if self.last is None or turn.end_ns >= self.last.end_ns:
+                    self.last = turn
+
+    def close(self) -> None:
+        self.watcher.close()
+
+    def _finish_idle(self) -> list[Turn]:
+        finished = []
+        for session_id in list(self._open):
+            try:
+                quiet = self.clock() - os.stat(self._logs[session_id]).st_mtime
+            except OSError:
+                continue
+            if quiet >= IDLE_TIMEOUT_S:
+                finished += self.reader.finish(session_id)
+                self._open.discard(session_id)
+        return finished
+
+
+def frame(live: LiveTurns, filters: dict[str, str], *, now: datetime, columns: int,
+          rows: int, color: bool) -> str:
+    """One screenful: what is being watched, the last turn, then the table cut to fit."""
+    width = min(MAX_WIDTH, columns)
+    snap = snapshot(live.turns, now=now, sessions=live.sessions, skipped=live.reader.skipped(),
+                    filters=filters, checks=live.reader.reconciliations)
+    table = render_table(snap, width=width, color=color, height=max(rows - 4, 1))
+    lines = [_cut(line, width) for line in _live_lines(live, now)] + [""] + table.splitlines()
+    return CURSOR_HOME + "".join(line + CLEAR_LINE_END + "\n" for line in lines[:rows - 1]) + CLEAR_BELOW
+
+
+def _live_lines(live: LiveTurns, now: datetime) -> list[str]:
+    watching = f"watching {live.sessions} sessions"
+    if live.in_progress():
+        watching += f", {live.in_progress()} turns in progress"
+    if live.last is None:
+        return [watching + " | Ctrl-C quits", "last turn: none yet"]
+    row = turn_row(live.last, None)
+    ended = datetime.fromisoformat(row.start) + timedelta(milliseconds=row.duration_ms)
+    if row.kind == "ordinary":
+        legs = " -> ".join(call_models(row))
+    else:
+        legs = " -> ".join(leg_label(leg, row.kind == "fallback") for leg in row.legs)
+    return [watching + " | Ctrl-C quits",
+            f"last turn {row.start[11:19]} ({_ago(int((now - ended).total_seconds()))}) "
+            f"{row.pattern if row.kind == 'fusion' else row.kind} {row.outcome} "
+            f"{row.credits:.2f} credits: {legs}"]
+
+
+def watch(state_dir: Path, selection: Selection, filters: dict[str, str], out: TextIO, *,
+          color: bool, on_pass: Callable[[], object] | None = None,
+          terminal_size: Callable[[], os.terminal_size] = shutil.get_terminal_size,
+          clock: Callable[[], float] = time.time, watcher: SessionWatcher | None = None) -> int:
+    """Redraw `out` whenever a turn finishes, a turn starts, the terminal is resized or the
+    minute changes (the live line says how long ago the last turn was); until Ctrl-C."""
+    live = LiveTurns(state_dir, selection, watcher=watcher, clock=clock)
+    out.write(HIDE_CURSOR + CURSOR_HOME + CLEAR_BELOW + "reading the session logs..." + CLEAR_LINE_END)
+    out.flush()
+    drawn = None
+    try:
+        while True:
+            if on_pass is not None:
+                on_pass()
+            live.poll(PASS_S)
+            size = terminal_size()
+            now = datetime.fromtimestamp(clock(), timezone.utc)
+            state = (len(live.turns), live.in_progress(), tuple(size), now.strftime("%H:%M"))
+            if state != drawn:
+                out.write(frame(live, filters, now=now, columns=size.columns, rows=size.lines,
+                                color=color))
+                out.flush()
+                drawn = state
+    except KeyboardInterrupt:
+        return 0
+    finally:
+        out.write(SHOW_CURSOR)
+        out.flush()
+        live.close()
+
+
+def _ago(seconds: int) -> str:
+    if seconds < 90:
+        return "just now" if seconds < 60 else "a minute ago"
+    if seconds < 5400:
+        return f"{seconds // 60} min ago"
+    if seconds < 2 * 86400:
+        return f"{seconds // 3600} h ago"
+    return f"{seconds // 86400} days ago"
+
+
+def _cut(text: str, width: int) -> str:
+    return text if len(text) <= width else text[:width - 1] + "~"

@@ -1,0 +1,76 @@
+"""Session data and runners shared by the report's tests."""
+
+from __future__ import annotations
+
+import json
+import random
+import subprocess
+import sys
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+from sessiongen import ExpectedTurn, SessionWriter
+from tailerproc import ROOT, tailer_env
+
+MODELS = ("gpt-5.6-sol", "claude-sonnet-4.6", "gemini-3.1-pro", "mai-code-1.1-flash",
+          "claude-opus-5")
+MONTH_START = datetime(2026, 10, 1, 8, tzinfo=timezone.utc)
+
+
+def add_turn(writer: SessionWriter, rng: random.Random) -> ExpectedTurn:
+    """One turn of a realistic mix of patterns and endings, and of prompts answered
+    without fusion."""
+    draft, judge, other = rng.sample(MODELS, 3)
+    roll = rng.random()
+    if roll < 0.08:
+        return writer.ordinary(draft, tools=rng.choice((("bash",), (), ("bash", "view"))))
+    if roll < 0.35:
+        return writer.single(draft)
+    if roll < 0.55:
+        return writer.cascade(draft, judge)
+    if roll < 0.65:
+        return writer.cascade(draft, judge, verdict=rng.choice(("reject", "revise")),
+                              repair_model=other)
+    if roll < 0.73:
+        return writer.critique(draft, [judge, other])
+    if roll < 0.80:
+        return writer.critique(draft, [judge], revision_model=draft)
+    if roll < 0.87:
+        return writer.degraded(draft, judge)
+    if roll < 0.93:
+        return writer.incomplete(draft, judge)
+    return writer.route_failed(draft)
+
+
+def write_month(state_dir: Path, *, days: int = 30, seed: int = 11) -> list[ExpectedTurn]:
+    """A month of use: one or two sessions a day of 1 to 9 turns, some resumed, most shut
+    down, the last one left open (its last turn may never finish)."""
+    rng = random.Random(seed)
+    expected = []
+    for day in range(days):
+        for number in range(rng.randint(1, 2)):
+            start = MONTH_START + timedelta(days=day, hours=number * 5, minutes=rng.randint(0, 50))
+            writer = SessionWriter(f"month-{seed}-{day:02d}-{number}-{rng.getrandbits(32):08x}", start)
+            for _ in range(rng.randint(1, 9)):
+                add_turn(writer, rng)
+                if rng.random() < 0.05:
+                    writer.resume()
+            if not (day == days - 1 and number == 0):
+                writer.shutdown()
+            writer.write(state_dir)
+            expected += writer.expected
+    return expected
+
+
+def run_report(*args: str, env: dict[str, str] | None = None, timeout: float = 120,
+               **options) -> subprocess.CompletedProcess:
+    """`python -m tailer report ARGS` as a user runs it."""
+    return subprocess.run([sys.executable, "-m", "tailer", "report", *args], cwd=ROOT,
+                          env=env or tailer_env(), capture_output=True, text=True,
+                          timeout=timeout, **options)
+
+
+def report_json(*args: str) -> dict:
+    done = run_report("--format", "json", *args)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)

@@ -1,0 +1,242 @@
+"""The HTML report, opened in headless Chromium: what it shows must be what the data holds."""
+
+import dataclasses
+import re
+import tempfile
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+
+from chromium import Browser, needs_chromium
+from sessiongen import START, SessionWriter, every_pattern, whole_session
+from tailer import report_figures, report_html
+from tailer.files import session_logs
+from tailer.report_read import Selection, SessionReader, read_turns
+from tailerproc import ROOT
+
+NOW = datetime(2026, 12, 1, tzinfo=timezone.utc)
+FIGURES = ("turns", "credits", "compound_rate", "judge_rejection_rate", "review_share",
+           "cache_share")
+# Everything the page holds, as the script sees it.
+READ_PAGE = """(() => {
+  const figures = {};
+  document.querySelectorAll("[data-figure]").forEach((card) => {
+    figures[card.dataset.figure] = card.dataset.value === "" ? null : Number(card.dataset.value);
+  });
+  const shares = {};
+  document.querySelectorAll("tr[data-credits]").forEach((row) => {
+    shares[row.dataset.name] = (shares[row.dataset.name] || 0) + Number(row.dataset.credits);
+  });
+  const kinds = {};
+  document.querySelectorAll("td[data-kind]").forEach((cell) => {
+    kinds[cell.dataset.kind + " " + cell.dataset.row] = cell.textContent;
+  });
+  const checks = document.querySelector("p.checks");
+  return {figures, shares, kinds, rows: document.querySelectorAll("tr.turn").length,
+          checked: checks && Number(checks.dataset.checked),
+          differ: checks && Number(checks.dataset.differ),
+          count: document.getElementById("turn-count").textContent,
+          dayBars: document.querySelectorAll("svg.chart rect.day-hit").length};
+})()"""
+OPEN_ALL = """(() => {
+  document.querySelectorAll("tr.turn").forEach((row) => row.click());
+  return Array.from(document.querySelectorAll("svg.waterfall")).map((svg) => ({
+    fusion: svg.dataset.fusion,
+    legs: svg.querySelectorAll("rect.leg").length,
+    calls: svg.querySelectorAll("rect.call").length,
+    tools: svg.querySelectorAll("rect.tool").length,
+    replayed: svg.querySelectorAll("rect.tool.replayed").length,
+    committed: svg.querySelectorAll("rect.leg.committed").length,
+    failed: svg.querySelectorAll("rect.leg.failed").length,
+    verdicts: Array.from(svg.querySelectorAll("text.verdict")).map((t) => t.textContent),
+  }));
+})()"""
+
+
+def snapshot_of(state_dir):
+    reader = SessionReader()
+    logs = session_logs(state_dir)
+    turns = read_turns(logs, Selection(), reader)
+    return report_figures.snapshot(turns, now=NOW, sessions=len(logs), skipped=reader.skipped(),
+                    checks=reader.reconciliations)
+
+
+def write_page(snap, path):
+    path.write_text(report_html.render(snap), encoding="utf-8")
+    return path.as_uri()
+
+
+def test_the_page_needs_nothing_from_outside(tmp_path):
+    every_pattern("outside").write(tmp_path / "state")
+    page = report_html.render(snapshot_of(tmp_path / "state"))
+    assert "Content-Security-Policy" in page and "default-src 'none'" in page
+    assert not re.search(r"""\s(src|href|srcset|action)\s*=""", page)
+    assert not re.search(r"@import|url\(", page)
+    assert set(re.findall(r"https?://[^\s\"']+", page)) <= {"http://www.w3.org/2000/svg"}
+
+
+@needs_chromium
+def test_the_page_shows_the_figures_and_a_waterfall_per_turn(tmp_path):
+    state = tmp_path / "state"
+    every_pattern("page").write(state)
+    whole_session("whole", totals_off_by=5).write(state)
+    for session in session_logs(ROOT / "fixtures" / "sessions").values():
+        (state / session.parent.name).mkdir()
+        (state / session.parent.name / "events.jsonl").write_bytes(session.read_bytes())
+    snap = snapshot_of(state)
+    url = write_page(snap, tmp_path / "report.html")
+    with Browser(tmp_path / "profile") as browser:
+        page = browser.open(url)
+        seen = page.evaluate(READ_PAGE)
+        head = snap.headline
+        for name in FIGURES:
+            assert seen["figures"][name] == pytest.approx(getattr(head, name), abs=1e-9), name
+        by_model = {spend.name: spend.credits for spend in snap.by_model}
+        by_kind = {spend.name: spend.credits for spend in snap.by_leg_kind}
+        for name, credits in seen["shares"].items():
+            assert credits == pytest.approx(by_model.get(name, 0) + by_kind.get(name, 0)), name
+        assert set(seen["shares"]) == set(by_model) | set(by_kind)
+        assert seen["rows"] == len(snap.turns) == sum(kind.turns for kind in snap.by_kind)
+        assert seen["count"] == f"{len(snap.turns)} turns"
+        assert seen["dayBars"] == len(snap.by_day)
+        for kind in snap.by_kind:
+            assert seen["kinds"][f"{kind.kind} prompts"] == str(kind.turns)
+            assert seen["kinds"][f"{kind.kind} credits"] == f"{kind.credits:.2f}"
+            assert seen["kinds"][f"{kind.kind} tool calls"] == str(kind.tools)
+        assert snap.by_kind[1].turns > 0  # ordinary prompts are in the data
+        assert (seen["checked"], seen["differ"]) == (
+            len(snap.reconciliation), sum(not c.agrees for c in snap.reconciliation))
+        assert seen["differ"] == 1
+
+        waterfalls = {w["fusion"]: w for w in page.evaluate(OPEN_ALL)}
+        assert len(waterfalls) == len(snap.turns)
+        assert sum(w["replayed"] for w in waterfalls.values()) > 0
+        for turn in snap.turns:
+            drawn = waterfalls[turn.fusion_id]
+            assert drawn["legs"] == len(turn.legs)
+            assert drawn["calls"] == len(turn.model_calls)
+            assert drawn["tools"] == len(turn.tools)
+            assert drawn["replayed"] == sum(tool.timing != "live" for tool in turn.tools)
+            assert drawn["committed"] == sum(leg.committed for leg in turn.legs)
+            assert drawn["failed"] == sum(leg.status != "succeeded" for leg in turn.legs)
+            assert sorted(drawn["verdicts"]) == sorted(
+                ("✓ " if leg.verdict == "accept" else "✗ ") + (leg.verdict or leg.status)
+                for leg in turn.legs if leg.verdict or leg.status != "succeeded")
+        assert page.problems == []
+
+
+@needs_chromium
+def test_turns_can_be_filtered_and_opened_by_link(tmp_path):
+    writer = whole_session("filters")
+    writer.write(tmp_path / "state")
+    snap = snapshot_of(tmp_path / "state")
+    url = write_page(snap, tmp_path / "report.html")
+    wanted = writer.expected[2].fusion_id
+    with Browser(tmp_path / "profile") as browser:
+        page = browser.open(url + "#turn=" + wanted)
+        assert page.evaluate("document.querySelector('svg.waterfall').dataset.fusion") == wanted
+
+        def shown_after(element, value):
+            return page.evaluate(f"""(() => {{
+                const input = document.getElementById("{element}");
+                input.value = {value!r};
+                input.dispatchEvent(new Event("input"));
+                return Array.from(document.querySelectorAll("tr.turn")).map((r) => r.dataset.fusion);
+            }})()""")
+
+        cascades = {t.fusion_id for t in snap.turns if t.pattern == "cascade"}
+        assert set(shown_after("filter-pattern", "cascade")) == cascades
+        assert page.evaluate("document.getElementById('turn-count').textContent") == (
+            f"{len(cascades)} of {len(snap.turns)} turns")
+        shown_after("filter-pattern", "")
+        with_gemini = {t.fusion_id for t in snap.turns if any("gemini" in l.model for l in t.legs)}
+        assert set(shown_after("filter-text", "GEMINI")) == with_gemini
+        shown_after("filter-text", "")
+        ordinary = {t.fusion_id for t in snap.turns if t.kind == "ordinary"}
+        assert ordinary and set(shown_after("filter-kind", "ordinary")) == ordinary
+        shown_after("filter-kind", "")
+        assert set(shown_after("filter-outcome", "route_failed")) == {
+            t.fusion_id for t in snap.turns if t.outcome == "route_failed"}
+        assert page.problems == []
+
+
+def many_turns(count):
+    """`count` turns made from one session's, moved one after another over two months."""
+    writer = whole_session("many")
+    with tempfile.TemporaryDirectory() as folder:
+        writer.write(Path(folder))
+        rows = snapshot_of(Path(folder)).turns
+    made = []
+    for number in range(count):
+        row = rows[number % len(rows)]
+        start = datetime.fromisoformat(row.start) + timedelta(minutes=17 * number)
+        made.append(dataclasses.replace(row, fusion_id=f"fusion-{number:05d}",
+                                        start=start.isoformat(timespec="milliseconds")))
+    fusion = [row for row in made if row.kind != "ordinary"]
+    return report_figures.Snapshot(
+        schema_version=1, generated_at=NOW.isoformat(), utc_offset="+00:00", filters={},
+        sessions=1, skipped={"damaged_lines": 0, "unreadable_logs": 0},
+        first_turn=made[0].start, last_turn=made[-1].start,
+        headline=report_figures.headline(fusion), by_kind=report_figures.by_kind(made),
+        reconciliation=[],
+        by_model=report_figures.spend_by(fusion, lambda leg: leg.model),
+        by_leg_kind=report_figures.spend_by(fusion, lambda leg: leg.kind),
+        by_pattern=report_figures.by_pattern(fusion), by_day=report_figures.by_day(fusion),
+        turns=made,
+    )
+
+
+@needs_chromium
+def test_five_thousand_turns_stay_usable(tmp_path):
+    snap = many_turns(5000)
+    path = tmp_path / "report.html"
+    url = write_page(snap, path)
+    assert path.stat().st_size < 6_000_000
+    with Browser(tmp_path / "profile") as browser:
+        page = browser.open(url + "#turn=fusion-00000")  # the oldest: the last of the list
+        assert page.evaluate("document.querySelectorAll('svg.waterfall').length") == 1
+        assert page.evaluate("document.querySelector('svg.waterfall').dataset.fusion") == "fusion-00000"
+        page = browser.open(url)
+        assert page.evaluate("document.querySelectorAll('tr.turn').length") == 500
+        assert page.evaluate("document.getElementById('turn-count').textContent") == "5000 turns, 500 shown"
+        assert page.evaluate("document.getElementById('more').click(), "
+                             "document.querySelectorAll('tr.turn').length") == 1000
+        assert page.evaluate("document.querySelectorAll('svg.waterfall').length") == 0
+        assert page.evaluate("document.querySelectorAll('[data-figure]')[0].dataset.value") == str(
+            snap.headline.turns)
+        assert page.problems == []
+
+
+@needs_chromium
+def test_names_from_the_log_stay_text(tmp_path):
+    writer = SessionWriter("hostile", START)
+    hostile = ['<img src=x onerror="document.title=1">', "</script><script>document.title=2</script>"]
+    for model in hostile:
+        writer.single(model)
+    writer.write(tmp_path / "state")
+    url = write_page(snapshot_of(tmp_path / "state"), tmp_path / "report.html")
+    with Browser(tmp_path / "profile") as browser:
+        page = browser.open(url)
+        page.evaluate("document.querySelectorAll('tr.turn').forEach((row) => row.click()), 0")
+        assert page.evaluate("document.title") == "HydraFusion report"
+        assert page.evaluate("document.querySelectorAll('img, script:not([type]) ~ script').length") == 0
+        text = page.evaluate("document.body.innerText")
+        assert all(model in text for model in hostile)
+        assert page.problems == []
+
+
+@needs_chromium
+def test_the_browser_reports_what_a_broken_page_does(tmp_path):
+    """The checks above would see a script error, a console error or a blocked request."""
+    csp = report_html.render(snapshot_of(ROOT / "fixtures" / "sessions")).split("<title>")[0]
+    pages = {
+        "exception": "<script>undefinedFunction()</script>",
+        "console": "<script>console.error('bad')</script>",
+        "request": '<img src="http://127.0.0.1:9/x.png">',
+    }
+    with Browser(tmp_path / "profile") as browser:
+        for name, body in pages.items():
+            path = tmp_path / f"{name}.html"
+            path.write_text(csp + "</head><body>" + body + "</body></html>")
+            assert browser.open(path.as_uri()).problems, name

@@ -1,0 +1,163 @@
+"""`report --watch`: redrawn in place as turns arrive, reading only what is new."""
+
+import fcntl
+import io
+import os
+import pty
+import re
+import select
+import signal
+import struct
+import subprocess
+import sys
+import termios
+import time
+
+from sessiongen import START, SessionWriter
+from tailer import events, report_live
+from tailer.report_live import CLEAR_BELOW, CURSOR_HOME, IDLE_TIMEOUT_S, LiveTurns, watch
+from tailer.report_read import Selection
+from tailer.watch import SessionWatcher
+from tailerproc import ROOT, tailer_env
+
+SIZE = os.terminal_size((100, 40))
+
+
+class Session:
+    """A session log that grows a turn at a time, as the CLI writes it."""
+
+    def __init__(self, state_dir, session_id="live"):
+        self.writer = SessionWriter(session_id, START)
+        self.path = state_dir / session_id / "events.jsonl"
+        self.path.parent.mkdir(parents=True)
+        self.written = 0
+
+    def add(self, turns=1, incomplete=False):
+        for _ in range(turns):
+            if incomplete:
+                self.writer.incomplete("mai-code-1.1-flash", "gpt-5.6-sol")
+            else:
+                self.writer.cascade("mai-code-1.1-flash", "gpt-5.6-sol", verdict="reject",
+                                    repair_model="gpt-5.6-sol")
+        lines = self.writer.lines()
+        with open(self.path, "a") as log:
+            log.write("".join(line + "\n" for line in lines[self.written:]))
+        self.written = len(lines)
+
+
+def frames_of(output):
+    return [frame for frame in output.split(CURSOR_HOME)[1:] if "HydraFusion: " in frame]
+
+
+def test_watch_redraws_in_place_as_turns_arrive(tmp_path):
+    session = Session(tmp_path)
+    session.add(2)
+    out = io.StringIO()
+    calls = []
+
+    def terminal_size():
+        """The fake terminal: a turn arrives after the first frame; Ctrl-C once it shows."""
+        calls.append(1)
+        if len(calls) == 2:
+            session.add()
+        if "3 turns, 1 sessions" in out.getvalue() or len(calls) > 40:
+            raise KeyboardInterrupt
+        return SIZE
+
+    code = watch(tmp_path, Selection(), {}, out, color=True, terminal_size=terminal_size,
+                 watcher=SessionWatcher(tmp_path, use_inotify=False))
+    assert code == 0
+    output = out.getvalue()
+    assert output.endswith(report_live.SHOW_CURSOR)
+    frames = frames_of(output.removesuffix(report_live.SHOW_CURSOR))
+    assert [f for f in frames if "2 turns, " in f] and [f for f in frames if "3 turns, " in f]
+    assert "\x1b[2J" not in output  # never a full clear: no flicker
+    for frame in frames:
+        assert frame.endswith(CLEAR_BELOW)
+        assert frame.count("\n") <= SIZE.lines - 1  # never scrolls
+        watching, last = frame.split("\n")[:2]
+        assert watching.startswith("watching 1 sessions | Ctrl-C quits")
+        assert last.startswith("last turn ") and "cascade completed" in last
+    assert len(frames) < len(calls)  # nothing new, nothing drawn
+
+
+def test_only_what_is_new_is_read(tmp_path, monkeypatch):
+    session = Session(tmp_path)
+    session.add(5)
+    parsed = []
+    parse_line = events.parse_line
+    monkeypatch.setattr(events, "parse_line", lambda line: parsed.append(line) or parse_line(line))
+    live = LiveTurns(tmp_path, Selection(), watcher=SessionWatcher(tmp_path, use_inotify=False))
+    live.poll(0)
+    assert len(live.turns) == 5
+    first_read = len(parsed)
+    for _ in range(3):
+        live.poll(0)
+    assert len(parsed) == first_read  # an unchanged log costs no parsing
+    before = session.written
+    session.add()
+    appended = [line for line in session.writer.lines()[before:] if events.may_be_read(line.encode())]
+    deadline = time.monotonic() + 10
+    while len(live.turns) < 6 and time.monotonic() < deadline:
+        live.poll(0.5)
+    assert len(live.turns) == 6
+    assert len(parsed) - first_read == len(appended)
+    live.close()
+
+
+def test_open_turns_wait_and_idle_ones_end_incomplete(tmp_path):
+    session = Session(tmp_path)
+    session.add()
+    session.add(incomplete=True)  # the log ends inside a turn: no shutdown
+    now = [time.time()]
+    live = LiveTurns(tmp_path, Selection(), clock=lambda: now[0],
+                     watcher=SessionWatcher(tmp_path, use_inotify=False))
+    live.poll(0)
+    assert [t.outcome for t in live.turns] == ["completed"]
+    assert live.in_progress() == 1
+    now[0] = os.stat(session.path).st_mtime + IDLE_TIMEOUT_S
+    live.poll(0)
+    assert [t.outcome for t in live.turns] == ["completed", "incomplete"]
+    assert live.in_progress() == 0
+    live.close()
+
+
+def read_until(fd, done, timeout=60):
+    """What the terminal shows until done(output) is true."""
+    output, deadline = b"", time.monotonic() + timeout
+    while not done(output) and time.monotonic() < deadline:
+        ready, _, _ = select.select([fd], [], [], 0.2)
+        if ready:
+            try:
+                output += os.read(fd, 65536)
+            except OSError:
+                break
+    return output
+
+
+def test_watch_on_a_terminal_ends_cleanly_on_ctrl_c(tmp_path):
+    """The demo, watched in a real pseudo-terminal of 100 x 30, stopped by Ctrl-C."""
+    leader, follower = pty.openpty()
+    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 30, 100, 0, 0))
+    process = subprocess.Popen(
+        [sys.executable, "-m", "tailer", "report", "--demo", "--watch"], cwd=ROOT,
+        env=tailer_env(TMPDIR=str(tmp_path)), stdin=follower, stdout=follower,
+        stderr=subprocess.PIPE, start_new_session=True,
+    )
+    os.close(follower)
+    try:
+        output = read_until(leader, lambda out: b"\x1b[J" in out.partition(b"Ctrl-C quits")[2])
+        process.send_signal(signal.SIGINT)
+        output += read_until(leader, lambda out: report_live.SHOW_CURSOR.encode() in out)
+        assert process.wait(timeout=30) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+        os.close(leader)
+    text = output.decode()
+    # The fixtures' turns, and the first replayed turn in a session of its own.
+    assert "last turn " in text and re.search(r"\d+ turns( \(\+\d+ ordinary\))?, 6 sessions", text)
+    assert "Traceback" not in text + process.stderr.read().decode()
+    for frame in frames_of(text.replace(report_live.SHOW_CURSOR, "")):
+        assert frame.count("\n") <= 29
+    assert list(tmp_path.iterdir()) == []  # the demo's copy is gone

@@ -1,0 +1,135 @@
+"""The same numbers everywhere: the report and the daemon's metrics, on the same files.
+
+The daemon runs as a user runs it (`run --once --from-start`, with `--idle-timeout 0` so
+that, like the report, it finishes the turns still open at the end of a log) and writes its
+metrics to a textfile. Every headline figure and every per-model and per-leg-kind total of
+the report must be what the dashboard's queries (docs/METRICS.md) make of those metrics.
+"""
+
+import pytest
+
+from exposition_helpers import samples
+from report_helpers import report_json, write_month
+from tailerproc import ROOT, run_once
+
+
+def metrics_of(state_dir, tmp_path):
+    textfile = tmp_path / "metrics.prom"
+    done = run_once("--from-start", "--idle-timeout", "0", "--state-dir", str(state_dir),
+                    "--textfile", str(textfile), "--otlp-endpoint", "none",
+                    "--metrics-address", "none", "--checkpoint", str(tmp_path / "checkpoint.json"))
+    assert done.returncode == 0, done.stderr
+    return textfile.read_text()
+
+
+def total(text, name, **wanted):
+    """sum(name{wanted}): a label value starting with ! is excluded, a tuple is any of."""
+    found = 0.0
+    for labels, value in samples(text, name).items():
+        labels = dict(labels)
+        if all(_matches(labels.get(key), want) for key, want in wanted.items()):
+            found += value
+    return found
+
+
+def by(text, name, label, **wanted):
+    """sum by (label) (name{wanted})."""
+    values = {}
+    for labels, value in samples(text, name).items():
+        labels = dict(labels)
+        if all(_matches(labels.get(key), want) for key, want in wanted.items()):
+            values[labels[label]] = values.get(labels[label], 0.0) + value
+    return values
+
+
+def _matches(value, wanted):
+    if isinstance(wanted, tuple):
+        return value in wanted
+    if wanted.startswith("!"):
+        return value not in wanted[1:].split("|")
+    return value == wanted
+
+
+def ratio(part, whole):
+    return part / whole if whole else None
+
+
+def assert_same_numbers(document, text):
+    head = document["headline"]
+    assert head["turns"] == total(text, "hydrafusion_turns_total")
+    assert head["outcomes"] == {
+        outcome: int(count) for outcome, count in by(text, "hydrafusion_turns_total", "outcome").items()
+        if count}
+    assert head["outcomes"].get("route_failed", 0) == total(text, "hydrafusion_route_failures_total")
+    assert head["credits"] == pytest.approx(total(text, "hydrafusion_aiu_total"), rel=1e-12)
+    assert head["calls"] == total(text, "hydrafusion_requests_total")
+    assert head["compound_rate"] == pytest.approx(ratio(
+        total(text, "hydrafusion_turns_total", compound="true", outcome="!route_failed"),
+        total(text, "hydrafusion_turns_total", outcome="!route_failed")))
+    assert head["judge_rejection_rate"] == pytest.approx(ratio(
+        total(text, "hydrafusion_legs_total", phase_kind="judge", verdict=("reject", "revise")),
+        total(text, "hydrafusion_legs_total", phase_kind="judge", verdict="!none|unknown")))
+    assert head["judge_verdicts"] == total(text, "hydrafusion_legs_total", phase_kind="judge",
+                                           verdict="!none|unknown")
+    assert head["review_share"] == pytest.approx(ratio(
+        total(text, "hydrafusion_aiu_total", committed="false"), total(text, "hydrafusion_aiu_total")))
+    assert head["cache_share"] == pytest.approx(ratio(
+        total(text, "hydrafusion_tokens_total", type="cache_read"),
+        total(text, "hydrafusion_tokens_total", type="input")))
+    assert head["failed_legs"] == total(text, "hydrafusion_legs_total", status="!succeeded")
+
+    for group, label in (("by_model", "model"), ("by_leg_kind", "phase_kind")):
+        credits = by(text, "hydrafusion_aiu_total", label)
+        legs = by(text, "hydrafusion_legs_total", label)
+        calls = by(text, "hydrafusion_requests_total", label)
+        tokens = {kind: by(text, "hydrafusion_tokens_total", label, type=kind)
+                  for kind in ("input", "output", "cache_read", "cache_write")}
+        assert {g["name"] for g in document[group]} == set(credits)
+        for figures in document[group]:
+            name = figures["name"]
+            assert figures["credits"] == pytest.approx(credits[name], rel=1e-12), name
+            assert (figures["legs"], figures["calls"]) == (legs[name], calls[name]), name
+            for kind, values in tokens.items():
+                assert figures[f"{kind}_tokens"] == values[name], (name, kind)
+
+    prompts = by(text, "hydrafusion_prompts_total", "kind")
+    prompt_credits = by(text, "hydrafusion_prompt_aiu_total", "kind")
+    prompt_calls = by(text, "hydrafusion_prompt_model_calls_total", "kind")
+    tools = by(text, "hydrafusion_tool_calls_total", "kind")
+    for figures in document["by_kind"]:
+        kind = figures["kind"]
+        assert figures["turns"] == prompts.get(kind, 0), kind
+        assert figures["credits"] == pytest.approx(prompt_credits.get(kind, 0.0), rel=1e-12), kind
+        assert figures["calls"] == prompt_calls.get(kind, 0), kind
+        assert figures["tools"] == tools.get(kind, 0), kind
+    assert sum(len(turn["model_calls"]) for turn in document["turns"]) == total(
+        text, "hydrafusion_model_calls_total")
+    assert head["tools"] == total(text, "hydrafusion_tool_calls_total", kind="!ordinary")
+    checks = document["reconciliation"]
+    assert len(checks) == total(text, "hydrafusion_reconciliations_total")
+    assert sum(not check["agrees"] for check in checks) == total(
+        text, "hydrafusion_reconciliations_total", result="disagree")
+
+    by_pattern = by(text, "hydrafusion_turns_total", "pattern")
+    assert {p["pattern"]: p["turns"] for p in document["by_pattern"]} == by_pattern
+    pattern_credits = by(text, "hydrafusion_aiu_total", "pattern")
+    for figures in document["by_pattern"]:
+        assert figures["credits"] == pytest.approx(pattern_credits.get(figures["pattern"], 0.0))
+
+
+def test_the_demo_fixtures_give_the_same_numbers(tmp_path):
+    fixtures = ROOT / "fixtures" / "sessions"
+    document = report_json("--state-dir", str(fixtures))
+    assert document["headline"]["turns"] == 26
+    assert_same_numbers(document, metrics_of(fixtures, tmp_path))
+
+
+def test_a_generated_month_gives_the_same_numbers(tmp_path):
+    state = tmp_path / "state"
+    expected = write_month(state)
+    document = report_json("--state-dir", str(state))
+    assert document["headline"]["turns"] == sum(t.kind != "ordinary" for t in expected) > 200
+    assert [k["turns"] for k in document["by_kind"] if k["kind"] == "ordinary"] == [
+        sum(t.kind == "ordinary" for t in expected)]
+    assert len(document["by_day"]) == 30
+    assert_same_numbers(document, metrics_of(state, tmp_path))
