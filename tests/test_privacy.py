@@ -114,7 +114,7 @@ def test_no_text_ever_leaves(tmp_path):
         tailer.wait_for_log(r" ordinary prompt-", count=sum(t.kind == "ordinary" for t in expected))
         tailer.wait_for_log(r"our sums differ from the CLI's shutdown totals")
         tailer.wait_for_log(r"skipped line")
-        tailer.wait_for_log(r"history: pushed")
+        tailer.wait_for_log(r"history: pushed", timeout=180)  # slow under load
         sink.wait_for_spans(len(expected), timeout=30)
         scrapes = [tailer.metrics(), tailer.metrics()]
         assert tailer.stop() == 0
