@@ -661,6 +661,8 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def _text(value: object) -> str | None:
+    if type(value) is str and 0 < len(value) <= MAX_TEXT and value.isascii():
+        return value  # nearly every text: an id, a name, an enum value
     if not isinstance(value, str) or not value:
         return None
     text = value[:MAX_TEXT]

@@ -492,6 +492,8 @@ class SessionTurns:
 
     def feed(self, event: Event) -> list[Turn]:
         """Take one record; return the turns it finished (often none)."""
+        if isinstance(event, (ModelCall, ToolStarted, ToolCompleted)):
+            return self._detail(event)
         if isinstance(event, SessionTotals):
             finished = self.finish_open() if isinstance(event, SessionEnded) else []
             self._reconcile(event)
@@ -514,8 +516,6 @@ class SessionTurns:
             else:
                 turn.route_failure = event
             return finished
-        if isinstance(event, ModelCall):
-            self._account(event.model, event.usage)
         turn = self._owner(event)
         if turn is None:
             return []
@@ -525,10 +525,6 @@ class SessionTurns:
             if turn.route_failure is not None:
                 # The fallback leg is the last thing the CLI logs for a failed route.
                 return [self._finish(turn)]
-        elif isinstance(event, ModelCall):
-            turn.calls.append(event)
-        elif isinstance(event, (ToolStarted, ToolCompleted)):
-            turn.tool_events.append(event)
         elif isinstance(event, Handoff):
             turn.handoffs.append(event)
         elif isinstance(event, CommitStarted):
@@ -536,6 +532,19 @@ class SessionTurns:
         elif isinstance(event, Completed):
             turn.completed = event
             return [self._finish(turn)]
+        return []
+
+    def _detail(self, event: ModelCall | ToolStarted | ToolCompleted) -> list[Turn]:
+        """A model call or a tool event: most records of a log, so they skip feed's tests."""
+        if isinstance(event, ModelCall):
+            self._account(event.model, event.usage)
+            turn = self._owner(event)
+            if turn is not None:
+                turn.calls.append(event)
+        else:
+            turn = self._owner(event)
+            if turn is not None:
+                turn.tool_events.append(event)
         return []
 
     def finish_open(self, keep: str | None = None) -> list[Turn]:
@@ -568,7 +577,8 @@ class SessionTurns:
     def _account(self, model: str, usage: Usage) -> None:
         for ledger in (self.context.run, self.context.log):
             if ledger is not None:
-                ledger[model] = ledger.get(model, Usage()) + usage
+                known = ledger.get(model)
+                ledger[model] = usage if known is None else known + usage
 
     def _reconcile(self, totals: SessionTotals) -> None:
         """Check the CLI's totals against the run's ledger, else the whole log's."""
