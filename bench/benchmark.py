@@ -195,10 +195,14 @@ class Padding:
                     "model": model, "provider": {"id": "github", "kind": "capi", "label": "GitHub Copilot"},
                     "inputTokens": rng.randint(9_000, 60_000), "outputTokens": rng.randint(50, 3_000),
                     "cacheReadTokens": rng.randint(0, 9_000), "cacheWriteTokens": 0,
-                    "cost": rng.random(), "duration": rng.randint(800, 9_000),
+                    "cost": 1.0, "duration": rng.randint(800, 9_000),
                     "timeToFirstTokenMs": rng.randint(300, 1_400), "initiator": "agent",
                     "apiCallId": new_id(rng), "finishReason": "tool_calls", "reasoningEffort": "medium",
-                    "isAuto": True, "isByok": False, "toolCounts": {"bash": 1}, "aiCreditsStatus": "ok",
+                    "isAuto": True, "isByok": False, "toolCounts": {"bash": 1},
+                    "aiCreditsStatus": "complete", "copilotUsage": {
+                        "model": model, "totalNanoAiu": rng.randint(10**8, 5 * 10**9),
+                        "tokenDetails": [{"batchSize": 1, "costPerBatch": 1, "tokenCount": 1,
+                                          "tokenType": "input"}]},
                     "fusion": fusion}}),
                 ("assistant.turn_start", {"turnId": str(call), "interactionId": new_id(rng)}),
                 ("assistant.message", {

@@ -38,7 +38,7 @@ from .exposition import ZERO_HOLD_SECONDS
 from .lines import Position
 from .turns import SessionContext, Turn
 
-VERSION = 3
+VERSION = 4
 HEARTBEAT_S = 10.0
 # A checkpoint holds positions, the last fusion ids of each session, open turns and at most
 # 10,000 unsent spans: some 40 MB for 10,000 sessions of 50 turns each with a full outbox.
@@ -148,11 +148,13 @@ def load(path: Path) -> dict | None:
         state = json.loads(data)
     except (ValueError, RecursionError) as error:
         raise CheckpointError(f"{path} is not a JSON checkpoint ({type(error).__name__})") from error
-    if not isinstance(state, dict) or state.get("version") not in (2, VERSION):
+    if not isinstance(state, dict) or state.get("version") not in (2, 3, VERSION):
         raise CheckpointError(f"{path} is not a version {VERSION} checkpoint")
     try:
         if state["version"] == 2:
             state = _from_version_2(state)
+        if state["version"] == 3:
+            state = _from_version_3(state)
         _check(state)
     except (KeyError, TypeError, ValueError, RecursionError) as error:
         raise CheckpointError(f"{path} is damaged ({type(error).__name__}: {error})") from error
@@ -189,7 +191,36 @@ def _from_version_2(state: dict) -> dict:
         saved["position"] = [saved.pop("offset"), saved.pop("line"), 0, ""]
         saved.pop("identity", None)
         sessions[session_id] = saved
+    return {**state, "version": 3, "sessions": sessions}
+
+
+def _from_version_3(state: dict) -> dict:
+    """Version 3 took a model call's `cost`, a price multiplier, for its credits: the
+    credits of the calls it kept, and of the ledgers that summed them, are unknown."""
+    sessions = {}
+    for session_id, saved in _dict(state["sessions"], "sessions").items():
+        saved = dict(_dict(saved, "a session"))
+        saved["open"] = [_without_call_credits(turn)
+                         for turn in _list(saved["open"], "a session's open turns")]
+        context = saved.get("context")
+        if context is not None:
+            context = dict(_dict(context, "a session's context"))
+            for ledger in ("run", "log"):
+                models = context[ledger]
+                context[f"{ledger}_unpriced"] = list(_dict(models, "a ledger")) if models else []
+            saved["context"] = context
+        sessions[session_id] = saved
     return {**state, "version": VERSION, "sessions": sessions}
+
+
+def _without_call_credits(turn: dict) -> dict:
+    records = []
+    for record in _list(_dict(turn, "an open turn")["records"], "an open turn's records"):
+        if _dict(record, "a record").get("kind") == "ModelCall":
+            usage = {**_dict(record["usage"], "a call's usage"), "nano_aiu": 0}
+            record = {**record, "usage": usage, "credits_known": False}
+        records.append(record)
+    return {**turn, "records": records}
 
 
 def _check(state: dict) -> None:
@@ -204,7 +235,7 @@ def _check(state: dict) -> None:
         if "gone_at" in saved:
             _number(saved["gone_at"], "when a session's log went", 0)
         for fusion_id in _list(saved["finished"], "a session's finished turns"):
-            _text(fusion_id, "a finished turn's id")
+            _record_text(fusion_id, "a finished turn's id")
         for turn in _list(saved["open"], "a session's open turns"):
             turn_from_data(turn)
         context_from_data(saved.get("context"))
@@ -343,6 +374,8 @@ def context_to_data(context: SessionContext) -> dict:
         "awaiting_prompt": context.awaiting_prompt,
         "run": _ledger_to_data(context.run),
         "log": _ledger_to_data(context.log),
+        "run_unpriced": sorted(context.run_unpriced),
+        "log_unpriced": sorted(context.log_unpriced),
     }
 
 
@@ -356,6 +389,8 @@ def context_from_data(data: dict | None) -> SessionContext:
         awaiting_prompt=_optional(_record_text)(data["awaiting_prompt"], "a session's prompt"),
         run=_ledger_from_data(data["run"]),
         log=_ledger_from_data(data["log"]),
+        run_unpriced=set(_texts(data["run_unpriced"], "a ledger's model")),
+        log_unpriced=set(_texts(data["log_unpriced"], "a ledger's model")),
     )
 
 

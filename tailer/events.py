@@ -131,6 +131,15 @@ _READ_LEG = {
     "durationMs": "number", "usage": "object",
     **{f"usage.{name}": how for name, how in _READ_USAGE.items()},
 }
+_READ_CALL = {
+    **{f"usage{name}": "object" for name in ("", ".copilotUsage", ".fusion", ".toolCounts")},
+    **{f"usage.{name}": "string" for name in (
+        "model", "finishReason", "initiator", "provider.id", "fusion.fusionId",
+        "fusion.phaseId", "fusion.phaseKind")},
+    **{f"usage.{name}": "number" for name in (
+        "inputTokens", "outputTokens", "cacheReadTokens", "cacheWriteTokens", "duration",
+        "timeToFirstTokenMs", "copilotUsage.totalNanoAiu")},
+}
 READ_AS = {
     RESOLVED: {
         **dict.fromkeys(("fusionId", "pattern", "syntheticModel", "policy", "routeSource"),
@@ -151,6 +160,7 @@ READ_AS = {
                         "string"),
         "routingLatencyMs": "number",
     },
+    USAGE_RECORD: _READ_CALL,
 }
 
 # What a value read from a log may be. The bounds are far beyond anything real and far
@@ -304,11 +314,15 @@ class ModelCall(Event):
 
     `fusion_id` and `phase_id` name the leg it served; both are None on an ordinary turn.
     `tool_requests` holds the names of the tools the call asked for, one per request.
+    `credits_known` is False when the record gives no credits (no `copilotUsage`: a
+    bring-your-own-key model, a CLI that did not report them): `usage.nano_aiu` is 0 then
+    and means "unknown", never "free", so no sum that holds it is checked for credits.
     """
 
     model: str
     provider: str | None
     usage: Usage  # request_count is 1
+    credits_known: bool
     duration_ms: float
     time_to_first_token_ms: float | None
     finish_reason: str | None
@@ -803,7 +817,6 @@ def _route_failed(time_ns: int, attempt_id: str, data: dict) -> RouteFailed:
 
 # What a model call's figures may be; past these a record is damaged, not a call.
 _MAX_CALL_TOKENS = 100_000_000
-_MAX_CALL_CREDITS = 1_000_000.0
 _MAX_CALL_MS = 7 * 86_400_000.0
 # (field of `usage`, its limit, whether it must be there, whether it counts tokens)
 _CALL_FIGURES = (
@@ -811,7 +824,6 @@ _CALL_FIGURES = (
     ("outputTokens", _MAX_CALL_TOKENS, True, True),
     ("cacheReadTokens", _MAX_CALL_TOKENS, False, True),
     ("cacheWriteTokens", _MAX_CALL_TOKENS, False, True),
-    ("cost", _MAX_CALL_CREDITS, True, False),
     ("duration", _MAX_CALL_MS, True, False),
 )
 _MAX_TOOL_REQUESTS = 64
@@ -820,7 +832,12 @@ _DAMAGED_CALL = Malformed("damaged_usage_record")
 
 
 def _model_call(time_ns: int, key: None, data: dict) -> ModelCall | Malformed:
-    """A usage record with a missing or impossible figure is damage: it is not a call."""
+    """A usage record with a missing or impossible figure is damage: it is not a call.
+
+    The call's credits are `copilotUsage.totalNanoAiu`, what the API charged for it, in
+    the billionths the leg's and the turn's `totalNanoAiu` count. `cost` is not: it is the
+    model's premium-request multiplier (1.0 for most models).
+    """
     usage = data.get("usage")
     if not isinstance(usage, dict):
         return _DAMAGED_CALL
@@ -836,7 +853,8 @@ def _model_call(time_ns: int, key: None, data: dict) -> ModelCall | Malformed:
         figures.append(figure)
     if model is None:
         return _DAMAGED_CALL
-    input_tokens, output_tokens, cache_read, cache_write, credits, duration = figures
+    input_tokens, output_tokens, cache_read, cache_write, duration = figures
+    nano_aiu = _call_nano_aiu(usage.get("copilotUsage"))
     fusion_id, phase_id, phase_kind = _fusion_block(usage.get("fusion"))
     provider = usage.get("provider")
     return ModelCall(
@@ -844,7 +862,8 @@ def _model_call(time_ns: int, key: None, data: dict) -> ModelCall | Malformed:
         model=model,
         provider=_text(provider.get("id") if isinstance(provider, dict) else provider),
         usage=Usage(1, int(input_tokens), int(output_tokens), int(cache_read), int(cache_write),
-                    round(credits * 1e9)),
+                    nano_aiu or 0),
+        credits_known=nano_aiu is not None,
         duration_ms=duration,
         time_to_first_token_ms=_call_figure(usage.get("timeToFirstTokenMs"), _MAX_CALL_MS),
         finish_reason=_text(usage.get("finishReason")),
@@ -854,6 +873,16 @@ def _model_call(time_ns: int, key: None, data: dict) -> ModelCall | Malformed:
         phase_kind=phase_kind,
         tool_requests=_tool_requests(usage.get("toolCounts")),
     )
+
+
+def _call_nano_aiu(copilot_usage: object) -> int | None:
+    """`copilotUsage.totalNanoAiu` range-checked as a leg's; None when the record has none."""
+    if not isinstance(copilot_usage, dict):
+        return None
+    value = copilot_usage.get("totalNanoAiu")
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return _count(value, MAX_NANO_AIU, "credits")
 
 
 def _call_figure(value: object, limit: float) -> float | None:
@@ -1145,6 +1174,7 @@ SCRUB_DATA = {
             "reasoningEffort", "isAuto", "isByok",
         ),
         "provider": _values("id", "kind"),
+        "copilotUsage": _values("totalNanoAiu"),
         "toolCounts": {Kept.ANY_NAME: Kept.VALUE},
         "fusion": {
             **_values(

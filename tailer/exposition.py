@@ -51,7 +51,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Callable
+from typing import Callable, NamedTuple
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 ZERO_HOLD_SECONDS = 120.0
@@ -323,6 +323,24 @@ class Histogram(_Family):
         return samples
 
 
+class FamilySamples(NamedTuple):
+    """One family as a view shows it: what `render` writes."""
+
+    name: str
+    help: str
+    type: str
+    samples: list[Sample]
+
+
+def render(families: list[FamilySamples]) -> str:
+    """The text exposition (format 0.0.4) of collected families: a pure function."""
+    lines = []
+    for family in families:
+        lines.append(f"# HELP {family.name} {_escape(family.help, quoted=False)}")
+        lines.append(f"# TYPE {family.name} {family.type}")
+        lines.extend(_sample(*sample) for sample in family.samples)
+    return "".join(line + "\n" for line in lines)
+
 class Registry:
     """Metric families, their series and the label vocabulary, behind one lock."""
 
@@ -544,23 +562,26 @@ class Registry:
         return value
 
     def _render(self, shows_zero, *, published: bool) -> str:
-        lines = []
+        return render(self._collect(shows_zero, published=published))
+
+    def _collect(self, shows_zero, *, published: bool) -> list[FamilySamples]:
+        """What one view shows, as plain data; taking it moves series through zero first."""
+        collected = []
         with self._lock:
             now = self._clock()
             for name in sorted(self._families.keys() - self._withheld):
                 family = self._families[name]
-                lines.append(f"# HELP {name} {_escape(family.help, quoted=False)}")
-                lines.append(f"# TYPE {name} {family.type}")
+                samples = []
                 for key in sorted(family.series):
                     series = family.series[key]
-                    value = series.published if published else series.value
                     zero = family.zero_first and shows_zero(series, now)
                     if zero and series.scrape_zero == SERVED:
                         self.served_zeros = True
-                    shown = family.zero() if zero else value
-                    labels = list(zip(family.labelnames, key))
-                    lines.extend(_sample(*sample) for sample in family.values(labels, shown))
-        return "".join(line + "\n" for line in lines)
+                    shown = family.zero() if zero else (
+                        series.published if published else series.value)
+                    samples += family.values(list(zip(family.labelnames, key)), shown)
+                collected.append(FamilySamples(name, family.help, family.type, samples))
+        return collected
 
 
 def write_textfile(path: Path, text: str) -> None:

@@ -2,9 +2,10 @@
 
 The per-turn line is what a user greps for to see that the tailer works, so its shape is
 fixed: `fusion {id[:20]} pattern=... phases=... models=... aiu=...`, and for a prompt
-answered without fusion `ordinary {key[:20]} model=... calls=... tools=... aiu=...`. Warnings about
-damaged lines name the file and line number and the reason, never the line's text, which
-may hold a prompt or an answer.
+answered without fusion `ordinary {key[:20]} model=... calls=... tools=... aiu=...`
+(`aiu=unknown` when a call's usage record gives no credits). Warnings about damaged lines
+name the file and line number and the reason, never the line's text, which may hold a
+prompt or an answer.
 """
 
 from __future__ import annotations
@@ -19,8 +20,9 @@ log = logging.getLogger("tailer")
 
 def turn_line(turn: Turn) -> str:
     if turn.ordinary:
+        aiu = f"{turn.usage.aiu:.2f}" if turn.credits_known else "unknown"
         return (f"ordinary {turn.fusion_id[:20]} model={turn.main_model} calls={len(turn.calls)}"
-                f" tools={len(turn.tools)} aiu={turn.usage.aiu:.2f}")
+                f" tools={len(turn.tools)} aiu={aiu}")
     line = (
         f"fusion {turn.fusion_id[:20]} pattern={turn.pattern} phases={len(turn.legs)}"
         f" models={','.join(turn.models)} aiu={turn.usage.aiu:.2f}"

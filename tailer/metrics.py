@@ -17,6 +17,7 @@ figures there are its turn's (the rollup's), an ordinary prompt's the sum of its
 from __future__ import annotations
 
 import platform
+import time
 
 from . import __version__
 from .events import UnknownFusionEvent, Event
@@ -28,6 +29,15 @@ from .turns import Reconciliation, Turn
 DURATION_BUCKETS = tuple(0.01 * 2**i for i in range(18))
 ROUTING_BUCKETS = (0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5, 0.75, 1.0, 2.0, 5.0)
 MAX_MODELS = 50
+
+
+# An event time further ahead of the clock than this is a wrong clock or a damaged line:
+# shown as the newest event, it would pin the gauge (and, restored, keep it pinned) for ever.
+FUTURE_SLACK_NS = 86_400 * 10**9
+
+
+def _believable(time_ns: int) -> bool:
+    return time_ns <= time.time_ns() + FUTURE_SLACK_NS
 
 
 def _flag(value: bool) -> str:
@@ -293,7 +303,9 @@ class TurnMetrics:
         """Counters from a checkpoint; the newest event time must not go back either."""
         self.registry.restore(snapshot)
         for _, value, _, _ in snapshot.get(self.last_event.name, []):
-            self._newest_event_ns = max(self._newest_event_ns, int(value * 1e9))
+            if _believable(int(value * 1e9)):
+                self._newest_event_ns = max(self._newest_event_ns, int(value * 1e9))
+        self.last_event.set(None, self._newest_event_ns / 1e9)
 
     def count_lines(self, outcome: str, amount: int = 1) -> None:
         self.lines.inc({"outcome": outcome}, amount)
@@ -311,7 +323,7 @@ class TurnMetrics:
             self.unknown_fields.inc({"event_type": event_type}, len(event.unknown_fields))
         if event.missing_fields:
             self.missing_fields.inc({"event_type": event_type}, len(event.missing_fields))
-        if event.time_ns > self._newest_event_ns:
+        if event.time_ns > self._newest_event_ns and _believable(event.time_ns):
             self._newest_event_ns = event.time_ns
             self.last_event.set(None, event.time_ns / 1e9)
 

@@ -105,29 +105,44 @@ def event_fields(schema: dict) -> dict[str, dict[str, SchemaField]]:
         if not isinstance(event_type, str) or (properties.get("ephemeral") or {}).get("const"):
             continue
         data = _properties(properties.get("data") or {}, definitions)
-        found[event_type] = {
-            name: _field(spec, definitions) for name, spec in data.items()
-        }
-        for name, nested in _nested_knowledge(event_type).items():
-            spec = _resolve(data.get(name) or {}, definitions)
-            if spec.get("type") == "array":
-                spec = spec.get("items") or {}
-            for sub, sub_spec in _properties(spec, definitions).items():
-                found[event_type][f"{name}.{sub}"] = _field(sub_spec, definitions)
+        found[event_type] = {}
+        _add_fields(found[event_type], "", data, events.SCRUB_DATA.get(event_type, {}),
+                    definitions)
     if not found:
         raise SchemaError("no event definitions (`type` const) found")
     return found
 
 
-def _nested_knowledge(event_type: str) -> dict[str, dict]:
-    """The nested objects whose fields the tailer names (in the scrubber's allowlist)."""
-    nested = {}
-    for name, how in events.SCRUB_DATA.get(event_type, {}).items():
-        if isinstance(how, list):
-            how = how[0]
-        if isinstance(how, dict):
-            nested[name] = how
-    return nested
+def _add_fields(found: dict[str, SchemaField], prefix: str, properties: dict[str, dict],
+                kept: dict, definitions: dict) -> None:
+    """Each of `properties` under `prefix`, and inside the nested objects `kept` names."""
+    for name, spec in properties.items():
+        found[prefix + name] = _field(spec, definitions)
+        nested = _nested(kept.get(name))
+        if nested is not None:
+            spec = _resolve(spec, definitions)
+            if spec.get("type") == "array":
+                spec = spec.get("items") or {}
+            _add_fields(found, f"{prefix}{name}.", _properties(spec, definitions), nested,
+                        definitions)
+
+
+def _nested(how: object) -> dict | None:
+    """The fields kept of a nested object (or of each object of a list), else None."""
+    if isinstance(how, list):
+        how = how[0]
+    return how if isinstance(how, dict) else None
+
+
+def _nested_paths(kept: dict, prefix: str = "") -> set[str]:
+    """The dotted paths of the nested fields the tailer names (in the scrubber's allowlist)."""
+    paths = set()
+    for name, how in kept.items():
+        nested = _nested(how)
+        if nested is not None:
+            paths |= {f"{prefix}{name}.{sub}" for sub in nested}
+            paths |= _nested_paths(nested, f"{prefix}{name}.")
+    return paths
 
 
 def _resolve(spec: dict, definitions: dict) -> dict:
@@ -203,17 +218,18 @@ def compare(fields: dict[str, dict[str, SchemaField]]) -> Drift:
         if _SCOPE.search(event_type) and event_type not in known_types:
             drift.unknown_types.append(event_type)
             drift.free_text += _free_text(event_type, declared, set(declared))
-    for event_type, known in sorted(events.KNOWN_FIELDS.items()):
+    for event_type in sorted(events.KNOWN_FIELDS.keys() | events.READ_AS.keys()):
         declared = fields.get(event_type)
         if declared is None:
             drift.gone_types.append(event_type)
             continue
-        known_paths = set(known) | {
-            f"{name}.{sub}" for name, how in _nested_knowledge(event_type).items() for sub in how}
-        new = sorted(set(declared) - known_paths)
-        drift.unknown_fields += [
-            (event_type, path, _shown_types(declared[path].types)) for path in new]
-        drift.free_text += _free_text(event_type, declared, new)
+        if event_type in events.KNOWN_FIELDS:
+            known_paths = (events.KNOWN_FIELDS[event_type]
+                           | _nested_paths(events.SCRUB_DATA.get(event_type, {})))
+            new = sorted(set(declared) - known_paths)
+            drift.unknown_fields += [
+                (event_type, path, _shown_types(declared[path].types)) for path in new]
+            drift.free_text += _free_text(event_type, declared, new)
         read_as = dict(events.READ_AS.get(event_type, {}))
         for name in events.REQUIRED_FIELDS.get(event_type, ()):
             read_as.setdefault(name, None)

@@ -13,8 +13,9 @@ copy that holds only the shape of each fusion turn, which is all the tailer need
   `ruleName` and `scores`) nor the paths of a change checkpoint;
 - `session.start` keeps the CLI version and selected model, not its context (cwd, git root,
   repository, branch); `session.shutdown` its numeric totals, per model too;
-  `session.usage_record` each call's figures, leg and the names of the tools it asked for,
-  not request ids; tool calls their ids, tool names and success, never their arguments,
+  `session.usage_record` each call's figures (its credits `copilotUsage.totalNanoAiu`, not
+  the itemized `tokenDetails`), leg and the names of the tools it asked for, not request
+  ids; tool calls their ids, tool names and success, never their arguments,
   output or error;
 - every other event type (prompts, messages, permissions) keeps `data: {}`: the line stays,
   so the log's rhythm stays, but nothing of it.

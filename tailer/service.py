@@ -177,7 +177,11 @@ def _run(config: Config, heartbeat: Heartbeat, on_pass=None) -> int:
                 return 0
         # Everything in a folder that appeared after we started is new: read it all.
         config = dataclasses.replace(config, from_start=True)
-    saved = _load_checkpoint(config.checkpoint)
+    try:
+        saved = _load_checkpoint(config.checkpoint)
+    except CheckpointUnusable as error:
+        print(f"hydrafusion-tailer: {error}", file=sys.stderr)
+        return EXIT_USAGE
     try:
         run = Run(config, heartbeat, saved, on_pass=on_pass)
     except OSError as error:
@@ -416,13 +420,21 @@ def _previous_run_seen_until(saved: dict | None, heartbeat: Heartbeat) -> int:
     return published if saved.get("stopped") else max(published, heartbeat.previous_ms)
 
 
+class CheckpointUnusable(Exception):
+    """A checkpoint that can neither be used nor moved aside: every save would fail."""
+
+
 def _load_checkpoint(path: Path) -> dict | None:
     try:
         return checkpoint.load(path)
     except checkpoint.CheckpointError as error:
         aside = path.with_name(path.name + ".unreadable")
-        with contextlib.suppress(OSError):
+        try:
             os.replace(path, aside)
+        except OSError as move_error:
+            raise CheckpointUnusable(
+                f"{error}, and it cannot be moved aside to {aside}: {move_error.strerror}; "
+                "move or delete it") from None
         log.error("%s; it was moved to %s and the tailer starts afresh", error, aside)
         return None
 

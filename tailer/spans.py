@@ -115,7 +115,7 @@ def _ordinary_root_span(turn: Turn, tools: list[ToolCall], tid: str, root_id: st
         "hydrafusion.outcome": turn.outcome,
         "hydrafusion.request_count": usage.request_count,
         "hydrafusion.tool_count": len(tools),
-        "hydrafusion.aiu": usage.aiu,
+        "hydrafusion.aiu": usage.aiu if turn.credits_known else None,
         "hydrafusion.models": ",".join(turn.models),
     }
     return _span(tid, root_id, None, f"ordinary {turn.main_model}", KIND_INTERNAL,
@@ -130,7 +130,7 @@ def _call_span(turn: Turn, call: ModelCall, index: int, tid: str, parent_id: str
         "gen_ai.provider.name": call.provider or PROVIDER,
         "gen_ai.response.finish_reasons": (call.finish_reason,) if call.finish_reason else None,
         "gen_ai.response.time_to_first_chunk": ttft / 1000 if ttft is not None else None,
-        "hydrafusion.aiu": call.usage.aiu,
+        "hydrafusion.aiu": call.usage.aiu if call.credits_known else None,
         "hydrafusion.call.initiator": call.initiator,
         "hydrafusion.phase.id": call.phase_id,
     }

@@ -31,7 +31,7 @@ session shuts down, or when the caller decides the session has gone idle
 from __future__ import annotations
 
 from collections import Counter, OrderedDict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from .events import (
     CommitStarted,
@@ -191,6 +191,11 @@ class Turn:
         return self.completed.usage if self.completed is not None else self.legs_usage
 
     @property
+    def credits_known(self) -> bool:
+        """False when the turn's credits are its calls' and one of them gives none."""
+        return not self.ordinary or all(call.credits_known for call in self.calls)
+
+    @property
     def usage_mismatch(self) -> bool:
         return self.completed is not None and self.completed.usage != self.legs_usage
 
@@ -231,10 +236,14 @@ class Turn:
     def calls_difference(self, leg: LegEnded) -> Usage | None:
         """The leg's own figures minus its calls' (request_count: minus the number of
         calls); None when they agree, or when the turn has no calls at all to compare
-        (a log written before the CLI recorded calls)."""
+        (a log written before the CLI recorded calls). Credits are left out (0) when a
+        call of the leg gives none: unknown is not a difference."""
         if not self.calls:
             return None
-        difference = leg.usage - sum((call.usage for call in self.leg_calls(leg)), Usage())
+        calls = self.leg_calls(leg)
+        difference = leg.usage - sum((call.usage for call in calls), Usage())
+        if not all(call.credits_known for call in calls):
+            difference = replace(difference, nano_aiu=0)
         return None if difference == Usage() else difference
 
     @property
@@ -398,12 +407,17 @@ class SessionContext:
     `run` and `log` are the ledgers: credits, tokens and calls per model since the CLI run
     began and since the log began, from each call's usage record (a leg that left no call
     records counts with its own figures). None while unknown: reading began mid-run.
+    `run_unpriced` and `log_unpriced` name the models of each ledger with a call whose
+    credits the log does not give (ModelCall.credits_known): their credits are a lower
+    bound, not compared with the CLI's.
     """
 
     current: str | None = None  # the turn the latest prompt belongs to
     awaiting_prompt: str | None = None  # a routed turn whose user.message is still to come
     run: dict[str, Usage] | None = None
     log: dict[str, Usage] | None = None
+    run_unpriced: set[str] = field(default_factory=set)
+    log_unpriced: set[str] = field(default_factory=set)
 
 
 ALL_MODELS = "all models"
@@ -416,7 +430,9 @@ class Reconciliation:
     `source` is `shutdown` or `usage_checkpoint`; `scope` says which ledger was compared:
     `run` (since the CLI run began) or, when that one disagrees but the whole log's agrees,
     `log` (a resumed run whose totals carry the earlier runs). `ours` and `theirs` are per
-    model, or under ALL_MODELS when the CLI gives credits only.
+    model, or under ALL_MODELS when the CLI gives credits only. `unpriced` names the models
+    whose credits in `ours` are unknown (see SessionContext): only their other figures
+    are compared.
     """
 
     session_id: str
@@ -425,31 +441,39 @@ class Reconciliation:
     scope: str
     ours: dict[str, Usage]
     theirs: dict[str, Usage]
+    unpriced: frozenset[str] = frozenset()
 
     @property
     def agrees(self) -> bool:
-        return _disagreeing(self.ours, self.theirs) == []
+        return self._disagreeing() == []
 
     def describe(self) -> str:
         """One line naming the session and, per model that differs, both figures."""
         if self.agrees:
             return f"session {self.session_id}: our sums match the CLI's {self.source} totals"
         parts = [
-            f"{model}: ours {_figures(self.ours.get(model, Usage()))}, "
+            f"{model}: ours {_figures(self.ours.get(model, Usage()), model in self.unpriced)}, "
             f"CLI {_figures(self.theirs.get(model, Usage()))}"
-            for model in _disagreeing(self.ours, self.theirs)
+            for model in self._disagreeing()
         ]
         return (f"session {self.session_id}: our sums differ from the CLI's {self.source} "
                 f"totals: " + "; ".join(parts))
 
+    def _disagreeing(self) -> list[str]:
+        found = []
+        for model in self.ours.keys() | self.theirs.keys():
+            ours, theirs = self.ours.get(model, Usage()), self.theirs.get(model, Usage())
+            if model in self.unpriced:
+                ours = replace(ours, nano_aiu=theirs.nano_aiu)
+            if ours != theirs:
+                found.append(model)
+        return sorted(found)
 
-def _disagreeing(ours: dict[str, Usage], theirs: dict[str, Usage]) -> list[str]:
-    return sorted(model for model in ours.keys() | theirs.keys()
-                  if ours.get(model, Usage()) != theirs.get(model, Usage()))
 
-
-def _figures(usage: Usage) -> str:
-    return (f"aiu={usage.aiu:.9g} calls={usage.request_count} input={usage.input_tokens} "
+def _figures(usage: Usage, unpriced: bool = False) -> str:
+    """`aiu>=` when some of the credits are unknown: ours are then at least that."""
+    aiu = f"aiu>={usage.aiu:.9g}" if unpriced else f"aiu={usage.aiu:.9g}"
+    return (f"{aiu} calls={usage.request_count} input={usage.input_tokens} "
             f"output={usage.output_tokens} cache_read={usage.cache_read_tokens} "
             f"cache_write={usage.cache_write_tokens}")
 
@@ -500,8 +524,11 @@ class SessionTurns:
             return finished
         if isinstance(event, RunStarted):
             finished = self.finish_open()
-            log = self.context.log if event.resumed else {}
-            self.context = SessionContext(run={}, log=log)
+            if event.resumed:
+                log, log_unpriced = self.context.log, self.context.log_unpriced
+            else:
+                log, log_unpriced = {}, set()
+            self.context = SessionContext(run={}, log=log, log_unpriced=log_unpriced)
             return finished
         if isinstance(event, Prompt):
             return self._prompt(event)
@@ -537,7 +564,7 @@ class SessionTurns:
     def _detail(self, event: ModelCall | ToolStarted | ToolCompleted) -> list[Turn]:
         """A model call or a tool event: most records of a log, so they skip feed's tests."""
         if isinstance(event, ModelCall):
-            self._account(event.model, event.usage)
+            self._account(event.model, event.usage, event.credits_known)
             turn = self._owner(event)
             if turn is not None:
                 turn.calls.append(event)
@@ -574,27 +601,35 @@ class SessionTurns:
             return self._turn(fusion_id)
         return self._open.get(self.context.current)
 
-    def _account(self, model: str, usage: Usage) -> None:
-        for ledger in (self.context.run, self.context.log):
+    def _account(self, model: str, usage: Usage, credits_known: bool = True) -> None:
+        context = self.context
+        for ledger, unpriced in ((context.run, context.run_unpriced),
+                                 (context.log, context.log_unpriced)):
             if ledger is not None:
                 known = ledger.get(model)
                 ledger[model] = usage if known is None else known + usage
+                if not credits_known:
+                    unpriced.add(model)
 
     def _reconcile(self, totals: SessionTotals) -> None:
-        """Check the CLI's totals against the run's ledger, else the whole log's."""
+        """Check the CLI's totals against the run's ledger, else the whole log's.
+
+        Credits alone (a usage checkpoint) are not checked against a ledger holding calls
+        of unknown credits: there would be nothing left to compare."""
         if totals.models is not None:
-            theirs = totals.models
-            view = dict
+            theirs, view = totals.models, dict
         elif totals.nano_aiu is not None:
-            theirs = {ALL_MODELS: Usage(nano_aiu=totals.nano_aiu)}
-            view = _credits_only
+            theirs, view = {ALL_MODELS: Usage(nano_aiu=totals.nano_aiu)}, _credits_only
         else:
             return
         source = "shutdown" if isinstance(totals, SessionEnded) else "usage_checkpoint"
+        context = self.context
         checks = [
-            Reconciliation(self.session_id, source, totals.time_ns, scope, view(ledger), theirs)
-            for scope, ledger in (("run", self.context.run), ("log", self.context.log))
-            if ledger is not None
+            Reconciliation(self.session_id, source, totals.time_ns, scope, view(ledger), theirs,
+                           frozenset(unpriced))
+            for scope, ledger, unpriced in (("run", context.run, context.run_unpriced),
+                                            ("log", context.log, context.log_unpriced))
+            if ledger is not None and not (unpriced and view is _credits_only)
         ]
         if checks:
             self._checks.append(next((c for c in checks if c.agrees), checks[0]))

@@ -184,7 +184,7 @@ _GROUPING = re.compile(r"\b(?:by|without|on|ignoring|group_left|group_right)\s*\
 _IDENTIFIER = re.compile(r"(?<![\w.$])[A-Za-z_:][\w:]*(?![\w:])(?!\s*\()")
 _KEYWORDS = frozenset({
     "and", "or", "unless", "bool", "offset", "by", "without", "on", "ignoring",
-    "group_left", "group_right", "inf", "nan", "Inf", "NaN",
+    "group_left", "group_right", "inf", "nan", "Inf", "NaN", "anchored", "smoothed",
 })
 
 

@@ -150,7 +150,7 @@ def ordinary_turns(fixtures: Path = FIXTURES) -> list[OrdinaryTurn]:
                 routed = False
             elif current and kind == "session.usage_record" and not data["usage"].get("fusion"):
                 current.calls += 1
-                current.nano_aiu += round(data["usage"]["cost"] * 1e9)
+                current.nano_aiu += data["usage"]["copilotUsage"]["totalNanoAiu"]
             elif current and kind == "tool.execution_start" and not data.get("fusion"):
                 current.tools += 1
                 current.tool_names.append(data["toolName"])

@@ -24,6 +24,8 @@ CANARY = "CANARY-7f3a-do-not-export"
 
 _USAGE_FIELDS = ("request_count", "input_tokens", "output_tokens",
                  "cache_read_tokens", "cache_write_tokens", "nano_aiu")
+# A usage record's `cost`: the model's premium-request multiplier, not what the call cost.
+PREMIUM_MULTIPLIER = 1.0
 
 
 @dataclass
@@ -115,8 +117,11 @@ class SessionWriter:
     """
 
     def __init__(self, session_id: str, start: datetime, *, canary: str = CANARY,
-                 copilot_version: str = "1.0.102"):
+                 copilot_version: str = "1.0.102", call_credits: bool = True):
+        """``call_credits=False``: usage records without ``copilotUsage``, as a CLI that did
+        not report each call's credits writes them; legs and totals still give credits."""
         self.session_id = session_id
+        self.call_credits = call_credits
         self.canary = canary
         self.expected: list[ExpectedTurn] = []
         self._rng = random.Random(session_id)
@@ -249,7 +254,8 @@ class SessionWriter:
         """session.shutdown with the totals of this CLI run (since the start or the last
         resume); ``nano_aiu_off_by`` makes the first model's credits disagree with the calls."""
         self._flush()
-        metrics = {model: {"requests": {"count": m["request_count"], "cost": m["nano_aiu"] / 1e9},
+        metrics = {model: {"requests": {"count": m["request_count"],
+                                        "cost": m["request_count"] * PREMIUM_MULTIPLIER},
                            "usage": {"inputTokens": m["input_tokens"], "outputTokens": m["output_tokens"],
                                      "cacheReadTokens": m["cache_read_tokens"],
                                      "cacheWriteTokens": m["cache_write_tokens"]},
@@ -429,17 +435,24 @@ class SessionWriter:
         for i, (began, done) in enumerate(calls):
             last = i == len(calls) - 1
             asked = {} if last or not tools or not tool_counts else {_tool_name(tools[i % len(tools)]): 1}
-            self._emit(done, "session.usage_record", {"usage": {
+            usage = {
                 "model": leg.model, "provider": {"id": "github", "kind": "capi", "label": "GitHub Copilot"},
                 "inputTokens": -1 if damaged and i == 0 else shares["input_tokens"][i],
                 "outputTokens": shares["output_tokens"][i],
                 "cacheReadTokens": shares["cache_read_tokens"][i],
-                "cacheWriteTokens": shares["cache_write_tokens"][i], "cost": shares["nano_aiu"][i] / 1e9,
+                "cacheWriteTokens": shares["cache_write_tokens"][i], "cost": PREMIUM_MULTIPLIER,
                 "duration": done - began, "timeToFirstTokenMs": min(done - began, self._rng.randint(300, 1_400)),
                 "initiator": "user" if i == 0 else "agent", "apiCallId": str(self._uuid()),
                 "finishReason": "stop" if last else "tool_calls", "reasoningEffort": "medium", "isAuto": True,
-                "isByok": False, "toolCounts": asked, "aiCreditsStatus": "ok",
-                "fusion": turn.fusion_block(leg)}})
+                "isByok": False, "toolCounts": asked, "aiCreditsStatus": "complete",
+                "fusion": turn.fusion_block(leg)}
+            if self.call_credits:
+                usage["copilotUsage"] = {"model": leg.model, "totalNanoAiu": shares["nano_aiu"][i], "tokenDetails": [
+                    {"batchSize": 1, "costPerBatch": 1, "tokenCount": usage[f"{kind}Tokens"], "tokenType": kind}
+                    for kind in ("input", "output")]}
+            else:
+                usage["aiCreditsStatus"] = "unavailable"
+            self._emit(done, "session.usage_record", {"usage": usage})
 
     def _handoff(self, turn: _Turn, source: ExpectedLeg, target_phase_id: str, target_model: str) -> None:
         self._emit(self._clock + 4, "session.fusion_handoff", {

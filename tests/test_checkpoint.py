@@ -91,9 +91,15 @@ DAMAGE = {
     "finished not a list": lambda s: session(s).update(finished="fusion-1"),
     "context not an object": lambda s: session(s).update(context=[CANARY]),
     "context ledger usage negative": lambda s: session(s).update(context={
-        "current": None, "awaiting_prompt": None, "log": None,
+        "current": None, "awaiting_prompt": None, "log": None, "run_unpriced": [],
+        "log_unpriced": [],
         "run": {"m": {"request_count": -1, "input_tokens": 0, "output_tokens": 0,
                       "cache_read_tokens": 0, "cache_write_tokens": 0, "nano_aiu": 0}}}),
+    "context unpriced models not texts": lambda s: session(s)["context"].update(
+        run_unpriced=[[CANARY]]),
+    "context unpriced models missing": lambda s: session(s)["context"].pop("log_unpriced"),
+    "record credits known as text": lambda s: open_record(s, "ModelCall").update(
+        credits_known="yes"),
     "open turn not an object": lambda s: session(s).update(open=[1]),
     "record of an unknown kind": lambda s: open_record(s, "Resolved").update(kind=CANARY),
     "record with an unknown field": lambda s: open_record(s, "Resolved").update({CANARY: 1}),
@@ -232,3 +238,30 @@ def test_every_field_of_every_record_has_its_check():
     """A record field of a type the checker does not know would refuse every checkpoint."""
     for fields in checkpoint._RECORD_FIELDS.values():
         assert set(fields.values()) <= set(checkpoint._FIELD_CHECKS)
+
+
+def test_a_version_3_checkpoint_loads_with_its_calls_credits_unknown(tmp_path, state):
+    """Version 3 read a call's premium-request multiplier (`cost`) as its credits."""
+    old = copy.deepcopy({**state, "version": 3})
+    calls = 0
+    for saved in old["sessions"].values():
+        for ledger in ("run_unpriced", "log_unpriced"):
+            del saved["context"][ledger]
+        for turn in saved["open"]:
+            for record in turn["records"]:
+                if record["kind"] == "ModelCall":
+                    del record["credits_known"]
+                    record["usage"]["nano_aiu"] = 10**9  # a multiplier of 1.0
+                    calls += 1
+    assert calls
+    path = tmp_path / "cp.json"
+    path.write_text(json.dumps(old))
+    loaded = load(path)
+    assert loaded["version"] == checkpoint.VERSION
+    for saved in loaded["sessions"].values():
+        for turn in map(checkpoint.turn_from_data, saved["open"]):
+            assert all(not c.credits_known and c.usage.nano_aiu == 0 for c in turn.calls)
+        context = checkpoint.context_from_data(saved["context"])
+        assert context.run_unpriced == set(context.run or ())
+        assert context.log_unpriced == set(context.log or ())
+        assert context.log

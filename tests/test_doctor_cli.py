@@ -54,6 +54,7 @@ def edited_schema() -> dict:
     d["FusionPhaseUsage"]["properties"]["reasoningTokens"] = {"type": "integer"}
     del d["FusionCompletedData"]["properties"]["durationMs"]
     del d["FusionCommitStartedData"]["properties"]["sourcePhaseId"]
+    del d["AssistantUsageCopilotUsage"]["properties"]["totalNanoAiu"]  # a call's credits
     d["FusionHandoffData"]["properties"]["note"] = {"anyOf": [
         {"type": "null"}, {"type": "object", "properties": {"text": {"type": "string"}}}]}
     explained = copy.deepcopy(d["FusionHandoffEvent"])
@@ -86,6 +87,7 @@ def test_each_added_removed_and_retyped_field_is_named(capsys, tmp_path):
     assert rows(out, "Fields the tailer relies on that are gone") == [
         ["session.fusion_commit_started", "sourcePhaseId"],
         ["session.fusion_completed", "durationMs"],
+        ["session.usage_record", "usage.copilotUsage.totalNanoAiu"],
     ]
     assert rows(out, "Fields the tailer relies on whose type changed") == [
         ["session.fusion_resolved", "routingLatencyMs", "string", "number"]]

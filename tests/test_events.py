@@ -1,10 +1,11 @@
 """The parser: allowlisted records out of single lines, and a reason for every rejection."""
 
+import copy
 import dataclasses
 import json
 
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given, settings, strategies as st
 
 from tailer import events
 from tailer.events import (
@@ -334,10 +335,12 @@ def test_any_field_values_give_a_record_or_a_reason(data):
 CALL = {
     "model": "gpt-5.6-sol", "provider": {"id": "github", "kind": "capi", "label": "secret"},
     "inputTokens": 9000, "outputTokens": 700, "cacheReadTokens": 6000, "cacheWriteTokens": 400,
-    "cost": 1.25, "duration": 4200, "timeToFirstTokenMs": 800, "initiator": "agent",
+    "cost": 1.0, "duration": 4200, "timeToFirstTokenMs": 800, "initiator": "agent",
     "apiCallId": "secret-request", "finishReason": "tool_calls", "reasoningEffort": "medium",
     "isAuto": True, "isByok": False, "toolCounts": {"bash": 2, "view": 1},
-    "aiCreditsStatus": "ok",
+    "aiCreditsStatus": "complete",
+    "copilotUsage": {"model": "gpt-5.6-sol", "totalNanoAiu": 1_250_000_000, "tokenDetails": [
+        {"batchSize": 1, "costPerBatch": 1, "tokenCount": 9000, "tokenType": "input"}]},
     "fusion": {"fusionId": "fusion-1", "phaseId": "fusion-1:phase:0", "phaseKind": "primary",
                "role": "solver", "pattern": "single"},
 }
@@ -347,11 +350,49 @@ def test_usage_record_is_one_model_call():
     record = parse_line(line("session.usage_record", {"usage": CALL}))
     assert record == events.ModelCall(
         1788921807960000000, model="gpt-5.6-sol", provider="github",
-        usage=Usage(1, 9000, 700, 6000, 400, 1_250_000_000), duration_ms=4200.0,
-        time_to_first_token_ms=800.0, finish_reason="tool_calls", initiator="agent",
-        fusion_id="fusion-1", phase_id="fusion-1:phase:0", phase_kind="primary",
-        tool_requests=("bash", "bash", "view"),
+        usage=Usage(1, 9000, 700, 6000, 400, 1_250_000_000), credits_known=True,
+        duration_ms=4200.0, time_to_first_token_ms=800.0, finish_reason="tool_calls",
+        initiator="agent", fusion_id="fusion-1", phase_id="fusion-1:phase:0",
+        phase_kind="primary", tool_requests=("bash", "bash", "view"),
     )
+
+
+@pytest.mark.parametrize("cost", [0.0, 0.33, 1.0, 10.0, None])
+def test_a_calls_credits_are_its_copilot_usage_whatever_its_multiplier(cost):
+    """`cost` is the model's premium-request multiplier ('Model multiplier cost for billing
+    purposes' in the CLI's schema), not what the call cost."""
+    record = parse_line(line("session.usage_record", {"usage": dict(CALL, cost=cost)}))
+    assert (record.usage.nano_aiu, record.credits_known) == (1_250_000_000, True)
+
+
+@pytest.mark.parametrize("copilot_usage", [
+    None, "absent", {}, {"model": "gpt-5.6-sol"}, {"totalNanoAiu": None},
+    {"totalNanoAiu": "1250000000"}, {"totalNanoAiu": True}, [1_250_000_000],
+])
+def test_a_call_without_credits_is_a_call_of_unknown_credits(copilot_usage):
+    """A bring-your-own-key call, or a CLI that did not report them: not damage, not free."""
+    usage = {k: v for k, v in CALL.items() if k != "copilotUsage"}
+    if copilot_usage != "absent":
+        usage["copilotUsage"] = copilot_usage
+    record = parse_line(line("session.usage_record", {"usage": usage}))
+    assert isinstance(record, events.ModelCall)
+    assert (record.usage.nano_aiu, record.credits_known) == (0, False)
+    assert record.usage.input_tokens == 9000
+
+
+@pytest.mark.parametrize("total, nano_aiu", [(0, 0), (7.0, 7), (events.MAX_NANO_AIU,) * 2])
+def test_a_calls_credits_may_be_a_whole_float_or_zero(total, nano_aiu):
+    usage = dict(CALL, copilotUsage={"totalNanoAiu": total})
+    record = parse_line(line("session.usage_record", {"usage": usage}))
+    assert (record.usage.nano_aiu, record.credits_known) == (nano_aiu, True)
+
+
+@pytest.mark.parametrize("total", [-1, 2.5, float("nan"), float("inf"),
+                                   events.MAX_NANO_AIU + 1, 10**400])
+def test_absurd_call_credits_make_the_record_damaged(total):
+    usage = dict(CALL, copilotUsage={"totalNanoAiu": total})
+    assert parse_line(line("session.usage_record", {"usage": usage})) == Malformed(
+        "absurd_credits")
 
 
 def test_ordinary_call_has_no_leg_and_optional_fields_may_be_absent():
@@ -365,9 +406,9 @@ def test_ordinary_call_has_no_leg_and_optional_fields_may_be_absent():
 
 
 @pytest.mark.parametrize("change", [
-    {"model": None}, {"inputTokens": None}, {"outputTokens": "many"}, {"cost": -1},
+    {"model": None}, {"inputTokens": None}, {"outputTokens": "many"}, {"duration": None},
     {"duration": 10**12}, {"inputTokens": 12.5}, {"cacheReadTokens": -3},
-    {"inputTokens": 10**10}, {"cost": float("nan")}, {"duration": True},
+    {"inputTokens": 10**10}, {"duration": float("nan")}, {"duration": True},
 ])
 def test_usage_record_with_a_missing_or_absurd_figure_is_damaged(change):
     assert parse_line(line("session.usage_record", {"usage": dict(CALL, **change)})) == Malformed(
@@ -490,6 +531,8 @@ _EDGES = st.sampled_from([
     "x" * 300 + SURROGATE,
     "1969-12-31T23:59:59Z", "2554-07-22T00:00:00Z", "2200-01-01T00:00:00Z",
 ])
+_FAR_TIMES = st.sampled_from(["1969-12-31T23:59:59Z", "1999-12-31T23:59:59.999Z",
+                             "2200-01-01T00:00:00Z", "2554-07-22T00:00:00Z"])
 _ANY_VALUE = st.one_of(_EDGES, st.recursive(
     st.one_of(_EDGES, st.none(), st.booleans(), st.integers(), st.floats(), st.text(max_size=8)),
     lambda inner: st.one_of(st.lists(inner, max_size=3),
@@ -498,7 +541,7 @@ _ANY_VALUE = st.one_of(_EDGES, st.recursive(
 ))
 
 
-# A valid record of every type, whose fields the property below overwrites.
+# A valid line of every type the parser reads, whose values the property below overwrites.
 _VALID = {
     "session.fusion_resolved": {"fusionId": "f", "pattern": "single", "routingLatencyMs": 200},
     "assistant.fusion_phase_completed": LEG,
@@ -509,29 +552,43 @@ _VALID = {
     "session.fusion_completed": {"fusionId": "f", "pattern": "single", "inputTokens": 10,
                                  "totalNanoAiu": 7, "durationMs": 9000},
     "session.fusion_route_failed": {"attemptId": "f:route", "reason": "transport"},
-    "session.shutdown": {},
     "session.fusion_rerouted": {},
     "session.usage_record": {"usage": CALL},
     "tool.execution_start": {"toolCallId": "c", "toolName": "bash", "fusion": TOOL_FUSION},
     "tool.execution_complete": {"toolCallId": "c", "success": True, "fusion": TOOL_FUSION},
+    "user.message": {},
+    "session.start": {},
     "session.usage_checkpoint": {"totalNanoAiu": 7},
+    "session.shutdown": {"totalNanoAiu": 7, "modelMetrics": {"m": {
+        "requests": {"count": 2}, "usage": {"inputTokens": 3, "outputTokens": 1},
+        "totalNanoAiu": 7}}},
 }
+
+
+def json_slots(node) -> list[tuple]:
+    """(container, key or index) of every value inside a JSON value, at any depth."""
+    items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
+    found = []
+    for key, child in items:
+        found.append((node, key))
+        found += json_slots(child)
+    return found
 
 
 @st.composite
 def _event_lines(draw):
-    """A valid line of any type with some fields (its usage's too) overwritten by any value."""
+    """A valid line of any type with some of its values, at any depth (a call's figures, the
+    CLI's totals per model), replaced by any value, and any timestamp."""
     event_type = draw(st.sampled_from(sorted(_VALID)))
-    data = dict(_VALID[event_type])
-    names = sorted(events.KNOWN_FIELDS.get(event_type, {"fusionId"}))
-    data.update(draw(st.dictionaries(st.sampled_from(names), _ANY_VALUE, max_size=4)))
-    if draw(st.booleans()):
-        usage = dict(LEG["usage"])
-        usage.update(draw(st.dictionaries(st.sampled_from(sorted(usage)), _ANY_VALUE, max_size=3)))
-        data["usage" if "usage" in data else "inputTokens"] = usage
-        if event_type == "session.fusion_completed":
-            data.update(usage)
-    timestamp = draw(st.one_of(st.just("2026-09-09T02:43:27.96Z"), _ANY_VALUE))
+    data = copy.deepcopy(_VALID[event_type])
+    for _ in range(draw(st.integers(0, 3))):
+        slots = json_slots(data)
+        if slots and draw(st.booleans()):
+            node, key = draw(st.sampled_from(slots))
+        else:
+            node, key = data, draw(st.sampled_from(sorted(events.KNOWN_FIELDS.get(event_type, {"x"}))))
+        node[key] = draw(st.one_of(_EDGES, _ANY_VALUE))
+    timestamp = draw(st.one_of(st.just("2026-09-09T02:43:27.96Z"), _FAR_TIMES, _ANY_VALUE))
     return json.dumps({"type": event_type, "timestamp": timestamp, "data": data}).encode()
 
 
@@ -540,22 +597,34 @@ def assert_in_range(record) -> None:
     assert events.EARLIEST_NS <= record.time_ns < events.LATEST_NS or (
         isinstance(record, UnknownFusionEvent) and record.time_ns == 0)
     for field in dataclasses.fields(record):
-        value = getattr(record, field.name)
-        if isinstance(value, Usage):
-            for name in ("request_count", "input_tokens", "output_tokens", "cache_read_tokens",
-                         "cache_write_tokens"):
-                assert type(getattr(value, name)) is int and 0 <= getattr(value, name) <= 2**53
-            assert type(value.nano_aiu) is int and 0 <= value.nano_aiu <= events.MAX_NANO_AIU
-        elif isinstance(value, float):
-            assert 0 <= value <= events.MAX_DURATION_MS, field.name
-        elif isinstance(value, str):
-            assert len(value) <= events.MAX_TEXT
-            value.encode("utf-8")  # raises on a lone surrogate
-        elif isinstance(value, tuple):
-            for item in value:
-                item.encode("utf-8")
+        if field.name != "time_ns":
+            assert_value_in_range(getattr(record, field.name), events.MAX_NANO_AIU)
 
 
+def assert_value_in_range(value, nano_aiu_limit) -> None:
+    if isinstance(value, Usage):
+        for figure in dataclasses.astuple(value):
+            assert type(figure) is int and 0 <= figure <= events.MAX_COUNT
+        assert value.nano_aiu <= nano_aiu_limit
+    elif isinstance(value, bool) or value is None:
+        pass
+    elif isinstance(value, int):  # a run's credits, as the CLI totals them
+        assert 0 <= value <= events.MAX_COUNT
+    elif isinstance(value, float):
+        assert 0 <= value <= events.MAX_DURATION_MS
+    elif isinstance(value, str):
+        assert len(value) <= events.MAX_TEXT
+        value.encode("utf-8")  # raises on a lone surrogate
+    elif isinstance(value, tuple):
+        for item in value:
+            assert_value_in_range(item, nano_aiu_limit)
+    else:  # the CLI's totals per model
+        for model, usage in value.items():
+            assert_value_in_range(model, nano_aiu_limit)
+            assert_value_in_range(usage, events.MAX_COUNT)
+
+
+@settings(max_examples=600)
 @given(_event_lines())
 def test_any_parsed_record_is_within_the_documented_ranges(raw):
     result = parse_line(raw)

@@ -4,10 +4,10 @@ Real-shaped sessions (tests/sessiongen.py, which knows the turns they hold) are 
 ways a crash, a disk, a future CLI or a hostile user could: bytes flipped, lines cut short,
 joined, padded with NULs, reordered, duplicated and deleted, values replaced by lone
 surrogates, huge, negative and fractional numbers and wrong types, the file cut mid-line, a
-session folder named by bytes that are not UTF-8, the log swapped for a directory, a device
-or an empty file. The pipeline reads them in two runs with a checkpoint in between, as the
-daemon does across a restart: daemon.Tailer over a temporary state dir, then for every
-turn its spans, the OTLP request and the metrics.
+session folder named by bytes that are not UTF-8, the log swapped for a directory, a device,
+a FIFO or an empty file. The pipeline reads them in two runs with a checkpoint in between,
+as the daemon does across a restart: daemon.Tailer over a temporary state dir, then for
+every turn its spans, the OTLP request and the metrics.
 
 What must hold, whatever the damage:
 - no exception escapes;
@@ -44,6 +44,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from otlp_sink import decode_body
 from sessiongen import START, SessionWriter, every_pattern
+from test_events import json_slots
 from tailer import checkpoint, service
 from tailer.daemon import Tailer
 from tailer.exposition import Registry
@@ -167,7 +168,7 @@ def damage(lines: list[bytes], changes: list[tuple]) -> tuple[list[Entry], bool]
 def _replace_value(line: bytes, choice: int, value: object) -> bytes:
     """The line with one of its JSON values (any depth) replaced by `value`."""
     event = _json(line)
-    slots = _slots(event)
+    slots = json_slots(event)
     if not slots:
         return line
     node, key = slots[choice % len(slots)]
@@ -180,16 +181,6 @@ def _json(text: bytes | str) -> object:
         return json.loads(text)
     except (ValueError, RecursionError):
         return None
-
-
-def _slots(node: object) -> list[tuple]:
-    """(container, key or index) of every value inside a JSON value, at any depth."""
-    items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
-    found = []
-    for key, child in items:
-        found.append((node, key))
-        found += _slots(child)
-    return found
 
 
 def intact(entries: list[Entry], lines: list[bytes], fusion_id: str) -> bool:
@@ -258,7 +249,7 @@ SESSION = st.fixed_dictionaries({
     "damage": st.lists(DAMAGE, max_size=6),
     "first_run_reads": st.floats(0, 1),  # the share of the log written before the restart
     "folder": st.sampled_from(["plain"] * 6 + ["not_utf8"]),
-    "log_becomes": st.sampled_from([None] * 12 + ["directory", "device", "empty"]),
+    "log_becomes": st.sampled_from([None] * 12 + ["directory", "device", "fifo", "empty"]),
 })
 
 
@@ -321,6 +312,8 @@ def _finish_log(log: Path, data: bytes, first: bytes, becomes: str | None) -> No
         log.mkdir()
     elif becomes == "device":
         log.symlink_to(os.devnull)
+    elif becomes == "fifo":
+        os.mkfifo(log)
     else:
         log.write_bytes(b"")
 
@@ -352,7 +345,7 @@ def damage_checkpoint(text: str, changes: list[tuple]) -> str:
 def _drop_key(text: str, choice: int) -> str:
     """The JSON text without one of its object keys (any depth)."""
     state = _json(text)
-    keys = [(node, key) for node, key in _slots(state) if isinstance(node, dict)]
+    keys = [(node, key) for node, key in json_slots(state) if isinstance(node, dict)]
     if not keys:
         return text
     node, key = keys[choice % len(keys)]

@@ -123,7 +123,7 @@ def test_the_counter_read_at_any_instant_is_the_count_of_turns_ended_by_then(cha
         assert read_at(points, at) == truth
 
 
-# Against a real Prometheus (Debian's 2.42): three past days, then live turns.
+# Against the stack's Prometheus: three past days, then live turns.
 
 DAYS = 3
 
@@ -180,24 +180,24 @@ def test_history_lands_on_its_days_and_live_counting_goes_on(tmp_path):
             for day in range(DAYS):
                 end = (first + timedelta(days=day + 1)).timestamp()
                 truth = days[day]
-                assert value_at(prom, "sum(increase(hydrafusion_aiu_total[1d]))", end) == \
+                assert value_at(prom, "sum(increase(hydrafusion_aiu_total[1d] anchored))", end) == \
                     pytest.approx(truth["aiu"], rel=1e-9)
                 assert value_at(
-                    prom, 'sum(increase(hydrafusion_turns_total{compound="true"}[1d]))'
-                    " / sum(increase(hydrafusion_turns_total[1d]))", end
+                    prom, 'sum(increase(hydrafusion_turns_total{compound="true"}[1d] anchored))'
+                    " / sum(increase(hydrafusion_turns_total[1d] anchored))", end
                 ) == pytest.approx(truth["compound"] / truth["turns"], rel=1e-9)
                 assert value_at(
                     prom, 'sum(increase(hydrafusion_legs_total{phase_kind="judge",'
-                    'verdict="reject"}[1d])) / sum(increase(hydrafusion_legs_total'
-                    '{phase_kind="judge"}[1d]))', end
+                    'verdict="reject"}[1d] anchored)) / sum(increase(hydrafusion_legs_total'
+                    '{phase_kind="judge"}[1d] anchored))', end
                 ) == pytest.approx(truth["rejected"] / truth["judged"], rel=1e-9)
                 assert value_at(
-                    prom, 'sum(increase(hydrafusion_aiu_total{committed="false"}[1d]))'
-                    " / sum(increase(hydrafusion_aiu_total[1d]))", end
+                    prom, 'sum(increase(hydrafusion_aiu_total{committed="false"}[1d] anchored))'
+                    " / sum(increase(hydrafusion_aiu_total[1d] anchored))", end
                 ) == pytest.approx(truth["review"] / truth["aiu"], rel=1e-9)
             # The day before the first: nothing, and no spike at start-up either.
             start_up = time.time()
-            assert (value_at(prom, "sum(increase(hydrafusion_aiu_total[1d]))",
+            assert (value_at(prom, "sum(increase(hydrafusion_aiu_total[1d] anchored))",
                              first.timestamp()) or 0) == 0
 
             live = SessionWriter("live-now", datetime.now(timezone.utc) - timedelta(minutes=1))
@@ -211,12 +211,12 @@ def test_history_lands_on_its_days_and_live_counting_goes_on(tmp_path):
             at = float(last[0]["value"][1])
             window = f"[{int(at - first.timestamp()) + 3600}s]"
             assert value_at(prom, f"sum(resets(hydrafusion_aiu_total{window}))", at) == 0
-            assert value_at(prom, f"sum(increase(hydrafusion_aiu_total{window}))", at) == \
+            assert value_at(prom, f"sum(increase(hydrafusion_aiu_total{window} anchored))", at) == \
                 pytest.approx(sum(t.nano_aiu for t in expected + live.expected) / 1e9,
                               rel=1e-9)
             # The live turn lands now and the history does not: the last 10 minutes hold
-            # one turn (increase() extrapolates a little at the window's start).
-            assert 1 <= value_at(prom, "sum(increase(hydrafusion_turns_total[10m]))", at) < 2
+            # one turn.
+            assert value_at(prom, "sum(increase(hydrafusion_turns_total[10m] anchored))", at) == 1
             assert at > start_up
         # A restart pushes nothing again and changes no figure.
         with running_tailer(tmp_path, *args, metrics_port=port) as tailer:
@@ -224,5 +224,5 @@ def test_history_lands_on_its_days_and_live_counting_goes_on(tmp_path):
             assert "history: pushed" not in tailer.log()
         for day in range(DAYS):
             end = (first + timedelta(days=day + 1)).timestamp()
-            assert value_at(prom, "sum(increase(hydrafusion_aiu_total[1d]))", end) == \
+            assert value_at(prom, "sum(increase(hydrafusion_aiu_total[1d] anchored))", end) == \
                 pytest.approx(days[day]["aiu"], rel=1e-9)

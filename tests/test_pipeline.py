@@ -384,3 +384,56 @@ def test_a_turn_budget_reads_in_steps_and_loses_nothing(tmp_path):
     assert passes >= 6
     assert sorted(t.fusion_id for t in finished) == sorted(
         t.fusion_id for w in writers for t in w.expected)
+
+
+def test_a_read_that_failed_is_tried_again_without_waiting_for_a_write(tmp_path, monkeypatch):
+    """Out of file descriptors (a flood of connections, say), a read fails; the log's last
+    turn must not wait for the CLI's next write, which may never come."""
+    writer = every_pattern("starved")
+    log = writer.write(tmp_path)
+    tailer, _, finished = make_tailer(tmp_path, Clock(0))
+    real_open = os.open
+    refusals = []
+
+    def starved(path, *args, **kwargs):
+        if str(path) == str(log) and len(refusals) < 2:
+            refusals.append(path)
+            raise OSError(24, "Too many open files")
+        return real_open(path, *args, **kwargs)
+
+    monkeypatch.setattr("os.open", starved)
+    tailer.poll()
+    assert finished == []
+    tailer.poll()
+    tailer.poll()  # no write in between
+    assert len(refusals) == 2
+    assert sorted(t.fusion_id for t in finished) == sorted(t.fusion_id for t in writer.expected)
+
+
+def test_a_line_the_tailer_fails_on_costs_that_line_only(tmp_path, monkeypatch, caplog):
+    """A bug met on one line is logged by type, counted, and the rest goes on."""
+    from tailer import daemon
+
+    broken = every_pattern("broken")
+    fine = every_pattern("fine")
+    broken.write(tmp_path)
+    fine.write(tmp_path)
+    real_parse = daemon.events.parse_line
+    calls = []
+
+    def failing_once(data):
+        record = real_parse(data)
+        if not calls and getattr(record, "fusion_id", None) == broken.expected[1].fusion_id:
+            calls.append(record)
+            raise KeyError("a bug")
+        return record
+
+    monkeypatch.setattr(daemon.events, "parse_line", failing_once)
+    tailer, metrics, finished = make_tailer(tmp_path, Clock(0))
+    with caplog.at_level(logging.WARNING, logger="tailer"):
+        tailer.poll()
+    assert calls, "the failing line was reached"
+    assert {t.fusion_id for t in finished} >= {t.fusion_id for t in fine.expected}
+    assert samples(metrics.registry.render_final(), "hydrafusion_tailer_malformed_lines_total")[
+        (("reason", "internal_error"),)] == 1
+    assert "(KeyError)" in caplog.text and "a bug" not in caplog.text

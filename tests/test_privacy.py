@@ -38,14 +38,18 @@ DAMAGED = [
                          "pattern": "single", "errorMessage": CANARY}}),
     # Bytes that are not UTF-8 next to the canary.
     '{"type":"session.fusion_handoff","data":{"message":"' + CANARY + '\udcff"}}',
-    # A usage record with text where figures belong, one with an unknown text field, and
-    # tool events whose output is long enough to be read without decoding it.
+    # A usage record with text where figures belong, one with unknown text fields (in its
+    # `copilotUsage` too), and tool events whose output is long enough to be read without
+    # decoding it.
     json.dumps({"type": "session.usage_record", "timestamp": "2026-11-04T12:00:03Z",
                 "data": {"usage": {"model": "m", "inputTokens": CANARY, "outputTokens": 1,
                                    "cost": 1, "duration": 5}}}),
     json.dumps({"type": "session.usage_record", "timestamp": "2026-11-04T12:00:04Z",
                 "data": {"usage": {"model": "m", "inputTokens": 1, "outputTokens": 1, "cost": 1,
-                                   "duration": 5, "note": CANARY, "label": {"why": CANARY}}}}),
+                                   "duration": 5, "note": CANARY, "label": {"why": CANARY},
+                                   "copilotUsage": {"totalNanoAiu": 5, "model": CANARY,
+                                                    "tokenDetails": [{"tokenType": CANARY}],
+                                                    "why": CANARY}}}}),
     json.dumps({"type": "tool.execution_start", "timestamp": "2026-11-04T12:00:05Z",
                 "data": {"toolCallId": "call-canary", "toolName": "bash",
                          "arguments": {"command": (CANARY + ' "\\",') * 500}}}),

@@ -1,8 +1,9 @@
-"""A real Prometheus (Debian's package) scrapes the tailer while turns arrive.
+"""The stack's Prometheus (tests/prom.py) scrapes the tailer while turns arrive.
 
-The point: `increase()` over the window equals the true totals, including the first turn
-of a model or pattern that appears while the tailer runs. That only holds because every new
-label set is exposed at 0 before its first increment.
+The point: the dashboard's `increase(...[window] anchored)` equals the true totals,
+including the first turn of a model or pattern that appears while the tailer runs. That
+only holds because every new label set is exposed at 0 before its first increment: a
+window that starts before a series exists counts from the series' first sample.
 """
 
 from datetime import timedelta
@@ -46,7 +47,7 @@ def test_increase_counts_turns_that_arrive_while_running(tmp_path):
             seen = scraped_after(prom, "hydrafusion_aiu_total", seen)
 
         expected = first.expected + second.expected
-        window = "[10m]"
+        window = "[10m] anchored"
 
         def at_last_scrape(expr):
             return prom.query(expr, time=seen)

@@ -180,15 +180,13 @@ def test_doctor_sees_no_drift_in_the_clis_logs(logs):
         assert re.search(rf"^{heading}[^\n]*\n  none$", done.stdout, re.M), heading
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "tailer/events.py reads session.usage_record `cost` as a call's credits; in the real "
-    "CLI it is the premium-request multiplier ('Model multiplier cost for billing "
-    "purposes') and the credits are `copilotUsage.totalNanoAiu`"))
 @pytest.mark.parametrize("name", FUSION_NAMES + ["plain", "plain_tool"])
 def test_each_calls_credits_are_what_the_fake_backend_charged(logs, name):
+    """`copilotUsage.totalNanoAiu`, never `cost` (the model's premium-request multiplier)."""
     for turn in turns_of(logs, name):
         assert turn.calls
         for call in turn.calls:
+            assert call.credits_known
             assert call.usage.nano_aiu == backend.nano_aiu(call.model)
 
 

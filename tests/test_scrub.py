@@ -46,8 +46,9 @@ def shape(turn):
     legs = [(local(leg.phase_id), leg.phase_kind, leg.role, leg.scope, leg.model, leg.status,
              leg.verdict, leg.duration_ms, leg.usage, leg.failure_reason, local(leg.degraded_to_phase_id))
             for leg in turn.legs]
+    calls = [(call.model, local(call.phase_id), call.usage, call.credits_known) for call in turn.calls]
     return (turn.pattern, turn.outcome, turn.degraded_reason, local(turn.committed_phase_id), legs,
-            turn.start_ns, turn.end_ns, turn.routing_latency_ms, turn.usage)
+            turn.start_ns, turn.end_ns, turn.routing_latency_ms, turn.usage, calls)
 
 
 def test_scrubbed_sessions_give_the_tailer_the_same_turns(raw, tmp_path):
@@ -94,6 +95,11 @@ def test_only_allowlisted_events_keep_data(raw, tmp_path):
                    if name not in ("shutdownType", "modelMetrics"))
         for figures in shutdown["modelMetrics"].values():
             assert sorted(figures) == ["requests", "totalNanoAiu", "usage"]
+        calls = [line["data"]["usage"] for line in lines if line["type"] == "session.usage_record"]
+        assert calls
+        for call in calls:  # a call's credits stay; the CLI's itemized billing does not
+            assert list(call["copilotUsage"]) == ["totalNanoAiu"]
+            assert type(call["copilotUsage"]["totalNanoAiu"]) is int
 
 
 def test_ids_are_replaced_consistently_within_a_session(raw, tmp_path):

@@ -1,27 +1,29 @@
 """The configs of Prometheus, the collector, Tempo and Grafana's provisioning.
 
-Prometheus is checked by the real promtool (Debian's 2.42 here; the stack runs
-3.x, so prometheus.yml keeps to keys both accept). The collector, Tempo and
-Grafana binaries cannot run here, so their files are checked by structure: the
-collector's pipelines against its components, Tempo's keys against Tempo
-3.0.3's configuration manifest, and every address against the compose services.
+Prometheus's files are checked by the real promtool at the version the stack runs
+(tests/services.py; the collector's by the real collector, in tests/test_services.py).
+Tempo and Grafana cannot be built here, so their files are checked by structure: Tempo's
+keys against Tempo 3.0.3's configuration manifest, and every address against the
+compose services.
 """
 
 import fnmatch
 import re
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 import yaml
 
 from compose_config import ENV_FILES, REPO, render
+from prom import promtool
 
 PROMETHEUS_DIR = REPO / "prometheus"
 TEMPO_MANIFEST = REPO.parent / "shared" / "schemas" / "tempo-3.0.3-manifest.yaml"
 # Tempo options whose content is free-form, not a fixed set of keys.
-TEMPO_FREE_FORM = {("distributor", "receivers"), ("overrides",)}
+TEMPO_FREE_FORM = {("distributor", "receivers")}
+# The OTLP/proto size of one turn's trace (root, routing and leg spans), measured on
+# tests/sessiongen.py's every_pattern session: about 3 KB.
+TRACE_BYTES = 3000
 
 
 @pytest.fixture(scope="module")
@@ -34,12 +36,6 @@ def load_yaml(relative):
     return yaml.safe_load((REPO / relative).read_text())
 
 
-def promtool(*args):
-    binary = shutil.which("promtool")
-    assert binary, "promtool is missing: apt-get install prometheus (Debian ships promtool with it)"
-    return subprocess.run([binary, *map(str, args)], capture_output=True, text=True, timeout=120)
-
-
 # Prometheus
 
 def test_prometheus_config_is_valid():
@@ -49,13 +45,6 @@ def test_prometheus_config_is_valid():
 
 def test_prometheus_rules_are_valid():
     result = promtool("check", "rules", *sorted((PROMETHEUS_DIR / "rules").glob("*.yml")))
-    assert result.returncode == 0, result.stdout + result.stderr
-
-
-def test_prometheus_rule_tests_pass():
-    tests = sorted((PROMETHEUS_DIR / "tests").glob("*.yml"))
-    assert tests
-    result = promtool("test", "rules", *tests)
     assert result.returncode == 0, result.stdout + result.stderr
 
 
@@ -79,35 +68,6 @@ def test_prometheus_loads_the_budget_rule_compose_writes(configs):
     patterns = load_yaml("prometheus/prometheus.yml")["rule_files"]
     config_dir = str(Path(config_file).parent)
     assert any(fnmatch.fnmatch(target, f"{config_dir}/{pattern}") for pattern in patterns)
-
-
-def test_budget_alert_fires_on_the_budget_compose_writes(configs, tmp_path):
-    """The whole mechanism: the rendered budget rule and our alert, in promtool's evaluator."""
-    (tmp_path / "credit-budget.yml").write_text(budget_rule(configs[".env.example"]))
-    alert = 'ALERTS{alertname="HydraFusionCreditBudgetExceeded", alertstate="firing", severity="warning"}'
-
-    def case(credits_every_2m, firing):
-        return {
-            "interval": "2m",
-            "input_series": [{
-                "series": 'hydrafusion_aiu_total{pattern="single", phase_kind="primary", model="m", committed="true"}',
-                "values": f"0+{credits_every_2m}x780",
-            }],
-            "promql_expr_test": [{
-                "expr": 'ALERTS{alertname="HydraFusionCreditBudgetExceeded"}', "eval_time": "25h",
-                "exp_samples": [{"labels": alert, "value": 1}] if firing else [],
-            }],
-        }
-
-    # 720 credits a day is over the budget of 300; 288 is not.
-    test_file = tmp_path / "budget_test.yml"
-    test_file.write_text(yaml.safe_dump({
-        "rule_files": [str(tmp_path / "credit-budget.yml"), str(PROMETHEUS_DIR / "rules" / "hydrafusion.yml")],
-        "evaluation_interval": "2m",
-        "tests": [case(1, firing=True), case(0.4, firing=False)],
-    }))
-    result = promtool("test", "rules", test_file)
-    assert result.returncode == 0, result.stdout + result.stderr
 
 
 def test_prometheus_scrapes_the_tailer_directly(configs):
@@ -134,11 +94,15 @@ def test_collector_pipelines_use_only_defined_components_and_every_defined_one()
     assert set(config["service"]["pipelines"]) == {"traces", "metrics"}
 
 
-def test_collector_components_are_types_contrib_0159_knows():
-    """From the collector's docs: the binary cannot run here (`otelcol-contrib validate`)."""
-    known = {"receivers": {"otlp"}, "processors": {"batch"}, "exporters": {"otlp_grpc", "otlp_http"}}
-    for kind, ids in collector_component_ids(load_yaml("collector/config.yaml")).items():
-        assert {component.split("/")[0] for component in ids} <= known[kind], kind
+def test_collector_answers_only_once_the_next_hop_has_the_data():
+    """No batch processor, no sending queue, no retries of the collector's own: the next
+    hop's answer is the client's answer (tests/test_collector_delivery.py shows it)."""
+    config = load_yaml("collector/config.yaml")
+    assert not config.get("processors")
+    assert all(not pipeline.get("processors") for pipeline in config["service"]["pipelines"].values())
+    for name, exporter in config["exporters"].items():
+        assert exporter["sending_queue"] == {"enabled": False}, name
+        assert exporter["retry_on_failure"] == {"enabled": False}, name
 
 
 def test_collector_listens_on_every_interface_on_the_published_ports(configs):
@@ -192,6 +156,20 @@ def test_the_tempo_key_check_catches_a_2x_key():
     config = {"server": {"http_listen_port": 3200, "grpc_port": 1},
               "distributor": {"receivers": {"otlp": {}}}, "ingester": {}}
     assert unknown_keys(config, manifest) == ["server.grpc_port", "ingester"]
+
+
+def test_tempo_keeps_a_backfill_live_without_dropping_spans():
+    """Past max_traces_per_user live traces Tempo drops new traces' spans with only a debug
+    log; past max_live_traces_bytes it makes pushes wait. The count limit must be the one
+    never reached: it must allow more traces than the byte cap holds."""
+    if not TEMPO_MANIFEST.is_file():
+        pytest.skip(f"{TEMPO_MANIFEST} is absent (a clone without ../shared): cannot check Tempo's keys")
+    manifest = yaml.safe_load(TEMPO_MANIFEST.read_text())
+    tempo = load_yaml("tempo/tempo.yaml")
+    limit = tempo["overrides"]["defaults"]["ingestion"]["max_traces_per_user"]
+    live_bytes = tempo.get("live_store", {}).get("max_live_traces_bytes",
+                                                 manifest["live_store"]["max_live_traces_bytes"])
+    assert limit * TRACE_BYTES > live_bytes > 0
 
 
 def test_tempo_receivers_listen_on_every_interface():

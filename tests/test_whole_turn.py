@@ -18,6 +18,7 @@ from sessiongen import WHOLE_SESSION_KINDS, SessionWriter, START, whole_session
 from tailer import checkpoint
 from tailer.events import Malformed, ModelCall, Usage, parse_line
 from tailer.exposition import Registry
+from tailer.logs import turn_line
 from tailer.metrics import MAX_MODELS, TurnMetrics
 from tailer.otlp import encode_request
 from tailer.spans import turn_spans
@@ -256,6 +257,67 @@ def test_a_damaged_usage_record_is_counted_and_the_turn_still_completes():
     metrics.count_turn(turn)
     assert shown(metrics, "hydrafusion_leg_call_mismatches_total", "phase_kind") == {("primary",): 1}
     assert not check.agrees  # the CLI counted the call the log's record lost
+
+
+def unpriced_session() -> SessionWriter:
+    """Usage records without `copilotUsage` (a CLI that did not report each call's
+    credits); the legs, the usage checkpoint and the shutdown still give credits."""
+    writer = SessionWriter(SESSION, START, call_credits=False)
+    writer.single("gpt-5.6-sol")
+    writer.cascade("mai-code-1.1-flash", "gpt-5.6-sol", verdict="reject", repair_model="gpt-5.6-sol")
+    writer.ordinary("claude-sonnet-4.6", calls=2)
+    writer.usage_checkpoint()
+    writer.single("gpt-5.6-sol", damaged_call=True, request_count=3)
+    writer.shutdown()
+    return writer
+
+
+def test_calls_of_unknown_credits_are_no_mismatch_and_no_price():
+    turns, checks = run(unpriced_session())
+    assert all(not call.credits_known and call.usage.nano_aiu == 0
+               for turn in turns for call in turn.calls)
+    single, reject, ordinary, damaged = turns
+    for turn in (single, reject):
+        assert all(turn.calls_difference(leg) is None for leg in turn.legs)
+        assert turn.usage.nano_aiu > 0 and turn.credits_known  # the legs' own credits
+    # a lost call still shows, in its request and tokens; its credits are not guessed at
+    difference = damaged.calls_difference(damaged.legs[0])
+    assert difference.request_count == 1 and difference.nano_aiu == 0
+    metrics = TurnMetrics(Registry())
+    for turn in turns:
+        metrics.count_turn(turn)
+    assert shown(metrics, "hydrafusion_leg_call_mismatches_total", "phase_kind") == {("primary",): 1}
+    # the CLI's credits-only checkpoint cannot be checked; its shutdown is, on all but credits
+    [check] = checks
+    assert (check.source, check.unpriced) == ("shutdown", frozenset(check.ours))
+    assert not check.agrees  # the damaged record's lost call
+    assert "ours aiu>=0 " in check.describe() and "calls=" in check.describe()
+    spans = decoded(ordinary)
+    assert not any("hydrafusion.aiu" in attrs(span) for span in spans)
+    assert " aiu=unknown" in turn_line(ordinary)
+    spans = {span["name"].split(" ")[0]: span for span in decoded(single)}
+    priced = {name: "hydrafusion.aiu" in attrs(span) for name, span in spans.items()}
+    assert (priced["hydrafusion"], priced["primary"], priced["chat"]) == (True, True, False)
+
+
+def test_totals_agree_with_a_ledger_of_unknown_credits():
+    writer = SessionWriter(SESSION, START, call_credits=False)
+    writer.single("gpt-5.6-sol")
+    writer.ordinary("claude-sonnet-4.6", calls=2)
+    writer.resume()
+    writer.single("gpt-5.6-sol")
+    writer.shutdown()
+    writer.shutdown(nano_aiu_off_by=5)  # credits are not compared: still agrees
+    assembler, checks = SessionTurns(SESSION), []
+    for record in records(writer):
+        assembler.feed(record)
+        checks += assembler.take_reconciliations()
+        context = assembler.context
+        saved = json.loads(json.dumps(checkpoint.context_to_data(context)))
+        assert checkpoint.context_from_data(saved) == context
+    assert [(c.scope, c.agrees) for c in checks] == [("run", True), ("run", True)]
+    assert assembler.context.log_unpriced == {"gpt-5.6-sol", "claude-sonnet-4.6"}
+    assert assembler.context.run_unpriced == {"gpt-5.6-sol"}
 
 
 def test_calls_and_tools_need_no_fusion_block_to_join_a_routed_turn():

@@ -1,0 +1,99 @@
+"""The collector, Prometheus and promtool the tests run are the ones docker-compose.yml pins.
+
+tests/build-services builds them from source (tests/services.py finds them); here each
+binary's own `--version` is compared with the compose file's image tag, the collector's
+components with what collector/config.yaml uses, and the collector's own `validate` is
+run on collector/config.yaml.
+"""
+
+import json
+import os
+import re
+import subprocess
+import urllib.request
+
+import pytest
+import yaml
+
+from prom import REPO, running_prometheus
+from services import BUILD_SERVICES, binary, parse_build_output
+
+COMPONENT_KINDS = ("receivers", "processors", "exporters", "extensions", "connectors")
+
+
+def image_tag(image: str) -> str:
+    compose = yaml.safe_load((REPO / "docker-compose.yml").read_text())
+    [tag] = [service["image"].rsplit(":", 1)[1] for service in compose["services"].values()
+             if service.get("image", "").startswith(image + ":")]
+    return tag
+
+
+def version_output(name: str) -> str:
+    result = subprocess.run([binary(name), "--version"], capture_output=True, text=True, timeout=30)
+    assert result.returncode == 0, result.stderr
+    return result.stdout + result.stderr
+
+
+def otelcol(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([binary("otelcol"), *args], capture_output=True, text=True, timeout=60)
+
+
+def test_the_collector_is_the_composed_version():
+    assert version_output("otelcol").split() == ["otelcol", "version",
+                                                 image_tag("otel/opentelemetry-collector-contrib")]
+
+
+@pytest.mark.parametrize("name", ["prometheus", "promtool"])
+def test_prometheus_and_promtool_are_the_composed_version(name):
+    match = re.match(rf"{name}, version (\S+) ", version_output(name))
+    assert match, version_output(name)
+    assert "v" + match.group(1) == image_tag("prom/prometheus")
+
+
+def test_the_collector_has_exactly_the_components_its_config_uses_at_its_version():
+    components = yaml.safe_load(otelcol("components").stdout)
+    config = yaml.safe_load((REPO / "collector" / "config.yaml").read_text())
+    version = image_tag("otel/opentelemetry-collector-contrib")
+    for kind in COMPONENT_KINDS:
+        built = {component["name"] for component in components[kind]}
+        used = {name.split("/", 1)[0] for name in config.get(kind) or {}}
+        assert built == used, kind
+        for component in components[kind]:
+            assert component["module"].endswith(f" v{version}"), component
+
+
+def test_the_collector_validates_the_stack_config():
+    """`validate` builds every component without starting it: tempo and prometheus are not
+    looked up, so the stack's hostnames pass here."""
+    result = otelcol("validate", f"--config={REPO / 'collector' / 'config.yaml'}")
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_validate_refuses_a_misspelt_delivery_setting(tmp_path):
+    config = (REPO / "collector" / "config.yaml").read_text()
+    misspelt = tmp_path / "config.yaml"
+    misspelt.write_text(config.replace("sending_queue:", "sending_queu:", 1))
+    result = otelcol("validate", f"--config={misspelt}")
+    assert result.returncode != 0 and "sending_queu" in result.stdout + result.stderr
+
+
+def test_build_services_prints_one_absolute_path_per_binary_and_nothing_else():
+    result = subprocess.run([str(BUILD_SERVICES)], capture_output=True, text=True, timeout=30 * 60)
+    assert result.returncode == 0, result.stderr[-4000:]
+    paths = parse_build_output(result.stdout)
+    assert all(os.path.isabs(path) and os.access(path, os.X_OK) for path in paths.values())
+
+
+def test_the_built_prometheus_runs_the_stack_config_and_answers_its_api(tmp_path):
+    """Built without the UI assets and the cloud service discoveries: the stack's own
+    prometheus.yml and rules load (with the stack's feature flags), and the HTTP API,
+    which is all the stack's clients use, answers."""
+    config = yaml.safe_load((REPO / "prometheus" / "prometheus.yml").read_text())
+    config["rule_files"] = [str(REPO / "prometheus" / pattern) for pattern in config["rule_files"]]
+    rules = yaml.safe_load((REPO / "prometheus" / "rules" / "hydrafusion.yml").read_text())
+    with running_prometheus(tmp_path, [], extra_config=config) as prom:
+        with urllib.request.urlopen(f"{prom.url}/api/v1/rules", timeout=10) as response:
+            loaded = json.load(response)["data"]["groups"]
+        assert prom.query("vector(1)")[0]["value"][1] == "1"
+    assert {group["name"]: len(group["rules"]) for group in loaded} == {
+        group["name"]: len(group["rules"]) for group in rules["groups"]}
