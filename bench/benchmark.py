@@ -56,7 +56,7 @@ from tailer.lines import LineReader  # noqa: E402
 
 MB = 1_000_000  # every size and rate here is in decimal megabytes
 SEED = 20261103
-DATA_VERSION = 3  # bump when the generated data changes, so kept data is made again
+DATA_VERSION = 4  # bump when the generated data changes, so kept data is made again
 DATA_KINDS = ("escape-heavy", "plain")
 MODELS = ("gpt-5.6-sol", "claude-sonnet-4.6", "gemini-3.1-pro", "mai-code-1.1-flash")
 ROLLUP_PREFIX = '{"type":"session.fusion_completed"'
