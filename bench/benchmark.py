@@ -1,4 +1,4 @@
-"""Measure the tailer against the targets of issue 4, in one run, on one generated data set.
+"""Measure the tailer against the targets of issues 4 and 11, in one run, on generated data.
 
     python bench/benchmark.py             # the full run: about 1 GB, 60 s idle, several minutes
     python bench/benchmark.py --quick     # a smoke run: small data, 10 s idle, about a minute
@@ -57,7 +57,7 @@ from tailer.lines import LineReader  # noqa: E402
 
 MB = 1_000_000  # every size and rate here is in decimal megabytes
 SEED = 20261103
-DATA_VERSION = 3  # bump when the generated data changes, so kept data is made again
+DATA_VERSION = 4  # bump when the generated data changes, so kept data is made again
 DATA_KINDS = ("escape-heavy", "plain")
 MODELS = ("gpt-5.6-sol", "claude-sonnet-4.6", "gemini-3.1-pro", "mai-code-1.1-flash")
 ROLLUP_PREFIX = '{"type":"session.fusion_completed"'
@@ -537,9 +537,12 @@ def wait_until_quiet(pid: int, timeout: float = 120.0) -> float:
 
 
 def warnings_in(log_path: Path) -> list[str]:
-    """The daemon's warnings, but for its per-turn lines (a route failure is logged as one)."""
+    """The daemon's warnings, but for its per-turn lines (a route failure is logged as one)
+    and its checks of the CLI's totals: the padding's model calls are not in the totals the
+    generated sessions end with, so every backfill session disagrees, as the data is made."""
     return [line for line in log_path.read_text(errors="replace").splitlines()
-            if " WARNING " in line and " WARNING fusion " not in line]
+            if " WARNING " in line and " WARNING fusion " not in line
+            and "our sums differ from the CLI's" not in line]
 
 
 # -- The measurements ---------------------------------------------------------------------

@@ -322,12 +322,17 @@ class Tailer:
             )
             return None
         self.metrics.count_event(record)
-        self._warn_drift(record)
+        if record.event_type:  # only a record with notes, or of an unknown type, names it
+            self._warn_drift(record)
         if not isinstance(record, events.UnknownFusionEvent):
-            self._finished(session.turns.feed(record), done)
-            for check in session.turns.take_reconciliations():
-                self.metrics.count_reconciliation(check)
-                log.log(logging.DEBUG if check.agrees else logging.WARNING, "%s", check.describe())
+            finished = session.turns.feed(record)
+            if finished:
+                self._finished(finished, done)
+            if isinstance(record, events.SessionTotals):
+                for check in session.turns.take_reconciliations():
+                    self.metrics.count_reconciliation(check)
+                    log.log(logging.DEBUG if check.agrees else logging.WARNING, "%s",
+                            check.describe())
         return True
 
     def _warn_drift(self, record: events.Event) -> None:

@@ -26,7 +26,6 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
-from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Callable, Iterator, NamedTuple
 
@@ -41,8 +40,10 @@ class NotARegularFile(OSError):
     """A log that is a FIFO, a device or a folder: never opened for reading (it may block)."""
 
 
-@dataclass(frozen=True, slots=True)
-class Line:
+class Line(NamedTuple):
+    """One complete line. A tuple: one is made for every line handed out, and a tuple is
+    made several times faster than a frozen dataclass."""
+
     number: int  # 1-based, for messages that point a user at the damage
     data: bytes  # without its newline; only the head when oversized
     end_offset: int  # the byte position just past this line's newline

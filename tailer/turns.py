@@ -516,6 +516,8 @@ class SessionTurns:
 
     def feed(self, event: Event) -> list[Turn]:
         """Take one record; return the turns it finished (often none)."""
+        if isinstance(event, (ModelCall, ToolStarted, ToolCompleted)):
+            return self._detail(event)
         if isinstance(event, SessionTotals):
             finished = self.finish_open() if isinstance(event, SessionEnded) else []
             self._reconcile(event)
@@ -541,8 +543,6 @@ class SessionTurns:
             else:
                 turn.route_failure = event
             return finished
-        if isinstance(event, ModelCall):
-            self._account(event.model, event.usage, event.credits_known)
         turn = self._owner(event)
         if turn is None:
             return []
@@ -552,10 +552,6 @@ class SessionTurns:
             if turn.route_failure is not None:
                 # The fallback leg is the last thing the CLI logs for a failed route.
                 return [self._finish(turn)]
-        elif isinstance(event, ModelCall):
-            turn.calls.append(event)
-        elif isinstance(event, (ToolStarted, ToolCompleted)):
-            turn.tool_events.append(event)
         elif isinstance(event, Handoff):
             turn.handoffs.append(event)
         elif isinstance(event, CommitStarted):
@@ -563,6 +559,19 @@ class SessionTurns:
         elif isinstance(event, Completed):
             turn.completed = event
             return [self._finish(turn)]
+        return []
+
+    def _detail(self, event: ModelCall | ToolStarted | ToolCompleted) -> list[Turn]:
+        """A model call or a tool event: most records of a log, so they skip feed's tests."""
+        if isinstance(event, ModelCall):
+            self._account(event.model, event.usage, event.credits_known)
+            turn = self._owner(event)
+            if turn is not None:
+                turn.calls.append(event)
+        else:
+            turn = self._owner(event)
+            if turn is not None:
+                turn.tool_events.append(event)
         return []
 
     def finish_open(self, keep: str | None = None) -> list[Turn]:
@@ -597,7 +606,8 @@ class SessionTurns:
         for ledger, unpriced in ((context.run, context.run_unpriced),
                                  (context.log, context.log_unpriced)):
             if ledger is not None:
-                ledger[model] = ledger.get(model, Usage()) + usage
+                known = ledger.get(model)
+                ledger[model] = usage if known is None else known + usage
                 if not credits_known:
                     unpriced.add(model)
 

@@ -91,7 +91,7 @@ def test_non_fusion_lines_are_ignored_without_parsing(monkeypatch):
     def refuse(*_):
         raise AssertionError("parsed a line that cannot matter")
 
-    monkeypatch.setattr(events.json, "loads", refuse)
+    monkeypatch.setattr(events, "_loads", refuse)
     assert parse_line(line("assistant.message", {"content": "hello"})) is None
     assert parse_line(line("assistant.reasoning", {"content": "x" * 100_000})) is None
     # The type the line starts with decides, whatever the line quotes.
@@ -461,8 +461,8 @@ BULK = 'pytest -q "x",\\"y\\" \n\u2028 caf\u00e9 {"a": [1, ","]} ,"fusion":{' * 
 
 
 def json_loads_sizes(monkeypatch) -> list[int]:
-    sizes, loads = [], json.loads
-    monkeypatch.setattr(events.json, "loads", lambda text: sizes.append(len(text)) or loads(text))
+    sizes, loads = [], events._loads
+    monkeypatch.setattr(events, "_loads", lambda text: sizes.append(len(text)) or loads(text))
     return sizes
 
 
@@ -632,3 +632,53 @@ def test_any_parsed_record_is_within_the_documented_ranges(raw):
         assert_in_range(result)
     else:
         assert isinstance(result, Malformed) and result.reason.isidentifier()
+
+
+def _outcome(read, raw):
+    """What reading gives: the value, or the kind of failure parse_line tells apart."""
+    try:
+        return "value", read(raw)
+    except UnicodeDecodeError:
+        return "invalid_utf8", None
+    except ValueError:
+        return "invalid_json", None
+    except RecursionError:
+        return "too_deep", None
+
+
+_JSONISH = st.one_of(
+    st.builds(lambda v: json.dumps({"type": v}, ensure_ascii=False).encode(), _JSON_VALUES),
+    st.builds(lambda v, junk: json.dumps({"type": v}).encode() + junk, _JSON_VALUES,
+              st.binary(max_size=6) | st.sampled_from([b" \t\r\n", b"\xed\xa0\x80", b"}"])),
+    st.binary(max_size=60).map(lambda b: b'{"' + b),
+    st.binary(max_size=20),
+)
+
+
+@given(_JSONISH)
+def test_the_parsers_json_reading_is_json_loads(raw):
+    """events._loads skips json.loads' wrappers, never its answers: the same value for
+    every text, the same failure for every other."""
+    assert _outcome(events._loads, raw) == _outcome(json.loads, raw)
+
+
+_TYPES_AND_LOOKALIKES = st.sampled_from([
+    "session.fusion_resolved", "session.fusion_", "assistant.fusion_x", "session.shutdown",
+    "session.shutdowns", "session.usage_record", "tool.execution_start", "tool.execution_",
+    "user.message", "assistant.message", "", "session.start", 'a\\"b', "x" * 201,
+])
+
+
+@given(_TYPES_AND_LOOKALIKES,
+       st.sampled_from([b'{"type":"', b' {"type": "', b'{"data":{},"type":"', b"\0"]),
+       st.sampled_from([b'","data":{}}', b'"session.shutdown"', b'"}', b""]))
+def test_may_be_read_decides_by_the_leading_type_as_the_markers_do(event_type, start, rest):
+    """The quick look at a line's start gives what searching it for the markers gives: a
+    line starting with a type is read by that type alone; any other, by its markers."""
+    raw = start + event_type.encode() + rest
+    leading = events._LEADING_TYPE.match(raw)
+    if leading is not None:
+        expected = events._ANY_MARKER.match(raw, leading.start(1) - 1) is not None
+    else:
+        expected = events._ANY_MARKER.search(raw) is not None
+    assert events.may_be_read(raw) == expected
