@@ -38,6 +38,7 @@ from otlp_sink import OtlpSink, plain_attributes
 from prom import free_port, running_prometheus
 from sessiongen import SessionWriter, every_pattern
 from tailer import demo
+from tailer.remote_write import RemoteWriter
 from tailerproc import running_tailer
 
 TURNS = fixture_turns()
@@ -313,3 +314,29 @@ def test_ratios_are_0_without_a_numerator_and_empty_without_a_denominator(tmp_pa
                          "Compound rate": [0], "Rejection rate": [None], "Review share of credits": [0, 0]}
     assert quiet == {"Credits": [0], "Credits on multi-model turns": [0, None], "Compound rate": [None],
                      "Rejection rate": [None], "Review share of credits": [None, None]}
+
+
+def test_collector_and_tempo_drops_count_series_born_in_the_window(tmp_path):
+    """Their counters appear at their first loss, already at its count: a series born in
+    the window counts whole, an older one by its increase, and the stat is 0 without any."""
+    hour = 3600
+    start = (int(time()) // hour - 6) * hour
+    series = {
+        # 5 before the window, 12 inside it
+        (("__name__", "otelcol_exporter_send_failed_spans"), ("exporter", "otlp_grpc/tempo")):
+            [(start, 5.0), (start + hour, 5.0), (start + 2 * hour, 17.0)],
+        # born inside the window at 40, then 45
+        (("__name__", "tempo_discarded_spans_total"), ("reason", "trace_too_large")):
+            [(start + hour + 60, 40.0), (start + 2 * hour, 45.0)],
+        # refused before the window only
+        (("__name__", "otelcol_receiver_refused_spans"), ("receiver", "otlp"), ("transport", "http")):
+            [(start - 60, 3.0), (start + 2 * hour, 3.0)],
+    }
+    with running_prometheus(tmp_path, [], extra_config={"storage": {"tsdb": {"out_of_order_time_window": "31d"}}},
+                            extra_flags=["--web.enable-remote-write-receiver"]) as prom:
+        RemoteWriter(f"{prom.url}/api/v1/write").push(
+            [(list(labels), [(at * 1000, value) for at, value in samples]) for labels, samples in series.items()])
+        (expr,) = [expr for title, expr in dash.prometheus_exprs(2 * hour) if title == "Collector and Tempo drops"]
+        assert only_value(prom.query(expr, time=start + 2 * hour)) == 12 + 45
+        (quiet,) = [expr for title, expr in dash.prometheus_exprs(600) if title == "Collector and Tempo drops"]
+        assert only_value(prom.query(quiet, time=start - 120)) == 0
