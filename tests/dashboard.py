@@ -27,6 +27,10 @@ CONTRACT_COUNTERS_AND_GAUGES = frozenset({
     "hydrafusion_tokens_total",
     "hydrafusion_requests_total",
     "hydrafusion_route_failures_total",
+    "hydrafusion_judged_turns_total",
+    "hydrafusion_prompts_total",
+    "hydrafusion_prompt_aiu_total",
+    "hydrafusion_prompt_model_calls_total",
     "hydrafusion_tailer_lines_total",
     "hydrafusion_tailer_malformed_lines_total",
     "hydrafusion_tailer_sessions",
@@ -36,17 +40,25 @@ CONTRACT_COUNTERS_AND_GAUGES = frozenset({
     "hydrafusion_tailer_last_event_timestamp_seconds",
     "hydrafusion_tailer_unknown_fields_total",
     "hydrafusion_tailer_unknown_events_total",
+    "hydrafusion_tailer_missing_fields_total",
+    "hydrafusion_tailer_pending_spans",
     "hydrafusion_tailer_build_info",
 })
 CONTRACT_HISTOGRAMS = frozenset({
     "hydrafusion_turn_duration_seconds",
     "hydrafusion_leg_duration_seconds",
     "hydrafusion_routing_latency_seconds",
+    "hydrafusion_prompt_duration_seconds",
 })
 CONTRACT_METRICS = CONTRACT_COUNTERS_AND_GAUGES | CONTRACT_HISTOGRAMS
 
 # Series Prometheus makes itself, which the dashboard may also read.
 PROMETHEUS_OWN_METRICS = frozenset({"up"})
+
+# The collector's and Tempo's own metrics (prometheus/prometheus.yml scrapes both), named
+# by a __name__ regex because their exposition may or may not add _total.
+COMPONENT_METRICS = ("otelcol_exporter_send_failed_spans", "otelcol_receiver_refused_spans",
+                     "tempo_discarded_spans")
 
 # Span attributes of the tailer's traces (issue 2's contract): the turn's root
 # span, and each leg's span. Both carry the GenAI inference set.
@@ -134,16 +146,26 @@ def targets(dashboard, datasource_type):
 _VARIABLE = re.compile(r"\$\{(\w+)(?::\w+)?\}|\$(\w+)")
 
 
-def substitute(text, window_seconds, variables=None, dashboard=None):
-    """Replace Grafana's $__range, $__rate_interval and dashboard variables.
+def default_value(variable):
+    """What Grafana puts in place of a variable left as the dashboard opens."""
+    if variable.get("includeAll"):
+        return ALL
+    return variable["current"]["value"]
 
-    Variables not given are "All". A name that is neither a built-in nor a
-    dashboard variable raises KeyError, so a typo cannot pass unseen.
+
+def substitute(text, window_seconds, variables=None, dashboard=None, step_seconds=None):
+    """Replace Grafana's $__range, $__interval, $__rate_interval and dashboard variables.
+
+    Variables not given keep their default ("All" where they have one). A name that is
+    neither a built-in nor a dashboard variable raises KeyError, so a typo cannot pass
+    unseen. step_seconds is a range query's step ($__interval).
     """
     dashboard = dashboard or load_dashboard()
-    values = {variable["name"]: ALL for variable in dashboard["templating"]["list"]}
+    values = {variable["name"]: default_value(variable) for variable in dashboard["templating"]["list"]}
     values.update(variables or {})
     values["__range"] = f"{int(window_seconds)}s"
+    if step_seconds is not None:
+        values["__interval"] = f"{int(step_seconds)}s"
     values["__rate_interval"] = RATE_INTERVAL
 
     def replace(match):
@@ -153,13 +175,19 @@ def substitute(text, window_seconds, variables=None, dashboard=None):
 
 
 def prometheus_exprs(window_seconds, variables=None):
-    """(panel title, expr) for every PromQL expression on the dashboard, ready to run.
-
-    Every one is an instant query over the whole window: run it at the window's end.
-    """
+    """(panel title, expr) for every instant PromQL expression on the dashboard, ready to
+    run: each is a query over the whole window, to run at the window's end."""
     dashboard = load_dashboard()
     return [(title, substitute(target["expr"], window_seconds, variables, dashboard))
-            for title, target in targets(dashboard, "prometheus")]
+            for title, target in targets(dashboard, "prometheus") if target.get("instant")]
+
+
+def prometheus_range_exprs(step_seconds, variables=None):
+    """(panel title, expr) for every range (time series) PromQL expression, for a range
+    query with that step: each point counts the step that ends at it."""
+    dashboard = load_dashboard()
+    return [(title, substitute(target["expr"], step_seconds, variables, dashboard, step_seconds))
+            for title, target in targets(dashboard, "prometheus") if not target.get("instant")]
 
 
 def traceql_queries(window_seconds, variables=None):
@@ -219,6 +247,18 @@ def metric_families_used():
     return families
 
 
+def links(dashboard):
+    """(panel title, url) of every data link on the dashboard: field defaults and overrides."""
+    found = []
+    for panel in all_panels(dashboard):
+        field_config = panel.get("fieldConfig", {})
+        holders = [field_config.get("defaults", {}).get("links", [])]
+        holders += [prop["value"] for override in field_config.get("overrides", [])
+                    for prop in override["properties"] if prop["id"] == "links"]
+        found += [(panel["title"], link["url"]) for holder in holders for link in holder]
+    return found
+
+
 def _label_values_metric(expr):
     """label_values(metric, label) is Grafana's variable syntax, not PromQL."""
     match = re.fullmatch(r"label_values\((\w+),\s*\w+\)", expr.strip())
@@ -229,7 +269,7 @@ _SPAN_ATTRIBUTE = re.compile(r"\bspan\.([A-Za-z_][\w.]*)")
 
 
 def traceql_span_attributes():
-    """Span attributes the dashboard's TraceQL queries name (all on the turn's root span)."""
+    """Span attributes the dashboard's TraceQL queries name (on turns' root spans and legs)."""
     dashboard = load_dashboard()
     attributes = set()
     for _, target in targets(dashboard, "tempo"):

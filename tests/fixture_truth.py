@@ -25,6 +25,7 @@ class Leg:
     nano_aiu: int
     input_tokens: int
     cached_tokens: int
+    request_count: int = 0
     committed: bool = False
 
 
@@ -80,7 +81,7 @@ def session_turns(session_id: str, lines: list[dict]) -> list[Turn]:
             usage = data["usage"]
             turn.legs.append(Leg(data["phaseId"], data["phaseKind"], data["model"], data["status"],
                                  data.get("verdict"), usage["totalNanoAiu"], usage["inputTokens"],
-                                 usage["cachedTokens"]))
+                                 usage["cachedTokens"], usage["requestCount"]))
         elif kind == "session.fusion_handoff":
             turn.handoff_targets.append(data["targetPhaseId"])
         elif kind == "session.fusion_commit_started":

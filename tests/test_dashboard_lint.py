@@ -10,6 +10,7 @@ uses are checked against the tailer's contract (tests/dashboard.py).
 
 import json
 import re
+import urllib.parse
 
 import pytest
 import yaml
@@ -30,6 +31,10 @@ SCHEMA_EXCEPTIONS = [
      "override values are strings, numbers, booleans or lists (displayName, decimals, links); "
      "the schema types them as objects",
      "panels.*.fieldConfig.overrides.*.properties.*.value"),
+    ("field data links",
+     "a field's data links are {title, url}; the schema types them as dashboard links "
+     "(the links above the panels, with type, icon, tags, ...)",
+     "panels.*.fieldConfig.defaults.links.*"),
     ("Tempo variable query",
      "the Tempo datasource's variable query is {type, label, refId}; the schema allows only a "
      "string or an object of objects",
@@ -38,11 +43,18 @@ SCHEMA_EXCEPTIONS = [
 # Panel types with no schema in ../shared/schemas/grafana.
 UNSCHEMED_PANEL_TYPES = {"row", "traces"}
 
-# The questions of issue 3, in the order the page answers them.
+# Health first, then the questions of issues 3 and 13, in the order the page answers them.
 QUESTION_PANELS = [
+    "Tailer",
+    "Credits",
+    "Credits on multi-model turns",
     "Compound rate",
     "Rejection rate",
     "Review share of credits",
+    "Fusion vs ordinary turns",
+    "Credits by model over time",
+    "Compound rate over time",
+    "Rejection rate over time",
     "Credits by model",
     "Credits by leg kind",
     "Leg ledger",
@@ -141,19 +153,52 @@ def test_panels_are_laid_out_in_page_order(dashboard):
 
 
 def test_every_statistic_follows_the_time_picker(dashboard):
-    """Counters are read only as increase(...[$__range] anchored): never totals since the
-    tailer started, and never extrapolated (docs/METRICS.md, "Counting over a window")."""
+    """Counters are read only as increase(...[$__range] anchored) in a statistic, and as
+    increase(...[$__interval] anchored) in a time series, whose points then tile the range:
+    never totals since the tailer started, and never extrapolated (docs/METRICS.md,
+    "Counting over a window")."""
     for title, target in dash.targets(dashboard, "prometheus"):
         expr = target["expr"]
-        assert target.get("instant") is True, title
-        assert set(RANGE_SELECTOR.findall(expr)) <= {"$__range"}, f"{title}: fixed window in {expr}"
-        for name in dash.metric_names(expr):
-            if name.endswith(("_total", "_bucket", "_sum", "_count")):
-                mentions = re.findall(rf"(?<![\w:]){name}(?![\w:])", expr)
-                windowed = re.findall(
-                    rf"\bincrease\(\s*{name}(?:\{{[^}}]*\}})?\[\$__range\] anchored\)", expr)
-                assert len(windowed) == len(mentions), \
-                    f"{title}: {name} read outside increase(...[$__range] anchored)"
+        window = "$__range" if target.get("instant") else "$__interval"
+        # A time series' point stands for the bucket that begins at it, so today's bucket
+        # shows today's turns so far (Grafana's last point is at or before now).
+        shift = "" if target.get("instant") else re.escape(" offset -$__interval")
+        assert target.get("instant") is not target.get("range"), title
+        assert set(RANGE_SELECTOR.findall(expr)) <= {window}, \
+            f"{title}: fixed window in {expr}"
+        counters = [name for name in dash.metric_names(expr)
+                    if name.endswith(("_total", "_bucket", "_sum", "_count"))]
+        for selector in set(re.findall(r'\{__name__=~"[^"]*"\}', expr)):
+            # The collector's and Tempo's series: by their increase, and whole when born
+            # inside the window (tested in test_dashboard_queries).
+            held = re.escape(selector)
+            bare = re.sub(rf"\bincrease\({held}\[\$__range\] anchored\)|{held} offset \$__range|{held} unless", "", expr)
+            assert selector not in bare, f"{title}: {selector} read outside the window"
+        for name in counters:
+            mentions = re.findall(rf"(?<![\w:]){re.escape(name)}(?![\w:])", expr)
+            windowed = re.findall(
+                rf"\bincrease\(\s*{re.escape(name)}(?:\{{[^}}]*\}})?\[{re.escape(window)}\] anchored{shift}\)", expr)
+            assert len(windowed) == len(mentions), \
+                f"{title}: {name} read outside increase(...[{window}] anchored)"
+
+
+def test_time_series_buckets_lie_on_the_history_grid(dashboard):
+    """History has a sample every 5 minutes (and at every turn's end), so a bucket that is a
+    multiple of 5 minutes has a sample at each of its ends: no gap, no spike at the seam
+    between history and scrapes. Each time series takes its step from the Bucket setting."""
+    (bucket,) = [v for v in dashboard["templating"]["list"] if v["name"] == "bucket"]
+    assert bucket["type"] == "interval" and not bucket.get("auto")
+    seconds = {"m": 60, "h": 3600, "d": 86400}
+    options = [option["value"] for option in bucket["options"]]
+    assert options == bucket["query"].split(",") == ["1h", "1d"]
+    assert all(int(o[:-1]) * seconds[o[-1]] % 300 == 0 for o in options)
+    assert bucket["current"]["value"] == "1d"
+    series = [p for p in dash.all_panels(dashboard) if p["type"] == "timeseries"]
+    assert {p["title"] for p in series} == {
+        "Credits by model over time", "Compound rate over time", "Rejection rate over time"}
+    for panel in series:
+        assert panel["interval"] == "$bucket", panel["title"]
+        assert all(target["range"] and not target["instant"] for target in panel["targets"])
 
 
 def test_every_promql_expression_parses(dashboard, tmp_path):
@@ -180,13 +225,14 @@ def test_metric_names_finds_series_but_not_functions_labels_or_numbers():
 
 
 def test_every_span_attribute_the_stack_queries_is_in_the_tailer_contract():
-    assert dash.traceql_span_attributes() <= dash.ROOT_SPAN_ATTRIBUTES
+    assert dash.traceql_span_attributes() <= dash.ROOT_SPAN_ATTRIBUTES | dash.LEG_SPAN_ATTRIBUTES
     assert dash.span_attributes_used() <= dash.ROOT_SPAN_ATTRIBUTES | dash.LEG_SPAN_ATTRIBUTES
 
 
 def test_every_variable_a_query_uses_is_defined():
     """substitute() raises KeyError for an unknown variable."""
     assert dash.prometheus_exprs(3600)
+    assert dash.prometheus_range_exprs(3600)
     assert dash.traceql_queries(3600, {"traceId": "0123456789abcdef0123456789abcdef"})
 
 
@@ -196,9 +242,54 @@ def test_variables_filter_by_pattern_model_and_session(dashboard):
     assert variables["model"]["query"] == "label_values(hydrafusion_legs_total, model)"
     assert variables["session"]["datasource"]["type"] == "tempo"
     assert variables["session"]["query"]["label"] == "gen_ai.conversation.id"
-    for name in ("pattern", "model", "session"):
+    assert variables["phase"]["query"] == "label_values(hydrafusion_legs_total, phase_kind)"
+    for name in ("pattern", "model", "phase", "session"):
         assert variables[name]["includeAll"] and variables[name]["allValue"] == dash.ALL, name
     assert variables["traceId"]["type"] == "textbox"
+    # The Draft filter is a condition on a leg: "any" holds for every leg.
+    rejected = variables["rejected"]
+    assert {o["text"]: o["value"] for o in rejected["options"]} == {
+        "any": "span.hydrafusion.phase.id != nil",
+        "sent back": 'span.hydrafusion.phase.verdict =~ "reject|revise"'}
+    assert rejected["current"]["value"] == "span.hydrafusion.phase.id != nil"
+
+
+def test_every_data_link_sets_only_variables_that_exist(dashboard):
+    """A link that sets var-x for a variable the dashboard lacks would silently filter
+    nothing; ${x:queryparam} of a missing variable would be left in the URL."""
+    variables = {v["name"]: v for v in dashboard["templating"]["list"]}
+    found = dash.links(dashboard)
+    assert {title for title, _ in found} >= {
+        "Credits by model over time", "Credits by model", "Leg ledger", "Rejection rate", "Turns"}
+    for title, url in found:
+        assert url.startswith(f"/d/{dashboard['uid']}/"), (title, url)
+        query = url.split("?", 1)[1]
+        set_ = re.findall(r"(?:^|&)var-(\w+)=", query)
+        carried = re.findall(r"\$\{(\w+):queryparam\}", query)
+        assert set_ and set(set_) | set(carried) <= variables.keys(), (title, url)
+        assert len(set_ + carried) == len(set(set_ + carried)), f"{title}: a variable set twice"
+        for name, value in re.findall(r"(?:^|&)var-(\w+)=([^&$]+)", query):
+            options = [o["value"] for o in variables[name].get("options", [])]
+            allowed = options + (["All"] if variables[name].get("includeAll") else [])
+            if options or value == "All":
+                assert urllib.parse.unquote(value) in allowed, (title, name, value)
+
+
+def test_a_click_filters_the_turn_list_to_what_was_clicked(dashboard):
+    by_title = {}
+    for title, url in dash.links(dashboard):
+        by_title.setdefault(title, []).append(url)
+    (model_link,) = by_title["Credits by model over time"]
+    assert "var-model=${__field.labels.model}" in model_link
+    assert "var-phase=${__data.fields.phase_kind}" in by_title["Leg ledger"][0]
+    assert "var-model=${__data.fields.model}" in by_title["Leg ledger"][0]
+    (rejected,) = by_title["Rejection rate"]
+    assert urllib.parse.unquote(rejected.split("var-rejected=")[1].split("&")[0]) == \
+        'span.hydrafusion.phase.verdict =~ "reject|revise"'
+    turns = next(p for p in dash.all_panels(dashboard) if p["title"] == "Turns")
+    query = turns["targets"][0]["query"]
+    for name in ("model", "phase", "rejected", "pattern", "session"):
+        assert f"${name}" in query, name
 
 
 def test_datasources_the_dashboard_uses_are_provisioned(dashboard):
@@ -215,9 +306,18 @@ def test_turns_table_shows_one_row_per_turn_with_its_figures(dashboard):
     panel = next(p for p in dash.all_panels(dashboard) if p["title"] == "Turns")
     (target,) = panel["targets"]
     assert target["tableType"] == "spans" and target["queryType"] == "traceql"
-    # One matching span per trace: the root, named "hydrafusion {pattern}" (the
-    # route span "route hydrafusion" carries the pattern too, the legs do not).
-    assert target["query"].startswith('{ name =~ "hydrafusion .*" && ')
+    # One matching span per trace: the root, named "hydrafusion {pattern}" (the route span
+    # "route hydrafusion" carries the pattern too, the legs do not), that is an ancestor
+    # (<<) of a leg matching the filters. The model is matched against the leg's own model
+    # with TraceQL's fully anchored =~: whole names, never a substring of the turn's list.
+    leg, root = re.fullmatch(r"\{ (.*) \}\n<< \{ (.*) \}\n\| select\(.*\)\nwith \(most_recent=true\)",
+                             target["query"]).groups()
+    assert root.startswith('name =~ "hydrafusion .*" && ')
+    assert 'span.gen_ai.response.model =~ "$model"' in leg.split(" && ")
+    assert "hydrafusion.models" not in target["query"]
+    # Newest first however many match: Tempo's most_recent hint, and the table sorted by time.
+    assert target["limit"] >= 1000
+    assert panel["options"]["sortBy"] == [{"displayName": "Time", "desc": True}]
     selected = re.search(r"\| select\(([^)]*)\)", target["query"]).group(1)
     assert [c.strip() for c in selected.split(",")] == [
         "span.hydrafusion.pattern", "span.hydrafusion.model_sequence", "span.hydrafusion.verdict",
@@ -241,10 +341,34 @@ def test_clicking_a_turn_shows_its_waterfall_on_the_same_page(dashboard):
     assert [t["query"] for t in waterfall["targets"]] == ["${traceId}"]
 
 
+def test_health_comes_first_and_turns_red(dashboard):
+    """The first row: each stat red on trouble (the tailer down, damaged lines, spans
+    waiting or lost anywhere, the log format drifted), green when all is well."""
+    panels = dash.all_panels(dashboard)
+    assert panels[0]["type"] == "row" and panels[0]["title"] == "Tailer health"
+    end = next(i for i, p in enumerate(panels[1:], 1) if p["type"] == "row")
+    health = {p["title"]: p for p in panels[1:end]}
+    assert list(health) == ["Tailer", "Damaged lines", "Spans waiting", "Spans refused or dropped",
+                            "Log format drift", "Collector and Tempo drops"]
+    for title, panel in health.items():
+        steps = panel["fieldConfig"]["defaults"]["thresholds"]["steps"]
+        assert panel["options"]["colorMode"] == "background", title
+        assert panel["gridPos"]["y"] == 1 and panel["gridPos"]["h"] <= 3, title
+        (expr,) = [t["expr"] for t in panel["targets"]]
+        assert "or on() vector(0)" in expr, f"{title}: no value would not be red or green"
+        if title == "Tailer":
+            assert [s["color"] for s in steps] == ["red", "green"] and steps[1]["value"] == 1
+        else:
+            assert [s["color"] for s in steps] == ["green", "red"] and 0 < steps[1]["value"] <= 1e-6, title
+    exprs = " ".join(t["expr"] for p in health.values() for t in p["targets"])
+    for name in dash.COMPONENT_METRICS:
+        assert name in exprs, name
+
+
 def test_tailer_health_row_tells_no_turns_from_a_broken_tailer(dashboard):
     panels = dash.all_panels(dashboard)
     start = next(i for i, p in enumerate(panels) if p["type"] == "row" and p["title"] == "Tailer health")
-    exprs = " ".join(t["expr"] for p in panels[start + 1:] for t in p.get("targets", []))
+    exprs = " ".join(t.get("expr", "") for p in panels[start + 1:] for t in p.get("targets", []))
     for family in ("up", "hydrafusion_tailer_lines_total", "hydrafusion_tailer_malformed_lines_total",
                    "hydrafusion_tailer_export_failures_total",
                    "hydrafusion_tailer_last_event_timestamp_seconds",

@@ -31,11 +31,14 @@ import pytest
 import yaml
 
 import dashboard as dash
+from dashboard_truth import (assert_series_equal, headline_truth, headlines, same_figures,
+                             series_by_day, series_truth, turn_end)
 from fixture_truth import FIXTURES, REPO, fixture_turns, model_calls, ordinary_turns, tool_calls
 from otlp_sink import OtlpSink, plain_attributes
 from prom import free_port, running_prometheus
 from sessiongen import SessionWriter, every_pattern
 from tailer import demo
+from tailer.remote_write import RemoteWriter
 from tailerproc import running_tailer
 
 TURNS = fixture_turns()
@@ -109,14 +112,22 @@ def test_every_expression_returns_numbers(run):
                 assert math.isfinite(float(sample["value"][1])), f"{title}: {sample}"
 
 
+def values(result):
+    """Each target's only value, or None where it has none."""
+    return [float(r[0]["value"][1]) if r else None for r in result]
+
+
 def test_headline_figures_equal_the_fixtures(run):
     routed = [turn for turn in TURNS if turn.outcome != "route_failed"]
     compound = sum(len(turn.models) > 1 for turn in routed) / len(routed)
-    verdicts = [leg.verdict for turn in TURNS for leg in turn.legs if leg.kind == "judge" and leg.verdict]
-    rejection = sum(verdict in ("reject", "revise") for verdict in verdicts) / len(verdicts)
+    judged = [[leg.verdict for leg in turn.legs if leg.verdict] for turn in TURNS]
+    judged = [verdicts for verdicts in judged if verdicts]
+    rejection = sum(bool({"reject", "revise"} & set(verdicts)) for verdicts in judged) / len(judged)
     legs = [leg for turn in TURNS for leg in turn.legs]
     credits = sum(leg.nano_aiu for leg in legs) / 1e9
-    review = sum(leg.nano_aiu for leg in legs if not leg.committed) / 1e9 / credits
+    multi = sum(leg.nano_aiu for turn in TURNS if len(turn.models) > 1 for leg in turn.legs) / 1e9
+    review_legs = sum(leg.nano_aiu for leg in legs if not leg.committed and leg.kind in ("judge", "critic")) / 1e9
+    superseded = sum(leg.nano_aiu for leg in legs if not leg.committed and leg.kind not in ("judge", "critic")) / 1e9
     by_model, by_kind = defaultdict(float), defaultdict(float)
     for leg in legs:
         by_model[leg.model] += leg.nano_aiu / 1e9
@@ -124,16 +135,37 @@ def test_headline_figures_equal_the_fixtures(run):
     cache_share = sum(leg.cached_tokens for leg in legs) / sum(leg.input_tokens for leg in legs)
 
     results = run.results
-    assert 0 < compound < 1 and 0 < rejection < 1 and 0 < review < 1
+    assert 0 < compound < 1 and 0 < rejection < 1 and 0 < review_legs and 0 < superseded
     assert only_value(results["Compound rate"][0]) == pytest.approx(compound, rel=1e-9)
     assert only_value(results["Rejection rate"][0]) == pytest.approx(rejection, rel=1e-9)
-    assert only_value(results["Review share of credits"][0]) == pytest.approx(review, rel=1e-9)
-    assert only_value(results["Turn count"][0]) == pytest.approx(len(TURNS))
+    assert values(results["Review share of credits"]) == pytest.approx(
+        [review_legs / credits, superseded / credits], rel=1e-9)
     assert only_value(results["Credits"][0]) == pytest.approx(credits, rel=1e-9)
-    assert only_value(results["Route failures"][0]) == sum(turn.outcome == "route_failed" for turn in TURNS)
+    assert values(results["Credits on multi-model turns"]) == pytest.approx([multi, multi / credits], rel=1e-9)
     assert by_label(results["Credits by model"][0], "model") == pytest.approx(dict(by_model), rel=1e-9)
     assert by_label(results["Credits by leg kind"][0], "phase_kind") == pytest.approx(dict(by_kind), rel=1e-9)
     assert only_value(results["Cache share of input tokens"][0]) == pytest.approx(cache_share, rel=1e-9)
+
+
+def test_fusion_and_ordinary_turns_side_by_side(run):
+    """Turns, credits per turn and model calls per turn of each kind, from the files; the
+    median latency lies within the turns' own durations' bucket range."""
+    fusion = [turn for turn in TURNS if turn.outcome != "route_failed"]
+    ordinary = ordinary_turns()
+    assert fusion and ordinary
+    truth = {
+        "fusion": [len(fusion),
+                   sum(leg.nano_aiu for turn in fusion for leg in turn.legs) / 1e9 / len(fusion),
+                   sum(leg.request_count for turn in fusion for leg in turn.legs) / len(fusion)],
+        "ordinary": [len(ordinary), sum(turn.nano_aiu for turn in ordinary) / 1e9 / len(ordinary),
+                     sum(turn.calls for turn in ordinary) / len(ordinary)],
+    }
+    table = run.results["Fusion vs ordinary turns"]
+    for kind, want in truth.items():
+        assert [by_label(result, "kind")[kind] for result in table[:3]] == pytest.approx(want, rel=1e-9), kind
+    medians = by_label(table[3], "kind")
+    assert medians.keys() == truth.keys()
+    assert all(0 < median < 1310.72 for median in medians.values())
 
 
 def test_the_ledger_counts_every_leg(run):
@@ -151,6 +183,13 @@ def test_the_ledger_counts_every_leg(run):
     assert rows(ledger[4]) == pytest.approx(dict(credits), rel=1e-9)
 
 
+def test_the_health_row_is_green_on_a_healthy_run(run):
+    for title in ("Tailer", "Damaged lines", "Spans waiting", "Spans refused or dropped",
+                  "Log format drift", "Collector and Tempo drops"):
+        want = 1 if title == "Tailer" else 0
+        assert values(run.results[title]) == [want], title
+
+
 def test_every_metric_the_dashboard_names_is_in_the_tailers_exposition(run):
     exposed = set(re.findall(r"^# TYPE (\S+) ", run.exposition, flags=re.MULTILINE))
     assert dash.metric_families_used() - dash.PROMETHEUS_OWN_METRICS <= exposed
@@ -160,50 +199,15 @@ def test_every_span_attribute_the_stack_queries_is_emitted(run):
     roots = [span for span in run.spans if re.fullmatch(r"hydrafusion .*", span["name"])]
     # The Turns table selects spans by that name: one row per turn.
     assert len(roots) == len(TURNS) == len({span["traceId"] for span in roots})
-    on_roots = set().union(*(plain_attributes(span["attributes"]) for span in roots))
     on_any = set().union(*(plain_attributes(span["attributes"]) for span in run.spans))
-    assert dash.traceql_span_attributes() <= on_roots
+    assert dash.traceql_span_attributes() <= on_any
     assert dash.span_attributes_used() <= on_any
+    # The waterfall shows a turn's model calls and tools under its legs.
+    names = {span["name"].split(" ")[0] for span in run.spans}
+    assert {"chat", "execute_tool"} <= names
 
 
 # Windows of history, of live data, and of both
-
-HEADLINES = ("Turn count", "Credits", "Compound rate", "Rejection rate", "Review share of credits")
-
-
-def headline_truth(turns) -> dict[str, float | None]:
-    """The headline figures of these turns (tests/sessiongen.py's ExpectedTurn); a ratio
-    with nothing to divide by is None, as the dashboard shows no value."""
-    routed = [turn for turn in turns if turn.outcome != "route_failed"]
-    legs = [leg for turn in turns for leg in turn.legs]
-    verdicts = [leg.verdict for leg in legs if leg.phase_kind == "judge" and leg.verdict]
-    credits = sum(leg.nano_aiu for leg in legs) / 1e9
-    return {
-        "Turn count": len(turns),
-        "Credits": credits,
-        "Compound rate": ratio(sum(len(set(turn.models)) > 1 for turn in routed), len(routed)),
-        "Rejection rate": ratio(sum(verdict in ("reject", "revise") for verdict in verdicts), len(verdicts)),
-        "Review share of credits": ratio(sum(leg.nano_aiu for leg in legs if not leg.committed) / 1e9, credits),
-    }
-
-
-def ratio(numerator, denominator):
-    return numerator / denominator if denominator else None
-
-
-def turn_end(turn) -> float:
-    return datetime.fromisoformat(turn.end_timestamp.replace("Z", "+00:00")).timestamp()
-
-
-def headlines(prom, window_seconds: float, at: float) -> dict[str, float | None]:
-    """The dashboard's headline panels over the window ending at `at` (None: no value)."""
-    figures = {}
-    for title, expr in dash.prometheus_exprs(window_seconds):
-        if title in HEADLINES:
-            result = prom.query(expr, time=at)
-            figures[title] = float(result[0]["value"][1]) if result else None
-    return figures
-
 
 @pytest.fixture(scope="module")
 def windows(tmp_path_factory):
@@ -249,8 +253,14 @@ def windows(tmp_path_factory):
         spans["live"] = (scrapes_took_over, at, live.expected)
         spans["last past day and live"] = ((first + timedelta(days=2)).timestamp(), at,
                                            days[2].expected + live.expected)
-        return {name: (headlines(prom, end - start, end), headline_truth(turns))
-                for name, (start, end, turns) in spans.items()}
+        found = {name: (headlines(prom, end - start, end), headline_truth(turns))
+                 for name, (start, end, turns) in spans.items()}
+        # The past days, the day before them (nothing) and today (live): history, scrapes
+        # and the seam between them, one day a point.
+        day_starts = [(first + timedelta(days=n)).timestamp() for n in range(-1, 5)]
+        everything = [turn for writer in days for turn in writer.expected] + live.expected
+        found["series by day"] = (series_by_day(prom, day_starts), series_truth(everything, day_starts))
+        return found
 
 
 @pytest.mark.parametrize("name", ["past day 0", "past day 1", "past day 2",
@@ -258,7 +268,18 @@ def windows(tmp_path_factory):
                                   "last past day and live"])
 def test_counts_are_exact_over_windows_of_history_of_live_data_and_of_both(windows, name):
     figures, truth = windows[name]
-    assert figures == pytest.approx(truth, rel=1e-9)
+    assert same_figures(figures, truth), (figures, truth)
+
+
+def test_time_series_read_each_day_exactly_across_history_and_live_data(windows):
+    """Credits by model, compound rate and rejection rate per day: a day without turns has
+    no ratio point (and credits 0 only for models that already had a series); today's point
+    holds the live turns so far."""
+    points, truth = windows["series by day"]
+    # the three past days and today have turns; the day before them and yesterday none
+    assert [point is not None for point in truth["Compound rate over time"]["compound rate"]] == \
+        [False, True, True, True, False, True]
+    assert_series_equal(points, truth)
 
 
 def test_ratios_are_0_without_a_numerator_and_empty_without_a_denominator(tmp_path):
@@ -279,7 +300,33 @@ def test_ratios_are_0_without_a_numerator_and_empty_without_a_denominator(tmp_pa
         whole_run = headlines(prom, 600, at)
         quiet = headlines(prom, 3, at)  # three scrapes, no turn between them
     credits = sum(leg.nano_aiu for turn in writer.expected for leg in turn.legs) / 1e9
-    assert whole_run == {"Turn count": 2, "Credits": pytest.approx(credits),
-                         "Compound rate": 0, "Rejection rate": None, "Review share of credits": 0}
-    assert quiet == {"Turn count": 0, "Credits": 0, "Compound rate": None, "Rejection rate": None,
-                     "Review share of credits": None}
+    assert whole_run == {"Credits": [pytest.approx(credits)], "Credits on multi-model turns": [0, 0],
+                         "Compound rate": [0], "Rejection rate": [None], "Review share of credits": [0, 0]}
+    assert quiet == {"Credits": [0], "Credits on multi-model turns": [0, None], "Compound rate": [None],
+                     "Rejection rate": [None], "Review share of credits": [None, None]}
+
+
+def test_collector_and_tempo_drops_count_series_born_in_the_window(tmp_path):
+    """Their counters appear at their first loss, already at its count: a series born in
+    the window counts whole, an older one by its increase, and the stat is 0 without any."""
+    hour = 3600
+    start = (int(time()) // hour - 6) * hour
+    series = {
+        # 5 before the window, 12 inside it
+        (("__name__", "otelcol_exporter_send_failed_spans"), ("exporter", "otlp_grpc/tempo")):
+            [(start, 5.0), (start + hour, 5.0), (start + 2 * hour, 17.0)],
+        # born inside the window at 40, then 45
+        (("__name__", "tempo_discarded_spans_total"), ("reason", "trace_too_large")):
+            [(start + hour + 60, 40.0), (start + 2 * hour, 45.0)],
+        # refused before the window only
+        (("__name__", "otelcol_receiver_refused_spans"), ("receiver", "otlp"), ("transport", "http")):
+            [(start - 60, 3.0), (start + 2 * hour, 3.0)],
+    }
+    with running_prometheus(tmp_path, [], extra_config={"storage": {"tsdb": {"out_of_order_time_window": "31d"}}},
+                            extra_flags=["--web.enable-remote-write-receiver"]) as prom:
+        RemoteWriter(f"{prom.url}/api/v1/write").push(
+            [(list(labels), [(at * 1000, value) for at, value in samples]) for labels, samples in series.items()])
+        (expr,) = [expr for title, expr in dash.prometheus_exprs(2 * hour) if title == "Collector and Tempo drops"]
+        assert only_value(prom.query(expr, time=start + 2 * hour)) == 12 + 45
+        (quiet,) = [expr for title, expr in dash.prometheus_exprs(600) if title == "Collector and Tempo drops"]
+        assert only_value(prom.query(quiet, time=start - 120)) == 0

@@ -4,7 +4,8 @@
 turns a few seconds apart) are read by the tailer at start-up and pushed as history. For
 every day, for the last 6 hours and for a 90-minute window that starts inside a burst,
 turns, credits, compound rate, judge rejection rate and review share read from Prometheus
-equal the truth computed from the files. A window's figure is the difference of the
+equal the truth computed from the files; so do the dashboard's own headline panels over
+each day, and its time series, a day a point. A window's figure is the difference of the
 counters' values at its two ends (how the dashboard reads it, docs/METRICS.md), so the
 history must be exact at any instant, not only on a grid. Then the same month again, with
 the tailer killed (-9) twice during its start-up reading: the same figures.
@@ -16,6 +17,8 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
+from dashboard_truth import (DAY, assert_series_equal, headline_truth, headlines, same_figures,
+                             series_by_day, series_truth, turn_end)
 from prom import free_port, running_prometheus, single_value
 from sessiongen import SessionWriter
 from tailerproc import running_tailer
@@ -124,6 +127,18 @@ def check_month(prom, turns) -> None:
             assert got[figure] == pytest.approx(want[figure], rel=1e-9, abs=1e-9), (name, figure)
 
 
+def check_dashboard(prom, turns) -> None:
+    """The dashboard's own queries: its headline panels over each day, and its time series
+    a day a point over the whole month, equal the truth from the files."""
+    day_starts = [FIRST_DAY.timestamp() + day * DAY for day in range(DAYS + 1)]
+    now = time.time()
+    for start in day_starts:
+        end = min(start + DAY, now)
+        inside = [turn for turn in turns if start < turn_end(turn) <= end]
+        assert same_figures(headlines(prom, end - start, end), headline_truth(inside)), start
+    assert_series_equal(series_by_day(prom, day_starts), series_truth(turns, day_starts))
+
+
 def tailer_args(state, checkpoint, prom, port) -> tuple:
     return ("--state-dir", str(state), "--from-start", "--otlp-endpoint", "none",
             "--checkpoint", str(checkpoint), "--history-url", f"{prom.url}/api/v1/write",
@@ -157,6 +172,7 @@ def test_a_month_read_at_start_up_is_exact_for_any_window(tmp_path, month):
             prom.wait_for("sum(hydrafusion_turns_total)",
                           lambda result: single_value(result) == total, timeout=60)
             check_month(prom, turns)
+            check_dashboard(prom, turns)
             # History and scrapes of a histogram are one series: the bucket bound is written
             # as Prometheus 3 stores a scraped one (1.0, not 1).
             assert prom.query('count(hydrafusion_routing_latency_seconds_bucket{le="1"})') == []

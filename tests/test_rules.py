@@ -38,9 +38,8 @@ def turns(pattern, outcome, compound):
     return f'hydrafusion_turns_total{{pattern="{pattern}", outcome="{outcome}", compound="{compound}"}}'
 
 
-def judge_legs(verdict, status="succeeded"):
-    return ('hydrafusion_legs_total{pattern="cascade", phase_kind="judge", role="judge", model="m-judge", '
-            f'status="{status}", verdict="{verdict}", committed="false"}}')
+def judged_turns(rejected):
+    return f'hydrafusion_judged_turns_total{{pattern="cascade", rejected="{rejected}"}}'
 
 
 def credits(phase_kind, committed, model="m"):
@@ -59,17 +58,15 @@ class Case:
 
 
 # The headline case: 72 single and 24 cascade turns a day, and 24 route failures the
-# compound rate leaves out (24 / 96); judges 72 accept, 24 reject, 24 revise and 48 failed
-# without a verdict (48 / 120); 96 credits a day on answering legs, 24 on the rest (24 / 120).
+# compound rate leaves out (24 / 96); 72 judged turns whose draft was kept, 48 whose draft a
+# judge sent back (48 / 120); 96 credits a day on answering legs, 24 on the rest (24 / 120).
 CASES = [
     Case("headline ratios", {
         turns("single", "completed", "false"): ramp(0, 3, 48),
         turns("cascade", "completed", "true"): ramp(0, 1, 48),
         turns("unknown", "route_failed", "false"): ramp(0, 1, 48),
-        judge_legs("accept"): ramp(0, 3, 48),
-        judge_legs("reject"): ramp(0, 1, 48),
-        judge_legs("revise"): ramp(0, 1, 48),
-        judge_legs("none", status="failed"): ramp(0, 2, 48),
+        judged_turns("false"): ramp(0, 3, 48),
+        judged_turns("true"): ramp(0, 2, 48),
         credits("primary", "true"): ramp(0, 4, 48),
         credits("judge", "false"): ramp(0, 1, 48),
     }, {
@@ -85,7 +82,7 @@ CASES = [
     }, {"hydrafusion:review_share:ratio1d": 0.2}),
     Case("ratios are 0 while their numerator has no series", {
         turns("single", "completed", "false"): ramp(0, 3, 48),
-        judge_legs("accept"): ramp(0, 1, 48),
+        judged_turns("false"): ramp(0, 1, 48),
         credits("primary", "true"): ramp(0, 4, 48),
     }, {
         "hydrafusion:compound_rate:ratio1d": 0.0,

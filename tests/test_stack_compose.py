@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from compose_config import COMPOSE_FILE, ENV_FILES, REPO, render
+from compose_config import COMPOSE_FILE, ENV_FILES, PORTS_FILE, REPO, render
 
 SERVICES = {"tailer", "otel-collector", "tempo", "prometheus", "grafana"}
 # Images with no shell and no HTTP client, so compose cannot healthcheck them:
@@ -163,12 +163,50 @@ def test_start_order_waits_for_health_wherever_an_image_can_report_it(configs):
         assert condition == wanted, f"depends on {dependency} with {condition}"
 
 
-def test_the_tailer_exports_to_the_collector_and_serves_metrics_on_its_published_port(configs):
+def test_the_tailer_exports_to_the_collector_and_serves_metrics_to_prometheus(configs):
     tailer = configs[None]["services"]["tailer"]
     assert tailer["environment"]["OTEL_EXPORTER_OTLP_ENDPOINT"] == "http://otel-collector:4318"
     assert tailer["environment"]["OTEL_SERVICE_NAME"] == "hydrafusion"
     assert tailer["environment"]["HYDRAFUSION_METRICS_ADDRESS"] == "0.0.0.0:9464"
-    assert [port["target"] for port in tailer["ports"]] == [9464]
+
+
+def published(config):
+    return {name: sorted((port["published"], port["target"]) for port in service.get("ports", []))
+            for name, service in config["services"].items() if service.get("ports")}
+
+
+@pytest.mark.parametrize("env_file", ENV_FILES)
+def test_only_the_pages_a_user_opens_are_published_by_default(configs, env_file):
+    """Grafana (the dashboard) and Prometheus (its alerts page): nothing else is reachable
+    from the host unless asked for."""
+    assert published(configs[env_file]) == {"grafana": [("3000", 3000)], "prometheus": [("9090", 9090)]}
+
+
+def test_the_tools_ports_are_one_setting_away_and_on_loopback(home):
+    """COMPOSE_FILE in .env.example (commented out) adds docker-compose.ports.yml."""
+    setting = re.search(r"^# (COMPOSE_FILE=(\S+))$", (REPO / ".env.example").read_text(), re.MULTILINE)
+    assert setting, ".env.example does not show the COMPOSE_FILE setting"
+    files = [REPO / name for name in setting.group(2).split(":")]
+    assert files == [COMPOSE_FILE, PORTS_FILE]
+    config = render(None, home, files)
+    assert published(config) == {
+        "grafana": [("3000", 3000)], "prometheus": [("9090", 9090)], "tempo": [("3200", 3200)],
+        "otel-collector": [("4317", 4317), ("4318", 4318)], "tailer": [("9464", 9464)]}
+    for name, service in config["services"].items():
+        for port in service.get("ports", []):
+            assert port.get("host_ip") == "127.0.0.1", f"{name} publishes {port} beyond loopback"
+    ports_settings = set(re.findall(r"\$\{(\w+)", PORTS_FILE.read_text()))
+    commented = set(re.findall(r"^# (\w+)=", (REPO / ".env.example").read_text(), re.MULTILINE))
+    assert ports_settings | {"COMPOSE_FILE"} == commented
+
+
+def test_grafana_enforces_its_domain(configs):
+    """A page elsewhere cannot reach this Grafana under a host name of its own (DNS
+    rebinding): Grafana redirects any other Host to its root URL's."""
+    environment = configs[None]["services"]["grafana"]["environment"]
+    assert environment["GF_SERVER_ENFORCE_DOMAIN"] == "true"
+    assert environment["GF_SERVER_DOMAIN"] == "localhost"
+    assert environment["GF_SERVER_ROOT_URL"] == "http://localhost:3000/"
 
 
 def test_grafana_opens_on_the_dashboard_without_a_login(configs):

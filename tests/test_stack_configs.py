@@ -8,6 +8,7 @@ compose services.
 """
 
 import fnmatch
+import json
 import re
 from pathlib import Path
 
@@ -109,7 +110,8 @@ def test_collector_listens_on_every_interface_on_the_published_ports(configs):
     protocols = load_yaml("collector/config.yaml")["receivers"]["otlp"]["protocols"]
     endpoints = {protocol: settings["endpoint"] for protocol, settings in protocols.items()}
     assert endpoints == {"grpc": "0.0.0.0:4317", "http": "0.0.0.0:4318"}
-    published = {port["target"] for port in configs[None]["services"]["otel-collector"]["ports"]}
+    ports = yaml.safe_load((REPO / "docker-compose.ports.yml").read_text())
+    published = {int(port.rsplit(":", 1)[1]) for port in ports["services"]["otel-collector"]["ports"]}
     assert published == {4317, 4318}
 
 
@@ -195,6 +197,7 @@ def test_tempo_finds_and_keeps_spans_as_old_as_the_backfill_horizon(configs):
             tempo["backend_scheduler"]["provider"]["compaction"]["compaction"]["block_retention"],
         "backend_worker.compaction.block_retention": tempo["backend_worker"]["compaction"]["block_retention"],
         "query_frontend.search.max_duration": tempo["query_frontend"]["search"]["max_duration"],
+        "query_frontend.metrics.max_duration": tempo["query_frontend"]["metrics"]["max_duration"],
     }
     for name, value in settings.items():
         assert go_duration_hours(value) > horizon_hours, f"{name}={value} is shorter than the backfill"
@@ -248,3 +251,27 @@ def test_grafana_reads_the_dashboards_from_where_compose_mounts_them(configs):
     mounts = {v["target"]: v["source"] for v in configs[None]["services"]["grafana"]["volumes"]}
     assert mounts[providers[0]["options"]["path"]] == str(REPO / "grafana" / "dashboards")
     assert mounts["/etc/grafana/provisioning"] == str(REPO / "grafana" / "provisioning")
+
+
+def test_tempo_answers_traceql_over_the_dashboards_default_range():
+    """Searches and TraceQL metrics (docs/TRACES.md) longer than Tempo's max_duration fail:
+    both must cover the range the dashboard opens on (7 days; metrics default to 24h)."""
+    dashboard = json.loads((REPO / "grafana" / "dashboards" / "hydrafusion.json").read_text())
+    opens_on = dashboard["time"]["from"]
+    assert re.fullmatch(r"now-\d+[dh]", opens_on) and dashboard["time"]["to"] == "now"
+    hours = int(opens_on[4:-1]) * (24 if opens_on.endswith("d") else 1)
+    frontend = load_yaml("tempo/tempo.yaml")["query_frontend"]
+    for kind in ("search", "metrics"):
+        assert go_duration_hours(frontend[kind]["max_duration"]) >= hours, kind
+
+
+def test_prometheus_scrapes_the_collectors_and_tempos_own_metrics():
+    """The health row and HydraFusionSpansDropped read the spans they lose."""
+    jobs = {job["job_name"]: job["static_configs"][0]["targets"]
+            for job in load_yaml("prometheus/prometheus.yml")["scrape_configs"]}
+    tempo_port = load_yaml("tempo/tempo.yaml")["server"]["http_listen_port"]
+    assert jobs["tempo"] == [f"tempo:{tempo_port}"]
+    reader = load_yaml("collector/config.yaml")["service"]["telemetry"]["metrics"]["readers"][0]
+    exporter = reader["pull"]["exporter"]["prometheus"]
+    assert exporter["host"] == "0.0.0.0"
+    assert jobs["otel-collector"] == [f"otel-collector:{exporter['port']}"]
