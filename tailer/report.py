@@ -26,8 +26,8 @@ from typing import TextIO
 
 from . import demo, report_html, report_live, report_table, report_text
 from .files import session_logs
-from .report_figures import snapshot
-from .report_read import Selection, SessionReader, read_turns
+from .report_figures import snapshot, turn_row
+from .report_read import Selection, SessionReader, wanted_turns
 
 EXIT_NO_SESSIONS = 1
 EXIT_USAGE = 2
@@ -164,17 +164,18 @@ def _report(args: argparse.Namespace, environ: dict[str, str], state_dir: Path,
     wanted = {sid: path for sid, path in logs.items() if selection.wants_log(sid, path)}
     progress = Progress(sys.stderr, list(wanted.values())) if sys.stderr.isatty() else None
     reader = SessionReader()
-    turns = read_turns(wanted, selection, reader, progress and progress.log_read)
+    rows = [turn_row(turn, None)
+            for turn in wanted_turns(wanted, selection, reader, progress and progress.log_read)]
     if progress is not None:
         progress.close()
-    figures = snapshot(turns, now=now, sessions=len(wanted), skipped=reader.skipped(),
+    figures = snapshot(rows, now=now, sessions=len(wanted), skipped=reader.skipped(),
                        filters=filters_of(args), checks=reader.reconciliations)
     if args.html:
         args.html.write_text(report_html.render(figures), encoding="utf-8")
         print(f"wrote {args.html} ({len(figures.turns)} turns)", file=sys.stderr)
         return 0
     if args.format == "json":
-        text = report_text.render_json(figures)
+        text = report_text.render_json(figures)  # pieces: a month is written as it is made
     elif args.format == "csv":
         text = report_text.render_csv(figures)
     elif args.format == "csv-calls":
@@ -182,7 +183,7 @@ def _report(args: argparse.Namespace, environ: dict[str, str], state_dir: Path,
     else:
         text = report_table.render_table(figures, width=_width(), color=color)
     try:
-        sys.stdout.write(text)
+        sys.stdout.writelines(text)
         sys.stdout.flush()
     except BrokenPipeError:
         # `report | head`: the reader has all it wanted.

@@ -40,7 +40,7 @@ ORDINARY = "ordinary"
 KINDS = ("fusion", "ordinary", "fallback")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Spend:
     """What a group of legs (one model, one leg kind) ran and spent."""
 
@@ -54,7 +54,7 @@ class Spend:
     cache_write_tokens: int
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class KindFigures:
     """The prompts of one kind (fusion, ordinary, fallback), for comparing them."""
 
@@ -67,7 +67,7 @@ class KindFigures:
     median_duration_ms: float
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class PatternFigures:
     """Turns of one pattern and what one such turn costs (credits per turn)."""
 
@@ -79,7 +79,7 @@ class PatternFigures:
     max_credits: float
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class DayFigures:
     day: str  # YYYY-MM-DD in the report's time zone
     turns: int
@@ -87,7 +87,7 @@ class DayFigures:
     credits_by_model: dict[str, float]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class LegRow:
     kind: str
     role: str
@@ -106,7 +106,7 @@ class LegRow:
     failure_reason: str | None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class CallRow:
     """One model call (a usage record); `leg` is the index of the leg it served."""
 
@@ -121,7 +121,7 @@ class CallRow:
     finish_reason: str | None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ToolRow:
     """One tool call. `timing` says how its times are known: `live` (its own events),
     `between_calls` (replayed at commit, placed after the call that asked for it) or
@@ -135,7 +135,7 @@ class ToolRow:
     timing: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class TurnRow:
     session_id: str
     fusion_id: str  # an ordinary turn's key: prompt-<id of its user.message>
@@ -156,7 +156,7 @@ class TurnRow:
     tools: list[ToolRow]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Headline:
     turns: int  # HydraFusion's turns: fusion and fallback
     credits: float
@@ -172,7 +172,7 @@ class Headline:
     tools: int  # tool calls of HydraFusion's turns
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Check:
     """The CLI's own totals for one run of a session, next to the sums of its calls.
 
@@ -186,7 +186,7 @@ class Check:
     differences: list[dict]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Snapshot:
     schema_version: int
     generated_at: str
@@ -207,7 +207,7 @@ class Snapshot:
 
 
 def snapshot(
-    turns: list[Turn],
+    turns: list[TurnRow],
     *,
     now: datetime,
     tz: tzinfo | None = None,
@@ -216,11 +216,10 @@ def snapshot(
     filters: dict[str, str] | None = None,
     checks: list[Reconciliation] = (),
 ) -> Snapshot:
-    """The figures of `turns` (finished ones), listed in the order they started.
-
-    `tz` None is the machine's local time zone, daylight saving time included."""
-    ordered = sorted(turns, key=lambda turn: (turn.start_ns, turn.session_id, turn.fusion_id))
-    rows = [turn_row(turn, tz) for turn in ordered]
+    """The figures of `turns` (finished ones, made by turn_row), listed in the order they
+    started. `tz` is the report's time zone, None the machine's local one."""
+    rows = sorted(turns, key=lambda row: (datetime.fromisoformat(row.start), row.session_id,
+                                          row.fusion_id))
     fusion = [row for row in rows if row.kind != ORDINARY]
     return Snapshot(
         schema_version=SCHEMA_VERSION,
@@ -243,6 +242,9 @@ def snapshot(
 
 
 def turn_row(turn: Turn, tz: tzinfo | None) -> TurnRow:
+    """What the report keeps of a finished turn: plain figures, a fraction of the Turn's
+    size, so a report of a month holds rows, not every record of every turn. `tz` None is
+    the machine's local time zone, daylight saving time included."""
     legs = [_leg_row(turn, leg) for leg in turn.legs]
     index = {id(leg): number for number, leg in enumerate(turn.legs)}
 

@@ -21,7 +21,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Callable, TextIO
 
-from .report_figures import snapshot, turn_row
+from .report_figures import TurnRow, snapshot, turn_row
 from .report_read import Selection, SessionReader
 from .report_table import call_models, leg_label, render_table
 from .turns import Turn
@@ -43,8 +43,9 @@ class LiveTurns:
         self.watcher = watcher or SessionWatcher(state_dir)
         self.clock = clock
         self.reader = SessionReader()
-        self.turns: list[Turn] = []
-        self.last: Turn | None = None  # the turn that ended last
+        self.turns: list[TurnRow] = []
+        self.last: TurnRow | None = None  # the turn that ended last
+        self._last_end_ns = 0
         self._logs: dict[str, Path] = {}
         self._open: set[str] = set()  # sessions with turns still open
 
@@ -76,9 +77,10 @@ class LiveTurns:
         finished += self._finish_idle()
         for turn in finished:
             if self.selection.wants(turn):
-                self.turns.append(turn)
-                if self.last is None or turn.end_ns >= self.last.end_ns:
-                    self.last = turn
+                row = turn_row(turn, None)
+                self.turns.append(row)
+                if self.last is None or turn.end_ns >= self._last_end_ns:
+                    self.last, self._last_end_ns = row, turn.end_ns
 
     def close(self) -> None:
         self.watcher.close()
@@ -113,7 +115,7 @@ def _live_lines(live: LiveTurns, now: datetime) -> list[str]:
         watching += f", {live.in_progress()} turns in progress"
     if live.last is None:
         return [watching + " | Ctrl-C quits", "last turn: none yet"]
-    row = turn_row(live.last, None)
+    row = live.last
     ended = datetime.fromisoformat(row.start) + timedelta(milliseconds=row.duration_ms)
     if row.kind == "ordinary":
         legs = " -> ".join(call_models(row))

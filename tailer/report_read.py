@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
 from . import events
 from .lines import Line, LineReader
@@ -122,16 +122,13 @@ class SessionReader:
         return record
 
 
-def read_turns(logs: dict[str, Path], selection: Selection, reader: SessionReader,
-               on_log: Callable[[Path], None] | None = None) -> list[Turn]:
-    """Every wanted turn of `logs`, read to their end; open turns are finished as incomplete.
-
-    `on_log` is called after each log, for progress.
-    """
-    turns = []
+def wanted_turns(logs: dict[str, Path], selection: Selection, reader: SessionReader,
+                 on_log: Callable[[Path], None] | None = None) -> Iterator[Turn]:
+    """Every wanted turn of `logs`, as each log is read to its end (open turns are finished
+    as incomplete there). `on_log` is called after each log, for progress."""
     for session_id, path in sorted(logs.items()):
-        turns += reader.read(session_id, path)
-        turns += reader.finish(session_id)
+        for turn in reader.read(session_id, path) + reader.finish(session_id):
+            if selection.wants(turn):
+                yield turn
         if on_log is not None:
             on_log(path)
-    return [turn for turn in turns if selection.wants(turn)]

@@ -10,13 +10,32 @@ import csv
 import dataclasses
 import io
 import json
+from typing import Iterator
 
 from .report_figures import Snapshot, TurnRow
 
 
-def render_json(snap: Snapshot) -> str:
-    """docs/report.schema.json describes the document."""
-    return json.dumps(dataclasses.asdict(snap), indent=2) + "\n"
+def render_json(snap: Snapshot) -> Iterator[str]:
+    """One compact document, in pieces: everything but the turns, then one turn at a time,
+    so a month of turns is never one string in memory. docs/report.schema.json describes
+    it."""
+    head = {name: getattr(snap, name) for name in snap.__slots__ if name != "turns"}
+    yield _json(head)[:-1] + ',"turns":['
+    for index, turn in enumerate(snap.turns):
+        yield ("," if index else "") + _json(turn)
+    yield "]}\n"
+
+
+def _json(value) -> str:
+    # Compact, so the encoder written in C does the work.
+    return json.dumps(value, default=_fields, separators=(",", ":"))
+
+
+def _fields(value) -> dict:
+    """A report_figures dataclass as the JSON object of its fields, in their order."""
+    if not dataclasses.is_dataclass(value):
+        raise TypeError(f"{type(value).__name__} is not a report figure")
+    return {name: getattr(value, name) for name in value.__slots__}
 
 
 TURN_COLUMNS = ("session_id", "fusion_id", "turn_kind", "turn_start", "pattern", "outcome",

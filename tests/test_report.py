@@ -15,8 +15,8 @@ from report_helpers import report_json, run_report, write_month
 from sessiongen import START, SessionWriter, every_pattern, whole_session
 from tailer import cli, report
 from tailer.files import session_logs
-from tailer.report_figures import snapshot
-from tailer.report_read import Selection, SessionReader, read_turns
+from tailer.report_figures import snapshot, turn_row
+from tailer.report_read import Selection, SessionReader, wanted_turns
 from tailerproc import ROOT, tailer_env
 
 NOW = datetime(2026, 12, 1, 12, tzinfo=timezone.utc)
@@ -26,7 +26,7 @@ SCHEMA = json.loads((ROOT / "docs" / "report.schema.json").read_text())
 def figures_of(state_dir, selection=Selection(), tz=timezone.utc):
     reader = SessionReader()
     logs = session_logs(state_dir)
-    turns = read_turns(logs, selection, reader)
+    turns = [turn_row(turn, tz) for turn in wanted_turns(logs, selection, reader)]
     return snapshot(turns, now=NOW, tz=tz, sessions=len(logs), skipped=reader.skipped(),
                     checks=reader.reconciliations)
 

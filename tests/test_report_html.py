@@ -12,7 +12,7 @@ from chromium import Browser, needs_chromium
 from sessiongen import START, SessionWriter, every_pattern, whole_session
 from tailer import report_figures, report_html
 from tailer.files import session_logs
-from tailer.report_read import Selection, SessionReader, read_turns
+from tailer.report_read import Selection, SessionReader, wanted_turns
 from tailerproc import ROOT
 
 NOW = datetime(2026, 12, 1, tzinfo=timezone.utc)
@@ -57,8 +57,9 @@ OPEN_ALL = """(() => {
 def snapshot_of(state_dir):
     reader = SessionReader()
     logs = session_logs(state_dir)
-    turns = read_turns(logs, Selection(), reader)
-    return report_figures.snapshot(turns, now=NOW, sessions=len(logs), skipped=reader.skipped(),
+    turns = [report_figures.turn_row(turn, timezone.utc)
+             for turn in wanted_turns(logs, Selection(), reader)]
+    return report_figures.snapshot(turns, now=NOW, tz=timezone.utc, sessions=len(logs), skipped=reader.skipped(),
                     checks=reader.reconciliations)
 
 

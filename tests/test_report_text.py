@@ -15,8 +15,8 @@ import pytest
 from report_helpers import report_json, run_report, write_month
 from sessiongen import START, SessionWriter, every_pattern, whole_session
 from tailer.files import session_logs
-from tailer.report_figures import snapshot
-from tailer.report_read import Selection, SessionReader, read_turns
+from tailer.report_figures import snapshot, turn_row
+from tailer.report_read import Selection, SessionReader, wanted_turns
 from tailer.report_table import render_table
 from tailer.report_text import CSV_COLUMNS, render_calls_csv, render_csv
 from tailerproc import ROOT, tailer_env
@@ -28,7 +28,8 @@ NOW = datetime(2026, 12, 1, tzinfo=timezone.utc)
 def snap_of(state_dir):
     reader = SessionReader()
     logs = session_logs(state_dir)
-    return snapshot(read_turns(logs, Selection(), reader), now=NOW, sessions=len(logs),
+    rows = [turn_row(turn, timezone.utc) for turn in wanted_turns(logs, Selection(), reader)]
+    return snapshot(rows, now=NOW, tz=timezone.utc, sessions=len(logs),
                     skipped=reader.skipped(),
                     checks=reader.reconciliations)
 
