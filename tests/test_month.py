@@ -160,6 +160,14 @@ def month(tmp_path_factory):
     return state, write_month(state)
 
 
+def wait_for_the_month(tailer, prom, turns) -> None:
+    """Until the history is pushed and the scrapes show every turn."""
+    tailer.wait_for_log("history: pushed", timeout=600)
+    total = sum(1 for t in turns if t.kind != "ordinary")
+    prom.wait_for("sum(hydrafusion_turns_total)",
+                  lambda result: single_value(result) == total, timeout=60)
+
+
 def test_a_month_read_at_start_up_is_exact_for_any_window(tmp_path, month):
     state, turns = month
     assert len(turns) >= 5000 and len({t.session_id for t in turns}) >= 200
@@ -167,10 +175,7 @@ def test_a_month_read_at_start_up_is_exact_for_any_window(tmp_path, month):
     with month_prometheus(tmp_path, port) as prom:
         args = tailer_args(state, tmp_path / "checkpoint.json", prom, port)
         with running_tailer(tmp_path, *args, metrics_port=port) as tailer:
-            tailer.wait_for_log("history: pushed", timeout=600)
-            total = sum(1 for t in turns if t.kind != "ordinary")
-            prom.wait_for("sum(hydrafusion_turns_total)",
-                          lambda result: single_value(result) == total, timeout=60)
+            wait_for_the_month(tailer, prom, turns)
             check_month(prom, turns)
             check_dashboard(prom, turns)
             # History and scrapes of a histogram are one series: the bucket bound is written
@@ -193,8 +198,5 @@ def test_the_same_month_with_two_kill_9_during_the_start_up_reading(tmp_path, mo
                 tailer.process.kill()
                 tailer.process.wait()
         with running_tailer(tmp_path, *args, metrics_port=port) as tailer:
-            tailer.wait_for_log("history: pushed", timeout=600)
-            total = sum(1 for t in turns if t.kind != "ordinary")
-            prom.wait_for("sum(hydrafusion_turns_total)",
-                          lambda result: single_value(result) == total, timeout=60)
+            wait_for_the_month(tailer, prom, turns)
             check_month(prom, turns)
