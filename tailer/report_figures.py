@@ -12,8 +12,8 @@ show the same numbers for the same turns:
   (which is their sum: adding both would count them twice);
 - compound rate: routed turns (route failures excluded) that used more than one distinct
   model, over all routed turns;
-- judge rejection rate: judge legs whose verdict sent the answer back (`reject`, `revise`),
-  over judge legs that gave a verdict;
+- judge rejection rate: turns in which a verdict sent the draft back (`reject`, `revise`),
+  over turns in which a judge gave a verdict: per turn, so a turn judged twice weighs once;
 - review share: credits of the legs that did not produce the answer, over all credits;
 - cache share of input: cache-read tokens over input tokens (input includes cache reads);
 - by kind puts every prompt on one footing, as the `hydrafusion_prompt_*` families do:
@@ -36,6 +36,7 @@ from .turns import Reconciliation, ToolCall, Turn, call_start_ns, leg_start_ns
 
 SCHEMA_VERSION = 1
 ROUTE_FAILED = "route_failed"
+REJECTING_VERDICTS = ("reject", "revise")  # the verdicts that send a draft back
 ORDINARY = "ordinary"
 KINDS = ("fusion", "ordinary", "fallback")
 
@@ -163,8 +164,8 @@ class Headline:
     calls: int
     outcomes: dict[str, int]  # completed (or the rollup's own word), incomplete, route_failed
     compound_rate: float | None
-    judge_verdicts: int
-    judge_rejections: int
+    judged_turns: int  # turns in which a judge gave a verdict
+    rejected_turns: int  # of those, the ones whose draft a verdict sent back
     judge_rejection_rate: float | None
     review_share: float | None
     cache_share: float | None
@@ -340,9 +341,8 @@ def headline(rows: list[TurnRow]) -> Headline:
     """The figures of HydraFusion's turns (no ordinary ones among `rows`)."""
     legs = [leg for row in rows for leg in row.legs]
     routed = [row for row in rows if row.outcome != ROUTE_FAILED]
-    judged = [leg for leg in legs
-              if leg.kind == "judge" and leg.verdict not in (None, "none", "unknown")]
-    rejections = sum(leg.verdict in ("reject", "revise") for leg in judged)
+    judged = [row for row in rows if any(leg.verdict for leg in row.legs)]
+    rejected = sum(any(leg.verdict in REJECTING_VERDICTS for leg in row.legs) for row in judged)
     credits = _total(leg.credits for leg in legs)
     review = _total(leg.credits for leg in legs if not leg.committed)
     return Headline(
@@ -351,9 +351,9 @@ def headline(rows: list[TurnRow]) -> Headline:
         calls=sum(leg.calls for leg in legs),
         outcomes=dict(Counter(row.outcome for row in rows).most_common()),
         compound_rate=_ratio(sum(row.compound for row in routed), len(routed)),
-        judge_verdicts=len(judged),
-        judge_rejections=rejections,
-        judge_rejection_rate=_ratio(rejections, len(judged)),
+        judged_turns=len(judged),
+        rejected_turns=rejected,
+        judge_rejection_rate=_ratio(rejected, len(judged)),
         review_share=_ratio(review, credits),
         cache_share=_ratio(sum(leg.cache_read_tokens for leg in legs),
                            sum(leg.input_tokens for leg in legs)),

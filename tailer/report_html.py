@@ -81,15 +81,15 @@ def _cards(snap: Snapshot) -> str:
     head = snap.headline
     outcomes = ", ".join(f"{count} {outcome.replace('_', ' ')}"
                          for outcome, count in head.outcomes.items())
-    judged = (f"{head.judge_rejections} of {head.judge_verdicts} verdicts"
-              if head.judge_verdicts else "no verdicts")
+    judged = (f"{head.rejected_turns} of {head.judged_turns} judged turns"
+              if head.judged_turns else "no turn judged")
     cards = [
         ("turns", head.turns, str(head.turns), outcomes or "no turns"),
         ("credits", head.credits, f"{head.credits:.2f}", f"{head.calls} calls"),
         ("compound_rate", head.compound_rate, _percent(head.compound_rate),
          "routed turns on more than one model"),
         ("judge_rejection_rate", head.judge_rejection_rate,
-         _percent(head.judge_rejection_rate), f"judge rejections: {judged}"),
+         _percent(head.judge_rejection_rate), f"drafts sent back: {judged}"),
         ("review_share", head.review_share, _percent(head.review_share),
          "credits on legs whose answer was not kept"),
         ("cache_share", head.cache_share, _percent(head.cache_share),

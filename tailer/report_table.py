@@ -53,7 +53,7 @@ def _sections(snap: Snapshot, width: int, paint) -> list[list[str]]:
         ("credits", _credits(head.credits)),
         ("compound rate", _percent(head.compound_rate)),
         ("judge rejections", _percent(head.judge_rejection_rate)
-         + (f" ({head.judge_rejections}/{head.judge_verdicts})" if head.judge_verdicts else "")),
+         + (f" ({head.rejected_turns}/{head.judged_turns})" if head.judged_turns else "")),
         ("review share", _percent(head.review_share)),
         ("cache share of input", _percent(head.cache_share)),
     ], width, paint)

@@ -105,9 +105,10 @@ def test_headline_figures_follow_the_stack_definitions(tmp_path):
                              for outcome in {t.outcome for t in expected}}
     assert head.compound_rate == pytest.approx(
         sum(len(set(turn.models)) > 1 for turn in routed) / len(routed))
-    assert head.judge_verdicts == len(verdicts)
-    assert head.judge_rejection_rate == pytest.approx(
-        sum(leg.verdict in ("reject", "revise") for leg in verdicts) / len(verdicts))
+    judged = [turn for turn in expected if any(leg.verdict for leg in turn.legs)]
+    assert head.judged_turns == len(judged)
+    assert head.judge_rejection_rate == pytest.approx(sum(
+        any(leg.verdict in ("reject", "revise") for leg in turn.legs) for turn in judged) / len(judged))
     assert head.review_share == pytest.approx(
         sum(leg.nano_aiu for leg in legs if not leg.committed) / total)
     assert head.cache_share == pytest.approx(

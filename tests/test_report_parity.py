@@ -6,10 +6,13 @@ metrics to a textfile. Every headline figure and every per-model and per-leg-kin
 the report must be what the dashboard's queries (docs/METRICS.md) make of those metrics.
 """
 
+import json
+
 import pytest
 
 from exposition_helpers import samples
 from report_helpers import report_json, write_month
+from sessiongen import START, SessionWriter
 from tailerproc import ROOT, run_once
 
 
@@ -67,10 +70,10 @@ def assert_same_numbers(document, text):
         total(text, "hydrafusion_turns_total", compound="true", outcome="!route_failed"),
         total(text, "hydrafusion_turns_total", outcome="!route_failed")))
     assert head["judge_rejection_rate"] == pytest.approx(ratio(
-        total(text, "hydrafusion_legs_total", phase_kind="judge", verdict=("reject", "revise")),
-        total(text, "hydrafusion_legs_total", phase_kind="judge", verdict="!none|unknown")))
-    assert head["judge_verdicts"] == total(text, "hydrafusion_legs_total", phase_kind="judge",
-                                           verdict="!none|unknown")
+        total(text, "hydrafusion_judged_turns_total", rejected="true"),
+        total(text, "hydrafusion_judged_turns_total")))
+    assert head["judged_turns"] == total(text, "hydrafusion_judged_turns_total")
+    assert head["rejected_turns"] == total(text, "hydrafusion_judged_turns_total", rejected="true")
     assert head["review_share"] == pytest.approx(ratio(
         total(text, "hydrafusion_aiu_total", committed="false"), total(text, "hydrafusion_aiu_total")))
     assert head["cache_share"] == pytest.approx(ratio(
@@ -117,6 +120,29 @@ def assert_same_numbers(document, text):
         assert figures["credits"] == pytest.approx(pattern_credits.get(figures["pattern"], 0.0))
 
 
+def write_twice_judged(state_dir):
+    """A cascade whose repaired answer a judge looks at again and accepts: two verdicts in
+    one turn, which the per-turn rejection rate counts once."""
+    writer = SessionWriter("twice-judged", START)
+    writer.cascade("mai-code-1.1-flash", "gpt-5.6-sol", verdict="reject", repair_model="gpt-5.6-sol")
+    writer.shutdown()
+    lines = [json.loads(line) for line in writer.lines()]
+    judge = next(line for line in lines if line["type"] == "assistant.fusion_phase_completed"
+                 and line["data"]["phaseKind"] == "judge")
+    again = json.loads(json.dumps(judge))
+    again["data"].update(phaseId=judge["data"]["phaseId"] + ":again", verdict="accept")
+    rollup = next(i for i, line in enumerate(lines) if line["type"] == "session.fusion_completed")
+    lines.insert(rollup, again)
+    totals, usage = lines[rollup + 1]["data"], again["data"]["usage"]  # the rollup sums every leg
+    for name in ("requestCount", "inputTokens", "outputTokens", "cachedTokens", "cacheWriteTokens",
+                 "totalNanoAiu"):
+        totals[name] += usage.get(name) or 0
+    totals["phaseCount"] += 1
+    folder = state_dir / "twice-judged"
+    folder.mkdir(parents=True)
+    (folder / "events.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+
+
 def test_the_demo_fixtures_give_the_same_numbers(tmp_path):
     fixtures = ROOT / "fixtures" / "sessions"
     document = report_json("--state-dir", str(fixtures))
@@ -127,9 +153,10 @@ def test_the_demo_fixtures_give_the_same_numbers(tmp_path):
 def test_a_generated_month_gives_the_same_numbers(tmp_path):
     state = tmp_path / "state"
     expected = write_month(state)
+    write_twice_judged(state)
     document = report_json("--state-dir", str(state))
-    assert document["headline"]["turns"] == sum(t.kind != "ordinary" for t in expected) > 200
+    assert document["headline"]["turns"] == sum(t.kind != "ordinary" for t in expected) + 1 > 200
     assert [k["turns"] for k in document["by_kind"] if k["kind"] == "ordinary"] == [
         sum(t.kind == "ordinary" for t in expected)]
-    assert len(document["by_day"]) == 30
+    assert len(document["by_day"]) == 31  # the month, and the twice-judged turn's day
     assert_same_numbers(document, metrics_of(state, tmp_path))
