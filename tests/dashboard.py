@@ -107,8 +107,13 @@ LEG_SPAN_ATTRIBUTES = GEN_AI_ATTRIBUTES | frozenset({
 })
 
 # What Grafana puts in place of a multi-value variable set to "All" (the
-# variables' allValue): a regex that matches everything.
+# variables' allValue): a regex that matches everything, the empty string included, so
+# a series without the label (one local tailer has no user_name) matches too.
 ALL = ".*"
+
+# The labels that tell one tailer from another (the instance and user variables), and the
+# matchers every selector of a tailer's series carries for them.
+TAILER_FILTERS = ('instance=~"$instance"', 'user_name=~"$user"')
 
 # Grafana's $__rate_interval is max(4 x scrape interval, step + scrape interval);
 # for an instant query over a whole range that is 4 x 15 s.
@@ -144,6 +149,16 @@ def targets(dashboard, datasource_type):
 
 
 _VARIABLE = re.compile(r"\$\{(\w+)(?::\w+)?\}|\$(\w+)")
+
+
+def chosen(*values):
+    """What Grafana puts in place of a multi-value variable used in a PromQL regex matcher
+    when these values are picked: each escaped for a regex inside a PromQL string (so the
+    dots of 127.0.0.1:9464 match only dots), several as (a|b)."""
+    # A regex escape is a backslash, written twice inside the PromQL string: "\\." for ".".
+    escaped = [re.sub(r"[$^*{}\[\]'+?.()|]", r"\\\\\g<0>", value.replace("\\", "\\\\\\\\"))
+               for value in values]
+    return escaped[0] if len(escaped) == 1 else "(" + "|".join(escaped) + ")"
 
 
 def default_value(variable):
@@ -261,7 +276,7 @@ def links(dashboard):
 
 def _label_values_metric(expr):
     """label_values(metric, label) is Grafana's variable syntax, not PromQL."""
-    match = re.fullmatch(r"label_values\((\w+),\s*\w+\)", expr.strip())
+    match = re.fullmatch(r"label_values\((\w+)(?:\{[^}]*\})?,\s*\w+\)", expr.strip())
     return {match.group(1)} if match else None
 
 

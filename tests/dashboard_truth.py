@@ -61,11 +61,11 @@ def turn_end(turn) -> float:
     return datetime.fromisoformat(turn.end_timestamp.replace("Z", "+00:00")).timestamp()
 
 
-def headlines(prom, window_seconds: float, at: float) -> dict[str, list[float | None]]:
-    """The dashboard's headline panels over the window ending at `at`: each target's value
-    (None: no value)."""
+def headlines(prom, window_seconds: float, at: float, variables=None) -> dict[str, list[float | None]]:
+    """The dashboard's headline panels over the window ending at `at`, with the variables
+    given (All for the rest): each target's value (None: no value)."""
     figures = defaultdict(list)
-    for title, expr in dash.prometheus_exprs(window_seconds):
+    for title, expr in dash.prometheus_exprs(window_seconds, variables):
         if title in HEADLINES:
             result = prom.query(expr, time=at)
             figures[title].append(float(result[0]["value"][1]) if result else None)

@@ -254,6 +254,46 @@ def test_variables_filter_by_pattern_model_and_session(dashboard):
     assert rejected["current"]["value"] == "span.hydrafusion.phase.id != nil"
 
 
+def test_user_and_instance_variables_list_every_tailer(dashboard):
+    """Picked from a counter every tailer has from its start; the user first, then the
+    instances of the users picked. user_name is what Prometheus's OTLP translation makes of
+    the promoted resource attribute user.name; a local tailer has none, and All (".*")
+    matches a series without the label too."""
+    variables = {v["name"]: v for v in dashboard["templating"]["list"]}
+    assert variables["user"]["query"] == "label_values(hydrafusion_tailer_lines_total, user_name)"
+    assert variables["instance"]["query"] == \
+        'label_values(hydrafusion_tailer_lines_total{user_name=~"$user"}, instance)'
+    for name in ("user", "instance"):
+        variable = variables[name]
+        assert variable["datasource"]["type"] == "prometheus", name
+        assert variable["multi"] and variable["includeAll"] and variable["allValue"] == dash.ALL, name
+        assert variable["current"]["value"] == "$__all", name
+    names = [v["name"] for v in dashboard["templating"]["list"]]
+    assert names.index("user") < names.index("instance") < names.index("pattern")
+
+
+_SELECTOR = re.compile(r"\b(hydrafusion_\w+|up)(\{[^}]*\})?")
+
+
+def test_every_query_of_a_tailers_series_filters_by_instance_and_user(dashboard):
+    """Every selector of the tailers' series (and of their scrape's up), in every panel, so
+    a pick narrows the whole page. The collector's and Tempo's own series are the central
+    stack's, not a tailer's: they carry neither label and are left unfiltered."""
+    exprs = [target["expr"] for _, target in dash.targets(dashboard, "prometheus")]
+    selectors = [match for expr in exprs for match in _SELECTOR.finditer(expr)]
+    assert len(selectors) > 50
+    for match in selectors:
+        matchers = [m.strip() for m in (match.group(2) or "{}")[1:-1].split(",")]
+        assert set(dash.TAILER_FILTERS) <= set(matchers), match.group()
+    unfiltered = {name for expr in exprs for name in dash.metric_names(expr)} - {m.group(1) for m in selectors}
+    assert unfiltered == set()
+
+
+def test_every_data_link_keeps_the_users_and_instances_picked(dashboard):
+    for title, url in dash.links(dashboard):
+        assert "${user:queryparam}" in url and "${instance:queryparam}" in url, title
+
+
 def test_every_data_link_sets_only_variables_that_exist(dashboard):
     """A link that sets var-x for a variable the dashboard lacks would silently filter
     nothing; ${x:queryparam} of a missing variable would be left in the URL."""
