@@ -24,6 +24,7 @@ import dashboard as dash
 from dashboard_truth import headline_truth, headlines, same_figures
 from prom import free_port, running_prometheus
 from sessiongen import SessionWriter, every_pattern
+from tailer.remote_write import RemoteWriter
 from tailerproc import running_tailer
 
 
@@ -120,3 +121,17 @@ def test_a_pick_that_matches_no_tailer_shows_nothing_counted(team):
     variables, _ = picks(team)["user alice, the local instance"]
     figures = headlines(prom, window, at, variables)
     assert figures["Credits"] == [0] and figures["Compound rate"] == [None]
+
+
+def test_a_tailer_that_only_pushes_is_there_for_five_minutes_after_its_last_push(tmp_path):
+    """A laptop's tailer is never scraped (no up): the Tailer stat is green while its pushed
+    series are fresh (Prometheus's 5-minute lookback), red after."""
+    pushed_at = (int(time()) - 600) * 1000
+    labels = [("__name__", "hydrafusion_tailer_build_info"), ("instance", "laptop-1"), ("job", "hydrafusion"),
+              ("user_name", "bob"), ("version", "0.1.0")]
+    with running_prometheus(tmp_path, [], extra_flags=["--web.enable-remote-write-receiver"]) as prom:
+        RemoteWriter(f"{prom.url}/api/v1/write").push([(labels, [(pushed_at, 1.0)])])
+        (tailer,) = [expr for title, expr in dash.prometheus_exprs(600, {"user": dash.chosen("bob")})
+                     if title == "Tailer"]
+        assert [prom.query(tailer, time=pushed_at / 1000 + seconds)[0]["value"][1] for seconds in (1, 299, 301)] \
+            == ["1", "1", "0"]
