@@ -303,21 +303,27 @@ class Tailer:
         self.use = ProcessUse(self.process.pid)
 
 
-def start_tailer(work: Path, index: int, settings: Settings, collector: str, rng: random.Random) -> Tailer:
-    instance = f"dev-{index:03d}"
-    home = work / instance
-    state = home / "session-state"
-    state.mkdir(parents=True)
+def developer_logs(work: Path, settings: Settings, rng: random.Random) -> list[DeveloperLog]:
+    """Each developer's folder (work/dev-NNN) with its session log's first turns written."""
     turns = settings.first_turns + int(settings.seconds / settings.turn_every) + 1
-    log = DeveloperLog(state, f"load-{instance}", turns, rng)
-    log.write_first(settings.first_turns)
+    logs = []
+    for index in range(settings.tailers):
+        state = work / f"dev-{index:03d}" / "session-state"
+        state.mkdir(parents=True)
+        logs.append(DeveloperLog(state, f"load-dev-{index:03d}", turns, rng))
+        logs[-1].write_first(settings.first_turns)
+    return logs
+
+
+def start_tailer(log: DeveloperLog, settings: Settings, collector: str) -> Tailer:
+    home = log.state_dir.parent
     with open(home / "tailer.log", "wb") as output:
         process = subprocess.Popen(
-            [sys.executable, "-m", "tailer", "run", "--state-dir", str(state), "--from-start",
+            [sys.executable, "-m", "tailer", "run", "--state-dir", str(log.state_dir), "--from-start",
              "--checkpoint", str(home / "checkpoint.json"), "--metrics-address", "none"],
-            cwd=REPO, env=tailer_environment(collector, instance, settings.metric_interval),
+            cwd=REPO, env=tailer_environment(collector, home.name, settings.metric_interval),
             stdout=output, stderr=subprocess.STDOUT)
-    return Tailer(instance, log, process)
+    return Tailer(home.name, log, process)
 
 
 def stop_tailers(tailers: list[Tailer]) -> list[int]:
@@ -369,10 +375,11 @@ def measure(settings: Settings, work: Path) -> dict:
 def load(settings, work, rng, sink, prom, collector, collector_url) -> dict:
     figures = {"settings": settings.__dict__}
     services = {"collector": ProcessUse(collector.pid), "prometheus": ProcessUse(prom.process.pid)}
+    logs = developer_logs(work, settings, rng)
     tailers = []
     began = time.monotonic()
-    for index in range(settings.tailers):
-        tailers.append(start_tailer(work, index, settings, collector_url, rng))
+    for log in logs:
+        tailers.append(start_tailer(log, settings, collector_url))
         time.sleep(1 / START_PER_SECOND)
 
     def expected() -> int:
@@ -383,25 +390,20 @@ def load(settings, work, rng, sink, prom, collector, collector_url) -> dict:
     # The live window: every tailer gets a turn every turn_every seconds, their turns spread.
     for use in [*services.values(), *(tailer.use for tailer in tailers)]:
         use.start()
-    received_before, window_start, wall_start = sink.unique(), time.monotonic(), time.time()
-    appended = 0
-    for step in range(int(settings.seconds / settings.turn_every * settings.tailers)):
-        time.sleep(max(0.0, window_start + step * settings.turn_every / settings.tailers - time.monotonic()))
-        appended += tailers[step % settings.tailers].log.append_turn()
-    time.sleep(max(0.0, window_start + settings.seconds - time.monotonic()))
-    window = time.monotonic() - window_start
+    received_before, wall_start = sink.unique(), time.time()
+    figures["turns_appended"], window = append_turns(tailers, settings)
     figures["window_s"] = round(window, 1)
-    figures["turns_appended"] = appended
     figures["spans_received_in_window"] = sink.unique() - received_before
     figures["cpu_s"] = {name: round(use.cpu_since_start(), 2) for name, use in services.items()}
     figures["tailers_cpu_s"] = round(sum(tailer.use.cpu_since_start() for tailer in tailers), 2)
     # The last turns' spans, then the tailers' last push, at exit.
+    window_end = time.monotonic()
     drained = wait_until(lambda: sink.unique() >= expected(), DRAIN_SECONDS)
-    figures["drain_s"] = round(time.monotonic() - window_start - window, 1)
-    figures["memory_mb"] = {name: use.memory_mb() for name, use in services.items()}
+    figures["drain_s"] = round(time.monotonic() - window_end, 1)
     exit_codes = stop_tailers(tailers)
     stopped = time.time()  # the collector's counts from a scrape after the last push
     prom.wait_for('timestamp(up{job="otel-collector"})', lambda r: r and float(r[0]["value"][1]) > stopped + 1)
+    figures["memory_mb"] = {name: use.memory_mb() for name, use in services.items()}
     figures["tailer_exit_codes"] = sorted(set(exit_codes))
     figures["tailer_peak_mb"] = {"mean": round(sum(t.peak_mb for t in tailers) / len(tailers), 1),
                                  "max": round(max(t.peak_mb for t in tailers), 1)}
@@ -415,6 +417,17 @@ def load(settings, work, rng, sink, prom, collector, collector_url) -> dict:
     figures["prometheus"] = prometheus_figures(prom, tailers, window, wall_start)
     figures["collector"] = collector_figures(prom)
     return figures
+
+
+def append_turns(tailers: list[Tailer], settings: Settings) -> tuple[int, float]:
+    """A turn to each tailer's log every turn_every seconds, the tailers' turns spread
+    evenly over that time, for settings.seconds; (turns appended, the window's length)."""
+    start, appended = time.monotonic(), 0
+    for step in range(int(settings.seconds / settings.turn_every * len(tailers))):
+        time.sleep(max(0.0, start + step * settings.turn_every / len(tailers) - time.monotonic()))
+        appended += tailers[step % len(tailers)].log.append_turn()
+    time.sleep(max(0.0, start + settings.seconds - time.monotonic()))
+    return appended, time.monotonic() - start
 
 
 def by_instance(prom, expr: str) -> dict[str, float]:
