@@ -31,6 +31,7 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
+import math
 import os
 import random
 import signal
@@ -522,6 +523,43 @@ def per_tailer(figures: dict) -> dict[str, float]:
     }
 
 
+# What a developer's month is taken to be for the team arithmetic (docs/TEAM.md): the
+# tailer runs while they work and they ask HydraFusion something every 8 minutes. Every
+# figure below is linear in these, so another team scales them by its own.
+HOURS_A_DAY = 8
+DAYS_A_MONTH = 21
+TURNS_A_DAY = 60
+PUSH_INTERVAL_S = 60  # OTEL_METRIC_EXPORT_INTERVAL's default
+BYTES_PER_SAMPLE = 1.5  # Prometheus's compressed TSDB takes 1 to 2 bytes a sample
+TEAMS = (40, 5000)
+
+
+def sizing(figures: dict, developers: int) -> dict[str, float]:
+    """A team's load on the central stack from the measured per-tailer figures: series and
+    samples/s while everyone works (each push carries every series), spans/s on average over
+    the working day, a month's storage, and the collector cores this run's collector would
+    need at most (its CPU here, scaled by the larger of the two rates' ratios, summed)."""
+    one = figures["per_tailer"]
+    series = developers * one["series"]
+    samples_per_s = series / PUSH_INTERVAL_S
+    spans_per_s = developers * TURNS_A_DAY * one["spans_per_turn"] / (HOURS_A_DAY * 3600)
+    hours = HOURS_A_DAY * DAYS_A_MONTH
+    measured_spans = figures["spans_received_in_window"] / figures["window_s"]
+    measured_samples = figures["prometheus"]["samples_in_window"] / figures["window_s"]
+    collector_share = figures["cpu_s"]["collector"] / figures["window_s"]
+    return {
+        "developers": developers,
+        "series": series,
+        "samples_per_s": samples_per_s,
+        "spans_per_s": spans_per_s,
+        "metrics_gb_a_month": series * hours * 3600 / PUSH_INTERVAL_S * BYTES_PER_SAMPLE / 1e9,
+        "traces_gb_a_month": developers * TURNS_A_DAY * DAYS_A_MONTH * one["spans_per_turn"]
+        * one["gzip_bytes_per_span"] / 1e9,
+        "collector_cores_at_most": collector_share * (spans_per_s / (measured_spans or math.nan)
+                                                      + samples_per_s / (measured_samples or math.nan)),
+    }
+
+
 def report(figures: dict) -> str:
     settings, window = figures["settings"], figures["window_s"]
     spans, prom, collector = figures["spans"], figures["prometheus"], figures["collector"]
@@ -556,8 +594,16 @@ def report(figures: dict) -> str:
         f"({spans['received']} with retries), {spans['requests']} requests",
         "collector: " + ", ".join(f"{name} {value:.0f}" for name, value in collector.items()),
         "",
-        "NOTHING LOST" if not problems else "LOST:\n  " + "\n  ".join(problems),
+        f"a team ({TURNS_A_DAY} turns a day each, {HOURS_A_DAY} h a day, {DAYS_A_MONTH} days a month, "
+        f"pushes every {PUSH_INTERVAL_S} s):",
+        f"{'developers':>10} {'series':>10} {'samples/s':>10} {'spans/s':>8} {'metrics GB/month':>17} "
+        f"{'traces GB/month':>16} {'collector cores':>16}",
     ]
+    for team in figures["teams"]:
+        lines.append(f"{team['developers']:>10} {team['series']:>10.0f} {team['samples_per_s']:>10.0f} "
+                     f"{team['spans_per_s']:>8.1f} {team['metrics_gb_a_month']:>17.1f} "
+                     f"{team['traces_gb_a_month']:>16.1f} {team['collector_cores_at_most']:>16.2f}")
+    lines += ["", "NOTHING LOST" if not problems else "LOST:\n  " + "\n  ".join(problems)]
     return "\n".join(lines)
 
 
@@ -584,6 +630,7 @@ def main(argv=None) -> int:
         else:
             subprocess.run(["rm", "-rf", str(work)], check=False)
     figures["per_tailer"] = per_tailer(figures)
+    figures["teams"] = [sizing(figures, developers) for developers in TEAMS]
     figures["lost"] = lost(figures)
     print(report(figures))
     if args.json:
