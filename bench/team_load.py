@@ -224,18 +224,17 @@ class ProcessUse:
 
 # -- The central stack --------------------------------------------------------------------
 
-# The gateway configuration docs/TEAM.md gives; the stack's own until it exists.
+# The team's configurations (docs/TEAM.md).
 GATEWAY_CONFIG = REPO / "collector" / "gateway.yaml"
-STACK_CONFIG = REPO / "collector" / "config.yaml"
+CENTRAL_PROMETHEUS = REPO / "prometheus" / "central.yml"
 DELIVERY_SETTINGS = ("sending_queue", "retry_on_failure", "timeout", "compression")
 
 
 def collector_config(otlp_port: int, telemetry_port: int, sink: str, prometheus: str) -> dict:
-    """The gateway configuration on loopback: its receiver on otlp_port (HTTP, no TLS), its
-    traces to sink and metrics to prometheus's OTLP receiver, each exporter keeping its
-    delivery settings; its own metrics on telemetry_port."""
-    source = GATEWAY_CONFIG if GATEWAY_CONFIG.exists() else STACK_CONFIG
-    config = yaml.safe_load(source.read_text())
+    """The gateway configuration on loopback: its receiver on otlp_port (HTTP: no
+    certificate here), its traces to sink and metrics to prometheus's OTLP receiver, each
+    exporter keeping its delivery settings; its own metrics on telemetry_port."""
+    config = yaml.safe_load(GATEWAY_CONFIG.read_text())
     config["receivers"]["otlp"]["protocols"] = {"http": {"endpoint": f"127.0.0.1:{otlp_port}"}}
     pipelines = config["service"]["pipelines"]
     targets = {"traces": sink, "metrics": f"{prometheus}/api/v1/otlp"}
@@ -253,13 +252,12 @@ def collector_config(otlp_port: int, telemetry_port: int, sink: str, prometheus:
 
 
 def prometheus_config(collector_telemetry: str) -> dict:
-    """Scrapes of the collector's own metrics; the resource attributes the tailers set
-    promoted to labels, as the central Prometheus does."""
-    return {
-        "scrape_configs": [{"job_name": "otel-collector", "scrape_interval": "2s",
-                            "static_configs": [{"targets": [collector_telemetry]}]}],
-        "otlp": {"promote_resource_attributes": ["user.name"]},
-    }
+    """The central Prometheus's configuration (its OTLP translation: the promoted resource
+    attributes), scraping the collector's own metrics instead of its own."""
+    config = yaml.safe_load(CENTRAL_PROMETHEUS.read_text())
+    return {"otlp": config["otlp"], "storage": config["storage"],
+            "scrape_configs": [{"job_name": "otel-collector", "scrape_interval": "2s",
+                                "static_configs": [{"targets": [collector_telemetry]}]}]}
 
 
 def wait_listening(port: int, process: subprocess.Popen, what: str, timeout: float = 60) -> None:

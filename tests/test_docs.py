@@ -13,6 +13,7 @@ import re
 from pathlib import Path
 
 import pytest
+import yaml
 
 from assembly import assemble
 from sessiongen import START, SessionWriter, every_pattern, whole_session
@@ -203,3 +204,26 @@ def test_every_option_and_variable_is_documented(command_help):
     variables = set(re.findall(r"\$([A-Z][A-Z0-9_]+)", every_help))
     assert "HYDRAFUSION_REPLAY_INTERVAL" in variables
     assert {v for v in variables if f"`{v}`" not in text} == set()
+
+
+# -- a team's central stack (TEAM.md) --------------------------------------------------
+
+
+def test_every_variable_team_md_sets_on_a_laptop_is_one_the_tailer_reads(command_help):
+    """A rollout line naming a variable the tailer ignores would fail on thousands of
+    laptops without a word."""
+    named = set(re.findall(r"\b((?:OTEL|HYDRAFUSION)_[A-Z0-9_]*[A-Z0-9])\b", read_doc("TEAM.md")))
+    assert {"OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_METRICS_EXPORTER", "OTEL_RESOURCE_ATTRIBUTES",
+            "HYDRAFUSION_HISTORY_URL"} <= named
+    assert {variable for variable in named if variable not in command_help["run"]} == set()
+
+
+def code_blocks(doc: str, language: str) -> list[str]:
+    return re.findall(rf"^```{language}\n(.*?)^```$", read_doc(doc), flags=re.MULTILINE | re.DOTALL)
+
+
+def test_team_md_config_blocks_parse_as_yaml():
+    blocks = code_blocks("TEAM.md", "yaml")
+    assert blocks
+    for block in blocks:
+        assert isinstance(yaml.safe_load(block), dict), block[:200]
