@@ -65,6 +65,12 @@ def prometheus_labels(resource: dict[str, str]) -> dict[str, str]:
     return labels
 
 
+def pushed_le(le: str) -> str:
+    """A bucket bound as Prometheus's OTLP translation writes it: Go's shortest decimal,
+    `1` where a scrape (and exposition._format_le) writes `1.0`."""
+    return le[:-2] if le.endswith(".0") else le
+
+
 class Identity:
     """Who this tailer is across restarts: an instance id made once and a start time for
     its counters, both kept in the checkpoint."""

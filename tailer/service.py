@@ -267,6 +267,7 @@ class Run:
                 not_before_ms=_previous_run_seen_until(saved, heartbeat),
                 cutoff_ms=started_ms,
                 saved=(saved or {}).get("history"),
+                le_as_pushed=self.pusher is not None and not config.history_labels,
             )
             self.registry.withhold(self.metrics.turn_families)
         self.tailer = Tailer(
