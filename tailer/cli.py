@@ -7,6 +7,7 @@ tailer usually runs in a container. The daemon itself is tailer/service.py.
 from __future__ import annotations
 
 import argparse
+import base64
 import logging
 import os
 import sys
@@ -14,7 +15,7 @@ import urllib.parse
 from pathlib import Path
 
 from . import __version__, checkpoint, doctor, report, scrub
-from .otlp import parse_headers, traces_url
+from .otlp import parse_headers, signal_url, tls_context, traces_url
 from .service import EXIT_USAGE, Config, resource_attributes, run, run_demo
 
 log = logging.getLogger("tailer")
@@ -46,6 +47,60 @@ def otlp_url(option: str | None, environ: dict[str, str]) -> str | None:
         traces_url(specific)
         return specific.strip()
     return traces_url(environ.get("OTEL_EXPORTER_OTLP_ENDPOINT") or "http://localhost:4318")
+
+
+def otlp_metrics_url(option: str | None, environ: dict[str, str]) -> str | None:
+    """The metrics push URL, or None (the default) for no push.
+
+    Off unless the option names an endpoint or OTEL_METRICS_EXPORTER says `otlp`, so a
+    tailer that only sends traces to OTEL_EXPORTER_OTLP_ENDPOINT starts pushing nothing
+    new. The endpoint follows the same rules as the traces' (otlp_url).
+    """
+    if option == "none":
+        return None
+    if option:
+        return signal_url(option, "metrics")
+    exporters = {name.strip() for name in environ.get("OTEL_METRICS_EXPORTER", "").split(",")}
+    if "otlp" not in exporters:
+        return None
+    specific = environ.get("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT")
+    if specific:
+        signal_url(specific, "metrics")
+        return specific.strip()
+    return signal_url(environ.get("OTEL_EXPORTER_OTLP_ENDPOINT") or "http://localhost:4318",
+                      "metrics")
+
+
+def _signal_setting(environ: dict[str, str], signal: str, setting: str) -> str:
+    """OTEL_EXPORTER_OTLP_<SIGNAL>_<SETTING>, else OTEL_EXPORTER_OTLP_<SETTING>."""
+    return (environ.get(f"OTEL_EXPORTER_OTLP_{signal}_{setting}")
+            or environ.get(f"OTEL_EXPORTER_OTLP_{setting}") or "")
+
+
+def _certificate(path: str, what: str) -> str | None:
+    """A CA file for https, checked now so a wrong one is a usage error, not a retry loop."""
+    if not path:
+        return None
+    try:
+        tls_context(path)
+    except ValueError as error:
+        raise ValueError(f"{what}: {error}") from None
+    return path
+
+
+def history_endpoint(url: str, environ: dict[str, str]) -> tuple[str, dict[str, str]]:
+    """The remote-write URL without user:password, and the headers to send: basic auth of
+    the URL's user:password, then HYDRAFUSION_HISTORY_HEADERS (the OTLP headers' format)."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError("--history-url is not an http(s) URL")
+    headers = {}
+    if parts.username is not None:
+        pair = f"{urllib.parse.unquote(parts.username)}:{urllib.parse.unquote(parts.password or '')}"
+        headers["Authorization"] = "Basic " + base64.b64encode(pair.encode()).decode()
+        parts = parts._replace(netloc=parts.netloc.rpartition("@")[2])
+    headers.update(parse_headers(environ.get("HYDRAFUSION_HISTORY_HEADERS", "")))
+    return urllib.parse.urlunsplit(parts), headers
 
 
 def _flag(environ: dict[str, str], name: str) -> bool:
@@ -134,6 +189,19 @@ def _add_run_options(
         "$OTEL_EXPORTER_OTLP_HEADERS, $OTEL_RESOURCE_ATTRIBUTES, $OTEL_SERVICE_NAME",
     )
     parser.add_argument(
+        "--otlp-metrics-endpoint", metavar="URL|none",
+        help="also push the metrics over OTLP/HTTP to URL (a base endpoint: /v1/metrics is "
+        "appended), or `none` [on when $OTEL_METRICS_EXPORTER is otlp: "
+        "$OTEL_EXPORTER_OTLP_METRICS_ENDPOINT, else $OTEL_EXPORTER_OTLP_ENDPOINT, else "
+        "http://localhost:4318; default none]; also reads $OTEL_EXPORTER_OTLP_METRICS_HEADERS",
+    )
+    parser.add_argument(
+        "--otlp-metrics-interval", type=float, metavar="SECONDS",
+        default=float(environ.get("OTEL_METRIC_EXPORT_INTERVAL") or 60_000) / 1000,
+        help="seconds between pushes; one more at exit [$OTEL_METRIC_EXPORT_INTERVAL in "
+        "milliseconds, default 60 s]",
+    )
+    parser.add_argument(
         "--metrics-address", metavar="HOST:PORT|none",
         default=environ.get("HYDRAFUSION_METRICS_ADDRESS") or "127.0.0.1:9464",
         help="where to serve /metrics, or `none` [$HYDRAFUSION_METRICS_ADDRESS, "
@@ -180,7 +248,9 @@ def _add_run_options(
         "--history-labels", type=_labels, metavar="NAME=VALUE,...",
         default=environ.get("HYDRAFUSION_HISTORY_LABELS") or "",
         help="the labels Prometheus gives the tailer's series when it scrapes them (job and "
-        "instance), so history and scrapes are one series [$HYDRAFUSION_HISTORY_LABELS]",
+        "instance), so history and scrapes are one series; when the metrics are pushed, by "
+        "default the labels the pushed series get [$HYDRAFUSION_HISTORY_LABELS]; also reads "
+        "$HYDRAFUSION_HISTORY_HEADERS and $HYDRAFUSION_HISTORY_CERTIFICATE",
     )
     parser.add_argument(
         "--idle-timeout", type=float, metavar="SECONDS",
@@ -255,12 +325,16 @@ def run_config(args: argparse.Namespace, environ: dict[str, str]) -> Config:
     """The options of `run` or `demo` as the daemon takes them; ValueError when they are off."""
     # A metrics server would live for a moment only under --once: the textfile serves.
     serve = args.metrics_address != "none" and not args.once
-    history_url = None if args.history_url == "none" else args.history_url
-    if history_url is not None:
-        if urllib.parse.urlsplit(history_url).scheme not in ("http", "https"):
-            raise ValueError(f"--history-url is not an http(s) URL: {history_url!r}")
-        if not {"job", "instance"} <= set(args.history_labels):
-            raise ValueError("--history-url needs --history-labels job=...,instance=...")
+    metrics_url = otlp_metrics_url(args.otlp_metrics_endpoint, environ)
+    history_url, history_headers = None, {}
+    if args.history_url != "none":
+        history_url, history_headers = history_endpoint(args.history_url, environ)
+        pushed = metrics_url is not None and not args.history_labels
+        if not pushed and not {"job", "instance"} <= set(args.history_labels):
+            raise ValueError("--history-url needs --history-labels job=...,instance=..., "
+                             "or the metrics pushed (--otlp-metrics-endpoint)")
+    if not args.otlp_metrics_interval > 0:
+        raise ValueError("the metrics push interval must be above zero")
     return Config(
         state_dir=args.state_dir,
         checkpoint=args.checkpoint,
@@ -272,9 +346,20 @@ def run_config(args: argparse.Namespace, environ: dict[str, str]) -> Config:
         metrics_bind=parse_address(args.metrics_address) if serve else None,
         traces_url=otlp_url(args.otlp_endpoint, environ),
         otlp_headers=parse_headers(environ.get("OTEL_EXPORTER_OTLP_HEADERS", "")),
+        traces_certificate=_certificate(_signal_setting(environ, "TRACES", "CERTIFICATE"),
+                                        "OTEL_EXPORTER_OTLP_CERTIFICATE"),
+        otlp_metrics_url=metrics_url,
+        otlp_metrics_headers=parse_headers(_signal_setting(environ, "METRICS", "HEADERS")),
+        otlp_metrics_certificate=_certificate(
+            _signal_setting(environ, "METRICS", "CERTIFICATE"),
+            "OTEL_EXPORTER_OTLP_METRICS_CERTIFICATE"),
+        metrics_interval_s=args.otlp_metrics_interval,
         resource=resource_attributes(environ),
         textfile=args.textfile,
         history_url=history_url,
         history_labels=args.history_labels,
+        history_headers=history_headers,
+        history_certificate=_certificate(environ.get("HYDRAFUSION_HISTORY_CERTIFICATE", ""),
+                                         "HYDRAFUSION_HISTORY_CERTIFICATE"),
         replay_interval_s=getattr(args, "replay_interval", 30.0),
     )

@@ -375,6 +375,16 @@ class Registry:
         """Every series at its true value, all promoted: for the exit and --once."""
         return self._render(_final_shows_zero, published=False)
 
+    def collect_pushed(self) -> list[FamilySamples]:
+        """What render_textfile shows, as data, for a metrics push (tailer/otlp_metrics.py):
+        read at times we do not know, as a textfile is, so a new series is held at zero
+        for ZERO_HOLD_SECONDS; published values; withheld families left out."""
+        return self._collect(_textfile_shows_zero, published=True)
+
+    def collect_final(self) -> list[FamilySamples]:
+        """What render_final shows, as data: the last push, at exit."""
+        return self._collect(_final_shows_zero, published=False)
+
     def record(self, changes: list[tuple[_Family, tuple, float]]) -> None:
         """Apply (counter or histogram, label values in its declared order, amount to add or
         value to observe) changes, taking the lock once: a finished turn makes a dozen or more.

@@ -33,6 +33,7 @@ import json
 import logging
 
 from .exposition import ExactSample
+from .otlp_metrics import pushed_le
 from .remote_write import RemoteWriteError, RemoteWriter
 
 log = logging.getLogger("tailer")
@@ -56,13 +57,17 @@ class History:
         not_before_ms: int,
         cutoff_ms: int,
         saved: dict | None = None,
+        le_as_pushed: bool = False,
     ):
         """`labels` are the ones Prometheus adds when it scrapes the tailer (job, instance):
         history and scrapes must be one series. `bases` are the series' values before
         history began (a restored checkpoint's); a series without one starts at zero. Turns
         that ended before `cutoff_ms` (this run's start) are history; later ones are live.
-        `saved` is an unfinished history from a checkpoint, which carries on as it was."""
+        `saved` is an unfinished history from a checkpoint, which carries on as it was.
+        `le_as_pushed`: the series are the ones the metrics push makes (Prometheus's OTLP
+        translation writes a whole-number bucket bound `1`, where a scrape stores `1.0`)."""
         self._writer = writer
+        self._le_as_pushed = le_as_pushed
         self._labels = sorted(labels.items())
         saved = saved or {}
         self._not_before_ms = saved.get("not_before_ms", not_before_ms)
@@ -147,4 +152,7 @@ class History:
                 grid_at += GRID_MS
         if samples[-1][0] < now_ms:
             samples.append((now_ms, value / divisor))
+        if self._le_as_pushed:
+            labels = [(label, pushed_le(value) if label == "le" else value)
+                      for label, value in labels]
         return [("__name__", name), *map(tuple, labels), *self._labels], samples

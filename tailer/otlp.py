@@ -21,6 +21,7 @@ import json
 import logging
 import math
 import random
+import ssl
 import threading
 import time
 import urllib.error
@@ -47,11 +48,17 @@ class Span(NamedTuple):
 
 def traces_url(endpoint: str) -> str:
     """The traces URL for an OTLP/HTTP endpoint: a base URL gets `/v1/traces` appended."""
+    return signal_url(endpoint, "traces")
+
+
+def signal_url(endpoint: str, signal: str) -> str:
+    """The URL of a signal (traces, metrics) for an OTLP/HTTP endpoint: a base URL gets
+    `/v1/<signal>` appended."""
     url = endpoint.strip().rstrip("/")
     parts = urllib.parse.urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.netloc:
         raise ValueError(f"OTLP endpoint is not an http(s) URL: {endpoint!r}")
-    return url if parts.path.endswith("/v1/traces") else url + "/v1/traces"
+    return url if parts.path.endswith(f"/v1/{signal}") else url + f"/v1/{signal}"
 
 
 def parse_headers(value: str) -> dict[str, str]:
@@ -163,12 +170,35 @@ def parse_retry_after(value: str | None, now: float) -> float | None:
     return max(0.0, when.timestamp() - now)
 
 
+def tls_context(cafile: str | None) -> ssl.SSLContext | None:
+    """The TLS settings for an https endpoint whose certificate is signed by the CA in
+    cafile (OTEL_EXPORTER_OTLP_CERTIFICATE); None: the system's trusted CAs.
+    Raises ValueError when the file cannot be read as PEM certificates."""
+    if not cafile:
+        return None
+    try:
+        return ssl.create_default_context(cafile=cafile)
+    except (OSError, ssl.SSLError) as error:
+        raise ValueError(f"cannot read the CA certificate {cafile}: "
+                         f"{getattr(error, 'strerror', None) or error}") from None
+
+
+def connection_problem(url: str, error: Exception) -> str:
+    """Why a request to url got no answer, in words that say what to do about TLS."""
+    reason = getattr(error, "reason", error)
+    if isinstance(reason, ssl.SSLCertVerificationError):
+        return (f"the certificate of {url} is not trusted ({reason.verify_message}): give "
+                "the CA certificate that signed it (OTEL_EXPORTER_OTLP_CERTIFICATE, "
+                "HYDRAFUSION_HISTORY_CERTIFICATE)")
+    return _shorten(str(reason))
+
+
 def _shorten(text: str) -> str:
     """One line of at most ERROR_TEXT_LIMIT characters, safe to put in a log line."""
     return " ".join(text.split())[:ERROR_TEXT_LIMIT]
 
 
-def _error_text(body: str) -> str:
+def error_text(body: str) -> str:
     """The collector's message from an error body (a JSON google.rpc.Status, or plain text)."""
     try:
         status = json.loads(body)
@@ -196,8 +226,10 @@ class OtlpExporter:
     def __init__(self, url: str, *, headers: dict[str, str], resource: dict[str, str], scope_version: str,
                  on_result: Callable[[str, list[Span]], None] = lambda outcome, spans: None,
                  max_batch_spans: int = 512, flush_interval: float = 1.0, max_queued_spans: int = 100_000,
-                 timeout: float = 10.0, sleep=time.sleep, rng=random.random):
+                 timeout: float = 10.0, sleep=time.sleep, rng=random.random,
+                 ssl_context: ssl.SSLContext | None = None):
         self._url = url
+        self._ssl_context = ssl_context
         self._headers = {**headers, "Content-Type": "application/json", "Content-Encoding": "gzip",
                          "User-Agent": f"hydrafusion-tailer/{scope_version}"}
         self._resource = dict(resource)
@@ -314,9 +346,9 @@ class OtlpExporter:
             if status is not None and 200 <= status < 300:
                 self._accept(spans, detail)
                 return
-            reason = f"HTTP {status}" if status is not None else _shorten(detail)
+            reason = f"HTTP {status}" if status is not None else detail
             if status is not None and status not in RETRYABLE_STATUSES:
-                log.warning("OTLP export rejected (HTTP %d): %s; %d spans dropped", status, _error_text(detail), count)
+                log.warning("OTLP export rejected (HTTP %d): %s; %d spans dropped", status, error_text(detail), count)
                 self._report("rejected", spans)
                 return
             if self._closing:
@@ -335,14 +367,15 @@ class OtlpExporter:
         """One attempt: (status, or None when no response came; Retry-After seconds; body or error)."""
         request = urllib.request.Request(self._url, data=body, headers=self._headers, method="POST")
         try:
-            with urllib.request.urlopen(request, timeout=self._timeout) as response:
+            with urllib.request.urlopen(request, timeout=self._timeout,
+                                        context=self._ssl_context) as response:
                 return response.status, None, response.read(RESPONSE_READ_LIMIT).decode("utf-8", "replace")
         except urllib.error.HTTPError as error:
             with error:
                 retry_after = parse_retry_after(error.headers.get("Retry-After"), time.time())
                 return error.code, retry_after, error.read(RESPONSE_READ_LIMIT).decode("utf-8", "replace")
         except (OSError, http.client.HTTPException) as error:
-            return None, None, str(error)
+            return None, None, connection_problem(self._url, error)
 
     def _accept(self, spans: list[Span], body: str) -> None:
         """Reports a 2xx answer, which may still reject some spans (an OTLP partial success).

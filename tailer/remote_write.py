@@ -21,6 +21,7 @@ from operator import itemgetter
 from typing import Iterable, Iterator, Sequence
 
 from . import __version__
+from .otlp import connection_problem
 
 Labels = Sequence[tuple[str, str]]
 Samples = Sequence[tuple[int, float]]  # (timestamp in ms, value)
@@ -131,10 +132,15 @@ class RemoteWriter:
     Synchronous and without retries of its own: the caller decides when to try again,
     guided by RemoteWriteError.retryable."""
 
-    def __init__(self, url: str, *, timeout: float = 30.0, version: str = __version__):
+    def __init__(self, url: str, *, timeout: float = 30.0, version: str = __version__,
+                 headers: dict[str, str] | None = None, ssl_context=None):
+        """headers: e.g. Authorization, or a tenant's X-Scope-OrgID for Mimir;
+        ssl_context: for an https URL whose certificate a CA of its own signed."""
         self.url = url
         self.timeout = timeout
+        self.ssl_context = ssl_context
         self.headers = {
+            **(headers or {}),
             "Content-Encoding": "snappy",
             "Content-Type": "application/x-protobuf",
             "X-Prometheus-Remote-Write-Version": "0.1.0",
@@ -150,7 +156,7 @@ class RemoteWriter:
     def _post(self, body: bytes) -> None:
         request = urllib.request.Request(self.url, data=body, headers=self.headers, method="POST")
         try:
-            with urllib.request.urlopen(request, timeout=self.timeout):
+            with urllib.request.urlopen(request, timeout=self.timeout, context=self.ssl_context):
                 pass  # 204 No Content on success: nothing to read
         except urllib.error.HTTPError as error:
             # Prometheus says why in plain text, e.g. "out of bounds": keep that for the log.
@@ -160,4 +166,5 @@ class RemoteWriter:
             retryable = (error.code == 429 or error.code >= 500) and TOO_OLD_TEXT not in text
             raise RemoteWriteError(f"remote write answered {error.code}: {text}", retryable) from None
         except (OSError, http.client.HTTPException) as error:
-            raise RemoteWriteError(f"remote write failed: {error}", retryable=True) from None
+            raise RemoteWriteError(f"remote write failed: {connection_problem(self.url, error)}",
+                                   retryable=True) from None

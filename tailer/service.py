@@ -28,7 +28,8 @@ from .fanout import TurnFanout
 from .history import History
 from .metrics import MAX_MODELS, TurnMetrics
 from .metrics_server import MetricsServer
-from .otlp import OtlpExporter, parse_resource_attributes
+from .otlp import SCOPE_NAME, OtlpExporter, parse_resource_attributes, tls_context
+from .otlp_metrics import Identity, MetricsPusher, encode, metrics_request, prometheus_labels
 from .outbox import MAX_PENDING_SPANS, Outbox
 from .remote_write import RemoteWriter
 
@@ -65,10 +66,17 @@ class Config:
     metrics_bind: tuple[str, int] | None = None  # (host, port); None: not served
     traces_url: str | None = None  # None: no export
     otlp_headers: dict[str, str] = dataclasses.field(default_factory=dict)
+    traces_certificate: str | None = None  # a CA file for an https endpoint
+    otlp_metrics_url: str | None = None  # None: no metrics push
+    otlp_metrics_headers: dict[str, str] = dataclasses.field(default_factory=dict)
+    otlp_metrics_certificate: str | None = None
+    metrics_interval_s: float = 60.0
     resource: dict[str, str] = dataclasses.field(default_factory=dict)
     textfile: Path | None = None
     history_url: str | None = None
-    history_labels: dict[str, str] = dataclasses.field(default_factory=dict)
+    history_labels: dict[str, str] = dataclasses.field(default_factory=dict)  # {}: the push's
+    history_headers: dict[str, str] = dataclasses.field(default_factory=dict)
+    history_certificate: str | None = None
     replay_interval_s: float = 30.0  # demo only
 
     @property
@@ -190,10 +198,11 @@ def _run(config: Config, heartbeat: Heartbeat, on_pass=None) -> int:
         return EXIT_USAGE
     log.info(
         "hydrafusion-tailer %s: state dir %s, %d sessions, %s, OTLP %s, metrics %s, "
-        "watching by %s",
+        "metrics push %s, watching by %s",
         __version__, config.state_dir, run.sessions_found,
         f"resuming from {config.checkpoint}" if saved else f"new checkpoint {config.checkpoint}",
-        config.traces_url or "off", config.metrics_url, run.tailer.watcher.mode,
+        config.traces_url or "off", config.metrics_url, config.otlp_metrics_url or "off",
+        run.tailer.watcher.mode,
     )
     try:
         while not stop.is_set() and not run.done:
@@ -220,6 +229,10 @@ class Run:
     def __init__(self, config: Config, heartbeat: Heartbeat, saved: dict | None, *,
                  on_pass=None, history_writer=None):
         """`history_writer` stands in for the remote writer in tests."""
+        # Who this tailer is, kept in the checkpoint: the resource of its spans and pushed
+        # metrics, and the labels of its history when they are not given.
+        self.identity = Identity((saved or {}).get("identity"))
+        config = dataclasses.replace(config, resource=self.identity.resource(config.resource))
         self.config = config
         self.heartbeat = heartbeat
         self.on_pass = on_pass
@@ -236,15 +249,25 @@ class Run:
             _exporter_factory(config) if config.traces_url else None,
             (saved or {}).get("pending", []),
         )
+        self.pusher = None
+        if config.otlp_metrics_url is not None:
+            self.pusher = MetricsPusher(
+                config.otlp_metrics_url, headers=config.otlp_metrics_headers,
+                interval_s=config.metrics_interval_s,
+                ssl_context=tls_context(config.otlp_metrics_certificate),
+                user_agent=f"hydrafusion-tailer/{__version__}")
         self.history = None
         if config.history_url is not None:
             self.history = History(
-                history_writer or RemoteWriter(config.history_url),
-                config.history_labels,
+                history_writer or RemoteWriter(
+                    config.history_url, headers=config.history_headers,
+                    ssl_context=tls_context(config.history_certificate)),
+                config.history_labels or prometheus_labels(config.resource),
                 bases=self.registry.exact_samples(self.metrics.turn_families),
                 not_before_ms=_previous_run_seen_until(saved, heartbeat),
                 cutoff_ms=started_ms,
                 saved=(saved or {}).get("history"),
+                le_as_pushed=self.pusher is not None and not config.history_labels,
             )
             self.registry.withhold(self.metrics.turn_families)
         self.tailer = Tailer(
@@ -264,7 +287,10 @@ class Run:
         self._push_backoff = HISTORY_FIRST_BACKOFF_S
         self.lost_spans = 0
         self.history_waits = False
-        self._dirty = UNCHANGED
+        # A new identity is saved before anything is pushed under it: a crash before the
+        # save would otherwise give the same counters a second instance.
+        self._dirty = TURNS if self.identity.is_new else UNCHANGED
+        self._identity_saved = not self.identity.is_new
         self._saved_at = float("-inf")
         self._textfile_at = float("-inf")
         self._written: str | None = None
@@ -287,6 +313,10 @@ class Run:
 
     def step(self) -> None:
         self.heartbeat.beat()
+        # Pushed right after the heartbeat: a push is never much later than the moment the
+        # next run takes the previous one to have been last seen (History's not_before).
+        if self.pusher is not None and self._identity_saved and self.pusher.due(time.monotonic()):
+            self.pusher.offer(self._metrics_body(self.registry.collect_pushed(), time.time_ns()))
         if self.on_pass is not None:
             self.on_pass()
         if self.outbox.pending_spans > BACKPRESSURE_SPANS:
@@ -328,7 +358,13 @@ class Run:
         if self.server is not None:
             self.server.close()  # no scrape after the last save: see History's not_before
         delivered = self.outbox.flush(EXPORT_FLUSH_TIMEOUT_S)
+        pushed_at_ns = time.time_ns()  # before the final save, for the same reason
         self.save(final=True)
+        if self.pusher is not None:
+            body = self._metrics_body(self.registry.collect_final(), pushed_at_ns)
+            if not self.pusher.close(body, EXPORT_FLUSH_TIMEOUT_S):
+                log.warning("the last metrics push did not go through; the next run's "
+                            "pushes carry the same counters on")
         self.outbox.close(1.0)
         self.tailer.close()
         if not delivered:
@@ -346,6 +382,11 @@ class Run:
         self.tailer.close()
         if self.server is not None:
             self.server.close()
+
+    def _metrics_body(self, families, time_ns: int) -> bytes:
+        return encode(metrics_request(
+            families, self.config.resource, scope_name=SCOPE_NAME, scope_version=__version__,
+            start_ns=self.identity.start_ns, time_ns=time_ns))
 
     def _push_history(self, now: float) -> None:
         """Push the start-up history once reading is over; then scrapes show its families."""
@@ -369,6 +410,7 @@ class Run:
             **self.tailer.state(),
             "pending": self.outbox.pending,
             "history": self.history.state() if self.history is not None else None,
+            "identity": self.identity.state(),
             # The next run places no history sample at or before this moment, and after a
             # clean stop (no scrape after the final save) no later one either.
             "published_at_ms": time.time_ns() // 1_000_000,
@@ -379,6 +421,7 @@ class Run:
             try:
                 checkpoint.save(self.config.checkpoint, {**state, "metrics": metrics})
                 self._save_failed = False
+                self._identity_saved = True
             except OSError as error:
                 if not self._save_failed:
                     log.warning("cannot save the checkpoint %s: %s", self.config.checkpoint,
@@ -448,6 +491,7 @@ def _exporter_factory(config: Config):
             headers=config.otlp_headers,
             resource=config.resource,
             scope_version=__version__,
+            ssl_context=tls_context(config.traces_certificate),
             on_result=on_result,
             flush_interval=EXPORT_BATCH_DELAY_S,
             max_queued_spans=MAX_PENDING_SPANS,
