@@ -446,12 +446,15 @@ def prometheus_figures(prom, tailers: list[Tailer], window: float, wall_start: f
         if got[0] != truth[0] or got[2] != truth[2] or got[1] is None or abs(got[1] - truth[1]) > 1e-6 * truth[1]:
             wrong[tailer.instance] = {"prometheus": got, "logs": truth}
     end = wall_start + window
-    samples = prom.query(f'sum(count_over_time({{__name__=~"hydrafusion_.+"}}[{int(window)}s]))', time=end)
+    # count_over_time drops the name, so the families are counted one by one.
+    names = {sample["metric"]["__name__"] for sample in prom.query('count by (__name__) ({__name__=~"hydrafusion_.+"})')}
+    samples = sum(float(result[0]["value"][1]) for result in (
+        prom.query(f"sum(count_over_time({name}[{int(window)}s]))", time=end) for name in names) if result)
     return {
         "instances": len(series),
         "series": sum(series.values()),
         "series_per_tailer": {"min": min(series.values(), default=0), "max": max(series.values(), default=0)},
-        "samples_in_window": float(samples[0]["value"][1]) if samples else 0.0,
+        "samples_in_window": samples,
         "wrong_by_instance": wrong,
         "users": len(prom.query('count by (user_name) (hydrafusion_tailer_lines_total)')),
     }

@@ -227,3 +227,10 @@ def test_team_md_config_blocks_parse_as_yaml():
     assert blocks
     for block in blocks:
         assert isinstance(yaml.safe_load(block), dict), block[:200]
+
+
+def test_team_md_gives_the_gateway_configuration_the_tests_run():
+    """The gateway TEAM.md shows is collector/gateway.yaml, the file the two-tailer test and
+    bench/team_load.py run through the real collector, word for word."""
+    gateway = (DOCS.parent / "collector" / "gateway.yaml").read_text()
+    assert gateway in code_blocks("TEAM.md", "yaml")
