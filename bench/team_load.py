@@ -34,6 +34,7 @@ import json
 import math
 import os
 import random
+import re
 import signal
 import socket
 import subprocess
@@ -418,6 +419,7 @@ def load(settings, work, rng, sink, prom, collector, collector_url) -> dict:
     figures["spans"]["missing_by_instance"] = {
         tailer.instance: tailer.log.spans() - len(sink.by_instance.get(tailer.instance, ()))
         for tailer in tailers if tailer.log.spans() != len(sink.by_instance.get(tailer.instance, ()))}
+    figures["tailer_warnings"] = tailer_warnings(tailers)
     figures["prometheus"] = prometheus_figures(prom, tailers, window, wall_start)
     figures["collector"] = collector_figures(prom)
     return figures
@@ -432,6 +434,24 @@ def append_turns(tailers: list[Tailer], settings: Settings) -> tuple[int, float]
         appended += tailers[step % len(tailers)].log.append_turn()
     time.sleep(max(0.0, start + settings.seconds - time.monotonic()))
     return appended, time.monotonic() - start
+
+
+# What a tailer logs when its push at exit did not go through: its counters in Prometheus
+# stay behind until its next run pushes them.
+LAST_PUSH_FAILED = "the last metrics push did not go through"
+
+
+def tailer_warnings(tailers: list[Tailer]) -> dict[str, int]:
+    """The tailers' WARNING and ERROR lines, counted by what they say (numbers, addresses
+    and ids blanked), so a run that lost something says where it went wrong."""
+    counts: dict[str, int] = {}
+    for tailer in tailers:
+        for line in (tailer.log.state_dir.parent / "tailer.log").read_text(errors="replace").splitlines():
+            level, _, message = line[24:].partition(" ")
+            if level in ("WARNING", "ERROR"):
+                key = level + " " + re.sub(r"[0-9a-f-]{36}|\d+(\.\d+)?", "N", message)[:200]
+                counts[key] = counts.get(key, 0) + 1
+    return dict(sorted(counts.items(), key=lambda item: -item[1]))
 
 
 def by_instance(prom, expr: str) -> dict[str, float]:
@@ -449,7 +469,8 @@ def prometheus_figures(prom, tailers: list[Tailer], window: float, wall_start: f
         truth = (len(tailer.log.turns()), tailer.log.credits(), tailer.log.spans())
         got = (turns.get(tailer.instance), credits.get(tailer.instance), exported.get(tailer.instance))
         if got[0] != truth[0] or got[2] != truth[2] or got[1] is None or abs(got[1] - truth[1]) > 1e-6 * truth[1]:
-            wrong[tailer.instance] = {"prometheus": got, "logs": truth}
+            said = LAST_PUSH_FAILED in (tailer.log.state_dir.parent / "tailer.log").read_text(errors="replace")
+            wrong[tailer.instance] = {"prometheus": got, "logs": truth, "said_its_last_push_failed": said}
     end = wall_start + window
     # count_over_time drops the name, so the families are counted one by one.
     names = {sample["metric"]["__name__"] for sample in prom.query('count by (__name__) ({__name__=~"hydrafusion_.+"})')}
@@ -505,7 +526,9 @@ def lost(figures: dict) -> list[str]:
     if prom["instances"] != figures["settings"]["tailers"]:
         problems.append(f"{prom['instances']} tailers' series in Prometheus, not {figures['settings']['tailers']}")
     if prom["wrong_by_instance"]:
-        problems.append(f"Prometheus differs from the logs for {len(prom['wrong_by_instance'])} tailers: "
+        said = sum(wrong["said_its_last_push_failed"] for wrong in prom["wrong_by_instance"].values())
+        problems.append(f"Prometheus differs from the logs for {len(prom['wrong_by_instance'])} tailers "
+                        f"({said} of them logged that their last push did not go through): "
                         f"{dict(list(prom['wrong_by_instance'].items())[:3])}")
     # The gateway holds nothing: what its exporter fails to send goes back to the tailer as
     # an error (counted as refused too), and the tailer sends it again, so that is not a
@@ -608,6 +631,8 @@ def report(figures: dict) -> str:
         "collector: " + ", ".join(f"{name} {value:.0f}" for name, value in collector.items()),
         f"  (refused = failed to send: each went back to its tailer as an error and was sent again; "
         f"{spans['received'] - spans['received_unique']} spans arrived twice)",
+        "tailers' warnings: " + ("none" if not figures["tailer_warnings"] else "; ".join(
+            f"{count} x {message}" for message, count in list(figures["tailer_warnings"].items())[:5])),
         "",
         f"a team ({TURNS_A_DAY} turns a day each, {HOURS_A_DAY} h a day, {DAYS_A_MONTH} days a month, "
         f"pushes every {PUSH_INTERVAL_S} s):",
