@@ -149,11 +149,7 @@ class OtlpSink:
         """Handles one POST body; called by the server thread."""
         with self._changed:
             try:
-                if headers.get("content-encoding") == "gzip":
-                    body = gzip.decompress(body)
-                self.raw_bodies.append(body)
-                self.request_headers.append(headers)
-                request = decode_body(body)
+                request = decode_body(self._keep(headers, body, self.raw_bodies, self.request_headers))
             except Exception as error:  # whatever the cause, the payload is not valid OTLP
                 self.errors.append(f"{type(error).__name__}: {error}")
                 self._changed.notify_all()
@@ -165,18 +161,25 @@ class OtlpSink:
             return reply
 
     def receive_metrics(self, headers: dict[str, str], body: bytes) -> Reply:
+        """Handles one metrics POST body (always answered 200 when it decodes)."""
         with self._changed:
             try:
-                if headers.get("content-encoding") == "gzip":
-                    body = gzip.decompress(body)
-                self.metrics_bodies.append(body)
-                self.metrics_headers.append(headers)
+                body = self._keep(headers, body, self.metrics_bodies, self.metrics_headers)
                 self.metrics_requests.append(decode_metrics_body(body))
             except Exception as error:
                 self.errors.append(f"{type(error).__name__}: {error}")
                 return Reply(400)
             self._changed.notify_all()
             return Reply()
+
+    @staticmethod
+    def _keep(headers: dict[str, str], body: bytes, bodies: list, kept_headers: list) -> bytes:
+        """The body decompressed, kept with its headers."""
+        if headers.get("content-encoding") == "gzip":
+            body = gzip.decompress(body)
+        bodies.append(body)
+        kept_headers.append(headers)
+        return body
 
     def wait_for_metrics(self, count: int, timeout: float = 10.0) -> list:
         """Blocks until at least count metrics requests arrived; fails the test on timeout."""
