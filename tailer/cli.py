@@ -15,6 +15,7 @@ import urllib.parse
 from pathlib import Path
 
 from . import __version__, checkpoint, doctor, report, scrub
+from .exposition import ZERO_HOLD_SECONDS
 from .otlp import parse_headers, signal_url, tls_context, traces_url
 from .service import EXIT_USAGE, Config, resource_attributes, run, run_demo
 
@@ -333,8 +334,11 @@ def run_config(args: argparse.Namespace, environ: dict[str, str]) -> Config:
         if not pushed and not {"job", "instance"} <= set(args.history_labels):
             raise ValueError("--history-url needs --history-labels job=...,instance=..., "
                              "or the metrics pushed (--otlp-metrics-endpoint)")
-    if not args.otlp_metrics_interval > 0:
-        raise ValueError("the metrics push interval must be above zero")
+    if not 0 < args.otlp_metrics_interval <= ZERO_HOLD_SECONDS:
+        # A new series is pushed at zero for ZERO_HOLD_SECONDS (Registry.collect_pushed):
+        # a longer interval could skip that zero, and increase() would miss the first count.
+        raise ValueError(f"the metrics push interval must be above 0 and at most "
+                         f"{ZERO_HOLD_SECONDS:g} s, got {args.otlp_metrics_interval:g}")
     return Config(
         state_dir=args.state_dir,
         checkpoint=args.checkpoint,

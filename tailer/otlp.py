@@ -183,13 +183,13 @@ def tls_context(cafile: str | None) -> ssl.SSLContext | None:
                          f"{getattr(error, 'strerror', None) or error}") from None
 
 
-def connection_problem(url: str, error: Exception) -> str:
-    """Why a request to url got no answer, in words that say what to do about TLS."""
+def connection_problem(url: str, error: Exception, setting: str) -> str:
+    """Why a request to url got no answer; for a certificate not trusted, which setting
+    gives the CA that signed it."""
     reason = getattr(error, "reason", error)
     if isinstance(reason, ssl.SSLCertVerificationError):
-        return (f"the certificate of {url} is not trusted ({reason.verify_message}): give "
-                "the CA certificate that signed it (OTEL_EXPORTER_OTLP_CERTIFICATE, "
-                "HYDRAFUSION_HISTORY_CERTIFICATE)")
+        return (f"the certificate of {url} is not trusted ({reason.verify_message}): "
+                f"give the CA certificate that signed it in {setting}")
     return _shorten(str(reason))
 
 
@@ -375,7 +375,8 @@ class OtlpExporter:
                 retry_after = parse_retry_after(error.headers.get("Retry-After"), time.time())
                 return error.code, retry_after, error.read(RESPONSE_READ_LIMIT).decode("utf-8", "replace")
         except (OSError, http.client.HTTPException) as error:
-            return None, None, connection_problem(self._url, error)
+            return None, None, connection_problem(
+                self._url, error, "OTEL_EXPORTER_OTLP_TRACES_CERTIFICATE or OTEL_EXPORTER_OTLP_CERTIFICATE")
 
     def _accept(self, spans: list[Span], body: str) -> None:
         """Reports a 2xx answer, which may still reject some spans (an OTLP partial success).

@@ -232,7 +232,9 @@ class MetricsPusher:
             log.error("OTLP metrics push refused (HTTP %d): %s", error.code, detail)
             return True
         except (OSError, ValueError) as error:
-            return self._failed(connection_problem(self.url, error))
+            return self._failed(connection_problem(
+                self.url, error,
+                "OTEL_EXPORTER_OTLP_METRICS_CERTIFICATE or OTEL_EXPORTER_OTLP_CERTIFICATE"))
         if self._failing:
             log.info("OTLP metrics push to %s works again", self.url)
         self._failing = False

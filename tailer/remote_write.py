@@ -166,5 +166,5 @@ class RemoteWriter:
             retryable = (error.code == 429 or error.code >= 500) and TOO_OLD_TEXT not in text
             raise RemoteWriteError(f"remote write answered {error.code}: {text}", retryable) from None
         except (OSError, http.client.HTTPException) as error:
-            raise RemoteWriteError(f"remote write failed: {connection_problem(self.url, error)}",
-                                   retryable=True) from None
+            problem = connection_problem(self.url, error, "HYDRAFUSION_HISTORY_CERTIFICATE")
+            raise RemoteWriteError(f"remote write failed: {problem}", retryable=True) from None

@@ -12,6 +12,7 @@ block (or the `otlp_sink` fixture) then fails the test.
 import base64
 import gzip
 import json
+import ssl
 import threading
 from collections import deque
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -96,7 +97,8 @@ class OtlpSink:
     A POST to /v1/metrics is decoded the same way, kept in `metrics_bodies` and answered 200.
     """
 
-    def __init__(self):
+    def __init__(self, tls=None):
+        """tls: (certificate file, key file) to serve https instead of http."""
         self.raw_bodies: list[bytes] = []
         self.request_headers: list[dict[str, str]] = []
         self.requests: list[ExportTraceServiceRequest] = []
@@ -108,13 +110,19 @@ class OtlpSink:
         self._changed = threading.Condition()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
         self._server.sink = self
+        self._scheme = "http"
+        if tls is not None:
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.load_cert_chain(*map(str, tls))
+            self._server.socket = context.wrap_socket(self._server.socket, server_side=True)
+            self._scheme = "https"
         # A short poll interval keeps shutdown (once per test) quick.
         self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
                                         name="otlp-sink", daemon=True)
 
     @property
     def endpoint(self) -> str:
-        return f"http://127.0.0.1:{self._server.server_address[1]}"
+        return f"{self._scheme}://127.0.0.1:{self._server.server_address[1]}"
 
     @property
     def url(self) -> str:
@@ -141,11 +149,7 @@ class OtlpSink:
         """Handles one POST body; called by the server thread."""
         with self._changed:
             try:
-                if headers.get("content-encoding") == "gzip":
-                    body = gzip.decompress(body)
-                self.raw_bodies.append(body)
-                self.request_headers.append(headers)
-                request = decode_body(body)
+                request = decode_body(self._keep(headers, body, self.raw_bodies, self.request_headers))
             except Exception as error:  # whatever the cause, the payload is not valid OTLP
                 self.errors.append(f"{type(error).__name__}: {error}")
                 self._changed.notify_all()
@@ -157,18 +161,25 @@ class OtlpSink:
             return reply
 
     def receive_metrics(self, headers: dict[str, str], body: bytes) -> Reply:
+        """Handles one metrics POST body (always answered 200 when it decodes)."""
         with self._changed:
             try:
-                if headers.get("content-encoding") == "gzip":
-                    body = gzip.decompress(body)
-                self.metrics_bodies.append(body)
-                self.metrics_headers.append(headers)
+                body = self._keep(headers, body, self.metrics_bodies, self.metrics_headers)
                 self.metrics_requests.append(decode_metrics_body(body))
             except Exception as error:
                 self.errors.append(f"{type(error).__name__}: {error}")
                 return Reply(400)
             self._changed.notify_all()
             return Reply()
+
+    @staticmethod
+    def _keep(headers: dict[str, str], body: bytes, bodies: list, kept_headers: list) -> bytes:
+        """The body decompressed, kept with its headers."""
+        if headers.get("content-encoding") == "gzip":
+            body = gzip.decompress(body)
+        bodies.append(body)
+        kept_headers.append(headers)
+        return body
 
     def wait_for_metrics(self, count: int, timeout: float = 10.0) -> list:
         """Blocks until at least count metrics requests arrived; fails the test on timeout."""

@@ -194,3 +194,83 @@ def test_the_pusher_sends_the_newest_request_and_the_last_one_at_close():
     names = {m["name"] for m in last["resourceMetrics"][0]["scopeMetrics"][0]["metrics"]}
     assert "z_total" in names
     assert gzip.decompress(encode({"a": 1})) == b'{"a":1}'
+
+
+# -- configuration and restarts -----------------------------------------------------------
+
+
+def config_of(*argv, **environ):
+    from tailer.cli import parse_args, run_config
+
+    return run_config(parse_args(["--state-dir", "/s", *argv], environ), environ)
+
+
+def test_the_push_is_off_unless_asked_for_and_follows_the_standard_variables():
+    from tailer.cli import otlp_metrics_url
+
+    # Today's users, who send traces to OTEL_EXPORTER_OTLP_ENDPOINT, push nothing new.
+    assert otlp_metrics_url(None, {}) is None
+    assert otlp_metrics_url(None, {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://gw:4318"}) is None
+    assert otlp_metrics_url(None, {"OTEL_METRICS_EXPORTER": "none"}) is None
+    on = {"OTEL_METRICS_EXPORTER": "otlp"}
+    assert otlp_metrics_url(None, on) == "http://localhost:4318/v1/metrics"
+    assert otlp_metrics_url(None, {**on, "OTEL_EXPORTER_OTLP_ENDPOINT": "https://gw:4318/"}) \
+        == "https://gw:4318/v1/metrics"
+    specific = {**on, "OTEL_EXPORTER_OTLP_ENDPOINT": "http://gw:4318",
+                "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT": "https://m.example/otlp/push"}
+    assert otlp_metrics_url(None, specific) == "https://m.example/otlp/push"  # as it is
+    assert otlp_metrics_url("http://gw:4318", {}) == "http://gw:4318/v1/metrics"
+    assert otlp_metrics_url("none", specific) is None
+
+    config = config_of(OTEL_METRICS_EXPORTER="otlp", OTEL_METRIC_EXPORT_INTERVAL="15000",
+                       OTEL_EXPORTER_OTLP_HEADERS="a=1", OTEL_EXPORTER_OTLP_METRICS_HEADERS="b=2")
+    assert (config.metrics_interval_s, config.otlp_metrics_headers) == (15.0, {"b": "2"})
+    assert config_of(OTEL_METRICS_EXPORTER="otlp", OTEL_EXPORTER_OTLP_HEADERS="a=1") \
+        .otlp_metrics_headers == {"a": "1"}
+    assert config_of().otlp_metrics_url is None
+
+
+def test_history_labels_come_from_the_push_and_auth_from_the_url_and_variables():
+    import pytest
+
+    with pytest.raises(ValueError, match="--history-labels"):
+        config_of("--history-url", "http://p:9090/api/v1/write")
+    config = config_of("--history-url", "https://ada:s%40cret@p.example/api/v1/write",
+                       OTEL_METRICS_EXPORTER="otlp", HYDRAFUSION_HISTORY_HEADERS="X-Scope-OrgID=t1")
+    assert config.history_url == "https://p.example/api/v1/write"
+    assert config.history_labels == {}  # the pushed series' own, made at start (service.py)
+    assert config.history_headers == {"Authorization": "Basic YWRhOnNAY3JldA==",
+                                      "X-Scope-OrgID": "t1"}
+
+
+def test_a_restart_keeps_the_instance_and_the_start_time_and_counts_on(tmp_path):
+    """Two runs on one checkpoint push one instance id and one start time, and the second
+    run's counters start where the first's ended: to Prometheus, no reset."""
+    from tailerproc import run_once, tailer_env
+    from sessiongen import every_pattern
+
+    state = tmp_path / "state"
+    state.mkdir()
+    every_pattern("restart-0").write(state)
+    with OtlpSink() as sink:
+        env = tailer_env(OTEL_METRICS_EXPORTER="otlp", OTEL_EXPORTER_OTLP_ENDPOINT=sink.endpoint,
+                         HYDRAFUSION_CHECKPOINT=str(tmp_path / "checkpoint.json"))
+        assert run_once("--state-dir", str(state), "--otlp-endpoint", "none", env=env).returncode == 0
+        first = len(sink.metrics_requests)
+        every_pattern("restart-1").write(state)
+        assert run_once("--state-dir", str(state), "--otlp-endpoint", "none", env=env).returncode == 0
+        requests = [json_format.MessageToDict(r) for r in sink.metrics_requests]
+    assert 0 < first < len(requests)
+    ids = {plain_attributes(r["resourceMetrics"][0]["resource"]["attributes"])["service.instance.id"]
+           for r in requests}
+    starts = {point["startTimeUnixNano"] for r in requests
+              for metric in r["resourceMetrics"][0]["scopeMetrics"][0]["metrics"]
+              for kind in ("sum", "histogram") for point in metric.get(kind, {}).get("dataPoints", [])}
+    assert len(ids) == 1 and len(starts) == 1
+
+    def turns(request) -> float:
+        return sum(point.get("asDouble", 0) for metric in request["resourceMetrics"][0]["scopeMetrics"][0]["metrics"]
+                   if metric["name"] == "hydrafusion_turns_total" for point in metric["sum"]["dataPoints"])
+
+    assert turns(requests[first - 1]) > 0
+    assert turns(requests[-1]) == 2 * turns(requests[first - 1])

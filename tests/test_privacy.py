@@ -6,18 +6,20 @@ arguments and results, cwd and file paths) holds CANARY, and so do damaged lines
 unknown fields. The sessions hold ordinary turns, MCP tools, tool output long enough to be
 read without decoding it, usage records (one damaged), and totals that disagree, so every
 span, attribute, metric and log line of the whole turn is covered. The tailer runs as a daemon with every output on; the canary must be in
-none of them: OTLP payloads, the history pushed to Prometheus, /metrics, the textfile, the log;
+none of them: OTLP payloads (spans and the metrics push), the history pushed to Prometheus,
+/metrics, the textfile, the log;
 nor in any format of the report (table, JSON, CSV, HTML).
 """
 
 import json
+import ssl
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from otlp_sink import OtlpSink
 from prom import free_port
 from sessiongen import CANARY, every_pattern, whole_session
-from tailerproc import running_tailer
+from tailerproc import running_tailer, tailer_env
 
 DAMAGED = [
     # A fusion event cut off mid-line by a crash, then a good line glued to NUL padding.
@@ -62,15 +64,18 @@ DAMAGED = [
 
 
 class RemoteWriteCapture:
-    """Stands in for Prometheus's remote-write receiver: keeps the bodies, answers 204."""
+    """Stands in for Prometheus's remote-write receiver: keeps the bodies and their
+    headers (names lowercased), answers 204; over https with tls=(certificate file, key file)."""
 
-    def __init__(self):
+    def __init__(self, tls=None):
         self.bodies = []
+        self.headers = []
         capture = self
 
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self):
                 capture.bodies.append(self.rfile.read(int(self.headers["Content-Length"])))
+                capture.headers.append({k.lower(): v for k, v in self.headers.items()})
                 self.send_response(204)
                 self.end_headers()
 
@@ -78,7 +83,13 @@ class RemoteWriteCapture:
                 pass
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self._server.server_address[1]}/api/v1/write"
+        scheme = "http"
+        if tls is not None:
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.load_cert_chain(*map(str, tls))
+            self._server.socket = context.wrap_socket(self._server.socket, server_side=True)
+            scheme = "https"
+        self.url = f"{scheme}://127.0.0.1:{self._server.server_address[1]}/api/v1/write"
 
     def __enter__(self):
         threading.Thread(target=self._server.serve_forever, daemon=True).start()
@@ -108,7 +119,9 @@ def test_no_text_ever_leaves(tmp_path):
         tmp_path, "--state-dir", str(state), "--from-start", "--textfile", str(textfile),
         "--otlp-endpoint", sink.endpoint, "--log-level", "DEBUG",
         "--history-url", history.url, "--history-labels", "job=privacy,instance=test",
-        metrics_port=free_port(),
+        metrics_port=free_port(), env=tailer_env(
+            OTEL_METRICS_EXPORTER="otlp", OTEL_EXPORTER_OTLP_METRICS_ENDPOINT=sink.endpoint + "/v1/metrics",
+            OTEL_METRIC_EXPORT_INTERVAL="500"),
     ) as tailer:
         tailer.wait_for_log(r" fusion fusion-", count=sum(t.kind != "ordinary" for t in expected) + 1)
         tailer.wait_for_log(r" ordinary prompt-", count=sum(t.kind == "ordinary" for t in expected))
@@ -119,9 +132,11 @@ def test_no_text_ever_leaves(tmp_path):
         scrapes = [tailer.metrics(), tailer.metrics()]
         assert tailer.stop() == 0
         bodies = list(sink.raw_bodies)
+        pushed = list(sink.metrics_bodies)  # the last one, at exit, holds every series
 
     outputs = {
         "OTLP": b"\n".join(bodies).decode(),
+        "metrics push (OTLP)": b"\n".join(pushed).decode(),
         # Protobuf with literal-only snappy: the strings in it stand as they are.
         "history (remote write)": b"\n".join(history.bodies).decode("latin-1"),
         "/metrics": "\n".join(scrapes),
@@ -138,6 +153,7 @@ def test_no_text_ever_leaves(tmp_path):
     assert 'reason="damaged_usage_record"' in outputs["/metrics"]
     assert "hydrafusion_reconciliations_total" in outputs["/metrics"]
     assert "malformed" in outputs["/metrics"]
+    assert '"stringValue":"damaged_usage_record"' in outputs["metrics push (OTLP)"]
     assert "log format drift" in outputs["log"]
 
 

@@ -10,10 +10,17 @@ has such bounds (1, 2, 5). The test pins exactly that difference; the history, w
 metrics are pushed, writes `le` the push's way (tailer.otlp_metrics.pushed_le).
 """
 
+import os
+import subprocess
+from pathlib import Path
+
+import yaml
+
 from otlp_sink import OtlpSink
-from tailer.otlp_metrics import pushed_le
-from prom import free_port
-from gateway import central_prometheus, last_values, running_gateway
+from tailer.otlp_metrics import PROMOTED_ATTRIBUTES, pushed_le
+from prom import free_port, promtool
+from gateway import central_prometheus, last_values, make_certificate, running_gateway
+from services import binary
 from sessiongen import every_pattern, whole_session
 from tailerproc import running_tailer, tailer_env
 
@@ -56,3 +63,29 @@ def test_a_push_makes_exactly_the_series_a_scrape_makes(tmp_path):
     assert [series["metric"]["instance"] for series in instances] == ["laptop-1"]
     assert any(dict(labels).get("le") == "0.05" for name, labels in scraped
                if name == "hydrafusion_routing_latency_seconds_bucket")
+
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def test_the_gateway_config_is_valid_and_keeps_delivery_safe(tmp_path):
+    cert, key = make_certificate(tmp_path)
+    env = {**os.environ, "GATEWAY_TLS_CERT_FILE": str(cert), "GATEWAY_TLS_KEY_FILE": str(key),
+           "TEMPO_OTLP_ENDPOINT": "tempo:4317",
+           "PROMETHEUS_OTLP_ENDPOINT": "https://prometheus:9090/api/v1/otlp"}
+    result = subprocess.run([binary("otelcol"), "validate", f"--config={REPO / 'collector' / 'gateway.yaml'}"],
+                            capture_output=True, text=True, env=env, timeout=60)
+    assert result.returncode == 0, result.stdout + result.stderr
+    # Answered only once the next hop has the data, as collector/config.yaml.
+    gateway = yaml.safe_load((REPO / "collector" / "gateway.yaml").read_text())
+    assert not gateway.get("processors")
+    for exporter in gateway["exporters"].values():
+        assert exporter["sending_queue"] == {"enabled": False}
+        assert exporter["retry_on_failure"] == {"enabled": False}
+
+
+def test_the_central_prometheus_config_loads_and_promotes_exactly_the_opt_in_attributes():
+    result = promtool("check", "config", REPO / "prometheus" / "central.yml")
+    assert result.returncode == 0, result.stdout + result.stderr
+    central = yaml.safe_load((REPO / "prometheus" / "central.yml").read_text())
+    assert central["otlp"]["promote_resource_attributes"] == list(PROMOTED_ATTRIBUTES)

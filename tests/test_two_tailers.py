@@ -21,6 +21,7 @@ from gateway import central_prometheus, make_certificate, running_gateway
 from otlp_sink import OtlpSink
 from prom import single_value
 from sessiongen import every_pattern, whole_session
+from tailer.metrics import ROUTING_BUCKETS
 from tailerproc import running_tailer, tailer_env
 
 NOW = datetime.now(timezone.utc)
@@ -92,6 +93,11 @@ def test_two_tailers_add_up_stay_apart_land_at_their_time_and_survive_restarts(t
                            s["metric"]["job"]) for s in instances) == [
                 ("ada", "core", "hydrafusion"), ("bob", "core", "hydrafusion")]
             assert len({s["metric"]["instance"] for s in instances}) == 2
+            # History and push are one series, histograms too: each `le` once per instance
+            # (Prometheus's OTLP translation writes 1, 2, 5 as `1`, the history likewise).
+            bounds = prom.query("count by (instance) (count by (instance, le) "
+                                "(hydrafusion_routing_latency_seconds_bucket))")
+            assert [float(s["value"][1]) for s in bounds] == [len(ROUTING_BUCKETS) + 1] * 2
             # History at its real time: each past day's end sees the turns ended by then.
             for days in (3, 2, 1):
                 at_ms = round((NOW - timedelta(days=days)).timestamp() * 1000) + DAY_MS // 2
