@@ -309,6 +309,11 @@ class Tailer:
     def __post_init__(self):
         self.use = ProcessUse(self.process.pid)
 
+    @property
+    def output(self) -> str:
+        """What the tailer logged (stdout and stderr)."""
+        return (self.log.state_dir.parent / "tailer.log").read_text(errors="replace")
+
 
 def developer_logs(work: Path, settings: Settings, rng: random.Random) -> list[DeveloperLog]:
     """Each developer's folder (work/dev-NNN) with its session log's first turns written."""
@@ -449,7 +454,7 @@ def tailer_warnings(tailers: list[Tailer]) -> dict[str, int]:
     and ids blanked), so a run that lost something says where it went wrong."""
     counts: dict[str, int] = {}
     for tailer in tailers:
-        for line in (tailer.log.state_dir.parent / "tailer.log").read_text(errors="replace").splitlines():
+        for line in tailer.output.splitlines():
             level, _, message = line[24:].partition(" ")
             if level in ("WARNING", "ERROR"):
                 key = level + " " + re.sub(r"[0-9a-f-]{36}|\d+(\.\d+)?", "N", message)[:200]
@@ -472,7 +477,7 @@ def prometheus_figures(prom, tailers: list[Tailer], window: float, wall_start: f
         truth = (len(tailer.log.turns()), tailer.log.credits(), tailer.log.spans())
         got = (turns.get(tailer.instance), credits.get(tailer.instance), exported.get(tailer.instance))
         if got[0] != truth[0] or got[2] != truth[2] or got[1] is None or abs(got[1] - truth[1]) > 1e-6 * truth[1]:
-            said = LAST_PUSH_FAILED in (tailer.log.state_dir.parent / "tailer.log").read_text(errors="replace")
+            said = LAST_PUSH_FAILED in tailer.output
             wrong[tailer.instance] = {"prometheus": got, "logs": truth, "said_its_last_push_failed": said}
     end = wall_start + window
     # count_over_time drops the name, so the families are counted one by one.
