@@ -14,13 +14,16 @@ import urllib.parse
 from pathlib import Path
 
 from . import __version__, checkpoint, doctor, report, scrub
-from .otlp import parse_headers, traces_url
+from .otlp import metrics_url, parse_headers, traces_url
 from .service import EXIT_USAGE, Config, resource_attributes, run, run_demo
 
 log = logging.getLogger("tailer")
 
 COMMANDS = ("run", "demo", "scrub", "doctor", "report")
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+# The tailer's own setting, and the CLI's (README.md, "The CLI's own telemetry").
+CLI_OTEL_ENV = "HYDRAFUSION_CLI_OTEL_PATH"
+COPILOT_OTEL_PATH_ENV = "COPILOT_OTEL_FILE_EXPORTER_PATH"
 
 
 def default_state_dir(environ: dict[str, str]) -> Path:
@@ -48,6 +51,27 @@ def otlp_url(option: str | None, environ: dict[str, str]) -> str | None:
     return traces_url(environ.get("OTEL_EXPORTER_OTLP_ENDPOINT") or "http://localhost:4318")
 
 
+def otlp_metrics_url(option: str | None, environ: dict[str, str]) -> str | None:
+    """The metrics URL, found as the traces URL is (OTEL_EXPORTER_OTLP_METRICS_ENDPOINT)."""
+    if option == "none":
+        return None
+    if option:
+        return metrics_url(option)
+    specific = environ.get("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT")
+    if specific:
+        metrics_url(specific)
+        return specific.strip()
+    return metrics_url(environ.get("OTEL_EXPORTER_OTLP_ENDPOINT") or "http://localhost:4318")
+
+
+def default_cli_otel(environ: dict[str, str]) -> str:
+    """Where the CLI writes its telemetry, if the environment says: the tailer run from the
+    same shell as the CLI finds it there."""
+    if environ.get(CLI_OTEL_ENV):
+        return environ[CLI_OTEL_ENV]
+    return environ.get(COPILOT_OTEL_PATH_ENV) or "none"
+
+
 def _flag(environ: dict[str, str], name: str) -> bool:
     return environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
 
@@ -62,9 +86,13 @@ def build_parser(environ: dict[str, str]) -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
-    _add_run_options(
-        commands.add_parser("run", help="follow the session logs (the default command)"),
-        environ, "checkpoint.json",
+    run_parser = commands.add_parser("run", help="follow the session logs (the default command)")
+    _add_run_options(run_parser, environ, "checkpoint.json")
+    run_parser.add_argument(
+        "--cli-otel", metavar="PATH|none", default=default_cli_otel(environ),
+        help="the Copilot CLI's own OpenTelemetry file export (a file, or a folder of them) "
+        "to follow and send on as OTLP, linked to the turns, or `none` [$HYDRAFUSION_CLI_"
+        "OTEL_PATH, else $COPILOT_OTEL_FILE_EXPORTER_PATH, else none]",
     )
     demo_parser = commands.add_parser(
         "demo",
@@ -195,6 +223,10 @@ def _add_run_options(
     )
 
 
+def _cli_otel_path(value: str) -> Path | None:
+    return None if value.strip().lower() in ("", "none") else Path(value).expanduser()
+
+
 def _labels(value: str) -> dict[str, str]:
     labels = {}
     for pair in filter(None, (item.strip() for item in value.split(","))):
@@ -271,6 +303,8 @@ def run_config(args: argparse.Namespace, environ: dict[str, str]) -> Config:
         backfill_days=args.backfill_days,
         metrics_bind=parse_address(args.metrics_address) if serve else None,
         traces_url=otlp_url(args.otlp_endpoint, environ),
+        otlp_metrics_url=otlp_metrics_url(args.otlp_endpoint, environ),
+        cli_otel=_cli_otel_path(getattr(args, "cli_otel", "none")),
         otlp_headers=parse_headers(environ.get("OTEL_EXPORTER_OTLP_HEADERS", "")),
         resource=resource_attributes(environ),
         textfile=args.textfile,

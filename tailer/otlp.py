@@ -47,11 +47,20 @@ class Span(NamedTuple):
 
 def traces_url(endpoint: str) -> str:
     """The traces URL for an OTLP/HTTP endpoint: a base URL gets `/v1/traces` appended."""
+    return _signal_url(endpoint, "/v1/traces")
+
+
+def metrics_url(endpoint: str) -> str:
+    """The metrics URL for an OTLP/HTTP endpoint, likewise."""
+    return _signal_url(endpoint, "/v1/metrics")
+
+
+def _signal_url(endpoint: str, path: str) -> str:
     url = endpoint.strip().rstrip("/")
     parts = urllib.parse.urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.netloc:
         raise ValueError(f"OTLP endpoint is not an http(s) URL: {endpoint!r}")
-    return url if parts.path.endswith("/v1/traces") else url + "/v1/traces"
+    return url if parts.path.endswith(path) else url + path
 
 
 def parse_headers(value: str) -> dict[str, str]:
@@ -180,7 +189,8 @@ def _error_text(body: str) -> str:
 
 
 class OtlpExporter:
-    """Delivers spans to one OTLP/HTTP traces URL from a single background thread.
+    """Delivers spans (or, with `encode`, other OTLP units) to one OTLP/HTTP URL from a
+    single background thread.
 
     Submitted spans wait in a FIFO queue of per-trace units. The worker sends whole units, so a
     trace is split across requests only when it alone exceeds max_batch_spans. While a batch is
@@ -196,7 +206,10 @@ class OtlpExporter:
     def __init__(self, url: str, *, headers: dict[str, str], resource: dict[str, str], scope_version: str,
                  on_result: Callable[[str, list[Span]], None] = lambda outcome, spans: None,
                  max_batch_spans: int = 512, flush_interval: float = 1.0, max_queued_spans: int = 100_000,
-                 timeout: float = 10.0, sleep=time.sleep, rng=random.random):
+                 timeout: float = 10.0, sleep=time.sleep, rng=random.random,
+                 encode: Callable[[list[Span]], bytes] | None = None):
+        """`encode` makes a request body of a batch; by default the spans go under
+        `resource` and the tailer's scope (encode_request)."""
         self._url = url
         self._headers = {**headers, "Content-Type": "application/json", "Content-Encoding": "gzip",
                          "User-Agent": f"hydrafusion-tailer/{scope_version}"}
@@ -209,6 +222,7 @@ class OtlpExporter:
         self._timeout = timeout
         self._sleep = sleep
         self._rng = rng
+        self._encode = encode
         # Units are numbered in submission order so flush() can tell when everything up to a
         # point has been settled, whatever happened to each unit.
         self._queue: collections.deque[tuple[int, list[Span]]] = collections.deque()
@@ -303,7 +317,10 @@ class OtlpExporter:
             return batch
 
     def _deliver(self, spans: list[Span]) -> None:
-        body = encode_request(spans, self._resource, SCOPE_NAME, self._scope_version)
+        if self._encode is not None:
+            body = self._encode(spans)
+        else:
+            body = encode_request(spans, self._resource, SCOPE_NAME, self._scope_version)
         count = len(spans)
         backoff = FIRST_BACKOFF
         attempts = 0

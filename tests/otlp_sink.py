@@ -19,6 +19,9 @@ from typing import NamedTuple
 
 import pytest
 from google.protobuf import json_format
+from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
+    ExportMetricsServiceRequest,
+)
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 ID_BYTES = {"traceId": 16, "spanId": 8, "parentSpanId": 8}
@@ -50,6 +53,11 @@ def decode_body(body: bytes) -> ExportTraceServiceRequest:
     """Parses an uncompressed OTLP JSON body strictly (unknown fields are errors)."""
     document = _convert_ids(json.loads(body), _hex_to_base64)
     return json_format.Parse(json.dumps(document), ExportTraceServiceRequest(), ignore_unknown_fields=False)
+
+
+def decode_metrics_body(body: bytes) -> ExportMetricsServiceRequest:
+    """Parses an uncompressed OTLP JSON metrics body strictly."""
+    return json_format.Parse(body, ExportMetricsServiceRequest(), ignore_unknown_fields=False)
 
 
 def plain_attributes(key_values: list[dict]) -> dict:
@@ -87,12 +95,16 @@ class OtlpSink:
     Every POST to /v1/traces is decompressed (when gzip), kept in `raw_bodies` with its headers
     (names lowercased) in `request_headers`, and decoded. It is answered with the next scripted Reply, or 200 once
     the script is used up; only requests answered 2xx count as received spans.
+    A POST to /v1/metrics is decoded as metrics, kept in `metric_bodies` and
+    `metric_requests`, and answered 200.
     """
 
     def __init__(self):
         self.raw_bodies: list[bytes] = []
         self.request_headers: list[dict[str, str]] = []
         self.requests: list[ExportTraceServiceRequest] = []
+        self.metric_bodies: list[bytes] = []
+        self.metric_requests: list[ExportMetricsServiceRequest] = []
         self.errors: list[str] = []
         self._replies: deque[Reply] = deque()
         self._changed = threading.Condition()
@@ -146,6 +158,20 @@ class OtlpSink:
             self._changed.notify_all()
             return reply
 
+    def receive_metrics(self, headers: dict[str, str], body: bytes) -> Reply:
+        with self._changed:
+            try:
+                if headers.get("content-encoding") == "gzip":
+                    body = gzip.decompress(body)
+                self.metric_bodies.append(body)
+                self.metric_requests.append(decode_metrics_body(body))
+            except Exception as error:  # whatever the cause, the payload is not valid OTLP
+                self.errors.append(f"metrics: {type(error).__name__}: {error}")
+                return Reply(400, json.dumps({"code": 3, "message": str(error)}).encode())
+            finally:
+                self._changed.notify_all()
+            return Reply()
+
     def __enter__(self) -> "OtlpSink":
         self._thread.start()
         return self
@@ -161,8 +187,11 @@ class OtlpSink:
 class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        headers = {name.lower(): value for name, value in self.headers.items()}
         if self.path == "/v1/traces":
-            reply = self.server.sink.receive({name.lower(): value for name, value in self.headers.items()}, body)
+            reply = self.server.sink.receive(headers, body)
+        elif self.path == "/v1/metrics":
+            reply = self.server.sink.receive_metrics(headers, body)
         else:
             reply = Reply(404)
         self.send_response(reply.status)
