@@ -37,6 +37,8 @@ ATTRIBUTES = frozenset({
     "github.copilot.initiator", "github.copilot.interaction_id", "github.copilot.turn_id",
     "github.copilot.turn_count", "github.copilot.agent.type",
     "github.copilot.server_duration", "process.exit.code", "success", "error.type",
+    "gen_ai.token.modality", "gen_ai.request.reasoning.level",
+    "gen_ai.response.time_to_first_chunk", "outcome",
 })
 RESOURCE_ATTRIBUTES = frozenset({"service.name", "service.version"})
 # The value of `hydrafusion.link` on the link from the CLI's root span to our turn.
