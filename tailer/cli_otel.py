@@ -9,7 +9,13 @@ those lines as they are appended and builds OTLP/JSON requests a collector takes
 Users may have enabled content capture (OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT),
 which puts prompts, answers and tool arguments into span attributes. Only the attributes
 named below are kept, on spans, span events, metric points and resources; span status
-messages (error text) are dropped. Everything else, known or new, is left behind.
+messages (error text) and metric descriptions are dropped. Everything else, known or new,
+is left behind.
+
+Each span and metric goes out as an OTLP unit of its own (its resource and scope with it),
+keyed for the outbox that keeps it until the collector has it (`span_unit`,
+`metric_unit`); tailer/prompt_links.py links the CLI's root span of each prompt to our
+turn.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ import contextlib
 import gzip
 import hashlib
 import json
+import re
 from pathlib import Path
 from typing import NamedTuple
 
@@ -44,6 +51,7 @@ RESOURCE_ATTRIBUTES = frozenset({"service.name", "service.version"})
 # The value of `hydrafusion.link` on the link from the CLI's root span to our turn.
 LINK_TO_TURN = "hydrafusion_turn"
 _MAX_TEXT = 200
+_UNIT = re.compile(r"\{[a-z_.]{1,20}\}|[A-Za-z]{1,5}|1|%")
 
 
 class ExportFollower:
@@ -226,8 +234,10 @@ def _metric(record: dict) -> dict | None:
     points = [p for p in record.get("dataPoints") or [] if isinstance(p, dict)]
     if not points:
         return None
-    metric = {"name": name[:_MAX_TEXT], "unit": _text(record.get("unit")) or "",
-              "description": _text(record.get("description")) or ""}
+    # The description is text: left behind. The unit is kept when it looks like one.
+    unit = record.get("unit")
+    metric = {"name": name[:_MAX_TEXT],
+              "unit": unit if isinstance(unit, str) and _UNIT.fullmatch(unit) else ""}
     if all(isinstance(p.get("value"), dict) for p in points):
         metric["histogram"] = {"aggregationTemporality": 2,
                                "dataPoints": [_histogram_point(p) for p in points]}
