@@ -40,28 +40,24 @@ def otlp_url(option: str | None, environ: dict[str, str]) -> str | None:
     As the OpenTelemetry spec says, the signal-specific variable is used as it is, while a
     base endpoint (the option or OTEL_EXPORTER_OTLP_ENDPOINT) gets `/v1/traces` appended.
     """
-    if option == "none":
-        return None
-    if option:
-        return traces_url(option)
-    specific = environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
-    if specific:
-        traces_url(specific)
-        return specific.strip()
-    return traces_url(environ.get("OTEL_EXPORTER_OTLP_ENDPOINT") or "http://localhost:4318")
+    return _signal_url(option, environ, "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", traces_url)
 
 
 def otlp_metrics_url(option: str | None, environ: dict[str, str]) -> str | None:
     """The metrics URL, found as the traces URL is (OTEL_EXPORTER_OTLP_METRICS_ENDPOINT)."""
+    return _signal_url(option, environ, "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", metrics_url)
+
+
+def _signal_url(option: str | None, environ: dict[str, str], variable: str, url) -> str | None:
     if option == "none":
         return None
     if option:
-        return metrics_url(option)
-    specific = environ.get("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT")
+        return url(option)
+    specific = environ.get(variable)
     if specific:
-        metrics_url(specific)
+        url(specific)
         return specific.strip()
-    return metrics_url(environ.get("OTEL_EXPORTER_OTLP_ENDPOINT") or "http://localhost:4318")
+    return url(environ.get("OTEL_EXPORTER_OTLP_ENDPOINT") or "http://localhost:4318")
 
 
 def default_cli_otel(environ: dict[str, str]) -> str:
