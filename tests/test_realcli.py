@@ -242,6 +242,12 @@ def test_the_recorded_sessions_hold_no_content():
             if event["type"].startswith("tool."):
                 assert not {"arguments", "result", "toolTitle", "shellToolInfo",
                             "shellExecution", "toolTelemetry"} & set(event["data"]), log
+    for export in record.recorded_otel(VERSION).glob("*.jsonl"):
+        text = export.read_text()
+        assert record.CONTENT_MARK in text  # where the CLI had captured content
+        for needle in ("say hello", "Scenario ", "/tmp", "workspace", "gho_realcliDummyToken",
+                       backend.ANSWER_TEXT.replace("REALCLI-CANARY", "").strip()):
+            assert needle not in text, (export, needle)
 
 
 def test_doctor_finds_the_installed_clis_schema_and_no_drift(live, tmp_path):
