@@ -11,12 +11,14 @@ another, so only the right one overlaps.
 Either side may come first. A fusion turn is finished when its rollup is read, a moment
 before the CLI ends (and writes) its root span; an ordinary turn is finished only at the
 next prompt, long after. So each side waits for the other, up to `wait_s` when it is
-recent, and whatever waited too long goes out without its link. Four things make the
-link still come when one side is already gone:
+recent, and whatever waited too long goes out without its link. These make the link
+still come when one side is already gone, and cost nothing where there is no other side:
 
 - our trace and root span ids are derived from the session and fusion ids
   (tailer/spans.py), so a CLI root can point at a turn that is still open, whose spans do
   not exist yet (`open_turns`);
+- a turn waits only while the CLI writes telemetry (a record read in the last ten
+  minutes), so where it never does, turns go out at once;
 - what is read in one pass waits at least until the pass's end, so a backfill reading
   both sides of old prompts in one pass links them;
 - the roots seen last, on both sides, are remembered per session (a few per session, for
@@ -43,6 +45,9 @@ WAIT_S = 15.0
 # Only what ended this recently waits that long: the other side of older data (a backfill)
 # was written long ago, and is linked if it was read in the same pass or before.
 RECENT_NS = 120 * 10**9
+# A turn waits for the CLI only while the CLI writes telemetry (a record read this
+# recently): where it never does, turns are not held back at all.
+ACTIVE_S = 600.0
 REMEMBERED_PER_SESSION = 16
 REMEMBERED_SESSIONS = 2_000
 
@@ -99,6 +104,7 @@ class PromptLinks:
         self._now_ns = now_ns
         self._turns = _Remembered()
         self._cli = _Remembered()
+        self._cli_read_at = float("-inf")
         self._waiting_turns: dict[str, tuple[Turn, Root, float]] = {}
         self._waiting_cli: dict[str, tuple[dict, Root, float]] = {}
         self._traces: list[list[Span]] = []
@@ -115,10 +121,12 @@ class PromptLinks:
         if cli_root is not None:
             self._traces.append(turn_spans(turn, cli_root))
         else:
-            self._waiting_turns[root.trace_id] = (turn, root, self._deadline(root))
+            active = self._clock() - self._cli_read_at < ACTIVE_S
+            self._waiting_turns[root.trace_id] = (turn, root, self._deadline(root, active))
 
     def add_cli(self, record: dict) -> None:
         """One span record of the CLI's export (metrics do not pass here)."""
+        self._cli_read_at = self._clock()
         root = prompt_root(record)
         if root is None:
             self._send_cli(record, None)
@@ -172,9 +180,10 @@ class PromptLinks:
         if unit is not None:
             self._cli_units.append(unit)
 
-    def _deadline(self, root: Root) -> float:
-        """Until when a side waits: a while when it is recent, else until the next
-        `expire()`, the end of the pass that read it (the other side of old data is found
-        if it was read in the same pass or before)."""
-        recent = self._now_ns() - root.end_ns < RECENT_NS
+    def _deadline(self, root: Root, active: bool = True) -> float:
+        """Until when a side waits: a while when it is recent (and, for a turn, the CLI
+        writes telemetry), else until the next `expire()`, the end of the pass that read
+        it (the other side of old data is found if it was read in the same pass or
+        before)."""
+        recent = active and self._now_ns() - root.end_ns < RECENT_NS
         return self._clock() + (self._wait_s if recent else 0.0)

@@ -102,14 +102,17 @@ def assert_both_linked(ours: dict, theirs: dict) -> None:
 
 def test_turns_first_wait_for_the_clis_roots_and_both_are_linked():
     links, clocks = linker()
+    links.add_cli(cli_child(1))  # the CLI writes telemetry: a turn waits for its root
+    _, child = sent(links)
     for turn in assemble(log_lines(), SESSION):
         links.add_turn(turn)
     links.expire()
     assert links.take() == ([], [])  # recent: they wait for the CLI
     clocks.monotonic = 5.0
-    for record in (cli_child(1), cli_root(1, 0.0, 5.5), cli_root(2, 59.9, 64.0)):
+    for record in (cli_root(1, 0.0, 5.5), cli_root(2, 59.9, 64.0)):
         links.add_cli(record)
-    assert_both_linked(*sent(links))
+    ours, theirs = sent(links)
+    assert_both_linked(ours, {**child, **theirs})
 
 
 def test_cli_roots_first_wait_for_the_turns_and_both_are_linked():
@@ -146,11 +149,26 @@ def test_a_cli_root_links_to_a_turn_still_open_whose_spans_come_later():
     assert link_of(ours[ORDINARY_TRACE]) == (f"{2:032x}", f"{2:016x}", "copilot_cli")
 
 
+def test_without_the_clis_telemetry_a_turn_is_not_held_back():
+    links, clocks = linker()
+    for turn in assemble(log_lines(), SESSION):
+        links.add_turn(turn)
+    links.expire()  # the end of the pass that read them
+    ours, _ = sent(links)
+    assert set(ours) == {FUSION_TRACE, ORDINARY_TRACE}
+    clocks.monotonic = prompt_links.ACTIVE_S  # the CLI wrote, ten minutes ago
+    links.add_cli(cli_child(1))
+    clocks.monotonic += prompt_links.ACTIVE_S
+    links.add_turn(assemble(log_lines(), SESSION)[0])
+    links.expire()
+    assert [spans[0].trace_id for spans in links.take()[0]] == [FUSION_TRACE]
+
+
 def test_what_waits_too_long_goes_unlinked_and_what_waits_is_kept_unlinked():
     links, clocks = linker()
     (fusion, _) = assemble(log_lines(), SESSION)
-    links.add_turn(fusion)
     links.add_cli(cli_root(9, 300.0, 301.0))  # another prompt of the session
+    links.add_turn(fusion)
     traces, units = links.held()
     assert [spans[0].trace_id for spans in traces] == [FUSION_TRACE]
     assert [json.loads(unit.json)["scopeSpans"][0]["spans"][0].get("links") for unit in units] \
