@@ -300,6 +300,8 @@ class Run:
         self.heartbeat.beat()
         if self.on_pass is not None:
             self.on_pass()
+        if self.cli is not None and self.cli.read():
+            self._dirty = TURNS
         if self.outbox.pending_spans > BACKPRESSURE_SPANS:
             # The collector is slow or down: leave the turns in the logs for now. Reading
             # resumes as soon as it takes some, so reading and sending overlap.
@@ -321,7 +323,7 @@ class Run:
             )
             self.fanout.send(done.turns, reading_history=self._reading_history)
             self._dirty = max(self._dirty, done.level)
-        if self.cli is not None and self.cli.step(self.outbox):
+        if self.cli is not None and self.cli.send(self.outbox):
             self._dirty = TURNS
         self._reading_history = self._reading_history and not self.tailer.caught_up
         self._settle()
@@ -517,9 +519,9 @@ class CliTelemetry:
         self.links = PromptLinks(open_turns)
         self.caught_up = False
 
-    def step(self, outbox: Outbox) -> bool:
-        """Read what is new (unless the collector lags), hand on what is ready; True if
-        anything changed."""
+    def read(self) -> bool:
+        """Read what is new, unless the collector lags; True if anything was. A pass reads
+        the export before the session logs, so a turn knows the CLI writes telemetry."""
         waiting = self.spans.pending_spans + self.metrics.pending_spans
         records = [] if waiting > BACKPRESSURE_SPANS else self.follower.poll(CLI_RECORDS_PER_PASS)
         self.caught_up = waiting <= BACKPRESSURE_SPANS and len(records) < CLI_RECORDS_PER_PASS
@@ -528,8 +530,12 @@ class CliTelemetry:
                 self.links.add_cli(record)
             elif (unit := metric_unit(key, record)) is not None:
                 self.metrics.submit([unit])
+        return bool(records)
+
+    def send(self, outbox: Outbox) -> bool:
+        """At the end of a pass: hand on what is ready, and what waited long enough."""
         self.links.expire()
-        return self._send(outbox) or bool(records)
+        return self._send(outbox)
 
     def release(self, outbox: Outbox) -> None:
         """The run ends: what waits for its pair goes now, unlinked."""

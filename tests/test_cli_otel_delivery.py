@@ -4,6 +4,7 @@ collector, across restarts and kill -9, while the CLI keeps writing (half lines 
 Its positions and the units not delivered yet are one cut of the checkpoint with the rest
 (service.CliTelemetry), so a restart neither loses a line nor reads one again; after a
 kill -9, what was delivered but not yet saved as delivered is sent again, the same unit.
+And a live turn waits for the CLI's root of its prompt, written after it, to link both.
 """
 
 import json
@@ -121,3 +122,55 @@ def test_kill_9_while_the_cli_writes_loses_no_line(tmp_path):
         key = (span["traceId"], span["spanId"])
         assert shapes.setdefault(key, json.dumps(span, sort_keys=True)) == \
             json.dumps(span, sort_keys=True)
+
+
+def test_a_live_turn_waits_for_the_clis_root_written_after_it_and_both_link(tmp_path):
+    """As the CLI runs: the turn's rollup is in the log before the CLI writes its root
+    span (it exports on exit, or every few seconds); the daemon holds the turn's spans
+    until the root comes, then sends both, each linked to the other."""
+    from datetime import datetime, timedelta, timezone
+
+    from otlp_sink import plain_attributes
+    from tailer.spans import span_id, trace_id
+
+    state, export = tmp_path / "state" / SESSION, tmp_path / "otel" / "copilot-otel.jsonl"
+    state.mkdir(parents=True)
+    export.parent.mkdir()
+    begun = datetime.now(timezone.utc) - timedelta(seconds=3)
+
+    def at(seconds: float) -> str:
+        return (begun + timedelta(seconds=seconds)).isoformat(timespec="milliseconds")[:-6] + "Z"
+
+    start_s = int(begun.timestamp())
+    export.write_text(json.dumps({  # an earlier span: the CLI writes telemetry
+        "type": "span", "traceId": "f" * 32, "spanId": "e" * 16, "parentSpanId": "d" * 16,
+        "name": "chat auto", "kind": 2, "startTime": [start_s - 60, 0],
+        "endTime": [start_s - 59, 0], "attributes": {}}) + "\n")
+    (state / "events.jsonl").write_text("".join(json.dumps(line) + "\n" for line in [
+        {"type": "session.fusion_resolved", "timestamp": at(0.1),
+         "data": {"fusionId": "fusion-live", "pattern": "single", "routingLatencyMs": 50}},
+        {"type": "session.fusion_completed", "timestamp": at(2.0),
+         "data": {"fusionId": "fusion-live", "pattern": "single", "outcome": "completed",
+                  "durationMs": 1950, "totalNanoAiu": 0}},
+    ]))
+    root = {"type": "span", "traceId": "a" * 32, "spanId": "b" * 16, "name": "invoke_agent",
+            "kind": 0, "startTime": [start_s, 200_000_000], "endTime": [start_s + 2, 100_000_000],
+            "attributes": {"gen_ai.operation.name": "invoke_agent",
+                           "gen_ai.conversation.id": SESSION},
+            "resource": {"attributes": {"service.name": "github-copilot"}}}
+    args = ("--state-dir", str(state.parent), "--checkpoint", str(tmp_path / "cp.json"),
+            "--cli-otel", str(export.parent), "--from-start")
+    with OtlpSink() as sink, running_tailer(tmp_path, *args, "--otlp-endpoint",
+                                            sink.endpoint) as tailer:
+        tailer.wait_for_log(r" fusion fusion-live")
+        time.sleep(2.0)  # the turn is finished and waits: nothing of it is sent
+        assert not [s for s in sink.spans() if "parentSpanId" not in s]
+        with open(export, "a") as handle:
+            handle.write(json.dumps(root) + "\n")
+        spans = sink.wait_for_spans(4, timeout=15)  # an earlier span, root, route, theirs
+    roots = {s["resource"]["service.name"]: s for s in spans if "parentSpanId" not in s}
+    ours, theirs = roots["hydrafusion"], roots["github-copilot"]
+    assert plain_attributes(ours["attributes"])["hydrafusion.fusion_id"] == "fusion-live"
+    assert [(l["traceId"], l["spanId"]) for l in ours["links"]] == [("a" * 32, "b" * 16)]
+    assert [(l["traceId"], l["spanId"]) for l in theirs["links"]] == [
+        (trace_id(SESSION, "fusion-live"), span_id(SESSION, "fusion-live", "turn"))]
