@@ -7,8 +7,9 @@ pkg/traceql's yacc grammar and lexer): spanset filters and the operators between
 pipelines of aggregates, by(), select() and coalesce(), TraceQL metrics with their by(...),
 topk/bottomk, and `with (...)` hints. It also makes the cheap checks Tempo makes after
 parsing: the operand types of a comparison, where nil may stand, and whether Go's RE2 would
-compile a regex. `parse` returns the query's syntax tree, `render` writes a tree back as a
-query, and every refusal is a TraceQLError naming the line and column.
+compile a regex (tests/re2syntax.py). `parse` returns the query's syntax tree, `render`
+writes a tree back as a query, and every refusal is a TraceQLError naming the line and
+column.
 
 What it does not model: Tempo's rarer forms (parent. attributes, scalar filters over
 wrapped pipelines such as `({ } | count()) > 2`, the "unsupported" forms its validation
@@ -19,6 +20,8 @@ checks in tests/test_docs.py and tests/test_dashboard_queries.py.
 
 import re
 from dataclasses import dataclass, field
+
+from re2syntax import re2_problem
 
 # -- the tree ---------------------------------------------------------------------------
 # Each node keeps where it starts in the text (pos) for messages; pos takes no part in
@@ -558,8 +561,8 @@ class _Parser:
         value = self.static_or_field(token)
         if value is None:
             if token.kind == "word":
-                raise self.error(token, f"unknown intrinsic {token.text!r}: an attribute needs "
-                                 f"a scope, as in span.{token.text} or .{token.text}")
+                raise self.error(token, f"unknown word {token.text!r}: not an intrinsic; a string "
+                                 f"is quoted (\"{token.text}\"), an attribute scoped (span.{token.text})")
             raise self.error(token, f"expected a value, an attribute or an intrinsic, "
                              f"found {self.found(token)}")
         self.take()
@@ -737,7 +740,10 @@ _NUMERIC = ("int", "float", "duration")
 def _check_filter(text, expr):
     kind = _type_of(text, expr)
     if kind not in ("bool", "attribute"):
-        raise TraceQLError(text, expr.pos, f"a spanset filter must be true or false, not a {kind}")
+        start = expr
+        while isinstance(start, Binary):
+            start = start.left
+        raise TraceQLError(text, start.pos, f"a spanset filter must be true or false, not a {kind}")
 
 
 def _type_of(text, node):
@@ -787,9 +793,7 @@ def _type_of(text, node):
     for side, kind in ((node.left, left), (node.right, right)):
         if kind not in _NUMERIC + ("attribute",):
             fail(side, f"{node.op!r} needs numbers, not a {kind}")
-    if "attribute" in (left, right):
-        return "attribute"
-    return next(kind for kind in ("duration", "float", "int") if kind in (left, right))
+    return left if left != "attribute" else right  # as Tempo implies it: `.a + 1` is an int
 
 
 def _check_regex(text, node, left, right):
@@ -803,169 +807,6 @@ def _check_regex(text, node, left, right):
             where, message = problem
             raise TraceQLError(text, node.right.pos, f"RE2 refuses the regex {node.right.value!r}: "
                                f"{message} (at character {where + 1} of the regex)")
-
-
-# -- what Go's RE2 (regexp/syntax, Perl flags) refuses ----------------------------------
-# Not a regex engine: a scan for the errors RE2 reports at compile time, so a regex that
-# passes may still match other strings than its author meant.
-
-_LETTER_ESCAPES = set("afnrtvdDsSwWbBAz")
-_CLASS_LETTER_ESCAPES = set("afnrtvdDsSwW")
-_POSIX_CLASSES = {"alnum", "alpha", "ascii", "blank", "cntrl", "digit", "graph", "lower",
-                  "print", "punct", "space", "upper", "word", "xdigit"}
-_REPEAT = re.compile(r"\{(\d+)(,(\d*))?\}")
-_GROUP_FLAGS = re.compile(r"\(\?([imsU]*(?:-[imsU]+)?)([:)])")
-_NAMED_GROUP = re.compile(r"\(\?P?<([A-Za-z0-9_]+)>")
-
-
-def re2_problem(pattern):
-    """(index, message) of the first thing RE2 would refuse in pattern, or None."""
-    try:
-        _Re2Scan(pattern).run()
-    except _Re2Refusal as refusal:
-        return refusal.args
-    return None
-
-
-class _Re2Refusal(Exception):
-    pass
-
-
-class _Re2Scan:
-    def __init__(self, pattern):
-        self.pattern = pattern
-        self.open_groups = []
-        self.repeatable = False  # something precedes that a quantifier may repeat
-        self.quantified = 0  # 1 just after a quantifier, 2 after its lazy '?'
-
-    def refuse(self, index, message):
-        raise _Re2Refusal(index, message)
-
-    def run(self):
-        index = 0
-        while index < len(self.pattern):
-            index = self.item(index)
-        if self.open_groups:
-            self.refuse(self.open_groups[-1], "missing closing )")
-
-    def item(self, index):
-        char, pattern = self.pattern[index], self.pattern
-        repeat = _REPEAT.match(pattern, index) if char == "{" else None
-        if char in "*+?" or repeat:
-            return self.quantifier(index, repeat)
-        self.quantified = 0
-        if char == "\\":
-            self.repeatable = True
-            return self.escape(index, _LETTER_ESCAPES | {"Q"})
-        if char == "[":
-            self.repeatable = True
-            return self.char_class(index)
-        if char == "(":
-            return self.group(index)
-        if char == ")":
-            if not self.open_groups:
-                self.refuse(index, "unexpected )")
-            self.open_groups.pop()
-            self.repeatable = True
-        else:
-            self.repeatable = char != "|"
-        return index + 1
-
-    def quantifier(self, index, repeat):
-        if self.quantified == 1 and self.pattern[index] == "?":
-            self.quantified = 2
-            return index + 1
-        if self.quantified:
-            self.refuse(index, "invalid nested repetition operator")
-        if not self.repeatable:
-            self.refuse(index, "missing argument to repetition operator")
-        if repeat:
-            low, high = int(repeat.group(1)), repeat.group(3)
-            high = low if repeat.group(2) is None else (int(high) if high else None)
-            if low > 1000 or (high is not None and (high > 1000 or high < low)):
-                self.refuse(index, "invalid repeat count")
-        self.quantified = 1
-        return repeat.end() if repeat else index + 1
-
-    def group(self, index):
-        pattern = self.pattern
-        self.repeatable = False
-        if not pattern.startswith("(?", index):
-            self.open_groups.append(index)
-            return index + 1
-        for lookaround in ("(?=", "(?!", "(?<=", "(?<!"):
-            if pattern.startswith(lookaround, index):
-                self.refuse(index, f"lookaround {lookaround} is not supported")
-        named = _NAMED_GROUP.match(pattern, index)
-        if named:
-            self.open_groups.append(index)
-            return named.end()
-        flags = _GROUP_FLAGS.match(pattern, index)
-        if not flags or flags.group(1).endswith("-"):
-            self.refuse(index, "invalid or unsupported Perl syntax")
-        if flags.group(2) == ":":
-            self.open_groups.append(index)
-        return flags.end()
-
-    def escape(self, index, letters):
-        """Index past the escape at index: a known letter, punctuation, hex, octal, \\p."""
-        pattern = self.pattern
-        if index + 1 == len(pattern):
-            self.refuse(index, "trailing backslash at end of expression")
-        char = pattern[index + 1]
-        if char == "Q" and "Q" in letters:
-            end = pattern.find("\\E", index + 2)
-            return len(pattern) if end < 0 else end + 2
-        if char in letters:
-            return index + 2
-        if char in "pP":
-            named = re.match(r"\{\^?[A-Za-z_]+\}|[A-Za-z]", pattern[index + 2:])
-            if not named:
-                self.refuse(index, "invalid character class range")
-            return index + 2 + named.end()
-        if char == "x":
-            hexadecimal = re.match(r"\{[0-9a-fA-F]+\}|[0-9a-fA-F]{2}", pattern[index + 2:])
-            if not hexadecimal:
-                self.refuse(index, "invalid escape sequence \\x")
-            return index + 2 + hexadecimal.end()
-        octal = re.match(r"0[0-7]{0,2}|[1-7][0-7]{1,2}", pattern[index + 1:])
-        if octal:
-            return index + 1 + octal.end()
-        if char.isdigit():
-            self.refuse(index, f"backreference \\{char} is not supported")
-        if char.isascii() and not char.isalnum():
-            return index + 2
-        self.refuse(index, f"invalid escape sequence \\{char}")
-
-    def char_class(self, index):
-        pattern, start = self.pattern, index
-        index += 2 if pattern.startswith("[^", index) else 1
-        if pattern.startswith("]", index):
-            index += 1
-        while index < len(pattern) and pattern[index] != "]":
-            posix = re.match(r"\[:\^?([a-z]+):\]", pattern[index:])
-            if posix:
-                if posix.group(1) not in _POSIX_CLASSES:
-                    self.refuse(index, "invalid character class range")
-                index += posix.end()
-                continue
-            low, index = self.class_char(index)
-            if pattern.startswith("-", index) and not pattern.startswith("-]", index) and index + 1 < len(pattern):
-                high, index = self.class_char(index + 1)
-                if low is not None and high is not None and low > high:
-                    self.refuse(start, "invalid character class range")
-        if index >= len(pattern):
-            self.refuse(start, "missing closing ]")
-        return index + 1
-
-    def class_char(self, index):
-        """(the character, or None for an escape standing for more than one; the next index)."""
-        if self.pattern[index] != "\\":
-            return self.pattern[index], index + 1
-        end = self.escape(index, _CLASS_LETTER_ESCAPES)
-        escaped = self.pattern[index + 1]
-        plain = end == index + 2 and escaped.isascii() and not escaped.isalnum()
-        return (escaped if plain else None), end
 
 
 # -- rendering: a tree back to a query ----------------------------------------------------
