@@ -31,7 +31,7 @@ from assembly import assemble
 from sessiongen import every_pattern
 from tailer.spans import turn_spans
 from traceql import (ATTRIBUTE_SCOPES, COMPARISONS, INTRINSICS, SPANSET_OPERATORS, Attribute,
-                     Binary, Filter, Intrinsic, Pipeline, Query, SpansetOp, Stage, Static,
+                     Binary, Call, Filter, Intrinsic, Pipeline, Query, SpansetOp, Static,
                      TraceQLError, Unary, parse, render, tokenize)
 
 SESSION = "5d0c6f3e-8a41-4c1b-9e2a-3b7d9f10c2aa"
@@ -342,7 +342,7 @@ CONDITIONS = st.recursive(COMPARISON, lambda inner: st.one_of(
 FILTERS = st.builds(Filter, st.none() | CONDITIONS)
 SPANSETS = st.recursive(FILTERS, lambda inner: st.builds(
     SpansetOp, st.sampled_from(sorted(SPANSET_OPERATORS)), inner, inner), max_leaves=4)
-SELECTS = st.builds(Stage, st.just("select"), st.lists(ATTRIBUTES | intrinsics_of("string"),
+SELECTS = st.builds(Call, st.just("select"), st.lists(ATTRIBUTES | intrinsics_of("string"),
                                                        min_size=1, max_size=3).map(tuple))
 HINTS = st.lists(st.tuples(st.sampled_from(("most_recent", "sample", "exemplars")),
                            st.builds(Static, st.just("bool"), st.booleans())), max_size=2).map(tuple)

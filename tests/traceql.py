@@ -83,30 +83,18 @@ class SpansetOp:
 
 @dataclass(frozen=True)
 class Wrapped:
-    """A parenthesised pipeline with more than one stage, as in `({ } | count() > 1) && ({ })`."""
+    """A parenthesised pipeline that is more than spansets, as in `({ } | count() > 1) && ({ })`."""
     pipeline: object
     pos: int = _at()
 
 
 @dataclass(frozen=True)
-class Aggregate:
+class Call:
+    """A function: an aggregate (count(), avg(duration)), a stage (by, select, coalesce),
+    or a metrics function (rate() by (...), topk(5))."""
     func: str
-    arg: object  # None for count()
-    pos: int = _at()
-
-
-@dataclass(frozen=True)
-class ScalarFilter:
-    op: str
-    left: object
-    right: object
-    pos: int = _at()
-
-
-@dataclass(frozen=True)
-class Stage:
-    kind: str  # by, select, coalesce
     args: tuple
+    by: tuple = ()
     pos: int = _at()
 
 
@@ -117,17 +105,9 @@ class Pipeline:
 
 
 @dataclass(frozen=True)
-class Metrics:
-    func: str
-    args: tuple
-    by: tuple
-    pos: int = _at()
-
-
-@dataclass(frozen=True)
 class Query:
-    pipeline: object  # a Pipeline, or a SpansetOp of Wrapped pipelines
-    metrics: tuple = ()  # a Metrics stage, then at most one topk/bottomk Metrics
+    pipeline: object  # a Pipeline, or Wrapped pipelines (alone or joined by SpansetOp)
+    metrics: tuple = ()  # a metrics Call, then at most one topk/bottomk Call
     hints: tuple = ()  # (name, Static) pairs
     pos: int = _at()
 
@@ -189,7 +169,6 @@ UNARY_OPERATORS = {"-": 3, "!": 4}  # an operand takes the operators binding tig
 # Between spansets: && and || below the structural operators, all left-associative.
 SPANSET_OPERATORS = {"&&": 1, "||": 1} | dict.fromkeys(
     (">", "<", ">>", "<<", "~", "!>", "!<", "!>>", "!<<", "!~", "&>", "&<", "&>>", "&<<", "&~"), 2)
-SCALAR_OPERATORS = {"+": 3, "-": 3, "*": 5, "/": 5, "%": 5, "^": 6}
 
 
 # -- the lexer -------------------------------------------------------------------------
@@ -467,18 +446,18 @@ class _Parser:
                 raise self.error(self.peek(), "by() needs a field, as in by(resource.service.name)")
             grouped = self.field()
             self.expect(")", "to close by(")
-            return Stage("by", (grouped,), pos=token.pos)
+            return Call("by", (grouped,), pos=token.pos)
         if self.at("select"):
             self.take()
             self.expect("(", "after select")
-            return Stage("select", self.attribute_list("select"), pos=token.pos)
+            return Call("select", self.attribute_list("select"), pos=token.pos)
         if self.at("coalesce"):
             if first:
                 raise self.error(token, "a pipeline cannot start with coalesce()")
             self.take()
             self.expect("(", "after coalesce")
             self.expect(")", "coalesce() takes no arguments")
-            return Stage("coalesce", (), pos=token.pos)
+            return Call("coalesce", (), pos=token.pos)
         if token.kind == "word" and self.peek(1).text == "(":
             raise self.error(token, f"unknown function {token.text!r} in a pipeline")
         raise self.error(token, "expected a spanset filter '{ ... }', an aggregate, by(), "
@@ -605,13 +584,13 @@ class _Parser:
             raise self.error(token, "an aggregate must be compared, as in count() > 2, "
                              f"found {self.found(token)}")
         self.take()
-        return ScalarFilter(token.text, left, self.scalar(), pos=token.pos)
+        return Binary(token.text, left, self.scalar(), pos=token.pos)
 
     def scalar(self, min_power=1):
         left = self.scalar_operand()
         while True:
             token = self.peek()
-            power = SCALAR_OPERATORS.get(token.text) if token.kind == "op" else None
+            power = FIELD_OPERATORS.get(token.text) if token.text in "+-*/%^" else None
             if power is None or power < min_power:
                 return left
             self.take()
@@ -633,12 +612,12 @@ class _Parser:
             self.expect("(", f"after {token.text}")
             if token.text == "count":
                 self.expect(")", "count() takes no arguments")
-                return Aggregate("count", None, pos=token.pos)
+                return Call("count", (), pos=token.pos)
             if self.at(")"):
                 raise self.error(self.peek(), f"{token.text}() needs a field, as in {token.text}(duration)")
             arg = self.field()
             self.expect(")", f"to close {token.text}(")
-            return Aggregate(token.text, arg, pos=token.pos)
+            return Call(token.text, (arg,), pos=token.pos)
         raise self.error(token, f"expected an aggregate or a number, found {self.found(token)}")
 
     # - metrics: | rate() by (...) | topk(5)
@@ -676,7 +655,7 @@ class _Parser:
             self.take()
             self.expect("(", "after by")
             by = self.attribute_list("by")
-        return Metrics(token.text, args, by, pos=token.pos)
+        return Call(token.text, args, by, pos=token.pos)
 
     def compare_args(self):
         args = (self.spanset_operand(),)
@@ -828,13 +807,7 @@ def render(node):
         return "(" + render(node.pipeline) + ")"
     if isinstance(node, SpansetOp):
         return _render_binary(node, SPANSET_OPERATORS)
-    if isinstance(node, ScalarFilter):
-        return f"{render(node.left)} {node.op} {render(node.right)}"
-    if isinstance(node, Aggregate):
-        return f"{node.func}({'' if node.arg is None else render(node.arg)})"
-    if isinstance(node, Stage):
-        return f"{node.kind}({', '.join(render(arg) for arg in node.args)})"
-    if isinstance(node, Metrics):
+    if isinstance(node, Call):
         text = f"{node.func}({', '.join(render(arg) for arg in node.args)})"
         return text + (f" by ({', '.join(render(arg) for arg in node.by)})" if node.by else "")
     if isinstance(node, Binary):
