@@ -364,3 +364,18 @@ def test_a_query_missing_its_last_closing_brace_is_refused(query):
     last = [token for token in tokenize(text) if token.kind == "op" and token.text == "}"][-1]
     with pytest.raises(TraceQLError):
         parse(text[:last.pos] + " " + text[last.pos + 1:])
+
+
+PIECES = st.sampled_from(list("{}()[]\"`'\\.:=!~<>&|+-*/%^, 0123456789aeilnsu_\n") + [
+    "span.", "span:", "nil", "&&", "rate()", "by(", "select(", "with (", "1s", ".95"])
+
+
+@given(st.sampled_from(GOOD), st.integers(0, 300), st.integers(0, 3), st.lists(PIECES, max_size=3))
+def test_any_edit_of_a_query_parses_or_is_refused_with_a_position(query, at, removed, inserted):
+    """Whatever a user types, the answer is a tree or a TraceQLError, never a crash."""
+    at %= len(query) + 1
+    text = query[:at] + "".join(inserted) + query[at + removed:]
+    try:
+        parse(text)
+    except TraceQLError as refused:
+        assert 1 <= refused.line <= text.count("\n") + 1 and refused.column >= 1
