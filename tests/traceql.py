@@ -185,7 +185,7 @@ _NUMBER = re.compile(r"\d+\.\d*(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?|\d+[eE][
 _DURATION_TAIL = re.compile(r"[0-9.nsumhµdwy]+")
 _PROM_DURATION = re.compile(r"(?:(\d+)y)?(?:(\d+)w)?(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?(?:(\d+)ms)?")
 _GO_DURATION_PART = re.compile(r"(\d*\.?\d*)(ns|us|µs|ms|s|m|h)")
-_PROM_UNITS_NS = (365 * 86400e9, 7 * 86400e9, 86400e9, 3600e9, 60e9, 1e9, 1e6)
+_PROM_UNITS_NS = tuple(seconds * 10**9 for seconds in (365 * 86400, 7 * 86400, 86400, 3600, 60, 1)) + (10**6,)
 _GO_UNITS_NS = {"ns": 1, "us": 1e3, "µs": 1e3, "ms": 1e6, "s": 1e9, "m": 60e9, "h": 3600e9}
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _ATTRIBUTE_END = set("{}()=~!<>&|^,") | {" ", "\t", "\n", "\r"}
@@ -197,7 +197,7 @@ def duration_ns(text):
     """A Prometheus-style (1d, 1h30m) or Go-style (1.5s, 250us) duration, or None."""
     prom = _PROM_DURATION.fullmatch(text)
     if text and prom and any(prom.groups()):
-        return int(sum(int(n) * unit for n, unit in zip(prom.groups(), _PROM_UNITS_NS) if n))
+        return sum(int(n) * unit for n, unit in zip(prom.groups(), _PROM_UNITS_NS) if n)
     total, at = 0.0, 0
     for part in _GO_DURATION_PART.finditer(text):
         if part.start() != at or part.group(1) in ("", "."):
@@ -370,13 +370,16 @@ class _Parser:
         self.index += 1
         return token
 
-    def at(self, *texts, kind=None):
+    def at(self, *texts):
+        """Whether the next token is one of these operators or words."""
         token = self.peek()
-        return (kind is None or token.kind == kind) and token.kind in ("op", "word") and (
-            not texts or token.text in texts)
+        return token.kind in ("op", "word") and token.text in texts
 
     def error(self, token, message):
         return TraceQLError(self.text, token.pos, message)
+
+    def column(self, token):
+        return TraceQLError(self.text, token.pos, "").column
 
     def found(self, token):
         return "the end of the query" if token.kind == "end" else repr(token.text)
@@ -429,10 +432,10 @@ class _Parser:
         if token.kind in ("int", "float", "duration") or self.at("-", *AGGREGATES):
             return self.scalar_filter()
         if self.at("("):
-            ahead = 0
-            while self.peek(ahead).text == "(" and self.peek(ahead).kind == "op":
+            ahead = 1
+            while self.peek(ahead).kind == "op" and self.peek(ahead).text == "(":
                 ahead += 1
-            inner = self.peek(ahead)
+            inner = self.peek(ahead)  # what the brackets hold: a scalar, or spansets
             if inner.kind in ("int", "float", "duration") or (
                     inner.kind in ("word", "op") and inner.text in AGGREGATES + ("-",)):
                 return self.scalar_filter()
@@ -488,20 +491,15 @@ class _Parser:
                 self.take()
                 return Filter(None, pos=token.pos)
             expr = self.field()
-            closing = self.peek()
-            if not (closing.kind == "op" and closing.text == "}"):
-                if closing.kind == "op" and closing.text == "{":
-                    raise self.error(closing, "'{' inside a spanset filter: filters do not nest")
-                raise self.error(closing, f"expected '}}' to close the '{{' at column "
-                                 f"{TraceQLError(self.text, token.pos, '').column}, found "
-                                 f"{self.found(closing)}")
-            self.take()
+            if self.at("{"):
+                raise self.error(self.peek(), "'{' inside a spanset filter: filters do not nest")
+            self.expect("}", f"to close the '{{' at column {self.column(token)}")
             _check_filter(self.text, expr)
             return Filter(expr, pos=token.pos)
         if self.at("("):
             self.take()
             inner = self.pipeline()
-            self.expect(")", f"to close the '(' at column {TraceQLError(self.text, token.pos, '').column}")
+            self.expect(")", f"to close the '(' at column {self.column(token)}")
             if not isinstance(inner, Pipeline):
                 return inner  # already parenthesised pipelines
             if len(inner.stages) == 1 and isinstance(inner.stages[0], (Filter, SpansetOp)):
@@ -535,7 +533,7 @@ class _Parser:
         if self.at("("):
             self.take()
             inner = self.field()
-            self.expect(")", f"to close the '(' at column {TraceQLError(self.text, token.pos, '').column}")
+            self.expect(")", f"to close the '(' at column {self.column(token)}")
             return inner
         value = self.static_or_field(token)
         if value is None:
