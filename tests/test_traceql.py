@@ -59,11 +59,18 @@ def span_values():
     return {key: sorted(found) for key, found in values.items()}
 
 
+def tempo_variables():
+    """The dashboard variables the Tempo queries use, by name."""
+    dashboard = dash.load_dashboard()
+    queries = " ".join(target["query"] for _, target in dash.targets(dashboard, "tempo"))
+    used = set(re.findall(r"\$\{?(\w+)", queries))
+    return {v["name"]: v for v in dashboard["templating"]["list"] if v["name"] in used}
+
+
 def variable_settings(span_values):
-    """Every combination of the values a user can give the dashboard's TraceQL variables."""
+    """Every combination of the values a user can give the Turns query's variables."""
     choices = {}
-    for variable in dash.load_dashboard()["templating"]["list"]:
-        name = variable["name"]
+    for name, variable in tempo_variables().items():
         if variable.get("type") == "custom":
             choices[name] = [option["value"] for option in variable["options"]]
         elif variable.get("includeAll"):
@@ -76,18 +83,17 @@ def variable_settings(span_values):
 
 def turn_trace_ids(span_values):
     """The traceId variable's values: its regex applied to the turn keys, as Grafana does."""
-    variable = next(v for v in dash.load_dashboard()["templating"]["list"] if v["name"] == "traceId")
+    variable = tempo_variables()["traceId"]
     regex = re.compile(variable["regex"].strip("/").replace("(?<", "(?P<"))
     return [regex.fullmatch(key)["value"] for key in span_values[variable["query"]["label"]]]
 
 
 def test_every_tempo_variable_has_typical_values(span_values):
     """A new Tempo-bound variable must say where its values come from, or it goes untested."""
-    dashboard = dash.load_dashboard()
-    queries = " ".join(target["query"] for _, target in dash.targets(dashboard, "tempo"))
-    used = {name for name in re.findall(r"\$\{?(\w+)", queries)}
-    custom = {v["name"] for v in dashboard["templating"]["list"] if v.get("type") == "custom"}
-    assert used - custom - {"traceId"} == set(VARIABLE_ATTRIBUTES)
+    variables = tempo_variables()
+    custom = {name for name, variable in variables.items() if variable.get("type") == "custom"}
+    assert set(variables) - custom - {"traceId"} == set(VARIABLE_ATTRIBUTES)
+    assert all(variables[name].get("includeAll") for name in VARIABLE_ATTRIBUTES)
     assert all(span_values.get(attribute) for attribute in VARIABLE_ATTRIBUTES.values())
 
 
