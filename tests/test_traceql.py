@@ -263,6 +263,8 @@ BROKEN = [
     ("({ span.a = 1 } | count() > 1) && ({ span.b = 2 })",
      "({ span.a = 1 } | count() > 1) && ({ span.b = 2 }) | select(span.c)",
      "parenthesised pipelines cannot be piped further", "1:52"),
+    ("({ span.a = 1 } | count() > 1) && ({ span.b = 2 })", "({ span.a = 1 } | count() > 1) && { span.b = 2 }",
+     "a filter needs brackets too", "1:35"),
     ("{\n  span.a = 1 &&\n  span.b = 2\n}", "{\n  span.a = 1 &&\n  span.b == 2\n}", "'==' is not TraceQL", "3:10"),
 ]
 

@@ -13,7 +13,8 @@ column.
 
 What it does not model: Tempo's rarer forms (parent. attributes, scalar filters over
 wrapped pipelines such as `({ } | count()) > 2`, the "unsupported" forms its validation
-refuses), and Tempo's leniency about whitespace inside `span: name`. A query it accepts has
+refuses, the metrics functions newer than this grammar), and Tempo's leniency about
+whitespace inside `span: name`. A query it accepts has
 Tempo's syntax; whether Tempo finds anything is another question, left to the attribute
 checks in tests/test_docs.py and tests/test_dashboard_queries.py.
 """
@@ -468,20 +469,27 @@ class _Parser:
 
     # - spansets
 
-    def spanset(self, min_power=1):
+    def spanset(self, min_power=1, bare=None):
+        """Spansets joined by operators. Tempo's grammar joins parenthesised pipelines only
+        to others in brackets, so bare collects the unbracketed operands of the chain."""
+        top, bare = bare is None, [] if bare is None else bare
+        if not self.at("("):
+            bare.append(self.peek())
         left = self.spanset_operand()
         while True:
             token = self.peek()
             power = SPANSET_OPERATORS.get(token.text) if token.kind == "op" else None
-            if power is None:
-                if token.kind == "op" and token.text in FIELD_OPERATORS:
-                    raise self.error(token, f"{token.text!r} cannot combine spansets "
-                                     "(&&, ||, >, >>, <, <<, ~ and their ! and & forms can)")
-                return left
-            if power < min_power:
-                return left
+            if power is None and token.kind == "op" and token.text in FIELD_OPERATORS:
+                raise self.error(token, f"{token.text!r} cannot combine spansets "
+                                 "(&&, ||, >, >>, <, <<, ~ and their ! and & forms can)")
+            if power is None or power < min_power:
+                break
             self.take()
-            left = SpansetOp(token.text, left, self.spanset(power + 1), pos=token.pos)
+            left = SpansetOp(token.text, left, self.spanset(power + 1, bare), pos=token.pos)
+        if top and bare and _holds_wrapped(left):
+            raise self.error(bare[0], "joined to a parenthesised pipeline, a filter needs "
+                             "brackets too: ({ ... })")
+        return left
 
     def spanset_operand(self):
         token = self.peek()
