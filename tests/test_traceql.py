@@ -246,6 +246,7 @@ BROKEN = [
     ("{ name != nil }", "{ name = nil }", "intrinsics cannot be nil", "1:3"),
     ("{ span.a = 1 }", "{ span.a + 1 }", "must be true or false", "1:3"),
     ("{ } | count() > 1", "{ } | count()", "an aggregate must be compared", "1:14"),
+    ("{ } | max(duration) > 1s", "{ } | max(name) > 1s", "max() needs a number, not a string", "1:11"),
     ("{ span.a = 1 } | count() > 1", "{ span.a = 1 } | count > 1", "expected '(' after count", "1:24"),
     ("{ } | by(span.a) | count() > 1", "{ } | by() | count() > 1", "by() needs a field", "1:10"),
     ("{ } | coalesce()", "coalesce()", "cannot start with coalesce()", "1:1"),

@@ -449,6 +449,7 @@ class _Parser:
             if self.at(")"):
                 raise self.error(self.peek(), "by() needs a field, as in by(resource.service.name)")
             grouped = self.field()
+            _type_of(self.text, grouped)
             self.expect(")", "to close by(")
             return Call("by", (grouped,), pos=token.pos)
         if self.at("select"):
@@ -621,7 +622,11 @@ class _Parser:
                 return Call("count", (), pos=token.pos)
             if self.at(")"):
                 raise self.error(self.peek(), f"{token.text}() needs a field, as in {token.text}(duration)")
+            start = self.peek()
             arg = self.field()
+            kind = _type_of(self.text, arg)
+            if kind not in _NUMERIC + ("attribute",):
+                raise self.error(start, f"{token.text}() needs a number, not a {kind}")
             self.expect(")", f"to close {token.text}(")
             return Call(token.text, (arg,), pos=token.pos)
         raise self.error(token, f"expected an aggregate or a number, found {self.found(token)}")
