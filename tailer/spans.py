@@ -20,6 +20,7 @@ written by tailer.otlp's helpers, so escaping happens in one place.
 from __future__ import annotations
 
 import hashlib
+from datetime import datetime, timezone
 
 from .cli_otel import Root
 from .events import LegEnded, ModelCall, Usage
@@ -74,6 +75,14 @@ def turn_spans(turn: Turn, cli_root: Root | None = None) -> list[Span]:
     return spans
 
 
+def turn_key(end_ns: int, root_name: str, tid: str) -> str:
+    """`<end, UTC to the ms> <root span name> <trace id>`: the dashboard lists these values
+    (a Tempo label-values variable), sorts them as text, newest first, and opens the first
+    one's trace, so the waterfall shows the newest turn until the user picks another."""
+    seconds, ms = divmod(unix_nano(end_ns) // 1_000_000, 1000)
+    return f"{datetime.fromtimestamp(seconds, timezone.utc):%Y-%m-%dT%H:%M:%S}.{ms:03d}Z {root_name} {tid}"
+
+
 def _parent_of(turn: Turn, phase_id: str | None, root_id: str) -> str:
     """The span of the leg a call or tool served, else the root."""
     leg = turn.leg_of(phase_id)
@@ -108,6 +117,7 @@ def _root_span(turn: Turn, tools: list[ToolCall], tid: str, root_id: str,
         "hydrafusion.fallback_model": failure.fallback_model if failure else None,
     }
     name = "hydrafusion route_failed" if failure else f"hydrafusion {turn.pattern}"
+    attributes["hydrafusion.turn.key"] = turn_key(turn.end_ns, name, tid)
     error = f"route_failed: {failure.reason or 'unknown'}" if failure else None
     return _span(tid, root_id, None, name, KIND_INTERNAL, turn.start_ns, turn.end_ns,
                  attributes, error=error, links=links)
@@ -125,8 +135,10 @@ def _ordinary_root_span(turn: Turn, tools: list[ToolCall], tid: str, root_id: st
         "hydrafusion.aiu": usage.aiu if turn.credits_known else None,
         "hydrafusion.models": ",".join(turn.models),
     }
-    return _span(tid, root_id, None, f"ordinary {turn.main_model}", KIND_INTERNAL,
-                 turn.start_ns, turn.end_ns, attributes, links=links)
+    name = f"ordinary {turn.main_model}"
+    attributes["hydrafusion.turn.key"] = turn_key(turn.end_ns, name, tid)
+    return _span(tid, root_id, None, name, KIND_INTERNAL, turn.start_ns, turn.end_ns, attributes,
+                 links=links)
 
 
 def _call_span(turn: Turn, call: ModelCall, index: int, tid: str, parent_id: str) -> Span:
