@@ -246,6 +246,8 @@ def _check(state: dict) -> None:
         _pending_trace(trace)
     if state.get("history") is not None:
         _history(state["history"])
+    if state.get("cli") is not None:
+        _cli(state["cli"])
     if "published_at_ms" in state:
         _int(state["published_at_ms"], "the time of the save")
 
@@ -292,6 +294,21 @@ def _pending_trace(trace: object) -> None:
         span = json.loads(_text(span, "a pending span", None))
         if type(span) is not dict or span.get("traceId") != trace_id:
             raise ValueError("a pending span is not a span of its trace")
+
+
+def _cli(cli: object) -> None:
+    """The CLI telemetry's side (service.CliTelemetry.state): each export file's position,
+    and its span and metric units not delivered yet, as outboxes keep them."""
+    for name, position in _dict(_dict(cli, "the CLI telemetry")["files"],
+                                "the CLI export files").items():
+        _text(name, "a CLI export file", None)
+        Position.from_data(position)
+    for signal in ("spans", "metrics"):
+        for unit in _list(cli[signal], "the CLI's pending units"):
+            _text(_dict(unit, "a CLI unit")["trace_id"], "a CLI unit's key")
+            for text in _list(unit["spans"], "a CLI unit's entries"):
+                if type(json.loads(_text(text, "a CLI unit's entry", None))) is not dict:
+                    raise ValueError("a CLI unit is not a JSON object")
 
 
 def _history(history: object) -> None:

@@ -16,13 +16,16 @@ from pathlib import Path
 
 from . import __version__, checkpoint, doctor, report, scrub
 from .exposition import ZERO_HOLD_SECONDS
-from .otlp import parse_headers, signal_url, tls_context, traces_url
+from .otlp import metrics_url, parse_headers, tls_context, traces_url
 from .service import EXIT_USAGE, Config, resource_attributes, run, run_demo
 
 log = logging.getLogger("tailer")
 
 COMMANDS = ("run", "demo", "scrub", "doctor", "report")
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+# The tailer's own setting, and the CLI's (README.md, "The CLI's own telemetry").
+CLI_OTEL_ENV = "HYDRAFUSION_CLI_OTEL_PATH"
+COPILOT_OTEL_PATH_ENV = "COPILOT_OTEL_FILE_EXPORTER_PATH"
 
 
 def default_state_dir(environ: dict[str, str]) -> Path:
@@ -39,37 +42,45 @@ def otlp_url(option: str | None, environ: dict[str, str]) -> str | None:
     As the OpenTelemetry spec says, the signal-specific variable is used as it is, while a
     base endpoint (the option or OTEL_EXPORTER_OTLP_ENDPOINT) gets `/v1/traces` appended.
     """
-    if option == "none":
-        return None
-    if option:
-        return traces_url(option)
-    specific = environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
-    if specific:
-        traces_url(specific)
-        return specific.strip()
-    return traces_url(environ.get("OTEL_EXPORTER_OTLP_ENDPOINT") or "http://localhost:4318")
+    return _signal_url(option, environ, "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", traces_url)
 
 
 def otlp_metrics_url(option: str | None, environ: dict[str, str]) -> str | None:
-    """The metrics push URL, or None (the default) for no push.
+    """The metrics URL, found as the traces URL is (OTEL_EXPORTER_OTLP_METRICS_ENDPOINT)."""
+    return _signal_url(option, environ, "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", metrics_url)
 
-    Off unless the option names an endpoint or OTEL_METRICS_EXPORTER says `otlp`, so a
-    tailer that only sends traces to OTEL_EXPORTER_OTLP_ENDPOINT starts pushing nothing
-    new. The endpoint follows the same rules as the traces' (otlp_url).
-    """
+
+def _signal_url(option: str | None, environ: dict[str, str], variable: str, url) -> str | None:
     if option == "none":
         return None
     if option:
-        return signal_url(option, "metrics")
-    exporters = {name.strip() for name in environ.get("OTEL_METRICS_EXPORTER", "").split(",")}
-    if "otlp" not in exporters:
-        return None
-    specific = environ.get("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT")
+        return url(option)
+    specific = environ.get(variable)
     if specific:
-        signal_url(specific, "metrics")
+        url(specific)
         return specific.strip()
-    return signal_url(environ.get("OTEL_EXPORTER_OTLP_ENDPOINT") or "http://localhost:4318",
-                      "metrics")
+    return url(environ.get("OTEL_EXPORTER_OTLP_ENDPOINT") or "http://localhost:4318")
+
+
+def default_cli_otel(environ: dict[str, str]) -> str:
+    """Where the CLI writes its telemetry, if the environment says: the tailer run from the
+    same shell as the CLI finds it there."""
+    if environ.get(CLI_OTEL_ENV):
+        return environ[CLI_OTEL_ENV]
+    return environ.get(COPILOT_OTEL_PATH_ENV) or "none"
+
+
+def metrics_push_url(option: str | None, environ: dict[str, str]) -> str | None:
+    """The URL the tailer pushes its own metrics to, or None (the default) for no push.
+
+    Off unless the option names an endpoint or OTEL_METRICS_EXPORTER says `otlp`, so a
+    tailer that only sends traces to OTEL_EXPORTER_OTLP_ENDPOINT starts pushing nothing
+    new. The endpoint is then found as otlp_metrics_url finds it.
+    """
+    exporters = {name.strip() for name in environ.get("OTEL_METRICS_EXPORTER", "").split(",")}
+    if not option and "otlp" not in exporters:
+        return None
+    return otlp_metrics_url(option, environ)
 
 
 def _signal_setting(environ: dict[str, str], signal: str, setting: str) -> str:
@@ -118,9 +129,13 @@ def build_parser(environ: dict[str, str]) -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
-    _add_run_options(
-        commands.add_parser("run", help="follow the session logs (the default command)"),
-        environ, "checkpoint.json",
+    run_parser = commands.add_parser("run", help="follow the session logs (the default command)")
+    _add_run_options(run_parser, environ, "checkpoint.json")
+    run_parser.add_argument(
+        "--cli-otel", metavar="PATH|none", default=default_cli_otel(environ),
+        help="the Copilot CLI's own OpenTelemetry file export (a file, or a folder of them) "
+        "to follow and send on as OTLP, linked to the turns, or `none` [$HYDRAFUSION_CLI_"
+        "OTEL_PATH, else $COPILOT_OTEL_FILE_EXPORTER_PATH, else none]",
     )
     demo_parser = commands.add_parser(
         "demo",
@@ -266,6 +281,10 @@ def _add_run_options(
     )
 
 
+def _cli_otel_path(value: str) -> Path | None:
+    return None if value.strip().lower() in ("", "none") else Path(value).expanduser()
+
+
 def _labels(value: str) -> dict[str, str]:
     labels = {}
     for pair in filter(None, (item.strip() for item in value.split(","))):
@@ -326,11 +345,11 @@ def run_config(args: argparse.Namespace, environ: dict[str, str]) -> Config:
     """The options of `run` or `demo` as the daemon takes them; ValueError when they are off."""
     # A metrics server would live for a moment only under --once: the textfile serves.
     serve = args.metrics_address != "none" and not args.once
-    metrics_url = otlp_metrics_url(args.otlp_metrics_endpoint, environ)
+    push_url = metrics_push_url(args.otlp_metrics_endpoint, environ)
     history_url, history_headers = None, {}
     if args.history_url != "none":
         history_url, history_headers = history_endpoint(args.history_url, environ)
-        pushed = metrics_url is not None and not args.history_labels
+        pushed = push_url is not None and not args.history_labels
         if not pushed and not {"job", "instance"} <= set(args.history_labels):
             raise ValueError("--history-url needs --history-labels job=...,instance=..., "
                              "or the metrics pushed (--otlp-metrics-endpoint)")
@@ -349,15 +368,17 @@ def run_config(args: argparse.Namespace, environ: dict[str, str]) -> Config:
         backfill_days=args.backfill_days,
         metrics_bind=parse_address(args.metrics_address) if serve else None,
         traces_url=otlp_url(args.otlp_endpoint, environ),
+        otlp_metrics_url=otlp_metrics_url(args.otlp_endpoint, environ),
+        cli_otel=_cli_otel_path(getattr(args, "cli_otel", "none")),
         otlp_headers=parse_headers(environ.get("OTEL_EXPORTER_OTLP_HEADERS", "")),
         traces_certificate=_certificate(_signal_setting(environ, "TRACES", "CERTIFICATE"),
                                         "OTEL_EXPORTER_OTLP_CERTIFICATE"),
-        otlp_metrics_url=metrics_url,
-        otlp_metrics_headers=parse_headers(_signal_setting(environ, "METRICS", "HEADERS")),
-        otlp_metrics_certificate=_certificate(
+        metrics_push_url=push_url,
+        metrics_push_headers=parse_headers(_signal_setting(environ, "METRICS", "HEADERS")),
+        metrics_push_certificate=_certificate(
             _signal_setting(environ, "METRICS", "CERTIFICATE"),
             "OTEL_EXPORTER_OTLP_METRICS_CERTIFICATE"),
-        metrics_interval_s=args.otlp_metrics_interval,
+        metrics_push_interval_s=args.otlp_metrics_interval,
         resource=resource_attributes(environ),
         textfile=args.textfile,
         history_url=history_url,

@@ -9,14 +9,28 @@ those lines as they are appended and builds OTLP/JSON requests a collector takes
 Users may have enabled content capture (OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT),
 which puts prompts, answers and tool arguments into span attributes. Only the attributes
 named below are kept, on spans, span events, metric points and resources; span status
-messages (error text) are dropped. Everything else, known or new, is left behind.
+messages (error text) and metric descriptions are dropped. Everything else, known or new,
+is left behind.
+
+Each span and metric goes out as an OTLP unit of its own (its resource and scope with it),
+keyed for the outbox that keeps it until the collector has it (`span_unit`,
+`metric_unit`); tailer/prompt_links.py links the CLI's root span of each prompt to our
+turn.
 """
 
 from __future__ import annotations
 
+import contextlib
+import gzip
+import hashlib
 import json
-import os
+import re
 from pathlib import Path
+from typing import NamedTuple
+
+from .lines import LineReader, Position
+from .logs import WarningLimiter
+from .otlp import Span
 
 # Metadata a span or metric point of the CLI may carry: names, ids, counts, durations.
 ATTRIBUTES = frozenset({
@@ -30,43 +44,71 @@ ATTRIBUTES = frozenset({
     "github.copilot.initiator", "github.copilot.interaction_id", "github.copilot.turn_id",
     "github.copilot.turn_count", "github.copilot.agent.type",
     "github.copilot.server_duration", "process.exit.code", "success", "error.type",
+    "gen_ai.token.modality", "gen_ai.request.reasoning.level",
+    "gen_ai.response.time_to_first_chunk", "outcome",
 })
 RESOURCE_ATTRIBUTES = frozenset({"service.name", "service.version"})
+# The value of `hydrafusion.link` on the link from the CLI's root span to our turn.
+LINK_TO_TURN = "hydrafusion_turn"
 _MAX_TEXT = 200
+_UNIT = re.compile(r"\{[a-z_.]{1,20}\}|[A-Za-z]{1,5}|1|%")
 
 
 class ExportFollower:
-    """The complete new lines of a CLI export file, or of every file in an export folder.
+    """The new records of a CLI export file, or of every file in an export folder.
 
-    Positions are kept per file; a file that shrank was replaced and is read again.
+    Each file is read by a lines.LineReader, as session logs are: only complete lines, from
+    a position that a checkpoint keeps (`state()`, `saved`), and a file that was truncated
+    or rewritten is read again from its start. Without saved positions, files found at the
+    first poll are read from their end unless `from_start`; files that appear later are
+    new and read from their start.
     """
 
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, *, from_start: bool, saved: dict | None = None):
         self.path = path
-        self._offsets: dict[Path, int] = {}
+        self._readers = {name: LineReader(Path(name), Position.from_data(position))
+                         for name, position in (saved or {}).items()}
+        self._skip_existing = saved is None and not from_start
+        self._warnings = WarningLimiter()
 
     def files(self) -> list[Path]:
-        if self.path.is_dir():
-            return sorted(p for p in self.path.iterdir() if p.is_file())
+        try:
+            if self.path.is_dir():
+                return sorted(p for p in self.path.iterdir() if p.is_file())
+        except OSError:
+            return []
         return [self.path] if self.path.is_file() else []
 
-    def poll(self) -> list[dict]:
-        """The records written since the last poll; damaged lines are passed over."""
-        records = []
+    def poll(self, budget: int) -> list[tuple[str, dict]]:
+        """Up to `budget` records written since the last poll, each with the digest of its
+        line (a key that names it in the outbox); damaged lines are passed over."""
+        records: list[tuple[str, dict]] = []
         for path in self.files():
-            offset = self._offsets.get(path, 0)
+            reader = self._readers.get(str(path))
+            if reader is None:
+                reader = self._readers[str(path)] = LineReader(path)
+                if self._skip_existing:
+                    with contextlib.suppress(OSError):
+                        reader.skip_to_end()
             try:
-                if os.stat(path).st_size < offset:
-                    offset = 0
-                with open(path, "rb") as export:
-                    export.seek(offset)
-                    data = export.read()
-            except OSError:
-                continue
-            complete = data[: data.rfind(b"\n") + 1]
-            self._offsets[path] = offset + len(complete)
-            records += [r for r in map(_record, complete.split(b"\n")) if r is not None]
+                for line in reader.read():
+                    record = None if line.oversized else _record(line.data)
+                    if record is None:
+                        self._warnings.warn(str(path), "CLI telemetry %s: line %d is not a "
+                                            "span or metric; skipped", path.name, line.number)
+                        continue
+                    records.append((hashlib.sha256(line.data).hexdigest()[:32], record))
+                    if len(records) >= budget:
+                        return records
+            except OSError as error:
+                self._warnings.warn(str(path), "CLI telemetry %s: cannot read it: %s",
+                                    path.name, error.strerror)
+        self._skip_existing = False
         return records
+
+    def state(self) -> dict[str, list]:
+        """Each file's position, as a checkpoint keeps it."""
+        return {name: reader.position.to_data() for name, reader in self._readers.items()}
 
 
 def _record(line: bytes) -> dict | None:
@@ -78,43 +120,85 @@ def _record(line: bytes) -> dict | None:
         else None
 
 
-def traces_request(records: list[dict]) -> dict:
-    """An OTLP/JSON ExportTraceServiceRequest for the span records."""
-    groups: dict[str, dict] = {}
-    for record in records:
-        if record.get("type") == "span" and _is_hex(record.get("traceId"), 32) \
-                and _is_hex(record.get("spanId"), 16):
-            _scope(groups, record, "resourceSpans", "scopeSpans")["spans"].append(_span(record))
-    return {"resourceSpans": list(groups.values())}
+class Root(NamedTuple):
+    """The root span of one prompt's trace, ours or the CLI's: what a link points at and
+    what pairs the two (tailer/prompt_links.py)."""
+
+    session_id: str
+    trace_id: str
+    span_id: str
+    start_ns: int
+    end_ns: int
 
 
-def metrics_request(records: list[dict]) -> dict:
-    """An OTLP/JSON ExportMetricsServiceRequest for the metric records."""
-    groups: dict[str, dict] = {}
-    for record in records:
-        if record.get("type") == "metric" and isinstance(record.get("name"), str):
-            metric = _metric(record)
-            if metric is not None:
-                _scope(groups, record, "resourceMetrics", "scopeMetrics")["metrics"].append(metric)
-    return {"resourceMetrics": list(groups.values())}
+def prompt_root(record: dict) -> Root | None:
+    """The CLI's root span of a prompt (`invoke_agent`, no parent), as a Root."""
+    attributes = record.get("attributes")
+    if record.get("type") != "span" or _is_hex(record.get("parentSpanId"), 16) \
+            or not isinstance(attributes, dict) \
+            or attributes.get("gen_ai.operation.name") != "invoke_agent" \
+            or not isinstance(attributes.get("gen_ai.conversation.id"), str) \
+            or not (_is_hex(record.get("traceId"), 32) and _is_hex(record.get("spanId"), 16)):
+        return None
+    start = int(_time(record.get("startTime")))
+    return Root(attributes["gen_ai.conversation.id"], record["traceId"], record["spanId"],
+                start, max(start, int(_time(record.get("endTime")))))
 
 
-def _scope(groups: dict, record: dict, resource_key: str, scope_key: str) -> dict:
-    """The scope entry of the record's resource and instrumentation scope, made if new."""
+def span_unit(record: dict, link: Root | None = None) -> Span | None:
+    """A span record as one OTLP/JSON ResourceSpans entry (with its own resource and scope),
+    keyed by its trace and span ids; None when its ids are not valid. `link`: a link to our
+    turn's root span, put on the CLI's root span of the same prompt."""
+    if record.get("type") != "span" or not (_is_hex(record.get("traceId"), 32)
+                                            and _is_hex(record.get("spanId"), 16)):
+        return None
+    span = _span(record)
+    if link is not None:
+        span["links"] = [{"traceId": link.trace_id, "spanId": link.span_id,
+                          "attributes": [{"key": "hydrafusion.link",
+                                          "value": {"stringValue": LINK_TO_TURN}}]}]
+    entry = {"resource": _resource(record),
+             "scopeSpans": [{"scope": _scope(record), "spans": [span]}]}
+    return Span(record["traceId"] + record["spanId"], json.dumps(entry, separators=(",", ":")))
+
+
+def metric_unit(key: str, record: dict) -> Span | None:
+    """A metric record as one OTLP/JSON ResourceMetrics entry under `key`; None when it
+    holds no usable point."""
+    if record.get("type") != "metric" or not isinstance(record.get("name"), str):
+        return None
+    metric = _metric(record)
+    if metric is None:
+        return None
+    entry = {"resource": _resource(record),
+             "scopeMetrics": [{"scope": _scope(record), "metrics": [metric]}]}
+    return Span(key, json.dumps(entry, separators=(",", ":")))
+
+
+def encode_spans(units: list[Span]) -> bytes:
+    """A gzipped ExportTraceServiceRequest of span units (otlp.OtlpExporter's `encode`)."""
+    return _encode("resourceSpans", units)
+
+
+def encode_metrics(units: list[Span]) -> bytes:
+    """A gzipped ExportMetricsServiceRequest of metric units."""
+    return _encode("resourceMetrics", units)
+
+
+def _encode(key: str, units: list[Span]) -> bytes:
+    text = f'{{"{key}":[{",".join(unit.json for unit in units)}]}}'
+    return gzip.compress(text.encode("utf-8", "replace"), compresslevel=1)
+
+
+def _resource(record: dict) -> dict:
     resource = record.get("resource") if isinstance(record.get("resource"), dict) else {}
+    return {"attributes": _attributes(resource.get("attributes"), RESOURCE_ATTRIBUTES)}
+
+
+def _scope(record: dict) -> dict:
     scope = record.get("instrumentationScope")
     scope = scope if isinstance(scope, dict) else {}
-    key = json.dumps([resource.get("attributes"), scope.get("name"), scope.get("version")],
-                     sort_keys=True, default=str)
-    if key not in groups:
-        groups[key] = {"resource": {"attributes": _attributes(resource.get("attributes"),
-                                                                RESOURCE_ATTRIBUTES)},
-                       scope_key: []}
-    entries = groups[key][scope_key]
-    if not entries:
-        named = {k: scope[k] for k in ("name", "version") if isinstance(scope.get(k), str)}
-        entries.append({"scope": named, "spans" if scope_key == "scopeSpans" else "metrics": []})
-    return entries[0]
+    return {k: scope[k][:_MAX_TEXT] for k in ("name", "version") if isinstance(scope.get(k), str)}
 
 
 def _span(record: dict) -> dict:
@@ -150,8 +234,10 @@ def _metric(record: dict) -> dict | None:
     points = [p for p in record.get("dataPoints") or [] if isinstance(p, dict)]
     if not points:
         return None
-    metric = {"name": name[:_MAX_TEXT], "unit": _text(record.get("unit")) or "",
-              "description": _text(record.get("description")) or ""}
+    # The description is text: left behind. The unit is kept when it looks like one.
+    unit = record.get("unit")
+    metric = {"name": name[:_MAX_TEXT],
+              "unit": unit if isinstance(unit, str) and _UNIT.fullmatch(unit) else ""}
     if all(isinstance(p.get("value"), dict) for p in points):
         metric["histogram"] = {"aggregationTemporality": 2,
                                "dataPoints": [_histogram_point(p) for p in points]}

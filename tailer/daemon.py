@@ -167,6 +167,11 @@ class Tailer:
             sessions[session_id] = _session_state(session.reader.position, session.turns)
         return {"sessions": sessions}
 
+    def open_turns(self, session_id: str) -> list[Turn]:
+        """The turns of a session begun in its log and not finished yet."""
+        session = self.sessions.get(session_id)
+        return session.turns.open_turns if session is not None else []
+
     def close(self) -> None:
         self.watcher.close()
 

@@ -13,6 +13,7 @@ from .history import History
 from .logs import log_turn
 from .metrics import TurnMetrics
 from .outbox import Outbox
+from .prompt_links import PromptLinks
 from .spans import turn_spans
 from .turns import Turn
 
@@ -20,10 +21,15 @@ log = logging.getLogger("tailer")
 
 
 class TurnFanout:
-    def __init__(self, metrics: TurnMetrics, outbox: Outbox, history: History | None):
+    """`links`: when the CLI's own telemetry is followed, a turn's spans go there, to be
+    linked with the CLI's trace of the same prompt before they reach the outbox."""
+
+    def __init__(self, metrics: TurnMetrics, outbox: Outbox, history: History | None,
+                 links: PromptLinks | None = None):
         self.metrics = metrics
         self.outbox = outbox
         self.history = history
+        self.links = links
 
     def send(self, turns: list[Turn], *, reading_history: bool) -> None:
         """Hand each turn on. `reading_history`: the turns come from the start-up reading,
@@ -37,7 +43,9 @@ class TurnFanout:
                           turn.fusion_id[:20], type(error).__name__)
 
     def _send(self, turn: Turn, reading_history: bool) -> None:
-        if self.outbox.exporting:
+        if self.links is not None:
+            self.links.add_turn(turn)
+        elif self.outbox.exporting:
             self.outbox.submit(turn_spans(turn))
         end_ms = turn.end_ns // 1_000_000
         history = self.history

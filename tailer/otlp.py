@@ -48,17 +48,20 @@ class Span(NamedTuple):
 
 def traces_url(endpoint: str) -> str:
     """The traces URL for an OTLP/HTTP endpoint: a base URL gets `/v1/traces` appended."""
-    return signal_url(endpoint, "traces")
+    return _signal_url(endpoint, "/v1/traces")
 
 
-def signal_url(endpoint: str, signal: str) -> str:
-    """The URL of a signal (traces, metrics) for an OTLP/HTTP endpoint: a base URL gets
-    `/v1/<signal>` appended."""
+def metrics_url(endpoint: str) -> str:
+    """The metrics URL for an OTLP/HTTP endpoint, likewise."""
+    return _signal_url(endpoint, "/v1/metrics")
+
+
+def _signal_url(endpoint: str, path: str) -> str:
     url = endpoint.strip().rstrip("/")
     parts = urllib.parse.urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.netloc:
         raise ValueError(f"OTLP endpoint is not an http(s) URL: {endpoint!r}")
-    return url if parts.path.endswith(f"/v1/{signal}") else url + f"/v1/{signal}"
+    return url if parts.path.endswith(path) else url + path
 
 
 def parse_headers(value: str) -> dict[str, str]:
@@ -210,7 +213,8 @@ def error_text(body: str) -> str:
 
 
 class OtlpExporter:
-    """Delivers spans to one OTLP/HTTP traces URL from a single background thread.
+    """Delivers spans (or, with `encode`, other OTLP units) to one OTLP/HTTP URL from a
+    single background thread.
 
     Submitted spans wait in a FIFO queue of per-trace units. The worker sends whole units, so a
     trace is split across requests only when it alone exceeds max_batch_spans. While a batch is
@@ -227,7 +231,11 @@ class OtlpExporter:
                  on_result: Callable[[str, list[Span]], None] = lambda outcome, spans: None,
                  max_batch_spans: int = 512, flush_interval: float = 1.0, max_queued_spans: int = 100_000,
                  timeout: float = 10.0, sleep=time.sleep, rng=random.random,
+                 encode: Callable[[list[Span]], bytes] | None = None,
                  ssl_context: ssl.SSLContext | None = None):
+        """`encode` makes a request body of a batch; by default the spans go under
+        `resource` and the tailer's scope (encode_request). `ssl_context`: for an https URL
+        whose certificate a CA of its own signed (tls_context)."""
         self._url = url
         self._ssl_context = ssl_context
         self._headers = {**headers, "Content-Type": "application/json", "Content-Encoding": "gzip",
@@ -241,6 +249,7 @@ class OtlpExporter:
         self._timeout = timeout
         self._sleep = sleep
         self._rng = rng
+        self._encode = encode
         # Units are numbered in submission order so flush() can tell when everything up to a
         # point has been settled, whatever happened to each unit.
         self._queue: collections.deque[tuple[int, list[Span]]] = collections.deque()
@@ -335,7 +344,10 @@ class OtlpExporter:
             return batch
 
     def _deliver(self, spans: list[Span]) -> None:
-        body = encode_request(spans, self._resource, SCOPE_NAME, self._scope_version)
+        if self._encode is not None:
+            body = self._encode(spans)
+        else:
+            body = encode_request(spans, self._resource, SCOPE_NAME, self._scope_version)
         count = len(spans)
         backoff = FIRST_BACKOFF
         attempts = 0

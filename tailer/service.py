@@ -22,15 +22,17 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from . import __version__, checkpoint, demo
+from .cli_otel import ExportFollower, encode_metrics, encode_spans, metric_unit
 from .daemon import POSITIONS, TURNS, UNCHANGED, Tailer
 from .exposition import Registry, write_textfile
 from .fanout import TurnFanout
 from .history import History
 from .metrics import MAX_MODELS, TurnMetrics
 from .metrics_server import MetricsServer
-from .otlp import SCOPE_NAME, OtlpExporter, parse_resource_attributes, tls_context
+from .otlp import SCOPE_NAME, OtlpExporter, Span, parse_resource_attributes, tls_context
 from .otlp_metrics import Identity, MetricsPusher, encode, metrics_request, prometheus_labels
 from .outbox import MAX_PENDING_SPANS, Outbox
+from .prompt_links import PromptLinks
 from .remote_write import RemoteWriter
 
 log = logging.getLogger("tailer")
@@ -46,6 +48,7 @@ TEXTFILE_REFRESH_S = 10.0
 # wait for the collector: memory stays bounded however much there is to read, and a slow
 # or absent collector makes the turns wait in the logs rather than be dropped.
 TURNS_PER_PASS = 200
+CLI_RECORDS_PER_PASS = 1_000
 BACKPRESSURE_SPANS = 2_000
 HISTORY_FIRST_BACKOFF_S = 5.0
 HISTORY_MAX_BACKOFF_S = 60.0
@@ -65,12 +68,14 @@ class Config:
     backfill_days: float | None = None
     metrics_bind: tuple[str, int] | None = None  # (host, port); None: not served
     traces_url: str | None = None  # None: no export
+    otlp_metrics_url: str | None = None
+    cli_otel: Path | None = None  # the CLI's own telemetry export; None: not followed
     otlp_headers: dict[str, str] = dataclasses.field(default_factory=dict)
     traces_certificate: str | None = None  # a CA file for an https endpoint
-    otlp_metrics_url: str | None = None  # None: no metrics push
-    otlp_metrics_headers: dict[str, str] = dataclasses.field(default_factory=dict)
-    otlp_metrics_certificate: str | None = None
-    metrics_interval_s: float = 60.0
+    metrics_push_url: str | None = None  # None: no metrics push
+    metrics_push_headers: dict[str, str] = dataclasses.field(default_factory=dict)
+    metrics_push_certificate: str | None = None
+    metrics_push_interval_s: float = 60.0
     resource: dict[str, str] = dataclasses.field(default_factory=dict)
     textfile: Path | None = None
     history_url: str | None = None
@@ -198,11 +203,11 @@ def _run(config: Config, heartbeat: Heartbeat, on_pass=None) -> int:
         return EXIT_USAGE
     log.info(
         "hydrafusion-tailer %s: state dir %s, %d sessions, %s, OTLP %s, metrics %s, "
-        "metrics push %s, watching by %s",
+        "metrics push %s, watching by %s, CLI telemetry %s",
         __version__, config.state_dir, run.sessions_found,
         f"resuming from {config.checkpoint}" if saved else f"new checkpoint {config.checkpoint}",
-        config.traces_url or "off", config.metrics_url, config.otlp_metrics_url or "off",
-        run.tailer.watcher.mode,
+        config.traces_url or "off", config.metrics_url, config.metrics_push_url or "off",
+        run.tailer.watcher.mode, config.cli_otel if run.cli is not None else "off",
     )
     try:
         while not stop.is_set() and not run.done:
@@ -250,11 +255,11 @@ class Run:
             (saved or {}).get("pending", []),
         )
         self.pusher = None
-        if config.otlp_metrics_url is not None:
+        if config.metrics_push_url is not None:
             self.pusher = MetricsPusher(
-                config.otlp_metrics_url, headers=config.otlp_metrics_headers,
-                interval_s=config.metrics_interval_s,
-                ssl_context=tls_context(config.otlp_metrics_certificate),
+                config.metrics_push_url, headers=config.metrics_push_headers,
+                interval_s=config.metrics_push_interval_s,
+                ssl_context=tls_context(config.metrics_push_certificate),
                 user_agent=f"hydrafusion-tailer/{__version__}")
         self.history = None
         if config.history_url is not None:
@@ -278,7 +283,11 @@ class Run:
             backfill_days=config.backfill_days,
             saved=saved,
         )
-        self.fanout = TurnFanout(self.metrics, self.outbox, self.history)
+        self.cli = None
+        if config.cli_otel is not None and config.traces_url:
+            self.cli = CliTelemetry(config, saved, self.tailer.open_turns)
+        self.fanout = TurnFanout(self.metrics, self.outbox, self.history,
+                                 self.cli.links if self.cli is not None else None)
         self.sessions_found = self.tailer.start()
         # Turns finished before the tailer first caught up were read at start-up: they are
         # history, if they ended before this run began (History.takes).
@@ -309,7 +318,8 @@ class Run:
         if not self.config.once:
             return False
         return self._stalled_out or (self.tailer.caught_up and (
-            self.history is None or self.history_waits))
+            self.history is None or self.history_waits) and (
+            self.cli is None or self.cli.caught_up))
 
     def step(self) -> None:
         self.heartbeat.beat()
@@ -319,6 +329,8 @@ class Run:
             self.pusher.offer(self._metrics_body(self.registry.collect_pushed(), time.time_ns()))
         if self.on_pass is not None:
             self.on_pass()
+        if self.cli is not None and self.cli.read():
+            self._dirty = TURNS
         if self.outbox.pending_spans > BACKPRESSURE_SPANS:
             # The collector is slow or down: leave the turns in the logs for now. Reading
             # resumes as soon as it takes some, so reading and sending overlap.
@@ -340,6 +352,8 @@ class Run:
             )
             self.fanout.send(done.turns, reading_history=self._reading_history)
             self._dirty = max(self._dirty, done.level)
+        if self.cli is not None and self.cli.send(self.outbox):
+            self._dirty = TURNS
         self._reading_history = self._reading_history and not self.tailer.caught_up
         self._settle()
         if self.registry.served_zeros:
@@ -357,7 +371,11 @@ class Run:
         """End cleanly: the last spans out, the last save; the exit code of a --once run."""
         if self.server is not None:
             self.server.close()  # no scrape after the last save: see History's not_before
+        if self.cli is not None:
+            self.cli.release(self.outbox)
         delivered = self.outbox.flush(EXPORT_FLUSH_TIMEOUT_S)
+        if self.cli is not None:
+            delivered = self.cli.flush(EXPORT_FLUSH_TIMEOUT_S) and delivered
         pushed_at_ns = time.time_ns()  # before the final save, for the same reason
         self.save(final=True)
         if self.pusher is not None:
@@ -366,6 +384,8 @@ class Run:
                 log.warning("the last metrics push did not go through; the next run's "
                             "pushes carry the same counters on")
         self.outbox.close(1.0)
+        if self.cli is not None:
+            self.cli.close(1.0)
         self.tailer.close()
         if not delivered:
             log.warning(
@@ -379,6 +399,8 @@ class Run:
     def abandon(self) -> None:
         """End as a crash would: nothing saved, threads and sockets closed."""
         self.outbox.close(0.0)
+        if self.cli is not None:
+            self.cli.close(0.0)
         self.tailer.close()
         if self.server is not None:
             self.server.close()
@@ -406,9 +428,11 @@ class Run:
 
     def save(self, final: bool = False) -> None:
         self._settle()
+        held = self.cli.links.held()[0] if self.cli is not None else []
         state = {
             **self.tailer.state(),
-            "pending": self.outbox.pending,
+            "pending": self.outbox.pending + pending_entries(held),
+            "cli": self.cli.state() if self.cli is not None else None,
             "history": self.history.state() if self.history is not None else None,
             "identity": self.identity.state(),
             # The next run places no history sample at or before this moment, and after a
@@ -440,6 +464,11 @@ class Run:
                 self.lost_spans += spans
             self._dirty = TURNS
         self.metrics.pending_spans.set(None, self.outbox.pending_spans)
+        if self.cli is not None:
+            for outcome, units in self.cli.settle():
+                if outcome in ("rejected", "dropped"):
+                    self.lost_spans += units
+                self._dirty = TURNS
 
     def _write_textfile(self, final: bool = False) -> None:
         if not self.config.textfile:
@@ -482,12 +511,13 @@ def _load_checkpoint(path: Path) -> dict | None:
         return None
 
 
-def _exporter_factory(config: Config):
-    """Builds the exporter once the outbox gives it somewhere to report to."""
+def _exporter_factory(config: Config, url: str | None = None, encode=None):
+    """Builds the exporter once the outbox gives it somewhere to report to: of our spans,
+    or, with `url` and `encode`, of the CLI's spans or metrics (cli_otel's units)."""
 
     def connect(on_result) -> OtlpExporter:
         return OtlpExporter(
-            config.traces_url,
+            url or config.traces_url,
             headers=config.otlp_headers,
             resource=config.resource,
             scope_version=__version__,
@@ -495,9 +525,89 @@ def _exporter_factory(config: Config):
             on_result=on_result,
             flush_interval=EXPORT_BATCH_DELAY_S,
             max_queued_spans=MAX_PENDING_SPANS,
+            encode=encode,
         )
 
     return connect
+
+
+def pending_entries(traces: list[list[Span]]) -> list[dict]:
+    """Traces (or units) as an outbox's `pending` lists them, for the checkpoint."""
+    return [{"trace_id": spans[0].trace_id, "spans": [span.json for span in spans]}
+            for spans in traces if spans]
+
+
+class CliTelemetry:
+    """The CLI's own telemetry, sent on: its export followed (cli_otel.ExportFollower), its
+    spans paired with our turns (prompt_links.PromptLinks), its spans and metrics sent
+    through outboxes of their own.
+
+    Positions, the units not delivered yet and those waiting for their pair are one cut
+    of the checkpoint (`state()`), as the session logs' positions and our spans are: a
+    restart neither loses nor reads again a line of the export.
+    """
+
+    def __init__(self, config: Config, saved: dict | None, open_turns):
+        cli_saved = (saved or {}).get("cli") or {}
+        self.follower = ExportFollower(
+            config.cli_otel, from_start=config.from_start or config.once,
+            # With a checkpoint that has never seen the export, its files are new.
+            saved=cli_saved.get("files", {}) if saved is not None else None)
+        self.spans = Outbox(_exporter_factory(config, encode=encode_spans),
+                            cli_saved.get("spans", []))
+        metrics_url = config.otlp_metrics_url
+        self.metrics = Outbox(
+            _exporter_factory(config, metrics_url, encode_metrics) if metrics_url else None,
+            cli_saved.get("metrics", []))
+        self.links = PromptLinks(open_turns)
+        self.caught_up = False
+
+    def read(self) -> bool:
+        """Read what is new, unless the collector lags; True if anything was. A pass reads
+        the export before the session logs, so a turn knows the CLI writes telemetry."""
+        waiting = self.spans.pending_spans + self.metrics.pending_spans
+        records = [] if waiting > BACKPRESSURE_SPANS else self.follower.poll(CLI_RECORDS_PER_PASS)
+        self.caught_up = waiting <= BACKPRESSURE_SPANS and len(records) < CLI_RECORDS_PER_PASS
+        for key, record in records:
+            if record["type"] == "span":
+                self.links.add_cli(record)
+            elif (unit := metric_unit(key, record)) is not None:
+                self.metrics.submit([unit])
+        return bool(records)
+
+    def send(self, outbox: Outbox) -> bool:
+        """At the end of a pass: hand on what is ready, and what waited long enough."""
+        self.links.expire()
+        return self._send(outbox)
+
+    def release(self, outbox: Outbox) -> None:
+        """The run ends: what waits for its pair goes now, unlinked."""
+        self.links.expire(everything=True)
+        self._send(outbox)
+
+    def _send(self, outbox: Outbox) -> bool:
+        traces, units = self.links.take()
+        for spans in traces:
+            outbox.submit(spans)
+        for unit in units:
+            self.spans.submit([unit])
+        return bool(traces or units)
+
+    def settle(self) -> list[tuple[str, int]]:
+        return self.spans.settle() + self.metrics.settle()
+
+    def flush(self, timeout: float) -> bool:
+        return self.spans.flush(timeout) and self.metrics.flush(timeout)
+
+    def close(self, timeout: float) -> None:
+        self.spans.close(timeout)
+        self.metrics.close(timeout)
+
+    def state(self) -> dict:
+        held = self.links.held()[1]
+        return {"files": self.follower.state(),
+                "spans": self.spans.pending + pending_entries([[unit] for unit in held]),
+                "metrics": self.metrics.pending}
 
 
 def _handle_signals(stop: threading.Event) -> None:

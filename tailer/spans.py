@@ -20,7 +20,9 @@ written by tailer.otlp's helpers, so escaping happens in one place.
 from __future__ import annotations
 
 import hashlib
+from datetime import datetime, timezone
 
+from .cli_otel import Root
 from .events import LegEnded, ModelCall, Usage
 from .otlp import Span, attributes_json, json_string, unix_nano
 from .turns import AT_COMMIT, ToolCall, Turn, call_start_ns, leg_start_ns
@@ -47,16 +49,20 @@ def _digest(*parts: str, size: int) -> str:
     return digest.hex() if any(digest) else "01".rjust(size * 2, "0")
 
 
-def turn_spans(turn: Turn) -> list[Span]:
+def turn_spans(turn: Turn, cli_root: Root | None = None) -> list[Span]:
     """The root span first, then the route span, one span per leg in log order, then the
-    model calls and the tool calls."""
+    model calls and the tool calls. `cli_root`: the CLI's own root span of the same prompt
+    (tailer/prompt_links.py), which the root links to."""
     tid = trace_id(turn.session_id, turn.fusion_id)
     root_id = span_id(turn.session_id, turn.fusion_id, "turn")
     tools = turn.tools
+    links = [] if cli_root is None else [
+        f'{{"traceId":"{cli_root.trace_id}","spanId":"{cli_root.span_id}",'
+        f'"attributes":[{_CLI_LINK_ATTRIBUTES}]}}']
     if turn.ordinary:
-        spans = [_ordinary_root_span(turn, tools, tid, root_id)]
+        spans = [_ordinary_root_span(turn, tools, tid, root_id, links)]
     else:
-        spans = [_root_span(turn, tools, tid, root_id)]
+        spans = [_root_span(turn, tools, tid, root_id, links)]
         latency = turn.routing_latency_ms
         if latency is not None:
             spans.append(_route_span(turn, tid, root_id, latency))
@@ -69,13 +75,22 @@ def turn_spans(turn: Turn) -> list[Span]:
     return spans
 
 
+def turn_key(end_ns: int, root_name: str, tid: str) -> str:
+    """`<end, UTC to the ms> <root span name> <trace id>`: the dashboard lists these values
+    (a Tempo label-values variable), sorts them as text, newest first, and opens the first
+    one's trace, so the waterfall shows the newest turn until the user picks another."""
+    seconds, ms = divmod(unix_nano(end_ns) // 1_000_000, 1000)
+    return f"{datetime.fromtimestamp(seconds, timezone.utc):%Y-%m-%dT%H:%M:%S}.{ms:03d}Z {root_name} {tid}"
+
+
 def _parent_of(turn: Turn, phase_id: str | None, root_id: str) -> str:
     """The span of the leg a call or tool served, else the root."""
     leg = turn.leg_of(phase_id)
     return root_id if leg is None else _leg_span_id(turn, leg.phase_id)
 
 
-def _root_span(turn: Turn, tools: list[ToolCall], tid: str, root_id: str) -> Span:
+def _root_span(turn: Turn, tools: list[ToolCall], tid: str, root_id: str,
+               links: list[str]) -> Span:
     usage = turn.usage
     failure = turn.route_failure
     attributes = {
@@ -102,12 +117,14 @@ def _root_span(turn: Turn, tools: list[ToolCall], tid: str, root_id: str) -> Spa
         "hydrafusion.fallback_model": failure.fallback_model if failure else None,
     }
     name = "hydrafusion route_failed" if failure else f"hydrafusion {turn.pattern}"
+    attributes["hydrafusion.turn.key"] = turn_key(turn.end_ns, name, tid)
     error = f"route_failed: {failure.reason or 'unknown'}" if failure else None
     return _span(tid, root_id, None, name, KIND_INTERNAL, turn.start_ns, turn.end_ns,
-                 attributes, error=error)
+                 attributes, error=error, links=links)
 
 
-def _ordinary_root_span(turn: Turn, tools: list[ToolCall], tid: str, root_id: str) -> Span:
+def _ordinary_root_span(turn: Turn, tools: list[ToolCall], tid: str, root_id: str,
+                        links: list[str]) -> Span:
     usage = turn.usage
     attributes = {
         **_gen_ai(turn.session_id, turn.main_model, turn.response_model, usage),
@@ -118,8 +135,10 @@ def _ordinary_root_span(turn: Turn, tools: list[ToolCall], tid: str, root_id: st
         "hydrafusion.aiu": usage.aiu if turn.credits_known else None,
         "hydrafusion.models": ",".join(turn.models),
     }
-    return _span(tid, root_id, None, f"ordinary {turn.main_model}", KIND_INTERNAL,
-                 turn.start_ns, turn.end_ns, attributes)
+    name = f"ordinary {turn.main_model}"
+    attributes["hydrafusion.turn.key"] = turn_key(turn.end_ns, name, tid)
+    return _span(tid, root_id, None, name, KIND_INTERNAL, turn.start_ns, turn.end_ns, attributes,
+                 links=links)
 
 
 def _call_span(turn: Turn, call: ModelCall, index: int, tid: str, parent_id: str) -> Span:
@@ -293,3 +312,4 @@ def _span(
 
 
 _HANDOFF_LINK_ATTRIBUTES = attributes_json({"hydrafusion.link": "handoff"})
+_CLI_LINK_ATTRIBUTES = attributes_json({"hydrafusion.link": "copilot_cli"})

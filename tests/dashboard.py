@@ -74,6 +74,7 @@ GEN_AI_ATTRIBUTES = frozenset({
     "gen_ai.usage.cache_write.input_tokens",
 })
 ROOT_SPAN_ATTRIBUTES = GEN_AI_ATTRIBUTES | frozenset({
+    "hydrafusion.turn.key",
     "hydrafusion.fusion_id",
     "hydrafusion.pattern",
     "hydrafusion.policy",

@@ -20,7 +20,9 @@ from typing import NamedTuple
 
 import pytest
 from google.protobuf import json_format
-from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import ExportMetricsServiceRequest
+from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
+    ExportMetricsServiceRequest,
+)
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 ID_BYTES = {"traceId": 16, "spanId": 8, "parentSpanId": 8}
@@ -94,7 +96,8 @@ class OtlpSink:
     Every POST to /v1/traces is decompressed (when gzip), kept in `raw_bodies` with its headers
     (names lowercased) in `request_headers`, and decoded. It is answered with the next scripted Reply, or 200 once
     the script is used up; only requests answered 2xx count as received spans.
-    A POST to /v1/metrics is decoded the same way, kept in `metrics_bodies` and answered 200.
+    A POST to /v1/metrics is decoded as metrics, kept in `metric_bodies` (with its headers
+    in `metric_headers`) and `metric_requests`, and answered 200.
     """
 
     def __init__(self, tls=None):
@@ -102,9 +105,9 @@ class OtlpSink:
         self.raw_bodies: list[bytes] = []
         self.request_headers: list[dict[str, str]] = []
         self.requests: list[ExportTraceServiceRequest] = []
-        self.metrics_bodies: list[bytes] = []
-        self.metrics_headers: list[dict[str, str]] = []
-        self.metrics_requests: list[ExportMetricsServiceRequest] = []
+        self.metric_bodies: list[bytes] = []
+        self.metric_headers: list[dict[str, str]] = []
+        self.metric_requests: list[ExportMetricsServiceRequest] = []
         self.errors: list[str] = []
         self._replies: deque[Reply] = deque()
         self._changed = threading.Condition()
@@ -161,15 +164,16 @@ class OtlpSink:
             return reply
 
     def receive_metrics(self, headers: dict[str, str], body: bytes) -> Reply:
-        """Handles one metrics POST body (always answered 200 when it decodes)."""
+        """Handles one metrics POST body (answered 200 when it decodes)."""
         with self._changed:
             try:
-                body = self._keep(headers, body, self.metrics_bodies, self.metrics_headers)
-                self.metrics_requests.append(decode_metrics_body(body))
-            except Exception as error:
-                self.errors.append(f"{type(error).__name__}: {error}")
-                return Reply(400)
-            self._changed.notify_all()
+                body = self._keep(headers, body, self.metric_bodies, self.metric_headers)
+                self.metric_requests.append(decode_metrics_body(body))
+            except Exception as error:  # whatever the cause, the payload is not valid OTLP
+                self.errors.append(f"metrics: {type(error).__name__}: {error}")
+                return Reply(400, json.dumps({"code": 3, "message": str(error)}).encode())
+            finally:
+                self._changed.notify_all()
             return Reply()
 
     @staticmethod
@@ -184,9 +188,9 @@ class OtlpSink:
     def wait_for_metrics(self, count: int, timeout: float = 10.0) -> list:
         """Blocks until at least count metrics requests arrived; fails the test on timeout."""
         with self._changed:
-            if not self._changed.wait_for(lambda: len(self.metrics_requests) >= count, timeout):
-                raise AssertionError(f"expected {count} metrics pushes, got {len(self.metrics_requests)}")
-            return list(self.metrics_requests)
+            if not self._changed.wait_for(lambda: len(self.metric_requests) >= count, timeout):
+                raise AssertionError(f"expected {count} metrics requests, got {len(self.metric_requests)}")
+            return list(self.metric_requests)
 
     def __enter__(self) -> "OtlpSink":
         self._thread.start()

@@ -1,9 +1,11 @@
 """tailer/cli_otel.py: the CLI's own OTel file export, followed and turned into OTLP/JSON.
 
 tests/test_realcli.py runs the same conversion on the export files the real CLI wrote
-with content capture on; here hand-made lines pin down each rule.
+with content capture on; here hand-made lines pin down each rule. The pairing with turns
+is tests/test_prompt_links.py.
 """
 
+import gzip
 import json
 
 from google.protobuf import json_format
@@ -48,8 +50,21 @@ def metric_line(name: str, value) -> dict:
          "value": value}], "resource": RESOURCE, "instrumentationScope": SCOPE}
 
 
+def spans_of(records) -> list[dict]:
+    units = [cli_otel.span_unit(record) for record in records]
+    body = cli_otel.encode_spans([unit for unit in units if unit is not None])
+    return span_dicts(decode_body(gzip.decompress(body)))
+
+
+def metrics_of(records) -> ExportMetricsServiceRequest:
+    units = [cli_otel.metric_unit(str(n), record) for n, record in enumerate(records)]
+    body = gzip.decompress(cli_otel.encode_metrics([unit for unit in units if unit]))
+    assert CANARY not in body.decode()
+    return json_format.Parse(body, ExportMetricsServiceRequest())
+
+
 def test_a_span_keeps_its_metadata_and_loses_every_content_attribute():
-    body = json.dumps(cli_otel.traces_request([span_line()])).encode()
+    body = gzip.decompress(cli_otel.encode_spans([cli_otel.span_unit(span_line())]))
     assert CANARY not in body.decode()
     (span,) = span_dicts(decode_body(body))
     assert span["kind"] == 3  # the JavaScript SDK's CLIENT (2) is OTLP's 3
@@ -66,20 +81,37 @@ def test_a_span_keeps_its_metadata_and_loses_every_content_attribute():
 
 
 def test_spans_with_bad_ids_are_left_out():
-    records = [span_line(traceId="xyz"), span_line(spanId="0" * 16), {"type": "span"}]
-    assert cli_otel.traces_request(records) == {"resourceSpans": []}
+    for record in [span_line(traceId="xyz"), span_line(spanId="0" * 16), {"type": "span"}]:
+        assert cli_otel.span_unit(record) is None
+
+
+def test_spans_of_several_resources_go_in_one_request_each_under_its_own():
+    other = {"attributes": {"service.name": "github-copilot", "service.version": "1.0.103"}}
+    spans = spans_of([span_line(), span_line(spanId="e17a0fc1240dc536", resource=other)])
+    assert [span["resource"]["service.version"] for span in spans] == ["1.0.102", "1.0.103"]
+
+
+def test_the_prompt_root_is_the_parentless_invoke_agent_span():
+    root = span_line(parentSpanId=None, name="invoke_agent", attributes={
+        "gen_ai.operation.name": "invoke_agent", "gen_ai.conversation.id": "s-1"})
+    assert cli_otel.prompt_root(root) == cli_otel.Root(
+        "s-1", root["traceId"], root["spanId"], 1796026443849000000, 1796026443861000000)
+    assert cli_otel.prompt_root(span_line()) is None  # a chat span under it
+    link = cli_otel.Root("s-1", "ab" * 16, "cd" * 8, 0, 0)
+    (span,) = span_dicts(decode_body(gzip.decompress(
+        cli_otel.encode_spans([cli_otel.span_unit(root, link)]))))
+    assert span["links"] == [{"traceId": "ab" * 16, "spanId": "cd" * 8, "attributes": [
+        {"key": "hydrafusion.link", "value": {"stringValue": "hydrafusion_turn"}}]}]
 
 
 def test_metrics_become_histograms_sums_and_gauges_without_content():
     histogram = {"buckets": {"boundaries": [0.01, 0.02], "counts": [1, 0, 2]},
                  "count": 3, "sum": 0.5, "min": 0.001, "max": 0.3}
-    records = [metric_line("gen_ai.client.operation.duration", histogram),
-               metric_line("github.copilot.tool.call.count", 4),
-               metric_line("github.copilot.context.tokens", 0.5)]
-    document = cli_otel.metrics_request(records)
-    assert CANARY not in json.dumps(document)
-    request = json_format.ParseDict(document, ExportMetricsServiceRequest())
-    metrics = {m.name: m for m in request.resource_metrics[0].scope_metrics[0].metrics}
+    request = metrics_of([metric_line("gen_ai.client.operation.duration", histogram),
+                          metric_line("github.copilot.tool.call.count", 4),
+                          metric_line("github.copilot.context.tokens", 0.5)])
+    metrics = {m.name: m for resource in request.resource_metrics
+               for m in resource.scope_metrics[0].metrics}
     point = metrics["gen_ai.client.operation.duration"].histogram.data_points[0]
     assert list(point.bucket_counts) == [1, 0, 2] and point.count == 3 and point.max == 0.3
     counted = metrics["github.copilot.tool.call.count"].sum
@@ -93,13 +125,45 @@ def test_the_follower_returns_complete_new_lines_of_a_file_or_folder(tmp_path):
     first = folder / "a.jsonl"
     line = json.dumps(span_line())
     first.write_text(line + "\n" + line[:40])  # the second line is still being written
-    follower = cli_otel.ExportFollower(folder)
-    assert len(follower.poll()) == 1
-    assert follower.poll() == []
+    follower = cli_otel.ExportFollower(folder, from_start=True)
+    assert len(follower.poll(100)) == 1
+    assert follower.poll(100) == []
     with open(first, "a") as export:
         export.write(line[40:] + "\nnot json\n")
     (folder / "b.jsonl").write_text(json.dumps(metric_line("m.count", 1)) + "\n")
-    assert [r["type"] for r in follower.poll()] == ["span", "metric"]
-    first.write_text(line + "\n")  # replaced by a shorter file: read again from its start
-    assert len(follower.poll()) == 1
-    assert cli_otel.ExportFollower(first).poll()[0]["spanId"] == "e17a0fc1240dc535"
+    assert [r["type"] for _, r in follower.poll(100)] == ["span", "metric"]
+    only = cli_otel.ExportFollower(first, from_start=True).poll(100)
+    assert [record["spanId"] for _, record in only] == ["e17a0fc1240dc535"] * 2
+
+
+def test_a_rewritten_or_truncated_export_is_read_again_from_its_start(tmp_path):
+    export = tmp_path / "otel.jsonl"
+    lines = [json.dumps(span_line(spanId=f"{n:016x}")) for n in range(1, 4)]
+    export.write_text("\n".join(lines) + "\n")
+    follower = cli_otel.ExportFollower(export, from_start=True)
+    assert len(follower.poll(100)) == 3
+    export.write_text(lines[0] + "\n")  # truncated and written anew
+    assert [r["spanId"] for _, r in follower.poll(100)] == ["0000000000000001"]
+    swapped = [json.dumps(span_line(spanId=f"{n:016x}")) for n in range(7, 10)]
+    export.write_text("\n".join(swapped) + "\n")  # longer, other lines: read again
+    assert [r["spanId"][-1] for _, r in follower.poll(100)] == ["7", "8", "9"]
+
+
+def test_positions_survive_a_restart_and_the_budget_bounds_a_poll(tmp_path):
+    export = tmp_path / "otel.jsonl"
+    export.write_text("".join(json.dumps(span_line(spanId=f"{n:016x}")) + "\n"
+                              for n in range(1, 6)))
+    follower = cli_otel.ExportFollower(export, from_start=True)
+    assert len(follower.poll(2)) == 2
+    again = cli_otel.ExportFollower(export, from_start=True, saved=follower.state())
+    assert [r["spanId"][-1] for _, r in again.poll(100)] == ["3", "4", "5"]
+
+
+def test_without_from_start_only_what_is_written_later_is_read(tmp_path):
+    export = tmp_path / "otel.jsonl"
+    export.write_text(json.dumps(span_line()) + "\n")
+    follower = cli_otel.ExportFollower(export, from_start=False)
+    assert follower.poll(100) == []
+    with open(export, "a") as handle:
+        handle.write(json.dumps(span_line(spanId="00000000000000aa")) + "\n")
+    assert [r["spanId"] for _, r in follower.poll(100)] == ["00000000000000aa"]

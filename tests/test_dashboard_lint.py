@@ -245,7 +245,7 @@ def test_variables_filter_by_pattern_model_and_session(dashboard):
     assert variables["phase"]["query"] == "label_values(hydrafusion_legs_total, phase_kind)"
     for name in ("pattern", "model", "phase", "session"):
         assert variables[name]["includeAll"] and variables[name]["allValue"] == dash.ALL, name
-    assert variables["traceId"]["type"] == "textbox"
+    assert variables["traceId"]["datasource"]["type"] == "tempo"
     # The Draft filter is a condition on a leg: "any" holds for every leg.
     rejected = variables["rejected"]
     assert {o["text"]: o["value"] for o in rejected["options"]} == {

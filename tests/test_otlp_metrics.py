@@ -188,8 +188,8 @@ def test_the_pusher_sends_the_newest_request_and_the_last_one_at_close():
         final.counter("z_total", "Z.").inc(None, 5)
         assert pusher.close(encode(request_of(final)), timeout=10)
         requests = sink.wait_for_metrics(2)
-    assert sink.metrics_headers[0]["authorization"] == "Bearer t"
-    assert sink.metrics_headers[0]["content-encoding"] == "gzip"
+    assert sink.metric_headers[0]["authorization"] == "Bearer t"
+    assert sink.metric_headers[0]["content-encoding"] == "gzip"
     last = json_format.MessageToDict(requests[-1])
     names = {m["name"] for m in last["resourceMetrics"][0]["scopeMetrics"][0]["metrics"]}
     assert "z_total" in names
@@ -206,28 +206,28 @@ def config_of(*argv, **environ):
 
 
 def test_the_push_is_off_unless_asked_for_and_follows_the_standard_variables():
-    from tailer.cli import otlp_metrics_url
+    from tailer.cli import metrics_push_url
 
     # Today's users, who send traces to OTEL_EXPORTER_OTLP_ENDPOINT, push nothing new.
-    assert otlp_metrics_url(None, {}) is None
-    assert otlp_metrics_url(None, {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://gw:4318"}) is None
-    assert otlp_metrics_url(None, {"OTEL_METRICS_EXPORTER": "none"}) is None
+    assert metrics_push_url(None, {}) is None
+    assert metrics_push_url(None, {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://gw:4318"}) is None
+    assert metrics_push_url(None, {"OTEL_METRICS_EXPORTER": "none"}) is None
     on = {"OTEL_METRICS_EXPORTER": "otlp"}
-    assert otlp_metrics_url(None, on) == "http://localhost:4318/v1/metrics"
-    assert otlp_metrics_url(None, {**on, "OTEL_EXPORTER_OTLP_ENDPOINT": "https://gw:4318/"}) \
+    assert metrics_push_url(None, on) == "http://localhost:4318/v1/metrics"
+    assert metrics_push_url(None, {**on, "OTEL_EXPORTER_OTLP_ENDPOINT": "https://gw:4318/"}) \
         == "https://gw:4318/v1/metrics"
     specific = {**on, "OTEL_EXPORTER_OTLP_ENDPOINT": "http://gw:4318",
                 "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT": "https://m.example/otlp/push"}
-    assert otlp_metrics_url(None, specific) == "https://m.example/otlp/push"  # as it is
-    assert otlp_metrics_url("http://gw:4318", {}) == "http://gw:4318/v1/metrics"
-    assert otlp_metrics_url("none", specific) is None
+    assert metrics_push_url(None, specific) == "https://m.example/otlp/push"  # as it is
+    assert metrics_push_url("http://gw:4318", {}) == "http://gw:4318/v1/metrics"
+    assert metrics_push_url("none", specific) is None
 
     config = config_of(OTEL_METRICS_EXPORTER="otlp", OTEL_METRIC_EXPORT_INTERVAL="15000",
                        OTEL_EXPORTER_OTLP_HEADERS="a=1", OTEL_EXPORTER_OTLP_METRICS_HEADERS="b=2")
-    assert (config.metrics_interval_s, config.otlp_metrics_headers) == (15.0, {"b": "2"})
+    assert (config.metrics_push_interval_s, config.metrics_push_headers) == (15.0, {"b": "2"})
     assert config_of(OTEL_METRICS_EXPORTER="otlp", OTEL_EXPORTER_OTLP_HEADERS="a=1") \
-        .otlp_metrics_headers == {"a": "1"}
-    assert config_of().otlp_metrics_url is None
+        .metrics_push_headers == {"a": "1"}
+    assert config_of().metrics_push_url is None
 
 
 def test_history_labels_come_from_the_push_and_auth_from_the_url_and_variables():
@@ -256,10 +256,10 @@ def test_a_restart_keeps_the_instance_and_the_start_time_and_counts_on(tmp_path)
         env = tailer_env(OTEL_METRICS_EXPORTER="otlp", OTEL_EXPORTER_OTLP_ENDPOINT=sink.endpoint,
                          HYDRAFUSION_CHECKPOINT=str(tmp_path / "checkpoint.json"))
         assert run_once("--state-dir", str(state), "--otlp-endpoint", "none", env=env).returncode == 0
-        first = len(sink.metrics_requests)
+        first = len(sink.metric_requests)
         every_pattern("restart-1").write(state)
         assert run_once("--state-dir", str(state), "--otlp-endpoint", "none", env=env).returncode == 0
-        requests = [json_format.MessageToDict(r) for r in sink.metrics_requests]
+        requests = [json_format.MessageToDict(r) for r in sink.metric_requests]
     assert 0 < first < len(requests)
     ids = {plain_attributes(r["resourceMetrics"][0]["resource"]["attributes"])["service.instance.id"]
            for r in requests}

@@ -5,15 +5,18 @@ Every free-text field of the generated sessions (prompts, answers, leg `content`
 arguments and results, cwd and file paths) holds CANARY, and so do damaged lines and
 unknown fields. The sessions hold ordinary turns, MCP tools, tool output long enough to be
 read without decoding it, usage records (one damaged), and totals that disagree, so every
-span, attribute, metric and log line of the whole turn is covered. The tailer runs as a daemon with every output on; the canary must be in
-none of them: OTLP payloads (spans and the metrics push), the history pushed to Prometheus,
-/metrics, the textfile, the log;
+span, attribute, metric and log line of the whole turn is covered. The CLI's own telemetry
+export, with its content capture on, holds CANARY in every attribute that is not metadata
+(and a damaged line). The tailer runs as a daemon with every output on; the canary must be in
+none of them: OTLP payloads (spans, the CLI's telemetry and the tailer's metrics push), the
+history pushed to Prometheus, /metrics, the textfile, the log;
 nor in any format of the report (table, JSON, CSV, HTML).
 """
 
 import json
 import ssl
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from otlp_sink import OtlpSink
@@ -60,6 +63,35 @@ DAMAGED = [
                 "data": {"toolCallId": "call-canary", "success": False,
                          "error": {"message": (CANARY + ",\"") * 500},
                          "result": {"content": CANARY * 2000}}}),
+]
+
+
+# The CLI's own telemetry with content capture on: the canary in every attribute that is
+# not metadata, in events, status, resource, metric points and descriptions.
+CLI_EXPORT = [
+    {"type": "span", "traceId": "66f506b430071b87151f2ff2ab35aca1", "spanId": "ad84e60a72de378a",
+     "name": "invoke_agent", "kind": 0, "startTime": [1793793600, 0], "endTime": [1793793605, 0],
+     "attributes": {"gen_ai.operation.name": "invoke_agent", "gen_ai.conversation.id": "privacy-0",
+                    "gen_ai.input.messages": CANARY, "gen_ai.output.messages": CANARY,
+                    "gen_ai.system_instructions": CANARY, "process.executable.path": CANARY,
+                    "github.copilot.tool.parameters.command": CANARY, "new.field": CANARY},
+     "status": {"code": 2, "message": CANARY},
+     "events": [{"name": "exception", "time": [1793793601, 0],
+                 "attributes": {"exception.message": CANARY,
+                                "github.copilot.mcp.server.error": CANARY}}],
+     "resource": {"attributes": {"service.name": "github-copilot", "host.name": CANARY}},
+     "instrumentationScope": {"name": "github.copilot", "version": "1.0.102"}},
+    {"type": "span", "traceId": "66f506b430071b87151f2ff2ab35aca1", "spanId": "e17a0fc1240dc535",
+     "parentSpanId": "ad84e60a72de378a", "name": "execute_tool bash", "kind": 0,
+     "startTime": [1793793602, 0], "endTime": [1793793603, 0],
+     "attributes": {"gen_ai.tool.name": "bash", "gen_ai.tool.call.arguments": CANARY,
+                    "gen_ai.tool.call.result": CANARY, "gen_ai.tool.description": CANARY},
+     "resource": {"attributes": {"service.name": "github-copilot"}}},
+    {"type": "metric", "name": "github.copilot.tool.call.count", "unit": CANARY,
+     "description": CANARY, "resource": {"attributes": {"service.name": "github-copilot",
+                                                        "user.name": CANARY}},
+     "dataPoints": [{"attributes": {"gen_ai.tool.name": "bash", "error.message": CANARY},
+                     "startTime": [1793793600, 0], "endTime": [1793793605, 0], "value": 1}]},
 ]
 
 
@@ -113,13 +145,17 @@ def test_no_text_ever_leaves(tmp_path):
         for line in DAMAGED:
             handle.write(line.encode("utf-8", "surrogateescape") + b"\n")
     assert CANARY.encode() in path.read_bytes()
+    cli_otel = tmp_path / "otel"
+    cli_otel.mkdir()
+    lines = [json.dumps(record) for record in CLI_EXPORT] + ["{" + CANARY]
+    (cli_otel / "copilot.jsonl").write_text("\n".join(lines) + "\n")
 
     textfile = tmp_path / "metrics.prom"
     with OtlpSink() as sink, RemoteWriteCapture() as history, running_tailer(
         tmp_path, "--state-dir", str(state), "--from-start", "--textfile", str(textfile),
         "--otlp-endpoint", sink.endpoint, "--log-level", "DEBUG",
         "--history-url", history.url, "--history-labels", "job=privacy,instance=test",
-        metrics_port=free_port(), env=tailer_env(
+        "--cli-otel", str(cli_otel), metrics_port=free_port(), env=tailer_env(
             OTEL_METRICS_EXPORTER="otlp", OTEL_EXPORTER_OTLP_METRICS_ENDPOINT=sink.endpoint + "/v1/metrics",
             OTEL_METRIC_EXPORT_INTERVAL="500"),
     ) as tailer:
@@ -129,10 +165,15 @@ def test_no_text_ever_leaves(tmp_path):
         tailer.wait_for_log(r"skipped line")
         tailer.wait_for_log(r"history: pushed", timeout=180)  # slow under load
         sink.wait_for_spans(len(expected), timeout=30)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not (sink.metric_requests and any(
+                span["name"] == "invoke_agent" for span in sink.spans())):
+            time.sleep(0.1)
         scrapes = [tailer.metrics(), tailer.metrics()]
         assert tailer.stop() == 0
-        bodies = list(sink.raw_bodies)
-        pushed = list(sink.metrics_bodies)  # the last one, at exit, holds every series
+        bodies = list(sink.raw_bodies) + list(sink.metric_bodies)
+        # The tailer's own pushes: the one at exit holds every series.
+        pushed = [body for body in sink.metric_bodies if b"hydrafusion_turns_total" in body]
 
     outputs = {
         "OTLP": b"\n".join(bodies).decode(),
@@ -149,7 +190,8 @@ def test_no_text_ever_leaves(tmp_path):
         assert "CANARY" not in text.upper(), f"part of the canary leaked into {name}"
     # Every kind of span was exported, the damage was seen and reported without its text.
     names = {span["name"].split(" ")[0] for span in sink.spans()}
-    assert {"hydrafusion", "ordinary", "chat", "execute_tool", "route"} <= names
+    assert {"hydrafusion", "ordinary", "chat", "execute_tool", "route", "invoke_agent"} <= names
+    assert sink.metric_requests, "the CLI's metric was not sent: the test would prove nothing"
     assert 'reason="damaged_usage_record"' in outputs["/metrics"]
     assert "hydrafusion_reconciliations_total" in outputs["/metrics"]
     assert "malformed" in outputs["/metrics"]

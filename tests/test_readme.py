@@ -44,3 +44,37 @@ def test_readme_links_exist():
     for target in re.findall(r"\]\(([^)#]+)\)", text):
         if not target.startswith("http"):
             assert (ROOT / target).exists(), target
+
+
+def _telemetry_section() -> str:
+    text = (ROOT / "README.md").read_text()
+    return text.split("### The CLI's own telemetry", 1)[1].split("\n### ", 1)[0]
+
+
+def test_the_clis_telemetry_settings_are_the_ones_the_tailer_and_the_stack_read():
+    """Every shell sets the same CLI variables; the file lands in the folder the stack
+    mounts; the names the README gives the tailer are those it reads."""
+    from tailer import cli
+
+    section = _telemetry_section()
+    posix = re.search(r"```sh\n(.*?)```", section, re.S).group(1)
+    powershell = re.search(r"```powershell\n(.*?)```", section, re.S).group(1)
+    exported = dict(re.findall(r"^export (\w+)=(.*)$", posix, re.M))
+    assigned = dict(re.findall(r"^\$env:(\w+) = (.*)$", powershell, re.M))
+    assert set(exported) == set(assigned) == {
+        "COPILOT_OTEL_ENABLED", "COPILOT_OTEL_EXPORTER_TYPE", cli.COPILOT_OTEL_PATH_ENV}
+    assert exported["COPILOT_OTEL_EXPORTER_TYPE"] == "file"
+    compose = (ROOT / "docker-compose.yml").read_text()
+    folder = re.search(r"\$\{COPILOT_OTEL_DIR:-~/(\S+)\}", compose).group(1)
+    assert exported[cli.COPILOT_OTEL_PATH_ENV].startswith(f'"$HOME/{folder}/')
+    assert assigned[cli.COPILOT_OTEL_PATH_ENV].startswith(
+        '"$HOME\\' + folder.replace("/", "\\") + "\\")
+    assert f"mkdir -p ~/{folder}" in posix
+    assert f"`HYDRAFUSION_CLI_OTEL_PATH`" in section and cli.CLI_OTEL_ENV == "HYDRAFUSION_CLI_OTEL_PATH"
+    assert "--cli-otel" in section
+    assert f"{cli.CLI_OTEL_ENV}: /cli-otel" in compose
+    # And the tailer follows the file the README names, from the CLI's own variable.
+    environ = {cli.COPILOT_OTEL_PATH_ENV: "/home/me/.copilot/otel/copilot-otel.jsonl"}
+    args = cli.parse_args(["run"], environ)
+    assert cli.run_config(args, environ).cli_otel == Path(environ[cli.COPILOT_OTEL_PATH_ENV])
+    assert cli.run_config(cli.parse_args(["run"], {}), {}).cli_otel is None

@@ -242,6 +242,12 @@ def test_the_recorded_sessions_hold_no_content():
             if event["type"].startswith("tool."):
                 assert not {"arguments", "result", "toolTitle", "shellToolInfo",
                             "shellExecution", "toolTelemetry"} & set(event["data"]), log
+    for export in record.recorded_otel(VERSION).glob("*.jsonl"):
+        text = export.read_text()
+        assert record.CONTENT_MARK in text  # where the CLI had captured content
+        for needle in ("say hello", "Scenario ", "/tmp", "workspace", "gho_realcliDummyToken",
+                       backend.ANSWER_TEXT.replace("REALCLI-CANARY", "").strip()):
+            assert needle not in text, (export, needle)
 
 
 def test_doctor_finds_the_installed_clis_schema_and_no_drift(live, tmp_path):
@@ -260,30 +266,62 @@ def test_the_recorded_schema_is_the_installed_ones_fusion_and_usage_part(live, t
         (record.data_dir(VERSION) / record.SCHEMA).read_text()
 
 
-def test_the_clis_own_telemetry_becomes_otlp_without_its_content(live):
-    """The export files the CLI wrote with content capture on: every span and metric
-    converts to a valid OTLP request, and none of the prompts or answers survives."""
-    from google.protobuf import json_format
-    from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
-        ExportMetricsServiceRequest,
-    )
-    from otlp_sink import decode_body, span_dicts
-    from tailer import cli_otel
+@pytest.fixture(params=["recorded", "live"])
+def telemetry(request) -> tuple[Path, dict[str, str], Path]:
+    """(state dir, scenario -> session id, the CLI's own export folder)."""
+    if request.param == "recorded":
+        state_dir, sessions = _recorded()
+        return state_dir, sessions, record.recorded_otel(VERSION)
+    outcome = request.getfixturevalue("live")
+    return outcome.state_dir, outcome.sessions, outcome.otel_dir
 
-    records = cli_otel.ExportFollower(live.otel_dir).poll()
-    raw = "\n".join(json.dumps(record) for record in records)
-    assert backend.ANSWER_TEXT in raw  # content capture was on: there was content to drop
-    traces = json.dumps(cli_otel.traces_request(records))
-    metrics = cli_otel.metrics_request(records)
-    for text in (traces, json.dumps(metrics)):
-        for needle in ("REALCLI-CANARY", "say hello", "Scenario "):
-            assert needle not in text
-    spans = span_dicts(decode_body(traces.encode()))
-    json_format.ParseDict(metrics, ExportMetricsServiceRequest())
-    assert len(spans) == sum(1 for record in records if record["type"] == "span")
-    conversations = {value["value"].get("stringValue") for span in spans
-                     for value in span["attributes"] if value["key"] == "gen_ai.conversation.id"}
-    assert conversations <= set(live.sessions.values())
-    assert {"chat", "execute_tool", "invoke_agent"} <= {
-        value["value"]["stringValue"] for span in spans for value in span["attributes"]
-        if value["key"] == "gen_ai.operation.name"}
+
+def test_the_clis_own_telemetry_is_sent_on_without_its_content_and_linked_both_ways(
+        telemetry, tmp_path):
+    """`run --once --cli-otel` over the sessions and the export files the CLI wrote, with
+    content capture on: every span and metric reaches the collector as valid OTLP, none of
+    the content does, and each prompt's CLI root and our turn's root link to each other."""
+    from otlp_sink import OtlpSink, plain_attributes
+    from tailer.spans import span_id, trace_id
+
+    state_dir, sessions, otel_dir = telemetry
+    written = [json.loads(line) for export in otel_dir.glob("*.jsonl")
+               for line in export.read_text().splitlines()]
+    raw = json.dumps(written)
+    assert backend.ANSWER_TEXT in raw or record.CONTENT_MARK in raw  # content to drop
+    with OtlpSink() as sink:
+        done = run_once("--state-dir", str(state_dir), "--from-start", "--otlp-endpoint",
+                        sink.endpoint, "--cli-otel", str(otel_dir),
+                        "--checkpoint", str(tmp_path / "checkpoint.json"))
+        assert done.returncode == 0, done.stderr
+        spans = sink.spans()
+        bodies = b"\n".join(sink.raw_bodies + sink.metric_bodies).decode()
+    for needle in ("REALCLI-CANARY", "say hello", "Scenario ", "/tmp", "workspace",
+                   backend.ANSWER_TEXT):
+        assert needle not in bodies
+    cli_spans = [span for span in spans if span["resource"]["service.name"] == "github-copilot"]
+    assert len(cli_spans) == sum(1 for r in written if r["type"] == "span")
+    assert sum(len(request.resource_metrics) for request in sink.metric_requests) == \
+        sum(1 for r in written if r["type"] == "metric")
+    # The CLI's roots: one per prompt, each linked to our turn of that prompt and back.
+    cli_roots = {span["traceId"]: span for span in cli_spans if "parentSpanId" not in span}
+    ours = {span["traceId"]: span for span in spans
+            if "parentSpanId" not in span and span["resource"]["service.name"] == "hydrafusion"}
+    prompts = sum(len(scenario.prompts) for scenario in SCENARIOS)
+    assert {span["name"] for span in cli_roots.values()} == {"invoke_agent"}
+    assert len(cli_roots) == len(ours) == prompts
+    by_session = Counter()
+    for trace, root in cli_roots.items():
+        (link,) = root["links"]
+        turn = ours[link["traceId"]]
+        session = plain_attributes(root["attributes"])["gen_ai.conversation.id"]
+        assert plain_attributes(turn["attributes"])["gen_ai.conversation.id"] == session
+        assert link["spanId"] == turn["spanId"]
+        fusion_id = plain_attributes(turn["attributes"]).get("hydrafusion.fusion_id")
+        if fusion_id is not None:  # our ids, derived: the CLI's side can name them early
+            assert (link["traceId"], link["spanId"]) == (
+                trace_id(session, fusion_id), span_id(session, fusion_id, "turn"))
+        (back,) = turn["links"]
+        assert (back["traceId"], back["spanId"]) == (trace, root["spanId"])
+        by_session[session] += 1
+    assert by_session == Counter({sessions[s.name]: len(s.prompts) for s in SCENARIOS})

@@ -147,9 +147,12 @@ def test_watch_on_a_terminal_ends_cleanly_on_ctrl_c(tmp_path):
     os.close(follower)
     try:
         output = read_until(leader, lambda out: b"\x1b[J" in out.partition(b"Ctrl-C quits")[2])
+        assert b"Ctrl-C quits" in output, "no whole frame drawn within a minute"
         process.send_signal(signal.SIGINT)
-        output += read_until(leader, lambda out: report_live.SHOW_CURSOR.encode() in out)
-        assert process.wait(timeout=30) == 0
+        ending = read_until(leader, lambda out: report_live.SHOW_CURSOR.encode() in out)
+        assert report_live.SHOW_CURSOR.encode() in ending, "Ctrl-C did not end the watch"
+        output += ending
+        assert process.wait(timeout=60) == 0
     finally:
         if process.poll() is None:
             process.kill()

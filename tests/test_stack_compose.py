@@ -119,6 +119,20 @@ def test_session_state_defaults_to_the_cli_folder_and_demo_uses_the_fixtures(con
     assert source("demo.env") == str(REPO / "fixtures" / "sessions")
 
 
+@pytest.mark.parametrize("env_file", ENV_FILES)
+def test_the_clis_telemetry_folder_is_mounted_read_only_where_the_tailer_reads_it(
+        configs, env_file, home):
+    tailer = configs[env_file]["services"]["tailer"]
+    (mount,) = [volume for volume in tailer["volumes"] if volume["target"] == "/cli-otel"]
+    assert mount["type"] == "bind" and mount["read_only"] is True
+    # Made if missing: a stack without the CLI's telemetry still starts.
+    assert mount["bind"]["create_host_path"] is True
+    assert tailer["environment"]["HYDRAFUSION_CLI_OTEL_PATH"] == "/cli-otel"
+    expected = {None: home / ".copilot" / "otel", ".env.example": home / ".copilot" / "otel",
+                "demo.env": REPO / "fixtures"}[env_file]
+    assert mount["source"] == str(expected)
+
+
 def test_demo_env_replays_the_fixtures_in_a_project_of_its_own(configs):
     assert configs[None]["services"]["tailer"]["command"] == ["run"]
     assert configs["demo.env"]["services"]["tailer"]["command"] == ["demo"]

@@ -44,7 +44,7 @@ def test_https_with_the_certificate_given(tmp_path):
             sink.wait_for_metrics(1)
             assert tailer.stop() == 0
         assert {span["traceId"] for span in sink.spans()} == traces
-    assert sink.metrics_headers[0]["authorization"] == "Bearer metrics-token"
+    assert sink.metric_headers[0]["authorization"] == "Bearer metrics-token"
     assert history.headers[0]["authorization"] == "Basic " + base64.b64encode(b"ada:pa@ss").decode()
     assert history.headers[0]["x-scope-orgid"] == "team-a"
     assert "pa@ss" not in tailer.log() and "pa%40ss" not in tailer.log()
@@ -65,7 +65,7 @@ def test_another_certificate_is_refused_clearly_and_loses_nothing(tmp_path):
                 [line] = tailer.wait_for_log(what)
                 assert "is not trusted" in line and setting in line
             assert tailer.stop() == 0
-        assert not sink.spans() and not sink.metrics_requests and not history.bodies
+        assert not sink.spans() and not sink.metric_requests and not history.bodies
         right = environment(sink, history, cert, HYDRAFUSION_CHECKPOINT=checkpoint)
         with running_tailer(tmp_path, "--state-dir", str(state), env=right) as tailer:
             tailer.wait_for_log("history: pushed")

@@ -5,6 +5,13 @@ install the CLI (no registry) still check them. Each session goes through the pr
 own scrubber (`python -m tailer scrub`), so only metadata is kept: no prompt, answer, tool
 argument or output, path or error text. The scrubber gives each session a new id;
 `scenarios.json` says which scenario each one is.
+
+The CLI's own OpenTelemetry export of each scenario is kept too (`otel/<scenario>.jsonl`):
+its session ids become the scrubbed sessions' new ones, so its prompts still pair with
+the turns, and every attribute the tailer does not forward (tailer/cli_otel.py's
+allowlist) has its text replaced by CONTENT_MARK. The CLI wrote it with content capture
+on, so the marks stand where its prompts, answers, instructions and paths were: a test
+can check that none of them is forwarded.
 """
 
 from __future__ import annotations
@@ -15,12 +22,15 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from tailer import cli_otel
 from tailer.scrub import scrub_tree
 
 from .driver import REPO, Outcome
 
 DATA = REPO / "tests" / "data" / "realcli"
 MANIFEST = "scenarios.json"
+OTEL = "otel"
+CONTENT_MARK = "REALCLI-CANARY content the CLI captured"
 SCHEMA = "session-events.schema.json"
 # The events of the CLI's schema that are kept (with every definition they refer to): the
 # ones `doctor --cli` looks at. The whole file is about 1 MB; this part about 100 kB.
@@ -46,7 +56,42 @@ def record(outcome: Outcome, dest: Path) -> dict[str, str]:
             shutil.move(str(folder), sessions / folder.name)
             manifest[scenario] = folder.name
     (dest / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
+    new_ids = {outcome.sessions[scenario]: new for scenario, new in manifest.items()}
+    keep_otel(outcome.otel_dir, dest / OTEL, new_ids)
     return manifest
+
+
+def keep_otel(source: Path, dest: Path, new_ids: dict[str, str]) -> None:
+    """Each export file of `source`, its session ids renamed and its content marked."""
+    if dest.exists():
+        shutil.rmtree(dest)
+    dest.mkdir(parents=True)
+    for export in sorted(source.glob("*.jsonl")):
+        lines = [json.dumps(_marked(json.loads(line), new_ids), separators=(",", ":"))
+                 for line in export.read_text().splitlines() if line.strip()]
+        (dest / export.name).write_text("\n".join(lines) + "\n")
+
+
+def _marked(record: dict, new_ids: dict[str, str]) -> dict:
+    for holder in [record, record.get("resource") or {}, *(record.get("events") or []),
+                   *(record.get("dataPoints") or [])]:
+        allowed = (cli_otel.RESOURCE_ATTRIBUTES if holder is record.get("resource")
+                   else cli_otel.ATTRIBUTES)
+        attributes = holder.get("attributes") or {}
+        for key, value in attributes.items():
+            if key == "gen_ai.conversation.id":
+                attributes[key] = new_ids.get(value, CONTENT_MARK)
+            elif key not in allowed and isinstance(value, str):
+                attributes[key] = CONTENT_MARK
+    status = record.get("status")
+    if isinstance(status, dict) and "message" in status:
+        status["message"] = CONTENT_MARK
+    return record
+
+
+def recorded_otel(version: str) -> Path:
+    """The kept export files of a version (one per scenario)."""
+    return data_dir(version) / OTEL
 
 
 def recorded(version: str) -> tuple[Path, dict[str, str]] | None:
