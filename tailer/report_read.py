@@ -86,7 +86,8 @@ class SessionReader:
                 record = self._record(line)
                 if record is not None:
                     finished += turns.feed(record)
-                    self.reconciliations += turns.take_reconciliations()
+                    if isinstance(record, events.SessionTotals):
+                        self.reconciliations += turns.take_reconciliations()
         except FileNotFoundError:
             pass  # gone: the caller finishes its turns
         except OSError:  # unreadable, or not a regular file
