@@ -145,12 +145,11 @@ def test_a_long_line_changed_before_it_is_read_again_is_not_handed_out(tmp_path,
     assert read_all(reader) == [(2, long_line), (3, b"b")]
 
 
-class _Rewritten:
-    """A file whose bytes change after a first pass through them: a read of `size` bytes
-    gets other bytes than were there."""
+class _Wrapped:
+    """An open file standing in for the reader's own, changing what some calls do."""
 
-    def __init__(self, handle, size):
-        self._handle, self._size = handle, size
+    def __init__(self, handle):
+        self._handle = handle
 
     def __enter__(self):
         return self
@@ -160,6 +159,15 @@ class _Rewritten:
 
     def __getattr__(self, name):
         return getattr(self._handle, name)
+
+
+class _Rewritten(_Wrapped):
+    """A file whose bytes change after a first pass through them: a read of `size` bytes
+    gets other bytes than were there."""
+
+    def __init__(self, handle, size):
+        super().__init__(handle)
+        self._size = size
 
     def read(self, *args):
         data = self._handle.read(*args)
@@ -292,20 +300,12 @@ def test_a_long_line_written_in_pieces_is_read_once(tmp_path, monkeypatch):
     assert sum(read_bytes) < 3 * 120 * len(piece)  # re-reading would be about 60 times it
 
 
-class _Counting:
+class _Counting(_Wrapped):
     """A file wrapper that counts the bytes read through it."""
 
     def __init__(self, handle, counts):
-        self._handle, self._counts = handle, counts
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self._handle.close()
-
-    def __getattr__(self, name):
-        return getattr(self._handle, name)
+        super().__init__(handle)
+        self._counts = counts
 
     def read(self, *args):
         data = self._handle.read(*args)
