@@ -19,7 +19,7 @@ import shutil
 import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Callable, TextIO
+from typing import Callable, Iterable, TextIO
 
 from .report_figures import TurnRow, snapshot, turn_row
 from .report_read import Selection, SessionReader
@@ -59,22 +59,25 @@ class LiveTurns:
     def poll(self, timeout: float) -> None:
         """Wait up to `timeout` seconds for a log to change, and read what changed."""
         changes = self.watcher.changes(timeout)
-        finished = []
         for session_id, path in changes.appeared.items():
             if self.selection.wants_session(session_id):
                 self._logs[session_id] = path
                 changes.touched.add(session_id)
         for session_id in changes.vanished:
             if self._logs.pop(session_id, None) is not None:
-                finished += self.reader.finish(session_id)
+                self._take(self.reader.finish(session_id))
                 self._open.discard(session_id)
         for session_id in sorted(changes.touched & self._logs.keys()):
-            finished += self.reader.read(session_id, self._logs[session_id])
+            self._take(self.reader.read(session_id, self._logs[session_id]))
             if self.reader.open_turns(session_id):
                 self._open.add(session_id)
             else:
                 self._open.discard(session_id)
-        finished += self._finish_idle()
+        self._take(self._finish_idle())
+
+    def _take(self, finished: Iterable[Turn]) -> None:
+        """Keep the rows of finished turns, each as it comes: the first pass over thousands
+        of logs never holds all their Turns at once."""
         for turn in finished:
             if self.selection.wants(turn):
                 row = turn_row(turn, None)
