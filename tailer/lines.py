@@ -17,8 +17,8 @@ Lines are split by `readline`, in C. A caller's `wanted` test sees each line and
 are dropped by it without any Python work on their text (see events.may_be_read). A line
 longer than MAX_LINE_BYTES (tool output runs to tens of MB) is never held whole: its first
 HEAD_BYTES are kept and it is handed on marked `oversized`. A line still being written is
-kept where it was read to, so a long line written in many pieces is read once, not once
-per piece.
+kept where it was read to, so a long line written in many pieces is read once (twice once
+it is complete, below), not once per piece.
 
 Memory is what bounds a line longer than CHUNK_BYTES, not time: it is first read through
 in chunks, keeping only its head, its length and its end, and once its newline is found
