@@ -17,8 +17,14 @@ Lines are split by `readline`, in C. A caller's `wanted` test sees each line and
 are dropped by it without any Python work on their text (see events.may_be_read). A line
 longer than MAX_LINE_BYTES (tool output runs to tens of MB) is never held whole: its first
 HEAD_BYTES are kept and it is handed on marked `oversized`. A line still being written is
-kept where it was read to, so a long line written in many pieces is read once, not once
-per piece.
+kept where it was read to, so a long line written in many pieces is read once (twice once
+it is complete, below), not once per piece.
+
+Memory is what bounds a line longer than CHUNK_BYTES, not time: it is first read through
+in chunks, keeping only its head, its length and its end, and once its newline is found
+it is read again in one piece of exactly its size. Holding it as it came would cost two or
+three times its size at once (readline's pieces and their join, then the copy without the
+newline), and the peak memory of a backfill is the few lines of several MB its logs hold.
 """
 
 from __future__ import annotations
@@ -101,25 +107,25 @@ def open_regular(path: Path) -> BinaryIO:
 
 
 class _Unfinished:
-    """A line read up to the end of the file without its newline: what was read of it."""
+    """A line longer than one chunk, or read up to the end of the file without its newline:
+    what is known of it so far. Not its bytes: it is read again whole once it is complete."""
 
-    __slots__ = ("data", "length", "oversized", "tail")
+    __slots__ = ("head", "length", "tail")
 
     def __init__(self) -> None:
-        self.data = bytearray()  # the whole line so far, or only its head once oversized
+        self.head = b""  # its first HEAD_BYTES: all that is handed on of an oversized line
         self.length = 0
-        self.oversized = False
         self.tail = b""  # its last TAIL_BYTES: checked before reading on, digested at its end
 
+    @property
+    def oversized(self) -> bool:
+        return self.length > MAX_LINE_BYTES
+
     def add(self, piece: bytes) -> None:
+        if len(self.head) < HEAD_BYTES:
+            self.head += piece[:HEAD_BYTES - len(self.head)]
         self.length += len(piece)
         self.tail = (self.tail + piece[-TAIL_BYTES:])[-TAIL_BYTES:]
-        if self.oversized:
-            return
-        self.data += piece
-        if self.length > MAX_LINE_BYTES:
-            self.oversized = True
-            del self.data[HEAD_BYTES:]
 
 
 class LineReader:
@@ -213,8 +219,8 @@ class LineReader:
         unfinished, self._unfinished = self._unfinished, None
         try:
             while True:
+                line = handle.readline(CHUNK_BYTES)
                 if unfinished is None:
-                    line = handle.readline(MAX_LINE_BYTES + 1)
                     if line[-1:] == b"\n" and len(line) <= MAX_LINE_BYTES:
                         offset += len(line)
                         number += 1
@@ -225,18 +231,23 @@ class LineReader:
                     if not line:
                         break
                     unfinished = _Unfinished()
-                else:
-                    line = handle.readline(CHUNK_BYTES)
-                    if not line:
-                        break
+                elif not line:
+                    break
                 if line[-1:] != b"\n":
                     unfinished.add(line)
                     continue
                 unfinished.add(line[:-1])
+                if unfinished.oversized:
+                    data = unfinished.head
+                else:
+                    data = _read_again(handle, offset, unfinished)
+                    if data is None:  # changed meanwhile: the next read checks the file
+                        unfinished = None
+                        break
                 offset += unfinished.length + 1
                 number += 1
                 last = unfinished.tail + b"\n"
-                data, oversized, unfinished = bytes(unfinished.data), unfinished.oversized, None
+                oversized, unfinished = unfinished.oversized, None
                 if wanted is None or wanted(data):
                     yield Line(number, data, offset, oversized)
         finally:
@@ -244,3 +255,14 @@ class LineReader:
             if last is not None:
                 tail = last[-TAIL_BYTES:]
                 self.position = Position(offset, number, len(tail), _digest(tail))
+
+
+def _read_again(handle: BinaryIO, start: int, line: _Unfinished) -> bytes | None:
+    """The complete line that begins at `start`, read in one piece; None if the file no
+    longer holds what was read of it. Leaves the file just past its newline."""
+    handle.seek(start)
+    data = handle.read(line.length)
+    handle.seek(start + line.length + 1)
+    if len(data) != line.length or not data.endswith(line.tail):
+        return None
+    return data

@@ -27,6 +27,7 @@ absent rather than 0.
 from __future__ import annotations
 
 import statistics
+import sys
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 from datetime import datetime, timezone, tzinfo
@@ -246,6 +247,7 @@ def turn_row(turn: Turn, tz: tzinfo | None) -> TurnRow:
     """What the report keeps of a finished turn: plain figures, a fraction of the Turn's
     size, so a report of a month holds rows, not every record of every turn. `tz` None is
     the machine's local time zone, daylight saving time included."""
+    start_ns = turn.start_ns  # found afresh at each use, from every call when incomplete
     legs = [_leg_row(turn, leg) for leg in turn.legs]
     index = {id(leg): number for number, leg in enumerate(turn.legs)}
 
@@ -253,7 +255,7 @@ def turn_row(turn: Turn, tz: tzinfo | None) -> TurnRow:
         leg = turn.leg_of(phase_id)
         return None if leg is None else index[id(leg)]
 
-    calls = [_call_row(turn, call, leg_index(call.phase_id)) for call in turn.calls]
+    calls = [_call_row(start_ns, call, leg_index(call.phase_id)) for call in turn.calls]
     failure = turn.route_failure
     if turn.ordinary:
         credits, call_count = _total(call.credits for call in calls), len(calls)
@@ -265,19 +267,19 @@ def turn_row(turn: Turn, tz: tzinfo | None) -> TurnRow:
         fusion_id=turn.fusion_id,
         kind=turn.kind,
         model=_prompt_model(turn),
-        start=_moment(turn.start_ns, tz),
+        start=_moment(start_ns, tz),
         pattern=turn.pattern,
         outcome=turn.outcome,
         compound=turn.compound,
         credits=credits,
         calls=call_count,
-        duration_ms=(turn.end_ns - turn.start_ns) / 1e6,
+        duration_ms=(turn.end_ns - start_ns) / 1e6,
         routing_ms=turn.routing_latency_ms,
         degraded_reason=turn.degraded_reason,
         route_failure_reason=(failure.reason or "unknown") if failure is not None else None,
         legs=legs,
         model_calls=calls,
-        tools=[_tool_row(turn, tool, leg_index(tool.phase_id)) for tool in turn.tools],
+        tools=[_tool_row(start_ns, tool, leg_index(tool.phase_id)) for tool in turn.tools],
     )
 
 
@@ -311,27 +313,31 @@ def _leg_row(turn: Turn, leg: LegEnded) -> LegRow:
     )
 
 
-def _call_row(turn: Turn, call: ModelCall, leg: int | None) -> CallRow:
+# A month's rows hold hundreds of thousands of calls and tools, each naming its model, its
+# finish reason or its tool with a string of its own as the JSON parser made it: interned,
+# they share the few there are.
+
+def _call_row(turn_start_ns: int, call: ModelCall, leg: int | None) -> CallRow:
     usage = call.usage
     return CallRow(
         leg=leg,
-        model=call.model,
-        start_ms=(call_start_ns(call) - turn.start_ns) / 1e6,
+        model=sys.intern(call.model),
+        start_ms=(call_start_ns(call) - turn_start_ns) / 1e6,
         duration_ms=call.duration_ms,
         credits=_credits(usage.nano_aiu),
         input_tokens=usage.input_tokens,
         output_tokens=usage.output_tokens,
         cache_read_tokens=usage.cache_read_tokens,
-        finish_reason=call.finish_reason,
+        finish_reason=call.finish_reason and sys.intern(call.finish_reason),
     )
 
 
-def _tool_row(turn: Turn, tool: ToolCall, leg: int | None) -> ToolRow:
+def _tool_row(turn_start_ns: int, tool: ToolCall, leg: int | None) -> ToolRow:
     return ToolRow(
         leg=leg,
-        name=tool.name or "unknown",
+        name=sys.intern(tool.name or "unknown"),
         success=tool.success,
-        start_ms=(tool.start_ns - turn.start_ns) / 1e6,
+        start_ms=(tool.start_ns - turn_start_ns) / 1e6,
         duration_ms=(tool.end_ns - tool.start_ns) / 1e6,
         timing=tool.timing,
     )

@@ -19,7 +19,7 @@ import shutil
 import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Callable, TextIO
+from typing import Callable, Iterable, TextIO
 
 from .report_figures import TurnRow, snapshot, turn_row
 from .report_read import Selection, SessionReader
@@ -59,22 +59,25 @@ class LiveTurns:
     def poll(self, timeout: float) -> None:
         """Wait up to `timeout` seconds for a log to change, and read what changed."""
         changes = self.watcher.changes(timeout)
-        finished = []
         for session_id, path in changes.appeared.items():
             if self.selection.wants_session(session_id):
                 self._logs[session_id] = path
                 changes.touched.add(session_id)
         for session_id in changes.vanished:
             if self._logs.pop(session_id, None) is not None:
-                finished += self.reader.finish(session_id)
+                self._take(self.reader.finish(session_id))
                 self._open.discard(session_id)
         for session_id in sorted(changes.touched & self._logs.keys()):
-            finished += self.reader.read(session_id, self._logs[session_id])
+            self._take(self.reader.read(session_id, self._logs[session_id]))
             if self.reader.open_turns(session_id):
                 self._open.add(session_id)
             else:
                 self._open.discard(session_id)
-        finished += self._finish_idle()
+        self._take(self._finish_idle())
+
+    def _take(self, finished: Iterable[Turn]) -> None:
+        """Keep the rows of finished turns, each as it comes: the first pass over thousands
+        of logs never holds all their Turns at once."""
         for turn in finished:
             if self.selection.wants(turn):
                 row = turn_row(turn, None)
@@ -98,14 +101,28 @@ class LiveTurns:
         return finished
 
 
-def frame(live: LiveTurns, filters: dict[str, str], *, now: datetime, columns: int,
-          rows: int, color: bool) -> str:
-    """One screenful: what is being watched, the last turn, then the table cut to fit."""
-    width = min(MAX_WIDTH, columns)
+def table(live: LiveTurns, filters: dict[str, str], *, now: datetime, columns: int, rows: int,
+          color: bool) -> str:
+    """The table as it fits under the live lines: the costly part of a frame (its figures
+    are made again from every turn), so it is made only when `table_key` changes."""
     snap = snapshot(live.turns, now=now, sessions=live.sessions, skipped=live.reader.skipped(),
                     filters=filters, checks=live.reader.reconciliations)
-    table = render_table(snap, width=width, color=color, height=max(rows - 4, 1))
-    lines = [_cut(line, width) for line in _live_lines(live, now)] + [""] + table.splitlines()
+    return render_table(snap, width=min(MAX_WIDTH, columns), color=color,
+                        height=max(rows - 4, 1))
+
+
+def table_key(live: LiveTurns, size: os.terminal_size, now: datetime) -> tuple:
+    """Everything the table shows depends on: the turns, the sessions, what was skipped or
+    checked, the terminal's size and the UTC offset (a daylight saving time change).
+    Turns and checks are only ever added, so their numbers tell when they changed."""
+    return (len(live.turns), live.sessions, tuple(live.reader.skipped().values()),
+            len(live.reader.reconciliations), tuple(size), now.astimezone().utcoffset())
+
+
+def frame(live: LiveTurns, table_text: str, *, now: datetime, columns: int, rows: int) -> str:
+    """One screenful: what is being watched, the last turn, then the table cut to fit."""
+    width = min(MAX_WIDTH, columns)
+    lines = [_cut(line, width) for line in _live_lines(live, now)] + [""] + table_text.splitlines()
     return CURSOR_HOME + "".join(line + CLEAR_LINE_END + "\n" for line in lines[:rows - 1]) + CLEAR_BELOW
 
 
@@ -132,11 +149,14 @@ def watch(state_dir: Path, selection: Selection, filters: dict[str, str], out: T
           terminal_size: Callable[[], os.terminal_size] = shutil.get_terminal_size,
           clock: Callable[[], float] = time.time, watcher: SessionWatcher | None = None) -> int:
     """Redraw `out` whenever a turn finishes, a turn starts, the terminal is resized or the
-    minute changes (the live line says how long ago the last turn was); until Ctrl-C."""
+    minute changes (the live line says how long ago the last turn was); until Ctrl-C.
+
+    Only a change the table shows makes the table again: the minute's redraw of an idle
+    watch over thousands of turns costs the live lines alone."""
     live = LiveTurns(state_dir, selection, watcher=watcher, clock=clock)
     out.write(HIDE_CURSOR + CURSOR_HOME + CLEAR_BELOW + "reading the session logs..." + CLEAR_LINE_END)
     out.flush()
-    drawn = None
+    drawn = tabled = table_text = None
     try:
         while True:
             if on_pass is not None:
@@ -144,12 +164,17 @@ def watch(state_dir: Path, selection: Selection, filters: dict[str, str], out: T
             live.poll(PASS_S)
             size = terminal_size()
             now = datetime.fromtimestamp(clock(), timezone.utc)
-            state = (len(live.turns), live.in_progress(), tuple(size), now.strftime("%H:%M"))
-            if state != drawn:
-                out.write(frame(live, filters, now=now, columns=size.columns, rows=size.lines,
-                                color=color))
-                out.flush()
-                drawn = state
+            key = table_key(live, size, now)
+            state = (key, live.in_progress(), now.strftime("%H:%M"))
+            if state == drawn:
+                continue
+            if key != tabled:
+                table_text = table(live, filters, now=now, columns=size.columns, rows=size.lines,
+                                   color=color)
+                tabled = key
+            out.write(frame(live, table_text, now=now, columns=size.columns, rows=size.lines))
+            out.flush()
+            drawn = state
     except KeyboardInterrupt:
         return 0
     finally:

@@ -70,14 +70,14 @@ class SessionReader:
         self.unreadable: set[str] = set()
         self.reconciliations: list[Reconciliation] = []  # the CLI's totals, checked
 
-    def read(self, session_id: str, path: Path) -> list[Turn]:
-        """The turns the lines appended since the last read finished (often none)."""
+    def read(self, session_id: str, path: Path) -> Iterator[Turn]:
+        """The turns the lines appended since the last read finish (often none), each as
+        soon as it does: a log of thousands of turns is never held as all their records."""
         if session_id not in self._logs:
             self._logs[session_id] = (LineReader(path, wanted=events.may_be_read),
                                       SessionTurns(session_id))
         reader, turns = self._logs[session_id]
         generation = reader.generation
-        finished = []
         try:
             for line in reader.read():
                 if reader.generation != generation:
@@ -85,13 +85,13 @@ class SessionReader:
                     turns.forget_open()
                 record = self._record(line)
                 if record is not None:
-                    finished += turns.feed(record)
-                    self.reconciliations += turns.take_reconciliations()
+                    yield from turns.feed(record)
+                    if isinstance(record, events.SessionTotals):
+                        self.reconciliations += turns.take_reconciliations()
         except FileNotFoundError:
             pass  # gone: the caller finishes its turns
         except OSError:  # unreadable, or not a regular file
             self.unreadable.add(session_id)
-        return finished
 
     def finish(self, session_id: str) -> list[Turn]:
         """Finish the open turns of one session as they stand (`incomplete` without a rollup)."""
@@ -127,8 +127,7 @@ def wanted_turns(logs: dict[str, Path], selection: Selection, reader: SessionRea
     """Every wanted turn of `logs`, as each log is read to its end (open turns are finished
     as incomplete there). `on_log` is called after each log, for progress."""
     for session_id, path in sorted(logs.items()):
-        for turn in reader.read(session_id, path) + reader.finish(session_id):
-            if selection.wants(turn):
-                yield turn
+        yield from filter(selection.wants, reader.read(session_id, path))
+        yield from filter(selection.wants, reader.finish(session_id))
         if on_log is not None:
             on_log(path)

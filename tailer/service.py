@@ -47,7 +47,7 @@ TEXTFILE_REFRESH_S = 10.0
 # A pass finishes at most this many turns, and reading waits while more spans than this
 # wait for the collector: memory stays bounded however much there is to read, and a slow
 # or absent collector makes the turns wait in the logs rather than be dropped.
-TURNS_PER_PASS = 200
+TURNS_PER_PASS = 50
 CLI_RECORDS_PER_PASS = 1_000
 BACKPRESSURE_SPANS = 2_000
 HISTORY_FIRST_BACKOFF_S = 5.0

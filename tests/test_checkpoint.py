@@ -61,6 +61,26 @@ def test_what_the_tailer_saves_loads_back(tmp_path, state):
     assert load(path) == json.loads(json.dumps({"version": checkpoint.VERSION, **state}))
 
 
+def test_spans_waiting_for_the_collector_are_saved_without_a_copy_of_them(tmp_path, state):
+    """While a backfill outruns the collector, megabytes of spans wait in the checkpoint;
+    saving it must not hold them again as one string (that was the exporting backfill's
+    peak memory)."""
+    spans = state["pending"][0]["spans"]
+    big = dict(state, pending=[{"trace_id": f"{number:032x}", "spans": spans * 10}
+                               for number in range(1, 80)])
+    size = len(json.dumps(big["pending"]))
+    assert size > 4_000_000
+    path = tmp_path / "cp.json"
+    tracemalloc.start()
+    try:
+        save(path, big)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < size / 4
+    assert json.loads(path.read_text()) == json.loads(json.dumps({"version": checkpoint.VERSION, **big}))
+
+
 def session(state: dict) -> dict:
     return next(iter(state["sessions"].values()))
 

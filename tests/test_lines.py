@@ -1,6 +1,7 @@
 """The line reader: complete lines only, split on \\n alone, bounded memory, truncation."""
 
 import os
+import tracemalloc
 
 from hypothesis import given, strategies as st
 
@@ -92,6 +93,85 @@ def test_oversized_line_does_not_hold_the_whole_line(tmp_path, monkeypatch):
     path.write_bytes(b"y" * 3_000_000 + b"\nok\n")
     seen = [(line.data, line.oversized) for line in LineReader(path).read()]
     assert seen == [(b"y" * 100, True), (b"ok", False)]
+
+
+def _peak_bytes_reading(reader):
+    """What reading every line costs at most, with one line held at a time."""
+    tracemalloc.start()
+    try:
+        handed_out = [(line.number, len(line.data), line.oversized) for line in reader.read()]
+        return handed_out, tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def test_a_long_line_is_held_once(tmp_path):
+    """A line of several MB costs its own size, not two or three times it (readline's
+    pieces and their join, the copy without its newline): those lines make a backfill's
+    peak memory."""
+    path = tmp_path / "events.jsonl"
+    size = 6_000_000
+    path.write_bytes(b"first\n" + b"x" * size + b"\nlast\n")
+    handed_out, peak = _peak_bytes_reading(LineReader(path))
+    assert handed_out == [(1, 5, False), (2, size, False), (3, 4, False)]
+    assert peak < 1.3 * size
+
+
+def test_an_oversized_line_costs_a_few_chunks_whatever_its_size(tmp_path):
+    path = tmp_path / "events.jsonl"
+    path.write_bytes(b"y" * (3 * lines.MAX_LINE_BYTES) + b"\nok\n")
+    handed_out, peak = _peak_bytes_reading(LineReader(path))
+    assert handed_out == [(1, lines.HEAD_BYTES, True), (2, 2, False)]
+    assert peak < 4 * lines.CHUNK_BYTES  # the pieces readline joins, twice
+
+
+def test_a_long_line_changed_before_it_is_read_again_is_not_handed_out(tmp_path, monkeypatch):
+    """A long line is read twice (through, then whole): if the file changed in between, the
+    line waits for the next read, which checks the file first."""
+    monkeypatch.setattr(lines, "CHUNK_BYTES", 64)
+    path = tmp_path / "events.jsonl"
+    long_line = b"z" * 1000
+    path.write_bytes(b"a\n" + long_line + b"\nb\n")
+    real_open = lines.open_regular
+
+    def rewritten_meanwhile(p):
+        return _Rewritten(real_open(p), len(long_line))
+
+    monkeypatch.setattr(lines, "open_regular", rewritten_meanwhile)
+    reader = LineReader(path)
+    assert read_all(reader) == [(1, b"a")]
+    assert reader.position[:2] == (2, 1)
+    monkeypatch.setattr(lines, "open_regular", real_open)
+    assert read_all(reader) == [(2, long_line), (3, b"b")]
+
+
+class _Wrapped:
+    """An open file standing in for the reader's own, changing what some calls do."""
+
+    def __init__(self, handle):
+        self._handle = handle
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self._handle.close()
+
+    def __getattr__(self, name):
+        return getattr(self._handle, name)
+
+
+class _Rewritten(_Wrapped):
+    """A file whose bytes change after a first pass through them: a read of `size` bytes
+    gets other bytes than were there."""
+
+    def __init__(self, handle, size):
+        super().__init__(handle)
+        self._size = size
+
+    def read(self, *args):
+        data = self._handle.read(*args)
+        return b"w" * len(data) if args == (self._size,) else data
 
 
 def test_skip_to_end_counts_lines_and_leaves_a_partial_line(tmp_path):
@@ -220,20 +300,12 @@ def test_a_long_line_written_in_pieces_is_read_once(tmp_path, monkeypatch):
     assert sum(read_bytes) < 3 * 120 * len(piece)  # re-reading would be about 60 times it
 
 
-class _Counting:
+class _Counting(_Wrapped):
     """A file wrapper that counts the bytes read through it."""
 
     def __init__(self, handle, counts):
-        self._handle, self._counts = handle, counts
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self._handle.close()
-
-    def __getattr__(self, name):
-        return getattr(self._handle, name)
+        super().__init__(handle)
+        self._counts = counts
 
     def read(self, *args):
         data = self._handle.read(*args)

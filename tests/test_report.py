@@ -13,7 +13,7 @@ from hypothesis import given, settings, strategies as st
 
 from report_helpers import report_json, run_report, write_month
 from sessiongen import START, SessionWriter, every_pattern, whole_session
-from tailer import cli, report
+from tailer import cli, events, report
 from tailer.files import session_logs
 from tailer.report_figures import snapshot, turn_row
 from tailer.report_read import Selection, SessionReader, wanted_turns
@@ -185,6 +185,23 @@ def test_reading_in_pieces_finds_the_same_turns_once(cuts):
     for truth in writer.expected:
         assert [leg.phase_id for leg in by_id[truth.fusion_id].legs] == [
             leg.phase_id for leg in truth.legs]
+
+
+def test_each_turn_comes_out_as_it_finishes(tmp_path, monkeypatch):
+    """A log of thousands of turns is not held as Turns (all their calls and tools) until
+    its end: each is handed on once finished, for the report to keep only its row."""
+    writer = SessionWriter("many", START)
+    for _ in range(20):
+        writer.single("gpt-5.6-sol")
+    path = writer.write(tmp_path)
+    parsed = []
+    parse_line = events.parse_line
+    monkeypatch.setattr(events, "parse_line", lambda line: parsed.append(line) or parse_line(line))
+    turns = SessionReader().read("many", path)
+    next(turns)
+    read_for_the_first = len(parsed)
+    assert len(list(turns)) == 19
+    assert read_for_the_first < len(parsed) / 10
 
 
 def test_damaged_lines_are_counted_and_cost_nothing_else(tmp_path):

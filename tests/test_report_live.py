@@ -164,3 +164,34 @@ def test_watch_on_a_terminal_ends_cleanly_on_ctrl_c(tmp_path):
     for frame in frames_of(text.replace(report_live.SHOW_CURSOR, "")):
         assert frame.count("\n") <= 29
     assert list(tmp_path.iterdir()) == []  # the demo's copy is gone
+
+
+def test_an_idle_watch_makes_its_table_once(tmp_path, monkeypatch):
+    """With nothing new, the minute's redraw reuses the table: making it again from every
+    turn is what an idle watch of thousands of turns would pay each minute."""
+    session = Session(tmp_path)
+    session.add(2)
+    tables = []
+    render_table = report_live.render_table
+    monkeypatch.setattr(report_live, "render_table",
+                        lambda *a, **k: tables.append(1) or render_table(*a, **k))
+    now = [time.time()]
+    out = io.StringIO()
+    passes = []
+
+    def terminal_size():
+        """Each pass a minute later; a turn arrives at the fifth; Ctrl-C at the eighth."""
+        passes.append(1)
+        now[0] += 60
+        if len(passes) == 5:
+            session.add()
+        if len(passes) == 8:
+            raise KeyboardInterrupt
+        return SIZE
+
+    watch(tmp_path, Selection(), {}, out, color=False, terminal_size=terminal_size,
+          clock=lambda: now[0], watcher=SessionWatcher(tmp_path, use_inotify=False))
+    frames = frames_of(out.getvalue())
+    assert len(frames) == 7  # a new minute at every pass
+    assert [f for f in frames if "2 turns, " in f] and [f for f in frames if "3 turns, " in f]
+    assert len(tables) == 2  # the first table, and the one with the new turn
