@@ -120,19 +120,29 @@ class History:
 
     def push(self, now_ms: int) -> bool:
         """Push everything pending; False when it should be tried again later."""
-        series = [self._series(key, points, now_ms) for key, points in self._changes.items()]
-        samples = sum(len(points) for _, points in series)
+        made: list[int] = []
         try:
-            self._writer.push(series)
+            self._writer.push(self._all_series(now_ms, made))
         except RemoteWriteError as error:
             if error.retryable:
-                log.warning("history: Prometheus did not take %d samples yet: %s", samples, error)
+                log.warning("history: Prometheus did not take the history of %d series yet: %s",
+                            len(self._changes), error)
                 return False
-            log.error("history: Prometheus refused %d samples, they are dropped: %s", samples, error)
+            log.error("history: Prometheus refused the history of %d series, it is dropped: %s",
+                      len(self._changes), error)
         else:
-            log.info("history: pushed %d samples of %d series to Prometheus", samples, len(series))
+            log.info("history: pushed %d samples of %d series to Prometheus", sum(made), len(made))
         self._changes = {}
         return True
+
+    def _all_series(self, now_ms: int, made: list[int]):
+        """Each series' samples, made as the writer takes them: a month of a 5-minute grid
+        over hundreds of series is millions of samples, too many to hold at once. `made`
+        gets each series' sample count."""
+        for key, points in self._changes.items():
+            labels, samples = self._series(key, points, now_ms)
+            made.append(len(samples))
+            yield labels, samples
 
     def _series(self, key: str, points: dict[int, float], now_ms: int) -> tuple[list, list]:
         """The samples of one series: see the module docstring for which and why."""

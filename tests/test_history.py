@@ -1,6 +1,7 @@
 """History at its real time: turns read at start-up are counted in Prometheus when they happened."""
 
 import time
+import tracemalloc
 from collections import defaultdict
 from datetime import datetime, timedelta, timezone
 
@@ -10,7 +11,7 @@ from hypothesis import given, strategies as st
 from prom import free_port, running_prometheus, single_value
 from sessiongen import SessionWriter
 from tailer.history import GRID_MS, History
-from tailer.remote_write import RemoteWriteError
+from tailer.remote_write import RemoteWriteError, split_requests
 from tailerproc import running_tailer
 from sessiongen import every_pattern
 
@@ -95,6 +96,33 @@ def test_retryable_failures_keep_history_and_refusals_drop_it(caplog):
     assert again.pending and again.takes(3 * GRID_MS)
     assert again.push(9 * GRID_MS) and not again.pending
     assert "refused" in caplog.text and writer.pushed == []
+
+
+def test_a_months_history_is_made_as_it_is_sent_not_held_at_once():
+    """A month of the 5-minute grid is 8,928 samples a series; hundreds of series made at
+    once took 900 MB at a first start on a month of logs. The writer takes them series by
+    series in requests of 20,000 samples (remote_write.split_requests)."""
+    month_ms, series = 31 * 24 * 60 * MINUTE, 100
+
+    class CountingWriter:
+        samples = 0
+
+        def push(self, all_series):
+            for request in split_requests(all_series, 20_000):
+                self.samples += sum(len(points) for _, points in request)
+
+    writer = CountingWriter()
+    history = make(writer, cutoff=month_ms + 1)
+    for index in range(series):
+        history.record(2, [gain(1, case=str(index))])
+    tracemalloc.start()
+    try:
+        assert history.push(month_ms)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert writer.samples > series * month_ms // GRID_MS
+    assert peak < 8_000_000, f"{peak / 1e6:.0f} MB held to push {writer.samples:,} samples"
 
 
 def read_at(points, at, lookback=GRID_MS):
