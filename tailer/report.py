@@ -143,7 +143,10 @@ def main(args: argparse.Namespace, environ: dict[str, str]) -> int:
     with tempfile.TemporaryDirectory(prefix="hydrafusion-demo-") as work:
         state_dir = Path(work, "session-state")
         demo.prepare(FIXTURES, state_dir, now)
-        replay = demo.Replayer(state_dir, FIXTURES).tick if args.watch else None
+        replay = None
+        if args.watch:
+            replay = demo.Replayer(state_dir, FIXTURES).tick
+            replay()  # before the first listing, as the daemon's demo does (service._run_demo)
         return _report(args, environ, state_dir, selection, now, on_pass=replay)
 
 

@@ -167,6 +167,9 @@ def _run_demo(config: Config, heartbeat: Heartbeat) -> int:
     except (ValueError, OSError) as error:
         print(f"hydrafusion-tailer demo: {error}", file=sys.stderr)
         return EXIT_USAGE
+    # The first turn is written before the logs are first listed: a polling watcher (no
+    # inotify) would find its new session folder only at its next listing, after --once.
+    replayer.tick()
     config = dataclasses.replace(config, state_dir=work, from_start=True)
     return _run(config, heartbeat, on_pass=replayer.tick)
 

@@ -165,9 +165,19 @@ def test_replayed_turns_never_overlap_and_come_at_the_interval(tmp_path):
             assert later.start_ns - earlier.end_ns < (demo.PAUSE_S + 1) * 1e9
 
 
-def demo_once(checkpoint, textfile) -> float:
+# Runs the command line as `python -m tailer` does, with inotify failing to start.
+WITHOUT_INOTIFY = (
+    "import sys, tailer.watch, tailer.cli\n"
+    "def unavailable(): raise OSError(24, 'Too many open files')\n"
+    "tailer.watch._Inotify = unavailable\n"
+    "sys.exit(tailer.cli.main())\n"
+)
+
+
+def demo_once(checkpoint, textfile, *, inotify=True) -> float:
     """`demo --once`; returns the turns it counted in all."""
-    command = [sys.executable, "-m", "tailer", "demo", "--once", "--state-dir", str(FIXTURES),
+    start = ["-m", "tailer"] if inotify else ["-c", WITHOUT_INOTIFY]
+    command = [sys.executable, *start, "demo", "--once", "--state-dir", str(FIXTURES),
                "--checkpoint", str(checkpoint), "--otlp-endpoint", "none",
                "--metrics-address", "none", "--textfile", str(textfile)]
     result = subprocess.run(command, cwd=ROOT, env=tailer_env(), capture_output=True,
@@ -189,6 +199,13 @@ def test_a_restarted_demo_carries_on_and_counts_nothing_twice(tmp_path):
     assert first == len(fixture_turns()) + 1
     assert second == first + 1
     assert sessions < {path.parent.name for path in copy.glob("*/events.jsonl")}
+
+
+def test_a_demo_without_inotify_counts_its_replayed_turn_too(tmp_path):
+    """Where inotify is unavailable (another platform, or its instances used up) the
+    watcher polls: the first replayed turn must be there when the logs are first listed."""
+    checkpoint, textfile = tmp_path / "state" / "demo.json", tmp_path / "demo.prom"
+    assert demo_once(checkpoint, textfile, inotify=False) == len(fixture_turns()) + 1
 
 
 def test_a_copy_cut_short_is_made_again_not_carried_on_with(tmp_path):
