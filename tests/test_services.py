@@ -2,10 +2,12 @@
 
 tests/build-services builds them from source (tests/services.py finds them); here each
 binary's own `--version` is compared with the compose file's image tag, the collector's
-components with what collector/config.yaml uses, and the collector's own `validate` is
-run on collector/config.yaml.
+components with what collector/config.yaml and docs/TEAM.md's collector configs use, and
+the collector's own `validate` is run on collector/config.yaml.
 """
 
+import importlib.machinery
+import importlib.util
 import json
 import os
 import re
@@ -17,6 +19,7 @@ import yaml
 
 from prom import REPO, running_prometheus
 from services import BUILD_SERVICES, binary, parse_build_output
+from test_docs import code_blocks
 
 COMPONENT_KINDS = ("receivers", "processors", "exporters", "extensions", "connectors")
 
@@ -50,16 +53,27 @@ def test_prometheus_and_promtool_are_the_composed_version(name):
     assert "v" + match.group(1) == image_tag("prom/prometheus")
 
 
-def test_the_collector_has_exactly_the_components_its_config_uses_at_its_version():
+def test_the_collector_has_exactly_the_components_its_configs_use_at_its_version():
+    """Those of collector/config.yaml, and of the gateway and the settings TEAM.md offers
+    to merge over it (tests/test_gateway_snippets.py runs them)."""
     components = yaml.safe_load(otelcol("components").stdout)
-    config = yaml.safe_load((REPO / "collector" / "config.yaml").read_text())
+    configs = [yaml.safe_load((REPO / "collector" / "config.yaml").read_text()),
+               *map(yaml.safe_load, code_blocks("TEAM.md", "yaml"))]
     version = image_tag("otel/opentelemetry-collector-contrib")
     for kind in COMPONENT_KINDS:
         built = {component["name"] for component in components[kind]}
-        used = {name.split("/", 1)[0] for name in config.get(kind) or {}}
+        used = {name.split("/", 1)[0] for config in configs for name in config.get(kind) or {}}
         assert built == used, kind
         for component in components[kind]:
             assert component["module"].endswith(f" v{version}"), component
+
+
+def test_a_component_type_without_a_known_module_stops_the_build_with_its_name():
+    loader = importlib.machinery.SourceFileLoader("build_services", str(BUILD_SERVICES))
+    build_services = importlib.util.module_from_spec(importlib.util.spec_from_loader(loader.name, loader))
+    loader.exec_module(build_services)
+    with pytest.raises(SystemExit, match=r"no module known for extensions\.health_check"):
+        build_services.builder_manifest("0.159.0", {"receivers": ["otlp"], "extensions": ["health_check"]})
 
 
 def test_the_collector_validates_the_stack_config():
