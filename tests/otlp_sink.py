@@ -100,8 +100,9 @@ class OtlpSink:
     in `metric_headers`) and `metric_requests`, and answered 200.
     """
 
-    def __init__(self, tls=None):
-        """tls: (certificate file, key file) to serve https instead of http."""
+    def __init__(self, tls=None, port: int = 0):
+        """tls: (certificate file, key file) to serve https instead of http; port: a
+        given one, for a backend that comes up where a sender already points."""
         self.raw_bodies: list[bytes] = []
         self.request_headers: list[dict[str, str]] = []
         self.requests: list[ExportTraceServiceRequest] = []
@@ -111,7 +112,7 @@ class OtlpSink:
         self.errors: list[str] = []
         self._replies: deque[Reply] = deque()
         self._changed = threading.Condition()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+        self._server = ThreadingHTTPServer(("127.0.0.1", port), _Handler)
         self._server.sink = self
         self._scheme = "http"
         if tls is not None:

@@ -57,16 +57,17 @@ def config_for_test(stand_in: str, port: int) -> dict:
 
 
 class Collector:
-    """The built collector on a config file; start() again after kill() reuses the port."""
+    """The built collector on a config file, and on more_configs merged over it in order
+    (as several --config files are); start() again after kill() reuses the port."""
 
-    def __init__(self, config_path: Path, log_path: Path):
-        self.config_path = config_path
+    def __init__(self, config_path: Path, log_path: Path, more_configs: tuple[Path, ...] = ()):
+        self.config_paths = (config_path, *more_configs)
         self.log_path = log_path
         self.process = None
 
     def start(self) -> None:
         with open(self.log_path, "ab") as log:
-            self.process = subprocess.Popen([binary("otelcol"), f"--config={self.config_path}"],
+            self.process = subprocess.Popen([binary("otelcol"), *(f"--config={path}" for path in self.config_paths)],
                                             stdout=log, stderr=subprocess.STDOUT)
 
     def kill(self) -> None:
