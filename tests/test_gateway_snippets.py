@@ -59,14 +59,18 @@ def this_machine(snippet: dict, tmp_path: Path) -> dict:
     return {"extensions": extensions}
 
 
+def tempo_delivery(snippet: dict) -> dict:
+    """The delivery settings the snippet gives the Tempo exporter, if any."""
+    exporter = (snippet.get("exporters") or {}).get("otlp_grpc/tempo", {})
+    return {key: value for key, value in exporter.items() if key in DELIVERY_SETTINGS}
+
+
 def on_loopback(snippet: dict, port: int, tempo: str) -> dict:
     """The gateway on 127.0.0.1:port, its traces to the stand-in Tempo at `tempo` with the
-    delivery settings the snippet gives the Tempo exporter (if any), no metrics server."""
-    delivery = {key: value for key, value in (snippet.get("exporters") or {}).get("otlp_grpc/tempo", {}).items()
-                if key in DELIVERY_SETTINGS}
+    snippet's delivery settings, and no metrics server."""
     return {
         "receivers": {"otlp": {"protocols": {"http": {"endpoint": f"127.0.0.1:{port}"}}}},
-        "exporters": {"otlp_http/tempo": {"endpoint": tempo, "encoding": "json", **delivery}},
+        "exporters": {"otlp_http/tempo": {"endpoint": tempo, "encoding": "json", **tempo_delivery(snippet)}},
         "service": {"pipelines": {"traces": {"exporters": ["otlp_http/tempo"]}},
                     "telemetry": {"metrics": {"level": "none", "readers": []}}},
     }
@@ -95,13 +99,27 @@ def test_team_md_offers_a_disk_queue_and_an_authenticator():
     assert team_snippets().keys() == {"file_storage", "bearertokenauth"}
 
 
-@pytest.mark.parametrize("extension", sorted(team_snippets()))
-def test_each_snippet_merged_over_the_gateway_is_valid(extension, tmp_path, gateway_environment):
-    snippet = team_snippets()[extension]
-    paths = write_configs(tmp_path, snippet, this_machine(snippet, tmp_path))
+def validate_merged(tmp_path: Path, *configs: dict) -> None:
+    """`otelcol validate` on gateway.yaml with configs merged over it, expecting success."""
+    paths = write_configs(tmp_path, *configs)
     command = [binary("otelcol"), "validate", f"--config={GATEWAY}", *(f"--config={path}" for path in paths)]
     result = subprocess.run(command, capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+@pytest.mark.parametrize("extension", sorted(team_snippets()))
+def test_each_snippet_merged_over_the_gateway_is_valid(extension, tmp_path, gateway_environment):
+    snippet = team_snippets()[extension]
+    validate_merged(tmp_path, snippet, this_machine(snippet, tmp_path))
+
+
+def test_the_disk_queue_on_the_metrics_exporter_too_is_valid(tmp_path, gateway_environment):
+    """TEAM.md: "and the same sending_queue and retry_on_failure on otlp_http/prometheus"."""
+    snippet = team_snippets()["file_storage"]
+    delivery = tempo_delivery(snippet)
+    assert delivery.keys() == {"sending_queue", "retry_on_failure"}
+    metrics = {"exporters": {"otlp_http/prometheus": delivery}}
+    validate_merged(tmp_path, snippet, metrics, this_machine(snippet, tmp_path))
 
 
 @contextmanager
