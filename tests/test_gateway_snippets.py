@@ -8,7 +8,8 @@ snippet's paths under tmp_path and, to run it, loopback ports and a stand-in Tem
 (tests/otlp_sink.py, reached over OTLP/HTTP with the snippet's delivery settings, as
 tests/gateway.py does). Shown:
 
-- every snippet, so merged, passes `otelcol validate`;
+- every snippet, so merged, passes `otelcol validate`, the disk queue also when given to
+  the metrics exporter too, as TEAM.md says to;
 - with the authenticator, a request without the token, or with another one, is refused
   (401), and one with it is accepted and reaches Tempo;
 - with the disk queue, a span accepted while Tempo is down outlives the gateway killed (-9)
