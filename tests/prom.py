@@ -14,6 +14,7 @@ is named "test".
 import json
 import socket
 import subprocess
+import sys
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -152,6 +153,11 @@ def running_prometheus(
     try:
         prom._wait_ready(timeout=30)
         yield prom
+    except BaseException:
+        # A test that fails while Prometheus misbehaves (it once stopped answering remote
+        # writes under load) shows why in its captured output.
+        sys.stderr.write(f"--- the end of Prometheus's log ---\n{log_path.read_text(errors='replace')[-6000:]}\n")
+        raise
     finally:
         process.terminate()
         try:
