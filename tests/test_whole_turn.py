@@ -120,12 +120,7 @@ def test_replayed_tools_the_calls_do_not_account_for_stay_at_the_commit(tool_cou
     writer = SessionWriter(SESSION, START)
     writer.single("gpt-5.6-sol", request_count=3)
     lines = [line.replace('"toolCounts":{"bash":1}', f'"toolCounts":{tool_counts}') for line in writer.lines()]
-    assembler, finished = SessionTurns(SESSION), []
-    for line in lines:
-        record = parse_line(line.encode())
-        if record is not None:
-            finished += assembler.feed(record)
-    [turn] = finished
+    [turn] = assemble(lines, SESSION)
     assert turn.tools and {tool.timing for tool in turn.tools} == {AT_COMMIT}
     for span in (s for s in decoded(turn) if s["name"].startswith("execute_tool")):
         assert attrs(span)["hydrafusion.tool.replayed"] is True
@@ -329,12 +324,7 @@ def test_calls_and_tools_need_no_fusion_block_to_join_a_routed_turn():
     del stray["data"]["usage"]["fusion"]
     at = next(i for i, line in enumerate(lines) if '"session.fusion_commit_started"' in line)
     lines.insert(at, json.dumps(stray))
-    assembler, finished = SessionTurns(SESSION), []
-    for line in lines:
-        record = parse_line(line.encode())
-        if record is not None:
-            finished += assembler.feed(record)
-    [turn] = finished
+    [turn] = assemble(lines, SESSION)
     spans = decoded(turn)
     strays = [s for s in spans if s["name"].startswith("chat ") and s["parentSpanId"] == spans[0]["spanId"]]
     assert len(strays) == 1
