@@ -87,10 +87,7 @@ class Outbox:
     @property
     def pending(self) -> list[dict]:
         """The traces not settled yet, oldest first, as the checkpoint keeps them."""
-        return [
-            {"trace_id": trace_id, "spans": [span.json for span in spans]}
-            for trace_id, spans in self._pending.items()
-        ]
+        return pending_entries(self._pending.values())
 
     def flush(self, timeout: float) -> bool:
         return self._exporter is None or self._exporter.flush(timeout)
@@ -98,3 +95,10 @@ class Outbox:
     def close(self, timeout: float) -> None:
         if self._exporter is not None:
             self._exporter.close(timeout)
+
+
+def pending_entries(traces) -> list[dict]:
+    """Traces (lists of spans, or of a CLI unit each) as the checkpoint's `pending` keeps
+    them, for an outbox to take back at the next start."""
+    return [{"trace_id": spans[0].trace_id, "spans": [span.json for span in spans]}
+            for spans in traces if spans]

@@ -31,7 +31,7 @@ from .metrics import MAX_MODELS, TurnMetrics
 from .metrics_server import MetricsServer
 from .otlp import SCOPE_NAME, OtlpExporter, Span, parse_resource_attributes, tls_context
 from .otlp_metrics import Identity, MetricsPusher, encode, metrics_request, prometheus_labels
-from .outbox import MAX_PENDING_SPANS, Outbox
+from .outbox import MAX_PENDING_SPANS, Outbox, pending_entries
 from .prompt_links import PromptLinks
 from .remote_write import RemoteWriter
 
@@ -431,11 +431,11 @@ class Run:
 
     def save(self, final: bool = False) -> None:
         self._settle()
-        held = self.cli.links.held()[0] if self.cli is not None else []
+        cli_state, held = self.cli.state() if self.cli is not None else (None, [])
         state = {
             **self.tailer.state(),
             "pending": self.outbox.pending + pending_entries(held),
-            "cli": self.cli.state() if self.cli is not None else None,
+            "cli": cli_state,
             "history": self.history.state() if self.history is not None else None,
             "identity": self.identity.state(),
             # The next run places no history sample at or before this moment, and after a
@@ -534,12 +534,6 @@ def _exporter_factory(config: Config, url: str | None = None, encode=None):
     return connect
 
 
-def pending_entries(traces: list[list[Span]]) -> list[dict]:
-    """Traces (or units) as an outbox's `pending` lists them, for the checkpoint."""
-    return [{"trace_id": spans[0].trace_id, "spans": [span.json for span in spans]}
-            for spans in traces if spans]
-
-
 class CliTelemetry:
     """The CLI's own telemetry, sent on: its export followed (cli_otel.ExportFollower), its
     spans paired with our turns (prompt_links.PromptLinks), its spans and metrics sent
@@ -606,11 +600,13 @@ class CliTelemetry:
         self.spans.close(timeout)
         self.metrics.close(timeout)
 
-    def state(self) -> dict:
-        held = self.links.held()[1]
+    def state(self) -> tuple[dict, list[list[Span]]]:
+        """What the checkpoint keeps of the CLI's telemetry, and the spans of our turns
+        waiting for their pair (kept as our pending spans: they go out unlinked next run)."""
+        turns, units = self.links.held()
         return {"files": self.follower.state(),
-                "spans": self.spans.pending + pending_entries([[unit] for unit in held]),
-                "metrics": self.metrics.pending}
+                "spans": self.spans.pending + pending_entries([[unit] for unit in units]),
+                "metrics": self.metrics.pending}, turns
 
 
 def _handle_signals(stop: threading.Event) -> None:
