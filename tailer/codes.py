@@ -1,0 +1,47 @@
+"""The one rule for strings that leave the tailer as machine codes.
+
+The log calls many fields enums or identifiers (a pattern, a finish reason, a model name,
+a tool name), and those values become span attributes, metric labels, log words and report
+cells. The CLI may put anything there, an error message or a path, so a value is passed on
+only when it looks like a code of its kind: short, from a strict set of characters. Any
+other value becomes OTHER; the value itself is never kept. Callers count what they turned
+into OTHER, so a code set that grew (a new model family's spelling) shows up as a number
+rather than as silently lost detail. docs/TRACES.md lists each kind's rule.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+OTHER = "other"
+
+
+@dataclass(frozen=True, slots=True)
+class CodeKind:
+    """A kind of code: its name (for the counts of refused values) and what it may look like."""
+
+    name: str
+    pattern: re.Pattern[str]
+
+    def accept(self, value: str | None) -> str | None:
+        """The value when it is a code of this kind, OTHER when it is not, None when absent."""
+        if value is None or value == "":
+            return None
+        return value if self.pattern.fullmatch(value) else OTHER
+
+    def is_code(self, value: str) -> bool:
+        return self.pattern.fullmatch(value) is not None
+
+
+# An enum value of the log (pattern, outcome, verdict, phase kind, status, finish reason,
+# failure and degraded reasons): one lower-case word, `_`, `-` or `.` between its parts.
+ENUM = CodeKind("enum", re.compile(r"[a-z][a-z0-9]*(?:[._-][a-z0-9]+)*", re.ASCII))
+# A model name: `claude-sonnet-4.6`, `gpt-5.4`, a BYOK `openai/gpt-4o`: one slash at most, so
+# nothing that reads as a path passes.
+MODEL = CodeKind("model", re.compile(r"[A-Za-z0-9][A-Za-z0-9._:+-]{0,63}(?:/[A-Za-z0-9][A-Za-z0-9._:+-]{0,63})?", re.ASCII))
+# A tool or MCP server name: `bash`, `str_replace_editor`, `github-mcp-server`.
+TOOL = CodeKind("tool", re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.:-]{0,63}", re.ASCII))
+# An identifier the log makes (fusion, phase, commit and tool call ids): a uuid with the
+# CLI's prefixes and suffixes, `fusion-<uuid>:phase:0`.
+IDENTIFIER = CodeKind("id", re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}", re.ASCII))

@@ -1,0 +1,32 @@
+"""Text made safe to write where a person reads it: a terminal, a log line, a CSV cell.
+
+A value from a log or from a server's answer may hold bytes a terminal obeys (ESC and the
+C1 controls start escape sequences that set the title, clear the screen or draw links),
+line breaks that forge another row or log line (CR, LF, U+2028, U+2029), and the
+bidirectional overrides that show text in another order than it is. Every such character
+becomes a visible escape (`\\x1b`, `\\u2028`), so what is printed is what the value holds.
+"""
+
+from __future__ import annotations
+
+import re
+
+_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\\\\]")
+
+
+def _escape(match: re.Match[str]) -> str:
+    char = match.group()
+    if char == "\\":
+        return "\\\\"
+    code = ord(char)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def printable(text: str) -> str:
+    """The text with every control, line-breaking and direction-changing character escaped.
+
+    A backslash is doubled, so an escape in the output always means the character itself.
+    """
+    if text.isprintable() and "\\" not in text:
+        return text
+    return _UNSAFE.sub(_escape, text)
