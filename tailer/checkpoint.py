@@ -74,11 +74,16 @@ def claim(path: Path) -> BinaryIO | None:
     twice or missing them, so a second one is refused (CheckpointInUse). The lock belongs to
     the operating system, which ends it with the process, `kill -9` included. Returns None
     when the lock file cannot be made: the checkpoint's own saves report that problem.
+
+    A symlink at the lock's path is never followed (O_NOFOLLOW): one planted there, dangling
+    or not, would make us create or touch the file it names. It counts as a lock file that
+    cannot be made.
     """
     lock_path = _lock_path(path)
+    flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
     try:
         lock_path.parent.mkdir(parents=True, exist_ok=True)
-        handle = open(lock_path, "a+b")
+        handle = open(os.open(lock_path, flags, 0o600), "r+b")
     except OSError:
         return None
     try:

@@ -29,6 +29,7 @@ from pathlib import Path
 from . import events, schema_drift
 from .files import session_logs
 from .lines import Line, LineReader
+from .printable import printable
 from .turns import Reconciliation, SessionTurns
 
 EXIT_DRIFT = 1
@@ -71,7 +72,7 @@ def main(args: argparse.Namespace, environ: dict[str, str] | None = None) -> int
     state_dir = args.state_dir
     if not state_dir.is_dir():
         print(
-            f"hydrafusion-tailer: state directory {state_dir} does not exist "
+            f"hydrafusion-tailer: state directory {printable(str(state_dir))} does not exist "
             "(set --state-dir or COPILOT_STATE_DIR)",
             file=sys.stderr,
         )
@@ -79,7 +80,7 @@ def main(args: argparse.Namespace, environ: dict[str, str] | None = None) -> int
     try:
         findings = examine(state_dir)
     except OSError as error:
-        print(f"hydrafusion-tailer: cannot list the state directory {state_dir}: "
+        print(f"hydrafusion-tailer: cannot list the state directory {printable(str(state_dir))}: "
               f"{error.strerror}", file=sys.stderr)
         return EXIT_USAGE
     print(render(state_dir, findings), end="")
@@ -152,7 +153,7 @@ def _tally(counter: Counter, key, *, others=OTHERS) -> None:
 
 def render(state_dir: Path, findings: Findings) -> str:
     """The report: sections of aligned rows, then one line with the verdict."""
-    out = [f"Copilot session logs in {state_dir}", ""]
+    out = [f"Copilot session logs in {printable(str(state_dir))}", ""]
     out += _table("Sessions", [
         ("sessions found", findings.sessions),
         ("lines read", findings.lines),
@@ -227,9 +228,9 @@ def _table(heading: str, rows: list[tuple]) -> list[str]:
 
 
 def _shown(cell: object) -> str:
-    """Names come from the log: escape any that could garble a terminal or its encoding."""
-    text = str(cell)
-    return text if text and text.isascii() and text.isprintable() else ascii(text)
+    """Names come from the log: printable, so none can drive a terminal or break a row, and
+    an empty one shown as `''`."""
+    return printable(str(cell)) or "''"
 
 
 def check_cli(path: str, environ: dict[str, str]) -> int:
@@ -249,7 +250,8 @@ def check_cli(path: str, environ: dict[str, str]) -> int:
         drift = schema_drift.compare(schema_drift.load(schema))
     except (OSError, schema_drift.SchemaError) as error:
         reason = error.strerror if isinstance(error, OSError) and error.strerror else error
-        print(f"hydrafusion-tailer: cannot read the CLI's event schema {path or ''}: {reason}",
+        print(f"hydrafusion-tailer: cannot read the CLI's event schema {printable(path or '')}: "
+              f"{printable(str(reason))}",
               file=sys.stderr)
         return EXIT_USAGE
     print(render_cli(schema, drift), end="")
@@ -260,7 +262,7 @@ def render_cli(schema: Path, drift: schema_drift.Drift) -> str:
     """The schema report: what a new CLI version changed that the tailer does not expect."""
     version = schema_drift.version_of(schema)
     named = f"Copilot CLI {version}" if version != "unknown" else "Copilot CLI"
-    out = [f"{named} event schema: {schema}", ""]
+    out = [printable(f"{named} event schema: {schema}"), ""]
     out += _table("Fusion and usage event types the tailer does not know",
                   [(name,) for name in drift.unknown_types])
     out += _table("Fields the tailer does not know (type, field, JSON type)",

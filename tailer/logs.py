@@ -6,6 +6,10 @@ answered without fusion `ordinary {key[:20]} model=... calls=... tools=... aiu=.
 (`aiu=unknown` when a call's usage record gives no credits). Warnings about damaged lines
 name the file and line number and the reason, never the line's text, which may hold a
 prompt or an answer.
+
+Every record is made printable once, where it is formatted (PrintableFormatter), whoever
+logged it: a session folder's name, a model or a collector's error body can neither drive
+the terminal that shows the log nor forge a line of its own.
 """
 
 from __future__ import annotations
@@ -13,9 +17,32 @@ from __future__ import annotations
 import logging
 import time
 
+from .printable import printable
 from .turns import Turn
 
 log = logging.getLogger("tailer")
+
+
+class PrintableFormatter(logging.Formatter):
+    """A logging.Formatter whose every line is printable (tailer/printable.py).
+
+    The line of a record (time, level, message) is escaped whole, so a value with a line
+    break stays on its record's line; a traceback keeps its own lines, each one escaped.
+    A line with nothing to escape is left as it is, so the per-turn line keeps its shape.
+    """
+
+    def formatMessage(self, record: logging.LogRecord) -> str:
+        return printable(super().formatMessage(record))
+
+    def formatException(self, ei) -> str:
+        return _printable_lines(super().formatException(ei))
+
+    def formatStack(self, stack_info: str) -> str:
+        return _printable_lines(super().formatStack(stack_info))
+
+
+def _printable_lines(text: str) -> str:
+    return "\n".join(printable(line) for line in text.split("\n"))
 
 
 def turn_line(turn: Turn) -> str:

@@ -5,13 +5,15 @@ C1 controls start escape sequences that set the title, clear the screen or draw 
 line breaks that forge another row or log line (CR, LF, U+2028, U+2029), and the
 bidirectional overrides that show text in another order than it is. Every such character
 becomes a visible escape (`\\x1b`, `\\u2028`), so what is printed is what the value holds.
+A lone surrogate (JSON's `"\\ud800"` decodes to one) is escaped too: no encoder can write
+it, so printing it would fail instead of showing it.
 """
 
 from __future__ import annotations
 
 import re
 
-_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\\\\]")
+_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff\\\\]")
 
 
 def _escape(match: re.Match[str]) -> str:

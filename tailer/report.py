@@ -15,8 +15,10 @@ its output.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import re
+import secrets
 import sys
 import tempfile
 import time
@@ -26,6 +28,7 @@ from typing import TextIO
 
 from . import demo, report_html, report_live, report_table, report_text
 from .files import session_logs
+from .printable import printable
 from .report_figures import snapshot, turn_row
 from .report_read import Selection, SessionReader, wanted_turns
 
@@ -174,8 +177,13 @@ def _report(args: argparse.Namespace, environ: dict[str, str], state_dir: Path,
     figures = snapshot(rows, now=now, sessions=len(wanted), skipped=reader.skipped(),
                        filters=filters_of(args), checks=reader.reconciliations)
     if args.html:
-        args.html.write_text(report_html.render(figures), encoding="utf-8")
-        print(f"wrote {args.html} ({len(figures.turns)} turns)", file=sys.stderr)
+        try:
+            write_replacing(args.html, report_html.render(figures))
+        except OSError as error:
+            print(f"hydrafusion-tailer report: cannot write {printable(str(args.html))}: "
+                  f"{error.strerror}", file=sys.stderr)
+            return EXIT_USAGE
+        print(f"wrote {printable(str(args.html))} ({len(figures.turns)} turns)", file=sys.stderr)
         return 0
     if args.format == "json":
         text = report_text.render_json(figures)  # pieces: a month is written as it is made
@@ -196,10 +204,32 @@ def _report(args: argparse.Namespace, environ: dict[str, str], state_dir: Path,
     return 0
 
 
+def write_replacing(path: Path, text: str) -> None:
+    """Write `text` to a new file beside `path`, then rename it onto `path`.
+
+    The rename replaces whatever is at `path` in one step: a reader never sees half a page,
+    and a symlink there is replaced by the page, never written through, so a link planted
+    at the page's path cannot make the report overwrite the file it points to. The new file
+    is made with O_EXCL and O_NOFOLLOW, so it is ours; its mode follows the umask, as any
+    file a command writes does.
+    """
+    temp = path.with_name(f".{path.name}.{secrets.token_hex(8)}.tmp")
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+    fd = os.open(temp, flags | getattr(os, "O_BINARY", 0), 0o666)
+    try:
+        with open(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(temp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+        raise
+
+
 def _nothing_found(state_dir: Path, *, exists: bool) -> int:
     why = "has no session logs (*/events.jsonl)" if exists else "does not exist"
     print(
-        f"hydrafusion-tailer report: {state_dir} {why}.\n"
+        f"hydrafusion-tailer report: {printable(str(state_dir))} {why}.\n"
         "  Copilot CLI keeps its sessions in ~/.copilot/session-state (or "
         "$COPILOT_HOME/session-state).\n"
         "  Elsewhere? Give --state-dir DIR or set COPILOT_STATE_DIR.\n"
@@ -211,7 +241,8 @@ def _nothing_found(state_dir: Path, *, exists: bool) -> int:
 
 def _no_turns_hint(found: int, read: int, filters: dict[str, str]) -> str:
     if filters:
-        return (f"No turn matches {' '.join(f'--{k} {v}' for k, v in filters.items())} "
+        chosen = printable(" ".join(f"--{k} {v}" for k, v in filters.items()))
+        return (f"No turn matches {chosen} "
                 f"({read} of {found} session logs read).")
     return (f"{found} session logs read, none with a HydraFusion turn: HydraFusion routes only "
             "sessions that use the `hydrafusion` (auto) model.")

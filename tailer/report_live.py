@@ -21,6 +21,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Callable, Iterable, TextIO
 
+from .printable import printable
 from .report_figures import TurnRow, snapshot, turn_row
 from .report_read import Selection, SessionReader
 from .report_table import call_models, leg_label, render_table
@@ -132,7 +133,7 @@ def _live_lines(live: LiveTurns, now: datetime) -> list[str]:
         watching += f", {live.in_progress()} turns in progress"
     if live.last is None:
         return [watching + " | Ctrl-C quits", "last turn: none yet"]
-    row = live.last
+    row = live.last  # names from the log are printable: leg_label and call_models make them so
     ended = datetime.fromisoformat(row.start) + timedelta(milliseconds=row.duration_ms)
     if row.kind == "ordinary":
         legs = " -> ".join(call_models(row))
@@ -140,7 +141,7 @@ def _live_lines(live: LiveTurns, now: datetime) -> list[str]:
         legs = " -> ".join(leg_label(leg, row.kind == "fallback") for leg in row.legs)
     return [watching + " | Ctrl-C quits",
             f"last turn {row.start[11:19]} ({_ago(int((now - ended).total_seconds()))}) "
-            f"{row.pattern if row.kind == 'fusion' else row.kind} {row.outcome} "
+            f"{printable(row.pattern if row.kind == 'fusion' else row.kind)} {printable(row.outcome)} "
             f"{row.credits:.2f} credits: {legs}"]
 
 

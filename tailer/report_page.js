@@ -20,6 +20,13 @@
   };
   let matching = turns;
   let shown = 0;
+  // A class is never made from a string of the logs: the values the stylesheet styles map
+  // to fixed class names and any other value gets none, so a crafted outcome or verdict
+  // cannot add classes of its choosing to the page.
+  const OUTCOME_CLASS = new Map([["incomplete", "outcome-incomplete"],
+                                 ["route_failed", "outcome-route_failed"]]);
+  const VERDICT_CLASS = new Map([["accept", "verdict-accept"], ["reject", "verdict-reject"],
+                                 ["revise", "verdict-revise"]]);
 
   function el(tag, className, text) {
     const node = document.createElement(tag);
@@ -89,7 +96,7 @@
   }
 
   function turnRow(turn) {
-    const tr = el("tr", "turn outcome-" + turn.o);
+    const tr = el("tr", "turn " + (OUTCOME_CLASS.get(turn.o) || ""));
     tr.dataset.fusion = turn.f;
     tr.tabIndex = 0;
     tr.appendChild(el("td", "time", turn.t.slice(0, 19).replace("T", " ")));
@@ -116,7 +123,7 @@
       chip.appendChild(document.createTextNode(model(leg)));
       const kind = turn.o === "route_failed" ? "fallback" : leg.k;
       const note = [kind].concat(leg.v ? [leg.v] : [], leg.s !== "succeeded" ? [leg.s] : []).join(":");
-      chip.appendChild(el("small", leg.v ? "verdict-" + leg.v : "", " " + note));
+      chip.appendChild(el("small", VERDICT_CLASS.get(leg.v) || "", " " + note));
       if (leg.a) chip.appendChild(el("b", "", " ★"));
       legs.appendChild(chip);
     });
@@ -252,7 +259,7 @@
       const leg = lane.leg;
       let text = "";
       let markClass = "";
-      if (leg.v) { text = (leg.v === "accept" ? "✓ " : "✗ ") + leg.v; markClass = "verdict verdict-" + leg.v; }
+      if (leg.v) { text = (leg.v === "accept" ? "✓ " : "✗ ") + leg.v; markClass = "verdict " + (VERDICT_CLASS.get(leg.v) || ""); }
       else if (leg.s !== "succeeded") { text = "✗ " + leg.s; markClass = "verdict verdict-failed"; }
       else if (leg.a) { text = "★ answer"; markClass = "kept-mark"; }
       if (text) figure.appendChild(svg("text", { class: markClass, x: x(leg.t) + width(leg) + 6, y: y + 15 }, text));

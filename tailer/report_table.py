@@ -3,13 +3,16 @@
 A pure function of a report_figures.Snapshot. Plain ASCII, because a Windows console or a
 redirected file may take nothing else; colour is the caller's decision (a terminal, and no
 NO_COLOR) and never changes the layout, so the coloured and the plain table line up the
-same.
+same. Every name from a log (model, pattern, outcome, verdict, leg kind, session id) goes
+through printable() before it is measured or cut, so a value can neither drive the
+terminal nor break a row, and the escapes it shows instead count in the column widths.
 """
 
 from __future__ import annotations
 
 import re
 
+from .printable import printable
 from .report_figures import LegRow, Snapshot, Spend, TurnRow
 
 BOLD, DIM, RED, GREEN, YELLOW, MAGENTA = "1", "2", "31", "32", "33", "35"
@@ -46,7 +49,8 @@ def _sections(snap: Snapshot, width: int, paint) -> list[list[str]]:
     head = snap.headline
     lines = [paint(BOLD, _cut(_title(snap), width))]
     if snap.filters:
-        lines.append(_cut("only " + " ".join(f"--{k} {v}" for k, v in snap.filters.items()), width))
+        lines.append(_cut(printable("only " + " ".join(f"--{k} {v}" for k, v in snap.filters.items())),
+                          width))
     lines.append("")
     lines += _cards([
         ("turns", str(head.turns)),
@@ -57,7 +61,7 @@ def _sections(snap: Snapshot, width: int, paint) -> list[list[str]]:
         ("review share", _percent(head.review_share)),
         ("cache share of input", _percent(head.cache_share)),
     ], width, paint)
-    notes = [f"{count} {outcome}" for outcome, count in head.outcomes.items()]
+    notes = [f"{count} {printable(outcome)}" for outcome, count in head.outcomes.items()]
     notes += [f"{head.calls} calls", f"{head.tools} tools"]
     if head.failed_legs:
         notes.append(f"{head.failed_legs} failed or cancelled legs")
@@ -99,10 +103,10 @@ def _checks(snap: Snapshot, width: int, paint) -> list[str]:
     for check in wrong:
         for difference in check.differences:
             ours, cli = difference["ours"], difference["cli"]
-            lines.append(_cut(
+            lines.append(_cut(printable(
                 f"  {check.session_id[:8]} {check.source}: {difference['model']} ours "
                 f"{_credits(ours['credits'])} credits / {ours['calls']} calls, CLI "
-                f"{_credits(cli['credits'])} / {cli['calls']}", width))
+                f"{_credits(cli['credits'])} / {cli['calls']}"), width))
     return lines + [""]
 
 
@@ -155,7 +159,7 @@ def _table(width: int, paint, headers: list[str], rows: list[list], blank: bool 
     and the last columns are left out while it still would not."""
     if not rows:
         return []
-    cells = [[str(cell) for cell in row] for row in rows]
+    cells = [[printable(str(cell)) for cell in row] for row in rows]
     widths = [max(len(row[i]) for row in [headers] + cells) for i in range(len(headers))]
     while len(widths) > 2 and 8 + sum(widths[1:]) + 2 * (len(widths) - 1) > width:
         widths.pop()
@@ -186,14 +190,14 @@ def _turn_blocks(turns: list[TurnRow], width: int, paint) -> list[_TurnBlock]:
     if not turns:
         return []
     pattern_width = max(8, max(len(_pattern(turn)) for turn in turns))
-    outcome_width = max(9, max(len(turn.outcome) for turn in turns))
+    outcome_width = max(9, max(len(printable(turn.outcome)) for turn in turns))
     counts_width = max(len(_counts(turn)) for turn in turns)
     blocks, day = [], None
     for turn in turns:
-        fixed = [turn.start[11:19], turn.session_id[:8], _pattern(turn).ljust(pattern_width),
+        fixed = [turn.start[11:19], printable(turn.session_id)[:8], _pattern(turn).ljust(pattern_width),
                  _credits(turn.credits).rjust(6), _counts(turn).rjust(counts_width),
                  _duration(turn.duration_ms).rjust(6)]
-        outcome = turn.outcome.ljust(outcome_width)
+        outcome = printable(turn.outcome).ljust(outcome_width)
         head = "  " + "  ".join(fixed) + "  " + _paint_outcome(turn.outcome, outcome, paint) + "  "
         indent = 2 + sum(len(cell) + 2 for cell in fixed) + outcome_width + 2
         if turn.kind == "ordinary":
@@ -231,7 +235,7 @@ def _headed(blocks: list[_TurnBlock]) -> list[str]:
 
 def _pattern(turn: TurnRow) -> str:
     """A fusion turn's pattern; what answered the others (`ordinary`, `fallback`)."""
-    return turn.pattern if turn.kind == "fusion" else turn.kind
+    return printable(turn.pattern if turn.kind == "fusion" else turn.kind)
 
 
 def _counts(turn: TurnRow) -> str:
@@ -239,24 +243,25 @@ def _counts(turn: TurnRow) -> str:
 
 
 def call_models(turn: TurnRow) -> list[str]:
-    """The models an ordinary turn's calls used, in order, each switch shown once."""
+    """The models an ordinary turn's calls used, in order, each switch shown once, printable."""
     models: list[str] = []
     for call in turn.model_calls:
-        if not models or models[-1] != call.model:
-            models.append(call.model)
+        model = printable(call.model)
+        if not models or models[-1] != model:
+            models.append(model)
     return models
 
 
 def leg_label(leg: LegRow, route_failed: bool = False) -> str:
     """`gpt-5.6-sol judge:reject`, `mai-code-1.1-flash*` (* the answer kept): the model, then
-    the kind unless it is a first answer, the verdict and any status but success."""
+    the kind unless it is a first answer, the verdict and any status but success; printable."""
     kind = "fallback" if route_failed else leg.kind
     notes = [note for note in (leg.verdict, None if leg.status == "succeeded" else leg.status)
              if note]
     label = leg.model
     if notes or kind not in _PLAIN_KINDS:
         label += " " + ":".join([kind] + notes)
-    return label + ("*" if leg.committed else "")
+    return printable(label) + ("*" if leg.committed else "")
 
 
 def _leg_color(leg: LegRow) -> str | None:

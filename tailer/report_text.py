@@ -12,6 +12,7 @@ import io
 import json
 from typing import Iterator
 
+from .printable import printable
 from .report_figures import Snapshot, TurnRow
 
 
@@ -100,12 +101,16 @@ def _flag(value: bool) -> str:
 
 
 def _cells(values: list) -> list:
-    """None as an empty cell; text that a spreadsheet would run as a formula, quoted off."""
+    """None as an empty cell; text printable (a cell is shown in a terminal or a viewer as
+    often as in a spreadsheet: no control character, no line break inside a cell); text
+    that a spreadsheet would run as a formula, quoted off."""
     cells = []
     for value in values:
         if value is None:
             value = ""
-        elif isinstance(value, str) and value[:1] in ("=", "+", "-", "@", "\t", "\r"):
-            value = "'" + value
+        elif isinstance(value, str):
+            value = printable(value)
+            if value[:1] in ("=", "+", "-", "@"):
+                value = "'" + value
         cells.append(value)
     return cells

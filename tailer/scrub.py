@@ -52,6 +52,7 @@ from typing import Callable, Iterator
 from . import events
 from .events import Kept
 from .files import LOG_NAME, session_logs
+from .printable import printable
 
 EXIT_USAGE = 2
 _MAX_TEXT = 200
@@ -229,10 +230,11 @@ def main(args: argparse.Namespace) -> int:
     try:
         summary = scrub_tree(args.src, args.dst, args.seed)
     except (ValueError, OSError) as error:
-        print(f"hydrafusion-tailer scrub: {error}", file=sys.stderr)
+        print(f"hydrafusion-tailer scrub: {printable(str(error))}", file=sys.stderr)
         return EXIT_USAGE
     print(
-        f"scrubbed {summary.sessions} sessions into {args.dst}: {summary.events} events kept, "
+        f"scrubbed {summary.sessions} sessions into {printable(str(args.dst))}: "
+        f"{summary.events} events kept, "
         f"{summary.malformed} malformed lines dropped"
     )
     return 0
