@@ -27,8 +27,10 @@ class PrintableFormatter(logging.Formatter):
     """A logging.Formatter whose every line is printable (tailer/printable.py).
 
     The line of a record (time, level, message) is escaped whole, so a value with a line
-    break stays on its record's line; a traceback keeps its own lines, each one escaped.
-    A line with nothing to escape is left as it is, so the per-turn line keeps its shape.
+    break stays on its record's line. A traceback keeps its lines, for reading, each one
+    escaped and indented: a line break in an exception's message can start a line, but not
+    one that passes for a record of its own. A line with nothing to escape is left as it
+    is, so the per-turn line keeps its shape.
     """
 
     def formatMessage(self, record: logging.LogRecord) -> str:
@@ -42,7 +44,7 @@ class PrintableFormatter(logging.Formatter):
 
 
 def _printable_lines(text: str) -> str:
-    return "\n".join(printable(line) for line in text.split("\n"))
+    return "\n".join("  " + printable(line) for line in text.split("\n"))
 
 
 def turn_line(turn: Turn) -> str:
