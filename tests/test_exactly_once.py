@@ -1,9 +1,11 @@
 """Every turn exactly once: across restarts, kill -9, collector outages and rewritten logs."""
 
 import json
+import os
 import random
 import re
 import signal
+import stat
 import threading
 import time
 from collections import Counter
@@ -294,3 +296,21 @@ def test_a_claim_is_exclusive_until_its_file_is_closed(tmp_path):
         with pytest.raises(CheckpointInUse):
             claim(path)
     claim(path).close()
+
+
+def test_a_symlink_at_the_lock_files_path_is_never_followed(tmp_path):
+    """A link planted there, dangling or to a file, makes no file and touches none."""
+    path = tmp_path / "state" / "cp.json"
+    path.parent.mkdir()
+    lock = path.with_name("cp.json.lock")
+    kept = tmp_path / "kept"
+    kept.write_text("someone else's")
+    for target in (tmp_path / "nowhere", kept):
+        lock.unlink(missing_ok=True)
+        lock.symlink_to(target)
+        assert claim(path) is None  # as a lock file that cannot be made
+    assert not (tmp_path / "nowhere").exists()
+    assert kept.read_text() == "someone else's"
+    lock.unlink()
+    claim(path).close()
+    assert stat.S_IMODE(os.stat(lock).st_mode) == 0o600

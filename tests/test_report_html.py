@@ -13,6 +13,7 @@ from sessiongen import START, SessionWriter, every_pattern, whole_session
 from tailer import report_figures, report_html
 from tailer.files import session_logs
 from tailer.report_read import Selection, SessionReader, wanted_turns
+from report_helpers import run_report
 from tailerproc import ROOT
 
 NOW = datetime(2026, 12, 1, tzinfo=timezone.utc)
@@ -241,3 +242,54 @@ def test_the_browser_reports_what_a_broken_page_does(tmp_path):
             path = tmp_path / f"{name}.html"
             path.write_text(csp + "</head><body>" + body + "</body></html>")
             assert browser.open(path.as_uri()).problems, name
+
+
+def test_a_symlink_at_the_pages_path_is_replaced_never_written_through(tmp_path):
+    every_pattern("link").write(tmp_path / "state")
+    kept = tmp_path / "kept.txt"
+    kept.write_text("not the report's")
+    page = tmp_path / "report.html"
+    for target in (kept, tmp_path / "nowhere"):  # a file of someone else's, a dangling link
+        page.unlink(missing_ok=True)
+        page.symlink_to(target)
+        done = run_report("--state-dir", str(tmp_path / "state"), "--html", str(page))
+        assert done.returncode == 0, done.stderr
+        assert not page.is_symlink() and page.read_text().startswith("<!doctype html>")
+    assert kept.read_text() == "not the report's"
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["kept.txt", "report.html", "state"]
+
+
+def test_a_page_that_cannot_be_written_is_one_line(tmp_path):
+    every_pattern("nowhere").write(tmp_path / "state")
+    done = run_report("--state-dir", str(tmp_path / "state"), "--html",
+                      str(tmp_path / "missing" / "report.html"))
+    assert done.returncode == 2
+    assert done.stderr == (f"hydrafusion-tailer report: cannot write "
+                           f"{tmp_path / 'missing' / 'report.html'}: No such file or directory\n")
+
+
+@needs_chromium
+def test_classes_come_from_a_fixed_set_whatever_the_log_says(tmp_path):
+    """An outcome or a verdict is never made into a class: a crafted one adds none."""
+    every_pattern("classes").write(tmp_path / "state")
+    snap = snapshot_of(tmp_path / "state")
+    crafted = "incomplete turn open x-injected"
+    turns = [dataclasses.replace(
+        turn, outcome=crafted if index % 2 else "incomplete",
+        legs=[dataclasses.replace(leg, verdict=leg.verdict and "reject x-injected")
+              for leg in turn.legs])
+        for index, turn in enumerate(snap.turns)]
+    assert any(leg.verdict for turn in turns for leg in turn.legs)
+    url = write_page(dataclasses.replace(snap, turns=turns), tmp_path / "report.html")
+    with Browser(tmp_path / "profile") as browser:
+        page = browser.open(url)
+        page.evaluate("document.querySelectorAll('tr.turn').forEach((row) => row.click()), 0")
+        classes = page.evaluate("Array.from(new Set(Array.from(document.querySelectorAll('*'))"
+                                ".flatMap((node) => Array.from(node.classList))))")
+        rows = dict(page.evaluate("Array.from(document.querySelectorAll('tr.turn'))"
+                                  ".map((row) => [row.dataset.fusion, Array.from(row.classList)])"))
+        assert "x-injected" not in classes
+        for turn in turns:  # the known outcome keeps its class, the crafted one gets none
+            known = {"outcome-incomplete"} if turn.outcome == "incomplete" else set()
+            assert set(rows[turn.fusion_id]) - {"open"} == {"turn"} | known
+        assert page.problems == []
