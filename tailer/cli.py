@@ -17,6 +17,7 @@ from pathlib import Path
 from . import __version__, checkpoint, doctor, logs, report, scrub
 from .exposition import ZERO_HOLD_SECONDS
 from .otlp import metrics_url, parse_headers, tls_context, traces_url
+from .printable import printable
 from .service import EXIT_USAGE, Config, resource_attributes, run, run_demo
 
 log = logging.getLogger("tailer")
@@ -328,7 +329,7 @@ def main(argv: list[str] | None = None, environ: dict[str, str] | None = None) -
     try:
         config = run_config(args, environ)
     except ValueError as error:
-        print(f"hydrafusion-tailer: {error}", file=sys.stderr)
+        print(printable(f"hydrafusion-tailer: {error}"), file=sys.stderr)
         return EXIT_USAGE
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logs.PrintableFormatter("%(asctime)s %(levelname)s %(message)s"))

@@ -32,6 +32,7 @@ from .metrics_server import MetricsServer
 from .otlp import SCOPE_NAME, OtlpExporter, Span, parse_resource_attributes, tls_context
 from .otlp_metrics import Identity, MetricsPusher, encode, metrics_request, prometheus_labels
 from .outbox import MAX_PENDING_SPANS, Outbox, pending_entries
+from .printable import printable
 from .prompt_links import PromptLinks
 from .remote_write import RemoteWriter
 
@@ -110,7 +111,7 @@ def run_demo(config: Config) -> int:
     on top of them. Without the copy (a new volume, say) the demo starts over.
     """
     if not config.state_dir.is_dir():
-        print(f"hydrafusion-tailer demo: no fixtures at {config.state_dir}", file=sys.stderr)
+        print(printable(f"hydrafusion-tailer demo: no fixtures at {config.state_dir}"), file=sys.stderr)
         return EXIT_USAGE
     return _holding_checkpoint(config, lambda alive: _run_demo(config, alive))
 
@@ -131,7 +132,7 @@ def _holding_checkpoint(config: Config, work) -> int:
     try:
         claimed = checkpoint.claim(config.checkpoint)
     except checkpoint.CheckpointInUse as error:
-        print(f"hydrafusion-tailer: {error}", file=sys.stderr)
+        print(printable(f"hydrafusion-tailer: {error}"), file=sys.stderr)
         return EXIT_USAGE
     with claimed or contextlib.nullcontext():
         return work(Heartbeat(claimed, last_alive))
@@ -165,7 +166,7 @@ def _run_demo(config: Config, heartbeat: Heartbeat) -> int:
             os.replace(partial, work)
         replayer = demo.Replayer(work, fixtures, config.replay_interval_s)
     except (ValueError, OSError) as error:
-        print(f"hydrafusion-tailer demo: {error}", file=sys.stderr)
+        print(printable(f"hydrafusion-tailer demo: {error}"), file=sys.stderr)
         return EXIT_USAGE
     # The first turn is written before the logs are first listed: a polling watcher (no
     # inotify) would find its new session folder only at its next listing, after --once.
@@ -180,9 +181,9 @@ def _run(config: Config, heartbeat: Heartbeat, on_pass=None) -> int:
     _handle_signals(stop)
     if not config.state_dir.is_dir():
         if not config.wait_for_state_dir or config.once:
-            print(
+            print(printable(
                 f"hydrafusion-tailer: state directory {config.state_dir} does not exist "
-                "(set --state-dir or COPILOT_STATE_DIR)",
+                "(set --state-dir or COPILOT_STATE_DIR)"),
                 file=sys.stderr,
             )
             return EXIT_USAGE
@@ -196,7 +197,7 @@ def _run(config: Config, heartbeat: Heartbeat, on_pass=None) -> int:
     try:
         saved = _load_checkpoint(config.checkpoint)
     except CheckpointUnusable as error:
-        print(f"hydrafusion-tailer: {error}", file=sys.stderr)
+        print(printable(f"hydrafusion-tailer: {error}"), file=sys.stderr)
         return EXIT_USAGE
     try:
         run = Run(config, heartbeat, saved, on_pass=on_pass)

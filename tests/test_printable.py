@@ -34,6 +34,7 @@ from hypothesis import strategies as st
 
 from sessiongen import START, SessionWriter, whole_session
 from tailer import doctor, logs, report_figures, report_live, report_table, report_text
+from tailer.checkpoint import claim
 from tailer.files import session_logs
 from tailer.printable import printable
 from tailer.report_read import Selection, SessionReader, wanted_turns
@@ -283,13 +284,17 @@ def test_report_doctor_and_scrub_print_no_payload(tmp_path):
     scrubbed = hostile_state(tmp_path / "scrub", undecodable=False)
     out = tmp_path / ("scrubbed" + NAME)
     runs += [tailer("scrub", str(scrubbed), str(out)), tailer("scrub", str(scrubbed), str(out))]
-    assert [run.returncode for run in runs] == [0, 0, 0, 0, 1, 1, 2, 0, 2]
+    runs.append(tailer("run", "--once", "--state-dir", str(state / NAME)))
+    held = tmp_path / ("checkpoint" + NAME)
+    with claim(held):  # another tailer's
+        runs.append(tailer("run", "--once", "--state-dir", str(state), "--checkpoint", str(held)))
+    assert [run.returncode for run in runs] == [0, 0, 0, 0, 1, 1, 2, 0, 2, 2, 2]
     for run in runs:
         assert_inert(decoded(run.stdout))
         assert_inert(decoded(run.stderr))
         assert b"Traceback" not in run.stderr
     shown = b"".join(run.stdout + run.stderr for run in runs)
-    assert shown.count(b"\\x0d\\x0aforged row") >= 9  # every command printed a payload
+    assert shown.count(b"\\x0d\\x0aforged row") >= 11  # every command printed a payload
 
 
 class ErrorBodies(BaseHTTPRequestHandler):
