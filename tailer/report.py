@@ -178,7 +178,7 @@ def _report(args: argparse.Namespace, environ: dict[str, str], state_dir: Path,
                        filters=filters_of(args), checks=reader.reconciliations)
     if args.html:
         try:
-            write_replacing(args.html, report_html.render(figures))
+            _write_replacing(args.html, report_html.render(figures))
         except OSError as error:
             print(f"hydrafusion-tailer report: cannot write {printable(str(args.html))}: "
                   f"{error.strerror}", file=sys.stderr)
@@ -204,7 +204,7 @@ def _report(args: argparse.Namespace, environ: dict[str, str], state_dir: Path,
     return 0
 
 
-def write_replacing(path: Path, text: str) -> None:
+def _write_replacing(path: Path, text: str) -> None:
     """Write `text` to a new file beside `path`, then rename it onto `path`.
 
     The rename replaces whatever is at `path` in one step: a reader never sees half a page,

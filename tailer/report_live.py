@@ -133,9 +133,9 @@ def _live_lines(live: LiveTurns, now: datetime) -> list[str]:
         watching += f", {live.in_progress()} turns in progress"
     if live.last is None:
         return [watching + " | Ctrl-C quits", "last turn: none yet"]
-    row = live.last  # names from the log are printable: leg_label and call_models make them so
+    row = live.last
     ended = datetime.fromisoformat(row.start) + timedelta(milliseconds=row.duration_ms)
-    if row.kind == "ordinary":
+    if row.kind == "ordinary":  # call_models and leg_label give printable names
         legs = " -> ".join(call_models(row))
     else:
         legs = " -> ".join(leg_label(leg, row.kind == "fallback") for leg in row.legs)
