@@ -20,7 +20,7 @@ import platform
 import time
 
 from . import __version__
-from .events import UnknownFusionEvent, Event
+from .events import NOT_CODE_FIELDS, UnknownFusionEvent, Event
 from .exposition import Registry
 from .turns import Reconciliation, Turn
 
@@ -163,6 +163,11 @@ class TurnMetrics:
             "Expected fields absent from fusion events.",
             ("event_type",),
         )
+        self.not_codes = counter(
+            "hydrafusion_tailer_values_not_codes_total",
+            "Values of fields read as machine codes that were none and became `other`.",
+            ("field",),
+        )
         self.unknown_events = counter(
             "hydrafusion_tailer_unknown_events_total", "Fusion event types the tailer does not know.",
         )
@@ -199,6 +204,8 @@ class TurnMetrics:
         for source in ("shutdown", "usage_checkpoint"):
             for result in ("agree", "disagree"):
                 self.reconciliations.inc({"source": source, "result": result}, 0)
+        for name in NOT_CODE_FIELDS:
+            self.not_codes.inc({"field": name}, 0)
         self.unknown_events.inc(None, 0)
         self.turn_errors.inc(None, 0)
         self.spans_exported.inc(None, 0)
@@ -328,8 +335,10 @@ class TurnMetrics:
         self.malformed.inc({"reason": reason})
 
     def count_event(self, event: Event) -> None:
-        """Note schema drift and the newest event time; the event is fusion by definition."""
+        """Note schema drift, values that were no codes and the newest event time."""
         event_type = event.event_type
+        for name in event.not_codes:
+            self.not_codes.inc({"field": name})
         if isinstance(event, UnknownFusionEvent):
             self.unknown_events.inc()
         if event.unknown_fields:
