@@ -259,6 +259,10 @@ class Resolved(Event):
     routing_latency_ms: float | None
 
 
+# The verdicts of a judge (or a critic) that send the draft back for a repair or a revision.
+REJECTING_VERDICTS = ("reject", "revise")
+
+
 @dataclass(slots=True)
 class LegEnded(Event):
     """A `phase_completed` or `phase_failed`: a leg becomes visible only when it ends."""

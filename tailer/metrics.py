@@ -20,7 +20,7 @@ import platform
 import time
 
 from . import __version__
-from .events import NOT_CODE_FIELDS, UnknownFusionEvent, Event
+from .events import NOT_CODE_FIELDS, REJECTING_VERDICTS, UnknownFusionEvent, Event
 from .exposition import Registry
 from .turns import Reconciliation, Turn
 
@@ -29,8 +29,6 @@ from .turns import Reconciliation, Turn
 DURATION_BUCKETS = tuple(0.01 * 2**i for i in range(18))
 ROUTING_BUCKETS = (0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5, 0.75, 1.0, 2.0, 5.0)
 MAX_MODELS = 50
-# Verdicts that send the draft back for a repair or a revision.
-REJECTING_VERDICTS = ("reject", "revise")
 
 
 # An event time further ahead of the clock than this is a wrong clock or a damaged line:
