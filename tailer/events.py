@@ -513,7 +513,7 @@ def _record(event_type: str, obj: dict) -> Event | Malformed | None:
         key = _text(data.get(key_field))
         if key is None:
             return Malformed(_MISSING_KEY[key_field])
-        if not IDENTIFIER.is_code(key):
+        if not _is_code(IDENTIFIER, key):
             return Malformed(_BAD_KEY[key_field])
     elif event_type == USER_MESSAGE:
         key = _text(obj.get("id"))
@@ -546,17 +546,42 @@ def _field_name(name: str) -> str:
     return OTHER
 
 
+# The codes of each kind seen lately: nearly every value (a model, a pattern, a leg's phase
+# id) repeats on many lines, and a set lookup costs a fraction of a match. Bounded: cleared
+# when full. Only accepted values are kept, so a refusal is always decided by the pattern.
+_SEEN_LIMIT = 4096
+_SEEN: dict[CodeKind, set[str]] = {kind: set() for kind in (ENUM, MODEL, TOOL, IDENTIFIER)}
+# CODE_FIELDS with each field's set of seen codes, for the loop below.
+_CODE_CHECKS = {
+    record_type: tuple((name, kind, _SEEN[kind]) for name, kind in fields)
+    for record_type, fields in CODE_FIELDS.items()
+}
+
+
+def _is_code(kind: CodeKind, value: str) -> bool:
+    seen = _SEEN[kind]
+    if value in seen:
+        return True
+    if kind.pattern.fullmatch(value) is None:
+        return False
+    if len(seen) >= _SEEN_LIMIT:
+        seen.clear()
+    seen.add(value)
+    return True
+
+
 def _codes_only(record: Event) -> tuple[str, ...]:
     """Put OTHER (None for an id) in each field of CODE_FIELDS that holds no code of its
     kind; the names of those fields. The record is still the parser's own."""
     refused = ()
-    for name, kind in CODE_FIELDS.get(type(record), ()):
+    for name, kind, seen in _CODE_CHECKS.get(type(record), ()):
         value = getattr(record, name)
         if value.__class__ is str:
-            if kind.pattern.fullmatch(value) is None:
+            if value not in seen and not _is_code(kind, value):
                 setattr(record, name, None if kind is IDENTIFIER else OTHER)
                 refused += (name,)
-        elif value and not all(map(kind.is_code, value)):  # tool names, or a map by model
+        elif value and not seen.issuperset(value) and not all(
+                [_is_code(kind, item) for item in value]):  # tool names, or a map by model
             setattr(record, name, _named_codes_only(value, kind))
             refused += (name,)
     return refused
@@ -847,7 +872,7 @@ def _leg(time_ns: int, fusion_id: str, data: dict, *, default_status: str) -> Le
     phase_id = _text(data.get("phaseId"))
     if phase_id is None:
         return Malformed("missing_phase_id")
-    if not IDENTIFIER.is_code(phase_id):
+    if not _is_code(IDENTIFIER, phase_id):
         return Malformed("bad_phase_id")
     usage = data.get("usage")
     return LegEnded(
