@@ -27,7 +27,7 @@ holding a lone surrogate) makes the line damaged: `Malformed("absurd_<kind>")` (
 `bad_timestamp`), counted, never exported.
 
 Every text that leaves the tailer as a machine code (a pattern, a reason, a model or tool
-name, an id) must also look like one (tailer/codes.py): `_codes_only` checks each record
+name, an id) must also look like one (tailer/codes.py): `codes_only` checks each record
 against CODE_FIELDS as it is built, so no output downstream ever sees free text there. A
 value that is no code becomes `other` (an id: absent, since `other` would join unrelated
 records), and the record names the field in `not_codes` for the metrics to count.
@@ -522,7 +522,7 @@ def _record(event_type: str, obj: dict) -> Event | Malformed | None:
     record = parse(time_ns, key, data)
     if isinstance(record, Malformed):
         return record
-    not_codes += _codes_only(record)
+    not_codes += codes_only(record)
     if not_codes:
         record.not_codes = not_codes
     if event_type not in KNOWN_FIELDS:
@@ -570,9 +570,10 @@ def _is_code(kind: CodeKind, value: str) -> bool:
     return True
 
 
-def _codes_only(record: Event) -> tuple[str, ...]:
+def codes_only(record: Event) -> tuple[str, ...]:
     """Put OTHER (None for an id) in each field of CODE_FIELDS that holds no code of its
-    kind; the names of those fields. The record is still the parser's own."""
+    kind; the names of those fields. For a record not yet handed on (the parser's, or one
+    rebuilt from saved data), which it changes in place."""
     refused = ()
     for name, kind, seen in _CODE_CHECKS.get(type(record), ()):
         value = getattr(record, name)

@@ -16,9 +16,11 @@ from exposition_helpers import samples
 from poison import FRAGMENTS, POISON, write_poisoned_sessions
 from sessiongen import every_pattern, whole_session
 from tailer import codes, events, scrub
+from tailer.checkpoint import turn_from_data, turn_to_data
 from tailer.codes import IDENTIFIER, OTHER
 from tailer.exposition import DEFAULT_LABEL_VALUE_LIMIT, Registry
 from tailer.metrics import TurnMetrics
+from tailer.turns import Turn
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -94,6 +96,18 @@ def test_names_of_maps_that_are_no_names_add_up_under_other():
     assert record.not_codes == ("models",)
 
 
+def test_a_record_restored_from_a_checkpoint_keeps_only_codes():
+    """A checkpoint is a file anyone with the account can edit: what it restores is checked
+    as what the parser reads."""
+    leg = events.LegEnded(
+        1788921807960000000, fusion_id="fusion-1", phase_id="fusion-1:phase:0", phase_kind="primary",
+        role=POISON,
+        scope="root", model="gpt-5.6-sol", status="succeeded", verdict=None, duration_ms=1.0,
+        usage=events.Usage(), failure_reason=None, degraded_to_phase_id=POISON)
+    (restored,) = turn_from_data(turn_to_data(Turn("s", "fusion-1", legs=[leg]))).legs
+    assert (restored.role, restored.degraded_to_phase_id, restored.model) == (OTHER, None, "gpt-5.6-sol")
+
+
 # Every text, and texts built of the characters codes are made of, so both answers occur.
 _TEXTS = st.one_of(st.text(max_size=80), st.text(alphabet="aZ09._:-/+ ", min_size=1, max_size=80))
 
@@ -108,7 +122,7 @@ def test_a_code_field_holds_a_code_other_or_nothing(field, text):
     values[name] = {"tuple": (text,), "dict": {text: events.Usage()}}.get(
         type(values[name]).__name__, text)
     record = record_type(**values)
-    refused = events._codes_only(record)
+    refused = events.codes_only(record)
     kept = getattr(record, name)
     shown = next(iter(kept)) if isinstance(kept, (tuple, dict)) else kept
     if text and kind.is_code(text):
