@@ -469,7 +469,9 @@ def _record_from_data(data: dict) -> events.Event:
         raise ValueError(f"a {cls.__name__} record has a field it does not know")
     for name, value in values.items():
         values[name] = _FIELD_CHECKS[fields[name]](value, f"{cls.__name__}.{name}")
-    return cls(**values)
+    record = cls(**values)
+    events.codes_only(record)  # its codes too: free text in a saved file never leaves either
+    return record
 
 
 # -- The checks: each returns the value as the record holds it, or raises ValueError --------

@@ -35,8 +35,9 @@ class CodeKind:
 
 
 # An enum value of the log (pattern, outcome, verdict, phase kind, status, finish reason,
-# failure and degraded reasons): one lower-case word, `_`, `-` or `.` between its parts.
-ENUM = CodeKind("enum", re.compile(r"[a-z][a-z0-9]*(?:[._-][a-z0-9]+)*", re.ASCII))
+# failure and degraded reasons, an event type): one lower-case word, `_`, `-` or `.` between
+# its parts, 64 characters at most.
+ENUM = CodeKind("enum", re.compile(r"(?=.{1,64}\Z)[a-z][a-z0-9]*(?:[._-][a-z0-9]+)*", re.ASCII | re.DOTALL))
 # A model name: `claude-sonnet-4.6`, `gpt-5.4`, a BYOK `openai/gpt-4o`: one slash at most, so
 # nothing that reads as a path passes.
 MODEL = CodeKind("model", re.compile(r"[A-Za-z0-9][A-Za-z0-9._:+-]{0,63}(?:/[A-Za-z0-9][A-Za-z0-9._:+-]{0,63})?", re.ASCII))
@@ -45,3 +46,7 @@ TOOL = CodeKind("tool", re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.:-]{0,63}", re.ASCI
 # An identifier the log makes (fusion, phase, commit and tool call ids): a uuid with the
 # CLI's prefixes and suffixes, `fusion-<uuid>:phase:0`.
 IDENTIFIER = CodeKind("id", re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}", re.ASCII))
+# A version or a rule's name the log gives: `1.0.102`, `2026-09-01`, `mu-118`, `rule-cascade`.
+VERSION = CodeKind("version", re.compile(r"[0-9A-Za-z][0-9A-Za-z.+_-]{0,63}", re.ASCII))
+# The name of a field of the log, as an unknown field is reported: `routingLatencyMs`.
+FIELD = CodeKind("field", re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}", re.ASCII))

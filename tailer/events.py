@@ -25,6 +25,12 @@ JSON) by the few helpers below that every field goes through. A value of the rig
 an absurd size (a count of 1e300, a duration of centuries, a year 2554 timestamp, an id
 holding a lone surrogate) makes the line damaged: `Malformed("absurd_<kind>")` (or
 `bad_timestamp`), counted, never exported.
+
+Every text that leaves the tailer as a machine code (a pattern, a reason, a model or tool
+name, an id) must also look like one (tailer/codes.py): `codes_only` checks each record
+against CODE_FIELDS as it is built, so no output downstream ever sees free text there. A
+value that is no code becomes `other` (an id: absent, since `other` would join unrelated
+records), and the record names the field in `not_codes` for the metrics to count.
 """
 
 from __future__ import annotations
@@ -37,6 +43,8 @@ import math
 import re
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
+
+from .codes import ENUM, FIELD, IDENTIFIER, MODEL, OTHER, TOOL, VERSION, CodeKind
 
 RESOLVED = "session.fusion_resolved"
 PHASE_COMPLETED = "assistant.fusion_phase_completed"
@@ -231,12 +239,14 @@ class Event:
     """Fields every record has: when it was written and what the parser noticed.
 
     `event_type` is filled in only with the notes, for the drift metrics that need it.
+    `not_codes` names the fields whose value was no code and was replaced (see CODE_FIELDS).
     """
 
     time_ns: int
     event_type: str = field(default="", kw_only=True)
     unknown_fields: tuple[str, ...] = field(default=(), kw_only=True)
     missing_fields: tuple[str, ...] = field(default=(), kw_only=True)
+    not_codes: tuple[str, ...] = field(default=(), kw_only=True)
 
 
 @dataclass(slots=True)
@@ -247,6 +257,10 @@ class Resolved(Event):
     policy: str | None
     route_source: str | None
     routing_latency_ms: float | None
+
+
+# The verdicts of a judge (or a critic) that send the draft back for a repair or a revision.
+REJECTING_VERDICTS = ("reject", "revise")
 
 
 @dataclass(slots=True)
@@ -399,6 +413,40 @@ class Malformed:
     reason: str
 
 
+# The fields of each record that leave the tailer as machine codes (span attributes and
+# names, metric labels, log words, report cells), each with the kind of code it must be.
+# The field's name is also the `field` label its refusals are counted under. The keys that
+# place a record (fusionId, attemptId, phaseId of a leg, toolCallId) are checked apart: a
+# record whose key is no id is damaged. docs/TRACES.md shows this table.
+CODE_FIELDS: dict[type, tuple[tuple[str, CodeKind], ...]] = {
+    Resolved: (("pattern", ENUM), ("synthetic_model", MODEL), ("policy", ENUM),
+               ("route_source", ENUM)),
+    LegEnded: (("phase_kind", ENUM), ("role", ENUM), ("scope", ENUM), ("model", MODEL),
+               ("status", ENUM), ("verdict", ENUM), ("failure_reason", ENUM),
+               ("degraded_to_phase_id", IDENTIFIER)),
+    Handoff: (("source_phase_id", IDENTIFIER), ("target_phase_id", IDENTIFIER)),
+    CommitStarted: (("source_phase_id", IDENTIFIER), ("source_model", MODEL)),
+    Completed: (("pattern", ENUM), ("synthetic_model", MODEL), ("outcome", ENUM),
+                ("final_source_phase_id", IDENTIFIER), ("final_source_model", MODEL),
+                ("degraded_reason", ENUM)),
+    RouteFailed: (("synthetic_model", MODEL), ("policy", ENUM), ("fallback_model", MODEL),
+                  ("reason", ENUM)),
+    ModelCall: (("model", MODEL), ("provider", TOOL), ("finish_reason", ENUM),
+                ("initiator", ENUM), ("fusion_id", IDENTIFIER), ("phase_id", IDENTIFIER),
+                ("phase_kind", ENUM), ("tool_requests", TOOL)),
+    ToolStarted: (("tool_name", TOOL), ("mcp_server", TOOL), ("mcp_tool", TOOL),
+                  ("fusion_id", IDENTIFIER), ("phase_id", IDENTIFIER)),
+    ToolCompleted: (("fusion_id", IDENTIFIER), ("phase_id", IDENTIFIER)),
+    SessionEnded: (("models", MODEL),),
+}
+# Every `field` a refusal is counted under: CODE_FIELDS's and a prompt's event id, which is
+# checked apart (a prompt without one is placed by its time). The names of unknown fields
+# and the types of unknown fusion events also become OTHER when they are no codes; the drift
+# counters count those already.
+NOT_CODE_FIELDS = tuple(sorted(
+    {name for fields in CODE_FIELDS.values() for name, _ in fields} | {"prompt_id"}))
+
+
 class _Absurd(Exception):
     """A value of the right type outside the range its outputs can carry (see MAX_COUNT)."""
 
@@ -447,7 +495,8 @@ def _record(event_type: str, obj: dict) -> Event | Malformed | None:
     if parse is None:
         if "fusion_" in event_type and event_type not in KNOWN_UNUSED:
             time_ns = parse_timestamp(obj.get("timestamp"))
-            return UnknownFusionEvent(time_ns or 0, event_type=_text(event_type) or "unknown")
+            return UnknownFusionEvent(time_ns or 0,
+                                      event_type=ENUM.accept(_text(event_type)) or "unknown")
         return None
     time_ns = parse_timestamp(obj.get("timestamp"))
     if time_ns is None:
@@ -458,25 +507,97 @@ def _record(event_type: str, obj: dict) -> Event | Malformed | None:
     if not isinstance(data, dict):
         return Malformed("bad_data")
     key = None
+    not_codes = ()
     key_field = _KEY_FIELDS.get(event_type)
     if key_field is not None:
         key = _text(data.get(key_field))
         if key is None:
             return Malformed(_MISSING_KEY[key_field])
+        if not _is_code(IDENTIFIER, key):
+            return Malformed(_BAD_KEY[key_field])
     elif event_type == USER_MESSAGE:
         key = _text(obj.get("id"))
+        if key is not None and not IDENTIFIER.is_code(key):
+            key, not_codes = None, ("prompt_id",)  # the prompt is placed by its time instead
     record = parse(time_ns, key, data)
-    if isinstance(record, Malformed) or event_type not in KNOWN_FIELDS:
+    if isinstance(record, Malformed):
+        return record
+    not_codes += codes_only(record)
+    if not_codes:
+        record.not_codes = not_codes
+    if event_type not in KNOWN_FIELDS:
         return record
     # Both notes are empty on almost every line: see that cheaply, build them only if not.
     known = KNOWN_FIELDS[event_type]
     missing = [k for k in REQUIRED_FIELDS[event_type] if data.get(k) is None]
     if missing or not known.issuperset(data):
-        unknown = tuple(sorted(_text(k) or "" for k in data if k not in known))
+        unknown = tuple(sorted(_field_name(k) for k in data if k not in known))
         record = dataclasses.replace(
             record, event_type=event_type, unknown_fields=unknown, missing_fields=tuple(missing)
         )
     return record
+
+
+def _field_name(name: str) -> str:
+    """An unknown field's name as it is reported: OTHER when it is no field name."""
+    if FIELD.is_code(name):
+        return name
+    _text(name)  # a lone surrogate damages the line, as in any text
+    return OTHER
+
+
+# The codes of each kind seen lately: nearly every value (a model, a pattern, a leg's phase
+# id) repeats on many lines, and a set lookup costs a fraction of a match. Bounded: cleared
+# when full. Only accepted values are kept, so a refusal is always decided by the pattern.
+_SEEN_LIMIT = 4096
+_SEEN: dict[CodeKind, set[str]] = {kind: set() for kind in (ENUM, MODEL, TOOL, IDENTIFIER)}
+# CODE_FIELDS with each field's set of seen codes, for the loop below.
+_CODE_CHECKS = {
+    record_type: tuple((name, kind, _SEEN[kind]) for name, kind in fields)
+    for record_type, fields in CODE_FIELDS.items()
+}
+
+
+def _is_code(kind: CodeKind, value: str) -> bool:
+    seen = _SEEN[kind]
+    if value in seen:
+        return True
+    if kind.pattern.fullmatch(value) is None:
+        return False
+    if len(seen) >= _SEEN_LIMIT:
+        seen.clear()
+    seen.add(value)
+    return True
+
+
+def codes_only(record: Event) -> tuple[str, ...]:
+    """Put OTHER (None for an id) in each field of CODE_FIELDS that holds no code of its
+    kind; the names of those fields. For a record not yet handed on (the parser's, or one
+    rebuilt from saved data), which it changes in place."""
+    refused = ()
+    for name, kind, seen in _CODE_CHECKS.get(type(record), ()):
+        value = getattr(record, name)
+        if value.__class__ is str:
+            if value not in seen and not _is_code(kind, value):
+                setattr(record, name, None if kind is IDENTIFIER else OTHER)
+                refused += (name,)
+        elif value and not seen.issuperset(value) and not all(
+                [_is_code(kind, item) for item in value]):  # tool names, or a map by model
+            setattr(record, name, _named_codes_only(value, kind))
+            refused += (name,)
+    return refused
+
+
+def _named_codes_only(value: tuple[str, ...] | dict[str, Usage], kind: CodeKind):
+    """The names (or a map's keys) with each that is no code made OTHER: a map's figures
+    under refused names add up under OTHER, as the calls of such models do."""
+    if isinstance(value, tuple):
+        return tuple(sorted(name if kind.is_code(name) else OTHER for name in value))
+    merged: dict[str, Usage] = {}
+    for name, usage in value.items():
+        name = name if kind.is_code(name) else OTHER
+        merged[name] = merged[name] + usage if name in merged else usage
+    return merged
 
 
 def may_matter(line: bytes) -> bool:
@@ -752,6 +873,8 @@ def _leg(time_ns: int, fusion_id: str, data: dict, *, default_status: str) -> Le
     phase_id = _text(data.get("phaseId"))
     if phase_id is None:
         return Malformed("missing_phase_id")
+    if not _is_code(IDENTIFIER, phase_id):
+        return Malformed("bad_phase_id")
     usage = data.get("usage")
     return LegEnded(
         time_ns,
@@ -993,6 +1116,10 @@ _MISSING_KEY = {
     "fusionId": "missing_fusion_id", "attemptId": "missing_attempt_id",
     "toolCallId": "missing_tool_call_id",
 }
+# A key that is no id cannot place its record either: the line is damaged.
+_BAD_KEY = {
+    "fusionId": "bad_fusion_id", "attemptId": "bad_attempt_id", "toolCallId": "bad_tool_call_id",
+}
 
 _PARSERS = {
     RESOLVED: _resolved,
@@ -1020,21 +1147,17 @@ _KNOWN_UNUSED_TYPES = frozenset(event_type.encode() for event_type in KNOWN_UNUS
 # The CLI writes `type` first, so most lines, and the kept head of an oversized line, give
 # their type without a JSON parse.
 _LEADING_TYPE = re.compile(rb'[\0 \t\r]*\{\s*"type"\s*:\s*"([^"\\]{1,%d})"' % MAX_TEXT)
-# A version is short and plain; a field holding anything else is not reported.
-_VERSION = re.compile(r"[0-9A-Za-z][0-9A-Za-z.+-]{0,63}")
-
-
 def event_type_of(line: bytes) -> str | None:
     """The `type` of any line (without its newline), or None when it has no readable one."""
     match = _LEADING_TYPE.match(line)
     if match:
         try:
-            return match.group(1).decode()
+            return ENUM.accept(match.group(1).decode())
         except UnicodeDecodeError:
             return None
     obj = _json_object(line)
     try:
-        return _text(obj.get("type")) if obj is not None else None
+        return ENUM.accept(_text(obj.get("type"))) if obj is not None else None
     except _Absurd:
         return None
 
@@ -1046,7 +1169,7 @@ def cli_version_of(line: bytes) -> str | None:
         return None
     data = obj.get("data")
     version = data.get("copilotVersion") if isinstance(data, dict) else None
-    if isinstance(version, str) and _VERSION.fullmatch(version):
+    if isinstance(version, str) and VERSION.is_code(version):
         return version
     return None
 
@@ -1063,25 +1186,41 @@ def _json_object(line: bytes) -> dict | None:
 
 
 class Kept:
-    """How the scrubber keeps a field it is allowed to keep; every other field is dropped."""
+    """How the scrubber keeps a field it is allowed to keep; every other field is dropped.
 
-    VALUE = "value"  # a number, boolean or short string as written: an enum, a model, a count
+    A CodeKind (tailer/codes.py) in place of one of these keeps a number or a boolean as
+    written and a string only when it is a code of that kind: any other string becomes
+    `other`, so free text in a field that should hold an enum or a name is never shared.
+    """
+
+    VALUE = "value"  # a number or a boolean as written (a count, a flag); never a string
     TIMESTAMP = "timestamp"  # as written; the demo moves these to recent times
     EVENT_ID = "event_id"  # a fresh uuid, the same one for every mention of the old id
     SESSION_ID = "session_id"  # likewise; the session folder is renamed to match
     FUSION_ID = "fusion_id"  # `fusion-<uuid>`; an id written `<fusionId>:<suffix>` keeps its suffix
     TOOL_CALL_ID = "tool_call_id"
-    ANY_NAME = "*"  # as a field name: every field of a map keyed by names (models, tools)
+    # As a field name: every entry of a map keyed by model names, or by tool names. An entry
+    # whose name is no code of that kind is dropped.
+    ANY_MODEL = "*model"
+    ANY_TOOL = "*tool"
+
+
+# The kind of name each map marker stands for.
+NAMES_OF = {Kept.ANY_MODEL: MODEL, Kept.ANY_TOOL: TOOL}
 
 
 def _values(*names: str) -> dict[str, str]:
     return dict.fromkeys(names, Kept.VALUE)
 
 
+def _codes(kind: CodeKind, *names: str) -> dict[str, CodeKind]:
+    return dict.fromkeys(names, kind)
+
+
 # A dict lists the fields kept of a nested object; a list holding one dict, those of each
 # object in a list. Event types not named keep only the envelope and `data: {}`.
 SCRUB_ENVELOPE = {
-    "type": Kept.VALUE, "id": Kept.EVENT_ID, "timestamp": Kept.TIMESTAMP,
+    "type": ENUM, "id": Kept.EVENT_ID, "timestamp": Kept.TIMESTAMP,
     "parentId": Kept.EVENT_ID,
 }
 _SCRUB_USAGE = _values(
@@ -1089,100 +1228,100 @@ _SCRUB_USAGE = _values(
     "totalNanoAiu",
 )
 _SCRUB_LEG = {
-    **_values(
-        "phaseKind", "role", "conversationScope", "model", "reasoningEffort", "status",
-        "verdict", "durationMs", "projectionMode", "reason", "syntheticModel", "policy",
-        "pattern",
-    ),
+    **_codes(ENUM, "phaseKind", "role", "conversationScope", "reasoningEffort", "status",
+             "verdict", "projectionMode", "reason", "policy", "pattern"),
+    **_codes(MODEL, "model", "syntheticModel"),
+    **_values("durationMs"),
     "fusionId": Kept.FUSION_ID, "phaseId": Kept.FUSION_ID, "turnId": Kept.FUSION_ID,
     "degradedToPhaseId": Kept.FUSION_ID, "usage": _SCRUB_USAGE,
 }
-_SCRUB_TOOL_FUSION = {
-    **_values("syntheticModel", "policy", "pattern", "phaseKind", "role", "sourceModel",
-              "conversationScope"),
+_SCRUB_CALL_FUSION = {
+    **_codes(ENUM, "policy", "pattern", "phaseKind", "role", "conversationScope"),
+    **_codes(MODEL, "syntheticModel", "sourceModel"),
     "fusionId": Kept.FUSION_ID, "phaseId": Kept.FUSION_ID, "commitId": Kept.FUSION_ID,
 }
 SCRUB_DATA = {
     RESOLVED: {
-        **_values(
-            "contractVersion", "syntheticModel", "policy", "routeSource", "planVersion",
-            "policyVersion", "modelUniverseVersion", "ruleId", "selectedRuleId", "pattern",
-            "primaryModel", "secondaryModel", "judgeModel", "repairModel", "fallbackModel",
-            "followUpModel", "routingLatencyMs",
-        ),
+        **_codes(VERSION, "contractVersion", "planVersion", "policyVersion",
+                 "modelUniverseVersion", "ruleId", "selectedRuleId"),
+        **_codes(ENUM, "policy", "routeSource", "pattern"),
+        **_codes(MODEL, "syntheticModel", "primaryModel", "secondaryModel", "judgeModel",
+                 "repairModel", "fallbackModel", "followUpModel"),
+        **_values("routingLatencyMs"),
         "fusionId": Kept.FUSION_ID, "turnId": Kept.FUSION_ID,
-        "phasePlan": [_values("kind", "role", "scope", "conditional")],
-        "critics": [{"phaseId": Kept.FUSION_ID, **_values("model", "reasoningEffort")}],
+        "phasePlan": [{**_codes(ENUM, "kind", "role", "scope"), **_values("conditional")}],
+        "critics": [{"phaseId": Kept.FUSION_ID, "model": MODEL, "reasoningEffort": ENUM}],
     },
     PHASE_COMPLETED: _SCRUB_LEG,
     PHASE_FAILED: _SCRUB_LEG,
     HANDOFF: {
         "fusionId": Kept.FUSION_ID, "sourcePhaseId": Kept.FUSION_ID,
-        "targetPhaseId": Kept.FUSION_ID, "targetModel": Kept.VALUE,
+        "targetPhaseId": Kept.FUSION_ID, "targetModel": MODEL,
     },
     COMMIT_STARTED: {
-        **_values("sourceModel", "kind"),
+        "sourceModel": MODEL, "kind": ENUM,
         "fusionId": Kept.FUSION_ID, "commitId": Kept.FUSION_ID,
         "sourcePhaseId": Kept.FUSION_ID, "toolCallId": Kept.TOOL_CALL_ID,
     },
     COMPLETED: {
+        **_codes(ENUM, "pattern", "outcome", "degradedReason", "policy"),
+        **_codes(MODEL, "syntheticModel", "finalSourceModel", "followUpModel"),
         **_values(
-            "syntheticModel", "pattern", "outcome", "finalSourceModel", "followUpModel",
-            "degradedReason", "phaseCount", "requestCount", "inputTokens", "outputTokens",
-            "cachedTokens", "cacheWriteTokens", "totalNanoAiu", "durationMs", "policy",
+            "phaseCount", "requestCount", "inputTokens", "outputTokens", "cachedTokens",
+            "cacheWriteTokens", "totalNanoAiu", "durationMs",
         ),
         "fusionId": Kept.FUSION_ID, "commitId": Kept.FUSION_ID, "turnId": Kept.FUSION_ID,
         "finalSourcePhaseId": Kept.FUSION_ID,
     },
     ROUTE_FAILED: {
-        **_values("syntheticModel", "policy", "fallbackModel", "reason", "routingLatencyMs"),
+        **_codes(ENUM, "policy", "reason"),
+        **_codes(MODEL, "syntheticModel", "fallbackModel"),
+        **_values("routingLatencyMs"),
         "attemptId": Kept.FUSION_ID,
     },
     "session.fusion_change_checkpoint": {
         "fusionId": Kept.FUSION_ID, "codeChanges": _values("linesAdded", "linesRemoved"),
     },
     SESSION_START: {
-        **_values("version", "producer", "copilotVersion", "selectedModel"),
+        **_codes(VERSION, "version", "copilotVersion"),
+        "producer": ENUM, "selectedModel": MODEL,
         "sessionId": Kept.SESSION_ID, "startTime": Kept.TIMESTAMP,
     },
     SESSION_RESUME: {"resumeTime": Kept.TIMESTAMP, "eventCount": Kept.VALUE},
     SHUTDOWN: {
+        "shutdownType": ENUM,
         **_values(
-            "shutdownType", "totalPremiumRequests", "totalNanoAiu", "totalApiDurationMs",
+            "totalPremiumRequests", "totalNanoAiu", "totalApiDurationMs",
             "currentTokens", "systemTokens", "conversationTokens", "toolDefinitionsTokens",
         ),
-        "modelMetrics": {Kept.ANY_NAME: {
+        "modelMetrics": {Kept.ANY_MODEL: {
             "requests": _values("count", "cost"),
             "usage": _values("inputTokens", "outputTokens", "cacheReadTokens", "cacheWriteTokens"),
             "totalNanoAiu": Kept.VALUE,
         }},
     },
     USAGE_CHECKPOINT: _values("totalNanoAiu"),
-    "session.model_change": _values("newModel", "previousModel"),
+    "session.model_change": _codes(MODEL, "newModel", "previousModel"),
     TOOL_STARTED: {
-        **_values("toolName", "mcpServerName", "mcpToolName", "model"),
-        "toolCallId": Kept.TOOL_CALL_ID, "fusion": _SCRUB_TOOL_FUSION,
+        **_codes(TOOL, "toolName", "mcpServerName", "mcpToolName"),
+        "model": MODEL,
+        "toolCallId": Kept.TOOL_CALL_ID, "fusion": _SCRUB_CALL_FUSION,
     },
     TOOL_COMPLETED: {
-        **_values("success", "model"),
-        "toolCallId": Kept.TOOL_CALL_ID, "fusion": _SCRUB_TOOL_FUSION,
+        "success": Kept.VALUE, "model": MODEL,
+        "toolCallId": Kept.TOOL_CALL_ID, "fusion": _SCRUB_CALL_FUSION,
     },
-    "session.usage_record": {"usage": {
+    USAGE_RECORD: {"usage": {
         **_values(
-            "model", "inputTokens", "outputTokens", "cacheReadTokens", "cacheWriteTokens",
-            "cost", "duration", "timeToFirstTokenMs", "initiator", "finishReason",
-            "reasoningEffort", "isAuto", "isByok",
+            "inputTokens", "outputTokens", "cacheReadTokens", "cacheWriteTokens",
+            "cost", "duration", "timeToFirstTokenMs", "isAuto", "isByok",
         ),
-        "provider": _values("id", "kind"),
+        **_codes(ENUM, "initiator", "finishReason", "reasoningEffort"),
+        "model": MODEL,
+        "provider": {"id": TOOL, "kind": ENUM},
         "copilotUsage": _values("totalNanoAiu"),
-        "toolCounts": {Kept.ANY_NAME: Kept.VALUE},
-        "fusion": {
-            **_values(
-                "syntheticModel", "policy", "pattern", "phaseKind", "role", "sourceModel",
-                "conversationScope",
-            ),
-            "fusionId": Kept.FUSION_ID, "phaseId": Kept.FUSION_ID, "commitId": Kept.FUSION_ID,
-        },
+        "toolCounts": {Kept.ANY_TOOL: Kept.VALUE},
+        "fusion": _SCRUB_CALL_FUSION,
     }},
-    "abort": {"reason": Kept.VALUE},
+    "abort": {"reason": ENUM},
 }

@@ -20,7 +20,7 @@ import platform
 import time
 
 from . import __version__
-from .events import UnknownFusionEvent, Event
+from .events import NOT_CODE_FIELDS, REJECTING_VERDICTS, UnknownFusionEvent, Event
 from .exposition import Registry
 from .turns import Reconciliation, Turn
 
@@ -29,8 +29,6 @@ from .turns import Reconciliation, Turn
 DURATION_BUCKETS = tuple(0.01 * 2**i for i in range(18))
 ROUTING_BUCKETS = (0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5, 0.75, 1.0, 2.0, 5.0)
 MAX_MODELS = 50
-# Verdicts that send the draft back for a repair or a revision.
-REJECTING_VERDICTS = ("reject", "revise")
 
 
 # An event time further ahead of the clock than this is a wrong clock or a damaged line:
@@ -163,6 +161,11 @@ class TurnMetrics:
             "Expected fields absent from fusion events.",
             ("event_type",),
         )
+        self.not_codes = counter(
+            "hydrafusion_tailer_values_not_codes_total",
+            "Values of fields read as machine codes that were none and became `other`.",
+            ("field",),
+        )
         self.unknown_events = counter(
             "hydrafusion_tailer_unknown_events_total", "Fusion event types the tailer does not know.",
         )
@@ -199,6 +202,8 @@ class TurnMetrics:
         for source in ("shutdown", "usage_checkpoint"):
             for result in ("agree", "disagree"):
                 self.reconciliations.inc({"source": source, "result": result}, 0)
+        for name in NOT_CODE_FIELDS:
+            self.not_codes.inc({"field": name}, 0)
         self.unknown_events.inc(None, 0)
         self.turn_errors.inc(None, 0)
         self.spans_exported.inc(None, 0)
@@ -328,8 +333,10 @@ class TurnMetrics:
         self.malformed.inc({"reason": reason})
 
     def count_event(self, event: Event) -> None:
-        """Note schema drift and the newest event time; the event is fusion by definition."""
+        """Note schema drift, values that were no codes and the newest event time."""
         event_type = event.event_type
+        for name in event.not_codes:
+            self.not_codes.inc({"field": name})
         if isinstance(event, UnknownFusionEvent):
             self.unknown_events.inc()
         if event.unknown_fields:

@@ -32,12 +32,12 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 from datetime import datetime, timezone, tzinfo
 
-from .events import LegEnded, ModelCall, Usage
-from .turns import Reconciliation, ToolCall, Turn, call_start_ns, leg_start_ns
+from .events import REJECTING_VERDICTS, LegEnded, ModelCall, Usage
+from .turns import (
+    ROUTE_FAILED_OUTCOME, Reconciliation, ToolCall, Turn, call_start_ns, leg_start_ns,
+)
 
 SCHEMA_VERSION = 1
-ROUTE_FAILED = "route_failed"
-REJECTING_VERDICTS = ("reject", "revise")  # the verdicts that send a draft back
 ORDINARY = "ordinary"
 KINDS = ("fusion", "ordinary", "fallback")
 
@@ -346,7 +346,7 @@ def _tool_row(turn_start_ns: int, tool: ToolCall, leg: int | None) -> ToolRow:
 def headline(rows: list[TurnRow]) -> Headline:
     """The figures of HydraFusion's turns (no ordinary ones among `rows`)."""
     legs = [leg for row in rows for leg in row.legs]
-    routed = [row for row in rows if row.outcome != ROUTE_FAILED]
+    routed = [row for row in rows if row.outcome != ROUTE_FAILED_OUTCOME]
     judged = [row for row in rows if any(leg.verdict for leg in row.legs)]
     rejected = sum(any(leg.verdict in REJECTING_VERDICTS for leg in row.legs) for row in judged)
     credits = _total(leg.credits for leg in legs)

@@ -22,8 +22,9 @@ copy that holds only the shape of each fusion turn, which is all the tailer need
 
 The per-type list of fields lives in tailer/events.py (`SCRUB_DATA`), the only module that
 knows the log's field names. A value in a kept field survives only if it is a number, a
-boolean or a string of at most 200 characters: a metadata field holding anything larger is
-not metadata.
+boolean, or a string that is a code of the field's kind (tailer/codes.py: an enum value, a
+model or tool name, a version); any other string becomes `other`, and an entry of a map
+keyed by model or tool names whose name is no such name is dropped.
 
 Ids are replaced, consistently across a session, so nothing links a shared file to its
 original: the session id (folder name and `sessionId`) and event ids get fresh uuids, each
@@ -50,6 +51,7 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from . import events
+from .codes import CodeKind
 from .events import Kept
 from .files import LOG_NAME, session_logs
 from .printable import printable
@@ -142,8 +144,8 @@ def _keep(obj: dict, fields: dict, ids: IdMap, retime: Callable[[str], str]) -> 
     kept = {}
     for name, value in obj.items():
         how = fields.get(name)
-        if how is None and len(name) <= _MAX_TEXT:
-            how = fields.get(Kept.ANY_NAME)  # a map keyed by names: models, tools
+        if how is None:
+            how = _by_name(fields, name)
         if how is None:
             continue
         if value is None:
@@ -155,18 +157,23 @@ def _keep(obj: dict, fields: dict, ids: IdMap, retime: Callable[[str], str]) -> 
             if isinstance(value, list):
                 kept[name] = [_keep(item, how[0], ids, retime)
                               for item in value if isinstance(item, dict)]
-        elif how == Kept.VALUE:
-            if _is_metadata(value):
+        elif isinstance(value, (bool, int, float)):
+            if how == Kept.VALUE or isinstance(how, CodeKind):
                 kept[name] = value
-        elif isinstance(value, str) and len(value) <= _MAX_TEXT:
+        elif isinstance(how, CodeKind):
+            if isinstance(value, str):
+                kept[name] = how.accept(value) or value  # an empty string stays one
+        elif isinstance(value, str) and len(value) <= _MAX_TEXT and how != Kept.VALUE:
             kept[name] = retime(value) if how == Kept.TIMESTAMP else ids.replace(how, value)
     return kept
 
 
-def _is_metadata(value: object) -> bool:
-    if isinstance(value, str):
-        return len(value) <= _MAX_TEXT
-    return isinstance(value, (bool, int, float))
+def _by_name(fields: dict, name: str) -> object:
+    """How an entry of a map keyed by names is kept; None when its name is no such name."""
+    for marker, kind in events.NAMES_OF.items():
+        if marker in fields and kind.is_code(name):
+            return fields[marker]
+    return None
 
 
 def dumps(event: dict) -> str:

@@ -57,6 +57,8 @@ _REMEMBERED_FINISHED = 4096
 
 
 ORDINARY_PREFIX = "prompt-"
+# The outcome of a turn whose routing failed (the event is events.ROUTE_FAILED).
+ROUTE_FAILED_OUTCOME = "route_failed"
 
 # How a tool span's times were found (`ToolCall.timing`).
 LIVE = "live"  # the tool's own start and complete events, written as it ran
@@ -118,7 +120,7 @@ class Turn:
     def outcome(self) -> str:
         """An ordinary turn is `completed` when its last call ended without asking for tools."""
         if self.route_failure is not None:
-            return "route_failed"
+            return ROUTE_FAILED_OUTCOME
         if self.completed is not None:
             return self.completed.outcome or "completed"
         if self.ordinary and self.calls and self.calls[-1].finish_reason != "tool_calls":

@@ -162,10 +162,10 @@ def test_names_that_could_garble_a_terminal_are_escaped(capsys, tmp_path):
     append(path, [json.dumps(dict(UNKNOWN_FIELD, data=data))])
     code, out, _ = doctor_run(capsys, state)
     assert code == 1
-    assert "\x1b" not in out
+    assert "\x1b" not in out and out.isascii()
+    # A name that is no field name is never shown: it is counted as `other`.
     assert set(table(out, "Unknown fields on fusion events")) == {
-        "assistant.fusion_phase_completed " + name
-        for name in ("rationale", "\\x1b[2Jwiped", "''", "caf\u00e9")}
+        "assistant.fusion_phase_completed " + name for name in ("rationale", "other")}
 
 
 def test_a_flood_of_distinct_names_is_counted_together(capsys, monkeypatch, tmp_path):

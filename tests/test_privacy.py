@@ -7,22 +7,31 @@ unknown fields. The sessions hold ordinary turns, MCP tools, tool output long en
 read without decoding it, usage records (one damaged), and totals that disagree, so every
 span, attribute, metric and log line of the whole turn is covered. The CLI's own telemetry
 export, with its content capture on, holds CANARY in every attribute that is not metadata
-(and a damaged line). The tailer runs as a daemon with every output on; the canary must be in
-none of them: OTLP payloads (spans, the CLI's telemetry and the tailer's metrics push), the
-history pushed to Prometheus, /metrics, the textfile, the log;
-nor in any format of the report (table, JSON, CSV, HTML).
+(and a damaged line). Three more sessions hold free text, a path and a password (POISON,
+tests/poison.py) where the log should hold machine codes: in every code field of every event
+type (patterns, reasons, outcomes, verdicts, kinds, models, tools, an abort's reason), in
+every id, and in every key. The tailer runs as a daemon with every output on; neither the
+canary nor any part of POISON must be in any of them: OTLP payloads (spans, the CLI's
+telemetry and the tailer's metrics push), the history pushed to Prometheus, /metrics, the
+textfile, the log; nor in any format of the report (table, `--watch`, JSON, CSV, HTML), nor
+in what `scrub` writes.
 """
 
+import io
 import json
+import os
 import ssl
+import subprocess
+import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from otlp_sink import OtlpSink
+from poison import FRAGMENTS, write_poisoned_sessions
 from prom import free_port
 from sessiongen import CANARY, every_pattern, whole_session
-from tailerproc import running_tailer, tailer_env
+from tailerproc import ROOT, running_tailer, tailer_env
 
 DAMAGED = [
     # A fusion event cut off mid-line by a crash, then a good line glued to NUL padding.
@@ -145,6 +154,7 @@ def test_no_text_ever_leaves(tmp_path):
         for line in DAMAGED:
             handle.write(line.encode("utf-8", "surrogateescape") + b"\n")
     assert CANARY.encode() in path.read_bytes()
+    write_poisoned_sessions(state, every_pattern)
     cli_otel = tmp_path / "otel"
     cli_otel.mkdir()
     lines = [json.dumps(record) for record in CLI_EXPORT] + ["{" + CANARY]
@@ -188,6 +198,11 @@ def test_no_text_ever_leaves(tmp_path):
         assert text, f"{name} is empty: the test would prove nothing"
         assert CANARY not in text, f"the canary leaked into {name}"
         assert "CANARY" not in text.upper(), f"part of the canary leaked into {name}"
+        for fragment in FRAGMENTS:
+            assert fragment not in text, f"{fragment!r} of a code field leaked into {name}"
+    # The poisoned sessions were read: their refusals counted, their bad keys seen.
+    assert "hydrafusion other" in {span["name"] for span in sink.spans()}  # a poisoned pattern
+    assert 'reason="bad_fusion_id"' in outputs["/metrics"]
     # Every kind of span was exported, the damage was seen and reported without its text.
     names = {span["name"].split(" ")[0] for span in sink.spans()}
     assert {"hydrafusion", "ordinary", "chat", "execute_tool", "route", "invoke_agent"} <= names
@@ -212,13 +227,44 @@ def test_no_text_in_any_report_format(tmp_path):
     with open(path, "ab") as handle:
         for line in DAMAGED:
             handle.write(line.encode("utf-8", "surrogateescape") + b"\n")
+    write_poisoned_sessions(state, every_pattern)
     page = tmp_path / "report.html"
     outputs = {}
     for name, options in (("table", []), ("JSON", ["--format", "json"]),
                           ("CSV", ["--format", "csv"]), ("HTML", ["--html", str(page)])):
         done = run_report("--state-dir", str(state), *options)
         assert done.returncode == 0, done.stderr
-        outputs[name] = page.read_text() if name == "HTML" else done.stdout
+        outputs[name] = page.read_text() if name == "HTML" else done.stdout + done.stderr
+    outputs["--watch"] = watched(state)
+    scrubbed = tmp_path / "scrubbed"
+    done = subprocess.run([sys.executable, "-m", "tailer", "scrub", str(state), str(scrubbed)],
+                          cwd=ROOT, env=tailer_env(), capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    outputs["scrub"] = done.stdout + done.stderr + "".join(
+        path.read_text() for path in sorted(scrubbed.rglob("*")) if path.is_file())
     for name, text in outputs.items():
         assert "gpt-5.6-sol" in text, f"{name} holds no turn: the test would prove nothing"
         assert "CANARY" not in text.upper(), f"the canary leaked into the report's {name}"
+        for fragment in FRAGMENTS:
+            assert fragment not in text, f"{fragment!r} of a code field leaked into {name}"
+    assert "other" in outputs["JSON"], "no poisoned turn was reported: the test would prove nothing"
+
+
+def watched(state):
+    """What `report --watch` draws of the state folder, until every turn has been shown."""
+    from tailer.report_live import watch
+    from tailer.report_read import Selection
+    from tailer.watch import SessionWatcher
+
+    out = io.StringIO()
+    calls = []
+
+    def terminal_size():
+        calls.append(1)
+        if len(calls) > 3:
+            raise KeyboardInterrupt
+        return os.terminal_size((160, 200))
+
+    assert watch(state, Selection(), {}, out, color=False, terminal_size=terminal_size,
+                 watcher=SessionWatcher(state, use_inotify=False)) == 0
+    return out.getvalue()

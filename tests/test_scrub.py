@@ -155,8 +155,10 @@ def test_unknown_types_keep_the_envelope_and_odd_values_are_dropped(tmp_path):
     (unknown, leg), = scrubbed_logs(tmp_path / "out").values()
     assert unknown == {"type": "future.event", "data": {}, "id": unknown["id"],
                        "timestamp": "2026-11-04T10:00:00Z", "parentId": None}
-    assert sorted(leg["data"]) == ["durationMs", "fusionId", "phaseId", "status", "usage", "verdict"]
+    assert sorted(leg["data"]) == ["durationMs", "fusionId", "phaseId", "reason", "status", "usage",
+                                   "verdict"]
     assert leg["data"]["usage"] == {"totalNanoAiu": 5} and leg["data"]["verdict"] is None
+    assert leg["data"]["reason"] == "other"  # no code: never as written
     fusion_id, _, suffix = leg["data"]["phaseId"].partition(":")
     assert fusion_id == leg["data"]["fusionId"] and CANARY not in suffix and "/" not in suffix
     assert leg["parentId"] == unknown["id"]
