@@ -382,7 +382,11 @@ def _check_value(value: object, what: str) -> None:
 
 
 class Registry:
-    """Metric families, their series and the label vocabulary, behind one lock."""
+    """Metric families, their series and the label vocabulary, behind one lock.
+
+    Over 150 lines because every view of the series (a scrape, the textfile, the push, the
+    history, a checkpoint's save and restore) must read them under that one lock, with the
+    zero-first state and the published values the module docstring describes."""
 
     def __init__(self, *, clock=time.monotonic, label_value_limits: dict[str, int] | None = None):
         self._clock = clock

@@ -147,6 +147,9 @@ class ExactlyOnce(RuleBasedStateMachine):
     def scrape(self) -> None:
         time.sleep(0.002)  # a scrape's "now" after any sample the history placed
         self.prometheus.scrape(self.run.registry.render(), time.time_ns() // 1_000_000)
+        # A live tailer answered it, and a live tailer beats within HEARTBEAT_S: the next
+        # run's history must place nothing before this scrape.
+        self.last_alive_s = time.time()
 
     # -- what happens to the logs ---------------------------------------------------------
 
@@ -167,10 +170,12 @@ class ExactlyOnce(RuleBasedStateMachine):
     def note_truth(self, session_id: str) -> None:
         """The turns whose every line is whole in the log are the ones to count."""
         writer = self.writers[session_id]
-        if session_id in self.cut:
-            return  # its last turn's last line is not whole yet: wait for it
+        # While its last lines are not whole, the turns whose last fusion event is.
+        data = (self.state / session_id / "events.jsonl").read_bytes()
+        whole = data[:data.rfind(b"\n") + 1].decode().splitlines()
         for turn in writer.expected:
-            self.truth[(session_id, turn.fusion_id)] = turn
+            if any(turn.fusion_id in line and turn.end_timestamp in line for line in whole):
+                self.truth[(session_id, turn.fusion_id)] = turn
 
     def add_turns(self, writer: SessionWriter, kinds: list[int], models: tuple[str, ...]) -> None:
         for kind in kinds:
