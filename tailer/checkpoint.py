@@ -6,14 +6,20 @@ reported, the counter values, and the spans the collector has not accepted yet. 
 all of it together is what makes a crash harmless: the lines after the cut are read again
 and counted again, from counters that had not counted them yet.
 
-The file is replaced atomically (a temporary file in the same folder, flushed to disk, then
-renamed over the old one), so a crash while saving leaves the previous cut intact.
+This module keeps the file: its lock, the heartbeat on it, the atomic save, the load and
+the migration from older versions. What each part holds is its component's to say: each
+writes its own part (`to_state`, `state`) and checks it when it is read back (its
+`*_from_state`, gathered by the daemon in stages.Saved).
+
+The file is replaced atomically (atomic_file.replace_file: a temporary file in the same
+folder, flushed to disk, then renamed over the old one), so a crash while saving leaves the
+previous cut intact.
 
 A checkpoint may still be damaged (a bit flip, a hand edit, another program's file at its
 path), and whatever `load` returns is trusted by every stage. So `load` opens only a
-regular file, without blocking, refuses one above MAX_BYTES before reading it, and checks
-every field's type and range; anything else is a CheckpointError, which the caller answers
-by moving the file aside and starting afresh rather than crashing on it later.
+regular file, without blocking, refuses one above MAX_BYTES before reading it, and has
+every field's type and range checked; anything else is a CheckpointError, which the caller
+answers by moving the file aside and starting afresh rather than crashing on it later.
 """
 
 from __future__ import annotations
@@ -24,9 +30,8 @@ import json
 import math
 import os
 import stat
-import tempfile
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, Callable
 
 if os.name == "nt":
     import msvcrt
@@ -34,7 +39,7 @@ else:
     import fcntl
 
 from . import events
-from .exposition import ZERO_HOLD_SECONDS
+from .atomic_file import replace_file
 from .lines import Position
 from .turns import SessionContext, Turn
 
@@ -128,20 +133,10 @@ def beat(claimed: BinaryIO) -> None:
 
 def save(path: Path, state: dict) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, temp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as temp:
-            _write({"version": VERSION, **state}, temp)
-            temp.flush()
-            os.fsync(temp.fileno())
-        os.replace(temp_name, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temp_name)
-        raise
+    replace_file(path, lambda out: _write({"version": VERSION, **state}, out), durable=True)
 
 
-def _write(state: dict, out) -> None:
+def _write(state: dict, out: BinaryIO) -> None:
     """json.dumps(state) into `out`, the spans waiting for the collector a trace at a time.
 
     They can be megabytes while a backfill outruns the collector, and the whole as one
@@ -150,19 +145,24 @@ def _write(state: dict, out) -> None:
     json.dumps, which is several times faster than json.dump's Python encoder on the many
     small values of thousands of sessions.
     """
+    def write(text: str) -> None:
+        out.write(text.encode("ascii"))  # json.dumps escapes everything else
+
     pending = state.get("pending")
     if not pending:
-        out.write(json.dumps(state, separators=(",", ":")))
+        write(json.dumps(state, separators=(",", ":")))
         return
     rest = {key: value for key, value in state.items() if key != "pending"}
-    out.write(json.dumps(rest, separators=(",", ":"))[:-1] + ',"pending":[')
+    write(json.dumps(rest, separators=(",", ":"))[:-1] + ',"pending":[')
     for number, trace in enumerate(pending):
-        out.write(("," if number else "") + json.dumps(trace, separators=(",", ":")))
-    out.write("]}")
+        write(("," if number else "") + json.dumps(trace, separators=(",", ":")))
+    write("]}")
 
 
-def load(path: Path) -> dict | None:
-    """The saved state, or None when there is none yet; CheckpointError when it is unusable."""
+def load(path: Path, parts: Callable[[dict], object] = lambda state: state):
+    """The saved state as `parts` reads it back (each component checking its own part:
+    ValueError, KeyError or TypeError when damaged), or None when there is none yet;
+    CheckpointError when it is unusable."""
     try:
         data = _read(path)
     except FileNotFoundError:
@@ -181,9 +181,9 @@ def load(path: Path) -> dict | None:
         if state["version"] == 3:
             state = _from_version_3(state)
         _check(state)
+        return parts(state)
     except (KeyError, TypeError, ValueError, RecursionError) as error:
         raise CheckpointError(f"{path} is damaged ({type(error).__name__}: {error})") from error
-    return state
 
 
 def _read(path: Path) -> bytes:
@@ -264,105 +264,6 @@ def _check(state: dict) -> None:
         for turn in _list(saved["open"], "a session's open turns"):
             turn_from_data(turn)
         context_from_data(saved.get("context"))
-    for rows in _dict(state["metrics"], "metrics").values():
-        for row in _list(rows, "a metric's series"):
-            _metric_series(row)
-    for trace in _list(state["pending"], "the pending spans"):
-        _pending_trace(trace)
-    if state.get("history") is not None:
-        _history(state["history"])
-    if state.get("cli") is not None:
-        _cli(state["cli"])
-    if "published_at_ms" in state:
-        _int(state["published_at_ms"], "the time of the save")
-
-
-def _metric_series(row: object) -> None:
-    """[label values, value, zero pending, seconds of zero left], as Registry.snapshot gives."""
-    if type(row) is not list or len(row) != 4:
-        raise ValueError("a metric series is not a list of 4")
-    labels, value, pending, hold_left = row
-    for label in _list(labels, "a series' label values"):
-        _text(label, "a label value")
-    if type(value) is dict:  # a histogram's
-        if set(value) != {"buckets", "sum"}:
-            raise ValueError("a histogram's value is not its buckets and sum")
-        for count in _list(value["buckets"], "a histogram's buckets"):
-            _int(count, "a bucket's count")
-        _metric_value(value["sum"], "a histogram's sum")
-    else:
-        _metric_value(value, "a series' value")
-    if type(pending) is not bool:
-        raise ValueError("a series' zero first state is not true or false")
-    _number(hold_left, "a series' zero hold", 0, ZERO_HOLD_SECONDS)
-
-
-def _metric_value(value: object, what: str) -> None:
-    """A counter's or a histogram sum's exact whole number (exposition._exact: credits in
-    nano units, so larger than int64 can hold), or a value as shown (a gauge, version 2)."""
-    if type(value) is int:
-        _int(value, what, _EXACT_BOUND, -_EXACT_BOUND)
-    else:
-        _number(value, what)
-
-
-def _pending_trace(trace: object) -> None:
-    """{"trace_id": hex, "spans": [OTLP/JSON text of each span]}, as the outbox keeps them.
-
-    Each span's text is sent as it is, so one that is not a JSON object of its trace would
-    make the collector refuse a whole batch.
-    """
-    trace_id = _text(_dict(trace, "a pending trace")["trace_id"], "a pending trace's id")
-    if len(trace_id) != 32 or trace_id.strip("0123456789abcdef"):
-        raise ValueError("a pending trace's id is not 32 hex digits")
-    for span in _list(trace["spans"], "a pending trace's spans"):
-        span = json.loads(_text(span, "a pending span", None))
-        if type(span) is not dict or span.get("traceId") != trace_id:
-            raise ValueError("a pending span is not a span of its trace")
-
-
-def _cli(cli: object) -> None:
-    """The CLI telemetry's side (service.CliTelemetry.state): each export file's position,
-    and its span and metric units not delivered yet, as outboxes keep them."""
-    for name, position in _dict(_dict(cli, "the CLI telemetry")["files"],
-                                "the CLI export files").items():
-        _text(name, "a CLI export file", None)
-        Position.from_data(position)
-    for signal in ("spans", "metrics"):
-        for unit in _list(cli[signal], "the CLI's pending units"):
-            _text(_dict(unit, "a CLI unit")["trace_id"], "a CLI unit's key")
-            for text in _list(unit["spans"], "a CLI unit's entries"):
-                if type(json.loads(_text(text, "a CLI unit's entry", None))) is not dict:
-                    raise ValueError("a CLI unit is not a JSON object")
-
-
-def _history(history: object) -> None:
-    """The history not pushed yet, as tailer.history's History.state gives it."""
-    _dict(history, "the history")
-    _int(history["not_before_ms"], "the history's first time")
-    _int(history["cutoff_ms"], "the history's last time")
-    for key, base in _dict(history["bases"], "the history's bases").items():
-        _history_key(key)
-        _int(base, "a history base", _EXACT_BOUND)
-    divisors = _dict(history["divisors"], "the history's divisors")
-    for key, changes in _dict(history["changes"], "the history's changes").items():
-        _history_key(key)
-        _int(divisors[key], "a history series' divisor", _EXACT_BOUND, 1)
-        for change in _list(changes, "a series' history"):
-            if type(change) is not list or len(change) != 2:
-                raise ValueError("a history change is not [time, amount]")
-            _int(change[0], "a history change's time")
-            _int(change[1], "a history change's amount", _EXACT_BOUND)
-
-
-def _history_key(key: str) -> None:
-    """[metric name, [[label, value], ...]] as JSON text."""
-    name, labels = json.loads(key)
-    _text(name, "a history series' name")
-    for pair in _list(labels, "a history series' labels"):
-        if type(pair) is not list or len(pair) != 2:
-            raise ValueError("a history series' label is not [name, value]")
-        _text(pair[0], "a history label"), _text(pair[1], "a history label value")
 
 
 def turn_to_data(turn: Turn) -> dict:
@@ -498,8 +399,6 @@ def _int(value: object, what: str, high: int = 2**63 - 1, low: int = 0) -> int:
 # A metric's value: no series of ours comes near it, and every conversion of one (to int64,
 # to nanoseconds) stays finite.
 _METRIC_BOUND = 2.0**63
-# An exact value is that many units of 1/1e9 (exposition._exact).
-_EXACT_BOUND = 2**63 * 10**9
 
 
 def _number(value: object, what: str, low: float = -_METRIC_BOUND,

@@ -17,8 +17,11 @@ from pathlib import Path
 from . import __version__, checkpoint, doctor, logs, report, scrub
 from .exposition import ZERO_HOLD_SECONDS
 from .otlp import metrics_url, parse_headers, tls_context, traces_url
+from .config import Config, resource_attributes
+from .demo_run import run_demo
 from .printable import printable
-from .service import EXIT_USAGE, Config, resource_attributes, run, run_demo
+from .service import EXIT_USAGE, run
+from .turns import IDLE_TIMEOUT_S
 
 log = logging.getLogger("tailer")
 
@@ -272,9 +275,9 @@ def _add_run_options(
     parser.add_argument(
         "--idle-timeout", type=float, metavar="SECONDS",
         # A string default goes through `type`, so a bad variable is a usage error too.
-        default=environ.get("HYDRAFUSION_IDLE_TIMEOUT") or "1800",
+        default=environ.get("HYDRAFUSION_IDLE_TIMEOUT") or f"{IDLE_TIMEOUT_S:g}",
         help="finish a turn as incomplete when its session log has not changed for this "
-        "long [$HYDRAFUSION_IDLE_TIMEOUT, default 1800]",
+        f"long [$HYDRAFUSION_IDLE_TIMEOUT, default {IDLE_TIMEOUT_S:g}]",
     )
     parser.add_argument(
         "--log-level", type=_log_level, default=environ.get("HYDRAFUSION_LOG_LEVEL") or "INFO",
@@ -338,7 +341,7 @@ def main(argv: list[str] | None = None, environ: dict[str, str] | None = None) -
     # a quarter off the cost of the line logged per turn (the logging HOWTO's advice).
     logging.logThreads = logging.logProcesses = logging.logMultiprocessing = False
     if args.command == "demo":
-        return run_demo(config)
+        return run_demo(config, args.replay_interval)
     return run(config)
 
 
@@ -387,5 +390,4 @@ def run_config(args: argparse.Namespace, environ: dict[str, str]) -> Config:
         history_headers=history_headers,
         history_certificate=_certificate(environ.get("HYDRAFUSION_HISTORY_CERTIFICATE", ""),
                                          "HYDRAFUSION_HISTORY_CERTIFICATE"),
-        replay_interval_s=getattr(args, "replay_interval", 30.0),
     )

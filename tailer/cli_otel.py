@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from .lines import LineReader, Position
-from .logs import WarningLimiter
+from .log_limit import WarningLimiter
 from .otlp import Span
 
 # Metadata a span or metric point of the CLI may carry: names, ids, counts, durations.

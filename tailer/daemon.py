@@ -24,7 +24,7 @@ from typing import Callable
 from . import events
 from .checkpoint import context_from_data, context_to_data, turn_from_data, turn_to_data
 from .lines import Line, LineReader, NotARegularFile, Position
-from .logs import WarningLimiter
+from .log_limit import WarningLimiter
 from .metrics import TurnMetrics
 from .turns import SessionTurns, Turn
 from .watch import SessionWatcher

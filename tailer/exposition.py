@@ -42,16 +42,16 @@ same endpoint (an HA pair) may see the series first at its value.
 """
 
 import bisect
-import contextlib
 import copy
 import math
-import os
 import re
-import tempfile
 import threading
 import time
 from pathlib import Path
 from typing import Callable, NamedTuple
+
+from . import saved_state
+from .atomic_file import replace_file
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 ZERO_HOLD_SECONDS = 120.0
@@ -341,8 +341,52 @@ def render(families: list[FamilySamples]) -> str:
         lines.extend(_sample(*sample) for sample in family.samples)
     return "".join(line + "\n" for line in lines)
 
+def series_from_state(data: object) -> dict:
+    """The series `Registry.save_and_publish` gave, checked; ValueError when damaged.
+
+    Whether a value fits its family (a histogram's or a counter's) is left to `restore`,
+    which skips one that does not: the families are declared only after the checkpoint
+    is read.
+    """
+    for rows in saved_state.mapping(data, "metrics").values():
+        for row in saved_state.sequence(rows, "a metric's series"):
+            _check_series(row)
+    return data
+
+
+def _check_series(row: object) -> None:
+    if type(row) is not list or len(row) != 4:
+        raise ValueError("a metric series is not a list of 4")
+    labels, value, pending, hold_left = row
+    for label in saved_state.sequence(labels, "a series' label values"):
+        saved_state.text(label, "a label value")
+    if type(value) is dict:  # a histogram's
+        if set(value) != {"buckets", "sum"}:
+            raise ValueError("a histogram's value is not its buckets and sum")
+        for count in saved_state.sequence(value["buckets"], "a histogram's buckets"):
+            saved_state.whole(count, "a bucket's count")
+        _check_value(value["sum"], "a histogram's sum")
+    else:
+        _check_value(value, "a series' value")
+    saved_state.flag(pending, "a series' zero first state")
+    saved_state.finite(hold_left, "a series' zero hold", 0, ZERO_HOLD_SECONDS)
+
+
+def _check_value(value: object, what: str) -> None:
+    """A counter's or a histogram sum's exact whole number (see _exact: credits in nano
+    units, so larger than int64 can hold), or a value as shown (a gauge, version 2)."""
+    if type(value) is int:
+        saved_state.whole(value, what, saved_state.EXACT_BOUND, -saved_state.EXACT_BOUND)
+    else:
+        saved_state.finite(value, what)
+
+
 class Registry:
-    """Metric families, their series and the label vocabulary, behind one lock."""
+    """Metric families, their series and the label vocabulary, behind one lock.
+
+    Over 150 lines because every view of the series (a scrape, the textfile, the push, the
+    history, a checkpoint's save and restore) must read them under that one lock, with the
+    zero-first state and the published values the module docstring describes."""
 
     def __init__(self, *, clock=time.monotonic, label_value_limits: dict[str, int] | None = None):
         self._clock = clock
@@ -396,9 +440,9 @@ class Registry:
             for family, values, amount in changes:
                 family._record(values, amount)
 
-    def save_and_publish(self, save: Callable[[dict], None], publish: bool = True) -> None:
-        """Hand a snapshot to `save`, then (unless told not to) let scrapes see the values
-        as they are now.
+    def save_and_publish(self, save: Callable[[dict], None]) -> None:
+        """Hand every series to `save` as plain data (what `restore` takes back, after
+        `series_from_state` checked it), then let scrapes see the values as they are now.
 
         Both under the lock, so no scrape falls between them (see "Published values"). A
         `save` that raises still publishes: the tailer keeps counting when the disk fails.
@@ -407,8 +451,7 @@ class Registry:
             try:
                 save(self._snapshot())
             finally:
-                if publish:
-                    self._publish()
+                self._publish()
 
     def _publish(self) -> None:
         self.served_zeros = False
@@ -418,13 +461,11 @@ class Registry:
                 if series.scrape_zero == SERVED:
                     series.scrape_zero = DONE
 
-    def snapshot(self) -> dict:
-        """Every series with its value and zero-first state, as plain data for a checkpoint."""
-        with self._lock:
-            return self._snapshot()
-
     def _snapshot(self) -> dict:
-        # A served zero is saved as done: the publish that follows every save shows the value.
+        """{family name: [[label values], value, zero pending, seconds of zero left]}.
+
+        A served zero is saved as done: the publish that follows every save shows the value.
+        """
         now = self._clock()
         return {
             name: [
@@ -436,7 +477,8 @@ class Registry:
         }
 
     def restore(self, snapshot: dict) -> None:
-        """Take back the series of a snapshot, published; families no longer declared are skipped."""
+        """Take back the series `save_and_publish` gave, published; families no longer
+        declared are skipped."""
         with self._lock:
             now = self._clock()
             for name, rows in snapshot.items():
@@ -595,21 +637,6 @@ class Registry:
 
 
 def write_textfile(path: Path, text: str) -> None:
-    """Replace path with text atomically: a reader sees the old file or the new one, never half.
-
-    The temporary file sits in the same directory (os.replace cannot cross file systems), and
-    its name starts with a dot and does not end in .prom, so node_exporter's textfile collector
-    skips it. Bytes are written as they are, so Windows gets "\\n" line ends too. On Windows
-    os.replace fails (OSError) while another process holds the file open: the caller logs it
-    and the next write replaces the file.
-    """
-    fd, temp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as temp:
-            temp.write(text.encode("utf-8"))
-        os.chmod(temp_name, 0o644)  # mkstemp makes 0600, and the reader is often another user
-        os.replace(temp_name, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temp_name)
-        raise
+    """Replace path with text atomically, readable by others (node_exporter is often another
+    user). Bytes are written as they are, so Windows gets "\\n" line ends too."""
+    replace_file(path, lambda out: out.write(text.encode("utf-8")), durable=False, mode=0o644)

@@ -32,6 +32,7 @@ from __future__ import annotations
 import json
 import logging
 
+from . import saved_state
 from .exposition import ExactSample
 from .otlp_metrics import pushed_le
 from .remote_write import RemoteWriteError, RemoteWriter
@@ -43,6 +44,43 @@ GRID_MS = 300_000
 
 def _key(name: str, labels: list) -> str:
     return json.dumps([name, sorted(map(list, labels))], separators=(",", ":"))
+
+
+def history_from_state(data: object) -> dict | None:
+    """An unfinished history as `History.state` gave it, checked; ValueError when damaged.
+
+    Times are Unix ms; bases and amounts are exact whole numbers (exposition._exact) of
+    their series' divisor.
+    """
+    if data is None:
+        return None
+    history = saved_state.mapping(data, "the history")
+    saved_state.whole(history["not_before_ms"], "the history's first time")
+    saved_state.whole(history["cutoff_ms"], "the history's last time")
+    for key, base in saved_state.mapping(history["bases"], "the history's bases").items():
+        _check_key(key)
+        saved_state.whole(base, "a history base", saved_state.EXACT_BOUND)
+    divisors = saved_state.mapping(history["divisors"], "the history's divisors")
+    for key, changes in saved_state.mapping(history["changes"], "the history's changes").items():
+        _check_key(key)
+        saved_state.whole(divisors[key], "a history series' divisor", saved_state.EXACT_BOUND, 1)
+        for change in saved_state.sequence(changes, "a series' history"):
+            if type(change) is not list or len(change) != 2:
+                raise ValueError("a history change is not [time, amount]")
+            saved_state.whole(change[0], "a history change's time")
+            saved_state.whole(change[1], "a history change's amount", saved_state.EXACT_BOUND)
+    return history
+
+
+def _check_key(key: str) -> None:
+    """A series as `_key` names it: [metric name, [[label, value], ...]] as JSON text."""
+    name, labels = json.loads(key)
+    saved_state.text(name, "a history series' name")
+    for pair in saved_state.sequence(labels, "a history series' labels"):
+        if type(pair) is not list or len(pair) != 2:
+            raise ValueError("a history series' label is not [name, value]")
+        saved_state.text(pair[0], "a history label")
+        saved_state.text(pair[1], "a history label value")
 
 
 class History:
@@ -63,7 +101,8 @@ class History:
         history and scrapes must be one series. `bases` are the series' values before
         history began (a restored checkpoint's); a series without one starts at zero. Turns
         that ended before `cutoff_ms` (this run's start) are history; later ones are live.
-        `saved` is an unfinished history from a checkpoint, which carries on as it was.
+        `saved` is an unfinished history from a checkpoint (`state()`, read back by
+        `history_from_state`), which carries on as it was.
         `le_as_pushed`: the series are the ones the metrics push makes (Prometheus's OTLP
         translation writes a whole-number bucket bound `1`, where a scrape stores `1.0`)."""
         self._writer = writer

@@ -1,4 +1,4 @@
-"""What the tailer writes to its own log: one line per turn, and warnings that cannot flood.
+"""What the tailer writes to its own log for each turn (warnings that cannot flood: log_limit).
 
 The per-turn line is what a user greps for to see that the tailer works, so its shape is
 fixed: `fusion {id[:20]} pattern=... phases=... models=... aiu=...`, and for a prompt
@@ -15,7 +15,6 @@ the terminal that shows the log nor forge a line of its own.
 from __future__ import annotations
 
 import logging
-import time
 
 from .printable import printable
 from .turns import Turn
@@ -67,28 +66,3 @@ def log_turn(turn: Turn) -> None:
     level = logging.WARNING if turn.route_failure is not None else logging.INFO
     log.log(level, "%s", turn_line(turn))
 
-
-class WarningLimiter:
-    """Logs the first warning of each kind, then at most one per kind per interval.
-
-    The kind is chosen by the caller (e.g. file + reason), so one corrupt file cannot hide
-    the first warning about another. Suppressed warnings are counted into the next one.
-    """
-
-    def __init__(self, interval: float = 60.0, clock=time.monotonic):
-        self.interval = interval
-        self.clock = clock
-        self._last: dict[object, float] = {}
-        self._suppressed: dict[object, int] = {}
-
-    def warn(self, kind: object, message: str, *args: object) -> None:
-        now = self.clock()
-        last = self._last.get(kind)
-        if last is not None and now - last < self.interval:
-            self._suppressed[kind] = self._suppressed.get(kind, 0) + 1
-            return
-        self._last[kind] = now
-        suppressed = self._suppressed.pop(kind, 0)
-        if suppressed:
-            message += f" (and {suppressed} more like it since the last warning)"
-        log.warning(message, *args)

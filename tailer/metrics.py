@@ -270,14 +270,8 @@ class TurnMetrics:
 
     def _prompt_changes(self, turn: Turn) -> list[tuple]:
         """The prompt-level families, and the turn's model calls and tool calls."""
-        kind = turn.kind
-        if turn.ordinary:
-            model, calls = turn.main_model, len(turn.calls)
-        elif turn.route_failure is not None:
-            model = turn.route_failure.fallback_model or turn.response_model or "unknown"
-            calls = turn.usage.request_count
-        else:
-            model, calls = turn.synthetic_model, turn.usage.request_count
+        kind, model = turn.kind, turn.prompt_model
+        calls = len(turn.calls) if turn.ordinary else turn.usage.request_count
         usage = turn.usage
         changes = [
             (self.prompts, (kind, model), 1),

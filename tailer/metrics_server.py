@@ -31,7 +31,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urlsplit
 
 from .exposition import CONTENT_TYPE, Registry
-from .logs import WarningLimiter
+from .log_limit import WarningLimiter
 
 log = logging.getLogger("tailer.metrics")
 

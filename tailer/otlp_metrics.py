@@ -9,7 +9,7 @@ histogram's) gives back exactly the series a scrape would have made. No unit is 
 translation would add it to the name.
 
 Every point carries the same start time, kept in the checkpoint from the tailer's first
-run on (Identity): the counters carry on from the checkpoint, so a restart must not tell
+run on (tailer/identity.py): the counters carry on from the checkpoint, so a restart must not tell
 Prometheus that they started again from zero.
 
 `MetricsPusher` sends from a thread of its own. The request is cumulative, so only the
@@ -27,7 +27,6 @@ import threading
 import time
 import urllib.error
 import urllib.request
-import uuid
 
 from .otlp import RETRYABLE_STATUSES, connection_problem, error_text
 
@@ -69,24 +68,6 @@ def pushed_le(le: str) -> str:
     """A bucket bound as Prometheus's OTLP translation writes it: Go's shortest decimal,
     `1` where a scrape (and exposition._format_le) writes `1.0`."""
     return le[:-2] if le.endswith(".0") else le
-
-
-class Identity:
-    """Who this tailer is across restarts: an instance id made once and a start time for
-    its counters, both kept in the checkpoint."""
-
-    def __init__(self, saved: dict | None):
-        saved = saved or {}
-        self.is_new = not saved
-        self.instance_id = saved.get("instance_id") or str(uuid.uuid4())
-        self.start_ns = int(saved.get("start_ns") or time.time_ns())
-
-    def state(self) -> dict:
-        return {"instance_id": self.instance_id, "start_ns": self.start_ns}
-
-    def resource(self, resource: dict[str, str]) -> dict[str, str]:
-        """resource with this id unless it names an instance itself."""
-        return {"service.instance.id": self.instance_id, **resource}
 
 
 def _key_values(values: dict[str, str]) -> list[dict]:

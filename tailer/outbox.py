@@ -7,15 +7,22 @@ the log), so a trace delivered just before a crash and sent again after it is th
 
 The exporter reports from its thread; `settle()` takes those reports on the main thread,
 where the checkpoint and the metrics are updated, so both stay one consistent cut.
+
+What an outbox sends is a list of units (`otlp.Span`: a key and the OTLP/JSON text of one
+item) under one key. For our traces a unit is a span and the key its trace id; the outboxes
+of the CLI's own telemetry (tailer/cli_telemetry.py) send its spans and its metric points
+as units, so their `pending_units` counts those.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import queue
 from collections import OrderedDict
 from typing import Callable
 
+from . import saved_state
 from .otlp import OtlpExporter, Span
 
 log = logging.getLogger("tailer")
@@ -23,26 +30,32 @@ log = logging.getLogger("tailer")
 # Past this many spans waiting (about two thousand turns), the exporter drops the oldest
 # traces and reports them: the bound keeps the checkpoint, which holds them, a few MB.
 MAX_PENDING_SPANS = 10_000
+# Reading waits while more units than this wait for the collector (service.Backpressure,
+# cli_telemetry.CliTelemetry.read): memory stays bounded however much there is to read, and
+# a slow or absent collector makes the turns wait in the logs rather than be dropped.
+BACKPRESSURE_SPANS = 2_000
 
 
 class Outbox:
+    """One exporter's traces, from submit until the exporter settles them."""
+
     def __init__(
         self,
         connect: Callable[[Callable[[str, list[Span]], None]], OtlpExporter] | None,
-        pending: list[dict] = (),
+        pending: list[list[Span]] = (),
     ):
         """`connect` builds the exporter around the outbox's report callback (None: no
-        export). `pending` are the traces a checkpoint held (see `pending`); they are sent
-        first."""
+        export). `pending` are the traces a checkpoint held (`to_state`, read back by
+        `traces_from_state`); they are sent first."""
         self._reports: queue.SimpleQueue[tuple[str, list[Span]]] = queue.SimpleQueue()
         self._exporter = connect(self._report) if connect else None
         self._pending: OrderedDict[str, list[Span]] = OrderedDict()
-        self.pending_spans = 0
+        self.pending_units = 0
         if self._exporter is None and pending:
             log.warning("%d traces kept for the collector are dropped: no OTLP endpoint",
                         len(pending))
         for trace in pending:
-            self.submit([Span(trace["trace_id"], text) for text in trace["spans"]])
+            self.submit(trace)
 
     @property
     def exporting(self) -> bool:
@@ -58,7 +71,7 @@ class Outbox:
             return
         self._forget(spans[0].trace_id)
         self._pending[spans[0].trace_id] = spans
-        self.pending_spans += len(spans)
+        self.pending_units += len(spans)
         self._exporter.submit(spans)
 
     def settle(self, wait: float = 0.0) -> list[tuple[str, int]]:
@@ -82,12 +95,11 @@ class Outbox:
     def _forget(self, trace_id: str) -> None:
         spans = self._pending.pop(trace_id, None)
         if spans:
-            self.pending_spans -= len(spans)
+            self.pending_units -= len(spans)
 
-    @property
-    def pending(self) -> list[dict]:
+    def to_state(self) -> list[dict]:
         """The traces not settled yet, oldest first, as the checkpoint keeps them."""
-        return pending_entries(self._pending.values())
+        return traces_to_state(self._pending.values())
 
     def flush(self, timeout: float) -> bool:
         return self._exporter is None or self._exporter.flush(timeout)
@@ -97,8 +109,29 @@ class Outbox:
             self._exporter.close(timeout)
 
 
-def pending_entries(traces) -> list[dict]:
-    """Traces (lists of spans, or of a CLI unit each) as the checkpoint's `pending` keeps
-    them, for an outbox to take back at the next start."""
+def traces_to_state(traces) -> list[dict]:
+    """Traces (lists of units under one key) as a checkpoint keeps them, for an outbox to
+    take back at the next start: [{"trace_id": key, "spans": [each unit's text]}]."""
     return [{"trace_id": spans[0].trace_id, "spans": [span.json for span in spans]}
             for spans in traces if spans]
+
+
+def traces_from_state(data: object) -> list[list[Span]]:
+    """Our traces back from `traces_to_state`; ValueError when damaged.
+
+    Each span's text is sent as it is, so one that is not a JSON object of its trace would
+    make the collector refuse a whole batch.
+    """
+    traces = []
+    for trace in saved_state.sequence(data, "the pending spans"):
+        trace_id = saved_state.text(saved_state.mapping(trace, "a pending trace")["trace_id"],
+                                    "a pending trace's id")
+        if len(trace_id) != 32 or trace_id.strip("0123456789abcdef"):
+            raise ValueError("a pending trace's id is not 32 hex digits")
+        texts = saved_state.sequence(trace["spans"], "a pending trace's spans")
+        for text in texts:
+            span = json.loads(saved_state.text(text, "a pending span", None))
+            if type(span) is not dict or span.get("traceId") != trace_id:
+                raise ValueError("a pending span is not a span of its trace")
+        traces.append([Span(trace_id, text) for text in texts])
+    return traces

@@ -266,7 +266,7 @@ def turn_row(turn: Turn, tz: tzinfo | None) -> TurnRow:
         session_id=turn.session_id,
         fusion_id=turn.fusion_id,
         kind=turn.kind,
-        model=_prompt_model(turn),
+        model=turn.prompt_model,
         start=_moment(start_ns, tz),
         pattern=turn.pattern,
         outcome=turn.outcome,
@@ -281,15 +281,6 @@ def turn_row(turn: Turn, tz: tzinfo | None) -> TurnRow:
         model_calls=calls,
         tools=[_tool_row(start_ns, tool, leg_index(tool.phase_id)) for tool in turn.tools],
     )
-
-
-def _prompt_model(turn: Turn) -> str:
-    """The model a prompt is counted under, as the prompt families' `model` label."""
-    if turn.ordinary:
-        return turn.main_model
-    if turn.route_failure is not None:
-        return turn.route_failure.fallback_model or turn.response_model or "unknown"
-    return turn.synthetic_model
 
 
 def _leg_row(turn: Turn, leg: LegEnded) -> LegRow:

@@ -25,12 +25,11 @@ from .printable import printable
 from .report_figures import TurnRow, snapshot, turn_row
 from .report_read import Selection, SessionReader
 from .report_table import call_models, leg_label, render_table
-from .turns import Turn
+from .turns import IDLE_TIMEOUT_S, Turn
 from .watch import SessionWatcher
 
 CURSOR_HOME, CLEAR_LINE_END, CLEAR_BELOW = "\x1b[H", "\x1b[K", "\x1b[J"
 HIDE_CURSOR, SHOW_CURSOR = "\x1b[?25l", "\x1b[?25h"
-IDLE_TIMEOUT_S = 1800.0  # the daemon's default --idle-timeout
 PASS_S = 1.0
 MAX_WIDTH = 100
 

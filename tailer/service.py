@@ -1,9 +1,10 @@
-"""The daemon's main loop: wiring the stages, the checkpoint's rhythm, history, signals.
+"""The daemon: `hydrafusion-tailer run`, its main loop, the checkpoint's rhythm, signals.
 
-`run` is `hydrafusion-tailer run` once its options are read into a `Config`
-(tailer/cli.py): it builds the reading stage (daemon.Tailer), the metrics, the exporter
-and its outbox, the history, and runs `_Loop` until a signal (or, with --once, for one
-pass). The loop takes each pass's finished turns and hands them to a TurnFanout.
+(The reading stage it drives is tailer/daemon.py's Tailer, whatever that file's name
+says.) `run` is `hydrafusion-tailer run` once its options are read into a Config
+(tailer/config.py): it holds the checkpoint's lock, has the stages built (tailer/stages.py)
+and drives them with `Run.step()` until a signal (or, with --once, for one pass). Each
+pass's finished turns go to a TurnFanout.
 """
 
 from __future__ import annotations
@@ -12,121 +13,44 @@ import contextlib
 import dataclasses
 import logging
 import os
-import shutil
 import signal
 import sys
 import threading
 import time
-from dataclasses import dataclass
-from datetime import datetime, timezone
 from pathlib import Path
 
-from . import __version__, checkpoint, demo
-from .cli_otel import ExportFollower, encode_metrics, encode_spans, metric_unit
-from .daemon import POSITIONS, TURNS, UNCHANGED, Tailer
+from . import __version__, checkpoint
+from .config import Config
+from .daemon import POSITIONS, TURNS, UNCHANGED
 from .exposition import Registry, write_textfile
-from .fanout import TurnFanout
-from .history import History
-from .metrics import MAX_MODELS, TurnMetrics
-from .metrics_server import MetricsServer
-from .otlp import SCOPE_NAME, OtlpExporter, Span, parse_resource_attributes, tls_context
-from .otlp_metrics import Identity, MetricsPusher, encode, metrics_request, prometheus_labels
-from .outbox import MAX_PENDING_SPANS, Outbox, pending_entries
+from .otlp import SCOPE_NAME
 from .printable import printable
-from .prompt_links import PromptLinks
-from .remote_write import RemoteWriter
+from .otlp_metrics import MetricsPusher, encode, metrics_request
+from .outbox import BACKPRESSURE_SPANS, Outbox, traces_to_state
+from .stages import Saved, build, load_saved
 
 log = logging.getLogger("tailer")
 
 POLL_INTERVAL_S = 1.0
 EXPORT_FLUSH_TIMEOUT_S = 10.0
-# Short, so a span reaches the collector well within a second of its line being written.
-EXPORT_BATCH_DELAY_S = 0.2
 CHECKPOINT_TURNS_S = 1.0
 CHECKPOINT_POSITIONS_S = 30.0
 TEXTFILE_REFRESH_S = 10.0
-# A pass finishes at most this many turns, and reading waits while more spans than this
-# wait for the collector: memory stays bounded however much there is to read, and a slow
-# or absent collector makes the turns wait in the logs rather than be dropped.
+# A pass finishes at most this many turns, and reading waits while more spans than
+# outbox.BACKPRESSURE_SPANS wait for the collector: memory stays bounded however much
+# there is to read.
 TURNS_PER_PASS = 50
-CLI_RECORDS_PER_PASS = 1_000
-BACKPRESSURE_SPANS = 2_000
 HISTORY_FIRST_BACKOFF_S = 5.0
 HISTORY_MAX_BACKOFF_S = 60.0
 EXIT_USAGE = 2
 
 
-@dataclass(frozen=True)
-class Config:
-    """Everything `run` and `demo` need, worked out once from options and environment."""
-
-    state_dir: Path
-    checkpoint: Path
-    idle_timeout_s: float = 1800.0
-    from_start: bool = False
-    once: bool = False
-    wait_for_state_dir: bool = False
-    backfill_days: float | None = None
-    metrics_bind: tuple[str, int] | None = None  # (host, port); None: not served
-    traces_url: str | None = None  # None: no export
-    otlp_metrics_url: str | None = None
-    cli_otel: Path | None = None  # the CLI's own telemetry export; None: not followed
-    otlp_headers: dict[str, str] = dataclasses.field(default_factory=dict)
-    traces_certificate: str | None = None  # a CA file for an https endpoint
-    metrics_push_url: str | None = None  # None: no metrics push
-    metrics_push_headers: dict[str, str] = dataclasses.field(default_factory=dict)
-    metrics_push_certificate: str | None = None
-    metrics_push_interval_s: float = 60.0
-    resource: dict[str, str] = dataclasses.field(default_factory=dict)
-    textfile: Path | None = None
-    history_url: str | None = None
-    history_labels: dict[str, str] = dataclasses.field(default_factory=dict)  # {}: the push's
-    history_headers: dict[str, str] = dataclasses.field(default_factory=dict)
-    history_certificate: str | None = None
-    replay_interval_s: float = 30.0  # demo only
-
-    @property
-    def metrics_url(self) -> str:
-        if self.metrics_bind is None:
-            return "not served"
-        host, port = self.metrics_bind
-        return f"http://{f'[{host}]' if ':' in host else host}:{port}/metrics"
-
-
-def resource_attributes(environ: dict[str, str]) -> dict[str, str]:
-    """The OTLP resource, from the standard variables, with our service name and version."""
-    resource = parse_resource_attributes(environ.get("OTEL_RESOURCE_ATTRIBUTES", ""))
-    resource["service.name"] = environ.get("OTEL_SERVICE_NAME") or resource.get(
-        "service.name", "hydrafusion"
-    )
-    resource.setdefault("service.version", __version__)
-    return resource
-
-
-def run_demo(config: Config) -> int:
-    """Run the tailer on a copy of the fixtures, restamped to end a few minutes ago.
-
-    The copy is made once and kept beside the checkpoint (see demo_sessions), so a restarted
-    demo carries on with the sessions its checkpoint counted instead of counting a fresh copy
-    on top of them. Without the copy (a new volume, say) the demo starts over.
-    """
-    if not config.state_dir.is_dir():
-        print(printable(f"hydrafusion-tailer demo: no fixtures at {config.state_dir}"), file=sys.stderr)
-        return EXIT_USAGE
-    return _holding_checkpoint(config, lambda alive: _run_demo(config, alive))
-
-
-def demo_sessions(checkpoint_path: Path) -> Path:
-    """Where the demo keeps its copy of the fixtures: a folder named after its checkpoint."""
-    return checkpoint_path.with_name(checkpoint_path.name + ".sessions")
-
-
 def run(config: Config) -> int:
     """The daemon (or one pass with --once)."""
-    return _holding_checkpoint(config, lambda alive: _run(config, alive))
+    return holding_checkpoint(config, lambda heartbeat: run_holding(config, heartbeat))
 
 
-def _holding_checkpoint(config: Config, work) -> int:
+def holding_checkpoint(config: Config, work) -> int:
     """work(heartbeat), holding the checkpoint's lock (checkpoint.claim) while it runs."""
     last_alive = checkpoint.last_alive(config.checkpoint)
     try:
@@ -155,28 +79,8 @@ class Heartbeat:
             self._next = now + checkpoint.HEARTBEAT_S
 
 
-def _run_demo(config: Config, heartbeat: Heartbeat) -> int:
-    fixtures, work = config.state_dir, demo_sessions(config.checkpoint)
-    try:
-        if not work.is_dir():
-            # Made aside and renamed into place: a copy cut short is never carried on with.
-            partial = work.with_name(work.name + ".partial")
-            shutil.rmtree(partial, ignore_errors=True)
-            demo.prepare(fixtures, partial, datetime.now(timezone.utc))
-            os.replace(partial, work)
-        replayer = demo.Replayer(work, fixtures, config.replay_interval_s)
-    except (ValueError, OSError) as error:
-        print(printable(f"hydrafusion-tailer demo: {error}"), file=sys.stderr)
-        return EXIT_USAGE
-    # The first turn is written before the logs are first listed: a polling watcher (no
-    # inotify) would find its new session folder only at its next listing, after --once.
-    replayer.tick()
-    config = dataclasses.replace(config, state_dir=work, from_start=True)
-    return _run(config, heartbeat, on_pass=replayer.tick)
-
-
-def _run(config: Config, heartbeat: Heartbeat, on_pass=None) -> int:
-    """The main job of run and demo; `on_pass` is called before every pass."""
+def run_holding(config: Config, heartbeat: Heartbeat, on_pass=None) -> int:
+    """The main job of run and demo, the lock held; `on_pass` is called before every pass."""
     stop = threading.Event()
     _handle_signals(stop)
     if not config.state_dir.is_dir():
@@ -225,151 +129,69 @@ def _run(config: Config, heartbeat: Heartbeat, on_pass=None) -> int:
 
 
 class Run:
-    """One run of the daemon: its stages, wired, and when the checkpoint is saved.
+    """One run of the daemon: its stages (stages.build), driven pass by pass.
 
     `step()` is one pass of the main loop; `stop()` ends the run cleanly (last export, last
-    save); `abandon()` ends it as a crash would, saving nothing. A pass that finished turns
-    is saved within CHECKPOINT_TURNS_S; one that only moved past lines that do not matter,
-    within CHECKPOINT_POSITIONS_S, which keeps the disk quiet while a session writes tool
-    output. Scrapes see the counters as of the last save (Registry.save_and_publish), so a
-    crash never takes back a count a scrape has seen.
+    save); `abandon()` ends it as a crash would, saving nothing. Scrapes see the counters
+    as of the last save (Registry.save_and_publish), so a crash never takes back a count a
+    scrape has seen. Over twelve attributes: the stages a pass touches are kept by name
+    (`tailer`, `outbox`, ...), so each line of `step()` says which it drives.
     """
 
-    def __init__(self, config: Config, heartbeat: Heartbeat, saved: dict | None, *,
+    def __init__(self, config: Config, heartbeat: Heartbeat, saved: Saved | None, *,
                  on_pass=None, history_writer=None):
         """`history_writer` stands in for the remote writer in tests."""
-        # Who this tailer is, kept in the checkpoint: the resource of its spans and pushed
-        # metrics, and the labels of its history when they are not given.
-        self.identity = Identity((saved or {}).get("identity"))
-        config = dataclasses.replace(config, resource=self.identity.resource(config.resource))
-        self.config = config
+        stages = build(config, saved, heartbeat.previous_ms, history_writer=history_writer)
+        self.config = stages.config
         self.heartbeat = heartbeat
         self.on_pass = on_pass
-        started_ms = time.time_ns() // 1_000_000
-        self.registry = Registry(label_value_limits={"model": MAX_MODELS})
-        self.metrics = TurnMetrics(self.registry)
-        if saved is not None:
-            self.metrics.restore(saved.get("metrics", {}))
-        self.server = None
-        if config.metrics_bind is not None:
-            self.server = MetricsServer(*config.metrics_bind, self.registry)
-            self.server.start()
-        self.outbox = Outbox(
-            _exporter_factory(config) if config.traces_url else None,
-            (saved or {}).get("pending", []),
-        )
-        self.pusher = None
-        if config.metrics_push_url is not None:
-            self.pusher = MetricsPusher(
-                config.metrics_push_url, headers=config.metrics_push_headers,
-                interval_s=config.metrics_push_interval_s,
-                ssl_context=tls_context(config.metrics_push_certificate),
-                user_agent=f"hydrafusion-tailer/{__version__}")
-        self.history = None
-        if config.history_url is not None:
-            self.history = History(
-                history_writer or RemoteWriter(
-                    config.history_url, headers=config.history_headers,
-                    ssl_context=tls_context(config.history_certificate)),
-                config.history_labels or prometheus_labels(config.resource),
-                bases=self.registry.exact_samples(self.metrics.turn_families),
-                not_before_ms=_previous_run_seen_until(saved, heartbeat),
-                cutoff_ms=started_ms,
-                saved=(saved or {}).get("history"),
-                le_as_pushed=self.pusher is not None and not config.history_labels,
-            )
-            self.registry.withhold(self.metrics.turn_families)
-        self.tailer = Tailer(
-            config.state_dir,
-            metrics=self.metrics,
-            from_start=config.from_start or config.once,
-            idle_timeout_s=config.idle_timeout_s,
-            backfill_days=config.backfill_days,
-            saved=saved,
-        )
-        self.cli = None
-        if config.cli_otel is not None and config.traces_url:
-            self.cli = CliTelemetry(config, saved, self.tailer.open_turns)
-        self.fanout = TurnFanout(self.metrics, self.outbox, self.history,
-                                 self.cli.links if self.cli is not None else None)
+        self.registry, self.metrics = stages.registry, stages.metrics
+        self.server, self.tailer, self.fanout = stages.server, stages.tailer, stages.fanout
+        self.outbox, self.cli = stages.outbox, stages.cli
+        self.identity = stages.identity
+        # A new identity is saved before anything is pushed under it: a crash before the
+        # save would otherwise give the same counters a second instance.
+        self.saves = SaveRhythm(self.config.checkpoint, first_save_due=self.identity.is_new)
+        self.push = MetricsPush(stages.pusher, self.registry, self.config.resource,
+                                self.identity.start_ns)
+        self.history_push = HistoryPush(stages.history)
+        self.backpressure = Backpressure(self.outbox, once=self.config.once)
+        self.textfile = Textfile(self.config.textfile, self.registry)
         self.sessions_found = self.tailer.start()
         # Turns finished before the tailer first caught up were read at start-up: they are
         # history, if they ended before this run began (History.takes).
-        self._reading_history = True
-        self._next_push = 0.0
-        self._push_backoff = HISTORY_FIRST_BACKOFF_S
+        self.reading_history = True
         self.lost_spans = 0
-        self.history_waits = False
-        # A new identity is saved before anything is pushed under it: a crash before the
-        # save would otherwise give the same counters a second instance.
-        self._dirty = TURNS if self.identity.is_new else UNCHANGED
-        self._identity_saved = not self.identity.is_new
-        self._saved_at = float("-inf")
-        self._textfile_at = float("-inf")
-        self._written: str | None = None
-        self._save_failed = False
-        self._stalled_since: float | None = None
-        self._stalled_out = False
-
-    @property
-    def unsaved(self) -> bool:
-        """Whether something changed since the last save (it is saved within a second)."""
-        return bool(self._dirty)
 
     @property
     def done(self) -> bool:
         """Only a --once run ends by itself: once all is read, exported or left for later."""
         if not self.config.once:
             return False
-        return self._stalled_out or (self.tailer.caught_up and (
-            self.history is None or self.history_waits) and (
-            self.cli is None or self.cli.caught_up))
+        return self.backpressure.stalled_out or (
+            self.tailer.caught_up and self.history_push.over_or_waiting
+            and (self.cli is None or self.cli.caught_up))
 
     def step(self) -> None:
         self.heartbeat.beat()
         # Pushed right after the heartbeat: a push is never much later than the moment the
         # next run takes the previous one to have been last seen (History's not_before).
-        if self.pusher is not None and self._identity_saved and self.pusher.due(time.monotonic()):
-            self.pusher.offer(self._metrics_body(self.registry.collect_pushed(), time.time_ns()))
+        self.push.offer_when_due(allowed=self.saves.identity_saved)
         if self.on_pass is not None:
             self.on_pass()
-        if self.cli is not None and self.cli.read():
-            self._dirty = TURNS
-        if self.outbox.pending_spans > BACKPRESSURE_SPANS:
-            # The collector is slow or down: leave the turns in the logs for now. Reading
-            # resumes as soon as it takes some, so reading and sending overlap.
-            waiting = self.outbox.pending_spans
-            self._settle(wait=POLL_INTERVAL_S)
-            if self.outbox.pending_spans < waiting:
-                self._stalled_since = None
-            elif self._stalled_since is None:
-                self._stalled_since = time.monotonic()
-            elif self.config.once and time.monotonic() - self._stalled_since > EXPORT_FLUSH_TIMEOUT_S:
-                log.warning("the collector takes no spans: this --once run stops here; "
-                            "the next one reads on from where it stopped")
-                self._stalled_out = True
+        self._read_cli_telemetry()
+        if self.backpressure.holds(self._settle):
+            if self.backpressure.stalled_out:
                 return
         else:
-            done = self.tailer.poll(
-                timeout=0.0 if not self.tailer.caught_up else POLL_INTERVAL_S,
-                turn_budget=TURNS_PER_PASS,
-            )
-            self.fanout.send(done.turns, reading_history=self._reading_history)
-            self._dirty = max(self._dirty, done.level)
-        if self.cli is not None and self.cli.send(self.outbox):
-            self._dirty = TURNS
-        self._reading_history = self._reading_history and not self.tailer.caught_up
+            self._read_logs()
+        self._hand_on_cli_telemetry()
+        self.reading_history = self.reading_history and not self.tailer.caught_up
         self._settle()
         if self.registry.served_zeros:
-            self._dirty = TURNS
-        now = time.monotonic()
-        if self.history is not None and not self._reading_history and now >= self._next_push:
-            self._push_history(now)
-        wait = {TURNS: CHECKPOINT_TURNS_S, POSITIONS: CHECKPOINT_POSITIONS_S}
-        if self._dirty and now - self._saved_at >= wait[self._dirty]:
-            self.save()
-        elif self.config.textfile and now - self._textfile_at >= TEXTFILE_REFRESH_S:
-            self._write_textfile()  # a zero hold may have ended
+            self.saves.note(TURNS)
+        self._push_history()
+        self._save_or_refresh_textfile()
 
     def stop(self) -> int:
         """End cleanly: the last spans out, the last save; the exit code of a --once run."""
@@ -382,11 +204,7 @@ class Run:
             delivered = self.cli.flush(EXPORT_FLUSH_TIMEOUT_S) and delivered
         pushed_at_ns = time.time_ns()  # before the final save, for the same reason
         self.save(final=True)
-        if self.pusher is not None:
-            body = self._metrics_body(self.registry.collect_final(), pushed_at_ns)
-            if not self.pusher.close(body, EXPORT_FLUSH_TIMEOUT_S):
-                log.warning("the last metrics push did not go through; the next run's "
-                            "pushes carry the same counters on")
+        self.push.close(pushed_at_ns)
         self.outbox.close(1.0)
         if self.cli is not None:
             self.cli.close(1.0)
@@ -394,7 +212,7 @@ class Run:
         if not delivered:
             log.warning(
                 "%d spans are still waiting for the collector; they are kept for the next run",
-                self.outbox.pending_spans,
+                self.outbox.pending_units,
             )
         if self.config.once and (self.lost_spans or not delivered):
             return 1
@@ -409,100 +227,242 @@ class Run:
         if self.server is not None:
             self.server.close()
 
-    def _metrics_body(self, families, time_ns: int) -> bytes:
-        return encode(metrics_request(
-            families, self.config.resource, scope_name=SCOPE_NAME, scope_version=__version__,
-            start_ns=self.identity.start_ns, time_ns=time_ns))
+    def _read_cli_telemetry(self) -> None:
+        if self.cli is not None and self.cli.read():
+            self.saves.note(TURNS)
 
-    def _push_history(self, now: float) -> None:
+    def _read_logs(self) -> None:
+        done = self.tailer.poll(
+            timeout=0.0 if not self.tailer.caught_up else POLL_INTERVAL_S,
+            turn_budget=TURNS_PER_PASS,
+        )
+        self.fanout.send(done.turns, reading_history=self.reading_history)
+        self.saves.note(done.level)
+
+    def _hand_on_cli_telemetry(self) -> None:
+        if self.cli is not None and self.cli.send(self.outbox):
+            self.saves.note(TURNS)
+
+    def _push_history(self) -> None:
         """Push the start-up history once reading is over; then scrapes show its families."""
-        now_ms = time.time_ns() // 1_000_000
-        if self.history.pending and not self.history.ready(now_ms):
+        if self.reading_history or not self.history_push.try_push():
             return
-        if self.history.pending and not self.history.push(now_ms):
-            self.history_waits = True
-            self._next_push = now + self._push_backoff
-            self._push_backoff = min(self._push_backoff * 2, HISTORY_MAX_BACKOFF_S)
-            return
-        self.history = self.fanout.history = None
+        self.fanout.history = None
         # Saved without the history before scrapes show it: a run that starts from a save
         # still holding it would push it again, ending below what the scrapes showed.
         self.save()
         self.registry.show_all()
 
+    def _save_or_refresh_textfile(self) -> None:
+        if self.saves.due():
+            self.save()
+        elif self.textfile.due():
+            self.textfile.write()  # a zero hold may have ended
+
     def save(self, final: bool = False) -> None:
         self._settle()
-        cli_state, held = self.cli.state() if self.cli is not None else (None, [])
+        cli_state, held = self.cli.to_state() if self.cli is not None else (None, [])
         state = {
             **self.tailer.state(),
-            "pending": self.outbox.pending + pending_entries(held),
+            "pending": self.outbox.to_state() + traces_to_state(held),
             "cli": cli_state,
-            "history": self.history.state() if self.history is not None else None,
+            "history": self.history_push.state(),
             "identity": self.identity.state(),
             # The next run places no history sample at or before this moment, and after a
             # clean stop (no scrape after the final save) no later one either.
             "published_at_ms": time.time_ns() // 1_000_000,
             "stopped": final,
         }
-
-        def save_with(metrics: dict) -> None:
-            try:
-                checkpoint.save(self.config.checkpoint, {**state, "metrics": metrics})
-                self._save_failed = False
-                self._identity_saved = True
-            except OSError as error:
-                if not self._save_failed:
-                    log.warning("cannot save the checkpoint %s: %s", self.config.checkpoint,
-                                error.strerror)
-                self._save_failed = True
-
-        self.registry.save_and_publish(save_with)
-        self._saved_at = time.monotonic()
-        self._dirty = UNCHANGED
-        self._write_textfile(final)
+        self.registry.save_and_publish(lambda metrics: self.saves.write({**state,
+                                                                         "metrics": metrics}))
+        self.textfile.write(final)
 
     def _settle(self, wait: float = 0.0) -> None:
         for outcome, spans in self.outbox.settle(wait):
             self.metrics.count_export(outcome, spans)
             if outcome in ("rejected", "dropped"):
                 self.lost_spans += spans
-            self._dirty = TURNS
-        self.metrics.pending_spans.set(None, self.outbox.pending_spans)
+            self.saves.note(TURNS)
+        self.metrics.pending_spans.set(None, self.outbox.pending_units)
         if self.cli is not None:
             for outcome, units in self.cli.settle():
                 if outcome in ("rejected", "dropped"):
                     self.lost_spans += units
-                self._dirty = TURNS
+                self.saves.note(TURNS)
 
-    def _write_textfile(self, final: bool = False) -> None:
-        if not self.config.textfile:
+
+class SaveRhythm:
+    """When the checkpoint is saved, and whether its saves go through.
+
+    A pass that finished turns (or changed anything else a restart must not redo) is saved
+    within CHECKPOINT_TURNS_S; one that only moved past lines that do not matter, within
+    CHECKPOINT_POSITIONS_S, which keeps the disk quiet while a session writes tool output.
+    """
+
+    def __init__(self, path: Path, *, first_save_due: bool, clock=time.monotonic):
+        self.path = path
+        self.clock = clock
+        self.dirty = TURNS if first_save_due else UNCHANGED
+        # Until a save went through, nothing is pushed under a new identity.
+        self.identity_saved = not first_save_due
+        self._saved_at = float("-inf")
+        self._failed = False
+
+    def note(self, level: int) -> None:
+        """Something changed: TURNS (saved soon) or POSITIONS (saved later)."""
+        self.dirty = max(self.dirty, level)
+
+    def due(self) -> bool:
+        wait = {TURNS: CHECKPOINT_TURNS_S, POSITIONS: CHECKPOINT_POSITIONS_S}
+        return bool(self.dirty) and self.clock() - self._saved_at >= wait[self.dirty]
+
+    def write(self, state: dict) -> None:
+        """Save `state`; a failure is logged once until a save goes through again (the
+        tailer keeps counting, and the next save carries everything)."""
+        try:
+            checkpoint.save(self.path, state)
+            self._failed = False
+            self.identity_saved = True
+        except OSError as error:
+            if not self._failed:
+                log.warning("cannot save the checkpoint %s: %s", self.path, error.strerror)
+            self._failed = True
+        self._saved_at = self.clock()
+        self.dirty = UNCHANGED
+
+
+class MetricsPush:
+    """The push of our own metrics (otlp_metrics.MetricsPusher), when one is configured:
+    the registry's pushed view, under this tailer's resource and counters' start time."""
+
+    def __init__(self, pusher: MetricsPusher | None, registry: Registry,
+                 resource: dict[str, str], start_ns: int):
+        self.pusher = pusher
+        self.registry = registry
+        self.resource = resource
+        self.start_ns = start_ns
+
+    def offer_when_due(self, *, allowed: bool) -> None:
+        if self.pusher is not None and allowed and self.pusher.due(time.monotonic()):
+            self.pusher.offer(self._body(self.registry.collect_pushed(), time.time_ns()))
+
+    def close(self, time_ns: int) -> None:
+        """The last push: every series at its true value, as of `time_ns`."""
+        if self.pusher is None:
             return
-        self._textfile_at = time.monotonic()
+        if not self.pusher.close(self._body(self.registry.collect_final(), time_ns),
+                                 EXPORT_FLUSH_TIMEOUT_S):
+            log.warning("the last metrics push did not go through; the next run's "
+                        "pushes carry the same counters on")
+
+    def _body(self, families, time_ns: int) -> bytes:
+        return encode(metrics_request(
+            families, self.resource, scope_name=SCOPE_NAME, scope_version=__version__,
+            start_ns=self.start_ns, time_ns=time_ns))
+
+
+class HistoryPush:
+    """The start-up history (tailer/history.py), pushed once reading is over and tried again
+    after a backoff while Prometheus does not take it; `history` is None once pushed."""
+
+    def __init__(self, history, clock=time.monotonic):
+        self.history = history
+        self.clock = clock
+        self.waits = False  # a push was tried and must wait: a --once run stops anyway
+        self._next = 0.0
+        self._backoff = HISTORY_FIRST_BACKOFF_S
+
+    @property
+    def over_or_waiting(self) -> bool:
+        return self.history is None or self.waits
+
+    def try_push(self) -> bool:
+        """True when the history has just been pushed (or had nothing left to push)."""
+        now = self.clock()
+        if self.history is None or now < self._next:
+            return False
+        now_ms = time.time_ns() // 1_000_000
+        if self.history.pending and not self.history.ready(now_ms):
+            return False
+        if self.history.pending and not self.history.push(now_ms):
+            self.waits = True
+            self._next = now + self._backoff
+            self._backoff = min(self._backoff * 2, HISTORY_MAX_BACKOFF_S)
+            return False
+        self.history = None
+        return True
+
+    def state(self) -> dict | None:
+        return self.history.state() if self.history is not None else None
+
+
+class Textfile:
+    """The metrics written to a file (node_exporter's textfile collector), when configured:
+    rewritten at each save, refreshed every TEXTFILE_REFRESH_S, written only when changed."""
+
+    def __init__(self, path: Path | None, registry: Registry, clock=time.monotonic):
+        self.path = path
+        self.registry = registry
+        self.clock = clock
+        self._written_at = float("-inf")
+        self._written: str | None = None
+
+    def due(self) -> bool:
+        return self.path is not None and self.clock() - self._written_at >= TEXTFILE_REFRESH_S
+
+    def write(self, final: bool = False) -> None:
+        if self.path is None:
+            return
+        self._written_at = self.clock()
         text = self.registry.render_final() if final else self.registry.render_textfile()
         if text == self._written:
             return
         try:
-            write_textfile(self.config.textfile, text)
+            write_textfile(self.path, text)
             self._written = text
         except OSError as error:
-            log.warning("cannot write the textfile %s: %s", self.config.textfile, error.strerror)
+            log.warning("cannot write the textfile %s: %s", self.path, error.strerror)
 
 
-def _previous_run_seen_until(saved: dict | None, heartbeat: Heartbeat) -> int:
-    """Until when Prometheus may hold scrapes of the previous run (Unix ms): its final save
-    if it stopped cleanly, else its last heartbeat's bound."""
-    saved = saved or {}
-    published = saved.get("published_at_ms", 0)
-    return published if saved.get("stopped") else max(published, heartbeat.previous_ms)
+class Backpressure:
+    """Reading waits while more than BACKPRESSURE_SPANS spans wait for the collector, so a
+    slow or absent one makes the turns wait in the logs rather than be dropped; reading
+    resumes as soon as it takes some, so reading and sending overlap. A --once run whose
+    collector takes nothing for EXPORT_FLUSH_TIMEOUT_S stops (`stalled_out`)."""
+
+    def __init__(self, outbox: Outbox, *, once: bool, clock=time.monotonic):
+        self.outbox = outbox
+        self.once = once
+        self.clock = clock
+        self.stalled_out = False
+        self._stalled_since: float | None = None
+
+    def holds(self, settle) -> bool:
+        """True when reading waits this pass; meanwhile `settle(wait=)` waits up to a poll
+        interval for the collector's reports."""
+        waiting = self.outbox.pending_units
+        if waiting <= BACKPRESSURE_SPANS:
+            return False
+        settle(wait=POLL_INTERVAL_S)
+        now = self.clock()
+        if self.outbox.pending_units < waiting:
+            self._stalled_since = None
+        elif self._stalled_since is None:
+            self._stalled_since = now
+        elif self.once and now - self._stalled_since > EXPORT_FLUSH_TIMEOUT_S:
+            log.warning("the collector takes no spans: this --once run stops here; "
+                        "the next one reads on from where it stopped")
+            self.stalled_out = True
+        return True
 
 
 class CheckpointUnusable(Exception):
     """A checkpoint that can neither be used nor moved aside: every save would fail."""
 
 
-def _load_checkpoint(path: Path) -> dict | None:
+def _load_checkpoint(path: Path) -> Saved | None:
     try:
-        return checkpoint.load(path)
+        return load_saved(path)
     except checkpoint.CheckpointError as error:
         aside = path.with_name(path.name + ".unreadable")
         try:
@@ -513,101 +473,6 @@ def _load_checkpoint(path: Path) -> dict | None:
                 "move or delete it") from None
         log.error("%s; it was moved to %s and the tailer starts afresh", error, aside)
         return None
-
-
-def _exporter_factory(config: Config, url: str | None = None, encode=None):
-    """Builds the exporter once the outbox gives it somewhere to report to: of our spans,
-    or, with `url` and `encode`, of the CLI's spans or metrics (cli_otel's units)."""
-
-    def connect(on_result) -> OtlpExporter:
-        return OtlpExporter(
-            url or config.traces_url,
-            headers=config.otlp_headers,
-            resource=config.resource,
-            scope_version=__version__,
-            ssl_context=tls_context(config.traces_certificate),
-            on_result=on_result,
-            flush_interval=EXPORT_BATCH_DELAY_S,
-            max_queued_spans=MAX_PENDING_SPANS,
-            encode=encode,
-        )
-
-    return connect
-
-
-class CliTelemetry:
-    """The CLI's own telemetry, sent on: its export followed (cli_otel.ExportFollower), its
-    spans paired with our turns (prompt_links.PromptLinks), its spans and metrics sent
-    through outboxes of their own.
-
-    Positions, the units not delivered yet and those waiting for their pair are one cut
-    of the checkpoint (`state()`), as the session logs' positions and our spans are: a
-    restart neither loses nor reads again a line of the export.
-    """
-
-    def __init__(self, config: Config, saved: dict | None, open_turns):
-        cli_saved = (saved or {}).get("cli") or {}
-        self.follower = ExportFollower(
-            config.cli_otel, from_start=config.from_start or config.once,
-            # With a checkpoint that has never seen the export, its files are new.
-            saved=cli_saved.get("files", {}) if saved is not None else None)
-        self.spans = Outbox(_exporter_factory(config, encode=encode_spans),
-                            cli_saved.get("spans", []))
-        metrics_url = config.otlp_metrics_url
-        self.metrics = Outbox(
-            _exporter_factory(config, metrics_url, encode_metrics) if metrics_url else None,
-            cli_saved.get("metrics", []))
-        self.links = PromptLinks(open_turns)
-        self.caught_up = False
-
-    def read(self) -> bool:
-        """Read what is new, unless the collector lags; True if anything was. A pass reads
-        the export before the session logs, so a turn knows the CLI writes telemetry."""
-        waiting = self.spans.pending_spans + self.metrics.pending_spans
-        records = [] if waiting > BACKPRESSURE_SPANS else self.follower.poll(CLI_RECORDS_PER_PASS)
-        self.caught_up = waiting <= BACKPRESSURE_SPANS and len(records) < CLI_RECORDS_PER_PASS
-        for key, record in records:
-            if record["type"] == "span":
-                self.links.add_cli(record)
-            elif (unit := metric_unit(key, record)) is not None:
-                self.metrics.submit([unit])
-        return bool(records)
-
-    def send(self, outbox: Outbox) -> bool:
-        """At the end of a pass: hand on what is ready, and what waited long enough."""
-        self.links.expire()
-        return self._send(outbox)
-
-    def release(self, outbox: Outbox) -> None:
-        """The run ends: what waits for its pair goes now, unlinked."""
-        self.links.expire(everything=True)
-        self._send(outbox)
-
-    def _send(self, outbox: Outbox) -> bool:
-        traces, units = self.links.take()
-        for spans in traces:
-            outbox.submit(spans)
-        for unit in units:
-            self.spans.submit([unit])
-        return bool(traces or units)
-
-    def settle(self) -> list[tuple[str, int]]:
-        return self.spans.settle() + self.metrics.settle()
-
-    def flush(self, timeout: float) -> bool:
-        return self.spans.flush(timeout) and self.metrics.flush(timeout)
-
-    def close(self, timeout: float) -> None:
-        self.spans.close(timeout)
-        self.metrics.close(timeout)
-
-    def state(self) -> tuple[dict, list[list[Span]]]:
-        """What the checkpoint keeps of the CLI's telemetry, and the spans of our turns
-        waiting for their pair (kept as our pending spans: they go out unlinked next run)."""
-        turns, units = self.links.held()
-        return {"files": self.follower.state(),
-                "spans": self.spans.pending + pending_entries([[unit] for unit in units]),
-                "metrics": self.metrics.pending}, turns
 
 
 def _handle_signals(stop: threading.Event) -> None:

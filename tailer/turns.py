@@ -55,6 +55,10 @@ from .events import (
 # already reported does not come back as a second turn.
 _REMEMBERED_FINISHED = 4096
 
+# When a session's log has not changed for this long, its open turn is finished as
+# incomplete (`finish_open`): the default of the daemon's --idle-timeout and the report's.
+IDLE_TIMEOUT_S = 1800.0
+
 
 ORDINARY_PREFIX = "prompt-"
 # The outcome of a turn whose routing failed (the event is events.ROUTE_FAILED).
@@ -212,6 +216,17 @@ class Turn:
         if self.ordinary:
             return sorted({call.model for call in self.calls})
         return sorted({leg.model or "unknown" for leg in self.legs})
+
+    @property
+    def prompt_model(self) -> str:
+        """The model a prompt is counted under (the prompt families' `model` label, the
+        report's model column): an ordinary turn's main model, a route failure's fallback,
+        else the synthetic model HydraFusion answered as."""
+        if self.ordinary:
+            return self.main_model
+        if self.route_failure is not None:
+            return self.route_failure.fallback_model or self.response_model or "unknown"
+        return self.synthetic_model
 
     @property
     def main_model(self) -> str:

@@ -15,3 +15,10 @@ def samples(text: str, name: str) -> dict[tuple, float]:
             labels = tuple(sorted(_LABEL.findall(match.group(2) or "")))
             found[labels] = float(match.group(3))
     return found
+
+
+def saved_series(registry) -> dict:
+    """The series as a checkpoint saves them (Registry.save_and_publish hands them over)."""
+    saved = []
+    registry.save_and_publish(saved.append)
+    return saved[0]

@@ -11,15 +11,20 @@ import json
 import os
 import threading
 import tracemalloc
+from pathlib import Path
 
 import pytest
 
+from exposition_helpers import saved_series
 from sessiongen import START, SessionWriter
-from tailer import checkpoint, service
+from tailer import checkpoint, service, stages
 from tailer.checkpoint import CheckpointError, load, save
 from tailer.daemon import Tailer
 from tailer.exposition import Registry
+from tailer.history import History
+from tailer.identity import Identity
 from tailer.metrics import TurnMetrics
+from tailer.outbox import traces_to_state
 from tailer.spans import turn_spans
 
 CANARY = "CANARY-checkpoint-value"
@@ -51,7 +56,7 @@ def state(tmp_path_factory) -> dict:
                for spans in map(turn_spans, turns)]
     history = {"not_before_ms": 1, "cutoff_ms": 60_000, "bases": {HISTORY_KEY: 2 * 10**9},
                "divisors": {HISTORY_KEY: 10**9}, "changes": {HISTORY_KEY: [[30_000, 10**9]]}}
-    return {**reading, "metrics": metrics.registry.snapshot(), "pending": pending,
+    return {**reading, "metrics": saved_series(metrics.registry), "pending": pending,
             "history": history, "published_at_ms": 1_700_000_000_000}
 
 
@@ -169,7 +174,7 @@ def test_a_damaged_field_is_refused_not_crashed_on_later(tmp_path, state, damage
     path = tmp_path / "cp.json"
     path.write_text(json.dumps(damaged))
     with pytest.raises(CheckpointError) as refused:
-        load(path)
+        stages.load_saved(path)
     assert CANARY not in str(refused.value)  # the message names fields, never values
 
 
@@ -183,7 +188,56 @@ def test_a_series_whose_value_does_not_fit_its_family_costs_nothing_at_start(tmp
         first_series(damaged, name)[1] = value
         path.write_text(json.dumps(damaged))
         with contextlib.suppress(CheckpointError):
-            TurnMetrics(Registry()).restore(load(path)["metrics"])
+            TurnMetrics(Registry()).restore(stages.load_saved(path).metrics)
+
+
+MAIN_CHECKPOINT = Path(__file__).parent / "data" / "checkpoint-v4-main.json"
+
+
+def test_a_checkpoint_written_by_main_loads_with_nothing_lost_or_doubled(tmp_path):
+    """tests/data/checkpoint-v4-main.json was written by main before each component read
+    back its own part: every part loads and saves again as it was."""
+    original = json.loads(MAIN_CHECKPOINT.read_text())
+    path = tmp_path / "cp.json"
+    path.write_bytes(MAIN_CHECKPOINT.read_bytes())
+    saved = stages.load_saved(path)
+    assert saved.reading == original and saved.stopped is False
+    assert saved.published_at_ms == original["published_at_ms"]
+    assert Identity(saved.identity).state() == original["identity"]
+    assert traces_to_state(saved.pending) == original["pending"] != []
+    assert {"files": saved.cli["files"], "spans": traces_to_state(saved.cli["spans"]),
+            "metrics": traces_to_state(saved.cli["metrics"])} == original["cli"]
+    history = History(None, {}, bases=[], not_before_ms=0, cutoff_ms=0, saved=saved.history)
+    assert json.loads(json.dumps(history.state())) == original["history"]
+    metrics = TurnMetrics(Registry())
+    metrics.restore(saved.metrics)
+    again = saved_series(metrics.registry)
+    for name, rows in original["metrics"].items():
+        assert [row[:3] for row in again[name]] == [row[:3] for row in rows], name
+
+
+MAIN_DAMAGE = {
+    "identity id not a text": lambda s: s["identity"].update(instance_id=[CANARY]),
+    "identity id far too long": lambda s: s["identity"].update(instance_id=CANARY * 100),
+    "identity start as text": lambda s: s["identity"].update(start_ns="1"),
+    "stopped as text": lambda s: s.update(stopped="yes"),
+    "cli files not an object": lambda s: s["cli"].update(files=[CANARY]),
+    "cli position negative": lambda s: s["cli"]["files"]["traces-1.jsonl"].__setitem__(0, -1),
+    "cli unit not JSON": lambda s: s["cli"]["spans"][0]["spans"].__setitem__(0, CANARY),
+    "cli metric unit a list": lambda s: s["cli"]["metrics"][0]["spans"].__setitem__(0, "[1]"),
+    "cli units missing": lambda s: s["cli"].pop("metrics"),
+}
+
+
+@pytest.mark.parametrize("damage", sorted(MAIN_DAMAGE))
+def test_a_damaged_part_of_the_daemon_is_refused(tmp_path, damage):
+    damaged = json.loads(MAIN_CHECKPOINT.read_text())
+    MAIN_DAMAGE[damage](damaged)
+    path = tmp_path / "cp.json"
+    path.write_text(json.dumps(damaged))
+    with pytest.raises(CheckpointError) as refused:
+        stages.load_saved(path)
+    assert CANARY not in str(refused.value)
 
 
 def test_deeply_nested_json_is_refused_without_a_recursion_error(tmp_path):
@@ -194,7 +248,7 @@ def test_deeply_nested_json_is_refused_without_a_recursion_error(tmp_path):
     path.write_text('{"version":2,"sessions":{},"metrics":{},"pending":[{"trace_id":"%s",'
                     '"spans":["%s"]}]}' % ("0" * 32, "[" * 100_000))
     with pytest.raises(CheckpointError):
-        load(path)
+        stages.load_saved(path)
 
 
 def load_within(path, seconds: float = 5.0):

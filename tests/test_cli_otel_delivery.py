@@ -2,7 +2,7 @@
 collector, across restarts and kill -9, while the CLI keeps writing (half lines included).
 
 Its positions and the units not delivered yet are one cut of the checkpoint with the rest
-(service.CliTelemetry), so a restart neither loses a line nor reads one again; after a
+(cli_telemetry.CliTelemetry), so a restart neither loses a line nor reads one again; after a
 kill -9, what was delivered but not yet saved as delivered is sent again, the same unit.
 And a live turn waits for the CLI's root of its prompt, written after it, to link both.
 """

@@ -12,7 +12,7 @@ import pytest
 from exposition_helpers import samples
 from fixture_truth import FIXTURES, fixture_turns, ordinary_turns, read_lines
 from sessiongen import SessionWriter
-from tailer import demo, events, scrub, service
+from tailer import demo, demo_run, events, scrub
 from tailerproc import ROOT, tailer_env
 from tailer.turns import SessionTurns
 
@@ -191,7 +191,7 @@ def test_a_restarted_demo_carries_on_and_counts_nothing_twice(tmp_path):
     restart, say) reads on from the checkpoint instead of counting a fresh copy again."""
     checkpoint, textfile = tmp_path / "state" / "demo.json", tmp_path / "demo.prom"
     first = demo_once(checkpoint, textfile)
-    copy = service.demo_sessions(checkpoint)
+    copy = demo_run.demo_sessions(checkpoint)
     sessions = {path.parent.name for path in copy.glob("*/events.jsonl")}
     second = demo_once(checkpoint, textfile)
 
@@ -210,7 +210,7 @@ def test_a_demo_without_inotify_counts_its_replayed_turn_too(tmp_path):
 
 def test_a_copy_cut_short_is_made_again_not_carried_on_with(tmp_path):
     checkpoint, textfile = tmp_path / "state" / "demo.json", tmp_path / "demo.prom"
-    partial = service.demo_sessions(checkpoint).with_name("demo.json.sessions.partial")
+    partial = demo_run.demo_sessions(checkpoint).with_name("demo.json.sessions.partial")
     (partial / "cut-short").mkdir(parents=True)
     (partial / "cut-short" / "events.jsonl").write_text('{"type":"session.start"')
 

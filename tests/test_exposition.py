@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 from assembly import assemble
-from exposition_helpers import samples
+from exposition_helpers import samples, saved_series
 from prom import promtool, running_prometheus, single_value
 from sessiongen import START, SessionWriter
 from tailer.exposition import (
@@ -471,7 +471,7 @@ def test_snapshot_and_restore_keep_values_and_zero_first_state():
     first.render()  # a scrape saw "seen" at zero
     counter.inc({"kind": "unseen"}, 4)
     histogram.observe({"kind": "a"}, 1.5)
-    snapshot = json.loads(json.dumps(first.snapshot()))  # it must survive a JSON file
+    snapshot = json.loads(json.dumps(saved_series(first)))  # it must survive a JSON file
 
     now[0] = 5000.0
     second = Registry(clock=lambda: now[0])
@@ -621,7 +621,7 @@ def test_restore_keeps_every_series_apart_when_the_vocabulary_is_full():
     before.record([(a, ("m1",), 1), (b, ("m2",), 2), (b, ("m3",), 4), (a, ("m4",), 8)])
     after = Registry(clock=FakeClock(), label_value_limits={"model": 2})
     declare(after)
-    after.restore(before.snapshot())
+    after.restore(saved_series(before))
     assert after.render_final() == before.render_final()
 
 

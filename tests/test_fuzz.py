@@ -45,7 +45,8 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from otlp_sink import decode_body
 from sessiongen import START, SessionWriter, every_pattern
 from test_events import json_slots
-from tailer import checkpoint, service
+from exposition_helpers import saved_series
+from tailer import checkpoint, service, stages
 from tailer.daemon import Tailer
 from tailer.exposition import Registry
 from tailer.metrics import MAX_MODELS, TurnMetrics
@@ -208,14 +209,14 @@ class Clock:
         return self.now
 
 
-def read_run(state_dir: Path, saved: dict | None, clock: Clock) -> tuple[list[Turn], dict]:
+def read_run(state_dir: Path, saved: stages.Saved | None, clock: Clock) -> tuple[list[Turn], dict]:
     """One run of the reading pipeline, as the daemon starts and runs it: returns the turns
     it reported and the checkpoint it would save. The one place that knows Tailer's API."""
     metrics = TurnMetrics(Registry(label_value_limits={"model": MAX_MODELS}, clock=clock))
     if saved is not None:
-        metrics.restore(saved.get("metrics", {}))
+        metrics.restore(saved.metrics)
     tailer = Tailer(state_dir, metrics=metrics, from_start=True, idle_timeout_s=IDLE_S,
-                    saved=saved, clock=clock)
+                    saved=saved and saved.reading, clock=clock)
     try:
         turns = tailer.poll().turns
         state = tailer.state()
@@ -226,7 +227,7 @@ def read_run(state_dir: Path, saved: dict | None, clock: Clock) -> tuple[list[Tu
         export(turn)
     for line in metrics.registry.render_final().splitlines():
         assert line.startswith("#") or math.isfinite(float(line.rsplit(" ", 1)[1])), line
-    return turns, {**state, "metrics": metrics.registry.snapshot(), "pending": []}
+    return turns, {**state, "metrics": saved_series(metrics.registry), "pending": []}
 
 
 def export(turn: Turn) -> None:
@@ -236,10 +237,10 @@ def export(turn: Turn) -> None:
     assert len(request.resource_spans[0].scope_spans[0].spans) >= 1
 
 
-def save_and_load(folder: Path, state: dict) -> dict | None:
+def save_and_load(folder: Path, state: dict) -> stages.Saved | None:
     path = folder / "checkpoint.json"
     checkpoint.save(path, state)
-    return checkpoint.load(path)
+    return stages.load_saved(path)
 
 
 # -- Damaged sessions ----------------------------------------------------------------------

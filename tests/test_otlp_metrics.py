@@ -13,7 +13,8 @@ from opentelemetry.proto.metrics.v1.metrics_pb2 import AggregationTemporality
 from exposition_helpers import samples
 from otlp_sink import OtlpSink, decode_metrics_body, plain_attributes
 from tailer.exposition import Registry, _format_le
-from tailer.otlp_metrics import (MAX_ATTRIBUTE_LENGTH, Identity, MetricsPusher, bounded_resource,
+from tailer.identity import Identity
+from tailer.otlp_metrics import (MAX_ATTRIBUTE_LENGTH, MetricsPusher, bounded_resource,
                                  encode, metrics_request, prometheus_labels)
 
 START_NS, NOW_NS = 1_700_000_000_123_456_789, 1_800_000_000_987_654_321

@@ -9,12 +9,13 @@ import tracemalloc
 import pytest
 from hypothesis import given, strategies as st
 
-from exposition_helpers import samples
+from exposition_helpers import samples, saved_series
 from sessiongen import SessionWriter
 from tailer.daemon import Tailer
 from tailer.events import parse_line
 from tailer.exposition import Registry
-from tailer.logs import WarningLimiter, turn_line
+from tailer.log_limit import WarningLimiter
+from tailer.logs import turn_line
 from tailer.metrics import MAX_MODELS, TurnMetrics
 from sessiongen import START, every_pattern
 from test_turns import feed_all
@@ -344,7 +345,7 @@ def test_the_newest_event_time_does_not_go_back_after_a_restart():
     before = TurnMetrics(Registry())
     before.count_event(SessionEnded(2_000 * 10**9))
     after = TurnMetrics(Registry())
-    after.restore(before.registry.snapshot())
+    after.restore(saved_series(before.registry))
     after.count_event(SessionEnded(1_000 * 10**9))  # an older log read after the restart
     assert samples(after.registry.render_final(),
                    "hydrafusion_tailer_last_event_timestamp_seconds") == {(): 2000}
