@@ -15,10 +15,10 @@ import urllib.parse
 from pathlib import Path
 
 from . import __version__, checkpoint, doctor, logs, report, scrub
-from .exposition import ZERO_HOLD_SECONDS
-from .otlp import metrics_url, parse_headers, tls_context, traces_url
 from .config import Config, resource_attributes
 from .demo_run import run_demo
+from .exposition import ZERO_HOLD_SECONDS
+from .otlp import metrics_url, parse_headers, tls_context, traces_url
 from .printable import printable
 from .service import EXIT_USAGE, run
 from .turns import IDLE_TIMEOUT_S

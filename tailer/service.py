@@ -24,9 +24,9 @@ from .config import Config
 from .daemon import POSITIONS, TURNS, UNCHANGED
 from .exposition import Registry, write_textfile
 from .otlp import SCOPE_NAME
-from .printable import printable
 from .otlp_metrics import MetricsPusher, encode, metrics_request
 from .outbox import BACKPRESSURE_SPANS, Outbox, traces_to_state
+from .printable import printable
 from .stages import Saved, build, load_saved
 
 log = logging.getLogger("tailer")
