@@ -45,3 +45,13 @@ TOOL = CodeKind("tool", re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.:-]{0,63}", re.ASCI
 # An identifier the log makes (fusion, phase, commit and tool call ids): a uuid with the
 # CLI's prefixes and suffixes, `fusion-<uuid>:phase:0`.
 IDENTIFIER = CodeKind("id", re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}", re.ASCII))
+# A name in dotted form, as OpenTelemetry names metrics, span events and scopes:
+# `gen_ai.client.operation.duration`, `github.copilot`, `github-copilot`.
+NAME = CodeKind("name", re.compile(r"(?=.{1,128}\Z)[A-Za-z][A-Za-z0-9_]*(?:[.-][A-Za-z0-9_]+)*", re.ASCII))
+# A version: `1.0.102`, `1.0.103-beta.2+build.7`.
+VERSION = CodeKind("version", re.compile(r"[0-9A-Za-z][0-9A-Za-z.+-]{0,63}", re.ASCII))
+# A few codes with one space between them, as the CLI names spans (`chat gpt-5.4`,
+# `execute_tool bash bash`, `invoke_agent`) and agents: each word a tool or model name.
+WORDS = CodeKind("words", re.compile(
+    r"(?=.{1,160}\Z)[A-Za-z0-9_][A-Za-z0-9_.:+-]*(?:/[A-Za-z0-9][A-Za-z0-9_.:+-]*)?"
+    r"(?: [A-Za-z0-9_][A-Za-z0-9_.:+-]*(?:/[A-Za-z0-9][A-Za-z0-9_.:+-]*)?){0,3}", re.ASCII))

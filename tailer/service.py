@@ -22,7 +22,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from . import __version__, checkpoint, demo
-from .cli_otel import ExportFollower, encode_metrics, encode_spans, metric_unit
+from .cli_otel import ExportFollower, Record, encode_metrics, encode_spans, metric_unit
 from .daemon import POSITIONS, TURNS, UNCHANGED, Tailer
 from .exposition import Registry, write_textfile
 from .fanout import TurnFanout
@@ -288,7 +288,7 @@ class Run:
         )
         self.cli = None
         if config.cli_otel is not None and config.traces_url:
-            self.cli = CliTelemetry(config, saved, self.tailer.open_turns)
+            self.cli = CliTelemetry(config, saved, self.tailer.open_turns, self.metrics)
         self.fanout = TurnFanout(self.metrics, self.outbox, self.history,
                                  self.cli.links if self.cli is not None else None)
         self.sessions_found = self.tailer.start()
@@ -544,10 +544,10 @@ class CliTelemetry:
     restart neither loses nor reads again a line of the export.
     """
 
-    def __init__(self, config: Config, saved: dict | None, open_turns):
+    def __init__(self, config: Config, saved: dict | None, open_turns, metrics: TurnMetrics):
         cli_saved = (saved or {}).get("cli") or {}
         self.follower = ExportFollower(
-            config.cli_otel, from_start=config.from_start or config.once,
+            config.cli_otel, metrics, from_start=config.from_start or config.once,
             # With a checkpoint that has never seen the export, its files are new.
             saved=cli_saved.get("files", {}) if saved is not None else None)
         self.spans = Outbox(_exporter_factory(config, encode=encode_spans),
@@ -563,14 +563,17 @@ class CliTelemetry:
         """Read what is new, unless the collector lags; True if anything was. A pass reads
         the export before the session logs, so a turn knows the CLI writes telemetry."""
         waiting = self.spans.pending_spans + self.metrics.pending_spans
-        records = [] if waiting > BACKPRESSURE_SPANS else self.follower.poll(CLI_RECORDS_PER_PASS)
-        self.caught_up = waiting <= BACKPRESSURE_SPANS and len(records) < CLI_RECORDS_PER_PASS
-        for key, record in records:
-            if record["type"] == "span":
-                self.links.add_cli(record)
-            elif (unit := metric_unit(key, record)) is not None:
-                self.metrics.submit([unit])
-        return bool(records)
+        read = 0 if waiting > BACKPRESSURE_SPANS else \
+            self.follower.poll(CLI_RECORDS_PER_PASS, self._take)
+        self.caught_up = waiting <= BACKPRESSURE_SPANS and read < CLI_RECORDS_PER_PASS
+        return bool(read)
+
+    def _take(self, record: Record) -> None:
+        """One record read (under the follower's guard: a failure costs this record)."""
+        if record.is_span:
+            self.links.add_cli(record)
+        else:
+            self.metrics.submit([metric_unit(record)])
 
     def send(self, outbox: Outbox) -> bool:
         """At the end of a pass: hand on what is ready, and what waited long enough."""

@@ -7,7 +7,9 @@ is tests/test_prompt_links.py.
 
 import gzip
 import json
+from collections import Counter
 
+import pytest
 from google.protobuf import json_format
 from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
     ExportMetricsServiceRequest,
@@ -15,6 +17,8 @@ from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
 
 from otlp_sink import decode_body, plain_attributes, span_dicts
 from tailer import cli_otel
+from tailer.exposition import Registry
+from tailer.metrics import TurnMetrics
 
 CANARY = "CANARY-cli-otel-content"
 RESOURCE = {"attributes": {"service.name": "github-copilot", "service.version": "1.0.102",
@@ -50,21 +54,34 @@ def metric_line(name: str, value) -> dict:
          "value": value}], "resource": RESOURCE, "instrumentationScope": SCOPE}
 
 
+def converted(line: dict) -> cli_otel.Record:
+    return cli_otel.convert(json.dumps(line).encode(), Counter())
+
+
 def spans_of(records) -> list[dict]:
-    units = [cli_otel.span_unit(record) for record in records]
-    body = cli_otel.encode_spans([unit for unit in units if unit is not None])
+    body = cli_otel.encode_spans([cli_otel.span_unit(converted(record)) for record in records])
     return span_dicts(decode_body(gzip.decompress(body)))
 
 
 def metrics_of(records) -> ExportMetricsServiceRequest:
-    units = [cli_otel.metric_unit(str(n), record) for n, record in enumerate(records)]
-    body = gzip.decompress(cli_otel.encode_metrics([unit for unit in units if unit]))
+    body = gzip.decompress(cli_otel.encode_metrics(
+        [cli_otel.metric_unit(converted(record)) for record in records]))
     assert CANARY not in body.decode()
     return json_format.Parse(body, ExportMetricsServiceRequest())
 
 
+def follower(path, **options) -> cli_otel.ExportFollower:
+    return cli_otel.ExportFollower(path, TurnMetrics(Registry()), **options)
+
+
+def poll(export: cli_otel.ExportFollower, budget: int = 100) -> list[cli_otel.Record]:
+    records = []
+    assert export.poll(budget, records.append) == len(records)
+    return records
+
+
 def test_a_span_keeps_its_metadata_and_loses_every_content_attribute():
-    body = gzip.decompress(cli_otel.encode_spans([cli_otel.span_unit(span_line())]))
+    body = gzip.decompress(cli_otel.encode_spans([cli_otel.span_unit(converted(span_line()))]))
     assert CANARY not in body.decode()
     (span,) = span_dicts(decode_body(body))
     assert span["kind"] == 3  # the JavaScript SDK's CLIENT (2) is OTLP's 3
@@ -82,7 +99,8 @@ def test_a_span_keeps_its_metadata_and_loses_every_content_attribute():
 
 def test_spans_with_bad_ids_are_left_out():
     for record in [span_line(traceId="xyz"), span_line(spanId="0" * 16), {"type": "span"}]:
-        assert cli_otel.span_unit(record) is None
+        with pytest.raises(cli_otel.Unusable, match="bad_ids"):
+            converted(record)
 
 
 def test_spans_of_several_resources_go_in_one_request_each_under_its_own():
@@ -94,12 +112,12 @@ def test_spans_of_several_resources_go_in_one_request_each_under_its_own():
 def test_the_prompt_root_is_the_parentless_invoke_agent_span():
     root = span_line(parentSpanId=None, name="invoke_agent", attributes={
         "gen_ai.operation.name": "invoke_agent", "gen_ai.conversation.id": "s-1"})
-    assert cli_otel.prompt_root(root) == cli_otel.Root(
+    assert converted(root).root == cli_otel.Root(
         "s-1", root["traceId"], root["spanId"], 1796026443849000000, 1796026443861000000)
-    assert cli_otel.prompt_root(span_line()) is None  # a chat span under it
+    assert converted(span_line()).root is None  # a chat span under it
     link = cli_otel.Root("s-1", "ab" * 16, "cd" * 8, 0, 0)
     (span,) = span_dicts(decode_body(gzip.decompress(
-        cli_otel.encode_spans([cli_otel.span_unit(root, link)]))))
+        cli_otel.encode_spans([cli_otel.span_unit(converted(root), link)]))))
     assert span["links"] == [{"traceId": "ab" * 16, "spanId": "cd" * 8, "attributes": [
         {"key": "hydrafusion.link", "value": {"stringValue": "hydrafusion_turn"}}]}]
 
@@ -119,51 +137,59 @@ def test_metrics_become_histograms_sums_and_gauges_without_content():
     assert metrics["github.copilot.context.tokens"].gauge.data_points[0].as_double == 0.5
 
 
+def kinds(records) -> list[str]:
+    return ["span" if record.is_span else "metric" for record in records]
+
+
+def span_ids(records) -> list[str]:
+    return [record.key[32:] for record in records]
+
+
 def test_the_follower_returns_complete_new_lines_of_a_file_or_folder(tmp_path):
     folder = tmp_path / "otel"
     folder.mkdir()
     first = folder / "a.jsonl"
     line = json.dumps(span_line())
     first.write_text(line + "\n" + line[:40])  # the second line is still being written
-    follower = cli_otel.ExportFollower(folder, from_start=True)
-    assert len(follower.poll(100)) == 1
-    assert follower.poll(100) == []
-    with open(first, "a") as export:
-        export.write(line[40:] + "\nnot json\n")
+    export = follower(folder, from_start=True)
+    assert len(poll(export)) == 1
+    assert poll(export) == []
+    with open(first, "a") as handle:
+        handle.write(line[40:] + "\nnot json\n")
     (folder / "b.jsonl").write_text(json.dumps(metric_line("m.count", 1)) + "\n")
-    assert [r["type"] for _, r in follower.poll(100)] == ["span", "metric"]
-    only = cli_otel.ExportFollower(first, from_start=True).poll(100)
-    assert [record["spanId"] for _, record in only] == ["e17a0fc1240dc535"] * 2
+    assert kinds(poll(export)) == ["span", "metric"]
+    only = poll(follower(first, from_start=True))
+    assert span_ids(only) == ["e17a0fc1240dc535"] * 2
 
 
 def test_a_rewritten_or_truncated_export_is_read_again_from_its_start(tmp_path):
-    export = tmp_path / "otel.jsonl"
+    path = tmp_path / "otel.jsonl"
     lines = [json.dumps(span_line(spanId=f"{n:016x}")) for n in range(1, 4)]
-    export.write_text("\n".join(lines) + "\n")
-    follower = cli_otel.ExportFollower(export, from_start=True)
-    assert len(follower.poll(100)) == 3
-    export.write_text(lines[0] + "\n")  # truncated and written anew
-    assert [r["spanId"] for _, r in follower.poll(100)] == ["0000000000000001"]
+    path.write_text("\n".join(lines) + "\n")
+    export = follower(path, from_start=True)
+    assert len(poll(export)) == 3
+    path.write_text(lines[0] + "\n")  # truncated and written anew
+    assert span_ids(poll(export)) == ["0000000000000001"]
     swapped = [json.dumps(span_line(spanId=f"{n:016x}")) for n in range(7, 10)]
-    export.write_text("\n".join(swapped) + "\n")  # longer, other lines: read again
-    assert [r["spanId"][-1] for _, r in follower.poll(100)] == ["7", "8", "9"]
+    path.write_text("\n".join(swapped) + "\n")  # longer, other lines: read again
+    assert [span[-1] for span in span_ids(poll(export))] == ["7", "8", "9"]
 
 
 def test_positions_survive_a_restart_and_the_budget_bounds_a_poll(tmp_path):
-    export = tmp_path / "otel.jsonl"
-    export.write_text("".join(json.dumps(span_line(spanId=f"{n:016x}")) + "\n"
-                              for n in range(1, 6)))
-    follower = cli_otel.ExportFollower(export, from_start=True)
-    assert len(follower.poll(2)) == 2
-    again = cli_otel.ExportFollower(export, from_start=True, saved=follower.state())
-    assert [r["spanId"][-1] for _, r in again.poll(100)] == ["3", "4", "5"]
+    path = tmp_path / "otel.jsonl"
+    path.write_text("".join(json.dumps(span_line(spanId=f"{n:016x}")) + "\n"
+                            for n in range(1, 6)))
+    export = follower(path, from_start=True)
+    assert len(poll(export, 2)) == 2
+    again = follower(path, from_start=True, saved=export.state())
+    assert [span[-1] for span in span_ids(poll(again))] == ["3", "4", "5"]
 
 
 def test_without_from_start_only_what_is_written_later_is_read(tmp_path):
-    export = tmp_path / "otel.jsonl"
-    export.write_text(json.dumps(span_line()) + "\n")
-    follower = cli_otel.ExportFollower(export, from_start=False)
-    assert follower.poll(100) == []
-    with open(export, "a") as handle:
+    path = tmp_path / "otel.jsonl"
+    path.write_text(json.dumps(span_line()) + "\n")
+    export = follower(path, from_start=False)
+    assert poll(export) == []
+    with open(path, "a") as handle:
         handle.write(json.dumps(span_line(spanId="00000000000000aa")) + "\n")
-    assert [r["spanId"] for _, r in follower.poll(100)] == ["00000000000000aa"]
+    assert span_ids(poll(export)) == ["00000000000000aa"]
