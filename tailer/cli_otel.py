@@ -186,8 +186,7 @@ def _dumps(entry: dict) -> str:
 
 
 def _parse(line: bytes) -> dict:
-    if len(line) > MAX_STRUCTURE_BYTES and \
-            len(_STRING.sub(b'""', line)) > MAX_STRUCTURE_BYTES:
+    if len(line) > MAX_STRUCTURE_BYTES and not _small_structure(line):
         raise Unusable("oversized")
     try:
         record = json.loads(line)
@@ -196,6 +195,19 @@ def _parse(line: bytes) -> dict:
     if not isinstance(record, dict):
         raise Unusable("not_a_record")
     return record
+
+
+def _small_structure(line: bytes) -> bool:
+    """Whether what lies outside the line's strings (each string counting as its two
+    quotes) is at most MAX_STRUCTURE_BYTES; looked at one string at a time, and only until
+    it is known to be more."""
+    outside, at = 0, 0
+    for string in _STRING.finditer(line):
+        outside += string.start() - at + 2
+        at = string.end()
+        if outside > MAX_STRUCTURE_BYTES:
+            return False
+    return outside + len(line) - at <= MAX_STRUCTURE_BYTES
 
 
 def _span_record(record: dict, changes: Counter[str]) -> Record:
@@ -220,8 +232,11 @@ def _span_record(record: dict, changes: Counter[str]) -> Record:
     elif parent:
         changes["wrong_type"] += 1
     status = record.get("status")
-    if isinstance(status, dict) and _whole(status.get("code")) and status["code"] in (1, 2):
-        span["status"] = {"code": status["code"]}  # the message is error text: dropped
+    code = status.get("code") if isinstance(status, dict) else _absent(status, changes, None)
+    if _whole(code) and code in (1, 2):
+        span["status"] = {"code": code}  # the message is error text: dropped
+    elif not (code is None or _whole(code) and code == 0):
+        changes["wrong_type"] += 1
     events = _list(record.get("events"), MAX_EVENTS, changes)
     if events:
         span["events"] = [_event(event, changes) for event in events
