@@ -94,7 +94,10 @@ HOT_S = 600.0
 COLD_CHECK_S = 30.0
 RELIST_S = 60.0
 
-# What the warning says of each way a value was changed (the counter's reasons).
+# Why a line is skipped, and how a value was changed: the counters' reasons
+# (metrics.TurnMetrics.cli_skipped, .cli_changed), and what the warning says of each change.
+SKIP_REASONS = ("oversized", "not_json", "not_a_record", "bad_ids", "bad_name", "no_points",
+                "internal_error")
 _CHANGES = {
     "not_a_code": "were not codes and are sent as `other`",
     "not_finite": "were not finite numbers and are left out",
@@ -102,6 +105,7 @@ _CHANGES = {
     "wrong_type": "had the wrong type and are left out",
     "cut": "were lists too long and are cut",
 }
+CHANGE_REASONS = tuple(_CHANGES)
 
 
 class Unusable(Exception):
@@ -575,11 +579,13 @@ class ExportFollower:
                     if line.oversized:
                         raise Unusable("oversized")
                     take(convert(line.data, changes))
-                    handed += 1
                 except Unusable as skipped:
                     self._skipped(name, line.number, skipped.reason)
+                    continue
                 except Exception as error:  # a bug must cost one record, not the process
                     self._skipped(name, line.number, "internal_error", type(error).__name__)
+                    continue
+                handed += 1
                 for reason, amount in changes.items():
                     self._metrics.count_cli_change(reason, amount)
                     self._warnings.warn((name, reason), "CLI telemetry %s: line %d: %d values "

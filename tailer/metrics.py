@@ -19,7 +19,7 @@ from __future__ import annotations
 import platform
 import time
 
-from . import __version__
+from . import __version__, cli_otel
 from .events import UnknownFusionEvent, Event
 from .exposition import Registry
 from .turns import Reconciliation, Turn
@@ -203,6 +203,10 @@ class TurnMetrics:
         ).set({"version": __version__, "python": platform.python_version()}, 1)
         for outcome in ("fusion", "ignored", "malformed"):
             self.lines.inc({"outcome": outcome}, 0)
+        for reason in cli_otel.SKIP_REASONS:
+            self.cli_skipped.inc({"reason": reason}, 0)
+        for reason in cli_otel.CHANGE_REASONS:
+            self.cli_changed.inc({"reason": reason}, 0)
         for outcome in ("retry", "rejected", "dropped"):
             self.export_failures.inc({"outcome": outcome}, 0)
         for source in ("shutdown", "usage_checkpoint"):

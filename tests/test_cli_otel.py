@@ -236,8 +236,8 @@ def converted_or_skipped(line: bytes) -> tuple[bytes | None, Counter]:
     return sent_body(record), changes
 
 
-SKIP_REASONS = {"oversized", "not_json", "not_a_record", "bad_ids", "bad_name", "no_points"}
-CHANGE_REASONS = {"not_a_code", "not_finite", "out_of_range", "wrong_type", "cut"}
+SKIP_REASONS = set(cli_otel.SKIP_REASONS) - {"internal_error"}
+CHANGE_REASONS = set(cli_otel.CHANGE_REASONS)
 
 
 def deep(depth: int) -> list:
@@ -357,9 +357,10 @@ SECRET_PARTS = ("SECRETX", "alice", "hunter2", "password")
 
 
 def counted(metrics: TurnMetrics, family) -> dict[str, float]:
-    """{reason: count} of a family."""
+    """{reason: count} of a family, the reasons counted at least once."""
     return {dict(labels)["reason"]: value
-            for labels, value in samples(metrics.registry.render_final(), family.name).items()}
+            for labels, value in samples(metrics.registry.render_final(), family.name).items()
+            if value}
 
 
 def test_a_secret_in_any_name_or_code_of_the_export_is_sent_as_other_and_never_logged(
