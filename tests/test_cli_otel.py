@@ -24,6 +24,7 @@ from otlp_sink import decode_body, plain_attributes, span_dicts
 from tailer import cli_otel
 from tailer.exposition import Registry
 from tailer.metrics import TurnMetrics
+from tailer.prompt_links import PromptLinks
 
 CANARY = "CANARY-cli-otel-content"
 RESOURCE = {"attributes": {"service.name": "github-copilot", "service.version": "1.0.102",
@@ -233,6 +234,12 @@ def converted_or_skipped(line: bytes) -> tuple[bytes | None, Counter]:
         assert skipped.reason in SKIP_REASONS
         return None, changes
     assert set(changes) <= set(CHANGE_REASONS)
+    if record.is_span:  # and whatever its times and ids, pairing takes it
+        links = PromptLinks(lambda session: [])
+        links.add_cli(record)
+        links.held()
+        links.expire(everything=True)
+        assert links.take()[1] == [cli_otel.span_unit(record)]
     return sent_body(record), changes
 
 
@@ -497,6 +504,7 @@ def test_a_folder_of_5000_old_files_costs_a_few_stats_a_second(tmp_path, monkeyp
         os.utime(path, (old, old))
     live = folder / "live.jsonl"
     live.write_text(line)
+    os.utime(folder, (old, old))  # not just changed: listed again only when it changes
     clock = Clock()
     export = follower(folder, from_start=True, clock=clock)
     assert len(poll(export, 10_000)) == 5_001
