@@ -246,10 +246,10 @@ def _span_record(record: dict, changes: Counter[str]) -> Record:
         span["events"] = [_event(event, changes) for event in events
                           if isinstance(event, dict) or _absent(event, changes, False)]
     root = None
+    session_id = attributes.get("gen_ai.conversation.id")
     if "parentSpanId" not in span and attributes.get("gen_ai.operation.name") == "invoke_agent" \
-            and attributes.get("gen_ai.conversation.id") not in (None, "other"):
-        root = Root(attributes["gen_ai.conversation.id"], trace_id, span_id, start,
-                    max(start, end))
+            and isinstance(session_id, str) and session_id != "other":
+        root = Root(session_id, trace_id, span_id, start, max(start, end))
     entry = {"resource": _resource(record, changes),
              "scopeSpans": [{"scope": _scope(record, changes), "spans": [span]}]}
     return Record(trace_id + span_id, True, entry, _dumps(entry), root)
@@ -534,9 +534,10 @@ class ExportFollower:
         self._unusable_path = False
 
     def poll(self, budget: int, take: Callable[[Record], None]) -> int:
-        """Hand up to `budget` records written since the last poll to `take`; the number
-        handed on."""
-        handed = 0
+        """Read up to `budget` lines written since the last poll, handing their records to
+        `take`; the number of lines read (skipped ones too: a flood of them is read a
+        budget at a time, as good ones are)."""
+        read = 0
         for path in self._due():
             followed = self._files.get(str(path))
             if followed is None:
@@ -555,25 +556,26 @@ class ExportFollower:
             if signature == followed.seen:
                 continue
             followed.seen = None
-            handed, finished = self._read(path, followed.reader, budget, handed, take)
+            read, finished = self._read(path, followed.reader, budget, read, take)
             if finished:
                 followed.seen = signature
-            if handed >= budget:
-                return handed
+            if read >= budget:
+                return read
         self._skip_existing = False
-        return handed
+        return read
 
     def state(self) -> dict[str, list]:
         """Each file's position, as a checkpoint keeps it."""
         return {name: followed.reader.position.to_data()
                 for name, followed in self._files.items()}
 
-    def _read(self, path: Path, reader: LineReader, budget: int, handed: int,
+    def _read(self, path: Path, reader: LineReader, budget: int, read: int,
               take: Callable[[Record], None]) -> tuple[int, bool]:
-        """Read one file on: the records handed on so far, and whether it was read to its end."""
+        """Read one file on: the lines read so far, and whether it was read to its end."""
         name = printable(path.name)
         try:
             for line in reader.read():
+                read += 1
                 changes: Counter[str] = Counter()
                 try:
                     if line.oversized:
@@ -581,22 +583,21 @@ class ExportFollower:
                     take(convert(line.data, changes))
                 except Unusable as skipped:
                     self._skipped(name, line.number, skipped.reason)
-                    continue
                 except Exception as error:  # a bug must cost one record, not the process
                     self._skipped(name, line.number, "internal_error", type(error).__name__)
-                    continue
-                handed += 1
-                for reason, amount in changes.items():
-                    self._metrics.count_cli_change(reason, amount)
-                    self._warnings.warn((name, reason), "CLI telemetry %s: line %d: %d values "
-                                        "%s", name, line.number, amount, _CHANGES[reason])
-                if handed >= budget:
-                    return handed, False
+                else:
+                    for reason, amount in changes.items():
+                        self._metrics.count_cli_change(reason, amount)
+                        self._warnings.warn((name, reason), "CLI telemetry %s: line %d: %d "
+                                            "values %s", name, line.number, amount,
+                                            _CHANGES[reason])
+                if read >= budget:
+                    return read, False
         except OSError as error:
             self._warnings.warn((name, "unreadable"), "CLI telemetry %s: cannot read it: %s",
                                 name, error.strerror or type(error).__name__)
-            return handed, False
-        return handed, True
+            return read, False
+        return read, True
 
     def _skipped(self, name: str, number: int, reason: str, detail: str = "") -> None:
         self._metrics.count_cli_skip(reason)
