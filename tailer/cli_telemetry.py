@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 
 from . import saved_state
-from .cli_otel import ExportFollower, metric_unit
+from .cli_otel import ExportFollower, Record, metric_unit
 from .lines import Position
 from .otlp import Span
 from .outbox import BACKPRESSURE_SPANS, Outbox, traces_to_state
@@ -41,14 +41,17 @@ class CliTelemetry:
         """Read what is new, unless the collector lags; True if anything was. A pass reads
         the export before the session logs, so a turn knows the CLI writes telemetry."""
         waiting = self.spans.pending_units + self.metrics.pending_units
-        records = [] if waiting > BACKPRESSURE_SPANS else self.follower.poll(CLI_RECORDS_PER_PASS)
-        self.caught_up = waiting <= BACKPRESSURE_SPANS and len(records) < CLI_RECORDS_PER_PASS
-        for key, record in records:
-            if record["type"] == "span":
-                self.links.add_cli(record)
-            elif (unit := metric_unit(key, record)) is not None:
-                self.metrics.submit([unit])
-        return bool(records)
+        read = 0 if waiting > BACKPRESSURE_SPANS else \
+            self.follower.poll(CLI_RECORDS_PER_PASS, self._take)
+        self.caught_up = waiting <= BACKPRESSURE_SPANS and read < CLI_RECORDS_PER_PASS
+        return bool(read)
+
+    def _take(self, record: Record) -> None:
+        """One record read (under the follower's guard: a failure costs this record)."""
+        if record.is_span:
+            self.links.add_cli(record)
+        else:
+            self.metrics.submit([metric_unit(record)])
 
     def send(self, outbox: Outbox) -> bool:
         """At the end of a pass: hand on what is ready, and what waited long enough."""

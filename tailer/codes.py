@@ -50,3 +50,11 @@ IDENTIFIER = CodeKind("id", re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}", re.
 VERSION = CodeKind("version", re.compile(r"[0-9A-Za-z][0-9A-Za-z.+_-]{0,63}", re.ASCII))
 # The name of a field of the log, as an unknown field is reported: `routingLatencyMs`.
 FIELD = CodeKind("field", re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}", re.ASCII))
+# A name in dotted form, as OpenTelemetry names metrics, span events and scopes:
+# `gen_ai.client.operation.duration`, `github.copilot`, `github-copilot`.
+NAME = CodeKind("name", re.compile(r"(?=.{1,128}\Z)[A-Za-z][A-Za-z0-9_]*(?:[.-][A-Za-z0-9_]+)*", re.ASCII))
+# A few codes with one space between them, as the CLI names spans (`chat gpt-5.4`,
+# `execute_tool bash bash`, `invoke_agent`) and agents: each word a tool or model name.
+WORDS = CodeKind("words", re.compile(
+    r"(?=.{1,160}\Z)[A-Za-z0-9_][A-Za-z0-9_.:+-]*(?:/[A-Za-z0-9][A-Za-z0-9_.:+-]*)?"
+    r"(?: [A-Za-z0-9_][A-Za-z0-9_.:+-]*(?:/[A-Za-z0-9][A-Za-z0-9_.:+-]*)?){0,3}", re.ASCII))

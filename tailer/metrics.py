@@ -19,7 +19,7 @@ from __future__ import annotations
 import platform
 import time
 
-from . import __version__
+from . import __version__, cli_otel
 from .events import NOT_CODE_FIELDS, REJECTING_VERDICTS, UnknownFusionEvent, Event
 from .exposition import Registry
 from .turns import Reconciliation, Turn
@@ -182,6 +182,15 @@ class TurnMetrics:
             "hydrafusion_tailer_turn_errors_total",
             "Turns skipped because the tailer failed to handle them (a bug: see its log).",
         )
+        self.cli_skipped = counter(
+            "hydrafusion_tailer_cli_records_skipped_total",
+            "Lines of the CLI's telemetry export skipped, by reason.", ("reason",),
+        )
+        self.cli_changed = counter(
+            "hydrafusion_tailer_cli_values_changed_total",
+            "Values of the CLI's telemetry export sent as `other`, left out or cut, by reason.",
+            ("reason",),
+        )
         self.sessions = gauge("hydrafusion_tailer_sessions", "Session logs followed.")
         self.pending_spans = gauge(
             "hydrafusion_tailer_pending_spans",
@@ -197,6 +206,10 @@ class TurnMetrics:
         ).set({"version": __version__, "python": platform.python_version()}, 1)
         for outcome in ("fusion", "ignored", "malformed"):
             self.lines.inc({"outcome": outcome}, 0)
+        for reason in cli_otel.SKIP_REASONS:
+            self.cli_skipped.inc({"reason": reason}, 0)
+        for reason in cli_otel.CHANGE_REASONS:
+            self.cli_changed.inc({"reason": reason}, 0)
         for outcome in ("retry", "rejected", "dropped"):
             self.export_failures.inc({"outcome": outcome}, 0)
         for source in ("shutdown", "usage_checkpoint"):
@@ -325,6 +338,14 @@ class TurnMetrics:
     def count_damage(self, reason: str) -> None:
         """One damaged line, by reason (count_lines counts it among the lines read)."""
         self.malformed.inc({"reason": reason})
+
+    def count_cli_skip(self, reason: str) -> None:
+        """One line of the CLI's telemetry export skipped (tailer/cli_otel.py's reasons)."""
+        self.cli_skipped.inc({"reason": reason})
+
+    def count_cli_change(self, reason: str, amount: int) -> None:
+        """Values of one line of the CLI's export changed (tailer/cli_otel.py's reasons)."""
+        self.cli_changed.inc({"reason": reason}, amount)
 
     def count_event(self, event: Event) -> None:
         """Note schema drift, values that were no codes and the newest event time."""

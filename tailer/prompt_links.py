@@ -34,7 +34,7 @@ import time
 from collections import OrderedDict, deque
 from typing import Callable
 
-from .cli_otel import Root, prompt_root, span_unit
+from .cli_otel import Record, Root, span_unit
 from .otlp import Span
 from .spans import span_id, trace_id, turn_spans
 from .turns import Turn
@@ -89,8 +89,9 @@ class _Remembered:
 
 
 class PromptLinks:
-    """Takes finished turns (`add_turn`) and CLI span records (`add_cli`); hands out our
-    traces and the CLI's span units, linked where a pair was found (`take`).
+    """Takes finished turns (`add_turn`) and the CLI's span records (`add_cli`, as
+    cli_otel.convert made them); hands out our traces and the CLI's span units, linked
+    where a pair was found (`take`).
 
     `open_turns(session_id)` gives the turns of a session still open in the reading stage.
     """
@@ -106,7 +107,7 @@ class PromptLinks:
         self._cli = _Remembered()
         self._cli_read_at = float("-inf")
         self._waiting_turns: dict[str, tuple[Turn, Root, float]] = {}
-        self._waiting_cli: dict[str, tuple[dict, Root, float]] = {}
+        self._waiting_cli: dict[str, tuple[Record, Root, float]] = {}
         self._traces: list[list[Span]] = []
         self._cli_units: list[Span] = []
 
@@ -124,10 +125,10 @@ class PromptLinks:
             active = self._clock() - self._cli_read_at < ACTIVE_S
             self._waiting_turns[root.trace_id] = (turn, root, self._deadline(root, active))
 
-    def add_cli(self, record: dict) -> None:
+    def add_cli(self, record: Record) -> None:
         """One span record of the CLI's export (metrics do not pass here)."""
         self._cli_read_at = self._clock()
-        root = prompt_root(record)
+        root = record.root
         if root is None:
             self._send_cli(record, None)
             return
@@ -140,8 +141,7 @@ class PromptLinks:
         if ours is not None:
             self._send_cli(record, ours)
         else:
-            self._waiting_cli[root.trace_id + root.span_id] = (record, root,
-                                                              self._deadline(root))
+            self._waiting_cli[record.key] = (record, root, self._deadline(root))
 
     def expire(self, everything: bool = False) -> None:
         """Let what waited past its time (or, at the end of a run, everything) go unlinked."""
@@ -169,16 +169,13 @@ class PromptLinks:
     def held(self) -> tuple[list[list[Span]], list[Span]]:
         """What is waiting, as it would go out unlinked: the checkpoint keeps it so."""
         traces = [turn_spans(turn) for turn, _, _ in self._waiting_turns.values()]
-        units = [span_unit(record) for record, _, _ in self._waiting_cli.values()]
-        return traces, [unit for unit in units if unit is not None]
+        return traces, [span_unit(record) for record, _, _ in self._waiting_cli.values()]
 
     def _open_roots(self, root: Root) -> list[Root]:
         return [turn_root(turn) for turn in self._open_turns(root.session_id)]
 
-    def _send_cli(self, record: dict, link: Root | None) -> None:
-        unit = span_unit(record, link)
-        if unit is not None:
-            self._cli_units.append(unit)
+    def _send_cli(self, record: Record, link: Root | None) -> None:
+        self._cli_units.append(span_unit(record, link))
 
     def _deadline(self, root: Root, active: bool = True) -> float:
         """Until when a side waits: a while when it is recent (and, for a turn, the CLI

@@ -116,7 +116,7 @@ def build(config: Config, saved: Saved | None, previous_run_ms: int, *,
                     from_start=config.from_start or config.once,
                     idle_timeout_s=config.idle_timeout_s, backfill_days=config.backfill_days,
                     saved=saved and saved.reading)
-    cli = _cli_telemetry(config, saved, tailer) if config.cli_otel and config.traces_url else None
+    cli = _cli_telemetry(config, saved, tailer, metrics) if config.cli_otel and config.traces_url else None
     fanout = TurnFanout(metrics, outbox, history, cli.links if cli is not None else None)
     return Stages(config, identity, registry, metrics, server, outbox, pusher, history,
                   tailer, cli, fanout)
@@ -160,20 +160,21 @@ def _previous_run_seen_until(saved: Saved | None, previous_heartbeat_ms: int) ->
     return max(saved.published_at_ms, previous_heartbeat_ms)
 
 
-def _cli_telemetry(config: Config, saved: Saved | None, tailer: Tailer) -> CliTelemetry:
+def _cli_telemetry(config: Config, saved: Saved | None, tailer: Tailer,
+                   metrics: TurnMetrics) -> CliTelemetry:
     cli_saved = (saved and saved.cli) or {}
     follower = ExportFollower(
-        config.cli_otel, from_start=config.from_start or config.once,
+        config.cli_otel, metrics, from_start=config.from_start or config.once,
         # With a checkpoint that has never seen the export, its files are new.
         saved=cli_saved.get("files", {}) if saved is not None else None)
     spans = Outbox(_traces_exporter(config, encode_spans), cli_saved.get("spans", []))
     # The CLI's metrics go to the metrics signal's endpoint, with its headers and CA file.
-    metrics = Outbox(
+    cli_metrics = Outbox(
         _exporter(config.otlp_metrics_url, config.metrics_push_headers,
                   config.metrics_push_certificate, config.resource, encode_metrics)
         if config.otlp_metrics_url else None,
         cli_saved.get("metrics", []))
-    return CliTelemetry(follower, spans, metrics, PromptLinks(tailer.open_turns))
+    return CliTelemetry(follower, spans, cli_metrics, PromptLinks(tailer.open_turns))
 
 
 def _traces_exporter(config: Config, encode=None):

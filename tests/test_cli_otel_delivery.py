@@ -174,3 +174,91 @@ def test_a_live_turn_waits_for_the_clis_root_written_after_it_and_both_link(tmp_
     assert [(l["traceId"], l["spanId"]) for l in ours["links"]] == [("a" * 32, "b" * 16)]
     assert [(l["traceId"], l["spanId"]) for l in theirs["links"]] == [
         (trace_id(SESSION, "fusion-live"), span_id(SESSION, "fusion-live", "turn"))]
+
+
+def test_hostile_lines_cost_only_themselves_and_a_restart_on_them_goes_on(tmp_path):
+    """Issue 19, finding 1: a NaN bucket count (and its kin) in the export killed the
+    daemon, and every restart on the same checkpoint died on the same line. Now each is
+    skipped or converted, counted on /metrics, and the lines around it are delivered; a
+    daemon killed before it saved past them reads them again without harm."""
+    from test_cli_otel import ISSUE_LINES, span_line
+
+    from exposition_helpers import samples
+    from prom import free_port
+
+    state, export = tmp_path / "state", tmp_path / "otel" / "copilot-otel.jsonl"
+    state.mkdir()
+    export.parent.mkdir()
+    good = export_lines(3)
+    export.write_text(good[0] + "\n")
+    args = ("--state-dir", str(state), "--checkpoint", str(tmp_path / "cp.json"),
+            "--cli-otel", str(export.parent))
+    with OtlpSink() as sink:
+        assert run_once(*args, "--otlp-endpoint", sink.endpoint).returncode == 0
+        with open(export, "a") as handle:
+            for record in ISSUE_LINES.values():
+                handle.write(json.dumps(record) + "\n")
+            handle.write("\n".join(good[1:]) + "\n")
+        port = free_port()
+        with running_tailer(tmp_path, *args, "--otlp-endpoint", sink.endpoint,
+                            metrics_port=port) as tailer:
+            deadline = time.monotonic() + 30
+            while not set(expected_of(good)[0]) <= set(received(sink)[0]):
+                assert time.monotonic() < deadline, tailer.log()
+                assert tailer.process.poll() is None, tailer.log()
+                time.sleep(0.1)
+            while True:  # the counts are published with the next save
+                skipped = {dict(labels)["reason"]: value for labels, value in samples(
+                    tailer.metrics(), "hydrafusion_tailer_cli_records_skipped_total").items()
+                    if value}
+                if skipped or time.monotonic() > deadline:
+                    break
+                time.sleep(0.1)
+            tailer.process.send_signal(signal.SIGKILL)  # perhaps before it saved past them
+            tailer.process.wait()
+        assert "Traceback" not in tailer.log() and "unexpected error" not in tailer.log()
+        assert "CLI telemetry copilot-otel.jsonl: line " in tailer.log()
+        assert skipped == {"no_points": 3}  # a NaN gauge, points not a list, a 400-digit value
+        again = run_once(*args, "--otlp-endpoint", sink.endpoint)
+        assert again.returncode == 0, again.stderr
+        assert "Traceback" not in again.stderr
+        spans, values = received(sink)
+    # The issue's spans that could be converted went too (they share one span id).
+    assert set(spans) == set(expected_of(good)[0]) | {span_line()["spanId"]}
+    assert set(values) == set(expected_of(good)[1])
+    assert sink.errors == []  # every request was valid OTLP
+
+
+def test_a_secret_in_any_code_of_the_export_reaches_no_request_and_no_log_line(tmp_path):
+    """The canary, a path and a `password=` in every name, version and code the CLI's export
+    can carry, through the daemon: not in a relayed span or metric, nor in its log."""
+    from test_cli_otel import SECRET, SECRET_PARTS, metric_line, span_line
+
+    from tailer.cli_otel import ATTRIBUTES
+
+    attributes = {key: SECRET for key, kind in ATTRIBUTES.items() if kind}
+    resource = {"attributes": {"service.name": SECRET, "service.version": SECRET}}
+    scope = {"name": SECRET, "version": SECRET}
+    span = span_line(name=SECRET, attributes=attributes, resource=resource,
+                     instrumentationScope=scope,
+                     events=[{"name": SECRET, "time": [1, 0], "attributes": attributes}])
+    metric = {**metric_line("m.count", 1), "unit": SECRET, "resource": resource,
+              "instrumentationScope": scope}
+    metric["dataPoints"][0]["attributes"] = attributes
+    state, export = tmp_path / "state", tmp_path / "otel" / "copilot-otel.jsonl"
+    state.mkdir()
+    export.parent.mkdir()
+    export.write_text("".join(json.dumps(line) + "\n" for line in [
+        span, metric, metric_line(SECRET, 1), {"type": SECRET}, {**span, "type": SECRET}]))
+    with OtlpSink() as sink:
+        done = run_once("--state-dir", str(state), "--checkpoint", str(tmp_path / "cp.json"),
+                        "--cli-otel", str(export.parent), "--log-level", "DEBUG",
+                        "--otlp-endpoint", sink.endpoint)
+        bodies = b"".join(sink.raw_bodies + sink.metric_bodies).decode()
+    assert done.returncode == 0, done.stderr
+    assert [span["name"] for span in sink.spans()] == ["other"]
+    assert sink.metric_requests, "the metric was not relayed: the test would prove nothing"
+    assert "skipped" in done.stderr
+    for part in SECRET_PARTS:
+        assert part not in bodies, f"{part} reached the collector"
+        assert part not in done.stderr + done.stdout, f"{part} reached the log"

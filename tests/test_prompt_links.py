@@ -7,13 +7,14 @@ pairing on what the real CLI wrote is in tests/test_realcli.py.
 """
 
 import json
+from collections import Counter
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from assembly import assemble
 from tailer import prompt_links
-from tailer.cli_otel import Root
+from tailer.cli_otel import Record, Root, convert
 from tailer.spans import span_id, trace_id
 
 SESSION = "8d3c0f52-0c2e-4a55-b0a7-1f1a3e0f0c11"
@@ -36,7 +37,11 @@ def log_lines() -> list[str]:
     ]]
 
 
-def cli_root(number: int, start_s: float, end_s: float, session: str = SESSION) -> dict:
+def converted(line: dict) -> Record:
+    return convert(json.dumps(line).encode(), Counter())
+
+
+def root_line(number: int, start_s: float, end_s: float, session: str = SESSION) -> dict:
     """The CLI's root span record of a prompt, as its file export writes it."""
     return {"type": "span", "traceId": f"{number:032x}", "spanId": f"{number:016x}",
             "name": "invoke_agent", "kind": 0,
@@ -47,9 +52,13 @@ def cli_root(number: int, start_s: float, end_s: float, session: str = SESSION) 
             "resource": {"attributes": {"service.name": "github-copilot"}}}
 
 
-def cli_child(number: int) -> dict:
-    return {**cli_root(number, 0.1, 0.2), "spanId": f"{number + 100:016x}",
-            "parentSpanId": f"{number:016x}", "name": "chat gpt-5.6-sol"}
+def cli_root(number: int, start_s: float, end_s: float, session: str = SESSION) -> Record:
+    return converted(root_line(number, start_s, end_s, session))
+
+
+def cli_child(number: int) -> Record:
+    return converted({**root_line(number, 0.1, 0.2), "spanId": f"{number + 100:016x}",
+                      "parentSpanId": f"{number:016x}", "name": "chat gpt-5.6-sol"})
 
 
 class Clocks:
