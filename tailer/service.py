@@ -39,6 +39,12 @@ log = logging.getLogger("tailer")
 
 POLL_INTERVAL_S = 1.0
 EXPORT_FLUSH_TIMEOUT_S = 10.0
+# A stop gives the exporters this long together to deliver what waits, and the metrics
+# push this long for its last request: with the pass under way (at most a poll interval),
+# a SIGTERM ends the run within 10 s whatever the endpoints do. What is not delivered by
+# then stays in the checkpoint for the next run.
+STOP_FLUSH_S = 5.0
+STOP_PUSH_S = 2.0
 # Short, so a span reaches the collector well within a second of its line being written.
 EXPORT_BATCH_DELAY_S = 0.2
 CHECKPOINT_TURNS_S = 1.0
@@ -309,6 +315,7 @@ class Run:
         self._save_failed = False
         self._stalled_since: float | None = None
         self._stalled_out = False
+        self._history_push: _InBackground | None = None
 
     @property
     def unsaved(self) -> bool:
@@ -376,25 +383,31 @@ class Run:
             self.server.close()  # no scrape after the last save: see History's not_before
         if self.cli is not None:
             self.cli.release(self.outbox)
-        delivered = self.outbox.flush(EXPORT_FLUSH_TIMEOUT_S)
+        flush_until = time.monotonic() + STOP_FLUSH_S
+        delivered = self.outbox.flush(STOP_FLUSH_S)
         if self.cli is not None:
-            delivered = self.cli.flush(EXPORT_FLUSH_TIMEOUT_S) and delivered
+            delivered = self.cli.flush(max(0.0, flush_until - time.monotonic())) and delivered
         pushed_at_ns = time.time_ns()  # before the final save, for the same reason
         self.save(final=True)
         if self.pusher is not None:
             body = self._metrics_body(self.registry.collect_final(), pushed_at_ns)
-            if not self.pusher.close(body, EXPORT_FLUSH_TIMEOUT_S):
+            if not self.pusher.close(body, STOP_PUSH_S):
                 log.warning("the last metrics push did not go through; the next run's "
                             "pushes carry the same counters on")
-        self.outbox.close(1.0)
+        # Saved: what is still in flight is the next run's to send, so nothing waits for it.
+        self.outbox.close(0.0)
         if self.cli is not None:
-            self.cli.close(1.0)
+            self.cli.close(0.0)
         self.tailer.close()
         if not delivered:
             log.warning(
                 "%d spans are still waiting for the collector; they are kept for the next run",
                 self.outbox.pending_spans,
             )
+        if self.config.once and self._save_failed:
+            log.error("this --once run could not save the checkpoint %s: the next run reads "
+                      "again from the last one saved", self.config.checkpoint)
+            return 1
         if self.config.once and (self.lost_spans or not delivered):
             return 1
         return 0
@@ -414,14 +427,21 @@ class Run:
             start_ns=self.identity.start_ns, time_ns=time_ns))
 
     def _push_history(self, now: float) -> None:
-        """Push the start-up history once reading is over; then scrapes show its families."""
-        now_ms = time.time_ns() // 1_000_000
-        if self.history.pending and not self.history.ready(now_ms):
-            return
-        if self.history.pending and not self.history.push(now_ms):
-            self.history_waits = True
-            self._next_push = now + self._push_backoff
-            self._push_backoff = min(self._push_backoff * 2, HISTORY_MAX_BACKOFF_S)
+        """Push the start-up history once reading is over, from a thread of its own (the
+        main loop goes on reading meanwhile); then scrapes show its families."""
+        if self._history_push is not None:
+            if not self._history_push.done:
+                return
+            pushed, self._history_push = self._history_push.result, None
+            if not pushed:
+                self.history_waits = True
+                self._next_push = now + self._push_backoff
+                self._push_backoff = min(self._push_backoff * 2, HISTORY_MAX_BACKOFF_S)
+                return
+        elif self.history.pending:
+            now_ms = time.time_ns() // 1_000_000
+            if self.history.ready(now_ms):
+                self._history_push = _InBackground(self.history.push, now_ms)
             return
         self.history = self.fanout.history = None
         # Saved without the history before scrapes show it: a run that starts from a save
@@ -594,7 +614,8 @@ class CliTelemetry:
         return self.spans.settle() + self.metrics.settle()
 
     def flush(self, timeout: float) -> bool:
-        return self.spans.flush(timeout) and self.metrics.flush(timeout)
+        until = time.monotonic() + timeout
+        return self.spans.flush(timeout) and self.metrics.flush(max(0.0, until - time.monotonic()))
 
     def close(self, timeout: float) -> None:
         self.spans.close(timeout)
@@ -607,6 +628,27 @@ class CliTelemetry:
         return {"files": self.follower.state(),
                 "spans": self.spans.pending + pending_entries([[unit] for unit in units]),
                 "metrics": self.metrics.pending}, turns
+
+
+class _InBackground:
+    """function(*args) called on a thread of its own, which the main loop polls and an exit
+    does not wait for. `result` is False if it raised."""
+
+    def __init__(self, function, *args):
+        self.result = False
+        self._thread = threading.Thread(target=self._call, args=(function, args),
+                                        name="history-push", daemon=True)
+        self._thread.start()
+
+    @property
+    def done(self) -> bool:
+        return not self._thread.is_alive()
+
+    def _call(self, function, args) -> None:
+        try:
+            self.result = function(*args)
+        except Exception as error:  # noqa: BLE001 - the push is tried again, the run goes on
+            log.error("history: the push failed unexpectedly (%s)", type(error).__name__)
 
 
 def _handle_signals(stop: threading.Event) -> None:
