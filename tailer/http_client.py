@@ -33,6 +33,7 @@ from .printable import printable
 
 RESPONSE_READ_LIMIT = 64 * 1024
 TEXT_LIMIT = 200
+TOO_LARGE = 413  # a batch answered so is sent again in halves, by each sender
 
 
 class Answer(NamedTuple):
@@ -47,6 +48,12 @@ class Answer(NamedTuple):
     @property
     def delivered(self) -> bool:
         return self.status is not None and 200 <= self.status < 300
+
+    @property
+    def unanswered(self) -> bool:
+        """No answer from the configured URL itself: none came whole, or it pointed elsewhere
+        (a redirect, never followed). Always a failure to try again."""
+        return self.status is None or 300 <= self.status < 400
 
     def reason(self) -> str:
         """Why this answer is not a delivery, as a log line may say it."""

@@ -25,21 +25,20 @@ import time
 import urllib.parse
 from typing import Callable, NamedTuple
 
-from .http_client import Endpoint, one_line
+from .http_client import TOO_LARGE, Answer, Endpoint, one_line
 
 log = logging.getLogger("tailer.otlp")
 
 SCOPE_NAME = "hydrafusion-tailer"
 RETRYABLE_STATUSES = frozenset({429, 502, 503, 504})
-TOO_LARGE = 413
 FIRST_BACKOFF = 1.0
 MAX_BACKOFF = 60.0
 
 
-def retryable(status: int | None) -> bool:
-    """Whether an answer is a failure to try again: no answer, a redirect (never followed:
-    the configured URL is the one that must take the data), or a status OTLP says to retry."""
-    return status is None or 300 <= status < 400 or status in RETRYABLE_STATUSES
+def retryable(answer: Answer) -> bool:
+    """Whether an answer is a failure to try again: no answer from the configured URL, or a
+    status OTLP says to retry."""
+    return answer.unanswered or answer.status in RETRYABLE_STATUSES
 
 
 class Span(NamedTuple):
@@ -347,7 +346,7 @@ class OtlpExporter:
                 self._deliver(spans[:count // 2])
                 self._deliver(spans[count // 2:])
                 return
-            if not retryable(answer.status):
+            if not retryable(answer):
                 log.warning("OTLP export rejected (HTTP %d): %s; %d spans dropped",
                             answer.status, error_text(answer.body), count)
                 self._report("rejected", spans)

@@ -221,7 +221,7 @@ class MetricsPusher:
     def _post(self, body: bytes, timeout: float | None = None) -> bool:
         """One attempt; True when it needs no retry (delivered, or refused as bad data)."""
         answer = self._endpoint.post(body, timeout)
-        if retryable(answer.status):
+        if retryable(answer):
             detail = f": {error_text(answer.body)}" if answer.status is not None and answer.body else ""
             return self._failed(answer.reason() + detail)
         if not answer.delivered:

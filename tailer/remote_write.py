@@ -19,7 +19,7 @@ from operator import itemgetter
 from typing import Iterable, Iterator, Sequence
 
 from . import __version__
-from .http_client import Endpoint, one_line
+from .http_client import TOO_LARGE, Endpoint, one_line
 
 log = logging.getLogger("tailer")
 
@@ -31,7 +31,6 @@ UINT64_MASK = (1 << 64) - 1
 MAX_LITERAL = 65536
 ERROR_TEXT_LIMIT = 300
 TOO_OLD_TEXT = "too old sample"
-TOO_LARGE = 413
 
 
 class RemoteWriteError(Exception):
@@ -166,7 +165,7 @@ class RemoteWriter:
             log.error("history: remote write refused one sample as too large (HTTP 413); "
                       "it is dropped")
             return 1
-        if answer.status is None or 300 <= answer.status < 400:
+        if answer.unanswered:
             raise RemoteWriteError(f"remote write failed: {answer.reason()}", retryable=True)
         # Prometheus says why in plain text, e.g. "out of bounds": keep that for the log.
         text = one_line(answer.body.decode(errors="replace"), ERROR_TEXT_LIMIT)
