@@ -13,6 +13,7 @@ neither loses nor reads again a line of the export.
 from __future__ import annotations
 
 import json
+import time
 
 from . import saved_state
 from .cli_otel import ExportFollower, Record, metric_unit
@@ -75,7 +76,8 @@ class CliTelemetry:
         return self.spans.settle() + self.metrics.settle()
 
     def flush(self, timeout: float) -> bool:
-        return self.spans.flush(timeout) and self.metrics.flush(timeout)
+        until = time.monotonic() + timeout
+        return self.spans.flush(timeout) and self.metrics.flush(max(0.0, until - time.monotonic()))
 
     def close(self, timeout: float) -> None:
         self.spans.close(timeout)

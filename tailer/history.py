@@ -161,7 +161,7 @@ class History:
         """Push everything pending; False when it should be tried again later."""
         made: list[int] = []
         try:
-            self._writer.push(self._all_series(now_ms, made))
+            dropped = self._writer.push(self._all_series(now_ms, made))
         except RemoteWriteError as error:
             if error.retryable:
                 log.warning("history: Prometheus did not take the history of %d series yet: %s",
@@ -170,7 +170,8 @@ class History:
             log.error("history: Prometheus refused the history of %d series, it is dropped: %s",
                       len(self._changes), error)
         else:
-            log.info("history: pushed %d samples of %d series to Prometheus", sum(made), len(made))
+            log.info("history: pushed %d samples of %d series to Prometheus%s", sum(made) - dropped,
+                     len(made), f" ({dropped} refused as too large)" if dropped else "")
         self._changes = {}
         return True
 

@@ -14,9 +14,7 @@ the collector's own error text.
 """
 
 import collections
-import email.utils
 import gzip
-import http.client
 import json
 import logging
 import math
@@ -24,10 +22,10 @@ import random
 import ssl
 import threading
 import time
-import urllib.error
 import urllib.parse
-import urllib.request
 from typing import Callable, NamedTuple
+
+from .http_client import TOO_LARGE, Answer, Endpoint, one_line
 
 log = logging.getLogger("tailer.otlp")
 
@@ -35,8 +33,12 @@ SCOPE_NAME = "hydrafusion-tailer"
 RETRYABLE_STATUSES = frozenset({429, 502, 503, 504})
 FIRST_BACKOFF = 1.0
 MAX_BACKOFF = 60.0
-ERROR_TEXT_LIMIT = 200
-RESPONSE_READ_LIMIT = 64 * 1024
+
+
+def retryable(answer: Answer) -> bool:
+    """Whether an answer is a failure to try again: no answer from the configured URL, or a
+    status OTLP says to retry."""
+    return answer.unanswered or answer.status in RETRYABLE_STATUSES
 
 
 class Span(NamedTuple):
@@ -159,20 +161,6 @@ _KEY_HEADS: dict[str, str] = {}
 json_string = json.encoder.encode_basestring
 
 
-def parse_retry_after(value: str | None, now: float) -> float | None:
-    """Seconds to wait according to a Retry-After header (delta-seconds or HTTP-date), or None."""
-    if not value:
-        return None
-    value = value.strip()
-    if value.isdecimal():
-        return float(value)
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    return max(0.0, when.timestamp() - now)
-
-
 def tls_context(cafile: str | None) -> ssl.SSLContext | None:
     """The TLS settings for an https endpoint whose certificate is signed by the CA in
     cafile (OTEL_EXPORTER_OTLP_CERTIFICATE); None: the system's trusted CAs.
@@ -186,30 +174,17 @@ def tls_context(cafile: str | None) -> ssl.SSLContext | None:
                          f"{getattr(error, 'strerror', None) or error}") from None
 
 
-def connection_problem(url: str, error: Exception, setting: str) -> str:
-    """Why a request to url got no answer; for a certificate not trusted, which setting
-    gives the CA that signed it."""
-    reason = getattr(error, "reason", error)
-    if isinstance(reason, ssl.SSLCertVerificationError):
-        return (f"the certificate of {url} is not trusted ({reason.verify_message}): "
-                f"give the CA certificate that signed it in {setting}")
-    return _shorten(str(reason))
-
-
-def _shorten(text: str) -> str:
-    """One line of at most ERROR_TEXT_LIMIT characters, safe to put in a log line."""
-    return " ".join(text.split())[:ERROR_TEXT_LIMIT]
-
-
-def error_text(body: str) -> str:
-    """The collector's message from an error body (a JSON google.rpc.Status, or plain text)."""
+def error_text(body: bytes) -> str:
+    """The collector's message from an error body (a JSON google.rpc.Status, or plain text),
+    as one printable line."""
+    text = body.decode("utf-8", "replace")
     try:
-        status = json.loads(body)
+        status = json.loads(text)
         if isinstance(status, dict) and isinstance(status.get("message"), str):
-            body = status["message"]
+            text = status["message"]
     except ValueError:
         pass
-    return _shorten(body)
+    return one_line(text)
 
 
 class OtlpExporter:
@@ -221,6 +196,9 @@ class OtlpExporter:
     being retried, newer spans wait behind it; past max_queued_spans the oldest units are
     dropped, because during a long outage fresh traces are worth more than stale ones.
 
+    A batch the collector refuses as too large (413) is sent again in halves, each halved
+    again while refused, so only a span refused on its own is given up.
+
     on_result(outcome, spans) is called from the worker with the spans concerned and outcome
     "delivered", "retry" (an attempt failed and will be retried), "rejected" (the collector
     refused them) or "dropped" (queue overflow). Spans still unsettled at close() are not
@@ -230,24 +208,27 @@ class OtlpExporter:
     def __init__(self, url: str, *, headers: dict[str, str], resource: dict[str, str], scope_version: str,
                  on_result: Callable[[str, list[Span]], None] = lambda outcome, spans: None,
                  max_batch_spans: int = 512, flush_interval: float = 1.0, max_queued_spans: int = 100_000,
-                 timeout: float = 10.0, sleep=time.sleep, rng=random.random,
+                 timeout: float = 10.0, sleep: Callable[[float], object] | None = None,
+                 rng=random.random,
                  encode: Callable[[list[Span]], bytes] | None = None,
                  ssl_context: ssl.SSLContext | None = None):
         """`encode` makes a request body of a batch; by default the spans go under
         `resource` and the tailer's scope (encode_request). `ssl_context`: for an https URL
-        whose certificate a CA of its own signed (tls_context)."""
-        self._url = url
-        self._ssl_context = ssl_context
-        self._headers = {**headers, "Content-Type": "application/json", "Content-Encoding": "gzip",
-                         "User-Agent": f"hydrafusion-tailer/{scope_version}"}
+        whose certificate a CA of its own signed (tls_context). `timeout`: the deadline of
+        each request. `sleep` waits between attempts (by default a wait that close() ends)."""
+        self._endpoint = Endpoint(
+            url, timeout=timeout, ssl_context=ssl_context,
+            headers={**headers, "Content-Type": "application/json", "Content-Encoding": "gzip",
+                     "User-Agent": f"hydrafusion-tailer/{scope_version}"},
+            certificate_setting="OTEL_EXPORTER_OTLP_TRACES_CERTIFICATE or OTEL_EXPORTER_OTLP_CERTIFICATE")
         self._resource = dict(resource)
         self._scope_version = scope_version
         self._on_result = on_result
         self._max_batch_spans = max_batch_spans
         self._flush_interval = flush_interval
         self._max_queued_spans = max_queued_spans
-        self._timeout = timeout
-        self._sleep = sleep
+        self._stopped = threading.Event()
+        self._sleep = sleep or self._stopped.wait
         self._rng = rng
         self._encode = encode
         # Units are numbered in submission order so flush() can tell when everything up to a
@@ -303,6 +284,8 @@ class OtlpExporter:
         with self._lock:
             self._closing = True
             self._lock.notify_all()
+        self._stopped.set()
+        self._endpoint.cut()
         self._worker.join(max(0.0, deadline - time.monotonic()))
 
     def _oldest_unsettled(self) -> int:
@@ -344,6 +327,7 @@ class OtlpExporter:
             return batch
 
     def _deliver(self, spans: list[Span]) -> None:
+        """Send spans until the collector answers; a 413 sends them again in halves."""
         if self._encode is not None:
             body = self._encode(spans)
         else:
@@ -351,16 +335,20 @@ class OtlpExporter:
         count = len(spans)
         backoff = FIRST_BACKOFF
         attempts = 0
-        while True:
+        while not self._closing:
             attempts += 1
             self._report_overflow()
-            status, retry_after, detail = self._post(body)
-            if status is not None and 200 <= status < 300:
-                self._accept(spans, detail)
+            answer = self._endpoint.post(body)
+            if answer.delivered:
+                self._accept(spans, answer.body.decode("utf-8", "replace"))
                 return
-            reason = f"HTTP {status}" if status is not None else detail
-            if status is not None and status not in RETRYABLE_STATUSES:
-                log.warning("OTLP export rejected (HTTP %d): %s; %d spans dropped", status, error_text(detail), count)
+            if answer.status == TOO_LARGE and count > 1:
+                self._deliver(spans[:count // 2])
+                self._deliver(spans[count // 2:])
+                return
+            if not retryable(answer):
+                log.warning("OTLP export rejected (HTTP %d): %s; %d spans dropped",
+                            answer.status, error_text(answer.body), count)
                 self._report("rejected", spans)
                 return
             if self._closing:
@@ -368,27 +356,12 @@ class OtlpExporter:
             # Full jitter: a fleet of tailers recovering together does not hit the collector in step.
             # A Retry-After is honoured but never below the backoff's step: a collector
             # answering "0" or a past date would otherwise get a request per round trip.
-            delay = self._rng() * backoff if retry_after is None else max(retry_after, backoff)
+            delay = self._rng() * backoff if answer.retry_after is None else max(answer.retry_after, backoff)
             if attempts == 1:
-                log.warning("OTLP export failed (%s); retrying until the collector answers", reason)
+                log.warning("OTLP export failed (%s); retrying until the collector answers", answer.reason())
             self._report("retry", spans)
             self._sleep(min(delay, MAX_BACKOFF))
             backoff = min(backoff * 2, MAX_BACKOFF)
-
-    def _post(self, body: bytes) -> tuple[int | None, float | None, str]:
-        """One attempt: (status, or None when no response came; Retry-After seconds; body or error)."""
-        request = urllib.request.Request(self._url, data=body, headers=self._headers, method="POST")
-        try:
-            with urllib.request.urlopen(request, timeout=self._timeout,
-                                        context=self._ssl_context) as response:
-                return response.status, None, response.read(RESPONSE_READ_LIMIT).decode("utf-8", "replace")
-        except urllib.error.HTTPError as error:
-            with error:
-                retry_after = parse_retry_after(error.headers.get("Retry-After"), time.time())
-                return error.code, retry_after, error.read(RESPONSE_READ_LIMIT).decode("utf-8", "replace")
-        except (OSError, http.client.HTTPException) as error:
-            return None, None, connection_problem(
-                self._url, error, "OTEL_EXPORTER_OTLP_TRACES_CERTIFICATE or OTEL_EXPORTER_OTLP_CERTIFICATE")
 
     def _accept(self, spans: list[Span], body: str) -> None:
         """Reports a 2xx answer, which may still reject some spans (an OTLP partial success).
@@ -402,7 +375,7 @@ class OtlpExporter:
         except (ValueError, TypeError, AttributeError):  # an empty or non-JSON body means all accepted
             partial, rejected = {}, 0
         if rejected:
-            message = _shorten(str(partial.get("errorMessage", "")))
+            message = one_line(str(partial.get("errorMessage", "")))
             log.warning("OTLP collector rejected %d of %d spans: %s", rejected, count, message)
             self._report("rejected", spans[count - rejected:])
         if count - rejected:

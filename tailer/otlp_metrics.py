@@ -25,10 +25,9 @@ import logging
 import ssl
 import threading
 import time
-import urllib.error
-import urllib.request
 
-from .otlp import RETRYABLE_STATUSES, connection_problem, error_text
+from .http_client import Endpoint
+from .otlp import error_text, retryable
 
 log = logging.getLogger("tailer.otlp")
 
@@ -143,10 +142,11 @@ class MetricsPusher:
                  user_agent: str = "hydrafusion-tailer"):
         self.url = url
         self.interval_s = interval_s
-        self._headers = {**headers, "Content-Type": "application/json",
-                         "Content-Encoding": "gzip", "User-Agent": user_agent}
-        self._context = ssl_context
-        self._timeout = timeout
+        self._endpoint = Endpoint(
+            url, timeout=timeout, ssl_context=ssl_context,
+            headers={**headers, "Content-Type": "application/json",
+                     "Content-Encoding": "gzip", "User-Agent": user_agent},
+            certificate_setting="OTEL_EXPORTER_OTLP_METRICS_CERTIFICATE or OTEL_EXPORTER_OTLP_CERTIFICATE")
         self._next_at = 0.0
         self._waiting: bytes | None = None
         self._sending = False
@@ -173,10 +173,11 @@ class MetricsPusher:
         """Send this last request and stop; True if it was delivered within timeout."""
         deadline = time.monotonic() + timeout
         with self._lock:
-            self._lock.wait_for(lambda: not self._sending, timeout)
+            self._lock.wait_for(lambda: not self._sending, timeout / 2)
             self._closing = True
             self._waiting = None
             self._lock.notify_all()
+        self._endpoint.cut()  # a push still in flight has lost to this last one
         self._worker.join(max(0.0, deadline - time.monotonic()))
         return self._post(body, max(0.1, deadline - time.monotonic()))
 
@@ -188,7 +189,7 @@ class MetricsPusher:
                 if self._closing:
                     return
                 body, self._waiting, self._sending = self._waiting, None, True
-            delivered = self._post(body, self._timeout)
+            delivered = self._post(body)
             with self._lock:
                 self._sending = False
                 if not delivered and self._waiting is None:
@@ -198,24 +199,15 @@ class MetricsPusher:
                     self._lock.wait_for(lambda: self._closing, backoff)
             backoff = FIRST_BACKOFF_S if delivered else min(backoff * 2, MAX_BACKOFF_S)
 
-    def _post(self, body: bytes, timeout: float) -> bool:
+    def _post(self, body: bytes, timeout: float | None = None) -> bool:
         """One attempt; True when it needs no retry (delivered, or refused as bad data)."""
-        request = urllib.request.Request(self.url, data=body, headers=self._headers,
-                                         method="POST")
-        try:
-            with urllib.request.urlopen(request, timeout=timeout, context=self._context):
-                pass
-        except urllib.error.HTTPError as error:
-            with error:
-                detail = error_text(error.read(64 * 1024).decode("utf-8", "replace"))
-            if error.code in RETRYABLE_STATUSES:
-                return self._failed(f"HTTP {error.code}: {detail}")
-            log.error("OTLP metrics push refused (HTTP %d): %s", error.code, detail)
+        answer = self._endpoint.post(body, timeout)
+        if retryable(answer):
+            detail = f": {error_text(answer.body)}" if answer.status is not None and answer.body else ""
+            return self._failed(answer.reason() + detail)
+        if not answer.delivered:
+            log.error("OTLP metrics push refused (HTTP %d): %s", answer.status, error_text(answer.body))
             return True
-        except (OSError, ValueError) as error:
-            return self._failed(connection_problem(
-                self.url, error,
-                "OTEL_EXPORTER_OTLP_METRICS_CERTIFICATE or OTEL_EXPORTER_OTLP_CERTIFICATE"))
         if self._failing:
             log.info("OTLP metrics push to %s works again", self.url)
         self._failing = False

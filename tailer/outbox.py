@@ -87,10 +87,26 @@ class Outbox:
                 break
             wait = 0.0
             if outcome != "retry":
-                for trace_id in {span.trace_id for span in spans}:
-                    self._forget(trace_id)
+                self._settled(spans)
             results.append((outcome, len(spans)))
         return results
+
+    def _settled(self, spans: list[Span]) -> None:
+        """Spans the exporter is done with. A trace is kept until every span of it is: a
+        batch the collector refused as too large is sent in halves, which may cut a trace."""
+        done: dict[str, set[str]] = {}
+        for span in spans:
+            done.setdefault(span.trace_id, set()).add(span.json)
+        for trace_id, texts in done.items():
+            waiting = self._pending.get(trace_id)
+            if waiting is None:
+                continue
+            left = [span for span in waiting if span.json not in texts]
+            self.pending_spans -= len(waiting) - len(left)
+            if left:
+                self._pending[trace_id] = left
+            else:
+                del self._pending[trace_id]
 
     def _forget(self, trace_id: str) -> None:
         spans = self._pending.pop(trace_id, None)

@@ -13,15 +13,15 @@ already holds in order) loses every sample of that request. A different value at
 timestamp it holds is taken silently, so a re-import must not change past values.
 """
 
-import http.client
+import logging
 import struct
-import urllib.error
-import urllib.request
 from operator import itemgetter
 from typing import Iterable, Iterator, Sequence
 
 from . import __version__
-from .otlp import connection_problem
+from .http_client import TOO_LARGE, Endpoint, one_line
+
+log = logging.getLogger("tailer")
 
 Labels = Sequence[tuple[str, str]]
 Samples = Sequence[tuple[int, float]]  # (timestamp in ms, value)
@@ -30,14 +30,14 @@ Series = tuple[Labels, Samples]
 UINT64_MASK = (1 << 64) - 1
 MAX_LITERAL = 65536
 ERROR_TEXT_LIMIT = 300
-RESPONSE_READ_LIMIT = 64 * 1024
 TOO_OLD_TEXT = "too old sample"
 
 
 class RemoteWriteError(Exception):
     """A push that did not go through. retryable says whether sending it again may succeed:
-    true for network trouble, 429 and 5xx; false when Prometheus rejected the data (4xx,
-    or a sample older than its out-of-order window, whatever the status)."""
+    true for network trouble, a redirect (never followed), 429 and 5xx; false when
+    Prometheus rejected the data (4xx, or a sample older than its out-of-order window,
+    whatever the status)."""
 
     def __init__(self, message: str, retryable: bool):
         super().__init__(message)
@@ -130,41 +130,51 @@ class RemoteWriter:
     """Posts samples to one remote-write URL (e.g. http://prometheus:9090/api/v1/write).
 
     Synchronous and without retries of its own: the caller decides when to try again,
-    guided by RemoteWriteError.retryable."""
+    guided by RemoteWriteError.retryable, and calls it from a thread of its own, since a
+    request may take until its deadline (`timeout`). A request Prometheus refuses as too
+    large (413) is sent again in halves, down to one sample; a sample refused on its own is
+    dropped, logged and counted in what push() returns."""
 
     def __init__(self, url: str, *, timeout: float = 30.0, version: str = __version__,
                  headers: dict[str, str] | None = None, ssl_context=None):
         """headers: e.g. Authorization, or a tenant's X-Scope-OrgID for Mimir;
         ssl_context: for an https URL whose certificate a CA of its own signed."""
         self.url = url
-        self.timeout = timeout
-        self.ssl_context = ssl_context
-        self.headers = {
+        self._endpoint = Endpoint(url, timeout=timeout, ssl_context=ssl_context, headers={
             **(headers or {}),
             "Content-Encoding": "snappy",
             "Content-Type": "application/x-protobuf",
             "X-Prometheus-Remote-Write-Version": "0.1.0",
             "User-Agent": f"hydrafusion-tailer/{version}",
-        }
+        }, certificate_setting="HYDRAFUSION_HISTORY_CERTIFICATE")
 
-    def push(self, series: Iterable[Series], *, max_samples_per_request: int = 20_000) -> None:
-        """Send every sample, in as many requests as needed. Raises RemoteWriteError at the
-        first request that fails; the requests before it were stored."""
-        for request in split_requests(series, max_samples_per_request):
-            self._post(snappy_block(encode_write_request(request)))
+    def push(self, series: Iterable[Series], *, max_samples_per_request: int = 20_000) -> int:
+        """Send every sample, in as many requests as needed; returns how many samples were
+        dropped as too large alone. Raises RemoteWriteError at the first request that
+        fails; the requests before it were stored."""
+        return sum(self._send(request) for request in split_requests(series, max_samples_per_request))
 
-    def _post(self, body: bytes) -> None:
-        request = urllib.request.Request(self.url, data=body, headers=self.headers, method="POST")
-        try:
-            with urllib.request.urlopen(request, timeout=self.timeout, context=self.ssl_context):
-                pass  # 204 No Content on success: nothing to read
-        except urllib.error.HTTPError as error:
-            # Prometheus says why in plain text, e.g. "out of bounds": keep that for the log.
-            text = error.read(RESPONSE_READ_LIMIT).decode(errors="replace").strip()[:ERROR_TEXT_LIMIT]
-            # Before 2.49 Prometheus answered 500 to a sample older than the out-of-order
-            # window (prometheus/prometheus#13334), though sending it again can never succeed.
-            retryable = (error.code == 429 or error.code >= 500) and TOO_OLD_TEXT not in text
-            raise RemoteWriteError(f"remote write answered {error.code}: {text}", retryable) from None
-        except (OSError, http.client.HTTPException) as error:
-            problem = connection_problem(self.url, error, "HYDRAFUSION_HISTORY_CERTIFICATE")
-            raise RemoteWriteError(f"remote write failed: {problem}", retryable=True) from None
+    def _send(self, request: list[Series]) -> int:
+        answer = self._endpoint.post(snappy_block(encode_write_request(request)))
+        if answer.delivered:
+            return 0
+        samples = sum(len(samples) for _, samples in request)
+        if answer.status == TOO_LARGE:
+            if samples > 1:
+                return sum(self._send(half) for half in _halves_of(request, samples))
+            log.error("history: remote write refused one sample as too large (HTTP 413); "
+                      "it is dropped")
+            return 1
+        if answer.unanswered:
+            raise RemoteWriteError(f"remote write failed: {answer.reason()}", retryable=True)
+        # Prometheus says why in plain text, e.g. "out of bounds": keep that for the log.
+        text = one_line(answer.body.decode(errors="replace"), ERROR_TEXT_LIMIT)
+        # Before 2.49 Prometheus answered 500 to a sample older than the out-of-order
+        # window (prometheus/prometheus#13334), though sending it again can never succeed.
+        retryable = (answer.status == 429 or answer.status >= 500) and TOO_OLD_TEXT not in text
+        raise RemoteWriteError(f"remote write answered {answer.status}: {text}", retryable)
+
+
+def _halves_of(request: list[Series], samples: int) -> list[list[Series]]:
+    """A request in two of about half its samples each, in the order they were to go."""
+    return list(split_requests(request, (samples + 1) // 2))

@@ -33,6 +33,12 @@ log = logging.getLogger("tailer")
 
 POLL_INTERVAL_S = 1.0
 EXPORT_FLUSH_TIMEOUT_S = 10.0
+# A stop gives the exporters this long together to deliver what waits, and the metrics
+# push this long for its last request: with the pass under way (at most a poll interval),
+# a SIGTERM ends the run within 10 s whatever the endpoints do. What is not delivered by
+# then stays in the checkpoint for the next run.
+STOP_FLUSH_S = 5.0
+STOP_PUSH_S = 2.0
 CHECKPOINT_TURNS_S = 1.0
 CHECKPOINT_POSITIONS_S = 30.0
 TEXTFILE_REFRESH_S = 10.0
@@ -199,21 +205,27 @@ class Run:
             self.server.close()  # no scrape after the last save: see History's not_before
         if self.cli is not None:
             self.cli.release(self.outbox)
-        delivered = self.outbox.flush(EXPORT_FLUSH_TIMEOUT_S)
+        flush_until = time.monotonic() + STOP_FLUSH_S
+        delivered = self.outbox.flush(STOP_FLUSH_S)
         if self.cli is not None:
-            delivered = self.cli.flush(EXPORT_FLUSH_TIMEOUT_S) and delivered
+            delivered = self.cli.flush(max(0.0, flush_until - time.monotonic())) and delivered
         pushed_at_ns = time.time_ns()  # before the final save, for the same reason
         self.save(final=True)
         self.push.close(pushed_at_ns)
-        self.outbox.close(1.0)
+        # Saved: what is still in flight is the next run's to send, so nothing waits for it.
+        self.outbox.close(0.0)
         if self.cli is not None:
-            self.cli.close(1.0)
+            self.cli.close(0.0)
         self.tailer.close()
         if not delivered:
             log.warning(
                 "%d spans are still waiting for the collector; they are kept for the next run",
                 self.outbox.pending_units,
             )
+        if self.config.once and self.saves.failed:
+            log.error("this --once run could not save the checkpoint %s: the next run reads "
+                      "again from the last one saved", self.config.checkpoint)
+            return 1
         if self.config.once and (self.lost_spans or not delivered):
             return 1
         return 0
@@ -306,7 +318,7 @@ class SaveRhythm:
         # Until a save went through, nothing is pushed under a new identity.
         self.identity_saved = not first_save_due
         self._saved_at = float("-inf")
-        self._failed = False
+        self.failed = False  # the last save did not go through
 
     def note(self, level: int) -> None:
         """Something changed: TURNS (saved soon) or POSITIONS (saved later)."""
@@ -321,12 +333,12 @@ class SaveRhythm:
         tailer keeps counting, and the next save carries everything)."""
         try:
             checkpoint.save(self.path, state)
-            self._failed = False
+            self.failed = False
             self.identity_saved = True
         except OSError as error:
-            if not self._failed:
+            if not self.failed:
                 log.warning("cannot save the checkpoint %s: %s", self.path, error.strerror)
-            self._failed = True
+            self.failed = True
         self._saved_at = self.clock()
         self.dirty = UNCHANGED
 
@@ -351,7 +363,7 @@ class MetricsPush:
         if self.pusher is None:
             return
         if not self.pusher.close(self._body(self.registry.collect_final(), time_ns),
-                                 EXPORT_FLUSH_TIMEOUT_S):
+                                 STOP_PUSH_S):
             log.warning("the last metrics push did not go through; the next run's "
                         "pushes carry the same counters on")
 
@@ -363,7 +375,11 @@ class MetricsPush:
 
 class HistoryPush:
     """The start-up history (tailer/history.py), pushed once reading is over and tried again
-    after a backoff while Prometheus does not take it; `history` is None once pushed."""
+    after a backoff while Prometheus does not take it; `history` is None once pushed.
+
+    A push runs on a thread of its own (a slow Prometheus must not hold up reading), which
+    `try_push` polls on later passes and an exit does not wait for: history not yet pushed
+    stays in the checkpoint."""
 
     def __init__(self, history, clock=time.monotonic):
         self.history = history
@@ -371,6 +387,7 @@ class HistoryPush:
         self.waits = False  # a push was tried and must wait: a --once run stops anyway
         self._next = 0.0
         self._backoff = HISTORY_FIRST_BACKOFF_S
+        self._under_way: _InBackground | None = None
 
     @property
     def over_or_waiting(self) -> bool:
@@ -381,19 +398,46 @@ class HistoryPush:
         now = self.clock()
         if self.history is None or now < self._next:
             return False
-        now_ms = time.time_ns() // 1_000_000
-        if self.history.pending and not self.history.ready(now_ms):
-            return False
-        if self.history.pending and not self.history.push(now_ms):
-            self.waits = True
-            self._next = now + self._backoff
-            self._backoff = min(self._backoff * 2, HISTORY_MAX_BACKOFF_S)
+        if self._under_way is not None:
+            if not self._under_way.done:
+                return False
+            pushed, self._under_way = self._under_way.result, None
+            if not pushed:
+                self.waits = True
+                self._next = now + self._backoff
+                self._backoff = min(self._backoff * 2, HISTORY_MAX_BACKOFF_S)
+                return False
+        elif self.history.pending:
+            now_ms = time.time_ns() // 1_000_000
+            if self.history.ready(now_ms):
+                self._under_way = _InBackground(self.history.push, now_ms)
             return False
         self.history = None
         return True
 
     def state(self) -> dict | None:
         return self.history.state() if self.history is not None else None
+
+
+class _InBackground:
+    """function(*args) called on a thread of its own, which the main loop polls and an exit
+    does not wait for. `result` is False if it raised."""
+
+    def __init__(self, function, *args):
+        self.result = False
+        self._thread = threading.Thread(target=self._call, args=(function, args),
+                                        name="history-push", daemon=True)
+        self._thread.start()
+
+    @property
+    def done(self) -> bool:
+        return not self._thread.is_alive()
+
+    def _call(self, function, args) -> None:
+        try:
+            self.result = function(*args)
+        except Exception as error:  # noqa: BLE001 - the push is tried again, the run goes on
+            log.error("history: the push failed unexpectedly (%s)", type(error).__name__)
 
 
 class Textfile:

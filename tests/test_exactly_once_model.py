@@ -17,6 +17,7 @@ import os
 import re
 import shutil
 import tempfile
+import threading
 import time
 from collections import defaultdict
 from datetime import datetime, timedelta, timezone
@@ -40,6 +41,15 @@ _SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$')
 _LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
 
 
+def landed() -> None:
+    """Wait for a history push under way (its thread) to reach the fake Prometheus, as a
+    real one that takes a push at once would have taken it before the stop or the kill."""
+    deadline = time.monotonic() + 10
+    while any(thread.name == "history-push" for thread in threading.enumerate()):
+        assert time.monotonic() < deadline, "a history push never ended"
+        time.sleep(0.001)
+
+
 class FakePrometheus:
     """Samples by series, as a TSDB keeps them: a second, different value at a timestamp a
     series already has is refused (and noted here), an identical one is kept once."""
@@ -47,14 +57,21 @@ class FakePrometheus:
     def __init__(self):
         self.series: dict[tuple, dict[int, float]] = defaultdict(dict)
         self.conflicts: list[str] = []
+        self._lock = threading.Lock()  # the history is pushed from a thread of the run's
 
-    def push(self, series) -> None:
-        """The remote writer's interface, for the history."""
-        for labels, points in series:
-            for at, value in points:
-                self._add(tuple(sorted(labels)), at, value)
+    def push(self, series) -> int:
+        """The remote writer's interface, for the history: nothing is refused as too large."""
+        with self._lock:
+            for labels, points in series:
+                for at, value in points:
+                    self._add(tuple(sorted(labels)), at, value)
+        return 0
 
     def scrape(self, text: str, at_ms: int) -> None:
+        with self._lock:
+            self._scrape(text, at_ms)
+
+    def _scrape(self, text: str, at_ms: int) -> None:
         for line in text.splitlines():
             match = _SAMPLE.match(line)
             if match:
@@ -72,6 +89,7 @@ class FakePrometheus:
 
     def decreases(self) -> list[str]:
         """Counter series whose value goes down over time (Prometheus reads: a reset)."""
+        landed()
         found = []
         for key, points in self.series.items():
             name = dict(key)["__name__"]
@@ -83,6 +101,7 @@ class FakePrometheus:
         return found
 
     def latest_sum(self, name: str) -> float:
+        landed()
         return sum(points[max(points)] for key, points in self.series.items()
                    if dict(key)["__name__"] == name and points)
 
@@ -253,6 +272,7 @@ class ExactlyOnce(RuleBasedStateMachine):
     @rule()
     def restart(self):
         self.steps(1)
+        landed()
         self.run.stop()
         self.start()
 
@@ -260,6 +280,7 @@ class ExactlyOnce(RuleBasedStateMachine):
     def kill(self, count):
         """kill -9 after a few steps: nothing is saved past the last save."""
         self.steps(count)
+        landed()
         self.run.abandon()
         self.start()
 

@@ -27,6 +27,7 @@ class FakeWriter:
         if self.errors:
             raise self.errors.pop(0)
         self.pushed.append({dict(labels)["__name__"]: points for labels, points in series})
+        return 0
 
 
 def gain(amount, name="x_total", **labels):
@@ -110,6 +111,7 @@ def test_a_months_history_is_made_as_it_is_sent_not_held_at_once():
         def push(self, all_series):
             for request in split_requests(all_series, 20_000):
                 self.samples += sum(len(points) for _, points in request)
+            return 0
 
     writer = CountingWriter()
     history = make(writer, cutoff=month_ms + 1)

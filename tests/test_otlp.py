@@ -19,8 +19,9 @@ from google.protobuf import json_format
 
 from otlp_sink import (OtlpSink, Reply, decode_body, otlp_sink, plain_attributes,  # noqa: F401 (a fixture)
                        span_dicts)
+from tailer.http_client import parse_retry_after
 from tailer.otlp import (OtlpExporter, Span, attributes_json, encode_request, parse_headers,
-                         parse_resource_attributes, parse_retry_after, traces_url)
+                         parse_resource_attributes, traces_url)
 
 CANARY = "CANARY-7f3e-do-not-export"
 RESOURCE = {"service.name": "hydrafusion", "host.name": "test-box"}
@@ -256,25 +257,29 @@ def test_partial_success_is_logged_and_not_retried(otlp_sink, make_exporter, cap
     assert "span too old" in record.getMessage()
 
 
-def test_unreachable_collector_is_retried_until_it_answers(otlp_sink, make_exporter, caplog):
+def test_unreachable_collector_is_retried_until_it_answers(make_exporter, caplog):
     """An outage of any length loses nothing: backoff is capped at 60 s and never gives up."""
     fake = FakeTime()
-    attempts = []
+    url = closed_port_url()
+    port = int(url.split(":")[2].split("/")[0])
+    collector = []
 
     def sleep(seconds):
         fake.sleep(seconds)
-        if len(attempts) == 11:
-            exporter._url = otlp_sink.url  # the collector is back
-        attempts.append(seconds)
+        if len(fake.sleeps) == 12:
+            collector.append(OtlpSink(port=port).__enter__())  # the collector is back
 
-    exporter = make_exporter(closed_port_url(), sleep=sleep, rng=lambda: 1.0)
+    exporter = make_exporter(url, sleep=sleep, rng=lambda: 1.0)
     caplog.set_level(logging.WARNING, logger="tailer.otlp")
     exporter.submit([span(1, 1, name=CANARY)])
-
-    assert exporter.flush(timeout=10)
+    try:
+        assert exporter.flush(timeout=10)
+    finally:
+        for sink in collector:
+            sink.__exit__(None, None, None)
     assert fake.sleeps == [1, 2, 4, 8, 16, 32, 60, 60, 60, 60, 60, 60]
     assert exporter.results == [("retry", 1)] * 12 + [("delivered", 1)]
-    assert len(otlp_sink.spans()) == 1
+    assert len(collector[0].spans()) == 1
     assert len(caplog.records) == 1  # one warning when retrying starts
     assert CANARY not in caplog.text
 

@@ -5,6 +5,7 @@ out-of-order window, push three days of history and read it back through the que
 """
 
 import http.server
+import struct
 import threading
 import time
 from contextlib import contextmanager
@@ -13,6 +14,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from bad_endpoint import BadEndpoint, answer, redirect, trickle
 from prom import free_port, running_prometheus
 from tailer import __version__
 from tailer.remote_write import (
@@ -201,6 +203,54 @@ def test_connection_refused_is_retryable():
     with pytest.raises(RemoteWriteError) as raised:
         writer.push([([("__name__", "m")], [(1000, 1.0)])])
     assert raised.value.retryable is True
+
+
+def samples_of(body: bytes, value: float) -> int:
+    """How many samples of this value a WriteRequest body holds (field 1, fixed64: 0x09)."""
+    return snappy_decode(body).count(b"\x09" + struct.pack("<d", value))
+
+
+def test_a_413_halves_the_request_down_to_the_one_sample_refused_alone(caplog):
+    """Only the series whose label is `huge` is refused, whatever else a request holds."""
+    def refuse_huge(connection, request):
+        (answer(413) if b"huge" in snappy_decode(request.body) else answer(204))(connection, request)
+
+    series = [([("__name__", "m"), ("k", "a")], [(1000 * n, 1.5) for n in range(10)]),
+              ([("__name__", "m"), ("k", "huge")], [(1000, 2.0)])]
+    with BadEndpoint(refuse_huge) as endpoint:
+        dropped = RemoteWriter(endpoint.url + "/api/v1/write").push(series)
+    stored = [samples_of(r.body, 1.5) for r in endpoint.requests if b"huge" not in snappy_decode(r.body)]
+    assert dropped == 1 and sum(stored) == 10
+    assert "refused one sample as too large (HTTP 413)" in caplog.text
+
+
+@pytest.mark.parametrize("status", [302, 307])
+def test_a_redirect_is_a_failure_to_retry_and_the_credentials_stay_home(status):
+    with BadEndpoint(answer(204)) as elsewhere, \
+            BadEndpoint(redirect(status, elsewhere.url + "/api/v1/write")) as prometheus:
+        writer = RemoteWriter(prometheus.url + "/api/v1/write", headers={"Authorization": "Bearer t0ken"})
+        with pytest.raises(RemoteWriteError) as raised:
+            writer.push([([("__name__", "m")], [(1000, 1.0)])])
+    assert raised.value.retryable is True
+    assert f"HTTP {status}, a redirect to 127.0.0.1, not followed" in str(raised.value)
+    assert elsewhere.requests == [] and prometheus.requests[0].headers["authorization"] == "Bearer t0ken"
+
+
+def test_a_trickling_answer_ends_by_the_deadline_as_a_failure_to_retry():
+    with BadEndpoint(trickle(0.2)) as prometheus:
+        started = time.monotonic()
+        with pytest.raises(RemoteWriteError) as raised:
+            RemoteWriter(prometheus.url + "/api/v1/write", timeout=1.0).push([([("__name__", "m")], [(1, 1.0)])])
+        took = time.monotonic() - started
+    assert raised.value.retryable is True and took < 2.5
+
+
+def test_an_error_text_cannot_forge_a_log_line():
+    with stub_receiver(400, b"out of bounds\n2026-12-01 19:00:00,000 ERROR forged\x1b[2J") as (url, _):
+        with pytest.raises(RemoteWriteError) as raised:
+            RemoteWriter(url).push([([("__name__", "m")], [(1000, 1.0)])])
+    assert str(raised.value) == ("remote write answered 400: out of bounds 2026-12-01 19:00:00,000 "
+                                 "ERROR forged\\x1b[2J")
 
 
 # --- a real Prometheus -----------------------------------------------------------------

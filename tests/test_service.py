@@ -79,3 +79,22 @@ def test_an_event_far_in_the_future_does_not_pin_the_newest_event_time():
     restored.restore({"hydrafusion_tailer_last_event_timestamp_seconds": [[[], 7e9, False, 0]]})
     assert samples(restored.registry.render_final(),
                    "hydrafusion_tailer_last_event_timestamp_seconds")[()] == 0
+
+
+def test_a_once_run_that_cannot_save_its_checkpoint_exits_1_with_a_clear_line(tmp_path, monkeypatch, caplog):
+    """Its progress is not kept, so a script must not take it for a run that went well."""
+    import errno
+
+    state = tmp_path / "state"
+    state.mkdir()
+    every_pattern("s").write(state)
+    config = service.Config(state_dir=state, checkpoint=tmp_path / "cp.json", once=True)
+
+    def full_disk(path, state):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(checkpoint, "save", full_disk)
+    with caplog.at_level(logging.WARNING, logger="tailer"):
+        assert service.run(config) == 1
+    assert f"this --once run could not save the checkpoint {config.checkpoint}" in caplog.text
+    assert "No space left on device" in caplog.text
