@@ -102,7 +102,7 @@ class Outbox:
             if waiting is None:
                 continue
             left = [span for span in waiting if span.json not in texts]
-            self.pending_spans -= len(waiting) - len(left)
+            self.pending_units -= len(waiting) - len(left)
             if left:
                 self._pending[trace_id] = left
             else:

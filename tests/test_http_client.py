@@ -100,7 +100,7 @@ def test_a_redirect_is_not_followed_the_token_stays_home_and_nothing_counts_as_d
     assert elsewhere.requests == []
     assert collector.requests[0].headers["authorization"] == TOKEN
     assert {outcome for outcome, _ in results} == {"retry"}
-    assert outbox.pending_spans == 3 and len(outbox.pending[0]["spans"]) == 3
+    assert outbox.pending_units == 3 and len(outbox.to_state()[0]["spans"]) == 3
     assert f"HTTP {status}, a redirect to 127.0.0.1, not followed" in caplog.text
     assert "secret-path" not in caplog.text and "sig=abc" not in caplog.text
 
@@ -134,7 +134,7 @@ def test_a_413_halves_the_batch_down_to_the_one_span_refused_alone(caplog):
                                       if s is not traces[4][1])
     assert sum(n for outcome, n in results if outcome == "delivered") == 24
     assert [n for outcome, n in results if outcome == "rejected"] == [1]
-    assert outbox.pending_spans == 0
+    assert outbox.pending_units == 0
     [refusal] = [r for r in caplog.records if "rejected" in r.getMessage()]
     assert "HTTP 413" in refusal.getMessage() and "1 spans dropped" in refusal.getMessage()
 
