@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Callable
 
 from .files import LOG_NAME
+from .session_log import folder_problem, state_dir_problem
 
 log = logging.getLogger("tailer")
 
@@ -317,7 +318,7 @@ class SessionWatcher:
         except OSError as error:
             if session_id not in self._warned_folders:
                 self._warned_folders.add(session_id)
-                log.warning("session %s: cannot read its folder: %s", session_id, error.strerror)
+                log.warning("%s", folder_problem(session_id, error))
             return
         if status is None or not stat.S_ISREG(status.st_mode):
             if folder.identity is not None:
@@ -407,7 +408,7 @@ class SessionWatcher:
     def _warn_state_dir(self, reason: str) -> None:
         if not self._warned_state_dir:
             self._warned_state_dir = True
-            log.warning("cannot list the state directory: %s", reason)
+            log.warning("%s", state_dir_problem(reason))
 
 
 def _is_dir(entry: os.DirEntry) -> bool:
