@@ -34,6 +34,7 @@ from . import events
 from .events import Kept
 from .files import LOG_NAME, session_logs
 from .scrub import IdMap, dumps, read_events, scrub_event
+from .session_log import SessionLog
 
 END_BEFORE_NOW = timedelta(minutes=3)
 SPREAD = timedelta(days=2)
@@ -60,7 +61,7 @@ def prepare(fixtures: Path, work: Path, now: datetime) -> list[Path]:
     if work.exists() and any(work.iterdir()):
         raise ValueError(f"{work} is not empty")
     sessions = {
-        session_id: [event for event in read_events(path) if event is not None]
+        session_id: _events(session_id, path)
         for session_id, path in sorted(session_logs(fixtures).items())
     }
     sessions = {session_id: lines for session_id, lines in sessions.items() if lines}
@@ -157,7 +158,7 @@ def _fixture_turns(fixtures: Path) -> tuple[dict | None, str, list[list[dict]]]:
     """
     sessions = []
     for session_id, path in session_logs(fixtures).items():
-        lines = [event for event in read_events(path) if event is not None]
+        lines = _events(session_id, path)
         if lines:
             sessions.append((_time_ns(lines[0]), session_id, lines))
     if not sessions:
@@ -179,6 +180,12 @@ def _fixture_turns(fixtures: Path) -> tuple[dict | None, str, list[list[dict]]]:
             elif turn is not None:
                 turn.append(line)
     return start, first_id, turns
+
+
+def _events(session_id: str, path: Path) -> list[dict]:
+    """A fixture log's events, read as every command reads a log (tailer/session_log.py)."""
+    return [event for event in read_events(SessionLog(session_id, path, every_line=True))
+            if event is not None]
 
 
 def _starts_a_turn(event_type: str, turn: list[dict] | None) -> bool:
