@@ -13,7 +13,8 @@ A checkpoint may still be damaged (a bit flip, a hand edit, another program's fi
 path), and whatever `load` returns is trusted by every stage. So `load` opens only a
 regular file, without blocking, refuses one above MAX_BYTES before reading it, and checks
 every field's type and range; anything else is a CheckpointError, which the caller answers
-by moving the file aside and starting afresh rather than crashing on it later.
+by moving the file aside and starting afresh rather than crashing on it later. The reading
+stage's part (`sessions`) is checked where it is made, by tailer/session_state.py.
 """
 
 from __future__ import annotations

@@ -1,12 +1,15 @@
 """The reading stage: session logs -> lines -> events -> finished turns.
 
 `Tailer.poll()` is one pass: it asks the watcher which logs changed, reads what was
-appended and returns the turns that finished. Nothing here knows about HTTP, OTLP or
-metrics' rendering, so the whole reading side runs in tests against a temporary folder.
+appended and returns the turns that finished. Each log is read through its SessionLog
+(tailer/session_log.py), the rule every command reads by; what this module adds is the
+following of many logs: which to read, a pass's turn budget, the metrics and warnings of
+what was read, tombstones. Nothing here knows about HTTP, OTLP or metrics' rendering, so
+the whole reading side runs in tests against a temporary folder.
 
-`state()` and the `saved` argument carry the reading side of a checkpoint: for each
-session, its log position (lines.Position: checked against the log before every read),
-its open turns and the fusion ids it already reported. A session whose log is gone keeps
+`state()` and the `saved` argument carry the reading side of a checkpoint
+(tailer/session_state.py): for each session, its log position (lines.Position: checked
+against the log before every read), its open turns and the fusion ids it already reported. A session whose log is gone keeps
 that state as a tombstone, in memory and in the checkpoint: a state folder that is
 briefly missing or empty (a volume not mounted yet, a folder moved and moved back) gives
 its sessions back where they were instead of counting them again. A tombstone's open turns
