@@ -206,12 +206,13 @@ class Tailer:
             return False
 
     def _read(self, session_id: str, session: SessionLog, done: Pass) -> None:
-        generation = session.generation
-        before = session.reader.position.line
+        reader = session.reader
+        generation = reader.generation
+        before = reader.position.line
         read_into, skipped = 0, 0  # lines read into a record, and damaged: counted at the end
         for read in session.read():
-            if session.generation != generation:
-                generation, before, read_into, skipped = session.generation, 0, 0, 0
+            if reader.generation != generation:
+                generation, before, read_into, skipped = reader.generation, 0, 0, 0
                 log.info("%s", rewritten_problem(session_id))
             try:
                 outcome = self._line(session_id, session, read, done)
@@ -228,11 +229,11 @@ class Tailer:
             if not isinstance(session.error, NotARegularFile):
                 self._failed.add(session_id)  # no write may come to wake it up: try again
             return
-        if session.generation != generation:
+        if reader.generation != generation:
             log.info("%s", rewritten_problem(session_id))
             before = 0
         self._note_open_turns(session_id, session)
-        self._count_lines(session.reader.position.line - before, read_into, skipped, done)
+        self._count_lines(reader.position.line - before, read_into, skipped, done)
 
     def _count_lines(self, lines: int, read_into: int, skipped: int, done: Pass) -> None:
         """Once per read, not per line: a busy log has thousands of lines a second."""
@@ -271,11 +272,9 @@ class Tailer:
         self._finished(finish_tombstone(session_id, saved), done)
 
     def _line(self, session_id: str, session: SessionLog, read: Read, done: Pass) -> bool | None:
-        """Count one line: True when it became a record, False when it does not matter, None
-        when it was damaged (its reason counted here; the lines are counted by _read)."""
+        """Count one line that became something: True for a record, None when it was
+        damaged (its reason counted here; the lines are counted by _read)."""
         record = read.record
-        if record is None:
-            return False
         done.note(TURNS)
         if isinstance(record, events.Malformed):
             self._damaged(session_id, read.line.number, record.reason, read.error_type)

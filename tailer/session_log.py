@@ -133,30 +133,37 @@ class SessionLog:
         return None if self.error is None else log_problem(self.session_id, self.error)
 
     def read(self) -> Iterator[Read]:
-        """Each line appended since the last read, judged and fed to the session's turns.
+        """Each line appended since the last read that became something (every line with
+        `every_line`), judged and fed to the session's turns.
 
         Stopping early is fine: the next read goes on after the last line handed out. A
-        log that cannot be read sets `error`; one that is gone does not.
+        log that cannot be read sets `error`; one that is gone does not. This is the loop
+        every record of every log goes through: kept to what must run per line.
         """
         self.error = None
-        reader, turns = self.reader, self.turns
+        reader, feed, every_line = self.reader, self.turns.feed, self.reader.wanted is None
+        malformed, unknown = events.Malformed, events.UnknownFusionEvent
         generation = reader.generation
         try:
             for line in reader.read():
                 if reader.generation != generation:
                     generation = reader.generation
-                    turns.forget_open()
+                    self.turns.forget_open()
                 try:
                     record = judge(line)
+                    if record is None:
+                        if every_line:
+                            yield Read(line, None, _NONE)
+                        continue
                     finished = _NONE
-                    if type(record) is events.Malformed:
+                    kind = type(record)
+                    if kind is malformed:
                         self.damage[record.reason] += 1
-                    elif record is not None and type(record) is not events.UnknownFusionEvent:
-                        finished = turns.feed(record) or _NONE
+                    elif kind is not unknown:
+                        finished = feed(record) or _NONE
                 except Exception as error:  # a bug must cost one line, not the command
                     self.damage[INTERNAL_ERROR] += 1
-                    yield Read(line, events.Malformed(INTERNAL_ERROR), _NONE,
-                               type(error).__name__)
+                    yield Read(line, malformed(INTERNAL_ERROR), _NONE, type(error).__name__)
                     continue
                 yield Read(line, record, finished)
         except FileNotFoundError:
@@ -164,7 +171,7 @@ class SessionLog:
         except OSError as error:  # unreadable, or not a regular file
             self.error = error
         if reader.generation != generation:
-            turns.forget_open()
+            self.turns.forget_open()
 
     def skip_to_end(self) -> None:
         """Start at the log's end (the daemon's start without saved state)."""
