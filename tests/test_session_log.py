@@ -5,9 +5,7 @@ vocabulary's words."""
 
 import json
 import os
-import time
 
-import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from sessiongen import START, SessionWriter
