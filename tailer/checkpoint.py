@@ -18,16 +18,16 @@ previous cut intact.
 A checkpoint may still be damaged (a bit flip, a hand edit, another program's file at its
 path), and whatever `load` returns is trusted by every stage. So `load` opens only a
 regular file, without blocking, refuses one above MAX_BYTES before reading it, and has
-every field's type and range checked; anything else is a CheckpointError, which the caller
-answers by moving the file aside and starting afresh rather than crashing on it later.
+every field's type and range checked, each part by the component that saved it (the
+reading stage's `sessions` by tailer/session_state.py); anything else is a CheckpointError,
+which the caller answers by moving the file aside and starting afresh rather than crashing
+on it later.
 """
 
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import json
-import math
 import os
 import stat
 from pathlib import Path
@@ -38,10 +38,9 @@ if os.name == "nt":
 else:
     import fcntl
 
-from . import events
+from . import session_state
 from .atomic_file import replace_file
-from .lines import Position
-from .turns import SessionContext, Turn
+from .saved_state import mapping, sequence
 
 VERSION = 4
 HEARTBEAT_S = 10.0
@@ -49,14 +48,6 @@ HEARTBEAT_S = 10.0
 # 10,000 unsent spans: some 40 MB for 10,000 sessions of 50 turns each with a full outbox.
 # A file larger than this is not one we wrote, and is refused before it is read.
 MAX_BYTES = 256 << 20
-
-_RECORD_TYPES = {
-    cls.__name__: cls
-    for cls in (events.Resolved, events.LegEnded, events.Handoff, events.CommitStarted,
-                events.Completed, events.RouteFailed, events.ModelCall, events.ToolStarted,
-                events.ToolCompleted, events.Prompt)
-}
-
 
 class CheckpointError(Exception):
     """The saved state cannot be used: unreadable, not ours, or from another version."""
@@ -211,8 +202,8 @@ def _from_version_2(state: dict) -> dict:
     """Version 2 kept a digest of a log's first bytes; its positions carry on unchecked
     until the next read, which takes the digest that version 3 keeps."""
     sessions = {}
-    for session_id, saved in _dict(state["sessions"], "sessions").items():
-        saved = dict(_dict(saved, "a session"))
+    for session_id, saved in mapping(state["sessions"], "sessions").items():
+        saved = dict(mapping(saved, "a session"))
         saved["position"] = [saved.pop("offset"), saved.pop("line"), 0, ""]
         saved.pop("identity", None)
         sessions[session_id] = saved
@@ -223,16 +214,16 @@ def _from_version_3(state: dict) -> dict:
     """Version 3 took a model call's `cost`, a price multiplier, for its credits: the
     credits of the calls it kept, and of the ledgers that summed them, are unknown."""
     sessions = {}
-    for session_id, saved in _dict(state["sessions"], "sessions").items():
-        saved = dict(_dict(saved, "a session"))
+    for session_id, saved in mapping(state["sessions"], "sessions").items():
+        saved = dict(mapping(saved, "a session"))
         saved["open"] = [_without_call_credits(turn)
-                         for turn in _list(saved["open"], "a session's open turns")]
+                         for turn in sequence(saved["open"], "a session's open turns")]
         context = saved.get("context")
         if context is not None:
-            context = dict(_dict(context, "a session's context"))
+            context = dict(mapping(context, "a session's context"))
             for ledger in ("run", "log"):
                 models = context[ledger]
-                context[f"{ledger}_unpriced"] = list(_dict(models, "a ledger")) if models else []
+                context[f"{ledger}_unpriced"] = list(mapping(models, "a ledger")) if models else []
             saved["context"] = context
         sessions[session_id] = saved
     return {**state, "version": VERSION, "sessions": sessions}
@@ -240,237 +231,18 @@ def _from_version_3(state: dict) -> dict:
 
 def _without_call_credits(turn: dict) -> dict:
     records = []
-    for record in _list(_dict(turn, "an open turn")["records"], "an open turn's records"):
-        if _dict(record, "a record").get("kind") == "ModelCall":
-            usage = {**_dict(record["usage"], "a call's usage"), "nano_aiu": 0}
+    for record in sequence(mapping(turn, "an open turn")["records"], "an open turn's records"):
+        if mapping(record, "a record").get("kind") == "ModelCall":
+            usage = {**mapping(record["usage"], "a call's usage"), "nano_aiu": 0}
             record = {**record, "usage": usage, "credits_known": False}
         records.append(record)
     return {**turn, "records": records}
-
 
 def _check(state: dict) -> None:
     """Raise on anything not shaped as `save` writes it, naming the field, never its value.
 
     Every stage trusts what it restores, so a value of the wrong type or range here would
-    crash every start (an offset of "10"), or worse, be exported.
+    crash every start (an offset of "10"), or worse, be exported. The other parts are
+    checked by the components that read them back (`load`'s `parts`).
     """
-    for saved in _dict(state["sessions"], "sessions").values():
-        _dict(saved, "a session")
-        Position.from_data(saved["position"])
-        if "gone_at" in saved:
-            _number(saved["gone_at"], "when a session's log went", 0)
-        for fusion_id in _list(saved["finished"], "a session's finished turns"):
-            _record_text(fusion_id, "a finished turn's id")
-        for turn in _list(saved["open"], "a session's open turns"):
-            turn_from_data(turn)
-        context_from_data(saved.get("context"))
-
-
-def turn_to_data(turn: Turn) -> dict:
-    records = [turn.resolved, turn.commit, turn.completed, turn.route_failure, turn.prompt]
-    records += turn.legs + turn.handoffs + turn.calls + turn.tool_events
-    data = {
-        "session": turn.session_id,
-        "fusion": turn.fusion_id,
-        "records": [_record_to_data(r) for r in records if r],
-    }
-    if turn.ordinary:
-        data["ordinary"] = True
-    return data
-
-
-def turn_from_data(data: dict) -> Turn:
-    """The turn `turn_to_data` gave; ValueError, KeyError or TypeError when damaged."""
-    _dict(data, "an open turn")
-    ordinary = data.get("ordinary", False)
-    if type(ordinary) is not bool:
-        raise ValueError("an open turn's kind is not true or false")
-    # The session id is a folder name: any text, surrogate escapes of non-UTF-8 bytes too.
-    turn = Turn(_text(data["session"], "an open turn's session", None),
-                _record_text(data["fusion"], "an open turn's id"), ordinary=ordinary)
-    for record in map(_record_from_data, _list(data["records"], "an open turn's records")):
-        if isinstance(record, events.LegEnded):
-            turn.legs.append(record)
-        elif isinstance(record, events.Handoff):
-            turn.handoffs.append(record)
-        elif isinstance(record, events.ModelCall):
-            turn.calls.append(record)
-        elif isinstance(record, (events.ToolStarted, events.ToolCompleted)):
-            turn.tool_events.append(record)
-        elif isinstance(record, events.Prompt):
-            turn.prompt = record
-        elif isinstance(record, events.Resolved):
-            turn.resolved = record
-        elif isinstance(record, events.CommitStarted):
-            turn.commit = record
-        elif isinstance(record, events.Completed):
-            turn.completed = record
-        elif isinstance(record, events.RouteFailed):
-            turn.route_failure = record
-    return turn
-
-
-def context_to_data(context: SessionContext) -> dict:
-    """A session's context (see turns.SessionContext) as the checkpoint keeps it."""
-    return {
-        "current": context.current,
-        "awaiting_prompt": context.awaiting_prompt,
-        "run": _ledger_to_data(context.run),
-        "log": _ledger_to_data(context.log),
-        "run_unpriced": sorted(context.run_unpriced),
-        "log_unpriced": sorted(context.log_unpriced),
-    }
-
-
-def context_from_data(data: dict | None) -> SessionContext:
-    """None (a checkpoint written before contexts were kept) gives an empty context."""
-    if data is None:
-        return SessionContext()
-    _dict(data, "a session's context")
-    return SessionContext(
-        current=_optional(_record_text)(data["current"], "a session's model"),
-        awaiting_prompt=_optional(_record_text)(data["awaiting_prompt"], "a session's prompt"),
-        run=_ledger_from_data(data["run"]),
-        log=_ledger_from_data(data["log"]),
-        run_unpriced=set(_texts(data["run_unpriced"], "a ledger's model")),
-        log_unpriced=set(_texts(data["log_unpriced"], "a ledger's model")),
-    )
-
-
-def _ledger_to_data(ledger: dict[str, events.Usage] | None) -> dict | None:
-    if ledger is None:
-        return None
-    return {model: dataclasses.asdict(usage) for model, usage in ledger.items()}
-
-
-def _ledger_from_data(data: dict | None) -> dict[str, events.Usage] | None:
-    if data is None:
-        return None
-    return {_record_text(model, "a ledger's model"): _usage(usage, "a ledger's usage")
-            for model, usage in _dict(data, "a ledger").items()}
-
-
-def _record_to_data(record: events.Event) -> dict:
-    """As JSON will give it back (tuples as lists): a tombstone keeps this in memory."""
-    values = dataclasses.asdict(record)
-    return {"kind": type(record).__name__,
-            **{name: list(value) if type(value) is tuple else value
-               for name, value in values.items()}}
-
-
-def _record_from_data(data: dict) -> events.Event:
-    """A record back from its data, each field checked as tailer.events checks the log's:
-    a record restored here is trusted downstream as much as one just parsed."""
-    values = dict(_dict(data, "a record"))
-    cls = _RECORD_TYPES.get(_text(values.pop("kind"), "a record's kind"))
-    if cls is None:
-        raise ValueError("a record is of no known kind")
-    fields = _RECORD_FIELDS[cls]
-    if not fields.keys() >= values.keys():
-        raise ValueError(f"a {cls.__name__} record has a field it does not know")
-    for name, value in values.items():
-        values[name] = _FIELD_CHECKS[fields[name]](value, f"{cls.__name__}.{name}")
-    record = cls(**values)
-    events.codes_only(record)  # its codes too: free text in a saved file never leaves either
-    return record
-
-
-# -- The checks: each returns the value as the record holds it, or raises ValueError --------
-
-
-def _dict(value: object, what: str) -> dict:
-    if type(value) is not dict:
-        raise ValueError(f"{what} is not an object")
-    return value
-
-
-def _list(value: object, what: str) -> list:
-    if type(value) is not list:
-        raise ValueError(f"{what} is not a list")
-    return value
-
-
-def _int(value: object, what: str, high: int = 2**63 - 1, low: int = 0) -> int:
-    if type(value) is not int or not low <= value <= high:
-        raise ValueError(f"{what} is not a whole number from {low} to {high}")
-    return value
-
-
-# A metric's value: no series of ours comes near it, and every conversion of one (to int64,
-# to nanoseconds) stays finite.
-_METRIC_BOUND = 2.0**63
-
-
-def _number(value: object, what: str, low: float = -_METRIC_BOUND,
-            high: float = _METRIC_BOUND) -> float:
-    # A JSON NaN or Infinity reads as a float, but no counter may hold one.
-    if type(value) not in (int, float) or not (low <= value <= high and math.isfinite(value)):
-        raise ValueError(f"{what} is not a finite number from {low} to {high}")
-    return float(value)
-
-
-def _text(value: object, what: str, limit: int | None = 1000) -> str:
-    if type(value) is not str or (limit is not None and len(value) > limit):
-        raise ValueError(f"{what} is not a text of at most {limit} characters")
-    return value
-
-
-def _record_text(value: object, what: str) -> str:
-    """As tailer.events reads text: at most MAX_TEXT characters with a UTF-8 form."""
-    try:
-        _text(value, what, events.MAX_TEXT).encode("utf-8")
-    except UnicodeEncodeError:
-        raise ValueError(f"{what} holds a lone surrogate") from None
-    return value
-
-
-def _optional(check):
-    return lambda value, what: None if value is None else check(value, what)
-
-
-def _time_ns(value: object, what: str) -> int:
-    return _int(value, what, events.LATEST_NS - 1, events.EARLIEST_NS)
-
-
-def _milliseconds(value: object, what: str) -> float:
-    return _number(value, what, 0, events.MAX_DURATION_MS)
-
-
-def _usage(value: object, what: str) -> events.Usage:
-    usage = _dict(value, what)
-    if set(usage) != set(_USAGE_LIMITS):
-        raise ValueError(f"{what} does not hold the usage fields")
-    return events.Usage(**{name: _int(count, f"{what}.{name}", _USAGE_LIMITS[name])
-                           for name, count in usage.items()})
-
-
-def _bool(value: object, what: str) -> bool:
-    if type(value) is not bool:
-        raise ValueError(f"{what} is not true or false")
-    return value
-
-
-def _texts(value: object, what: str) -> tuple[str, ...]:
-    return tuple(_record_text(item, what) for item in _list(value, what))
-
-
-_USAGE_LIMITS = {field.name: events.MAX_COUNT for field in dataclasses.fields(events.Usage)}
-_USAGE_LIMITS["nano_aiu"] = events.MAX_NANO_AIU
-
-# By the annotation of a record's field: a new field of a new type needs its check here
-# (tests/test_checkpoint.py says so).
-_FIELD_CHECKS = {
-    "int": _time_ns,
-    "str": _record_text,
-    "str | None": _optional(_record_text),
-    "float": _milliseconds,
-    "float | None": _optional(_milliseconds),
-    "Usage": _usage,
-    "tuple[str, ...]": _texts,
-    "bool": _bool,
-    "bool | None": _optional(_bool),
-}
-_RECORD_FIELDS = {
-    cls: {field.name: field.type for field in dataclasses.fields(cls)}
-    for cls in _RECORD_TYPES.values()
-}
+    session_state.check(state)

@@ -1,12 +1,15 @@
 """The reading stage: session logs -> lines -> events -> finished turns.
 
 `Tailer.poll()` is one pass: it asks the watcher which logs changed, reads what was
-appended and returns the turns that finished. Nothing here knows about HTTP, OTLP or
-metrics' rendering, so the whole reading side runs in tests against a temporary folder.
+appended and returns the turns that finished. Each log is read through its SessionLog
+(tailer/session_log.py), the rule every command reads by; what this module adds is the
+following of many logs: which to read, a pass's turn budget, the metrics and warnings of
+what was read, tombstones. Nothing here knows about HTTP, OTLP or metrics' rendering, so
+the whole reading side runs in tests against a temporary folder.
 
-`state()` and the `saved` argument carry the reading side of a checkpoint: for each
-session, its log position (lines.Position: checked against the log before every read),
-its open turns and the fusion ids it already reported. A session whose log is gone keeps
+`state()` and the `saved` argument carry the reading side of a checkpoint
+(tailer/session_state.py): for each session, its log position (lines.Position: checked
+against the log before every read), its open turns and the fusion ids it already reported. A session whose log is gone keeps
 that state as a tombstone, in memory and in the checkpoint: a state folder that is
 briefly missing or empty (a volume not mounted yet, a folder moved and moved back) gives
 its sessions back where they were instead of counting them again. A tombstone's open turns
@@ -22,11 +25,13 @@ from pathlib import Path
 from typing import Callable
 
 from . import events
-from .checkpoint import context_from_data, context_to_data, turn_from_data, turn_to_data
-from .lines import Line, LineReader, NotARegularFile, Position
+from .lines import NotARegularFile
 from .log_limit import WarningLimiter
 from .metrics import TurnMetrics
-from .turns import SessionTurns, Turn
+from .session_log import (
+    INTERNAL_ERROR, Read, SessionLog, finish_tombstone, line_problem, rewritten_problem,
+)
+from .turns import Turn
 from .watch import SessionWatcher
 
 log = logging.getLogger("tailer")
@@ -56,16 +61,6 @@ class Pass:
             self.level = TURNS
 
 
-class Session:
-    """One session log: where we are in it, and its turns."""
-
-    __slots__ = ("reader", "turns")
-
-    def __init__(self, reader: LineReader, turns: SessionTurns):
-        self.reader = reader
-        self.turns = turns
-
-
 class Tailer:
     """Follows every session log under `state_dir`; `poll()` returns the turns that finished.
 
@@ -93,7 +88,7 @@ class Tailer:
         self.idle_timeout_s = idle_timeout_s
         self.clock = clock
         self.watcher = watcher or SessionWatcher(state_dir)
-        self.sessions: dict[str, Session] = {}
+        self.sessions: dict[str, SessionLog] = {}
         self._warnings = WarningLimiter()
         self._warned_drift: set[tuple[str, str]] = set()
         # Sessions with no log at hand: the checkpoint's until their logs are found, and
@@ -164,7 +159,7 @@ class Tailer:
         """The reading side of a checkpoint (see the module docstring)."""
         sessions = dict(self._resting)
         for session_id, session in self.sessions.items():
-            sessions[session_id] = _session_state(session.reader.position, session.turns)
+            sessions[session_id] = session.to_state()
         return {"sessions": sessions}
 
     def open_turns(self, session_id: str) -> list[Turn]:
@@ -175,22 +170,14 @@ class Tailer:
     def close(self) -> None:
         self.watcher.close()
 
-    def _open_session(self, session_id: str, path: Path) -> Session:
-        wanted = events.may_be_read
+    def _open_session(self, session_id: str, path: Path) -> SessionLog:
         saved = self._resting.pop(session_id, None)
         if saved is not None:
-            turns = SessionTurns(
-                session_id, [turn_from_data(t) for t in saved["open"]], saved["finished"],
-                context_from_data(saved.get("context")),
-            )
-            return Session(LineReader(path, Position.from_data(saved["position"]), wanted), turns)
-        reader = LineReader(path, wanted=wanted)
+            return SessionLog.from_state(session_id, path, saved)
+        session = SessionLog(session_id, path)
         if self._first_pass and (self._start_at_end or self._beyond_backfill(path)):
-            try:
-                reader.skip_to_end()
-            except OSError:
-                pass  # reading it reports the problem
-        return Session(reader, SessionTurns(session_id))
+            session.skip_to_end()
+        return session
 
     def _bury(self, session_id: str, done: Pass) -> None:
         """Keep a vanished log's session as a tombstone, in case the log comes back."""
@@ -201,7 +188,7 @@ class Tailer:
         if session is None:
             return
         log.info("session %s: its log is gone; kept in case it comes back", session_id)
-        tombstone = _session_state(session.reader.position, session.turns)
+        tombstone = session.to_state()
         tombstone["gone_at"] = self.clock()
         self._resting[session_id] = tombstone
         while len(self._resting) > MAX_TOMBSTONES:
@@ -218,46 +205,32 @@ class Tailer:
         except OSError:
             return False
 
-    def _read(self, session_id: str, session: Session, done: Pass) -> None:
+    def _read(self, session_id: str, session: SessionLog, done: Pass) -> None:
         reader = session.reader
         generation = reader.generation
         before = reader.position.line
         read_into, skipped = 0, 0  # lines read into a record, and damaged: counted at the end
-        try:
-            for line in reader.read():
-                if reader.generation != generation:
-                    generation, before, read_into, skipped = reader.generation, 0, 0, 0
-                    self._rewound(session_id, session)
-                try:
-                    outcome = self._line(session_id, session, line, done)
-                    read_into += outcome is True
-                    skipped += outcome is None
-                except Exception as error:  # a bug must cost one line, not the process
-                    skipped += 1
-                    self.metrics.count_damage("internal_error")
-                    self._warnings.warn(
-                        (session_id, "internal_error"),
-                        "session %s: line %d of events.jsonl could not be handled (%s); "
-                        "skipped", session_id, line.number, type(error).__name__,
-                    )
-                if self._turns_left is not None and self._turns_left <= 0:
-                    self._unread.add(session_id)  # the rest of this log: next pass
-                    break
-        except FileNotFoundError:
-            return  # gone: the watcher reports it
-        except NotARegularFile:
-            self._warnings.warn((session_id, "not a file"),
-                                "session %s: its log is not a regular file; skipped", session_id)
-            return
-        except OSError as error:
-            self._warnings.warn(
-                (session_id, "unreadable"), "session %s: cannot read its log: %s",
-                session_id, error.strerror,
-            )
-            self._failed.add(session_id)  # no write may come to wake it up: try again
+        for read in session.read():
+            if reader.generation != generation:
+                generation, before, read_into, skipped = reader.generation, 0, 0, 0
+                log.info("%s", rewritten_problem(session_id))
+            try:
+                outcome = self._line(session_id, session, read, done)
+            except Exception as error:  # a bug must cost one line, not the process
+                outcome = None
+                self._damaged(session_id, read.line.number, INTERNAL_ERROR, type(error).__name__)
+            read_into += outcome is True
+            skipped += outcome is None
+            if self._turns_left is not None and self._turns_left <= 0:
+                self._unread.add(session_id)  # the rest of this log: next pass
+                break
+        if session.error is not None:
+            self._warnings.warn((session_id, "unreadable"), "%s", session.problem)
+            if not isinstance(session.error, NotARegularFile):
+                self._failed.add(session_id)  # no write may come to wake it up: try again
             return
         if reader.generation != generation:
-            self._rewound(session_id, session)
+            log.info("%s", rewritten_problem(session_id))
             before = 0
         self._note_open_turns(session_id, session)
         self._count_lines(reader.position.line - before, read_into, skipped, done)
@@ -272,11 +245,7 @@ class Tailer:
             self.metrics.count_lines("ignored", amount=lines - read_into - skipped)
             done.note(POSITIONS)
 
-    def _rewound(self, session_id: str, session: Session) -> None:
-        log.info("session %s: its log was rewritten or replaced; reading it again", session_id)
-        session.turns.forget_open()
-
-    def _note_open_turns(self, session_id: str, session: Session) -> None:
+    def _note_open_turns(self, session_id: str, session: SessionLog) -> None:
         if session.turns.open_count:
             self._with_open_turns.add(session_id)
         else:
@@ -291,54 +260,42 @@ class Tailer:
         """
         now = self.clock()
         for session_id in self._with_open_turns - self._unread:
-            session = self.sessions[session_id]
-            try:
-                modified = os.stat(session.reader.path).st_mtime
-            except OSError:
-                continue
-            if now - modified >= self.idle_timeout_s:
-                self._finished(session.turns.finish_open(), done)
+            finished = self.sessions[session_id].finish_if_idle(now, self.idle_timeout_s)
+            if finished:
+                self._finished(finished, done)
                 self._with_open_turns.discard(session_id)
         for session_id, saved in self._resting.items():
             if saved["open"] and now - saved.get("gone_at", now) >= self.idle_timeout_s:
                 self._finish_tombstone(session_id, saved, done)
 
     def _finish_tombstone(self, session_id: str, saved: dict, done: Pass) -> None:
-        turns = SessionTurns(session_id, [turn_from_data(t) for t in saved["open"]],
-                             saved["finished"], context_from_data(saved.get("context")))
-        self._finished(turns.finish_open(), done)
-        saved["open"], saved["finished"] = [], turns.finished
+        self._finished(finish_tombstone(session_id, saved), done)
 
-    def _line(self, session_id: str, session: Session, line: Line, done: Pass) -> bool | None:
-        """Read one line: True when it became a record, False when it does not matter, None
-        when it was damaged (its reason counted here; the lines are counted by _read)."""
-        if line.oversized:
-            record = events.Malformed("oversized") if events.may_matter(line.data) else None
-        else:
-            record = events.parse_line(line.data)
-        if record is None:
-            return False
+    def _line(self, session_id: str, session: SessionLog, read: Read, done: Pass) -> bool | None:
+        """Count one line that became something: True for a record, None when it was
+        damaged (its reason counted here; the lines are counted by _read)."""
+        record = read.record
         done.note(TURNS)
         if isinstance(record, events.Malformed):
-            self.metrics.count_damage(record.reason)
-            self._warnings.warn(
-                (session_id, record.reason), "session %s: skipped line %d of events.jsonl: %s",
-                session_id, line.number, record.reason,
-            )
+            self._damaged(session_id, read.line.number, record.reason, read.error_type)
             return None
         self.metrics.count_event(record)
         if record.event_type:  # only a record with notes, or of an unknown type, names it
             self._warn_drift(record)
-        if not isinstance(record, events.UnknownFusionEvent):
-            finished = session.turns.feed(record)
-            if finished:
-                self._finished(finished, done)
-            if isinstance(record, events.SessionTotals):
-                for check in session.turns.take_reconciliations():
-                    self.metrics.count_reconciliation(check)
-                    log.log(logging.DEBUG if check.agrees else logging.WARNING, "%s",
-                            check.describe())
+        if read.finished:
+            self._finished(read.finished, done)
+        if isinstance(record, events.SessionTotals):
+            for check in session.turns.take_reconciliations():
+                self.metrics.count_reconciliation(check)
+                log.log(logging.DEBUG if check.agrees else logging.WARNING, "%s",
+                        check.describe())
         return True
+
+    def _damaged(self, session_id: str, number: int, reason: str,
+                 error_type: str | None = None) -> None:
+        self.metrics.count_damage(reason)
+        self._warnings.warn((session_id, reason), "%s",
+                            line_problem(session_id, number, reason, error_type))
 
     def _warn_drift(self, record: events.Event) -> None:
         """Warn once per kind of drift: the metrics count every occurrence."""
@@ -358,11 +315,3 @@ class Tailer:
         if self._turns_left is not None:
             self._turns_left -= len(turns)
 
-
-def _session_state(position: Position, turns: SessionTurns) -> dict:
-    return {
-        "position": position.to_data(),
-        "open": [turn_to_data(turn) for turn in turns.open_turns],
-        "finished": turns.finished,
-        "context": context_to_data(turns.context),
-    }

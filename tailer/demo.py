@@ -23,6 +23,7 @@ a user's state directory.
 
 from __future__ import annotations
 
+import logging
 import random
 import time
 import uuid
@@ -32,8 +33,11 @@ from typing import Callable
 
 from . import events
 from .events import Kept
-from .files import LOG_NAME, session_logs
+from .files import LOG_NAME, find_logs
 from .scrub import IdMap, dumps, read_events, scrub_event
+from .session_log import SessionLog, folder_problem
+
+log = logging.getLogger("tailer")
 
 END_BEFORE_NOW = timedelta(minutes=3)
 SPREAD = timedelta(days=2)
@@ -60,8 +64,8 @@ def prepare(fixtures: Path, work: Path, now: datetime) -> list[Path]:
     if work.exists() and any(work.iterdir()):
         raise ValueError(f"{work} is not empty")
     sessions = {
-        session_id: [event for event in read_events(path) if event is not None]
-        for session_id, path in sorted(session_logs(fixtures).items())
+        session_id: _events(session_id, path)
+        for session_id, path in sorted(_logs(fixtures).items())
     }
     sessions = {session_id: lines for session_id, lines in sessions.items() if lines}
     if not sessions:
@@ -79,10 +83,10 @@ def prepare(fixtures: Path, work: Path, now: datetime) -> list[Path]:
         ids = IdMap(rng)
         folder = work / ids.replace(Kept.SESSION_ID, session_id)
         folder.mkdir(parents=True)
-        log = folder / LOG_NAME
+        path = folder / LOG_NAME
         text = "".join(dumps(scrub_event(line, ids, _shift(offset))) + "\n" for line in lines)
-        log.write_bytes(text.encode())
-        written.append(log)
+        path.write_bytes(text.encode())
+        written.append(path)
     return written
 
 
@@ -128,8 +132,8 @@ class Replayer:
             if self._start is not None:
                 lines = [self._start, *lines]
         text = self._rewrite(lines, round(now * 1000) * _NS_PER_MS)
-        with open(self.log_path, "ab") as log:
-            log.write(text.encode())
+        with open(self.log_path, "ab") as out:
+            out.write(text.encode())
         coming = self._turns[self._next]
         coming_s = (_time_ns(coming[-1]) - _time_ns(coming[0])) / 1e9
         self._due = now + max(self.interval_s, coming_s + PAUSE_S)
@@ -156,8 +160,8 @@ def _fixture_turns(fixtures: Path) -> tuple[dict | None, str, list[list[dict]]]:
     ordinary prompt, up to the next turn or session event (see _starts_a_turn).
     """
     sessions = []
-    for session_id, path in session_logs(fixtures).items():
-        lines = [event for event in read_events(path) if event is not None]
+    for session_id, path in _logs(fixtures).items():
+        lines = _events(session_id, path)
         if lines:
             sessions.append((_time_ns(lines[0]), session_id, lines))
     if not sessions:
@@ -179,6 +183,23 @@ def _fixture_turns(fixtures: Path) -> tuple[dict | None, str, list[list[dict]]]:
             elif turn is not None:
                 turn.append(line)
     return start, first_id, turns
+
+
+def _logs(fixtures: Path) -> dict[str, Path]:
+    """The fixture sessions' logs; a folder that cannot be read is named and left out."""
+    logs, unreadable = find_logs(fixtures)
+    for session_id, error in sorted(unreadable.items()):
+        log.warning("%s", folder_problem(session_id, error))
+    return logs
+
+
+def _events(session_id: str, path: Path) -> list[dict]:
+    """A fixture log's events, read as every command reads a log (tailer/session_log.py)."""
+    session = SessionLog(session_id, path, every_line=True)
+    found = [event for event in read_events(session) if event is not None]
+    if session.problem is not None:
+        log.warning("%s", session.problem)
+    return found
 
 
 def _starts_a_turn(event_type: str, turn: list[dict] | None) -> bool:

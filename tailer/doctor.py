@@ -27,10 +27,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import events, schema_drift
-from .files import session_logs
-from .lines import Line, LineReader
+from .files import find_logs
 from .printable import printable
-from .turns import Reconciliation, SessionTurns
+from .session_log import Read, SessionLog, folder_problem, state_dir_problem
+from .turns import Reconciliation
 
 EXIT_DRIFT = 1
 EXIT_USAGE = 2
@@ -48,7 +48,7 @@ class Findings:
 
     sessions: int = 0
     lines: int = 0
-    unreadable: dict[str, str] = field(default_factory=dict)  # session id -> OS error
+    unreadable: dict[str, str] = field(default_factory=dict)  # session id -> its problem
     versions: Counter = field(default_factory=Counter)  # CLI version -> sessions
     fusion_ids: set[str] = field(default_factory=set)
     route_failures: int = 0
@@ -80,8 +80,7 @@ def main(args: argparse.Namespace, environ: dict[str, str] | None = None) -> int
     try:
         findings = examine(state_dir)
     except OSError as error:
-        print(f"hydrafusion-tailer: cannot list the state directory {printable(str(state_dir))}: "
-              f"{error.strerror}", file=sys.stderr)
+        print(printable(f"hydrafusion-tailer: {state_dir_problem(error)}"), file=sys.stderr)
         return EXIT_USAGE
     print(render(state_dir, findings), end="")
     return EXIT_DRIFT if findings.drift else 0
@@ -90,20 +89,21 @@ def main(args: argparse.Namespace, environ: dict[str, str] | None = None) -> int
 def examine(state_dir: Path) -> Findings:
     """Read every session log once. Raises OSError when the state folder cannot be listed."""
     findings = Findings()
-    logs = session_logs(state_dir)
-    findings.sessions = len(logs)
+    logs, unreadable = find_logs(state_dir)
+    findings.sessions = len(logs) + len(unreadable)
+    for session_id, error in unreadable.items():
+        findings.unreadable[session_id] = folder_problem(session_id, error)
     for session_id, path in sorted(logs.items()):
         versions: set[str] = set()
-        turns = SessionTurns(session_id)
-        try:
-            # No markers: unlike the daemon, doctor needs every line, fusion or not.
-            for line in LineReader(path).read():
-                version = _examine_line(findings, line, turns)
-                if version is not None:
-                    versions.add(version)
-        except OSError as error:
-            findings.unreadable[session_id] = error.strerror or type(error).__name__
-        for check in turns.take_reconciliations():
+        # Every line: unlike the daemon, doctor tallies the types of lines that are not fusion.
+        session = SessionLog(session_id, path, every_line=True)
+        for read in session.read():
+            version = _examine_line(findings, read)
+            if version is not None:
+                versions.add(version)
+        if session.problem is not None:
+            findings.unreadable[session_id] = session.problem
+        for check in session.turns.take_reconciliations():
             findings.totals_checked += 1
             if not check.agrees and len(findings.disagreements) < MAX_NAMES:
                 findings.disagreements.append(check)
@@ -112,17 +112,13 @@ def examine(state_dir: Path) -> Findings:
     return findings
 
 
-def _examine_line(findings: Findings, line: Line, turns: SessionTurns) -> str | None:
-    """Count one line and feed its record to the session's turns; return the CLI version
-    when it is a `session.start` naming one."""
+def _examine_line(findings: Findings, read: Read) -> str | None:
+    """Count one line (its record judged and fed to its turns by SessionLog, as the daemon
+    reads it); return the CLI version when it is a `session.start` naming one."""
+    line, record = read.line, read.record
     findings.lines += 1
     event_type = events.event_type_of(line.data)
     _tally(findings.event_types, event_type or NO_TYPE)
-    # Judged as the daemon judges it: an oversized line is damage only if it looks like fusion.
-    if line.oversized:
-        record = events.Malformed("oversized") if events.may_matter(line.data) else None
-    else:
-        record = events.parse_line(line.data)
     if isinstance(record, events.Malformed):
         findings.malformed[record.reason] += 1
     elif isinstance(record, events.Event):
@@ -137,8 +133,6 @@ def _examine_line(findings: Findings, line: Line, turns: SessionTurns) -> str | 
                    others=(record.event_type, OTHERS))
         for name in record.missing_fields:
             findings.missing_fields[record.event_type, name] += 1
-        if not isinstance(record, events.UnknownFusionEvent):
-            turns.feed(record)
     if event_type == events.SESSION_START and not line.oversized:
         return events.cli_version_of(line.data)
     return None
@@ -160,7 +154,8 @@ def render(state_dir: Path, findings: Findings) -> str:
         ("unreadable logs", len(findings.unreadable)),
     ])
     if findings.unreadable:
-        out += _table("Unreadable logs (session, error)", sorted(findings.unreadable.items()))
+        out += _table("Unreadable logs", [(problem,) for _, problem in
+                                          sorted(findings.unreadable.items())])
     out += _table("Copilot CLI versions (sessions)", _by_count(findings.versions))
     out += _table("Fusion turns", [
         ("turns (distinct fusion ids)", len(findings.fusion_ids)),

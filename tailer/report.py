@@ -27,10 +27,11 @@ from pathlib import Path
 from typing import TextIO
 
 from . import demo, report_html, report_live, report_table, report_text
-from .files import session_logs
+from .files import find_logs
 from .printable import printable
 from .report_figures import snapshot, turn_row
 from .report_read import Selection, SessionReader, wanted_turns
+from .session_log import state_dir_problem
 
 EXIT_NO_SESSIONS = 1
 EXIT_USAGE = 2
@@ -161,19 +162,27 @@ def _report(args: argparse.Namespace, environ: dict[str, str], state_dir: Path,
             return _nothing_found(state_dir, exists=False)
         return report_live.watch(state_dir, selection, filters_of(args), sys.stdout,
                                  color=color, on_pass=on_pass)
+    if not state_dir.exists():
+        return _nothing_found(state_dir, exists=False)
     try:
-        logs = session_logs(state_dir)
-    except OSError:
-        return _nothing_found(state_dir, exists=state_dir.exists())
-    if not logs:
+        logs, unreadable = find_logs(state_dir)
+    except OSError as error:
+        print(f"hydrafusion-tailer report: {state_dir_problem(error)}", file=sys.stderr)
+        return EXIT_NO_SESSIONS
+    if not logs and not unreadable:
         return _nothing_found(state_dir, exists=True)
     wanted = {sid: path for sid, path in logs.items() if selection.wants_log(sid, path)}
     progress = Progress(sys.stderr, list(wanted.values())) if sys.stderr.isatty() else None
     reader = SessionReader()
+    for session_id, error in unreadable.items():
+        if selection.wants_session(session_id):
+            reader.unreadable_folder(session_id, error)
     rows = [turn_row(turn, None)
             for turn in wanted_turns(wanted, selection, reader, progress and progress.log_read)]
     if progress is not None:
         progress.close()
+    for problem in sorted(reader.problems.values()):
+        print(f"hydrafusion-tailer report: {problem}", file=sys.stderr)
     figures = snapshot(rows, now=now, sessions=len(wanted), skipped=reader.skipped(),
                        filters=filters_of(args), checks=reader.reconciliations)
     if args.html:

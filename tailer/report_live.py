@@ -4,7 +4,8 @@ It follows the logs the way the daemon does: the daemon's SessionWatcher says wh
 changed (inotify, or cheap polling), and each log's reader is kept between passes, so a
 pass reads only what was appended and an idle watch costs what an idle daemon costs. A
 turn still open is not counted until it finishes; one whose log has been quiet for the
-daemon's idle timeout is finished as `incomplete`, as the daemon would.
+daemon's idle timeout is finished as `incomplete`, by the daemon's own rule
+(SessionLog.finish_if_idle).
 
 A redraw moves the cursor home and overwrites the old frame line by line, clearing what
 each line leaves and what lies below the last one: no screen clear, so no flicker. The
@@ -74,6 +75,9 @@ class LiveTurns:
             else:
                 self._open.discard(session_id)
         self._take(self._finish_idle())
+        for session_id, error in self.watcher.unreadable.items():
+            if self.selection.wants_session(session_id):
+                self.reader.unreadable_folder(session_id, error)
 
     def _take(self, finished: Iterable[Turn]) -> None:
         """Keep the rows of finished turns, each as it comes: the first pass over thousands
@@ -91,12 +95,9 @@ class LiveTurns:
     def _finish_idle(self) -> list[Turn]:
         finished = []
         for session_id in list(self._open):
-            try:
-                quiet = self.clock() - os.stat(self._logs[session_id]).st_mtime
-            except OSError:
-                continue
-            if quiet >= IDLE_TIMEOUT_S:
-                finished += self.reader.finish(session_id)
+            idle = self.reader.finish_if_idle(session_id, self.clock())
+            if idle:
+                finished += idle
                 self._open.discard(session_id)
         return finished
 

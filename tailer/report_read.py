@@ -1,8 +1,9 @@
 """Read session logs into the turns a report covers, the way the daemon reads them.
 
-The same stages as the daemon (tailer/daemon.py): files -> lines -> events -> turns, with
-the same rules: damaged lines are skipped and counted, unknown fusion events ignored, a log
-the CLI rewrote is read again without reporting its turns twice. What differs is the end: a
+The same stages as the daemon (tailer/daemon.py): files -> lines -> events -> turns, through
+the same SessionLog (tailer/session_log.py), so with the same rules: damaged lines are
+skipped and counted, unknown fusion events ignored, a log the CLI rewrote is read again
+without reporting its turns twice. What differs is the end: a
 report reads each log to its end and finishes a turn still open there as `incomplete`.
 """
 
@@ -14,8 +15,8 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from . import events
-from .lines import Line, LineReader
-from .turns import Reconciliation, SessionTurns, Turn
+from .session_log import IDLE_TIMEOUT_S, SessionLog, folder_problem
+from .turns import Reconciliation, Turn
 
 
 @dataclass(frozen=True)
@@ -57,69 +58,55 @@ class Selection:
 
 
 class SessionReader:
-    """Reads session logs into finished turns, the way the daemon does.
+    """Reads session logs into finished turns, each through its SessionLog as the daemon does.
 
-    It keeps each log's reader and open turns, so reading a log again costs only what was
-    appended since (which is what --watch needs). A log the CLI rewrote or replaced is read
-    again from its start; the turns already reported are not reported again.
+    It keeps each log's SessionLog, so reading a log again costs only what was appended
+    since (which is what --watch needs). `problems` holds, per session, why its folder or
+    its log could not be read, in the words every command uses (tailer/session_log.py).
     """
 
     def __init__(self) -> None:
-        self._logs: dict[str, tuple[LineReader, SessionTurns]] = {}
+        self._logs: dict[str, SessionLog] = {}
         self.damaged_lines = 0
-        self.unreadable: set[str] = set()
+        self.problems: dict[str, str] = {}
         self.reconciliations: list[Reconciliation] = []  # the CLI's totals, checked
+
+    def unreadable_folder(self, session_id: str, error: OSError) -> None:
+        self.problems[session_id] = folder_problem(session_id, error)
 
     def read(self, session_id: str, path: Path) -> Iterator[Turn]:
         """The turns the lines appended since the last read finish (often none), each as
         soon as it does: a log of thousands of turns is never held as all their records."""
-        if session_id not in self._logs:
-            self._logs[session_id] = (LineReader(path, wanted=events.may_be_read),
-                                      SessionTurns(session_id))
-        reader, turns = self._logs[session_id]
-        generation = reader.generation
-        try:
-            for line in reader.read():
-                if reader.generation != generation:
-                    generation = reader.generation
-                    turns.forget_open()
-                record = self._record(line)
-                if record is not None:
-                    yield from turns.feed(record)
-                    if isinstance(record, events.SessionTotals):
-                        self.reconciliations += turns.take_reconciliations()
-        except FileNotFoundError:
-            pass  # gone: the caller finishes its turns
-        except OSError:  # unreadable, or not a regular file
-            self.unreadable.add(session_id)
+        log = self._logs.get(session_id)
+        if log is None:
+            log = self._logs[session_id] = SessionLog(session_id, path)
+        for read in log.read():
+            if type(read.record) is events.Malformed:
+                self.damaged_lines += 1
+            yield from read.finished
+            if isinstance(read.record, events.SessionTotals):
+                self.reconciliations += log.turns.take_reconciliations()
+        if log.problem is not None:
+            self.problems[session_id] = log.problem
+        else:
+            self.problems.pop(session_id, None)
 
     def finish(self, session_id: str) -> list[Turn]:
         """Finish the open turns of one session as they stand (`incomplete` without a rollup)."""
-        found = self._logs.get(session_id)
-        return found[1].finish_open() if found is not None else []
+        log = self._logs.get(session_id)
+        return log.finish_open() if log is not None else []
 
-    def finish_all(self) -> list[Turn]:
-        return [turn for session_id in self._logs for turn in self.finish(session_id)]
+    def finish_if_idle(self, session_id: str, now: float) -> list[Turn]:
+        """Finish the open turns of a session whose log has been quiet for the idle timeout."""
+        log = self._logs.get(session_id)
+        return log.finish_if_idle(now, IDLE_TIMEOUT_S) if log is not None else []
 
     def open_turns(self, session_id: str) -> int:
-        found = self._logs.get(session_id)
-        return found[1].open_count if found is not None else 0
+        log = self._logs.get(session_id)
+        return log.turns.open_count if log is not None else 0
 
     def skipped(self) -> dict[str, int]:
-        return {"damaged_lines": self.damaged_lines, "unreadable_logs": len(self.unreadable)}
-
-    def _record(self, line: Line) -> events.Event | None:
-        """The line's record, or None for a line that is not one (damaged lines are counted)."""
-        if line.oversized:
-            record = events.Malformed("oversized") if events.may_matter(line.data) else None
-        else:
-            record = events.parse_line(line.data)
-        if isinstance(record, events.Malformed):
-            self.damaged_lines += 1
-            return None
-        if isinstance(record, events.UnknownFusionEvent):
-            return None
-        return record
+        return {"damaged_lines": self.damaged_lines, "unreadable_logs": len(self.problems)}
 
 
 def wanted_turns(logs: dict[str, Path], selection: Selection, reader: SessionReader,

@@ -46,15 +46,16 @@ import random
 import re
 import sys
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator
 
 from . import events
 from .codes import CodeKind
 from .events import Kept
-from .files import LOG_NAME, session_logs
+from .files import LOG_NAME, find_logs
 from .printable import printable
+from .session_log import SessionLog, folder_problem
 
 EXIT_USAGE = 2
 _MAX_TEXT = 200
@@ -98,18 +99,18 @@ class IdMap:
         return str(uuid.UUID(int=self._rng.getrandbits(128), version=4))
 
 
-def read_events(path: Path) -> Iterator[dict | None]:
+def read_events(session: SessionLog) -> Iterator[dict | None]:
     """Each line of a log as a JSON object with a type and a valid timestamp, else None.
 
-    Lines are split on `\\n` only (U+2028 inside a string is not a line break). Blank
-    lines are skipped; a last line without its newline may be half-written, so it is None.
+    The lines come through the log's SessionLog, so the scrub reads a log as every command
+    does (its damage and its problem counted and named alike). Blank lines are skipped; an
+    oversized line is None (its bulk is not metadata); a last line without its newline may
+    be half-written, so it is not a line yet and is not handed out.
     """
-    with open(path, "rb") as log:
-        for line in log:
-            complete = line.endswith(b"\n")
-            line = line.strip(b"\0 \t\r\n")
-            if line:
-                yield _event_object(line) if complete else None
+    for read in session.read():
+        line = read.line.data.strip(b"\0 \t\r")
+        if line:
+            yield None if read.line.oversized else _event_object(line)
 
 
 def _event_object(line: bytes) -> dict | None:
@@ -185,21 +186,27 @@ def dumps(event: dict) -> str:
 class Summary:
     sessions: int = 0
     events: int = 0
-    malformed: int = 0
+    dropped: int = 0  # lines that are not an event with a type and a timestamp
+    damaged: int = 0  # of those, the lines the tailer counts as damaged
+    problems: list[str] = field(default_factory=list)  # logs that could not be read
 
 
-def source_logs(src: Path) -> dict[str, Path]:
-    """Session id -> log: SRC is one session folder, or a state dir of them."""
+def source_logs(src: Path) -> tuple[dict[str, Path], dict[str, OSError]]:
+    """Session id -> log, and session id -> why its folder cannot be read: SRC is one
+    session folder, or a state dir of them."""
     if (src / LOG_NAME).is_file():
-        return {src.resolve().name: src / LOG_NAME}
-    return session_logs(src)
+        return {src.resolve().name: src / LOG_NAME}, {}
+    return find_logs(src)
 
 
 def default_seed(logs: dict[str, Path]) -> str:
     """A digest of the input, so scrubbing the same logs twice gives the same files."""
     digest = hashlib.sha256()
     for session_id, path in sorted(logs.items()):
-        digest.update(session_id.encode() + b"\0" + path.read_bytes() + b"\0")
+        try:
+            digest.update(session_id.encode() + b"\0" + path.read_bytes() + b"\0")
+        except OSError:
+            pass  # reading it names the problem
     return digest.hexdigest()
 
 
@@ -208,22 +215,28 @@ def scrub_tree(src: Path, dst: Path, seed: str | None = None) -> Summary:
 
     `dst` must not exist yet or be empty, so a scrub never mixes with other files.
     """
-    logs = source_logs(src)
-    if not logs:
+    logs, unreadable = source_logs(src)
+    if not logs and not unreadable:
         raise ValueError(f"no {LOG_NAME} in {src} or in its folders")
     if dst.exists() and any(dst.iterdir()):
         raise ValueError(f"{dst} is not empty")
     if seed is None:
         seed = default_seed(logs)
-    summary = Summary()
+    summary = Summary(problems=[folder_problem(session_id, error)
+                                for session_id, error in sorted(unreadable.items())])
     for session_id, path in sorted(logs.items()):
         ids = IdMap(random.Random(f"{seed}\n{session_id}"))
+        session = SessionLog(session_id, path, every_line=True)
         lines = []
-        for obj in read_events(path):
+        for obj in read_events(session):
             if obj is None:
-                summary.malformed += 1
+                summary.dropped += 1
             else:
                 lines.append(dumps(scrub_event(obj, ids)) + "\n")
+        summary.damaged += sum(session.damage.values())
+        if session.problem is not None:
+            summary.problems.append(session.problem)
+            continue
         folder = dst / ids.replace(Kept.SESSION_ID, session_id)
         folder.mkdir(parents=True)
         (folder / LOG_NAME).write_bytes("".join(lines).encode())  # "\n" on Windows too
@@ -239,9 +252,10 @@ def main(args: argparse.Namespace) -> int:
     except (ValueError, OSError) as error:
         print(f"hydrafusion-tailer scrub: {printable(str(error))}", file=sys.stderr)
         return EXIT_USAGE
+    for problem in summary.problems:
+        print(f"hydrafusion-tailer scrub: {problem}", file=sys.stderr)
     print(
         f"scrubbed {summary.sessions} sessions into {printable(str(args.dst))}: "
-        f"{summary.events} events kept, "
-        f"{summary.malformed} malformed lines dropped"
+        f"{summary.events} events kept, {summary.dropped} lines dropped ({summary.damaged} damaged)"
     )
     return 0

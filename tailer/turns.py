@@ -603,6 +603,8 @@ class SessionTurns:
         if awaiting in self._open:
             self._open[awaiting].prompt = prompt
             return []
+        if awaiting in self._finished:
+            return []  # the prompt of a turn already reported, in a log read again
         finished = [self._finish(turn) for turn in list(self._open.values()) if turn.ordinary]
         key = ORDINARY_PREFIX + prompt.prompt_id
         self.context.current = key

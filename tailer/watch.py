@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Callable
 
 from .files import LOG_NAME
+from .session_log import folder_problem, state_dir_problem
 
 log = logging.getLogger("tailer")
 
@@ -150,7 +151,8 @@ class SessionWatcher:
         self._unwatched: list[int] = []  # errno of each watch refused since the last pass
         self._warned_unwatched = False
         self._warned_state_dir = False
-        self._warned_folders: set[str] = set()
+        # Session folders that cannot be read, and why: warned of once, until readable again.
+        self.unreadable: dict[str, OSError] = {}
 
     def changes(self, timeout: float) -> Changes:
         """Wait up to `timeout` seconds for something that may have changed, and report it.
@@ -297,7 +299,7 @@ class SessionWatcher:
     def _forget(self, session_id: str, changes: Changes) -> None:
         folder = self._folders.pop(session_id)
         self._hot.pop(session_id, None)
-        self._warned_folders.discard(session_id)
+        self.unreadable.pop(session_id, None)
         if folder.wd is not None:
             del self._watched[folder.wd]
             self._inotify.remove_watch(folder.wd)
@@ -315,10 +317,11 @@ class SessionWatcher:
         except (FileNotFoundError, NotADirectoryError):
             status = None
         except OSError as error:
-            if session_id not in self._warned_folders:
-                self._warned_folders.add(session_id)
-                log.warning("session %s: cannot read its folder: %s", session_id, error.strerror)
+            if session_id not in self.unreadable:
+                log.warning("%s", folder_problem(session_id, error))
+            self.unreadable[session_id] = error
             return
+        self.unreadable.pop(session_id, None)
         if status is None or not stat.S_ISREG(status.st_mode):
             if folder.identity is not None:
                 folder.identity = None
@@ -407,7 +410,7 @@ class SessionWatcher:
     def _warn_state_dir(self, reason: str) -> None:
         if not self._warned_state_dir:
             self._warned_state_dir = True
-            log.warning("cannot list the state directory: %s", reason)
+            log.warning("%s", state_dir_problem(reason))
 
 
 def _is_dir(entry: os.DirEntry) -> bool:

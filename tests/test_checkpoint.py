@@ -17,7 +17,7 @@ import pytest
 
 from exposition_helpers import saved_series
 from sessiongen import START, SessionWriter
-from tailer import checkpoint, service, stages
+from tailer import checkpoint, service, session_state, stages
 from tailer.checkpoint import CheckpointError, load, save
 from tailer.daemon import Tailer
 from tailer.exposition import Registry
@@ -310,8 +310,8 @@ def test_the_daemon_moves_a_refused_checkpoint_aside(tmp_path):
 
 def test_every_field_of_every_record_has_its_check():
     """A record field of a type the checker does not know would refuse every checkpoint."""
-    for fields in checkpoint._RECORD_FIELDS.values():
-        assert set(fields.values()) <= set(checkpoint._FIELD_CHECKS)
+    for fields in session_state._RECORD_FIELDS.values():
+        assert set(fields.values()) <= set(session_state._FIELD_CHECKS)
 
 
 def test_a_version_3_checkpoint_loads_with_its_calls_credits_unknown(tmp_path, state):
@@ -333,9 +333,9 @@ def test_a_version_3_checkpoint_loads_with_its_calls_credits_unknown(tmp_path, s
     loaded = load(path)
     assert loaded["version"] == checkpoint.VERSION
     for saved in loaded["sessions"].values():
-        for turn in map(checkpoint.turn_from_data, saved["open"]):
+        for turn in map(session_state.turn_from_data, saved["open"]):
             assert all(not c.credits_known and c.usage.nano_aiu == 0 for c in turn.calls)
-        context = checkpoint.context_from_data(saved["context"])
+        context = session_state.context_from_data(saved["context"])
         assert context.run_unpriced == set(context.run or ())
         assert context.log_unpriced == set(context.log or ())
         assert context.log

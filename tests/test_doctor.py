@@ -10,7 +10,7 @@ from datetime import datetime, timezone
 import pytest
 
 from sessiongen import CANARY, SessionWriter
-from tailer import doctor, lines
+from tailer import doctor, lines, session_log
 from tailer.cli import main
 from tailer.events import cli_version_of, event_type_of
 from tailerproc import ROOT, tailer_env
@@ -140,18 +140,19 @@ def test_oversized_lines_are_judged_as_the_daemon_judges_them(capsys, monkeypatc
 
 
 def test_an_unreadable_log_is_listed_and_the_others_are_read(capsys, monkeypatch, logs):
-    """Root, which runs these tests here, reads any file whatever its mode: the error is simulated."""
-    class Reader(doctor.LineReader):
+    """Root, which runs these tests here, reads any file whatever its mode: the error is
+    simulated (tests/test_reading_parity.py has the real one, as another user)."""
+    class Reader(session_log.LineReader):
         def read(self):
             if self.path.parent.name == "session-b":
                 raise PermissionError(13, "Permission denied")
             return super().read()
 
-    monkeypatch.setattr(doctor, "LineReader", Reader)
+    monkeypatch.setattr(session_log, "LineReader", Reader)
     code, out, _ = doctor_run(capsys, logs[0])
     assert code == 0
     assert table(out, "Sessions")["unreadable logs"] == 1
-    assert table(out, "Unreadable logs") == {"session-b": "Permission denied"}
+    assert "\nUnreadable logs\n  session session-b: cannot read its log: Permission denied\n" in out
     assert table(out, "Copilot CLI versions") == {"1.0.102": 1, "1.0.95": 1, "(none)": 1}
 
 

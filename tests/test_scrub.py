@@ -53,7 +53,7 @@ def shape(turn):
 
 def test_scrubbed_sessions_give_the_tailer_the_same_turns(raw, tmp_path):
     summary = scrub.scrub_tree(raw, tmp_path / "out", seed="s")
-    assert (summary.sessions, summary.malformed) == (2, 0)
+    assert (summary.sessions, summary.dropped, summary.damaged) == (2, 0, 0)
     originals = {name: (raw / name / "events.jsonl").read_text().splitlines() for name in ("session-a", "session-b")}
     scrubbed = list(scrubbed_logs(tmp_path / "out").values())
     assert sorted(len(lines) for lines in scrubbed) == sorted(len(lines) for lines in originals.values())
@@ -177,7 +177,7 @@ def test_malformed_lines_are_dropped_and_only_counted(tmp_path, capsys):
     args = argparse.Namespace(src=tmp_path / "raw", dst=tmp_path / "out", seed=None)
     assert scrub.main(args) == 0
     output = capsys.readouterr()
-    assert output.out == f"scrubbed 1 sessions into {tmp_path / 'out'}: 2 events kept, 5 malformed lines dropped\n"
+    assert output.out == f"scrubbed 1 sessions into {tmp_path / 'out'}: 2 events kept, 4 lines dropped (1 damaged)\n"
     assert CANARY not in output.out + output.err
     (lines,) = scrubbed_logs(tmp_path / "out").values()
     assert len(lines) == 2

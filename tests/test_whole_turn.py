@@ -15,7 +15,7 @@ from assembly import assemble
 from exposition_helpers import samples
 from otlp_sink import decode_body, plain_attributes, span_dicts
 from sessiongen import WHOLE_SESSION_KINDS, SessionWriter, START, whole_session
-from tailer import checkpoint
+from tailer import session_state
 from tailer.events import Malformed, ModelCall, Usage, parse_line
 from tailer.exposition import Registry
 from tailer.logs import turn_line
@@ -308,8 +308,8 @@ def test_totals_agree_with_a_ledger_of_unknown_credits():
         assembler.feed(record)
         checks += assembler.take_reconciliations()
         context = assembler.context
-        saved = json.loads(json.dumps(checkpoint.context_to_data(context)))
-        assert checkpoint.context_from_data(saved) == context
+        saved = json.loads(json.dumps(session_state.context_to_data(context)))
+        assert session_state.context_from_data(saved) == context
     assert [(c.scope, c.agrees) for c in checks] == [("run", True), ("run", True)]
     assert assembler.context.log_unpriced == {"gpt-5.6-sol", "claude-sonnet-4.6"}
     assert assembler.context.run_unpriced == {"gpt-5.6-sol"}
@@ -342,11 +342,11 @@ def test_restarts_anywhere_change_nothing(cuts):
     for index, record in enumerate(stream):
         if index in cuts:
             saved = json.loads(json.dumps({
-                "open": [checkpoint.turn_to_data(t) for t in assembler.open_turns],
+                "open": [session_state.turn_to_data(t) for t in assembler.open_turns],
                 "finished": assembler.finished,
-                "context": checkpoint.context_to_data(assembler.context)}))
-            assembler = SessionTurns(SESSION, [checkpoint.turn_from_data(t) for t in saved["open"]],
-                                     saved["finished"], checkpoint.context_from_data(saved["context"]))
+                "context": session_state.context_to_data(assembler.context)}))
+            assembler = SessionTurns(SESSION, [session_state.turn_from_data(t) for t in saved["open"]],
+                                     saved["finished"], session_state.context_from_data(saved["context"]))
         finished += assembler.feed(record)
         checks += assembler.take_reconciliations()
     assert [turn_spans(t) for t in finished] == [turn_spans(t) for t in expected_turns]
@@ -361,12 +361,12 @@ def test_the_checkpoint_keeps_every_new_record_kind():
     for record in stream:
         assembler.feed(record)
         for turn in assembler.open_turns:
-            data = checkpoint.turn_to_data(turn)
+            data = session_state.turn_to_data(turn)
             kinds |= {r["kind"] for r in data["records"]}
-            assert checkpoint.turn_from_data(json.loads(json.dumps(data))) == turn
+            assert session_state.turn_from_data(json.loads(json.dumps(data))) == turn
     assert {"ModelCall", "ToolStarted", "ToolCompleted", "Prompt"} <= kinds
     # a checkpoint written before contexts were kept still loads
-    assert checkpoint.context_from_data(None) == SessionTurns(SESSION).context
+    assert session_state.context_from_data(None) == SessionTurns(SESSION).context
 
 
 def test_a_call_record_never_carries_text():
