@@ -14,22 +14,23 @@ from __future__ import annotations
 import re
 
 _UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069"
-                     "\ud800-\udfff\\\\]")
+                     "\ud800-\udfff]")
 
 
 def _escape(match: re.Match[str]) -> str:
-    char = match.group()
-    if char == "\\":
-        return "\\\\"
-    code = ord(char)
+    code = ord(match.group())
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
 def printable(text: str) -> str:
     """The text with every control, line-breaking and direction-changing character escaped.
 
-    A backslash is doubled, so an escape in the output always means the character itself.
+    What it writes is printable, so printing twice gives what printing once gave: a value
+    may pass through more than one layer that escapes (a sender's message, then the log's
+    formatter) and still reads the same. A backslash is kept as it is, so a value that
+    already holds the text `\\x1b` shows the same as one that held ESC; what matters here is
+    that neither can drive the terminal.
     """
-    if text.isprintable() and "\\" not in text:
+    if text.isprintable():
         return text
     return _UNSAFE.sub(_escape, text)

@@ -140,8 +140,12 @@ def _ledger_from_data(data: dict | None) -> dict[str, events.Usage] | None:
 
 
 def _record_to_data(record: events.Event) -> dict:
-    """As JSON will give it back (tuples as lists): a tombstone keeps this in memory."""
+    """As JSON will give it back (tuples as lists): a tombstone keeps this in memory.
+
+    `not_codes` is left out: it was counted when the line was read, and a restored record
+    must not count it again."""
     values = dataclasses.asdict(record)
+    del values["not_codes"]
     return {"kind": type(record).__name__,
             **{name: list(value) if type(value) is tuple else value
                for name, value in values.items()}}

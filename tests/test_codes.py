@@ -16,7 +16,7 @@ from exposition_helpers import samples
 from poison import FRAGMENTS, POISON, write_poisoned_sessions
 from sessiongen import every_pattern, whole_session
 from tailer import codes, events, scrub
-from tailer.checkpoint import turn_from_data, turn_to_data
+from tailer.session_state import turn_from_data, turn_to_data
 from tailer.codes import IDENTIFIER, OTHER
 from tailer.exposition import DEFAULT_LABEL_VALUE_LIMIT, Registry
 from tailer.metrics import TurnMetrics
