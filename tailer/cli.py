@@ -16,7 +16,7 @@ from pathlib import Path
 
 from . import __version__, checkpoint, doctor, logs, report, scrub
 from .config import Config, resource_attributes
-from .demo_run import run_demo
+from .demo_run import report_demo, run_demo
 from .exposition import ZERO_HOLD_SECONDS
 from .otlp import metrics_url, parse_headers, tls_context, traces_url
 from .printable import printable
@@ -328,6 +328,8 @@ def main(argv: list[str] | None = None, environ: dict[str, str] | None = None) -
     if args.command == "scrub":
         return scrub.main(args)
     if args.command == "report":
+        if args.demo:
+            return report_demo(args, environ)
         return report.main(args, environ)
     try:
         config = run_config(args, environ)

@@ -27,10 +27,8 @@ from typing import Callable
 from . import events
 from .lines import NotARegularFile
 from .log_limit import WarningLimiter
-from .metrics import TurnMetrics
-from .session_log import (
-    INTERNAL_ERROR, Read, SessionLog, finish_tombstone, line_problem, rewritten_problem,
-)
+from .problems import line_problem, rewritten_problem
+from .session_log import INTERNAL_ERROR, Read, SessionLog, finish_tombstone
 from .turns import Turn
 from .watch import SessionWatcher
 
@@ -75,7 +73,7 @@ class Tailer:
         self,
         state_dir: Path,
         *,
-        metrics: TurnMetrics,
+        metrics,  # what it reads is counted into (the outputs' TurnMetrics), passed in
         from_start: bool,
         idle_timeout_s: float,
         backfill_days: float | None = None,

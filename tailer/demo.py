@@ -35,7 +35,8 @@ from . import events
 from .events import Kept
 from .files import LOG_NAME, find_logs
 from .scrub import IdMap, dumps, read_events, scrub_event
-from .session_log import SessionLog, folder_problem
+from .problems import folder_problem
+from .session_log import SessionLog
 
 log = logging.getLogger("tailer")
 

@@ -29,7 +29,8 @@ from pathlib import Path
 from . import events, schema_drift
 from .files import find_logs
 from .printable import printable
-from .session_log import Read, SessionLog, folder_problem, state_dir_problem
+from .problems import folder_problem, state_dir_problem
+from .session_log import Read, SessionLog
 from .turns import Reconciliation
 
 EXIT_DRIFT = 1

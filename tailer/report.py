@@ -20,23 +20,21 @@ import os
 import re
 import secrets
 import sys
-import tempfile
 import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import TextIO
 
-from . import demo, report_html, report_live, report_table, report_text
+from . import report_html, report_live, report_table, report_text
 from .files import find_logs
 from .printable import printable
 from .report_figures import snapshot, turn_row
 from .report_read import Selection, SessionReader, wanted_turns
-from .session_log import state_dir_problem
+from .problems import state_dir_problem
 
 EXIT_NO_SESSIONS = 1
 EXIT_USAGE = 2
 FORMATS = ("table", "json", "csv", "csv-calls")
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "sessions"
 TABLE_WIDTH = 100
 
 
@@ -129,7 +127,10 @@ class Progress:
             self.stream.flush()
 
 
-def main(args: argparse.Namespace, environ: dict[str, str]) -> int:
+def main(args: argparse.Namespace, environ: dict[str, str], *, state_dir: Path | None = None,
+         on_pass=None) -> int:
+    """The report on `args.state_dir`, or on `state_dir` with `on_pass` called before every
+    pass of --watch (the demo's copy and its replay: tailer/demo_run.py)."""
     now = datetime.now(timezone.utc)
     try:
         selection = selection_from(args, now)
@@ -138,20 +139,7 @@ def main(args: argparse.Namespace, environ: dict[str, str]) -> int:
     except ValueError as error:
         print(f"hydrafusion-tailer report: {error}", file=sys.stderr)
         return EXIT_USAGE
-    if not args.demo:
-        return _report(args, environ, args.state_dir, selection, now)
-    if not FIXTURES.is_dir():
-        print("hydrafusion-tailer report: --demo needs the example sessions of a clone of the "
-              f"repository ({FIXTURES} is missing)", file=sys.stderr)
-        return EXIT_USAGE
-    with tempfile.TemporaryDirectory(prefix="hydrafusion-demo-") as work:
-        state_dir = Path(work, "session-state")
-        demo.prepare(FIXTURES, state_dir, now)
-        replay = None
-        if args.watch:
-            replay = demo.Replayer(state_dir, FIXTURES).tick
-            replay()  # before the first listing, as the daemon's demo does (service._run_demo)
-        return _report(args, environ, state_dir, selection, now, on_pass=replay)
+    return _report(args, environ, state_dir or args.state_dir, selection, now, on_pass=on_pass)
 
 
 def _report(args: argparse.Namespace, environ: dict[str, str], state_dir: Path,

@@ -15,7 +15,9 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from . import events
-from .session_log import IDLE_TIMEOUT_S, SessionLog, folder_problem
+from .problems import folder_problem
+from .session_log import SessionLog
+from .turns import IDLE_TIMEOUT_S
 from .turns import Reconciliation, Turn
 
 

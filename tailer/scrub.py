@@ -55,7 +55,8 @@ from .codes import CodeKind
 from .events import Kept
 from .files import LOG_NAME, find_logs
 from .printable import printable
-from .session_log import SessionLog, folder_problem
+from .problems import folder_problem
+from .session_log import SessionLog
 
 EXIT_USAGE = 2
 _MAX_TEXT = 200

@@ -9,8 +9,8 @@ tailer/report_live.py), `doctor`, `scrub` and the demo all read a log through a
   mattered; a line the tailer fails on (a bug) is damage `internal_error`, never a crash;
 - a log the CLI rewrote or replaced is read again from its start, its open turns
   forgotten, the turns it already finished never finished again (SessionTurns keeps them);
-- a log that cannot be read leaves its `problem`, one line in the words of this module's
-  vocabulary (`folder_problem`, `log_problem`, ...), which every command prints as it is;
+- a log that cannot be read leaves its `problem`, one line in the words of the shared
+  vocabulary (tailer/problems.py), which every command prints as it is;
   a log that vanished is no problem: its session simply ends;
 - open turns are finished as `incomplete` when the log has been quiet for the idle
   timeout (`finish_if_idle`), or when the caller is done with the log (`finish_open`).
@@ -26,46 +26,12 @@ from pathlib import Path
 from typing import Iterator, NamedTuple
 
 from . import events, session_state
-from .lines import Line, LineReader, NotARegularFile, Position
-from .turns import SessionTurns, Turn
+from .lines import Line, LineReader, Position
+from .problems import log_problem
+from .turns import IDLE_TIMEOUT_S, SessionTurns, Turn
 
-# The daemon's default --idle-timeout, and report --watch's: a session quiet this long has
-# its open turns finished as incomplete.
-IDLE_TIMEOUT_S = 1800.0
 INTERNAL_ERROR = "internal_error"
 
-
-# -- The vocabulary: every command names a problem with these words -----------------------
-
-
-def folder_problem(session_id: str, error: OSError) -> str:
-    return f"session {session_id}: cannot read its folder: {_reason(error)}"
-
-
-def log_problem(session_id: str, error: OSError) -> str:
-    if isinstance(error, NotARegularFile):
-        return f"session {session_id}: its log is not a regular file; skipped"
-    return f"session {session_id}: cannot read its log: {_reason(error)}"
-
-
-def state_dir_problem(error: OSError | str) -> str:
-    reason = error if isinstance(error, str) else _reason(error)
-    return f"cannot list the state directory: {reason}"
-
-
-def line_problem(session_id: str, number: int, reason: str, error_type: str | None = None) -> str:
-    if error_type is not None:
-        return (f"session {session_id}: line {number} of events.jsonl could not be handled "
-                f"({error_type}); skipped")
-    return f"session {session_id}: skipped line {number} of events.jsonl: {reason}"
-
-
-def rewritten_problem(session_id: str) -> str:
-    return f"session {session_id}: its log was rewritten or replaced; reading it again"
-
-
-def _reason(error: OSError) -> str:
-    return error.strerror or type(error).__name__
 
 
 # -- Reading ---------------------------------------------------------------------------------

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Callable
 
 from .files import LOG_NAME
-from .session_log import folder_problem, state_dir_problem
+from .problems import folder_problem, state_dir_problem
 
 log = logging.getLogger("tailer")
 

@@ -16,7 +16,7 @@ import time
 from sessiongen import START, SessionWriter
 from tailer import events, report_live
 from tailer.report_live import CLEAR_BELOW, CURSOR_HOME, LiveTurns, watch
-from tailer.session_log import IDLE_TIMEOUT_S
+from tailer.turns import IDLE_TIMEOUT_S
 from tailer.report_read import Selection
 from tailer.watch import SessionWatcher
 from tailerproc import ROOT, tailer_env

@@ -1,0 +1,40 @@
+"""How every command names a problem with the session logs: one vocabulary, so `run`,
+`report`, `report --watch`, `doctor`, `scrub` and the demo say the same thing the same way.
+
+A message names the session (its folder) and the line number, never a line's text, which
+may hold a prompt or an answer.
+"""
+
+from __future__ import annotations
+
+from .lines import NotARegularFile
+
+
+def folder_problem(session_id: str, error: OSError) -> str:
+    return f"session {session_id}: cannot read its folder: {_reason(error)}"
+
+
+def log_problem(session_id: str, error: OSError) -> str:
+    if isinstance(error, NotARegularFile):
+        return f"session {session_id}: its log is not a regular file; skipped"
+    return f"session {session_id}: cannot read its log: {_reason(error)}"
+
+
+def state_dir_problem(error: OSError | str) -> str:
+    reason = error if isinstance(error, str) else _reason(error)
+    return f"cannot list the state directory: {reason}"
+
+
+def line_problem(session_id: str, number: int, reason: str, error_type: str | None = None) -> str:
+    if error_type is not None:
+        return (f"session {session_id}: line {number} of events.jsonl could not be handled "
+                f"({error_type}); skipped")
+    return f"session {session_id}: skipped line {number} of events.jsonl: {reason}"
+
+
+def rewritten_problem(session_id: str) -> str:
+    return f"session {session_id}: its log was rewritten or replaced; reading it again"
+
+
+def _reason(error: OSError) -> str:
+    return error.strerror or type(error).__name__
