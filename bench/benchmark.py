@@ -53,8 +53,8 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(REPO), str(REPO / "tests")]
 
 from sessiongen import SessionWriter  # noqa: E402
-from tailer.events import may_be_read  # noqa: E402
-from tailer.lines import LineReader  # noqa: E402
+from tailer.copilot.events import may_be_read  # noqa: E402
+from tailer.copilot.lines import LineReader  # noqa: E402
 
 MB = 1_000_000  # every size and rate here is in decimal megabytes
 SEED = 20261103

@@ -22,8 +22,8 @@ from pathlib import Path
 # Run from a checkout without installing the package.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tailer.files import LOG_NAME  # noqa: E402
-from tailer.watch import SessionWatcher  # noqa: E402
+from tailer.copilot.files import LOG_NAME  # noqa: E402
+from tailer.copilot.watch import SessionWatcher  # noqa: E402
 
 DAYS_AGO_S = 3 * 24 * 3600
 LOG_TEXT = (

@@ -1,7 +1,7 @@
 """Turns as the tailer's parser and assembler rebuild them from generated log lines."""
 
-from tailer.events import parse_line
-from tailer.turns import SessionTurns, Turn
+from tailer.copilot.events import parse_line
+from tailer.turns.assembly import SessionTurns, Turn
 
 
 def assemble(lines: list[str], session_id: str) -> list[Turn]:

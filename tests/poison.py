@@ -1,6 +1,6 @@
 """Free text where the log should hold machine codes, in every such field of every event type.
 
-The fields are those `python -m tailer scrub` keeps as codes (tailer.events.SCRUB_DATA, a
+The fields are those `python -m tailer scrub` keeps as codes (tailer.copilot.events.SCRUB_DATA, a
 CodeKind in place of a Kept), which are every field the parser reads as one (CODE_FIELDS),
 and the ids it reads besides the keys that place a record. POISON is text, a path and a
 password; none of FRAGMENTS may reach any output.
@@ -12,9 +12,9 @@ import json
 from pathlib import Path
 
 from sessiongen import SessionWriter
-from tailer import events
+from tailer.copilot import events
 from tailer.codes import CodeKind
-from tailer.events import Kept
+from tailer.copilot.events import Kept
 
 POISON = "SECRETX /home/alice/proj/.env password=hunter2"
 FRAGMENTS = ("SECRETX", "/home/alice", "hunter2")

@@ -11,10 +11,10 @@ import sys
 from datetime import datetime, timezone
 from pathlib import Path
 
-from tailer import demo
-from tailer.files import session_logs
-from tailer.report_live import LiveTurns
-from tailer.report_read import Selection, SessionReader, wanted_turns
+from tailer.commands import demo
+from tailer.copilot.files import session_logs
+from tailer.report.live import LiveTurns
+from tailer.report.read import Selection, SessionReader, wanted_turns
 
 
 class Warnings(logging.Handler):

@@ -17,15 +17,18 @@ import pytest
 
 from exposition_helpers import saved_series
 from sessiongen import START, SessionWriter
-from tailer import checkpoint, service, session_state, stages
-from tailer.checkpoint import CheckpointError, load, save
-from tailer.daemon import Tailer
-from tailer.exposition import Registry
-from tailer.history import History
-from tailer.identity import Identity
-from tailer.metrics import TurnMetrics
-from tailer.outbox import traces_to_state
-from tailer.spans import turn_spans
+from tailer.daemon import checkpoint
+from tailer.daemon import service
+from tailer.turns import session_state
+from tailer.daemon import stages
+from tailer.daemon.checkpoint import CheckpointError, load, save
+from tailer.turns.sessions import Tailer
+from tailer.outputs.exposition import Registry
+from tailer.outputs.history import History
+from tailer.outputs.identity import Identity
+from tailer.outputs.metrics import TurnMetrics
+from tailer.outputs.outbox import traces_to_state
+from tailer.outputs.spans import turn_spans
 
 CANARY = "CANARY-checkpoint-value"
 HISTORY_KEY = '["hydrafusion_turns_total",[["compound","false"],["pattern","single"]]]'

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from otlp_sink import OtlpSink
-from tailer.cli import build_parser, default_state_dir, otlp_url, parse_address, parse_args
+from tailer.commands.cli import build_parser, default_state_dir, otlp_url, parse_address, parse_args
 from tailerproc import ROOT, run_once, tailer_env
 from sessiongen import every_pattern
 

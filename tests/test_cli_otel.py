@@ -1,4 +1,4 @@
-"""tailer/cli_otel.py: the CLI's own OTel file export, followed and turned into OTLP/JSON.
+"""tailer/outputs/copilot_otel.py: the CLI's own OTel file export, followed and turned into OTLP/JSON.
 
 tests/test_realcli.py runs the same conversion on the export files the real CLI wrote
 with content capture on; here hand-made lines pin down each rule. The pairing with turns
@@ -21,10 +21,10 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 
 from exposition_helpers import samples
 from otlp_sink import decode_body, plain_attributes, span_dicts
-from tailer import cli_otel
-from tailer.exposition import Registry
-from tailer.metrics import TurnMetrics
-from tailer.prompt_links import PromptLinks
+from tailer.outputs import copilot_otel as cli_otel
+from tailer.outputs.exposition import Registry
+from tailer.outputs.metrics import TurnMetrics
+from tailer.outputs.prompt_links import PromptLinks
 
 CANARY = "CANARY-cli-otel-content"
 RESOURCE = {"attributes": {"service.name": "github-copilot", "service.version": "1.0.102",

@@ -131,7 +131,7 @@ def test_a_live_turn_waits_for_the_clis_root_written_after_it_and_both_link(tmp_
     from datetime import datetime, timedelta, timezone
 
     from otlp_sink import plain_attributes
-    from tailer.spans import span_id, trace_id
+    from tailer.outputs.spans import span_id, trace_id
 
     state, export = tmp_path / "state" / SESSION, tmp_path / "otel" / "copilot-otel.jsonl"
     state.mkdir(parents=True)
@@ -209,7 +209,7 @@ def test_hostile_lines_cost_only_themselves_and_a_restart_on_them_goes_on(tmp_pa
                 time.sleep(0.1)
             while True:  # the counts are published with the next save
                 skipped = {dict(labels)["reason"]: value for labels, value in samples(
-                    tailer.metrics(), "hydrafusion_tailer_cli_records_skipped_total").items()
+                    tailer.outputs.metrics(), "hydrafusion_tailer_cli_records_skipped_total").items()
                     if value}
                 if skipped or time.monotonic() > deadline:
                     break
@@ -234,7 +234,7 @@ def test_a_secret_in_any_code_of_the_export_reaches_no_request_and_no_log_line(t
     can carry, through the daemon: not in a relayed span or metric, nor in its log."""
     from test_cli_otel import SECRET, SECRET_PARTS, metric_line, span_line
 
-    from tailer.cli_otel import ATTRIBUTES
+    from tailer.outputs.copilot_otel import ATTRIBUTES
 
     attributes = {key: SECRET for key, kind in ATTRIBUTES.items() if kind}
     resource = {"attributes": {"service.name": SECRET, "service.version": SECRET}}

@@ -1,6 +1,6 @@
 """Codes are codes: a field passed on as a machine code keeps only a code of its kind.
 
-Every field of tailer.events.CODE_FIELDS, given free text, reads as `other` (an id as absent)
+Every field of tailer.copilot.events.CODE_FIELDS, given free text, reads as `other` (an id as absent)
 and is counted; a key that is no id damages its line; every value the real CLI, the
 fixtures and the session generator write is a code; and docs/TRACES.md's table is the code's.
 """
@@ -15,12 +15,14 @@ from hypothesis import given, strategies as st
 from exposition_helpers import samples
 from poison import FRAGMENTS, POISON, write_poisoned_sessions
 from sessiongen import every_pattern, whole_session
-from tailer import codes, events, scrub
-from tailer.session_state import turn_from_data, turn_to_data
+from tailer import codes
+from tailer.copilot import events
+from tailer.commands import scrub
+from tailer.turns.session_state import turn_from_data, turn_to_data
 from tailer.codes import IDENTIFIER, OTHER
-from tailer.exposition import DEFAULT_LABEL_VALUE_LIMIT, Registry
-from tailer.metrics import TurnMetrics
-from tailer.turns import Turn
+from tailer.outputs.exposition import DEFAULT_LABEL_VALUE_LIMIT, Registry
+from tailer.outputs.metrics import TurnMetrics
+from tailer.turns.assembly import Turn
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -32,7 +32,7 @@ from otlp_sink import OtlpSink, decode_body, span_dicts
 from prom import free_port
 from services import binary
 from sessiongen import START, every_pattern
-from tailer.spans import trace_id
+from tailer.outputs.spans import trace_id
 from tailerproc import running_tailer
 
 REPO = Path(__file__).resolve().parent.parent
@@ -132,8 +132,8 @@ def pending(exposition: str) -> float:
 def published(tailer, condition) -> str:
     """The tailer's /metrics once condition(text) holds: values are published a moment
     after they change (when the checkpoint is saved)."""
-    wait_until(lambda: condition(tailer.metrics()), "the tailer's /metrics to settle", timeout=30)
-    return tailer.metrics()
+    wait_until(lambda: condition(tailer.outputs.metrics()), "the tailer's /metrics to settle", timeout=30)
+    return tailer.outputs.metrics()
 
 
 @pytest.fixture

@@ -24,7 +24,7 @@ import dashboard as dash
 from dashboard_truth import headline_truth, headlines, same_figures
 from prom import free_port, running_prometheus
 from sessiongen import SessionWriter, every_pattern
-from tailer.remote_write import RemoteWriter
+from tailer.outputs.remote_write import RemoteWriter
 from tailerproc import running_tailer
 
 

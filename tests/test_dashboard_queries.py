@@ -37,8 +37,8 @@ from fixture_truth import FIXTURES, REPO, fixture_turns, model_calls, ordinary_t
 from otlp_sink import OtlpSink, plain_attributes
 from prom import free_port, running_prometheus
 from sessiongen import SessionWriter, every_pattern
-from tailer import demo
-from tailer.remote_write import RemoteWriter
+from tailer.commands import demo
+from tailer.outputs.remote_write import RemoteWriter
 from tailerproc import running_tailer
 
 TURNS = fixture_turns()
@@ -89,7 +89,7 @@ def run(tmp_path_factory):
         results = defaultdict(list)
         for title, expr in dash.prometheus_exprs(window):
             results[title].append(prom.query(expr, time=seen))
-        exposition = tailer.metrics()  # only now: the first fetch takes each series' zero
+        exposition = tailer.outputs.metrics()  # only now: the first fetch takes each series' zero
         spans = sink.wait_for_spans(spans_expected, timeout=30)
     return Run(dict(results), exposition, spans)
 

@@ -12,9 +12,12 @@ import pytest
 from exposition_helpers import samples
 from fixture_truth import FIXTURES, fixture_turns, ordinary_turns, read_lines
 from sessiongen import SessionWriter
-from tailer import demo, demo_run, events, scrub
+from tailer.commands import demo
+from tailer.commands import demo_run
+from tailer.copilot import events
+from tailer.commands import scrub
 from tailerproc import ROOT, tailer_env
-from tailer.turns import SessionTurns
+from tailer.turns.assembly import SessionTurns
 
 NOW = datetime(2026, 12, 1, 12, 0, 0, 250_000, tzinfo=timezone.utc)
 UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
@@ -167,10 +170,10 @@ def test_replayed_turns_never_overlap_and_come_at_the_interval(tmp_path):
 
 # Runs the command line as `python -m tailer` does, with inotify failing to start.
 WITHOUT_INOTIFY = (
-    "import sys, tailer.watch, tailer.cli\n"
+    "import sys, tailer.copilot.watch, tailer.commands.cli\n"
     "def unavailable(): raise OSError(24, 'Too many open files')\n"
-    "tailer.watch._Inotify = unavailable\n"
-    "sys.exit(tailer.cli.main())\n"
+    "tailer.copilot.watch._Inotify = unavailable\n"
+    "sys.exit(tailer.commands.cli.main())\n"
 )
 
 

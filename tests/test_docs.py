@@ -17,12 +17,12 @@ import yaml
 
 from assembly import assemble
 from sessiongen import START, SessionWriter, every_pattern, whole_session
-from tailer.cli import build_parser
-from tailer.events import parse_line
-from tailer.exposition import Registry
-from tailer.metrics import MAX_MODELS, TurnMetrics
-from tailer.otlp_metrics import prometheus_labels
-from tailer.spans import turn_spans
+from tailer.commands.cli import build_parser
+from tailer.copilot.events import parse_line
+from tailer.outputs.exposition import Registry
+from tailer.outputs.metrics import MAX_MODELS, TurnMetrics
+from tailer.outputs.otlp_metrics import prometheus_labels
+from tailer.outputs.spans import turn_spans
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 SESSION = "sess-docs"

@@ -10,9 +10,11 @@ from datetime import datetime, timezone
 import pytest
 
 from sessiongen import CANARY, SessionWriter
-from tailer import doctor, lines, session_log
-from tailer.cli import main
-from tailer.events import cli_version_of, event_type_of
+from tailer.commands import doctor
+from tailer.copilot import lines
+from tailer.turns import session_log
+from tailer.commands.cli import main
+from tailer.copilot.events import cli_version_of, event_type_of
 from tailerproc import ROOT, tailer_env
 from sessiongen import every_pattern
 

@@ -11,8 +11,8 @@ import json
 import pytest
 
 from realcli import driver, record
-from tailer import schema_drift
-from tailer.cli import main
+from tailer.copilot import schema_drift
+from tailer.commands.cli import main
 
 VERSION = driver.pinned_version()
 PINNED = record.data_dir(VERSION) / record.SCHEMA

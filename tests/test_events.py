@@ -7,8 +7,8 @@ import json
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from tailer import events
-from tailer.events import (
+from tailer.copilot import events
+from tailer.copilot.events import (
     Completed, LegEnded, Malformed, Resolved, RouteFailed, SessionEnded, UnknownFusionEvent,
     Usage, parse_line, parse_timestamp,
 )
@@ -595,7 +595,7 @@ def _event_lines(draw):
 
 
 def assert_in_range(record) -> None:
-    """Every number and text of a record is within the bounds tailer.events documents."""
+    """Every number and text of a record is within the bounds tailer.copilot.events documents."""
     assert events.EARLIEST_NS <= record.time_ns < events.LATEST_NS or (
         isinstance(record, UnknownFusionEvent) and record.time_ns == 0)
     for field in dataclasses.fields(record):

@@ -17,8 +17,8 @@ from exposition_helpers import samples
 from otlp_sink import OtlpSink, plain_attributes
 from prom import free_port, running_prometheus
 from sessiongen import SessionWriter
-from tailer.checkpoint import VERSION, CheckpointInUse, claim
-from tailer.spans import trace_id
+from tailer.daemon.checkpoint import VERSION, CheckpointInUse, claim
+from tailer.outputs.spans import trace_id
 from tailerproc import run_once, running_tailer
 from sessiongen import START, every_pattern
 
@@ -135,7 +135,7 @@ def test_kill_9_at_any_moment_loses_nothing_and_counts_nothing_twice(tmp_path):
             deadline = time.monotonic() + 60
             while counted(body) != truth_of(expected) and time.monotonic() < deadline:
                 time.sleep(0.3)
-                body = tailer.metrics()
+                body = tailer.outputs.metrics()
             sink.wait_for_spans(sum(len(t.legs) + 2 for t in expected), timeout=60)
             spans = sink.spans()
             # Prometheus scraped through every kill: no count went backwards (which it
@@ -228,7 +228,7 @@ def test_a_scrape_never_sees_a_count_the_checkpoint_does_not_hold(tmp_path):
             with open(path, "a") as handle:
                 handle.writelines(lines[start:start + 6])
             for _ in range(3):
-                scraped = sum(samples(tailer.metrics(), "hydrafusion_turns_total").values())
+                scraped = sum(samples(tailer.outputs.metrics(), "hydrafusion_turns_total").values())
                 saved = json.loads(checkpoint.read_text()) if checkpoint.exists() else {}
                 held = sum(row[1] for row in saved.get("metrics", {}).get(
                     "hydrafusion_turns_total", []))

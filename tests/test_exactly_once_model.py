@@ -29,8 +29,10 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, ru
 
 from otlp_sink import OtlpSink
 from sessiongen import SessionWriter
-from tailer import checkpoint, service, stages
-from tailer.spans import trace_id
+from tailer.daemon import checkpoint
+from tailer.daemon import service
+from tailer.daemon import stages
+from tailer.outputs.spans import trace_id
 
 LONG = os.environ.get("HYDRAFUSION_LONG_TESTS") == "1"
 # Recent, so the history's 5-minute grid up to now stays short.

@@ -11,7 +11,7 @@ from assembly import assemble
 from exposition_helpers import samples, saved_series
 from prom import promtool, running_prometheus, single_value
 from sessiongen import START, SessionWriter
-from tailer.exposition import (
+from tailer.outputs.exposition import (
     CONTENT_TYPE,
     ZERO_HOLD_SECONDS,
     EXACT,
@@ -20,8 +20,8 @@ from tailer.exposition import (
     sanitise_label_value,
     write_textfile,
 )
-from tailer.metrics import TurnMetrics
-from tailer.metrics_server import MetricsServer
+from tailer.outputs.metrics import TurnMetrics
+from tailer.outputs.metrics_server import MetricsServer
 
 
 class FakeClock:

@@ -6,10 +6,10 @@ import logging
 from assembly import assemble
 from exposition_helpers import samples
 from sessiongen import START, SessionWriter
-from tailer.exposition import Registry
-from tailer.fanout import TurnFanout
-from tailer.metrics import TurnMetrics
-from tailer.outbox import Outbox, traces_from_state
+from tailer.outputs.exposition import Registry
+from tailer.daemon.fanout import TurnFanout
+from tailer.outputs.metrics import TurnMetrics
+from tailer.outputs.outbox import Outbox, traces_from_state
 from test_outbox import FakeExporter
 
 

@@ -46,13 +46,15 @@ from otlp_sink import decode_body
 from sessiongen import START, SessionWriter, every_pattern
 from test_events import json_slots
 from exposition_helpers import saved_series
-from tailer import checkpoint, service, stages
-from tailer.daemon import Tailer
-from tailer.exposition import Registry
-from tailer.metrics import MAX_MODELS, TurnMetrics
-from tailer.otlp import encode_request
-from tailer.spans import turn_spans
-from tailer.turns import Turn
+from tailer.daemon import checkpoint
+from tailer.daemon import service
+from tailer.daemon import stages
+from tailer.turns.sessions import Tailer
+from tailer.outputs.exposition import Registry
+from tailer.outputs.metrics import MAX_MODELS, TurnMetrics
+from tailer.outputs.otlp import encode_request
+from tailer.outputs.spans import turn_spans
+from tailer.turns.assembly import Turn
 
 EXAMPLES = int(os.environ.get("HYDRAFUSION_FUZZ_EXAMPLES", "40"))
 FUZZ = settings(

@@ -30,7 +30,7 @@ from gateway import make_certificate
 from otlp_sink import OtlpSink
 from prom import free_port
 from services import binary
-from tailer.otlp import encode_request, parse_headers, tls_context
+from tailer.outputs.otlp import encode_request, parse_headers, tls_context
 from test_collector_delivery import DELIVERY_SETTINGS, Collector, wait_until
 from test_docs import code_blocks
 from test_otlp import span

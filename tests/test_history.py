@@ -10,8 +10,8 @@ from hypothesis import given, strategies as st
 
 from prom import free_port, running_prometheus, single_value
 from sessiongen import SessionWriter
-from tailer.history import GRID_MS, History
-from tailer.remote_write import RemoteWriteError, split_requests
+from tailer.outputs.history import GRID_MS, History
+from tailer.outputs.remote_write import RemoteWriteError, split_requests
 from tailerproc import running_tailer
 from sessiongen import every_pattern
 

@@ -1,4 +1,4 @@
-"""The one HTTP client (tailer.http_client) and the senders on it, against endpoints that
+"""The one HTTP client (tailer.outputs.http_client) and the senders on it, against endpoints that
 misbehave (tests/bad_endpoint.py): redirects, 413, garbage, trickles, silence, resets.
 
 What must hold: a request ends by its deadline whatever the server does; every failure
@@ -17,10 +17,10 @@ import pytest
 
 from bad_endpoint import (GARBLED_STATUS, HEADER_TOO_LONG, TOO_MANY_HEADERS, BadEndpoint, answer,
                           hang, redirect, reset, trickle)
-from tailer.http_client import Endpoint
-from tailer.otlp import OtlpExporter, Span
-from tailer.otlp_metrics import MetricsPusher
-from tailer.outbox import Outbox
+from tailer.outputs.http_client import Endpoint
+from tailer.outputs.otlp import OtlpExporter, Span
+from tailer.outputs.otlp_metrics import MetricsPusher
+from tailer.outputs.outbox import Outbox
 
 TOKEN = "Bearer s3cret-token"
 
@@ -152,7 +152,7 @@ def test_a_collectors_error_text_cannot_forge_a_log_line(caplog):
 
 
 def test_the_metrics_push_outlives_garbage_and_pushes_again_once_the_endpoint_is_healthy(caplog):
-    caplog.set_level(logging.INFO, logger="tailer.otlp")
+    caplog.set_level(logging.INFO, logger="tailer.outputs.otlp")
     with BadEndpoint(GARBLED_STATUS) as endpoint:
         pusher = MetricsPusher(endpoint.url + "/v1/metrics", headers={}, interval_s=60)
         pusher.offer(gzip.compress(b"first"))

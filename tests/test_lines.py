@@ -5,8 +5,8 @@ import tracemalloc
 
 from hypothesis import given, strategies as st
 
-from tailer import lines
-from tailer.lines import LineReader, NotARegularFile, Position
+from tailer.copilot import lines
+from tailer.copilot.lines import LineReader, NotARegularFile, Position
 
 
 def holding(markers):

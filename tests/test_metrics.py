@@ -3,8 +3,8 @@
 from assembly import assemble
 from exposition_helpers import samples, saved_series
 from sessiongen import START, SessionWriter
-from tailer.exposition import Registry
-from tailer.metrics import TurnMetrics
+from tailer.outputs.exposition import Registry
+from tailer.outputs.metrics import TurnMetrics
 
 
 def turns_of(write) -> list:

@@ -16,9 +16,9 @@ import urllib.request
 import pytest
 
 from tailerproc import running_tailer
-from tailer import metrics_server
-from tailer.exposition import Registry
-from tailer.metrics_server import MAX_CLIENTS, MetricsServer
+from tailer.outputs import metrics_server
+from tailer.outputs.exposition import Registry
+from tailer.outputs.metrics_server import MAX_CLIENTS, MetricsServer
 
 
 @pytest.fixture

@@ -24,8 +24,8 @@ import dashboard as dash
 from assembly import assemble
 from fixture_truth import FIXTURES
 from otlp_sink import decode_body, plain_attributes, span_dicts
-from tailer.otlp import encode_request
-from tailer.spans import turn_key, turn_spans
+from tailer.outputs.otlp import encode_request
+from tailer.outputs.spans import turn_key, turn_spans
 
 KEY = "hydrafusion.turn.key"
 SORT_ALPHABETICAL_DESC = 2

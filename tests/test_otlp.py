@@ -1,4 +1,4 @@
-"""Tests for tailer.otlp: encoding, delivery, retries and the queue.
+"""Tests for tailer.outputs.otlp: encoding, delivery, retries and the queue.
 
 The collector is replaced by tests/otlp_sink.py (no collector runs here); it decodes every
 payload with the official opentelemetry-proto definitions. Waiting between retries is
@@ -19,8 +19,8 @@ from google.protobuf import json_format
 
 from otlp_sink import (OtlpSink, Reply, decode_body, otlp_sink, plain_attributes,  # noqa: F401 (a fixture)
                        span_dicts)
-from tailer.http_client import parse_retry_after
-from tailer.otlp import (OtlpExporter, Span, attributes_json, encode_request, parse_headers,
+from tailer.outputs.http_client import parse_retry_after
+from tailer.outputs.otlp import (OtlpExporter, Span, attributes_json, encode_request, parse_headers,
                          parse_resource_attributes, traces_url)
 
 CANARY = "CANARY-7f3e-do-not-export"
@@ -39,7 +39,7 @@ def span(trace: int, number: int, parent: int = 0, **fields) -> Span:
 
 
 def wire(fields: dict) -> Span:
-    """The span as tailer.spans writes them: text as it is, not \\u-escaped."""
+    """The span as tailer.outputs.spans writes them: text as it is, not \\u-escaped."""
     return Span(fields["traceId"], json.dumps(fields, ensure_ascii=False))
 
 
@@ -231,7 +231,7 @@ def test_other_errors_are_rejected_once_and_logged_without_span_content(otlp_sin
     message = "field is invalid " + "x" * 300
     otlp_sink.script(Reply(status, json.dumps({"code": 3, "message": message}).encode()))
     exporter = make_exporter(otlp_sink.url, sleep=FakeTime().sleep)
-    caplog.set_level(logging.WARNING, logger="tailer.otlp")
+    caplog.set_level(logging.WARNING, logger="tailer.outputs.otlp")
     exporter.submit([span(1, 1, name=CANARY), span(1, 2)])
 
     assert exporter.flush(timeout=5)
@@ -247,7 +247,7 @@ def test_partial_success_is_logged_and_not_retried(otlp_sink, make_exporter, cap
     answer = {"partialSuccess": {"rejectedSpans": "1", "errorMessage": "span too old"}}
     otlp_sink.script(Reply(200, json.dumps(answer).encode()))
     exporter = make_exporter(otlp_sink.url)
-    caplog.set_level(logging.WARNING, logger="tailer.otlp")
+    caplog.set_level(logging.WARNING, logger="tailer.outputs.otlp")
     exporter.submit(trace_of(1, 3))
 
     assert exporter.flush(timeout=5)
@@ -270,7 +270,7 @@ def test_unreachable_collector_is_retried_until_it_answers(make_exporter, caplog
             collector.append(OtlpSink(port=port).__enter__())  # the collector is back
 
     exporter = make_exporter(url, sleep=sleep, rng=lambda: 1.0)
-    caplog.set_level(logging.WARNING, logger="tailer.otlp")
+    caplog.set_level(logging.WARNING, logger="tailer.outputs.otlp")
     exporter.submit([span(1, 1, name=CANARY)])
     try:
         assert exporter.flush(timeout=10)

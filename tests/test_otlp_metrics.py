@@ -12,9 +12,9 @@ from opentelemetry.proto.metrics.v1.metrics_pb2 import AggregationTemporality
 
 from exposition_helpers import samples
 from otlp_sink import OtlpSink, decode_metrics_body, plain_attributes
-from tailer.exposition import Registry, _format_le
-from tailer.identity import Identity
-from tailer.otlp_metrics import (MAX_ATTRIBUTE_LENGTH, MetricsPusher, bounded_resource,
+from tailer.outputs.exposition import Registry, _format_le
+from tailer.outputs.identity import Identity
+from tailer.outputs.otlp_metrics import (MAX_ATTRIBUTE_LENGTH, MetricsPusher, bounded_resource,
                                  encode, metrics_request, prometheus_labels)
 
 START_NS, NOW_NS = 1_700_000_000_123_456_789, 1_800_000_000_987_654_321
@@ -201,13 +201,13 @@ def test_the_pusher_sends_the_newest_request_and_the_last_one_at_close():
 
 
 def config_of(*argv, **environ):
-    from tailer.cli import parse_args, run_config
+    from tailer.commands.cli import parse_args, run_config
 
     return run_config(parse_args(["--state-dir", "/s", *argv], environ), environ)
 
 
 def test_the_push_is_off_unless_asked_for_and_follows_the_standard_variables():
-    from tailer.cli import metrics_push_url
+    from tailer.commands.cli import metrics_push_url
 
     # Today's users, who send traces to OTEL_EXPORTER_OTLP_ENDPOINT, push nothing new.
     assert metrics_push_url(None, {}) is None

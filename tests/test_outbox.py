@@ -6,8 +6,8 @@ import json
 import pytest
 from hypothesis import given, strategies as st
 
-from tailer.otlp import Span
-from tailer.outbox import Outbox, traces_from_state, traces_to_state
+from tailer.outputs.otlp import Span
+from tailer.outputs.outbox import Outbox, traces_from_state, traces_to_state
 
 
 class FakeExporter:

@@ -11,12 +11,12 @@ from hypothesis import given, strategies as st
 
 from exposition_helpers import samples, saved_series
 from sessiongen import SessionWriter
-from tailer.daemon import Tailer
-from tailer.events import parse_line
-from tailer.exposition import Registry
+from tailer.turns.sessions import Tailer
+from tailer.copilot.events import parse_line
+from tailer.outputs.exposition import Registry
 from tailer.log_limit import WarningLimiter
-from tailer.logs import turn_line
-from tailer.metrics import MAX_MODELS, TurnMetrics
+from tailer.outputs.logs import turn_line
+from tailer.outputs.metrics import MAX_MODELS, TurnMetrics
 from sessiongen import START, every_pattern
 from test_turns import feed_all
 
@@ -340,7 +340,7 @@ def test_a_50_mb_line_is_passed_over_in_bounded_memory(tmp_path):
 
 
 def test_the_newest_event_time_does_not_go_back_after_a_restart():
-    from tailer.events import SessionEnded
+    from tailer.copilot.events import SessionEnded
 
     before = TurnMetrics(Registry())
     before.count_event(SessionEnded(2_000 * 10**9))
@@ -413,7 +413,7 @@ def test_a_read_that_failed_is_tried_again_without_waiting_for_a_write(tmp_path,
 
 def test_a_line_the_tailer_fails_on_costs_that_line_only(tmp_path, monkeypatch, caplog):
     """A bug met on one line is logged by type, counted, and the rest goes on."""
-    from tailer import daemon
+    from tailer.turns import sessions as daemon
 
     broken = every_pattern("broken")
     fine = every_pattern("fine")

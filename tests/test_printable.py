@@ -33,11 +33,16 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from sessiongen import START, SessionWriter, whole_session
-from tailer import doctor, logs, report_figures, report_live, report_table, report_text
-from tailer.checkpoint import claim
-from tailer.files import session_logs
+from tailer.commands import doctor
+from tailer.outputs import logs
+from tailer.report import figures
+from tailer.report import live
+from tailer.report import table as report_table
+from tailer.report import text as report_text
+from tailer.daemon.checkpoint import claim
+from tailer.copilot.files import session_logs
 from tailer.printable import printable
-from tailer.report_read import Selection, SessionReader, wanted_turns
+from tailer.report.read import Selection, SessionReader, wanted_turns
 from tailerproc import ROOT, tailer_env
 from test_report_live import read_until
 
@@ -124,22 +129,22 @@ def hostile(value, name: str = "", keep: frozenset = frozenset()):
     return value
 
 
-def real_snapshot(tmp_path: Path) -> report_figures.Snapshot:
+def real_snapshot(tmp_path: Path) -> figures.Snapshot:
     writer = whole_session("printing", totals_off_by=7)
     writer.route_failed("gpt-5.6-sol")
     writer.degraded("mai-code-1.1-flash", "gpt-5.6-sol")
     writer.write(tmp_path / "state")
     reader = SessionReader()
     logs_ = session_logs(tmp_path / "state")
-    rows = [report_figures.turn_row(turn, timezone.utc)
+    rows = [figures.turn_row(turn, timezone.utc)
             for turn in wanted_turns(logs_, Selection(), reader)]
-    return report_figures.snapshot(rows, now=START, tz=timezone.utc, sessions=1,
+    return figures.snapshot(rows, now=START, tz=timezone.utc, sessions=1,
                                    skipped=reader.skipped(), filters={"model": "gpt"},
                                    checks=reader.reconciliations)
 
 
 class StubLive:
-    """What report_live.frame reads of a LiveTurns."""
+    """What live.frame reads of a LiveTurns."""
 
     def __init__(self, last):
         self.sessions, self.last = 3, last
@@ -165,7 +170,7 @@ def test_every_printed_field_of_the_report_is_escaped(tmp_path):
             assert len(rows) - 1 == csv_text.count("\n") - 1
         for row in bad.turns:
             now = datetime.fromisoformat(row.start)
-            shown = report_live.frame(StubLive(row), "", now=now, columns=100, rows=30)
+            shown = live.frame(StubLive(row), "", now=now, columns=100, rows=30)
             assert_inert(shown, own_codes=True)
             assert "\\x1b]0;TITLE\\x07" in shown
 
@@ -188,7 +193,7 @@ def test_every_printed_field_of_doctor_is_escaped(tmp_path):
 
 def test_every_log_record_is_escaped_once_where_it_is_formatted():
     formatter = logs.PrintableFormatter("%(levelname)s %(message)s")
-    record = logging.LogRecord("tailer.otlp", logging.WARNING, __file__, 1,
+    record = logging.LogRecord("tailer.outputs.otlp", logging.WARNING, __file__, 1,
                                "OTLP export rejected (HTTP %d): %s; %d spans dropped",
                                (400, HOSTILE, 3), None)
     line = formatter.format(record)
@@ -213,7 +218,7 @@ def test_every_log_record_is_escaped_once_where_it_is_formatted():
 
 
 def test_the_daemon_installs_the_printable_formatter(monkeypatch):
-    from tailer import cli
+    from tailer.commands import cli
 
     monkeypatch.setattr(cli, "run", lambda config: 0)
     root = logging.getLogger()
@@ -351,7 +356,7 @@ def test_watch_on_a_terminal_shows_no_payload(tmp_path):
         output = read_until(leader, lambda out: b"\x1b[J" in out.partition(b"last turn ")[2])
         assert b"last turn " in output, output
         process.send_signal(signal.SIGINT)
-        output += read_until(leader, lambda out: report_live.SHOW_CURSOR.encode() in out)
+        output += read_until(leader, lambda out: live.SHOW_CURSOR.encode() in out)
         assert process.wait(timeout=60) == 0
     finally:
         if process.poll() is None:

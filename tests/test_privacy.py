@@ -179,7 +179,7 @@ def test_no_text_ever_leaves(tmp_path):
         while time.monotonic() < deadline and not (sink.metric_requests and any(
                 span["name"] == "invoke_agent" for span in sink.spans())):
             time.sleep(0.1)
-        scrapes = [tailer.metrics(), tailer.metrics()]
+        scrapes = [tailer.outputs.metrics(), tailer.outputs.metrics()]
         assert tailer.stop() == 0
         bodies = list(sink.raw_bodies) + list(sink.metric_bodies)
         # The tailer's own pushes: the one at exit holds every series.
@@ -252,9 +252,9 @@ def test_no_text_in_any_report_format(tmp_path):
 
 def watched(state):
     """What `report --watch` draws of the state folder, until every turn has been shown."""
-    from tailer.report_live import watch
-    from tailer.report_read import Selection
-    from tailer.watch import SessionWatcher
+    from tailer.report.live import watch
+    from tailer.report.read import Selection
+    from tailer.copilot.watch import SessionWatcher
 
     out = io.StringIO()
     calls = []

@@ -1,4 +1,4 @@
-"""tailer/prompt_links.py: each turn and the CLI's own trace of the same prompt, linked
+"""tailer/outputs/prompt_links.py: each turn and the CLI's own trace of the same prompt, linked
 both ways, whichever side is read first (docs/TRACES.md, "The CLI's own trace").
 
 Plain data: two prompts of one session, each as the CLI's `invoke_agent` root record and
@@ -13,9 +13,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from assembly import assemble
-from tailer import prompt_links
-from tailer.cli_otel import Record, Root, convert
-from tailer.spans import span_id, trace_id
+from tailer.outputs import prompt_links
+from tailer.outputs.copilot_otel import Record, Root, convert
+from tailer.outputs.spans import span_id, trace_id
 
 SESSION = "8d3c0f52-0c2e-4a55-b0a7-1f1a3e0f0c11"
 T0 = 1793793600_000_000_000  # 2026-11-04T12:00:00Z

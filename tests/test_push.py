@@ -7,7 +7,7 @@ One difference is Prometheus's own: its OTLP translation writes a whole-number b
 bound as `le="1"` (Go's shortest form, storage/remote/otlptranslator/prometheusremotewrite/
 helper.go), while a scrape is stored as `le="1.0"`. Only hydrafusion_routing_latency_seconds
 has such bounds (1, 2, 5). The test pins exactly that difference; the history, when the
-metrics are pushed, writes `le` the push's way (tailer.otlp_metrics.pushed_le).
+metrics are pushed, writes `le` the push's way (tailer.outputs.otlp_metrics.pushed_le).
 """
 
 import os
@@ -17,7 +17,7 @@ from pathlib import Path
 import yaml
 
 from otlp_sink import OtlpSink
-from tailer.otlp_metrics import PROMOTED_ATTRIBUTES, pushed_le
+from tailer.outputs.otlp_metrics import PROMOTED_ATTRIBUTES, pushed_le
 from prom import free_port, promtool
 from gateway import central_prometheus, last_values, make_certificate, running_gateway
 from services import binary

@@ -1,4 +1,4 @@
-"""Every command reads a session log the same way (tailer/session_log.py): `run --once`,
+"""Every command reads a session log the same way (tailer/turns/session_log.py): `run --once`,
 `report`, `report --watch`'s first pass, `doctor`, `scrub` and the demo, on one hostile state
 folder, count the same turns and the same damage and name the same problems in the same
 words.
@@ -22,12 +22,12 @@ from pathlib import Path
 import pytest
 
 from sessiongen import START, SessionWriter
-from tailer import session_log
-from tailer.daemon import Tailer
-from tailer.exposition import Registry
-from tailer.files import find_logs
-from tailer.metrics import TurnMetrics
-from tailer.report_read import Selection, SessionReader, wanted_turns
+from tailer.turns import session_log
+from tailer.turns.sessions import Tailer
+from tailer.outputs.exposition import Registry
+from tailer.copilot.files import find_logs
+from tailer.outputs.metrics import TurnMetrics
+from tailer.report.read import Selection, SessionReader, wanted_turns
 from tailerproc import ROOT, tailer_env
 
 DENIED = PermissionError(13, "Permission denied")

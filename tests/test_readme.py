@@ -54,7 +54,7 @@ def _telemetry_section() -> str:
 def test_the_clis_telemetry_settings_are_the_ones_the_tailer_and_the_stack_read():
     """Every shell sets the same CLI variables; the file lands in the folder the stack
     mounts; the names the README gives the tailer are those it reads."""
-    from tailer import cli
+    from tailer.commands import cli
 
     section = _telemetry_section()
     posix = re.search(r"```sh\n(.*?)```", section, re.S).group(1)

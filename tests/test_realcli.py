@@ -22,7 +22,7 @@ import pytest
 from exposition_helpers import samples
 from realcli import backend, driver, reading, record
 from realcli.scenarios import BY_NAME, SCENARIOS
-from tailer.spans import turn_spans
+from tailer.outputs.spans import turn_spans
 from tailerproc import ROOT, run_once, tailer_env
 
 VERSION = driver.pinned_version()
@@ -282,7 +282,7 @@ def test_the_clis_own_telemetry_is_sent_on_without_its_content_and_linked_both_w
     content capture on: every span and metric reaches the collector as valid OTLP, none of
     the content does, and each prompt's CLI root and our turn's root link to each other."""
     from otlp_sink import OtlpSink, plain_attributes
-    from tailer.spans import span_id, trace_id
+    from tailer.outputs.spans import span_id, trace_id
 
     state_dir, sessions, otel_dir = telemetry
     written = [json.loads(line) for export in otel_dir.glob("*.jsonl")

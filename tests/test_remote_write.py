@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from bad_endpoint import BadEndpoint, answer, redirect, trickle
 from prom import free_port, running_prometheus
 from tailer import __version__
-from tailer.remote_write import (
+from tailer.outputs.remote_write import (
     RemoteWriteError,
     RemoteWriter,
     encode_write_request,

@@ -13,10 +13,12 @@ from hypothesis import given, settings, strategies as st
 
 from report_helpers import report_json, run_report, write_month
 from sessiongen import START, SessionWriter, every_pattern, whole_session
-from tailer import cli, events, report
-from tailer.files import session_logs
-from tailer.report_figures import snapshot, turn_row
-from tailer.report_read import Selection, SessionReader, wanted_turns
+from tailer.commands import cli
+from tailer.copilot import events
+from tailer.report import command as report
+from tailer.copilot.files import session_logs
+from tailer.report.figures import snapshot, turn_row
+from tailer.report.read import Selection, SessionReader, wanted_turns
 from tailerproc import ROOT, tailer_env
 
 NOW = datetime(2026, 12, 1, 12, tzinfo=timezone.utc)
@@ -341,12 +343,12 @@ def test_filters_that_match_nothing_say_so(tmp_path):
 
 
 def test_installed_entry_point_runs_the_report(tmp_path, capsys):
-    """pyproject's `hydrafusion-tailer` script is tailer.cli:main."""
+    """pyproject's `hydrafusion-tailer` script is tailer.commands.cli:main."""
     every_pattern("entry").write(tmp_path)
     assert cli.main(["report", "--state-dir", str(tmp_path), "--format", "json"], {}) == 0
     assert json.loads(capsys.readouterr().out)["headline"]["turns"] == 9
     pyproject = (ROOT / "pyproject.toml").read_text()
-    assert 'hydrafusion-tailer = "tailer.cli:main"' in pyproject
+    assert 'hydrafusion-tailer = "tailer.commands.cli:main"' in pyproject
 
 
 def test_json_document_follows_its_schema(tmp_path):
@@ -391,5 +393,7 @@ def test_the_installed_package_carries_the_pages_script_and_style(tmp_path):
     subprocess.run([sys.executable, "-c", "from setuptools import setup; setup()", "-q",
                     "build_py", "--build-lib", str(tmp_path / "lib")],
                    cwd=source, check=True, capture_output=True, timeout=300)
-    installed = {path.name for path in (tmp_path / "lib" / "tailer").iterdir()}
-    assert {"report_page.js", "report_page.css", "report.py", "report_html.py"} <= installed
+    installed = {str(path.relative_to(tmp_path / "lib" / "tailer"))
+                 for path in (tmp_path / "lib" / "tailer").rglob("*") if path.is_file()}
+    assert {"report/report_page.js", "report/report_page.css", "report/command.py",
+            "report/html.py", "commands/cli.py", "copilot/events.py"} <= installed

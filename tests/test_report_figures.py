@@ -3,7 +3,7 @@
 from datetime import datetime, timezone
 
 from exposition_helpers import samples
-from tailer.report_figures import by_kind, headline, snapshot, turn_row
+from tailer.report.figures import by_kind, headline, snapshot, turn_row
 from test_metrics import counted, turns_of
 
 

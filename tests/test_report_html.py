@@ -10,9 +10,10 @@ import pytest
 
 from chromium import Browser, needs_chromium
 from sessiongen import START, SessionWriter, every_pattern, whole_session
-from tailer import report_figures, report_html
-from tailer.files import session_logs
-from tailer.report_read import Selection, SessionReader, wanted_turns
+from tailer.report import figures as report_figures
+from tailer.report import html as report_html
+from tailer.copilot.files import session_logs
+from tailer.report.read import Selection, SessionReader, wanted_turns
 from report_helpers import run_report
 from tailerproc import ROOT
 

@@ -14,11 +14,12 @@ import termios
 import time
 
 from sessiongen import START, SessionWriter
-from tailer import events, report_live
-from tailer.report_live import CLEAR_BELOW, CURSOR_HOME, LiveTurns, watch
-from tailer.turns import IDLE_TIMEOUT_S
-from tailer.report_read import Selection
-from tailer.watch import SessionWatcher
+from tailer.copilot import events
+from tailer.report import live as report_live
+from tailer.report.live import CLEAR_BELOW, CURSOR_HOME, LiveTurns, watch
+from tailer.turns.assembly import IDLE_TIMEOUT_S
+from tailer.report.read import Selection
+from tailer.copilot.watch import SessionWatcher
 from tailerproc import ROOT, tailer_env
 
 SIZE = os.terminal_size((100, 40))

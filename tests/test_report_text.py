@@ -14,11 +14,11 @@ import pytest
 
 from report_helpers import report_json, run_report, write_month
 from sessiongen import START, SessionWriter, every_pattern, whole_session
-from tailer.files import session_logs
-from tailer.report_figures import snapshot, turn_row
-from tailer.report_read import Selection, SessionReader, wanted_turns
-from tailer.report_table import render_table
-from tailer.report_text import CSV_COLUMNS, render_calls_csv, render_csv
+from tailer.copilot.files import session_logs
+from tailer.report.figures import snapshot, turn_row
+from tailer.report.read import Selection, SessionReader, wanted_turns
+from tailer.report.table import render_table
+from tailer.report.text import CSV_COLUMNS, render_calls_csv, render_csv
 from tailerproc import ROOT, tailer_env
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")

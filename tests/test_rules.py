@@ -20,7 +20,7 @@ import yaml
 
 from compose_config import render
 from prom import REPO, running_prometheus
-from tailer.remote_write import RemoteWriter
+from tailer.outputs.remote_write import RemoteWriter
 
 HOUR = 3600
 SLOT = 3 * 24 * HOUR  # a case's counters span at most 2 days: a day apart from the next

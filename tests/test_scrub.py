@@ -7,8 +7,9 @@ import re
 import pytest
 
 from sessiongen import CANARY, every_pattern
-from tailer import events, scrub
-from tailer.turns import SessionTurns
+from tailer.copilot import events
+from tailer.commands import scrub
+from tailer.turns.assembly import SessionTurns
 
 @pytest.fixture
 def raw(tmp_path):

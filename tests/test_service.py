@@ -4,11 +4,12 @@ import logging
 
 from exposition_helpers import samples
 from sessiongen import START, SessionWriter, every_pattern
-from tailer import checkpoint, service
-from tailer.exposition import Registry
-from tailer.fanout import TurnFanout
-from tailer.metrics import TurnMetrics
-from tailer.outbox import Outbox
+from tailer.daemon import checkpoint
+from tailer.daemon import service
+from tailer.outputs.exposition import Registry
+from tailer.daemon.fanout import TurnFanout
+from tailer.outputs.metrics import TurnMetrics
+from tailer.outputs.outbox import Outbox
 from assembly import assemble
 
 
@@ -66,7 +67,7 @@ def test_a_checkpoint_that_can_neither_be_read_nor_moved_aside_stops_the_start(t
 
 
 def test_an_event_far_in_the_future_does_not_pin_the_newest_event_time():
-    from tailer.events import SessionEnded
+    from tailer.copilot.events import SessionEnded
     import time
 
     metrics = TurnMetrics(Registry())

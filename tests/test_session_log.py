@@ -1,4 +1,4 @@
-"""SessionLog (tailer/session_log.py), the one rule every command reads a session log by:
+"""SessionLog (tailer/turns/session_log.py), the one rule every command reads a session log by:
 however a log arrives (in pieces, cut mid-line, rewritten), it gives the turns and counts the
 damage a single read of the whole gives, each turn once; and its problems are named in the
 vocabulary's words."""
@@ -9,9 +9,9 @@ import os
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from sessiongen import START, SessionWriter
-from tailer import session_log
-from tailer.lines import Position
-from tailer.session_log import SessionLog
+from tailer.turns import session_log
+from tailer.copilot.lines import Position
+from tailer.turns.session_log import SessionLog
 
 DAMAGED = ['{"type":"session.fusion_resolved","data":{"fusionId":"fusion-cut',
            '{"type":"session.fusion_completed","data":{"fusionId":[1]}}']

@@ -1,4 +1,4 @@
-"""The reading stage's saved state (tailer/session_state.py), and a checkpoint written by the
+"""The reading stage's saved state (tailer/turns/session_state.py), and a checkpoint written by the
 code before it owned that state (tests/data/checkpoint-main, made by its make.py from main at
 5ef4d2c): it loads with nothing lost and nothing counted twice."""
 
@@ -8,11 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from tailer import checkpoint, session_state
-from tailer.daemon import Tailer
-from tailer.exposition import Registry
-from tailer.metrics import TurnMetrics
-from tailer.session_log import SessionLog
+from tailer.daemon import checkpoint
+from tailer.turns import session_state
+from tailer.turns.sessions import Tailer
+from tailer.outputs.exposition import Registry
+from tailer.outputs.metrics import TurnMetrics
+from tailer.turns.session_log import SessionLog
 
 DATA = Path(__file__).resolve().parent / "data" / "checkpoint-main"
 GONE_AT = 1_800_000_000.0  # the tombstone's, as make.py wrote it

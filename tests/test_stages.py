@@ -1,4 +1,4 @@
-"""The daemon's builder (tailer/stages.py) and its seams: each sender gets its own signal's
+"""The daemon's builder (tailer/daemon/stages.py) and its seams: each sender gets its own signal's
 endpoint, headers and CA file; the daemon's loop imports no demo, and outputs import no
 daemon."""
 
@@ -7,8 +7,8 @@ import sys
 
 import pytest
 
-from tailer import stages
-from tailer.config import Config
+from tailer.daemon import stages
+from tailer.daemon.config import Config
 
 
 class FakeExporter:
@@ -64,12 +64,12 @@ def imported_by(module: str) -> set[str]:
 
 
 def test_the_daemon_loop_imports_no_demo():
-    assert not {"tailer.demo", "tailer.demo_run"} & imported_by("tailer.service")
+    assert not {"tailer.commands.demo", "tailer.commands.demo_run"} & imported_by("tailer.daemon.service")
 
 
-@pytest.mark.parametrize("output", ["tailer.fanout", "tailer.metrics_server", "tailer.cli_otel",
-                                    "tailer.cli_telemetry"])
+@pytest.mark.parametrize("output", ["tailer.daemon.fanout", "tailer.outputs.metrics_server", "tailer.outputs.copilot_otel",
+                                    "tailer.daemon.copilot_telemetry"])
 def test_an_output_imports_nothing_of_the_daemon(output):
-    daemon = {"tailer.service", "tailer.stages", "tailer.config", "tailer.demo_run",
-              "tailer.daemon"}
+    daemon = {"tailer.daemon.service", "tailer.daemon.stages", "tailer.daemon.config", "tailer.commands.demo_run",
+              "tailer.turns.sessions"}
     assert not daemon & imported_by(output)

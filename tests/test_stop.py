@@ -15,7 +15,7 @@ import pytest
 
 from bad_endpoint import BadEndpoint, answer, hang, reset, trickle
 from sessiongen import SessionWriter, every_pattern
-from tailer import checkpoint
+from tailer.daemon import checkpoint
 from tailerproc import running_tailer
 from test_cli_otel_delivery import export_lines
 

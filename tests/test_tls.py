@@ -10,7 +10,7 @@ from datetime import datetime, timedelta, timezone
 from gateway import make_certificate
 from otlp_sink import OtlpSink
 from sessiongen import every_pattern
-from tailer.spans import trace_id
+from tailer.outputs.spans import trace_id
 from tailerproc import run_once, running_tailer, tailer_env
 from test_privacy import RemoteWriteCapture
 

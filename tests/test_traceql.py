@@ -29,7 +29,7 @@ from hypothesis import strategies as st
 import dashboard as dash
 from assembly import assemble
 from sessiongen import every_pattern
-from tailer.spans import turn_spans
+from tailer.outputs.spans import turn_spans
 from traceql import (ATTRIBUTE_SCOPES, COMPARISONS, INTRINSICS, SPANSET_OPERATORS, Attribute,
                      Binary, Call, Filter, Intrinsic, Pipeline, Query, SpansetOp, Static,
                      TraceQLError, Unary, parse, render, tokenize)

@@ -5,10 +5,10 @@ import pytest
 
 from assembly import assemble
 from sessiongen import every_pattern
-from tailer.events import (
+from tailer.copilot.events import (
     CommitStarted, Completed, Handoff, LegEnded, Resolved, RouteFailed, SessionEnded, Usage,
 )
-from tailer.turns import SessionTurns
+from tailer.turns.assembly import SessionTurns
 
 S = 1_000_000_000
 

@@ -21,7 +21,7 @@ from gateway import central_prometheus, make_certificate, running_gateway
 from otlp_sink import OtlpSink
 from prom import single_value
 from sessiongen import every_pattern, whole_session
-from tailer.metrics import ROUTING_BUCKETS
+from tailer.outputs.metrics import ROUTING_BUCKETS
 from tailerproc import running_tailer, tailer_env
 
 NOW = datetime.now(timezone.utc)

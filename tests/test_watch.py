@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from tailer import watch
-from tailer.files import LOG_NAME
-from tailer.watch import Changes, SessionWatcher
+from tailer.copilot import watch
+from tailer.copilot.files import LOG_NAME
+from tailer.copilot.watch import Changes, SessionWatcher
 
 DAYS_AGO_S = 3 * 24 * 3600
 INOTIFY = sys.platform.startswith("linux")

@@ -15,14 +15,14 @@ from assembly import assemble
 from exposition_helpers import samples
 from otlp_sink import decode_body, plain_attributes, span_dicts
 from sessiongen import WHOLE_SESSION_KINDS, SessionWriter, START, whole_session
-from tailer import session_state
-from tailer.events import Malformed, ModelCall, Usage, parse_line
-from tailer.exposition import Registry
-from tailer.logs import turn_line
-from tailer.metrics import MAX_MODELS, TurnMetrics
-from tailer.otlp import encode_request
-from tailer.spans import turn_spans
-from tailer.turns import AT_COMMIT, BETWEEN_CALLS, LIVE, SessionTurns
+from tailer.turns import session_state
+from tailer.copilot.events import Malformed, ModelCall, Usage, parse_line
+from tailer.outputs.exposition import Registry
+from tailer.outputs.logs import turn_line
+from tailer.outputs.metrics import MAX_MODELS, TurnMetrics
+from tailer.outputs.otlp import encode_request
+from tailer.outputs.spans import turn_spans
+from tailer.turns.assembly import AT_COMMIT, BETWEEN_CALLS, LIVE, SessionTurns
 
 SESSION = "4c2b9e77-whole"
 

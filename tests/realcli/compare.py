@@ -11,7 +11,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tailer import doctor, schema_drift
+from tailer.commands import doctor
+from tailer.copilot import schema_drift
 
 from . import reading
 from .driver import Outcome

@@ -137,7 +137,7 @@ class Copilot:
             "COPILOT_CLI_ENABLED_FEATURE_FLAGS": _FEATURE_FLAGS,
             "NO_PROXY": "127.0.0.1,localhost", "no_proxy": "127.0.0.1,localhost",
             "COPILOT_OTEL_ENABLED": "true", "COPILOT_OTEL_EXPORTER_TYPE": "file",
-            # Content in the CLI's own spans, so the tests see it dropped by tailer/cli_otel.py.
+            # Content in the CLI's own spans, so the tests see it dropped by tailer/outputs/copilot_otel.py.
             "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "true",
         }
         for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"):

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tailer import events
-from tailer.turns import SessionTurns, Turn
+from tailer.copilot import events
+from tailer.turns.assembly import SessionTurns, Turn
 
 from .scenarios import Expected, Leg, Scenario
 

@@ -8,7 +8,7 @@ argument or output, path or error text. The scrubber gives each session a new id
 
 The CLI's own OpenTelemetry export of each scenario is kept too (`otel/<scenario>.jsonl`):
 its session ids become the scrubbed sessions' new ones, so its prompts still pair with
-the turns, and every attribute the tailer does not forward (tailer/cli_otel.py's
+the turns, and every attribute the tailer does not forward (tailer/outputs/copilot_otel.py's
 allowlist) has its text replaced by CONTENT_MARK. The CLI wrote it with content capture
 on, so the marks stand where its prompts, answers, instructions and paths were: a test
 can check that none of them is forwarded.
@@ -22,8 +22,8 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from tailer import cli_otel
-from tailer.scrub import scrub_tree
+from tailer.outputs import copilot_otel as cli_otel
+from tailer.commands.scrub import scrub_tree
 
 from .driver import REPO, Outcome
 

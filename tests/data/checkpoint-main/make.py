@@ -16,10 +16,10 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from tailer import checkpoint
-from tailer.daemon import Tailer
-from tailer.exposition import Registry
-from tailer.metrics import TurnMetrics
+from tailer.daemon import checkpoint
+from tailer.turns.sessions import Tailer
+from tailer.outputs.exposition import Registry
+from tailer.outputs.metrics import TurnMetrics
 from tests.sessiongen import START, SessionWriter
 
 HERE = Path(__file__).resolve().parent

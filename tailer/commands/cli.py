@@ -1,0 +1,400 @@
+"""Command line: the commands, their options and the environment variables behind them.
+
+Every option can also be set by an environment variable (named in `--help`), because the
+tailer usually runs in a container. The daemon itself is tailer/daemon/service.py.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import logging
+import os
+import sys
+import urllib.parse
+from pathlib import Path
+
+from .. import __version__
+from ..daemon import checkpoint
+from . import doctor
+from ..outputs import logs
+from ..report import command as report
+from . import scrub
+from ..daemon.config import Config, resource_attributes
+from .demo_run import report_demo, run_demo
+from ..outputs.exposition import ZERO_HOLD_SECONDS
+from ..outputs.otlp import metrics_url, parse_headers, tls_context, traces_url
+from ..printable import printable
+from ..daemon.service import EXIT_USAGE, run
+from ..turns.assembly import IDLE_TIMEOUT_S
+
+log = logging.getLogger("tailer")
+
+COMMANDS = ("run", "demo", "scrub", "doctor", "report")
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+# The tailer's own setting, and the CLI's (README.md, "The CLI's own telemetry").
+CLI_OTEL_ENV = "HYDRAFUSION_CLI_OTEL_PATH"
+COPILOT_OTEL_PATH_ENV = "COPILOT_OTEL_FILE_EXPORTER_PATH"
+
+
+def default_state_dir(environ: dict[str, str]) -> Path:
+    if environ.get("COPILOT_STATE_DIR"):
+        return Path(environ["COPILOT_STATE_DIR"])
+    if environ.get("COPILOT_HOME"):
+        return Path(environ["COPILOT_HOME"], "session-state")
+    return Path.home() / ".copilot" / "session-state"
+
+
+def otlp_url(option: str | None, environ: dict[str, str]) -> str | None:
+    """The traces URL, or None for `none`. Raises ValueError for a URL that is not http(s).
+
+    As the OpenTelemetry spec says, the signal-specific variable is used as it is, while a
+    base endpoint (the option or OTEL_EXPORTER_OTLP_ENDPOINT) gets `/v1/traces` appended.
+    """
+    return _signal_url(option, environ, "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", traces_url)
+
+
+def otlp_metrics_url(option: str | None, environ: dict[str, str]) -> str | None:
+    """The metrics URL, found as the traces URL is (OTEL_EXPORTER_OTLP_METRICS_ENDPOINT)."""
+    return _signal_url(option, environ, "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", metrics_url)
+
+
+def _signal_url(option: str | None, environ: dict[str, str], variable: str, url) -> str | None:
+    if option == "none":
+        return None
+    if option:
+        return url(option)
+    specific = environ.get(variable)
+    if specific:
+        url(specific)
+        return specific.strip()
+    return url(environ.get("OTEL_EXPORTER_OTLP_ENDPOINT") or "http://localhost:4318")
+
+
+def default_cli_otel(environ: dict[str, str]) -> str:
+    """Where the CLI writes its telemetry, if the environment says: the tailer run from the
+    same shell as the CLI finds it there."""
+    if environ.get(CLI_OTEL_ENV):
+        return environ[CLI_OTEL_ENV]
+    return environ.get(COPILOT_OTEL_PATH_ENV) or "none"
+
+
+def metrics_push_url(option: str | None, environ: dict[str, str]) -> str | None:
+    """The URL the tailer pushes its own metrics to, or None (the default) for no push.
+
+    Off unless the option names an endpoint or OTEL_METRICS_EXPORTER says `otlp`, so a
+    tailer that only sends traces to OTEL_EXPORTER_OTLP_ENDPOINT starts pushing nothing
+    new. The endpoint is then found as otlp_metrics_url finds it.
+    """
+    exporters = {name.strip() for name in environ.get("OTEL_METRICS_EXPORTER", "").split(",")}
+    if not option and "otlp" not in exporters:
+        return None
+    return otlp_metrics_url(option, environ)
+
+
+def _signal_setting(environ: dict[str, str], signal: str, setting: str) -> str:
+    """OTEL_EXPORTER_OTLP_<SIGNAL>_<SETTING>, else OTEL_EXPORTER_OTLP_<SETTING>."""
+    return (environ.get(f"OTEL_EXPORTER_OTLP_{signal}_{setting}")
+            or environ.get(f"OTEL_EXPORTER_OTLP_{setting}") or "")
+
+
+def _certificate(path: str, what: str) -> str | None:
+    """A CA file for https, checked now so a wrong one is a usage error, not a retry loop."""
+    if not path:
+        return None
+    try:
+        tls_context(path)
+    except ValueError as error:
+        raise ValueError(f"{what}: {error}") from None
+    return path
+
+
+def history_endpoint(url: str, environ: dict[str, str]) -> tuple[str, dict[str, str]]:
+    """The remote-write URL without user:password, and the headers to send: basic auth of
+    the URL's user:password, then HYDRAFUSION_HISTORY_HEADERS (the OTLP headers' format)."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError("--history-url is not an http(s) URL")
+    headers = {}
+    if parts.username is not None:
+        pair = f"{urllib.parse.unquote(parts.username)}:{urllib.parse.unquote(parts.password or '')}"
+        headers["Authorization"] = "Basic " + base64.b64encode(pair.encode()).decode()
+        parts = parts._replace(netloc=parts.netloc.rpartition("@")[2])
+    headers.update(parse_headers(environ.get("HYDRAFUSION_HISTORY_HEADERS", "")))
+    return urllib.parse.urlunsplit(parts), headers
+
+
+def _flag(environ: dict[str, str], name: str) -> bool:
+    return environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def build_parser(environ: dict[str, str]) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="hydrafusion-tailer",
+        description=(
+            "Follow GitHub Copilot CLI session logs and turn every HydraFusion turn into an "
+            "OpenTelemetry trace, Prometheus metrics and a log line."
+        ),
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    run_parser = commands.add_parser("run", help="follow the session logs (the default command)")
+    _add_run_options(run_parser, environ, "checkpoint.json")
+    run_parser.add_argument(
+        "--cli-otel", metavar="PATH|none", default=default_cli_otel(environ),
+        help="the Copilot CLI's own OpenTelemetry file export (a file, or a folder of them) "
+        "to follow and send on as OTLP, linked to the turns, or `none` [$HYDRAFUSION_CLI_"
+        "OTEL_PATH, else $COPILOT_OTEL_FILE_EXPORTER_PATH, else none]",
+    )
+    demo_parser = commands.add_parser(
+        "demo",
+        help="replay the fixture sessions in --state-dir at recent times, then a turn every "
+        "--replay-interval seconds (what `docker compose --env-file demo.env up` runs)",
+    )
+    _add_run_options(demo_parser, environ, "demo-checkpoint.json")
+    demo_parser.add_argument(
+        "--replay-interval", type=float, metavar="SECONDS",
+        default=environ.get("HYDRAFUSION_REPLAY_INTERVAL") or "30",
+        help="how often a fixture turn is replayed [$HYDRAFUSION_REPLAY_INTERVAL, default 30]",
+    )
+    scrub_parser = commands.add_parser(
+        "scrub", help="copy session logs keeping only metadata that is safe to share",
+    )
+    scrub_parser.add_argument("src", type=Path, metavar="SRC",
+                              help="a session-state folder, or one session folder")
+    scrub_parser.add_argument("dst", type=Path, metavar="DST", help="a new or empty folder")
+    scrub_parser.add_argument(
+        "--seed", help="makes the new ids reproducible; only for fixtures (a known seed lets "
+        "anyone check a guessed session id)",
+    )
+    doctor = commands.add_parser(
+        "doctor", help="report whether the tailer still understands the session logs"
+    )
+    doctor.add_argument(
+        "--state-dir", type=Path, default=default_state_dir(environ),
+        help="Copilot session-state folder [$COPILOT_STATE_DIR, else "
+        "$COPILOT_HOME/session-state, else ~/.copilot/session-state]",
+    )
+    doctor.add_argument(
+        "--cli", nargs="?", const="", metavar="PATH",
+        help="check the installed Copilot CLI's own event schema instead of the logs: "
+        "session-events.schema.json, or a folder holding it [default: the newest version "
+        "in $XDG_CACHE_HOME/copilot/pkg or ~/.cache/copilot/pkg]",
+    )
+    report.add_arguments(
+        commands.add_parser(
+            "report", help="print what HydraFusion did, read straight from the session logs "
+            "(no daemon, nothing written; docs/REPORT.md)",
+        ),
+        default_state_dir(environ),
+    )
+    return parser
+
+
+def _add_run_options(
+    parser: argparse.ArgumentParser, environ: dict[str, str], checkpoint_name: str
+) -> None:
+    """The options of `run` and `demo`; each has a checkpoint of its own by default, so a
+    demo never takes over the real sessions' state."""
+    parser.add_argument(
+        "--state-dir", type=Path, default=default_state_dir(environ),
+        help="Copilot session-state folder [$COPILOT_STATE_DIR, else "
+        "$COPILOT_HOME/session-state, else ~/.copilot/session-state]",
+    )
+    parser.add_argument(
+        "--wait-for-state-dir", action="store_true",
+        default=_flag(environ, "HYDRAFUSION_WAIT_FOR_STATE_DIR"),
+        help="wait for a missing state folder to appear instead of exiting "
+        "[$HYDRAFUSION_WAIT_FOR_STATE_DIR]",
+    )
+    parser.add_argument(
+        "--otlp-endpoint", metavar="URL|none",
+        help="OTLP/HTTP endpoint, or `none` to export no traces [$OTEL_EXPORTER_OTLP_TRACES_"
+        "ENDPOINT, else $OTEL_EXPORTER_OTLP_ENDPOINT, else http://localhost:4318]; also reads "
+        "$OTEL_EXPORTER_OTLP_HEADERS, $OTEL_RESOURCE_ATTRIBUTES, $OTEL_SERVICE_NAME",
+    )
+    parser.add_argument(
+        "--otlp-metrics-endpoint", metavar="URL|none",
+        help="also push the metrics over OTLP/HTTP to URL (a base endpoint: /v1/metrics is "
+        "appended), or `none` [on when $OTEL_METRICS_EXPORTER is otlp: "
+        "$OTEL_EXPORTER_OTLP_METRICS_ENDPOINT, else $OTEL_EXPORTER_OTLP_ENDPOINT, else "
+        "http://localhost:4318; default none]; also reads $OTEL_EXPORTER_OTLP_METRICS_HEADERS",
+    )
+    parser.add_argument(
+        "--otlp-metrics-interval", type=float, metavar="SECONDS",
+        default=float(environ.get("OTEL_METRIC_EXPORT_INTERVAL") or 60_000) / 1000,
+        help="seconds between pushes; one more at exit [$OTEL_METRIC_EXPORT_INTERVAL in "
+        "milliseconds, default 60 s]",
+    )
+    parser.add_argument(
+        "--metrics-address", metavar="HOST:PORT|none",
+        default=environ.get("HYDRAFUSION_METRICS_ADDRESS") or "127.0.0.1:9464",
+        help="where to serve /metrics, or `none` [$HYDRAFUSION_METRICS_ADDRESS, "
+        "default 127.0.0.1:9464]",
+    )
+    parser.add_argument(
+        "--textfile", type=Path, metavar="FILE",
+        default=Path(environ["HYDRAFUSION_TEXTFILE"]) if environ.get("HYDRAFUSION_TEXTFILE") else None,
+        help="also write the metrics to FILE after each change and at exit, for "
+        "node_exporter's textfile collector [$HYDRAFUSION_TEXTFILE]",
+    )
+    parser.add_argument(
+        "--from-start", action="store_true", default=_flag(environ, "HYDRAFUSION_FROM_START"),
+        help="read logs that exist at start from their beginning; otherwise from their end "
+        "[$HYDRAFUSION_FROM_START]",
+    )
+    parser.add_argument(
+        "--checkpoint", type=Path, metavar="FILE",
+        default=Path(environ["HYDRAFUSION_CHECKPOINT"]) if environ.get("HYDRAFUSION_CHECKPOINT")
+        else checkpoint.default_path(environ, checkpoint_name),
+        help="where the tailer keeps its state between runs [$HYDRAFUSION_CHECKPOINT, default "
+        f"$XDG_STATE_HOME/hydrafusion/{checkpoint_name} or ~/.local/state/hydrafusion/…]",
+    )
+    parser.add_argument(
+        "--once", action="store_true", default=_flag(environ, "HYDRAFUSION_ONCE"),
+        help="read what is new in every log (logs the saved state does not know: from their "
+        "beginning), export, save the state, write the textfile and exit; turns still open "
+        "stay in the saved state for the next run [$HYDRAFUSION_ONCE]",
+    )
+    parser.add_argument(
+        "--backfill-days", type=float, metavar="DAYS",
+        default=environ.get("HYDRAFUSION_BACKFILL_DAYS") or None,
+        help="with --from-start, read from their beginning only the logs written in the last "
+        "DAYS days; older ones from their end [$HYDRAFUSION_BACKFILL_DAYS, default: no limit]",
+    )
+    parser.add_argument(
+        "--history-url", metavar="URL|none",
+        default=environ.get("HYDRAFUSION_HISTORY_URL") or "none",
+        help="Prometheus remote-write URL (e.g. http://localhost:9090/api/v1/write) to which "
+        "turns read at start-up are pushed at the times they happened, or `none` "
+        "[$HYDRAFUSION_HISTORY_URL, default none]",
+    )
+    parser.add_argument(
+        "--history-labels", type=_labels, metavar="NAME=VALUE,...",
+        default=environ.get("HYDRAFUSION_HISTORY_LABELS") or "",
+        help="the labels Prometheus gives the tailer's series when it scrapes them (job and "
+        "instance), so history and scrapes are one series; when the metrics are pushed, by "
+        "default the labels the pushed series get [$HYDRAFUSION_HISTORY_LABELS]; also reads "
+        "$HYDRAFUSION_HISTORY_HEADERS and $HYDRAFUSION_HISTORY_CERTIFICATE",
+    )
+    parser.add_argument(
+        "--idle-timeout", type=float, metavar="SECONDS",
+        # A string default goes through `type`, so a bad variable is a usage error too.
+        default=environ.get("HYDRAFUSION_IDLE_TIMEOUT") or f"{IDLE_TIMEOUT_S:g}",
+        help="finish a turn as incomplete when its session log has not changed for this "
+        f"long [$HYDRAFUSION_IDLE_TIMEOUT, default {IDLE_TIMEOUT_S:g}]",
+    )
+    parser.add_argument(
+        "--log-level", type=_log_level, default=environ.get("HYDRAFUSION_LOG_LEVEL") or "INFO",
+        help="DEBUG, INFO, WARNING or ERROR [$HYDRAFUSION_LOG_LEVEL, default INFO]",
+    )
+
+
+def _cli_otel_path(value: str) -> Path | None:
+    return None if value.strip().lower() in ("", "none") else Path(value).expanduser()
+
+
+def _labels(value: str) -> dict[str, str]:
+    labels = {}
+    for pair in filter(None, (item.strip() for item in value.split(","))):
+        name, separator, label_value = pair.partition("=")
+        if not separator or not name.strip():
+            raise argparse.ArgumentTypeError(f"expected NAME=VALUE, got {pair!r}")
+        labels[name.strip()] = label_value.strip()
+    return labels
+
+
+def _log_level(value: str) -> str:
+    if value.upper() not in LOG_LEVELS:
+        raise argparse.ArgumentTypeError(f"choose from {', '.join(LOG_LEVELS)}")
+    return value.upper()
+
+
+def parse_args(argv: list[str], environ: dict[str, str]) -> argparse.Namespace:
+    """`run` is the default command, so `hydrafusion-tailer --once` works too."""
+    if not argv or argv[0] not in (*COMMANDS, "-h", "--help", "--version"):
+        argv = ["run", *argv]
+    return build_parser(environ).parse_args(argv)
+
+
+def parse_address(value: str) -> tuple[str, int]:
+    """HOST:PORT, an IPv6 host in brackets (`[::1]:9464`); an empty host is every IPv4 one."""
+    host, separator, port = value.rpartition(":")
+    if not separator or not port.isdigit() or int(port) > 65535:
+        raise ValueError(f"--metrics-address: expected HOST:PORT or none, got {value!r}")
+    return host.strip("[]") or "0.0.0.0", int(port)
+
+
+def main(argv: list[str] | None = None, environ: dict[str, str] | None = None) -> int:
+    environ = dict(os.environ if environ is None else environ)
+    args = parse_args(sys.argv[1:] if argv is None else argv, environ)
+    if args.command == "doctor":
+        return doctor.main(args, environ)
+    if args.command == "scrub":
+        return scrub.main(args)
+    if args.command == "report":
+        if args.demo:
+            return report_demo(args, environ)
+        return report.main(args, environ)
+    try:
+        config = run_config(args, environ)
+    except ValueError as error:
+        print(printable(f"hydrafusion-tailer: {error}"), file=sys.stderr)
+        return EXIT_USAGE
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logs.PrintableFormatter("%(asctime)s %(levelname)s %(message)s"))
+    logging.basicConfig(level=args.log_level, handlers=[handler])
+    # The format shows no thread or process: not looking them up for every record takes
+    # a quarter off the cost of the line logged per turn (the logging HOWTO's advice).
+    logging.logThreads = logging.logProcesses = logging.logMultiprocessing = False
+    if args.command == "demo":
+        return run_demo(config, args.replay_interval)
+    return run(config)
+
+
+def run_config(args: argparse.Namespace, environ: dict[str, str]) -> Config:
+    """The options of `run` or `demo` as the daemon takes them; ValueError when they are off."""
+    # A metrics server would live for a moment only under --once: the textfile serves.
+    serve = args.metrics_address != "none" and not args.once
+    push_url = metrics_push_url(args.otlp_metrics_endpoint, environ)
+    history_url, history_headers = None, {}
+    if args.history_url != "none":
+        history_url, history_headers = history_endpoint(args.history_url, environ)
+        pushed = push_url is not None and not args.history_labels
+        if not pushed and not {"job", "instance"} <= set(args.history_labels):
+            raise ValueError("--history-url needs --history-labels job=...,instance=..., "
+                             "or the metrics pushed (--otlp-metrics-endpoint)")
+    if not 0 < args.otlp_metrics_interval <= ZERO_HOLD_SECONDS:
+        # A new series is pushed at zero for ZERO_HOLD_SECONDS (Registry.collect_pushed):
+        # a longer interval could skip that zero, and increase() would miss the first count.
+        raise ValueError(f"the metrics push interval must be above 0 and at most "
+                         f"{ZERO_HOLD_SECONDS:g} s, got {args.otlp_metrics_interval:g}")
+    return Config(
+        state_dir=args.state_dir,
+        checkpoint=args.checkpoint,
+        idle_timeout_s=args.idle_timeout,
+        from_start=args.from_start,
+        once=args.once,
+        wait_for_state_dir=args.wait_for_state_dir,
+        backfill_days=args.backfill_days,
+        metrics_bind=parse_address(args.metrics_address) if serve else None,
+        traces_url=otlp_url(args.otlp_endpoint, environ),
+        otlp_metrics_url=otlp_metrics_url(args.otlp_endpoint, environ),
+        cli_otel=_cli_otel_path(getattr(args, "cli_otel", "none")),
+        otlp_headers=parse_headers(environ.get("OTEL_EXPORTER_OTLP_HEADERS", "")),
+        traces_certificate=_certificate(_signal_setting(environ, "TRACES", "CERTIFICATE"),
+                                        "OTEL_EXPORTER_OTLP_CERTIFICATE"),
+        metrics_push_url=push_url,
+        metrics_push_headers=parse_headers(_signal_setting(environ, "METRICS", "HEADERS")),
+        metrics_push_certificate=_certificate(
+            _signal_setting(environ, "METRICS", "CERTIFICATE"),
+            "OTEL_EXPORTER_OTLP_METRICS_CERTIFICATE"),
+        metrics_push_interval_s=args.otlp_metrics_interval,
+        resource=resource_attributes(environ),
+        textfile=args.textfile,
+        history_url=history_url,
+        history_labels=args.history_labels,
+        history_headers=history_headers,
+        history_certificate=_certificate(environ.get("HYDRAFUSION_HISTORY_CERTIFICATE", ""),
+                                         "HYDRAFUSION_HISTORY_CERTIFICATE"),
+    )

@@ -1,0 +1,244 @@
+"""The demo: the bundled fixture sessions at recent times, and a turn replayed now and then.
+
+Someone without Copilot CLI runs the stack with demo.env and opens the dashboard. For them
+to see anything, the fixture turns must fall in the dashboard's default time range, and
+for the page to look alive, new turns must keep arriving. So, unlike the real tailer, which
+never restamps a turn, the demo does:
+
+- `prepare` copies the fixture sessions into a work folder, each session moved as a whole
+  (its internal timing, and so every turn's, is kept) so the set's last event lies
+  `END_BEFORE_NOW` before start-up and the sessions keep their spread over the days
+  before. Sessions that end more than `SPREAD` apart have the gaps between their ends
+  shrunk in proportion until they fit.
+- `Replayer` appends one fixture turn at a time to a demo session of its own, ending at the
+  current time. The daemon's loop calls `tick()` (each second, say); a turn is appended
+  when one is due, every `interval_s` seconds, or later when the coming turn would
+  otherwise start before the last one ended, so replayed turns never overlap.
+
+Both give every copy fresh ids, through the scrubber's rewriting (tailer/commands/scrub.py): trace
+ids derive from session and fusion ids, so a copy that kept the fixtures' ids would merge
+with an earlier start's traces in Tempo. The tailer then reads the work folder as it would
+a user's state directory.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+import uuid
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Callable
+
+from ..copilot import events
+from ..copilot.events import Kept
+from ..copilot.files import LOG_NAME, find_logs
+from .scrub import IdMap, dumps, read_events, scrub_event
+from ..copilot.problems import folder_problem
+from ..turns.session_log import SessionLog
+
+log = logging.getLogger("tailer")
+
+END_BEFORE_NOW = timedelta(minutes=3)
+SPREAD = timedelta(days=2)
+# The least time between two replayed turns, as a user reads an answer and types the next
+# prompt; it also covers the routing that happens before a turn's first event.
+PAUSE_S = 5.0
+_NS_PER_MS = 1_000_000
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+
+# A turn runs from its routing decision to the next one; these end it earlier, since they
+# belong to the session rather than to the turn before them.
+_SESSION_EVENTS = (events.SESSION_START, events.SESSION_RESUME, events.SHUTDOWN)
+_TURN_STARTS = (events.RESOLVED, events.ROUTE_FAILED)
+_MODEL_CHANGE = "session.model_change"
+
+
+def prepare(fixtures: Path, work: Path, now: datetime) -> list[Path]:
+    """Copy every session under `fixtures` into `work`, moved to end shortly before `now`.
+
+    `now` is timezone-aware. `work` must be new or empty: the demo never writes among
+    other files. Ids are fresh, drawn from a generator seeded with `now`. Returns the logs
+    written.
+    """
+    if work.exists() and any(work.iterdir()):
+        raise ValueError(f"{work} is not empty")
+    sessions = {
+        session_id: _events(session_id, path)
+        for session_id, path in sorted(_logs(fixtures).items())
+    }
+    sessions = {session_id: lines for session_id, lines in sessions.items() if lines}
+    if not sessions:
+        raise ValueError(f"no session logs in {fixtures}")
+    ends = {session_id: _time_ns(lines[-1]) for session_id, lines in sessions.items()}
+    set_end = max(ends.values())
+    span = set_end - min(ends.values())
+    scale = min(1.0, _duration_ns(SPREAD) / span) if span else 1.0
+    target_end = _ms_floor(_duration_ns(now - END_BEFORE_NOW - _EPOCH))
+    rng = random.Random(now.isoformat())
+    written = []
+    for session_id, lines in sessions.items():
+        new_end = target_end - _ms_floor(round((set_end - ends[session_id]) * scale))
+        offset = new_end - ends[session_id]
+        ids = IdMap(rng)
+        folder = work / ids.replace(Kept.SESSION_ID, session_id)
+        folder.mkdir(parents=True)
+        path = folder / LOG_NAME
+        text = "".join(dumps(scrub_event(line, ids, _shift(offset))) + "\n" for line in lines)
+        path.write_bytes(text.encode())
+        written.append(path)
+    return written
+
+
+class Replayer:
+    """Appends the fixture turns, one per tick that is due, to a demo session under `work`.
+
+    Turns are taken in the fixtures' time order and start over after the last. Each is
+    moved to end at the clock's current time and gets fresh ids; the first one is preceded
+    by a `session.start`. `clock` gives unix seconds; `rng` draws the ids.
+    """
+
+    def __init__(
+        self,
+        work: Path,
+        fixtures: Path,
+        interval_s: float = 30.0,
+        *,
+        clock: Callable[[], float] = time.time,
+        rng: random.Random | None = None,
+    ):
+        self.interval_s = interval_s
+        self.clock = clock
+        self.rng = rng or random.Random()
+        self._start, self._source_session_id, self._turns = _fixture_turns(fixtures)
+        if not self._turns:
+            raise ValueError(f"no fusion turns in {fixtures}")
+        self.session_id = str(uuid.UUID(int=self.rng.getrandbits(128), version=4))
+        self.log_path = work / self.session_id / LOG_NAME
+        self._next = 0
+        self._due = clock()
+        self._last_event_id: str | None = None
+
+    def tick(self) -> bool:
+        """Append the next turn if it is due; True when one was appended."""
+        now = self.clock()
+        if now < self._due:
+            return False
+        lines = self._turns[self._next]
+        self._next = (self._next + 1) % len(self._turns)
+        if self._last_event_id is None:
+            self.log_path.parent.mkdir(parents=True, exist_ok=True)
+            # The first turn is the first session's, so the start keeps its place before it.
+            if self._start is not None:
+                lines = [self._start, *lines]
+        text = self._rewrite(lines, round(now * 1000) * _NS_PER_MS)
+        with open(self.log_path, "ab") as out:
+            out.write(text.encode())
+        coming = self._turns[self._next]
+        coming_s = (_time_ns(coming[-1]) - _time_ns(coming[0])) / 1e9
+        self._due = now + max(self.interval_s, coming_s + PAUSE_S)
+        return True
+
+    def _rewrite(self, lines: list[dict], end_ns: int) -> str:
+        """`lines` with fresh ids, chained after the log's last event, ending at `end_ns`."""
+        ids = IdMap(self.rng)
+        ids.pin(Kept.SESSION_ID, self._source_session_id, self.session_id)
+        first_parent = lines[0].get("parentId")
+        if isinstance(first_parent, str) and self._last_event_id is not None:
+            ids.pin(Kept.EVENT_ID, first_parent, self._last_event_id)
+        rewritten = [scrub_event(line, ids, _shift(end_ns - _time_ns(lines[-1]))) for line in lines]
+        if self._last_event_id is None:
+            rewritten[0]["parentId"] = None
+        self._last_event_id = rewritten[-1]["id"]
+        return "".join(dumps(event) + "\n" for event in rewritten)
+
+
+def _fixture_turns(fixtures: Path) -> tuple[dict | None, str, list[list[dict]]]:
+    """The first session's start event, its session id, and every turn in time order.
+
+    A turn is the run of events from a routing decision (or route failure), or from an
+    ordinary prompt, up to the next turn or session event (see _starts_a_turn).
+    """
+    sessions = []
+    for session_id, path in _logs(fixtures).items():
+        lines = _events(session_id, path)
+        if lines:
+            sessions.append((_time_ns(lines[0]), session_id, lines))
+    if not sessions:
+        return None, "", []
+    sessions.sort()
+    _, first_id, first_lines = sessions[0]
+    start = first_lines[0] if first_lines[0]["type"] == events.SESSION_START else None
+    turns = []
+    for _, _, lines in sessions:
+        turn = None
+        for line in lines:
+            if line["type"] in _SESSION_EVENTS:
+                turn = None
+            elif line["type"] == _MODEL_CHANGE:
+                continue  # a switch between turns belongs to none; its time would pace one
+            elif _starts_a_turn(line["type"], turn):
+                turn = [line]
+                turns.append(turn)
+            elif turn is not None:
+                turn.append(line)
+    return start, first_id, turns
+
+
+def _logs(fixtures: Path) -> dict[str, Path]:
+    """The fixture sessions' logs; a folder that cannot be read is named and left out."""
+    logs, unreadable = find_logs(fixtures)
+    for session_id, error in sorted(unreadable.items()):
+        log.warning("%s", folder_problem(session_id, error))
+    return logs
+
+
+def _events(session_id: str, path: Path) -> list[dict]:
+    """A fixture log's events, read as every command reads a log (tailer/turns/session_log.py)."""
+    session = SessionLog(session_id, path, every_line=True)
+    found = [event for event in read_events(session) if event is not None]
+    if session.problem is not None:
+        log.warning("%s", session.problem)
+    return found
+
+
+def _starts_a_turn(event_type: str, turn: list[dict] | None) -> bool:
+    """Whether an event begins the next turn to replay, given the turn read so far.
+
+    A routing decision begins a fusion turn; a prompt that follows no routing decision
+    begins an ordinary one. A fusion turn's own prompt, written after its routing decision,
+    stays with it.
+    """
+    if event_type in _TURN_STARTS:
+        return True
+    if event_type != events.USER_MESSAGE:
+        return False
+    return turn is None or not (len(turn) == 1 and turn[0]["type"] in _TURN_STARTS)
+
+
+def _shift(offset_ns: int) -> Callable[[str], str]:
+    def shifted(timestamp: str) -> str:
+        moment = events.parse_timestamp(timestamp)
+        return timestamp if moment is None else _format(moment + offset_ns)
+    return shifted
+
+
+def _format(time_ns: int) -> str:
+    """ISO-8601 UTC with milliseconds, as the CLI writes (it may drop trailing zeros)."""
+    seconds, rest = divmod(time_ns, 1_000_000_000)
+    moment = datetime.fromtimestamp(seconds, timezone.utc)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{rest // _NS_PER_MS:03d}Z"
+
+
+def _time_ns(event: dict) -> int:
+    return events.parse_timestamp(event["timestamp"])
+
+
+def _duration_ns(delta: timedelta) -> int:
+    return (delta.days * 86_400 + delta.seconds) * 1_000_000_000 + delta.microseconds * 1000
+
+
+def _ms_floor(time_ns: int) -> int:
+    """Whole milliseconds, so moved timestamps keep the CLI's precision exactly."""
+    return time_ns - time_ns % _NS_PER_MS

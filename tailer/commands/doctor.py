@@ -1,0 +1,279 @@
+"""`doctor`: after a Copilot CLI upgrade, does the tailer still understand the session logs?
+
+The log is the CLI's private state and changes without notice. This command reads every
+log under the state folder once, from its beginning, through the daemon's own line reader
+and parser, and prints what a user needs to judge that: sessions, CLI versions, fusion
+turns, every event type with its count, and the drift the daemon would count in its
+metrics (fusion event types and fields it does not know, required fields missing, damaged
+lines), and the sessions whose model calls do not add up to the CLI's own totals
+(`session.shutdown`, `session.usage_checkpoint`). The exit code says whether there was
+drift or disagreement, so a script can alert after an upgrade.
+
+Only metadata is printed: type and field names, counts, versions and session ids. No value
+from the log is, so neither the text of prompts and answers nor the paths in
+`session.start`.
+
+`doctor --cli [PATH]` asks the same question before any log shows the answer: it reads
+the event schema the installed CLI ships (tailer/copilot/schema_drift.py) and names what a new
+version changed that the tailer does not expect.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..copilot import events
+from ..copilot import schema_drift
+from ..copilot.files import find_logs
+from ..printable import printable
+from ..copilot.problems import folder_problem, state_dir_problem
+from ..turns.session_log import Read, SessionLog
+from ..turns.assembly import Reconciliation
+
+EXIT_DRIFT = 1
+EXIT_USAGE = 2
+# A damaged log can hold any number of distinct names; past this many per table the rest
+# are counted together so the report stays readable and memory stays bounded.
+MAX_NAMES = 200
+OTHERS = "(others)"
+NO_TYPE = "(no type)"
+NO_VERSION = "(none)"
+
+
+@dataclass
+class Findings:
+    """What the logs hold, as counts; names are type and field names, never values."""
+
+    sessions: int = 0
+    lines: int = 0
+    unreadable: dict[str, str] = field(default_factory=dict)  # session id -> its problem
+    versions: Counter = field(default_factory=Counter)  # CLI version -> sessions
+    fusion_ids: set[str] = field(default_factory=set)
+    route_failures: int = 0
+    event_types: Counter = field(default_factory=Counter)  # type -> lines
+    unknown_types: Counter = field(default_factory=Counter)  # fusion type -> lines
+    unknown_fields: Counter = field(default_factory=Counter)  # (type, field) -> lines
+    missing_fields: Counter = field(default_factory=Counter)  # (type, field) -> lines
+    malformed: Counter = field(default_factory=Counter)  # reason -> lines
+    totals_checked: int = 0
+    disagreements: list[Reconciliation] = field(default_factory=list)
+
+    @property
+    def drift(self) -> bool:
+        return bool(self.unknown_types or self.unknown_fields or self.missing_fields
+                    or self.malformed or self.disagreements)
+
+
+def main(args: argparse.Namespace, environ: dict[str, str] | None = None) -> int:
+    if args.cli is not None:
+        return check_cli(args.cli, environ or {})
+    state_dir = args.state_dir
+    if not state_dir.is_dir():
+        print(
+            f"hydrafusion-tailer: state directory {printable(str(state_dir))} does not exist "
+            "(set --state-dir or COPILOT_STATE_DIR)",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
+    try:
+        findings = examine(state_dir)
+    except OSError as error:
+        print(printable(f"hydrafusion-tailer: {state_dir_problem(error)}"), file=sys.stderr)
+        return EXIT_USAGE
+    print(render(state_dir, findings), end="")
+    return EXIT_DRIFT if findings.drift else 0
+
+
+def examine(state_dir: Path) -> Findings:
+    """Read every session log once. Raises OSError when the state folder cannot be listed."""
+    findings = Findings()
+    logs, unreadable = find_logs(state_dir)
+    findings.sessions = len(logs) + len(unreadable)
+    for session_id, error in unreadable.items():
+        findings.unreadable[session_id] = folder_problem(session_id, error)
+    for session_id, path in sorted(logs.items()):
+        versions: set[str] = set()
+        # Every line: unlike the daemon, doctor tallies the types of lines that are not fusion.
+        session = SessionLog(session_id, path, every_line=True)
+        for read in session.read():
+            version = _examine_line(findings, read)
+            if version is not None:
+                versions.add(version)
+        if session.problem is not None:
+            findings.unreadable[session_id] = session.problem
+        for check in session.turns.take_reconciliations():
+            findings.totals_checked += 1
+            if not check.agrees and len(findings.disagreements) < MAX_NAMES:
+                findings.disagreements.append(check)
+        for version in versions or {NO_VERSION}:
+            _tally(findings.versions, version)
+    return findings
+
+
+def _examine_line(findings: Findings, read: Read) -> str | None:
+    """Count one line (its record judged and fed to its turns by SessionLog, as the daemon
+    reads it); return the CLI version when it is a `session.start` naming one."""
+    line, record = read.line, read.record
+    findings.lines += 1
+    event_type = events.event_type_of(line.data)
+    _tally(findings.event_types, event_type or NO_TYPE)
+    if isinstance(record, events.Malformed):
+        findings.malformed[record.reason] += 1
+    elif isinstance(record, events.Event):
+        if isinstance(record, events.UnknownFusionEvent):
+            _tally(findings.unknown_types, record.event_type)
+        elif isinstance(record, (events.Resolved, events.Completed)):
+            findings.fusion_ids.add(record.fusion_id)
+        elif isinstance(record, events.RouteFailed):
+            findings.route_failures += 1
+        for name in record.unknown_fields:
+            _tally(findings.unknown_fields, (record.event_type, name),
+                   others=(record.event_type, OTHERS))
+        for name in record.missing_fields:
+            findings.missing_fields[record.event_type, name] += 1
+    if event_type == events.SESSION_START and not line.oversized:
+        return events.cli_version_of(line.data)
+    return None
+
+
+def _tally(counter: Counter, key, *, others=OTHERS) -> None:
+    if key in counter or len(counter) < MAX_NAMES:
+        counter[key] += 1
+    else:
+        counter[others] += 1
+
+
+def render(state_dir: Path, findings: Findings) -> str:
+    """The report: sections of aligned rows, then one line with the verdict."""
+    out = [f"Copilot session logs in {printable(str(state_dir))}", ""]
+    out += _table("Sessions", [
+        ("sessions found", findings.sessions),
+        ("lines read", findings.lines),
+        ("unreadable logs", len(findings.unreadable)),
+    ])
+    if findings.unreadable:
+        out += _table("Unreadable logs", [(problem,) for _, problem in
+                                          sorted(findings.unreadable.items())])
+    out += _table("Copilot CLI versions (sessions)", _by_count(findings.versions))
+    out += _table("Fusion turns", [
+        ("turns (distinct fusion ids)", len(findings.fusion_ids)),
+        ("route failures", findings.route_failures),
+    ])
+    out += _table("Event types (lines)", _by_count(findings.event_types))
+    out += _table("Fusion event types the tailer does not know (lines)",
+                  _by_count(findings.unknown_types))
+    out += _table("Unknown fields on fusion events (type, field, lines)",
+                  _by_count(findings.unknown_fields))
+    out += _table("Required fields missing (type, field, lines)",
+                  _by_count(findings.missing_fields))
+    out += _table("Malformed lines (reason, lines)", _by_count(findings.malformed))
+    out += _table("The CLI's own totals", [
+        ("totals checked (shutdowns and usage checkpoints)", findings.totals_checked),
+        ("totals our sums disagree with", len(findings.disagreements)),
+    ])
+    out += _table("Sessions whose sums differ from the CLI's totals (session, totals, model, "
+                  "our AIU, CLI AIU)", _disagreement_rows(findings.disagreements))
+    if findings.drift:
+        out.append("Drift found: the tailer may miss or misread turns in these logs "
+                   "(a CLI upgrade, damaged lines or sums that differ from the CLI's; "
+                   "see above).")
+    else:
+        out.append("No drift: the tailer knows every fusion event type and field in these logs.")
+    return "\n".join(out) + "\n"
+
+
+def _disagreement_rows(checks: list[Reconciliation]) -> list[tuple]:
+    """One row per model whose figures differ; credits shown, tokens differ when equal."""
+    rows = []
+    for check in checks:
+        for model in sorted(check.ours.keys() | check.theirs.keys()):
+            ours, theirs = check.ours.get(model), check.theirs.get(model)
+            if ours != theirs:
+                rows.append((check.session_id, check.source, model,
+                             _credits(ours), _credits(theirs)))
+    return rows
+
+
+def _credits(usage: events.Usage | None) -> str:
+    return "none" if usage is None else f"{usage.aiu:.9g}"
+
+
+def _by_count(counter: Counter) -> list[tuple]:
+    """Rows of (name..., count), most frequent first."""
+    ordered = sorted(counter.items(), key=lambda item: (-item[1], item[0]))
+    return [(*(key if isinstance(key, tuple) else (key,)), count) for key, count in ordered]
+
+
+def _table(heading: str, rows: list[tuple]) -> list[str]:
+    """A heading, its rows indented with columns aligned (numbers to the right), a blank line."""
+    if not rows:
+        return [heading, "  none", ""]
+    cells = [[_shown(cell) for cell in row] for row in rows]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(cells[0]))]
+    lines = [heading]
+    for row, shown in zip(rows, cells):
+        aligned = [
+            text.rjust(width) if isinstance(cell, int) else text.ljust(width)
+            for cell, text, width in zip(row, shown, widths)
+        ]
+        lines.append("  " + "  ".join(aligned).rstrip())
+    return lines + [""]
+
+
+def _shown(cell: object) -> str:
+    """Names come from the log: printable, so none can drive a terminal or break a row, and
+    an empty one shown as `''`."""
+    return printable(str(cell)) or "''"
+
+
+def check_cli(path: str, environ: dict[str, str]) -> int:
+    """`doctor --cli [PATH]`: the installed CLI's event schema against the tailer's knowledge."""
+    try:
+        if path:
+            schema = schema_drift.schema_at(Path(path))
+        else:
+            found = schema_drift.find_schemas(environ)
+            if not found:
+                print("hydrafusion-tailer: no Copilot CLI package found in its caches "
+                      "($XDG_CACHE_HOME/copilot/pkg, ~/.cache/copilot/pkg); run `copilot "
+                      "--version` once, or give the path of session-events.schema.json",
+                      file=sys.stderr)
+                return EXIT_USAGE
+            schema = found[0]
+        drift = schema_drift.compare(schema_drift.load(schema))
+    except (OSError, schema_drift.SchemaError) as error:
+        reason = error.strerror if isinstance(error, OSError) and error.strerror else error
+        print(f"hydrafusion-tailer: cannot read the CLI's event schema {printable(path or '')}: "
+              f"{printable(str(reason))}",
+              file=sys.stderr)
+        return EXIT_USAGE
+    print(render_cli(schema, drift), end="")
+    return EXIT_DRIFT if drift.any else 0
+
+
+def render_cli(schema: Path, drift: schema_drift.Drift) -> str:
+    """The schema report: what a new CLI version changed that the tailer does not expect."""
+    version = schema_drift.version_of(schema)
+    named = f"Copilot CLI {version}" if version != "unknown" else "Copilot CLI"
+    out = [printable(f"{named} event schema: {schema}"), ""]
+    out += _table("Fusion and usage event types the tailer does not know",
+                  [(name,) for name in drift.unknown_types])
+    out += _table("Fields the tailer does not know (type, field, JSON type)",
+                  drift.unknown_fields)
+    out += _table("Event types the tailer reads that are gone", [(t,) for t in drift.gone_types])
+    out += _table("Fields the tailer relies on that are gone (type, field)", drift.gone_fields)
+    out += _table("Fields the tailer relies on whose type changed (type, field, now, read as)",
+                  drift.retyped)
+    out += _table("New fields that may carry free text: review the privacy allowlist "
+                  "(type, field)", drift.free_text)
+    if drift.any:
+        out.append("Drift found: update tailer/copilot/events.py (KNOWN_FIELDS, READ_AS, the parser, "
+                   "SCRUB_DATA) for this CLI version; see docs/COMPATIBILITY.md.")
+    else:
+        out.append("No drift: the tailer knows every fusion and usage event and field this "
+                   "CLI version declares.")
+    return "\n".join(out) + "\n"

@@ -1,0 +1,262 @@
+"""`python -m tailer scrub SRC DST`: copy session logs with only what is safe to share.
+
+A user who wants to report a problem, or to give us sessions for the demo, should be able to
+hand over their logs without handing over their work. A Copilot CLI log holds prompts,
+answers, tool arguments and output, file paths and repository names; the scrubber writes a
+copy that holds only the shape of each fusion turn, which is all the tailer needs:
+
+- every event keeps its envelope (type, id, timestamp, parentId), so the file is still a
+  log the tailer reads in the same order and with the same timing;
+- fusion events keep their metadata (pattern, models, phase kinds, verdicts, statuses,
+  durations, token and credit figures, reason codes), never their text (`content`,
+  `projectionMessage`, `stagedTerminal`, `message`, `errorMessage`, the router's `hint`,
+  `ruleName` and `scores`) nor the paths of a change checkpoint;
+- `session.start` keeps the CLI version and selected model, not its context (cwd, git root,
+  repository, branch); `session.shutdown` its numeric totals, per model too;
+  `session.usage_record` each call's figures (its credits `copilotUsage.totalNanoAiu`, not
+  the itemized `tokenDetails`), leg and the names of the tools it asked for, not request
+  ids; tool calls their ids, tool names and success, never their arguments,
+  output or error;
+- every other event type (prompts, messages, permissions) keeps `data: {}`: the line stays,
+  so the log's rhythm stays, but nothing of it.
+
+The per-type list of fields lives in tailer/copilot/events.py (`SCRUB_DATA`), the only module that
+knows the log's field names. A value in a kept field survives only if it is a number, a
+boolean, or a string that is a code of the field's kind (tailer/codes.py: an enum value, a
+model or tool name, a version); any other string becomes `other`, and an entry of a map
+keyed by model or tool names whose name is no such name is dropped.
+
+Ids are replaced, consistently across a session, so nothing links a shared file to its
+original: the session id (folder name and `sessionId`) and event ids get fresh uuids, each
+`fusionId` a fresh `fusion-<uuid>` that every id derived from it (`<fusionId>:phase:0`,
+`<fusionId>:route`, ...) follows, and tool call ids fresh uuids. The new ids come from a
+seeded random generator, so the same input and seed always give the same bytes; the default
+seed is a digest of the input, which nobody else has. (Give a seed of your own only for
+reproducible fixtures: whoever knows it could check a guessed original session id against
+the new one.) Lines that are not a JSON object with a type and a timestamp
+are dropped and counted; the summary gives counts only, never a line's text.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import random
+import re
+import sys
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterator
+
+from ..copilot import events
+from ..codes import CodeKind
+from ..copilot.events import Kept
+from ..copilot.files import LOG_NAME, find_logs
+from ..printable import printable
+from ..copilot.problems import folder_problem
+from ..turns.session_log import SessionLog
+
+EXIT_USAGE = 2
+_MAX_TEXT = 200
+# What a CLI-made id suffix looks like (`phase:0`, `judge`, `critic:1`, `commit:0`): anything
+# else after a fusion id is replaced too, since it might not be an id.
+_ID_SUFFIX = re.compile(r"[A-Za-z0-9_-]{1,40}(?::[A-Za-z0-9_-]{1,40}){0,3}")
+
+
+class IdMap:
+    """Fresh ids for old ones: the same old id always gets the same new id.
+
+    `pin` fixes a replacement in advance, so a caller can splice a rewritten event into a
+    log of its own (the demo uses it to chain replayed turns onto its session).
+    """
+
+    def __init__(self, rng: random.Random):
+        self._rng = rng
+        self._new: dict[tuple[str, str], str] = {}
+
+    def replace(self, kind: str, old: str) -> str:
+        if kind != Kept.FUSION_ID:
+            return self._fresh(kind, old, self._uuid)
+        fusion_id, colon, suffix = old.partition(":")
+        new = self._fresh(kind, fusion_id, lambda: f"fusion-{self._uuid()}")
+        if not colon:
+            return new
+        if not _ID_SUFFIX.fullmatch(suffix):
+            suffix = self._fresh("suffix", suffix, lambda: self._uuid()[:8])
+        return f"{new}:{suffix}"
+
+    def pin(self, kind: str, old: str, new: str) -> None:
+        self._new[kind, old] = new
+
+    def _fresh(self, kind: str, old: str, make: Callable[[], str]) -> str:
+        key = (kind, old)
+        if key not in self._new:
+            self._new[key] = make()
+        return self._new[key]
+
+    def _uuid(self) -> str:
+        return str(uuid.UUID(int=self._rng.getrandbits(128), version=4))
+
+
+def read_events(session: SessionLog) -> Iterator[dict | None]:
+    """Each line of a log as a JSON object with a type and a valid timestamp, else None.
+
+    The lines come through the log's SessionLog, so the scrub reads a log as every command
+    does (its damage and its problem counted and named alike). Blank lines are skipped; an
+    oversized line is None (its bulk is not metadata); a last line without its newline may
+    be half-written, so it is not a line yet and is not handed out.
+    """
+    for read in session.read():
+        line = read.line.data.strip(b"\0 \t\r")
+        if line:
+            yield None if read.line.oversized else _event_object(line)
+
+
+def _event_object(line: bytes) -> dict | None:
+    try:
+        obj = json.loads(line)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(obj, dict) or not isinstance(obj.get("type"), str):
+        return None
+    if events.parse_timestamp(obj.get("timestamp")) is None:
+        return None
+    return obj
+
+
+def _as_written(timestamp: str) -> str:
+    return timestamp
+
+
+def scrub_event(obj: dict, ids: IdMap, retime: Callable[[str], str] = _as_written) -> dict:
+    """The part of one event (as read_events gives it) that may be shared.
+
+    `retime` maps each kept timestamp; the scrubber keeps them as written.
+    """
+    data_fields = events.SCRUB_DATA.get(obj["type"], {})
+    event = _keep(obj, {**events.SCRUB_ENVELOPE, "data": data_fields}, ids, retime)
+    if not isinstance(event.get("data"), dict):
+        event["data"] = {}
+    return event
+
+
+def _keep(obj: dict, fields: dict, ids: IdMap, retime: Callable[[str], str]) -> dict:
+    kept = {}
+    for name, value in obj.items():
+        how = fields.get(name)
+        if how is None:
+            how = _by_name(fields, name)
+        if how is None:
+            continue
+        if value is None:
+            kept[name] = None
+        elif isinstance(how, dict):
+            if isinstance(value, dict):
+                kept[name] = _keep(value, how, ids, retime)
+        elif isinstance(how, list):
+            if isinstance(value, list):
+                kept[name] = [_keep(item, how[0], ids, retime)
+                              for item in value if isinstance(item, dict)]
+        elif isinstance(value, (bool, int, float)):
+            if how == Kept.VALUE or isinstance(how, CodeKind):
+                kept[name] = value
+        elif isinstance(how, CodeKind):
+            if isinstance(value, str):
+                kept[name] = how.accept(value) or value  # an empty string stays one
+        elif isinstance(value, str) and len(value) <= _MAX_TEXT and how != Kept.VALUE:
+            kept[name] = retime(value) if how == Kept.TIMESTAMP else ids.replace(how, value)
+    return kept
+
+
+def _by_name(fields: dict, name: str) -> object:
+    """How an entry of a map keyed by names is kept; None when its name is no such name."""
+    for marker, kind in events.NAMES_OF.items():
+        if marker in fields and kind.is_code(name):
+            return fields[marker]
+    return None
+
+
+def dumps(event: dict) -> str:
+    """One log line, in the CLI's compact style, without its newline."""
+    return json.dumps(event, separators=(",", ":"), ensure_ascii=False)
+
+
+@dataclass
+class Summary:
+    sessions: int = 0
+    events: int = 0
+    dropped: int = 0  # lines that are not an event with a type and a timestamp
+    damaged: int = 0  # of those, the lines the tailer counts as damaged
+    problems: list[str] = field(default_factory=list)  # logs that could not be read
+
+
+def source_logs(src: Path) -> tuple[dict[str, Path], dict[str, OSError]]:
+    """Session id -> log, and session id -> why its folder cannot be read: SRC is one
+    session folder, or a state dir of them."""
+    if (src / LOG_NAME).is_file():
+        return {src.resolve().name: src / LOG_NAME}, {}
+    return find_logs(src)
+
+
+def default_seed(logs: dict[str, Path]) -> str:
+    """A digest of the input, so scrubbing the same logs twice gives the same files."""
+    digest = hashlib.sha256()
+    for session_id, path in sorted(logs.items()):
+        try:
+            digest.update(session_id.encode() + b"\0" + path.read_bytes() + b"\0")
+        except OSError:
+            pass  # reading it names the problem
+    return digest.hexdigest()
+
+
+def scrub_tree(src: Path, dst: Path, seed: str | None = None) -> Summary:
+    """Write the scrubbed copy of every session under `src` into `dst`/<new id>/events.jsonl.
+
+    `dst` must not exist yet or be empty, so a scrub never mixes with other files.
+    """
+    logs, unreadable = source_logs(src)
+    if not logs and not unreadable:
+        raise ValueError(f"no {LOG_NAME} in {src} or in its folders")
+    if dst.exists() and any(dst.iterdir()):
+        raise ValueError(f"{dst} is not empty")
+    if seed is None:
+        seed = default_seed(logs)
+    summary = Summary(problems=[folder_problem(session_id, error)
+                                for session_id, error in sorted(unreadable.items())])
+    for session_id, path in sorted(logs.items()):
+        ids = IdMap(random.Random(f"{seed}\n{session_id}"))
+        session = SessionLog(session_id, path, every_line=True)
+        lines = []
+        for obj in read_events(session):
+            if obj is None:
+                summary.dropped += 1
+            else:
+                lines.append(dumps(scrub_event(obj, ids)) + "\n")
+        summary.damaged += sum(session.damage.values())
+        if session.problem is not None:
+            summary.problems.append(session.problem)
+            continue
+        folder = dst / ids.replace(Kept.SESSION_ID, session_id)
+        folder.mkdir(parents=True)
+        (folder / LOG_NAME).write_bytes("".join(lines).encode())  # "\n" on Windows too
+        summary.sessions += 1
+        summary.events += len(lines)
+    return summary
+
+
+def main(args: argparse.Namespace) -> int:
+    """The `scrub` command: args.src, args.dst (Paths) and args.seed (str or None)."""
+    try:
+        summary = scrub_tree(args.src, args.dst, args.seed)
+    except (ValueError, OSError) as error:
+        print(f"hydrafusion-tailer scrub: {printable(str(error))}", file=sys.stderr)
+        return EXIT_USAGE
+    for problem in summary.problems:
+        print(f"hydrafusion-tailer scrub: {problem}", file=sys.stderr)
+    print(
+        f"scrubbed {summary.sessions} sessions into {printable(str(args.dst))}: "
+        f"{summary.events} events kept, {summary.dropped} lines dropped ({summary.damaged} damaged)"
+    )
+    return 0

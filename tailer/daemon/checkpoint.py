@@ -1,0 +1,248 @@
+"""Keep the tailer's state in one file, so a restart resumes exactly where it stopped.
+
+The state is one consistent cut of the whole pipeline, taken between two passes of the main
+loop: every log's position, the turns still open, the fusion ids already
+reported, the counter values, and the spans the collector has not accepted yet. Restoring
+all of it together is what makes a crash harmless: the lines after the cut are read again
+and counted again, from counters that had not counted them yet.
+
+This module keeps the file: its lock, the heartbeat on it, the atomic save, the load and
+the migration from older versions. What each part holds is its component's to say: each
+writes its own part (`to_state`, `state`) and checks it when it is read back (its
+`*_from_state`, gathered by the daemon in stages.Saved).
+
+The file is replaced atomically (atomic_file.replace_file: a temporary file in the same
+folder, flushed to disk, then renamed over the old one), so a crash while saving leaves the
+previous cut intact.
+
+A checkpoint may still be damaged (a bit flip, a hand edit, another program's file at its
+path), and whatever `load` returns is trusted by every stage. So `load` opens only a
+regular file, without blocking, refuses one above MAX_BYTES before reading it, and has
+every field's type and range checked, each part by the component that saved it (the
+reading stage's `sessions` by tailer/turns/session_state.py); anything else is a CheckpointError,
+which the caller answers by moving the file aside and starting afresh rather than crashing
+on it later.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import stat
+from pathlib import Path
+from typing import BinaryIO, Callable
+
+if os.name == "nt":
+    import msvcrt
+else:
+    import fcntl
+
+from ..turns import session_state
+from ..atomic_file import replace_file
+from ..saved_state import mapping, sequence
+
+VERSION = 4
+HEARTBEAT_S = 10.0
+# A checkpoint holds positions, the last fusion ids of each session, open turns and at most
+# 10,000 unsent spans: some 40 MB for 10,000 sessions of 50 turns each with a full outbox.
+# A file larger than this is not one we wrote, and is refused before it is read.
+MAX_BYTES = 256 << 20
+
+class CheckpointError(Exception):
+    """The saved state cannot be used: unreadable, not ours, or from another version."""
+
+
+class CheckpointInUse(Exception):
+    """Another tailer holds the checkpoint."""
+
+
+def default_path(environ: dict[str, str], name: str = "checkpoint.json") -> Path:
+    """$XDG_STATE_HOME/hydrafusion/NAME, else ~/.local/state/hydrafusion/NAME."""
+    base = environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state"
+    return Path(base, "hydrafusion", name)
+
+
+def claim(path: Path) -> BinaryIO | None:
+    """Lock the checkpoint for this process; the lock lasts as long as the returned file is open.
+
+    Two tailers on one checkpoint would each resume from the other's saves, counting turns
+    twice or missing them, so a second one is refused (CheckpointInUse). The lock belongs to
+    the operating system, which ends it with the process, `kill -9` included. Returns None
+    when the lock file cannot be made: the checkpoint's own saves report that problem.
+
+    A symlink at the lock's path is never followed (O_NOFOLLOW): one planted there, dangling
+    or not, would make us create or touch the file it names. It counts as a lock file that
+    cannot be made.
+    """
+    lock_path = _lock_path(path)
+    flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
+    try:
+        lock_path.parent.mkdir(parents=True, exist_ok=True)
+        handle = open(os.open(lock_path, flags, 0o600), "r+b")
+    except OSError:
+        return None
+    try:
+        if os.name == "nt":
+            handle.seek(0)
+            msvcrt.locking(handle.fileno(), msvcrt.LK_NBLCK, 1)
+        else:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        handle.close()
+        raise CheckpointInUse(
+            f"another tailer is using the checkpoint {path}; give this one a --checkpoint "
+            "of its own"
+        ) from None
+    return handle
+
+
+def _lock_path(path: Path) -> Path:
+    return path.with_name(path.name + ".lock")
+
+
+def last_alive(path: Path) -> float | None:
+    """When the last tailer on this checkpoint was last known alive (see `beat`), in Unix
+    seconds; None when no tailer ever held it. Read it before `claim`."""
+    try:
+        return os.stat(_lock_path(path)).st_mtime
+    except OSError:
+        return None
+
+
+def beat(claimed: BinaryIO) -> None:
+    """Note that this tailer is alive, on the lock file's modification time.
+
+    A tailer killed with -9 cannot say when it stopped, and Prometheus may have scraped it
+    until then; the next one must place no history sample before that (tailer/outputs/history.py).
+    Touching the lock file every HEARTBEAT_S bounds that moment at no cost to the disk's
+    data.
+    """
+    with contextlib.suppress(OSError, NotImplementedError):
+        os.utime(claimed.fileno())
+
+
+def save(path: Path, state: dict) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    replace_file(path, lambda out: _write({"version": VERSION, **state}, out), durable=True)
+
+
+def _write(state: dict, out: BinaryIO) -> None:
+    """json.dumps(state) into `out`, the spans waiting for the collector a trace at a time.
+
+    They can be megabytes while a backfill outruns the collector, and the whole as one
+    string (its pieces, their join, then its encoding) would hold them three times more:
+    that was the peak memory of an exporting backfill. The rest is written by one
+    json.dumps, which is several times faster than json.dump's Python encoder on the many
+    small values of thousands of sessions.
+    """
+    def write(text: str) -> None:
+        out.write(text.encode("ascii"))  # json.dumps escapes everything else
+
+    pending = state.get("pending")
+    if not pending:
+        write(json.dumps(state, separators=(",", ":")))
+        return
+    rest = {key: value for key, value in state.items() if key != "pending"}
+    write(json.dumps(rest, separators=(",", ":"))[:-1] + ',"pending":[')
+    for number, trace in enumerate(pending):
+        write(("," if number else "") + json.dumps(trace, separators=(",", ":")))
+    write("]}")
+
+
+def load(path: Path, parts: Callable[[dict], object] = lambda state: state):
+    """The saved state as `parts` reads it back (each component checking its own part:
+    ValueError, KeyError or TypeError when damaged), or None when there is none yet;
+    CheckpointError when it is unusable."""
+    try:
+        data = _read(path)
+    except FileNotFoundError:
+        return None
+    except OSError as error:
+        raise CheckpointError(f"cannot read {path}: {error.strerror or error}") from error
+    try:
+        state = json.loads(data)
+    except (ValueError, RecursionError) as error:
+        raise CheckpointError(f"{path} is not a JSON checkpoint ({type(error).__name__})") from error
+    if not isinstance(state, dict) or state.get("version") not in (2, 3, VERSION):
+        raise CheckpointError(f"{path} is not a version {VERSION} checkpoint")
+    try:
+        if state["version"] == 2:
+            state = _from_version_2(state)
+        if state["version"] == 3:
+            state = _from_version_3(state)
+        _check(state)
+        return parts(state)
+    except (KeyError, TypeError, ValueError, RecursionError) as error:
+        raise CheckpointError(f"{path} is damaged ({type(error).__name__}: {error})") from error
+
+
+def _read(path: Path) -> bytes:
+    """The bytes of a regular file of at most MAX_BYTES, else CheckpointError, never blocking.
+
+    O_NONBLOCK makes opening a FIFO return at once (and a read of one too); the checks on
+    the open file then refuse it, a device (a link to /dev/zero would never end) or a file
+    too large to be ours, before anything is read.
+    """
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
+    with open(os.open(path, flags | getattr(os, "O_BINARY", 0)), "rb") as handle:
+        status = os.fstat(handle.fileno())
+        if not stat.S_ISREG(status.st_mode):
+            raise CheckpointError(f"{path} is not a regular file")
+        too_large = CheckpointError(f"{path} is larger than {MAX_BYTES >> 20} MiB")
+        if status.st_size > MAX_BYTES:
+            raise too_large
+        data = handle.read(MAX_BYTES + 1)  # it may have grown since
+        if len(data) > MAX_BYTES:
+            raise too_large
+        return data
+
+
+def _from_version_2(state: dict) -> dict:
+    """Version 2 kept a digest of a log's first bytes; its positions carry on unchecked
+    until the next read, which takes the digest that version 3 keeps."""
+    sessions = {}
+    for session_id, saved in mapping(state["sessions"], "sessions").items():
+        saved = dict(mapping(saved, "a session"))
+        saved["position"] = [saved.pop("offset"), saved.pop("line"), 0, ""]
+        saved.pop("identity", None)
+        sessions[session_id] = saved
+    return {**state, "version": 3, "sessions": sessions}
+
+
+def _from_version_3(state: dict) -> dict:
+    """Version 3 took a model call's `cost`, a price multiplier, for its credits: the
+    credits of the calls it kept, and of the ledgers that summed them, are unknown."""
+    sessions = {}
+    for session_id, saved in mapping(state["sessions"], "sessions").items():
+        saved = dict(mapping(saved, "a session"))
+        saved["open"] = [_without_call_credits(turn)
+                         for turn in sequence(saved["open"], "a session's open turns")]
+        context = saved.get("context")
+        if context is not None:
+            context = dict(mapping(context, "a session's context"))
+            for ledger in ("run", "log"):
+                models = context[ledger]
+                context[f"{ledger}_unpriced"] = list(mapping(models, "a ledger")) if models else []
+            saved["context"] = context
+        sessions[session_id] = saved
+    return {**state, "version": VERSION, "sessions": sessions}
+
+
+def _without_call_credits(turn: dict) -> dict:
+    records = []
+    for record in sequence(mapping(turn, "an open turn")["records"], "an open turn's records"):
+        if mapping(record, "a record").get("kind") == "ModelCall":
+            usage = {**mapping(record["usage"], "a call's usage"), "nano_aiu": 0}
+            record = {**record, "usage": usage, "credits_known": False}
+        records.append(record)
+    return {**turn, "records": records}
+
+def _check(state: dict) -> None:
+    """Raise on anything not shaped as `save` writes it, naming the field, never its value.
+
+    Every stage trusts what it restores, so a value of the wrong type or range here would
+    crash every start (an offset of "10"), or worse, be exported. The other parts are
+    checked by the components that read them back (`load`'s `parts`).
+    """
+    session_state.check(state)

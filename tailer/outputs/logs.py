@@ -1,0 +1,68 @@
+"""What the tailer writes to its own log for each turn (warnings that cannot flood: log_limit).
+
+The per-turn line is what a user greps for to see that the tailer works, so its shape is
+fixed: `fusion {id[:20]} pattern=... phases=... models=... aiu=...`, and for a prompt
+answered without fusion `ordinary {key[:20]} model=... calls=... tools=... aiu=...`
+(`aiu=unknown` when a call's usage record gives no credits). Warnings about damaged lines
+name the file and line number and the reason, never the line's text, which may hold a
+prompt or an answer.
+
+Every record is made printable once, where it is formatted (PrintableFormatter), whoever
+logged it: a session folder's name, a model or a collector's error body can neither drive
+the terminal that shows the log nor forge a line of its own.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from ..printable import printable
+from ..turns.assembly import Turn
+
+log = logging.getLogger("tailer")
+
+
+class PrintableFormatter(logging.Formatter):
+    """A logging.Formatter whose every line is printable (tailer/printable.py).
+
+    The line of a record (time, level, message) is escaped whole, so a value with a line
+    break stays on its record's line. A traceback keeps its lines, for reading, each one
+    escaped and indented: a line break in an exception's message can start a line, but not
+    one that passes for a record of its own. A line with nothing to escape is left as it
+    is, so the per-turn line keeps its shape.
+    """
+
+    def formatMessage(self, record: logging.LogRecord) -> str:
+        return printable(super().formatMessage(record))
+
+    def formatException(self, ei) -> str:
+        return _printable_lines(super().formatException(ei))
+
+    def formatStack(self, stack_info: str) -> str:
+        return _printable_lines(super().formatStack(stack_info))
+
+
+def _printable_lines(text: str) -> str:
+    return "\n".join("  " + printable(line) for line in text.split("\n"))
+
+
+def turn_line(turn: Turn) -> str:
+    if turn.ordinary:
+        aiu = f"{turn.usage.aiu:.2f}" if turn.credits_known else "unknown"
+        return (f"ordinary {turn.fusion_id[:20]} model={turn.main_model} calls={len(turn.calls)}"
+                f" tools={len(turn.tools)} aiu={aiu}")
+    line = (
+        f"fusion {turn.fusion_id[:20]} pattern={turn.pattern} phases={len(turn.legs)}"
+        f" models={','.join(turn.models)} aiu={turn.usage.aiu:.2f}"
+    )
+    if turn.outcome != "completed":
+        line += f" outcome={turn.outcome}"
+    if turn.route_failure is not None:
+        line += f" reason={turn.route_failure.reason or 'unknown'}"
+    return line
+
+
+def log_turn(turn: Turn) -> None:
+    level = logging.WARNING if turn.route_failure is not None else logging.INFO
+    log.log(level, "%s", turn_line(turn))
+

@@ -1,0 +1,261 @@
+"""`hydrafusion-tailer report`: the answers from the session logs, with nothing but Python.
+
+Many people cannot or will not run the stack, so the report reads the session logs itself,
+through the daemon's own stages (files -> lines -> events -> turns), and prints what the
+dashboard shows. It is read-only: no daemon, no checkpoint, no network, nothing written but
+the HTML file asked for. A turn still open when a log ends is finished as `incomplete`, as
+the daemon does when a session goes idle.
+
+This module is the command: its options and what it does with them. Reading and choosing
+the turns is report_read.py, the figures report_figures.py, the renderers report_table.py,
+report_text.py (JSON, CSV) and report_html.py, `--watch` live.py. docs/REPORT.md describes the command and
+its output.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import re
+import secrets
+import sys
+import time
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import TextIO
+
+from . import html as report_html
+from . import live
+from . import table as report_table
+from . import text as report_text
+from ..copilot.files import find_logs
+from ..printable import printable
+from .figures import snapshot, turn_row
+from .read import Selection, SessionReader, wanted_turns
+from ..copilot.problems import state_dir_problem
+
+EXIT_NO_SESSIONS = 1
+EXIT_USAGE = 2
+FORMATS = ("table", "json", "csv", "csv-calls")
+TABLE_WIDTH = 100
+
+
+def add_arguments(parser: argparse.ArgumentParser, state_dir: Path) -> None:
+    parser.add_argument(
+        "--state-dir", type=Path, default=state_dir,
+        help="Copilot session-state folder [$COPILOT_STATE_DIR, else "
+        "$COPILOT_HOME/session-state, else ~/.copilot/session-state]",
+    )
+    parser.add_argument("--since", metavar="WHEN",
+                        help="turns that started at or after WHEN: a date (2026-11-04, local "
+                        "midnight), a date and time, or a time ago (7d, 24h, 30m)")
+    parser.add_argument("--until", metavar="WHEN",
+                        help="turns that started before WHEN; a date counts in whole")
+    parser.add_argument("--session", metavar="ID", help="one session: its id or the start of it")
+    parser.add_argument("--model", help="turns with a leg on this model (part of its name will do)")
+    parser.add_argument("--pattern", help="turns of this pattern (single, cascade, critique, ...)")
+    parser.add_argument("--format", choices=FORMATS, default="table",
+                        help="what to print: a table (default), one JSON document, CSV with "
+                        "one row per leg, or CSV with one row per model call")
+    parser.add_argument("--html", type=Path, metavar="FILE",
+                        help="write one self-contained HTML page to FILE instead")
+    parser.add_argument("--watch", action="store_true",
+                        help="keep the table on screen, redrawn as turns arrive (Ctrl-C ends)")
+    parser.add_argument("--demo", action="store_true",
+                        help="report on the bundled example sessions, moved to end a few minutes "
+                        "ago (with --watch, a turn is replayed every 30 s)")
+
+
+def parse_when(text: str, now: datetime, *, whole_day_after: bool = False) -> datetime:
+    """`7d`, `24h`, `30m` before `now`; a date (local midnight; the next one with
+    whole_day_after); or an ISO date and time (local unless it names its offset). Raises
+    ValueError."""
+    ago = re.fullmatch(r"(\d+(?:\.\d+)?)([dhm])", text.strip())
+    if ago:
+        unit = {"d": "days", "h": "hours", "m": "minutes"}[ago.group(2)]
+        return now - timedelta(**{unit: float(ago.group(1))})
+    try:
+        moment = datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise ValueError(f"{text!r} is not a date (2026-11-04), a date and time, or 7d / 24h / 30m") from None
+    if moment.tzinfo is None:
+        moment = moment.astimezone()  # local time, daylight saving time included
+    if whole_day_after and re.fullmatch(r"\d{4}-\d\d-\d\d", text.strip()):
+        moment += timedelta(days=1)
+    return moment
+
+
+def selection_from(args: argparse.Namespace, now: datetime) -> Selection:
+    def ns(moment: datetime | None) -> int | None:
+        return None if moment is None else int(moment.timestamp() * 1e9)
+
+    since = parse_when(args.since, now) if args.since else None
+    until = parse_when(args.until, now, whole_day_after=True) if args.until else None
+    return Selection(ns(since), ns(until), args.session, args.model, args.pattern)
+
+
+def filters_of(args: argparse.Namespace) -> dict[str, str]:
+    """The options that chose the turns, as given: a report says what it covers."""
+    names = ("since", "until", "session", "model", "pattern")
+    return {name: getattr(args, name) for name in names if getattr(args, name)}
+
+
+class Progress:
+    """`reading 12/200 sessions, 340/1018 MB` on a terminal's stderr, a few times a second."""
+
+    EVERY_S = 0.25
+
+    def __init__(self, stream: TextIO, logs: list[Path]):
+        self.stream = stream
+        self.sessions, self.total_bytes = len(logs), sum(map(_size, logs))
+        self.done_sessions = self.done_bytes = 0
+        self._next = time.monotonic() + self.EVERY_S
+        self._shown = False
+
+    def log_read(self, path: Path) -> None:
+        self.done_sessions += 1
+        self.done_bytes += _size(path)
+        if time.monotonic() < self._next:
+            return
+        self._next = time.monotonic() + self.EVERY_S
+        self._shown = True
+        self.stream.write(f"\rreading {self.done_sessions}/{self.sessions} sessions, "
+                          f"{self.done_bytes / 1e6:.0f}/{self.total_bytes / 1e6:.0f} MB\x1b[K")
+        self.stream.flush()
+
+    def close(self) -> None:
+        if self._shown:
+            self.stream.write("\r\x1b[K")
+            self.stream.flush()
+
+
+def main(args: argparse.Namespace, environ: dict[str, str], *, state_dir: Path | None = None,
+         on_pass=None) -> int:
+    """The report on `args.state_dir`, or on `state_dir` with `on_pass` called before every
+    pass of --watch (the demo's copy and its replay: tailer/commands/demo_run.py)."""
+    now = datetime.now(timezone.utc)
+    try:
+        selection = selection_from(args, now)
+        if args.watch and (args.html or args.format != "table"):
+            raise ValueError("--watch shows the table: it takes neither --html nor --format")
+    except ValueError as error:
+        print(f"hydrafusion-tailer report: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    return _report(args, environ, state_dir or args.state_dir, selection, now, on_pass=on_pass)
+
+
+def _report(args: argparse.Namespace, environ: dict[str, str], state_dir: Path,
+            selection: Selection, now: datetime, on_pass=None) -> int:
+    color = sys.stdout.isatty() and not environ.get("NO_COLOR")
+    if args.watch:
+        if not state_dir.is_dir():
+            return _nothing_found(state_dir, exists=False)
+        return live.watch(state_dir, selection, filters_of(args), sys.stdout,
+                                 color=color, on_pass=on_pass)
+    if not state_dir.exists():
+        return _nothing_found(state_dir, exists=False)
+    try:
+        logs, unreadable = find_logs(state_dir)
+    except OSError as error:
+        print(f"hydrafusion-tailer report: {state_dir_problem(error)}", file=sys.stderr)
+        return EXIT_NO_SESSIONS
+    if not logs and not unreadable:
+        return _nothing_found(state_dir, exists=True)
+    wanted = {sid: path for sid, path in logs.items() if selection.wants_log(sid, path)}
+    progress = Progress(sys.stderr, list(wanted.values())) if sys.stderr.isatty() else None
+    reader = SessionReader()
+    for session_id, error in unreadable.items():
+        if selection.wants_session(session_id):
+            reader.unreadable_folder(session_id, error)
+    rows = [turn_row(turn, None)
+            for turn in wanted_turns(wanted, selection, reader, progress and progress.log_read)]
+    if progress is not None:
+        progress.close()
+    for problem in sorted(reader.problems.values()):
+        print(f"hydrafusion-tailer report: {problem}", file=sys.stderr)
+    figures = snapshot(rows, now=now, sessions=len(wanted), skipped=reader.skipped(),
+                       filters=filters_of(args), checks=reader.reconciliations)
+    if args.html:
+        try:
+            _write_replacing(args.html, report_html.render(figures))
+        except OSError as error:
+            print(f"hydrafusion-tailer report: cannot write {printable(str(args.html))}: "
+                  f"{error.strerror}", file=sys.stderr)
+            return EXIT_USAGE
+        print(f"wrote {printable(str(args.html))} ({len(figures.turns)} turns)", file=sys.stderr)
+        return 0
+    if args.format == "json":
+        text = report_text.render_json(figures)  # pieces: a month is written as it is made
+    elif args.format == "csv":
+        text = report_text.render_csv(figures)
+    elif args.format == "csv-calls":
+        text = report_text.render_calls_csv(figures)
+    else:
+        text = report_table.render_table(figures, width=_width(), color=color)
+    try:
+        sys.stdout.writelines(text)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # `report | head`: the reader has all it wanted.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    if not figures.turns and args.format == "table":
+        print(_no_turns_hint(len(logs), len(wanted), filters_of(args)), file=sys.stderr)
+    return 0
+
+
+def _write_replacing(path: Path, text: str) -> None:
+    """Write `text` to a new file beside `path`, then rename it onto `path`.
+
+    The rename replaces whatever is at `path` in one step: a reader never sees half a page,
+    and a symlink there is replaced by the page, never written through, so a link planted
+    at the page's path cannot make the report overwrite the file it points to. The new file
+    is made with O_EXCL and O_NOFOLLOW, so it is ours; its mode follows the umask, as any
+    file a command writes does.
+    """
+    temp = path.with_name(f".{path.name}.{secrets.token_hex(8)}.tmp")
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+    fd = os.open(temp, flags | getattr(os, "O_BINARY", 0), 0o666)
+    try:
+        with open(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(temp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+        raise
+
+
+def _nothing_found(state_dir: Path, *, exists: bool) -> int:
+    why = "has no session logs (*/events.jsonl)" if exists else "does not exist"
+    print(
+        f"hydrafusion-tailer report: {printable(str(state_dir))} {why}.\n"
+        "  Copilot CLI keeps its sessions in ~/.copilot/session-state (or "
+        "$COPILOT_HOME/session-state).\n"
+        "  Elsewhere? Give --state-dir DIR or set COPILOT_STATE_DIR.\n"
+        "  No sessions yet? `python3 -m tailer report --demo` shows a report of example sessions.",
+        file=sys.stderr,
+    )
+    return EXIT_NO_SESSIONS
+
+
+def _no_turns_hint(found: int, read: int, filters: dict[str, str]) -> str:
+    if filters:
+        chosen = printable(" ".join(f"--{k} {v}" for k, v in filters.items()))
+        return (f"No turn matches {chosen} "
+                f"({read} of {found} session logs read).")
+    return (f"{found} session logs read, none with a HydraFusion turn: HydraFusion routes only "
+            "sessions that use the `hydrafusion` (auto) model.")
+
+
+def _width() -> int:
+    if not sys.stdout.isatty():
+        return TABLE_WIDTH
+    return max(60, min(TABLE_WIDTH, os.get_terminal_size(sys.stdout.fileno()).columns))
+
+
+def _size(path: Path) -> int:
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return 0

@@ -1,0 +1,463 @@
+"""The report's figures: one plain-data snapshot computed from finished turns.
+
+Every renderer (table, JSON, CSV, HTML) is a pure function of a `Snapshot`, so the figures
+are defined once, here, and the same way the stack defines them (docs/METRICS.md,
+prometheus/rules/hydrafusion.yml, the dashboard's panels), so the report and the dashboard
+show the same numbers for the same turns:
+
+- the headline, the groups by model, leg kind, pattern and day are about HydraFusion's
+  turns (route failures included, prompts answered without fusion not), as
+  `hydrafusion_turns_total` and the leg families are;
+- credits, tokens and calls of those are counted from the legs, never from the turn rollup
+  (which is their sum: adding both would count them twice);
+- compound rate: routed turns (route failures excluded) that used more than one distinct
+  model, over all routed turns;
+- judge rejection rate: turns in which a verdict sent the draft back (`reject`, `revise`),
+  over turns in which a judge gave a verdict: per turn, so a turn judged twice weighs once;
+- review share: credits of the legs that did not produce the answer, over all credits;
+- cache share of input: cache-read tokens over input tokens (input includes cache reads);
+- by kind puts every prompt on one footing, as the `hydrafusion_prompt_*` families do:
+  `fusion`, `ordinary` (answered by the model the user picked, from its model calls) and
+  `fallback` (a route failure, answered by the fallback model).
+
+A ratio with nothing to divide by is None (null in JSON), as the recording rules leave it
+absent rather than 0.
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+from datetime import datetime, timezone, tzinfo
+
+from ..copilot.events import REJECTING_VERDICTS, LegEnded, ModelCall, Usage
+from ..turns.assembly import (
+    ROUTE_FAILED_OUTCOME, Reconciliation, ToolCall, Turn, call_start_ns, leg_start_ns,
+)
+
+SCHEMA_VERSION = 1
+ORDINARY = "ordinary"
+KINDS = ("fusion", "ordinary", "fallback")
+
+
+@dataclass(frozen=True, slots=True)
+class Spend:
+    """What a group of legs (one model, one leg kind) ran and spent."""
+
+    name: str
+    legs: int
+    calls: int
+    credits: float
+    input_tokens: int
+    output_tokens: int
+    cache_read_tokens: int
+    cache_write_tokens: int
+
+
+@dataclass(frozen=True, slots=True)
+class KindFigures:
+    """The prompts of one kind (fusion, ordinary, fallback), for comparing them."""
+
+    kind: str
+    turns: int
+    credits: float
+    calls: int
+    tools: int
+    median_credits: float
+    median_duration_ms: float
+
+
+@dataclass(frozen=True, slots=True)
+class PatternFigures:
+    """Turns of one pattern and what one such turn costs (credits per turn)."""
+
+    pattern: str
+    turns: int
+    credits: float
+    median_credits: float
+    min_credits: float
+    max_credits: float
+
+
+@dataclass(frozen=True, slots=True)
+class DayFigures:
+    day: str  # YYYY-MM-DD in the report's time zone
+    turns: int
+    credits: float
+    credits_by_model: dict[str, float]
+
+
+@dataclass(frozen=True, slots=True)
+class LegRow:
+    kind: str
+    role: str
+    model: str
+    status: str
+    verdict: str | None
+    committed: bool
+    start_ms: float  # from the start of its turn
+    duration_ms: float
+    calls: int
+    credits: float
+    input_tokens: int
+    output_tokens: int
+    cache_read_tokens: int
+    cache_write_tokens: int
+    failure_reason: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class CallRow:
+    """One model call (a usage record); `leg` is the index of the leg it served."""
+
+    leg: int | None
+    model: str
+    start_ms: float
+    duration_ms: float
+    credits: float
+    input_tokens: int
+    output_tokens: int
+    cache_read_tokens: int
+    finish_reason: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class ToolRow:
+    """One tool call. `timing` says how its times are known: `live` (its own events),
+    `between_calls` (replayed at commit, placed after the call that asked for it) or
+    `commit` (replayed, and only the replay's time is known)."""
+
+    leg: int | None
+    name: str
+    success: bool | None
+    start_ms: float
+    duration_ms: float
+    timing: str
+
+
+@dataclass(frozen=True, slots=True)
+class TurnRow:
+    session_id: str
+    fusion_id: str  # an ordinary turn's key: prompt-<id of its user.message>
+    kind: str  # fusion, ordinary, fallback
+    model: str  # fusion: the synthetic model; ordinary: its main model; fallback: the fallback
+    start: str  # ISO 8601 with the report's UTC offset
+    pattern: str
+    outcome: str
+    compound: bool
+    credits: float
+    calls: int
+    duration_ms: float
+    routing_ms: float | None
+    degraded_reason: str | None
+    route_failure_reason: str | None
+    legs: list[LegRow]
+    model_calls: list[CallRow]
+    tools: list[ToolRow]
+
+
+@dataclass(frozen=True, slots=True)
+class Headline:
+    turns: int  # HydraFusion's turns: fusion and fallback
+    credits: float
+    calls: int
+    outcomes: dict[str, int]  # completed (or the rollup's own word), incomplete, route_failed
+    compound_rate: float | None
+    judged_turns: int  # turns in which a judge gave a verdict
+    rejected_turns: int  # of those, the ones whose draft a verdict sent back
+    judge_rejection_rate: float | None
+    review_share: float | None
+    cache_share: float | None
+    failed_legs: int  # legs that ended failed or cancelled
+    tools: int  # tool calls of HydraFusion's turns
+
+
+@dataclass(frozen=True, slots=True)
+class Check:
+    """The CLI's own totals for one run of a session, next to the sums of its calls.
+
+    `differences` lists, per model that differs, both sides' figures (under "all models"
+    when the CLI gave credits only)."""
+
+    session_id: str
+    source: str  # shutdown, usage_checkpoint
+    scope: str  # run, log
+    agrees: bool
+    differences: list[dict]
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    schema_version: int
+    generated_at: str
+    utc_offset: str  # of the report's time zone when it was made
+    filters: dict[str, str]
+    sessions: int  # session logs read
+    skipped: dict[str, int]  # damaged_lines, unreadable_logs
+    first_turn: str | None
+    last_turn: str | None
+    headline: Headline
+    by_kind: list[KindFigures]
+    by_model: list[Spend]
+    by_leg_kind: list[Spend]
+    by_pattern: list[PatternFigures]
+    by_day: list[DayFigures]
+    reconciliation: list[Check]
+    turns: list[TurnRow]
+
+
+def snapshot(
+    turns: list[TurnRow],
+    *,
+    now: datetime,
+    tz: tzinfo | None = None,
+    sessions: int = 0,
+    skipped: dict[str, int] | None = None,
+    filters: dict[str, str] | None = None,
+    checks: list[Reconciliation] = (),
+) -> Snapshot:
+    """The figures of `turns` (finished ones, made by turn_row), listed in the order they
+    started. `tz` is the report's time zone, None the machine's local one."""
+    rows = sorted(turns, key=lambda row: (datetime.fromisoformat(row.start), row.session_id,
+                                          row.fusion_id))
+    fusion = [row for row in rows if row.kind != ORDINARY]
+    return Snapshot(
+        schema_version=SCHEMA_VERSION,
+        generated_at=now.astimezone(tz).isoformat(timespec="seconds"),
+        utc_offset=now.astimezone(tz).isoformat()[-6:],
+        filters=dict(filters or {}),
+        sessions=sessions,
+        skipped={"damaged_lines": 0, "unreadable_logs": 0, **(skipped or {})},
+        first_turn=rows[0].start if rows else None,
+        last_turn=rows[-1].start if rows else None,
+        headline=headline(fusion),
+        by_kind=by_kind(rows),
+        by_model=spend_by(fusion, lambda leg: leg.model),
+        by_leg_kind=spend_by(fusion, lambda leg: leg.kind),
+        by_pattern=by_pattern(fusion),
+        by_day=by_day(fusion),
+        reconciliation=[_check(check) for check in checks],
+        turns=rows,
+    )
+
+
+def turn_row(turn: Turn, tz: tzinfo | None) -> TurnRow:
+    """What the report keeps of a finished turn: plain figures, a fraction of the Turn's
+    size, so a report of a month holds rows, not every record of every turn. `tz` None is
+    the machine's local time zone, daylight saving time included."""
+    start_ns = turn.start_ns  # found afresh at each use, from every call when incomplete
+    legs = [_leg_row(turn, leg) for leg in turn.legs]
+    index = {id(leg): number for number, leg in enumerate(turn.legs)}
+
+    def leg_index(phase_id: str | None) -> int | None:
+        leg = turn.leg_of(phase_id)
+        return None if leg is None else index[id(leg)]
+
+    calls = [_call_row(start_ns, call, leg_index(call.phase_id)) for call in turn.calls]
+    failure = turn.route_failure
+    if turn.ordinary:
+        credits, call_count = _total(call.credits for call in calls), len(calls)
+    else:
+        credits = _credits(sum(leg.usage.nano_aiu for leg in turn.legs))
+        call_count = sum(leg.calls for leg in legs)
+    return TurnRow(
+        session_id=turn.session_id,
+        fusion_id=turn.fusion_id,
+        kind=turn.kind,
+        model=turn.prompt_model,
+        start=_moment(start_ns, tz),
+        pattern=turn.pattern,
+        outcome=turn.outcome,
+        compound=turn.compound,
+        credits=credits,
+        calls=call_count,
+        duration_ms=(turn.end_ns - start_ns) / 1e6,
+        routing_ms=turn.routing_latency_ms,
+        degraded_reason=turn.degraded_reason,
+        route_failure_reason=(failure.reason or "unknown") if failure is not None else None,
+        legs=legs,
+        model_calls=calls,
+        tools=[_tool_row(start_ns, tool, leg_index(tool.phase_id)) for tool in turn.tools],
+    )
+
+
+def _leg_row(turn: Turn, leg: LegEnded) -> LegRow:
+    usage = leg.usage
+    return LegRow(
+        kind=leg.phase_kind or "unknown",
+        role=leg.role or "unknown",
+        model=leg.model or "unknown",
+        status=leg.status or "unknown",
+        verdict=leg.verdict,
+        committed=turn.is_committed(leg),
+        start_ms=(leg_start_ns(leg) - turn.start_ns) / 1e6,
+        duration_ms=leg.duration_ms,
+        calls=usage.request_count,
+        credits=_credits(usage.nano_aiu),
+        input_tokens=usage.input_tokens,
+        output_tokens=usage.output_tokens,
+        cache_read_tokens=usage.cache_read_tokens,
+        cache_write_tokens=usage.cache_write_tokens,
+        failure_reason=leg.failure_reason,
+    )
+
+
+# A month's rows hold hundreds of thousands of calls and tools, each naming its model, its
+# finish reason or its tool with a string of its own as the JSON parser made it: interned,
+# they share the few there are.
+
+def _call_row(turn_start_ns: int, call: ModelCall, leg: int | None) -> CallRow:
+    usage = call.usage
+    return CallRow(
+        leg=leg,
+        model=sys.intern(call.model),
+        start_ms=(call_start_ns(call) - turn_start_ns) / 1e6,
+        duration_ms=call.duration_ms,
+        credits=_credits(usage.nano_aiu),
+        input_tokens=usage.input_tokens,
+        output_tokens=usage.output_tokens,
+        cache_read_tokens=usage.cache_read_tokens,
+        finish_reason=call.finish_reason and sys.intern(call.finish_reason),
+    )
+
+
+def _tool_row(turn_start_ns: int, tool: ToolCall, leg: int | None) -> ToolRow:
+    return ToolRow(
+        leg=leg,
+        name=sys.intern(tool.name or "unknown"),
+        success=tool.success,
+        start_ms=(tool.start_ns - turn_start_ns) / 1e6,
+        duration_ms=(tool.end_ns - tool.start_ns) / 1e6,
+        timing=tool.timing,
+    )
+
+
+def headline(rows: list[TurnRow]) -> Headline:
+    """The figures of HydraFusion's turns (no ordinary ones among `rows`)."""
+    legs = [leg for row in rows for leg in row.legs]
+    routed = [row for row in rows if row.outcome != ROUTE_FAILED_OUTCOME]
+    judged = [row for row in rows if any(leg.verdict for leg in row.legs)]
+    rejected = sum(any(leg.verdict in REJECTING_VERDICTS for leg in row.legs) for row in judged)
+    credits = _total(leg.credits for leg in legs)
+    review = _total(leg.credits for leg in legs if not leg.committed)
+    return Headline(
+        turns=len(rows),
+        credits=_total(row.credits for row in rows),
+        calls=sum(leg.calls for leg in legs),
+        outcomes=dict(Counter(row.outcome for row in rows).most_common()),
+        compound_rate=_ratio(sum(row.compound for row in routed), len(routed)),
+        judged_turns=len(judged),
+        rejected_turns=rejected,
+        judge_rejection_rate=_ratio(rejected, len(judged)),
+        review_share=_ratio(review, credits),
+        cache_share=_ratio(sum(leg.cache_read_tokens for leg in legs),
+                           sum(leg.input_tokens for leg in legs)),
+        failed_legs=sum(leg.status in ("failed", "cancelled") for leg in legs),
+        tools=sum(len(row.tools) for row in rows),
+    )
+
+
+def by_kind(rows: list[TurnRow]) -> list[KindFigures]:
+    """Every kind of prompt, in a fixed order (kinds without prompts too), then any other."""
+    groups: dict[str, list[TurnRow]] = {kind: [] for kind in KINDS}
+    for row in rows:
+        groups.setdefault(row.kind, []).append(row)
+    return [
+        KindFigures(
+            kind=kind,
+            turns=len(group),
+            credits=_total(row.credits for row in group),
+            calls=sum(row.calls for row in group),
+            tools=sum(len(row.tools) for row in group),
+            median_credits=statistics.median(row.credits for row in group) if group else 0.0,
+            median_duration_ms=statistics.median(row.duration_ms for row in group) if group else 0.0,
+        )
+        for kind, group in groups.items()
+    ]
+
+
+def spend_by(rows: list[TurnRow], key) -> list[Spend]:
+    """The legs of `rows` grouped by key(leg), the biggest spender first."""
+    groups: dict[str, list[LegRow]] = defaultdict(list)
+    for row in rows:
+        for leg in row.legs:
+            groups[key(leg)].append(leg)
+    spends = [
+        Spend(
+            name=name,
+            legs=len(legs),
+            calls=sum(leg.calls for leg in legs),
+            credits=_total(leg.credits for leg in legs),
+            input_tokens=sum(leg.input_tokens for leg in legs),
+            output_tokens=sum(leg.output_tokens for leg in legs),
+            cache_read_tokens=sum(leg.cache_read_tokens for leg in legs),
+            cache_write_tokens=sum(leg.cache_write_tokens for leg in legs),
+        )
+        for name, legs in groups.items()
+    ]
+    return sorted(spends, key=lambda spend: (-spend.credits, spend.name))
+
+
+def by_pattern(rows: list[TurnRow]) -> list[PatternFigures]:
+    credits: dict[str, list[float]] = defaultdict(list)
+    for row in rows:
+        credits[row.pattern].append(row.credits)
+    figures = [
+        PatternFigures(pattern, len(values), _total(values), statistics.median(values),
+                       min(values), max(values))
+        for pattern, values in credits.items()
+    ]
+    return sorted(figures, key=lambda figure: (-figure.turns, figure.pattern))
+
+
+def by_day(rows: list[TurnRow]) -> list[DayFigures]:
+    """The days that had turns, in order, by the report's time zone."""
+    days: dict[str, list[TurnRow]] = defaultdict(list)
+    for row in rows:
+        days[row.start[:10]].append(row)
+    figures = []
+    for day, day_rows in sorted(days.items()):
+        by_model: dict[str, float] = defaultdict(float)
+        for row in day_rows:
+            for leg in row.legs:
+                by_model[leg.model] += leg.credits
+        figures.append(DayFigures(day, len(day_rows), _total(row.credits for row in day_rows),
+                                  {model: round(c, 9) for model, c in sorted(by_model.items())}))
+    return figures
+
+
+def _check(check: Reconciliation) -> Check:
+    differences = []
+    for model in sorted(check.ours.keys() | check.theirs.keys()):
+        ours, theirs = check.ours.get(model, Usage()), check.theirs.get(model, Usage())
+        if ours != theirs:
+            differences.append({"model": model, "ours": _figures(ours), "cli": _figures(theirs)})
+    return Check(check.session_id, check.source, check.scope, check.agrees, differences)
+
+
+def _figures(usage: Usage) -> dict:
+    return {"credits": _credits(usage.nano_aiu), "calls": usage.request_count,
+            "input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens,
+            "cache_read_tokens": usage.cache_read_tokens,
+            "cache_write_tokens": usage.cache_write_tokens}
+
+
+def _credits(nano_aiu: int) -> float:
+    return nano_aiu / 1e9
+
+
+def _total(credits) -> float:
+    """A sum of credits, rounded to the nano-credit the log counts in (not float noise)."""
+    return round(sum(credits), 9)
+
+
+def _ratio(part: float, whole: float) -> float | None:
+    return part / whole if whole else None
+
+
+def _moment(time_ns: int, tz: tzinfo | None) -> str:
+    seconds, nanos = divmod(time_ns, 1_000_000_000)
+    moment = datetime.fromtimestamp(seconds, timezone.utc).replace(microsecond=nanos // 1000)
+    return moment.astimezone(tz).isoformat(timespec="milliseconds")

@@ -1,0 +1,327 @@
+"""The report as one self-contained HTML page (`report --html FILE`).
+
+The page must open anywhere, offline, and be safe to mail around: no network, no external
+script, font or image (its Content-Security-Policy forbids them), and nothing in it but
+what the JSON report holds. Every string from a log is escaped here (html.escape) or set
+as text by the script, never parsed as markup.
+
+It must also stay quick with thousands of turns. So the figures and charts are drawn here,
+once, as HTML and inline SVG; the turn list and each turn's waterfall are drawn by the
+page's script (report_page.js) from the turns embedded as JSON, the list a page at a time
+and a waterfall only when its turn is opened.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from html import escape
+from importlib import resources
+
+from .figures import Snapshot, Spend
+
+# Tableau 10: distinct, and kind to the common colour-vision deficiencies.
+PALETTE = ("#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1",
+           "#ff9da7", "#9c755f", "#bab0ac")
+KIND_COLORS = {"primary": "#4e79a7", "draft": "#6f97c4", "judge": "#f28e2b",
+               "critic": "#b07aa1", "repair": "#59a14f", "revision": "#76b7b2",
+               "follow_up": "#9c755f"}
+
+
+def render(snap: Snapshot) -> str:
+    colors = model_colors(snap)
+    page = resources.files(__package__)
+    return _PAGE.format(
+        style=page.joinpath("report_page.css").read_text(encoding="utf-8"),
+        script=page.joinpath("report_page.js").read_text(encoding="utf-8"),
+        subtitle=escape(_subtitle(snap)),
+        cards=_cards(snap),
+        kinds=_kind_table(snap),
+        checks=_checks(snap),
+        days=_day_chart(snap, colors),
+        model_share=_share(snap.by_model, colors, snap.headline.credits),
+        kind_share=_share(snap.by_leg_kind, _kind_colors(snap), snap.headline.credits),
+        patterns=_pattern_table(snap),
+        data=_embedded(snap, colors),
+        pattern_options=_options(sorted({t.pattern for t in snap.turns})),
+        outcome_options=_options(sorted({t.outcome for t in snap.turns})),
+        kind_options=_options([k.kind for k in snap.by_kind if k.turns]),
+        model_options=_options(list(colors)),
+    )
+
+
+def model_colors(snap: Snapshot) -> dict[str, str]:
+    """Every model of a leg or a call: the biggest spenders on legs get the palette first,
+    models only ordinary prompts used come after; past ten, a hue of their own."""
+    names = [spend.name for spend in snap.by_model]
+    names += sorted({call.model for turn in snap.turns for call in turn.model_calls} - set(names))
+    return {name: (PALETTE[index] if index < len(PALETTE)
+                   else f"hsl({index * 137.508 % 360:.0f}, 45%, 55%)")
+            for index, name in enumerate(names)}
+
+
+def _kind_colors(snap: Snapshot) -> dict[str, str]:
+    others = iter(PALETTE[5:] * len(snap.by_leg_kind))
+    return {s.name: KIND_COLORS.get(s.name) or next(others) for s in snap.by_leg_kind}
+
+
+def _subtitle(snap: Snapshot) -> str:
+    ordinary = sum(kind.turns for kind in snap.by_kind if kind.kind == "ordinary")
+    parts = [f"{snap.headline.turns} HydraFusion turns, {ordinary} ordinary prompts, "
+             f"in {snap.sessions} sessions"]
+    if snap.first_turn:
+        parts.append(f"{_minute(snap.first_turn)} to {_minute(snap.last_turn)} "
+                     f"(UTC{snap.utc_offset})")
+    parts += [f"--{name} {value}" for name, value in snap.filters.items()]
+    parts.append(f"made {_minute(snap.generated_at)}")
+    return " · ".join(parts)
+
+
+def _cards(snap: Snapshot) -> str:
+    head = snap.headline
+    outcomes = ", ".join(f"{count} {outcome.replace('_', ' ')}"
+                         for outcome, count in head.outcomes.items())
+    judged = (f"{head.rejected_turns} of {head.judged_turns} judged turns"
+              if head.judged_turns else "no turn judged")
+    cards = [
+        ("turns", head.turns, str(head.turns), outcomes or "no turns"),
+        ("credits", head.credits, f"{head.credits:.2f}", f"{head.calls} calls"),
+        ("compound_rate", head.compound_rate, _percent(head.compound_rate),
+         "routed turns on more than one model"),
+        ("judge_rejection_rate", head.judge_rejection_rate,
+         _percent(head.judge_rejection_rate), f"drafts sent back: {judged}"),
+        ("review_share", head.review_share, _percent(head.review_share),
+         "credits on legs whose answer was not kept"),
+        ("cache_share", head.cache_share, _percent(head.cache_share),
+         "of input tokens read from the cache"),
+    ]
+    labels = {"compound_rate": "compound rate", "judge_rejection_rate": "judge rejection rate",
+              "review_share": "review share", "cache_share": "cache share of input"}
+    return "\n".join(
+        f'<div class="card" data-figure="{name}" data-value="{"" if raw is None else raw!r}">'
+        f'<div class="value">{escape(shown)}</div>'
+        f'<div class="label">{escape(labels.get(name, name))}</div>'
+        f'<div class="note">{escape(note)}</div></div>'
+        for name, raw, shown, note in cards
+    )
+
+
+def _kind_table(snap: Snapshot) -> str:
+    """Fusion, ordinary and fallback prompts side by side, one column each."""
+    kinds = snap.by_kind
+    rows = [
+        ("prompts", [str(k.turns) for k in kinds]),
+        ("credits", [f"{k.credits:.2f}" for k in kinds]),
+        ("median credits", [f"{k.median_credits:.2f}" for k in kinds]),
+        ("model calls", [str(k.calls) for k in kinds]),
+        ("calls / prompt", [f"{k.calls / k.turns:.1f}" if k.turns else "–" for k in kinds]),
+        ("tool calls", [str(k.tools) for k in kinds]),
+        ("median time", [f"{k.median_duration_ms / 1000:.1f} s" for k in kinds]),
+    ]
+    head = "".join(f"<th>{escape(k.kind)}</th>" for k in kinds)
+    body = "".join(
+        f"<tr><td>{escape(name)}</td>"
+        + "".join(f'<td data-kind="{escape(k.kind)}" data-row="{escape(name)}">{escape(v)}</td>'
+                  for k, v in zip(kinds, values))
+        + "</tr>" for name, values in rows)
+    return (f'<table class="figures kinds"><thead><tr><th></th>{head}</tr></thead>'
+            f"<tbody>{body}</tbody></table>")
+
+
+def _checks(snap: Snapshot) -> str:
+    """The CLI's own totals against the sums of the calls."""
+    checks = snap.reconciliation
+    if not checks:
+        return '<p class="empty">The logs hold no totals of the CLI to check.</p>'
+    wrong = [check for check in checks if not check.agrees]
+    summary = (f'<p class="checks" data-checked="{len(checks)}" data-differ="{len(wrong)}">'
+               f"{len(checks)} totals written by the CLI checked: "
+               + (f'<b class="bad">{len(wrong)} differ from our sums</b>' if wrong
+                  else '<b class="good">every one matches our sums</b>') + "</p>")
+    rows = "".join(
+        f"<tr><td>{escape(check.session_id[:8])}</td><td>{escape(check.source)}</td>"
+        f"<td>{escape(d['model'])}</td><td>{d['ours']['credits']:.4f}</td>"
+        f"<td>{d['cli']['credits']:.4f}</td><td>{d['ours']['calls']}</td>"
+        f"<td>{d['cli']['calls']}</td></tr>"
+        for check in wrong for d in check.differences)
+    if not rows:
+        return summary
+    return summary + ('<table class="figures"><thead><tr><th>session</th><th>totals</th>'
+                      '<th>model</th><th>our credits</th><th>CLI credits</th><th>our calls</th>'
+                      f'<th>CLI calls</th></tr></thead><tbody>{rows}</tbody></table>')
+
+
+def _day_chart(snap: Snapshot, colors: dict[str, str]) -> str:
+    """Stacked bars, one per day with turns, the biggest spender at the bottom."""
+    days = snap.by_day
+    if not days:
+        return '<p class="empty">No turns.</p>'
+    width, height, left, bottom, top = 720, 200, 48, 28, 10
+    plot_w, plot_h = width - left - 8, height - bottom - top
+    most = _nice_ceiling(max(day.credits for day in days))
+    step = plot_w / len(days)
+    bar = max(1.0, min(48.0, step * 0.7))
+    parts = [f'<svg class="chart" viewBox="0 0 {width} {height}" role="img" '
+             f'aria-label="credits per day by model">']
+    for tick in range(5):
+        value = most * tick / 4
+        y = top + plot_h - plot_h * tick / 4
+        parts.append(f'<line class="grid" x1="{left}" x2="{width - 8}" y1="{y:.1f}" y2="{y:.1f}"/>'
+                     f'<text class="axis" x="{left - 6}" y="{y + 4:.1f}" '
+                     f'text-anchor="end">{value:g}</text>')
+    label_every = max(1, round(len(days) / 12))
+    for index, day in enumerate(days):
+        x = left + step * index + (step - bar) / 2
+        y = top + plot_h
+        for spend in snap.by_model:
+            credits = day.credits_by_model.get(spend.name, 0.0)
+            if credits <= 0:
+                continue
+            h = plot_h * credits / most
+            y -= h
+            parts.append(
+                f'<rect x="{x:.1f}" y="{y:.1f}" width="{bar:.1f}" height="{h:.1f}" '
+                f'fill="{colors[spend.name]}"><title>{escape(day.day)} · {escape(spend.name)}: '
+                f'{credits:.2f} credits</title></rect>')
+        parts.append(f'<rect class="day-hit" x="{x:.1f}" y="{top}" width="{bar:.1f}" '
+                     f'height="{plot_h}"><title>{escape(day.day)}: {day.turns} turns, '
+                     f'{day.credits:.2f} credits</title></rect>')
+        if index % label_every == 0:
+            parts.append(f'<text class="axis" x="{x + bar / 2:.1f}" y="{height - 8}" '
+                         f'text-anchor="middle">{escape(day.day[5:])}</text>')
+    parts.append("</svg>")
+    return "".join(parts) + _legend([(spend.name, colors[spend.name]) for spend in snap.by_model])
+
+
+def _share(spends: list[Spend], colors: dict[str, str], total: float) -> str:
+    """One bar split by share of credits, and a legend with the figures."""
+    if not total:
+        return '<p class="empty">No credits.</p>'
+    bar, rows = [], []
+    for spend in spends:
+        share = spend.credits / total
+        color = colors[spend.name]
+        bar.append(f'<span style="width:{100 * share:.3f}%;background:{color}" '
+                   f'title="{escape(spend.name)}: {100 * share:.1f}%"></span>')
+        rows.append(
+            f'<tr data-name="{escape(spend.name)}" data-credits="{spend.credits!r}">'
+            f'<td><i style="background:{color}"></i>{escape(spend.name)}</td>'
+            f'<td>{spend.legs}</td><td>{spend.calls}</td><td>{spend.credits:.2f}</td>'
+            f'<td>{100 * share:.1f}%</td></tr>')
+    return (f'<div class="share-bar">{"".join(bar)}</div><table class="figures"><thead><tr>'
+            '<th></th><th>legs</th><th>calls</th><th>credits</th><th>share</th></tr></thead>'
+            f'<tbody>{"".join(rows)}</tbody></table>')
+
+
+def _pattern_table(snap: Snapshot) -> str:
+    rows = "".join(
+        f'<tr><td>{escape(p.pattern)}</td><td>{p.turns}</td><td>{p.credits:.2f}</td>'
+        f'<td>{p.median_credits:.2f}</td><td>{p.min_credits:.2f} – {p.max_credits:.2f}</td></tr>'
+        for p in snap.by_pattern)
+    return ('<table class="figures"><thead><tr><th>pattern</th><th>turns</th><th>credits</th>'
+            '<th>median per turn</th><th>range</th></tr></thead>'
+            f'<tbody>{rows}</tbody></table>')
+
+
+def _legend(items: list[tuple[str, str]]) -> str:
+    return '<ul class="legend">' + "".join(
+        f'<li><i style="background:{color}"></i>{escape(name)}</li>' for name, color in items
+    ) + "</ul>"
+
+
+def _options(values: list[str]) -> str:
+    return "".join(f'<option value="{escape(v)}">{escape(v)}</option>' for v in values)
+
+
+def _embedded(snap: Snapshot, colors: dict[str, str]) -> str:
+    """The turns for the script, compact (5,000 turns make a few MB), safe inside <script>."""
+    models = list(colors)
+    index = {model: number for number, model in enumerate(models)}
+    turns = [{
+        "t": turn.start, "s": turn.session_id, "f": turn.fusion_id, "k": turn.kind,
+        "p": turn.pattern, "o": turn.outcome, "c": round(turn.credits, 4), "n": turn.calls,
+        "d": round(turn.duration_ms, 1), "r": turn.routing_ms,
+        "why": turn.degraded_reason or turn.route_failure_reason,
+        "l": [{"m": index[leg.model], "k": leg.kind, "s": leg.status, "v": leg.verdict,
+               "a": int(leg.committed), "t": round(leg.start_ms, 1), "d": leg.duration_ms,
+               "c": round(leg.credits, 4), "n": leg.calls, "i": leg.input_tokens,
+               "o": leg.output_tokens, "h": leg.cache_read_tokens}
+              for leg in turn.legs],
+        "calls": [{"g": call.leg, "m": index[call.model], "t": round(call.start_ms, 1),
+                   "d": call.duration_ms, "c": round(call.credits, 4), "i": call.input_tokens,
+                   "o": call.output_tokens, "h": call.cache_read_tokens, "f": call.finish_reason}
+                  for call in turn.model_calls],
+        "tools": [{"g": tool.leg, "n": tool.name, "ok": tool.success, "t": round(tool.start_ms, 1),
+                   "d": round(tool.duration_ms, 1), "w": tool.timing}
+                  for tool in turn.tools],
+    } for turn in snap.turns]
+    text = json.dumps({"models": models, "colors": [colors[m] for m in models], "turns": turns},
+                      separators=(",", ":"))
+    # Nothing in it may end the script element or start markup.
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
+def _nice_ceiling(value: float) -> float:
+    """The axis top: 1, 2, 2.5 or 5 times a power of ten, at least `value`."""
+    if value <= 0:
+        return 1.0
+    power = 10 ** math.floor(math.log10(value))
+    return next(factor * power for factor in (1, 2, 2.5, 5, 10) if factor * power >= value)
+
+
+def _percent(value: float | None) -> str:
+    return "–" if value is None else f"{100 * value:.1f}%"
+
+
+def _minute(moment: str) -> str:
+    return moment[:16].replace("T", " ")
+
+
+_PAGE = """<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>HydraFusion report</title>
+<style>
+{style}</style>
+</head>
+<body>
+<header>
+<h1>HydraFusion report</h1>
+<p class="sub">{subtitle}</p>
+</header>
+<main>
+<section class="cards">
+{cards}
+</section>
+<section class="panels">
+<div class="panel wide"><h2>Credits per day, by model</h2>{days}</div>
+<div class="panel"><h2>Fusion and ordinary prompts</h2>{kinds}</div>
+<div class="panel"><h2>The CLI's own totals</h2>{checks}</div>
+<div class="panel"><h2>Credit share by model</h2>{model_share}</div>
+<div class="panel"><h2>Credit share by leg kind</h2>{kind_share}</div>
+<div class="panel"><h2>By pattern</h2>{patterns}</div>
+</section>
+<section class="panel turns">
+<h2>Turns</h2>
+<div class="filters">
+<input id="filter-text" type="search" placeholder="Filter: model, session or fusion id" aria-label="filter">
+<select id="filter-kind" aria-label="kind"><option value="">every kind</option>{kind_options}</select>
+<select id="filter-pattern" aria-label="pattern"><option value="">every pattern</option>{pattern_options}</select>
+<select id="filter-outcome" aria-label="outcome"><option value="">every outcome</option>{outcome_options}</select>
+<select id="filter-model" aria-label="model"><option value="">every model</option>{model_options}</select>
+<span id="turn-count"></span>
+</div>
+<p class="hint">Newest first. Open a turn to see its legs, model calls and tools on a time axis; <b>★</b> marks the leg whose answer was kept. An ordinary prompt was answered without fusion, by the model of its calls.</p>
+<table id="turn-list"><thead><tr><th>started</th><th>session</th><th>pattern</th><th>legs</th><th class="num">credits</th><th class="num">calls</th><th class="num">tools</th><th class="num">duration</th><th>outcome</th></tr></thead><tbody id="turn-rows"></tbody></table>
+<button id="more" type="button" hidden>Show more</button>
+</section>
+</main>
+<script type="application/json" id="report-data">{data}</script>
+<script>
+{script}</script>
+</body>
+</html>
+"""

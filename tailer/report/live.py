@@ -1,0 +1,198 @@
+"""`report --watch`: the table kept on a terminal, redrawn as turns arrive.
+
+It follows the logs the way the daemon does: the daemon's SessionWatcher says which logs
+changed (inotify, or cheap polling), and each log's reader is kept between passes, so a
+pass reads only what was appended and an idle watch costs what an idle daemon costs. A
+turn still open is not counted until it finishes; one whose log has been quiet for the
+daemon's idle timeout is finished as `incomplete`, by the daemon's own rule
+(SessionLog.finish_if_idle).
+
+A redraw moves the cursor home and overwrites the old frame line by line, clearing what
+each line leaves and what lies below the last one: no screen clear, so no flicker. The
+frame is cut to the terminal's size, so it never scrolls. Ctrl-C leaves the last frame
+on screen and exits with 0.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Callable, Iterable, TextIO
+
+from ..printable import printable
+from .figures import TurnRow, snapshot, turn_row
+from .read import Selection, SessionReader
+from .table import call_models, leg_label, render_table
+from ..turns.assembly import IDLE_TIMEOUT_S, Turn
+from ..copilot.watch import SessionWatcher
+
+CURSOR_HOME, CLEAR_LINE_END, CLEAR_BELOW = "\x1b[H", "\x1b[K", "\x1b[J"
+HIDE_CURSOR, SHOW_CURSOR = "\x1b[?25l", "\x1b[?25h"
+PASS_S = 1.0
+MAX_WIDTH = 100
+
+
+class LiveTurns:
+    """The finished turns under a state directory, brought up to date by `poll`."""
+
+    def __init__(self, state_dir: Path, selection: Selection, *,
+                 watcher: SessionWatcher | None = None, clock: Callable[[], float] = time.time):
+        self.selection = selection
+        self.watcher = watcher or SessionWatcher(state_dir)
+        self.clock = clock
+        self.reader = SessionReader()
+        self.turns: list[TurnRow] = []
+        self.last: TurnRow | None = None  # the turn that ended last
+        self._last_end_ns = 0
+        self._logs: dict[str, Path] = {}
+        self._open: set[str] = set()  # sessions with turns still open
+
+    @property
+    def sessions(self) -> int:
+        return len(self._logs)
+
+    def in_progress(self) -> int:
+        return sum(self.reader.open_turns(session_id) for session_id in self._open)
+
+    def poll(self, timeout: float) -> None:
+        """Wait up to `timeout` seconds for a log to change, and read what changed."""
+        changes = self.watcher.changes(timeout)
+        for session_id, path in changes.appeared.items():
+            if self.selection.wants_session(session_id):
+                self._logs[session_id] = path
+                changes.touched.add(session_id)
+        for session_id in changes.vanished:
+            if self._logs.pop(session_id, None) is not None:
+                self._take(self.reader.finish(session_id))
+                self._open.discard(session_id)
+        for session_id in sorted(changes.touched & self._logs.keys()):
+            self._take(self.reader.read(session_id, self._logs[session_id]))
+            if self.reader.open_turns(session_id):
+                self._open.add(session_id)
+            else:
+                self._open.discard(session_id)
+        self._take(self._finish_idle())
+        for session_id, error in self.watcher.unreadable.items():
+            if self.selection.wants_session(session_id):
+                self.reader.unreadable_folder(session_id, error)
+
+    def _take(self, finished: Iterable[Turn]) -> None:
+        """Keep the rows of finished turns, each as it comes: the first pass over thousands
+        of logs never holds all their Turns at once."""
+        for turn in finished:
+            if self.selection.wants(turn):
+                row = turn_row(turn, None)
+                self.turns.append(row)
+                if self.last is None or turn.end_ns >= self._last_end_ns:
+                    self.last, self._last_end_ns = row, turn.end_ns
+
+    def close(self) -> None:
+        self.watcher.close()
+
+    def _finish_idle(self) -> list[Turn]:
+        finished = []
+        for session_id in list(self._open):
+            idle = self.reader.finish_if_idle(session_id, self.clock())
+            if idle:
+                finished += idle
+                self._open.discard(session_id)
+        return finished
+
+
+def table(live: LiveTurns, filters: dict[str, str], *, now: datetime, columns: int, rows: int,
+          color: bool) -> str:
+    """The table as it fits under the live lines: the costly part of a frame (its figures
+    are made again from every turn), so it is made only when `table_key` changes."""
+    snap = snapshot(live.turns, now=now, sessions=live.sessions, skipped=live.reader.skipped(),
+                    filters=filters, checks=live.reader.reconciliations)
+    return render_table(snap, width=min(MAX_WIDTH, columns), color=color,
+                        height=max(rows - 4, 1))
+
+
+def table_key(live: LiveTurns, size: os.terminal_size, now: datetime) -> tuple:
+    """Everything the table shows depends on: the turns, the sessions, what was skipped or
+    checked, the terminal's size and the UTC offset (a daylight saving time change).
+    Turns and checks are only ever added, so their numbers tell when they changed."""
+    return (len(live.turns), live.sessions, tuple(live.reader.skipped().values()),
+            len(live.reader.reconciliations), tuple(size), now.astimezone().utcoffset())
+
+
+def frame(live: LiveTurns, table_text: str, *, now: datetime, columns: int, rows: int) -> str:
+    """One screenful: what is being watched, the last turn, then the table cut to fit."""
+    width = min(MAX_WIDTH, columns)
+    lines = [_cut(line, width) for line in _live_lines(live, now)] + [""] + table_text.splitlines()
+    return CURSOR_HOME + "".join(line + CLEAR_LINE_END + "\n" for line in lines[:rows - 1]) + CLEAR_BELOW
+
+
+def _live_lines(live: LiveTurns, now: datetime) -> list[str]:
+    watching = f"watching {live.sessions} sessions"
+    if live.in_progress():
+        watching += f", {live.in_progress()} turns in progress"
+    if live.last is None:
+        return [watching + " | Ctrl-C quits", "last turn: none yet"]
+    row = live.last
+    ended = datetime.fromisoformat(row.start) + timedelta(milliseconds=row.duration_ms)
+    if row.kind == "ordinary":  # call_models and leg_label give printable names
+        legs = " -> ".join(call_models(row))
+    else:
+        legs = " -> ".join(leg_label(leg, row.kind == "fallback") for leg in row.legs)
+    return [watching + " | Ctrl-C quits",
+            f"last turn {row.start[11:19]} ({_ago(int((now - ended).total_seconds()))}) "
+            f"{printable(row.pattern if row.kind == 'fusion' else row.kind)} {printable(row.outcome)} "
+            f"{row.credits:.2f} credits: {legs}"]
+
+
+def watch(state_dir: Path, selection: Selection, filters: dict[str, str], out: TextIO, *,
+          color: bool, on_pass: Callable[[], object] | None = None,
+          terminal_size: Callable[[], os.terminal_size] = shutil.get_terminal_size,
+          clock: Callable[[], float] = time.time, watcher: SessionWatcher | None = None) -> int:
+    """Redraw `out` whenever a turn finishes, a turn starts, the terminal is resized or the
+    minute changes (the live line says how long ago the last turn was); until Ctrl-C.
+
+    Only a change the table shows makes the table again: the minute's redraw of an idle
+    watch over thousands of turns costs the live lines alone."""
+    live = LiveTurns(state_dir, selection, watcher=watcher, clock=clock)
+    out.write(HIDE_CURSOR + CURSOR_HOME + CLEAR_BELOW + "reading the session logs..." + CLEAR_LINE_END)
+    out.flush()
+    drawn = tabled = table_text = None
+    try:
+        while True:
+            if on_pass is not None:
+                on_pass()
+            live.poll(PASS_S)
+            size = terminal_size()
+            now = datetime.fromtimestamp(clock(), timezone.utc)
+            key = table_key(live, size, now)
+            state = (key, live.in_progress(), now.strftime("%H:%M"))
+            if state == drawn:
+                continue
+            if key != tabled:
+                table_text = table(live, filters, now=now, columns=size.columns, rows=size.lines,
+                                   color=color)
+                tabled = key
+            out.write(frame(live, table_text, now=now, columns=size.columns, rows=size.lines))
+            out.flush()
+            drawn = state
+    except KeyboardInterrupt:
+        return 0
+    finally:
+        out.write(SHOW_CURSOR)
+        out.flush()
+        live.close()
+
+
+def _ago(seconds: int) -> str:
+    if seconds < 90:
+        return "just now" if seconds < 60 else "a minute ago"
+    if seconds < 5400:
+        return f"{seconds // 60} min ago"
+    if seconds < 2 * 86400:
+        return f"{seconds // 3600} h ago"
+    return f"{seconds // 86400} days ago"
+
+
+def _cut(text: str, width: int) -> str:
+    return text if len(text) <= width else text[:width - 1] + "~"

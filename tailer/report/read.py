@@ -1,0 +1,122 @@
+"""Read session logs into the turns a report covers, the way the daemon reads them.
+
+The same stages as the daemon (tailer/turns/sessions.py): files -> lines -> events -> turns, through
+the same SessionLog (tailer/turns/session_log.py), so with the same rules: damaged lines are
+skipped and counted, unknown fusion events ignored, a log the CLI rewrote is read again
+without reporting its turns twice. What differs is the end: a
+report reads each log to its end and finishes a turn still open there as `incomplete`.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterator
+
+from ..copilot import events
+from ..copilot.problems import folder_problem
+from ..turns.session_log import SessionLog
+from ..turns.assembly import IDLE_TIMEOUT_S
+from ..turns.assembly import Reconciliation, Turn
+
+
+@dataclass(frozen=True)
+class Selection:
+    """Which turns a report covers. None is no limit; times are unix nanoseconds."""
+
+    since_ns: int | None = None
+    until_ns: int | None = None
+    session: str | None = None  # a session id or the start of one
+    model: str | None = None  # part of a model's name, any case
+    pattern: str | None = None
+
+    def wants_session(self, session_id: str) -> bool:
+        return self.session is None or session_id.startswith(self.session)
+
+    def wants_log(self, session_id: str, path: Path) -> bool:
+        """Whether a log may hold wanted turns: a log last written before `since` cannot."""
+        if not self.wants_session(session_id):
+            return False
+        if self.since_ns is None:
+            return True
+        try:
+            return os.stat(path).st_mtime_ns >= self.since_ns
+        except OSError:
+            return True  # reading it reports the problem
+
+    def wants(self, turn: Turn) -> bool:
+        if not self.wants_session(turn.session_id):
+            return False
+        if self.since_ns is not None and turn.start_ns < self.since_ns:
+            return False
+        if self.until_ns is not None and turn.start_ns >= self.until_ns:
+            return False
+        if self.pattern is not None and turn.pattern != self.pattern:
+            return False
+        if self.model is not None:
+            return any(self.model.lower() in model.lower() for model in turn.models)
+        return True
+
+
+class SessionReader:
+    """Reads session logs into finished turns, each through its SessionLog as the daemon does.
+
+    It keeps each log's SessionLog, so reading a log again costs only what was appended
+    since (which is what --watch needs). `problems` holds, per session, why its folder or
+    its log could not be read, in the words every command uses (tailer/turns/session_log.py).
+    """
+
+    def __init__(self) -> None:
+        self._logs: dict[str, SessionLog] = {}
+        self.damaged_lines = 0
+        self.problems: dict[str, str] = {}
+        self.reconciliations: list[Reconciliation] = []  # the CLI's totals, checked
+
+    def unreadable_folder(self, session_id: str, error: OSError) -> None:
+        self.problems[session_id] = folder_problem(session_id, error)
+
+    def read(self, session_id: str, path: Path) -> Iterator[Turn]:
+        """The turns the lines appended since the last read finish (often none), each as
+        soon as it does: a log of thousands of turns is never held as all their records."""
+        log = self._logs.get(session_id)
+        if log is None:
+            log = self._logs[session_id] = SessionLog(session_id, path)
+        for read in log.read():
+            if type(read.record) is events.Malformed:
+                self.damaged_lines += 1
+            yield from read.finished
+            if isinstance(read.record, events.SessionTotals):
+                self.reconciliations += log.turns.take_reconciliations()
+        if log.problem is not None:
+            self.problems[session_id] = log.problem
+        else:
+            self.problems.pop(session_id, None)
+
+    def finish(self, session_id: str) -> list[Turn]:
+        """Finish the open turns of one session as they stand (`incomplete` without a rollup)."""
+        log = self._logs.get(session_id)
+        return log.finish_open() if log is not None else []
+
+    def finish_if_idle(self, session_id: str, now: float) -> list[Turn]:
+        """Finish the open turns of a session whose log has been quiet for the idle timeout."""
+        log = self._logs.get(session_id)
+        return log.finish_if_idle(now, IDLE_TIMEOUT_S) if log is not None else []
+
+    def open_turns(self, session_id: str) -> int:
+        log = self._logs.get(session_id)
+        return log.turns.open_count if log is not None else 0
+
+    def skipped(self) -> dict[str, int]:
+        return {"damaged_lines": self.damaged_lines, "unreadable_logs": len(self.problems)}
+
+
+def wanted_turns(logs: dict[str, Path], selection: Selection, reader: SessionReader,
+                 on_log: Callable[[Path], None] | None = None) -> Iterator[Turn]:
+    """Every wanted turn of `logs`, as each log is read to its end (open turns are finished
+    as incomplete there). `on_log` is called after each log, for progress."""
+    for session_id, path in sorted(logs.items()):
+        yield from filter(selection.wants, reader.read(session_id, path))
+        yield from filter(selection.wants, reader.finish(session_id))
+        if on_log is not None:
+            on_log(path)

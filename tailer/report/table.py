@@ -1,0 +1,349 @@
+"""The report as a table for people: plain ASCII that fits a width, colour optional.
+
+A pure function of a report_figures.Snapshot. Plain ASCII, because a Windows console or a
+redirected file may take nothing else; colour is the caller's decision (a terminal, and no
+NO_COLOR) and never changes the layout, so the coloured and the plain table line up the
+same. Every name from a log (model, pattern, outcome, verdict, leg kind, session id) goes
+through printable() before it is measured or cut, so a value can neither drive the
+terminal nor break a row, and the escapes it shows instead count in the column widths.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ..printable import printable
+from .figures import LegRow, Snapshot, Spend, TurnRow
+
+BOLD, DIM, RED, GREEN, YELLOW, MAGENTA = "1", "2", "31", "32", "33", "35"
+# The leg kinds a reader takes for granted: a turn's first answer. Others are named.
+_PLAIN_KINDS = ("primary", "draft")
+
+
+def render_table(snap: Snapshot, *, width: int = 100, color: bool = False,
+                 height: int | None = None) -> str:
+    """The report for a terminal. With `height`, at most that many lines: the summary, then
+    as many of the newest turns as fit (what --watch shows)."""
+    paint = _painter(color)
+    sections = _sections(snap, width, paint)
+    blocks = _turn_blocks(snap.turns, width, paint)
+    turns_heading = [paint(BOLD, "TURNS") + paint(
+        DIM, "  (calls/tools; * the leg whose answer was kept; ordinary: the models of its calls)")]
+    if height is None:
+        turn_lines = [line for block in blocks for line in block.lines(with_day=False)]
+    else:
+        # The newest turns matter most on a live screen: the summary gives way, its least
+        # read tables first, until half the height is left for them.
+        while len(sections) > 1 and sum(map(len, sections)) > height // 2:
+            sections.pop()
+        room = height - sum(map(len, sections)) - len(turns_heading)
+        turn_lines = _newest(blocks, room)
+    lines = [line for section in sections for line in section]
+    if snap.turns:
+        lines += turns_heading + turn_lines
+    return "".join(_fit(line, width) + "\n" for line in lines[:height])
+
+
+def _sections(snap: Snapshot, width: int, paint) -> list[list[str]]:
+    """The summary, one list of lines per section, the ones to keep longest first."""
+    head = snap.headline
+    lines = [paint(BOLD, _cut(_title(snap), width))]
+    if snap.filters:
+        lines.append(_cut(printable("only " + " ".join(f"--{k} {v}" for k, v in snap.filters.items())),
+                          width))
+    lines.append("")
+    lines += _cards([
+        ("turns", str(head.turns)),
+        ("credits", _credits(head.credits)),
+        ("compound rate", _percent(head.compound_rate)),
+        ("judge rejections", _percent(head.judge_rejection_rate)
+         + (f" ({head.rejected_turns}/{head.judged_turns})" if head.judged_turns else "")),
+        ("review share", _percent(head.review_share)),
+        ("cache share of input", _percent(head.cache_share)),
+    ], width, paint)
+    notes = [f"{count} {printable(outcome)}" for outcome, count in head.outcomes.items()]
+    notes += [f"{head.calls} calls", f"{head.tools} tools"]
+    if head.failed_legs:
+        notes.append(f"{head.failed_legs} failed or cancelled legs")
+    skipped = snap.skipped
+    if skipped["damaged_lines"]:
+        notes.append(f"{skipped['damaged_lines']} damaged lines skipped")
+    if skipped["unreadable_logs"]:
+        notes.append(f"{skipped['unreadable_logs']} logs unreadable")
+    lines += [_cut(", ".join(notes), width), ""]
+    spend_headers = ["legs", "calls", "credits", "share", "input", "output", "cache read"]
+    return [
+        lines,
+        _table(width, paint, ["BY KIND", "turns", "credits", "median", "calls", "tools",
+                              "median time"], [
+            [k.kind, k.turns, _credits(k.credits), _credits(k.median_credits), k.calls, k.tools,
+             _duration(k.median_duration_ms)] for k in snap.by_kind
+        ]) + _checks(snap, width, paint),
+        _table(width, paint, ["BY MODEL"] + spend_headers,
+               _spend_rows(snap.by_model, head.credits)),
+        _table(width, paint, ["BY PATTERN", "turns", "credits", "median", "range"], [
+            [p.pattern, p.turns, _credits(p.credits), _credits(p.median_credits),
+             f"{_credits(p.min_credits)} - {_credits(p.max_credits)}"] for p in snap.by_pattern
+        ]),
+        _table(width, paint, ["BY LEG KIND"] + spend_headers,
+               _spend_rows(snap.by_leg_kind, head.credits)),
+        _day_table(snap, width, paint),
+    ]
+
+
+def _checks(snap: Snapshot, width: int, paint) -> list[str]:
+    """The CLI's own totals against our sums: one line, and one per model that differs."""
+    checks = snap.reconciliation
+    if not checks:
+        return []
+    wrong = [check for check in checks if not check.agrees]
+    line = (f"CLI totals: {len(checks)} checked, "
+            + (paint(RED, f"{len(wrong)} differ") if wrong else "all match our sums"))
+    lines = [line]
+    for check in wrong:
+        for difference in check.differences:
+            ours, cli = difference["ours"], difference["cli"]
+            lines.append(_cut(printable(
+                f"  {check.session_id[:8]} {check.source}: {difference['model']} ours "
+                f"{_credits(ours['credits'])} credits / {ours['calls']} calls, CLI "
+                f"{_credits(cli['credits'])} / {cli['calls']}"), width))
+    return lines + [""]
+
+
+def _title(snap: Snapshot) -> str:
+    ordinary = sum(kind.turns for kind in snap.by_kind if kind.kind == "ordinary")
+    title = f"HydraFusion: {snap.headline.turns} turns"
+    if ordinary:
+        title += f" (+{ordinary} ordinary)"
+    title += f", {snap.sessions} sessions"
+    if snap.first_turn:
+        title += f", {snap.first_turn[:16].replace('T', ' ')} - {snap.last_turn[:16].replace('T', ' ')}"
+    return title + f" UTC{snap.utc_offset}"
+
+
+def _cards(cards: list[tuple[str, str]], width: int, paint) -> list[str]:
+    """Figures as labelled columns, wrapped onto more rows when they do not fit."""
+    lines, labels, values, used = [], [], [], 0
+    for label, value in cards:
+        size = max(len(label), len(value)) + 3
+        if used and used + size > width:
+            lines += ["".join(labels).rstrip(), "".join(values).rstrip()]
+            labels, values, used = [], [], 0
+        labels.append(paint(DIM, label.rjust(size)))
+        values.append(paint(BOLD, value.rjust(size)))
+        used += size
+    return lines + ["".join(labels).rstrip(), "".join(values).rstrip()]
+
+
+def _spend_rows(spends: list[Spend], total: float) -> list[list]:
+    return [[s.name, s.legs, s.calls, _credits(s.credits),
+             _percent(s.credits / total if total else None), _count(s.input_tokens),
+             _count(s.output_tokens), _count(s.cache_read_tokens)] for s in spends]
+
+
+def _day_table(snap: Snapshot, width: int, paint) -> list[str]:
+    rows = [[day.day, day.turns, _credits(day.credits)] for day in snap.by_day]
+    lines = _table(width, paint, ["PER DAY", "turns", "credits"], rows, blank=False)
+    if not rows:
+        return lines
+    room = width - len(lines[1]) - 2
+    most = max(day.credits for day in snap.by_day) or 1
+    for index, day in enumerate(snap.by_day, 1):
+        if room > 4:
+            lines[index] += "  " + "#" * max(1 if day.credits else 0, round(room * day.credits / most))
+    return lines + [""]
+
+
+def _table(width: int, paint, headers: list[str], rows: list[list], blank: bool = True) -> list[str]:
+    """Left-aligned first column, the rest right-aligned; the first column is cut to fit,
+    and the last columns are left out while it still would not."""
+    if not rows:
+        return []
+    cells = [[printable(str(cell)) for cell in row] for row in rows]
+    widths = [max(len(row[i]) for row in [headers] + cells) for i in range(len(headers))]
+    while len(widths) > 2 and 8 + sum(widths[1:]) + 2 * (len(widths) - 1) > width:
+        widths.pop()
+    widths[0] = max(8, min(widths[0], width - sum(widths[1:]) - 2 * (len(widths) - 1)))
+
+    def line(row: list[str]) -> str:
+        first = _cut(row[0], widths[0]).ljust(widths[0])
+        return "  ".join([first] + [cell.rjust(w) for cell, w in zip(row[1:], widths[1:])])
+
+    return [paint(BOLD, line(headers))] + [line(row) for row in cells] + ([""] if blank else [])
+
+
+# -- One line (or a few) per turn -----------------------------------------------------------
+
+
+class _TurnBlock:
+    """The lines of one turn, and the day it belongs to (the table heads each day)."""
+
+    def __init__(self, day: str, first_of_day: bool, lines: list[str]):
+        self.day, self.first_of_day, self._lines = day, first_of_day, lines
+
+    def lines(self, with_day: bool) -> list[str]:
+        heading = [self.day] if self.first_of_day or with_day else []
+        return heading + self._lines
+
+
+def _turn_blocks(turns: list[TurnRow], width: int, paint) -> list[_TurnBlock]:
+    if not turns:
+        return []
+    pattern_width = max(8, max(len(_pattern(turn)) for turn in turns))
+    outcome_width = max(9, max(len(printable(turn.outcome)) for turn in turns))
+    counts_width = max(len(_counts(turn)) for turn in turns)
+    blocks, day = [], None
+    for turn in turns:
+        fixed = [turn.start[11:19], printable(turn.session_id)[:8], _pattern(turn).ljust(pattern_width),
+                 _credits(turn.credits).rjust(6), _counts(turn).rjust(counts_width),
+                 _duration(turn.duration_ms).rjust(6)]
+        outcome = printable(turn.outcome).ljust(outcome_width)
+        head = "  " + "  ".join(fixed) + "  " + _paint_outcome(turn.outcome, outcome, paint) + "  "
+        indent = 2 + sum(len(cell) + 2 for cell in fixed) + outcome_width + 2
+        if turn.kind == "ordinary":
+            labels, colors = call_models(turn), [None] * len(call_models(turn))
+        else:
+            labels = [leg_label(leg, turn.kind == "fallback") for leg in turn.legs]
+            colors = [_leg_color(leg) for leg in turn.legs]
+        if width - indent < 24:  # too narrow beside the columns: the legs go underneath
+            legs = _wrap(labels, colors, width - 6, paint)
+            lines = [head.rstrip()] + ["      " + line for line in legs]
+        else:
+            legs = _wrap(labels, colors, width - indent, paint) or [""]
+            lines = [head + legs[0]] + [" " * indent + line for line in legs[1:]]
+        blocks.append(_TurnBlock(turn.start[:10], turn.start[:10] != day, lines))
+        day = turn.start[:10]
+    return blocks
+
+
+def _newest(blocks: list[_TurnBlock], room: int) -> list[str]:
+    """The newest turns that fit in `room` lines, each day headed."""
+    taken: list[_TurnBlock] = []
+    for block in reversed(blocks):
+        if len(_headed([block] + taken)) > room:
+            break
+        taken.insert(0, block)
+    return _headed(taken)
+
+
+def _headed(blocks: list[_TurnBlock]) -> list[str]:
+    lines = []
+    for index, block in enumerate(blocks):
+        lines += block.lines(with_day=index == 0 or block.day != blocks[index - 1].day)
+    return lines
+
+
+def _pattern(turn: TurnRow) -> str:
+    """A fusion turn's pattern; what answered the others (`ordinary`, `fallback`)."""
+    return printable(turn.pattern if turn.kind == "fusion" else turn.kind)
+
+
+def _counts(turn: TurnRow) -> str:
+    return f"{turn.calls}/{len(turn.tools)}"
+
+
+def call_models(turn: TurnRow) -> list[str]:
+    """The models an ordinary turn's calls used, in order, each switch shown once, printable."""
+    models: list[str] = []
+    for call in turn.model_calls:
+        model = printable(call.model)
+        if not models or models[-1] != model:
+            models.append(model)
+    return models
+
+
+def leg_label(leg: LegRow, route_failed: bool = False) -> str:
+    """`gpt-5.6-sol judge:reject`, `mai-code-1.1-flash*` (* the answer kept): the model, then
+    the kind unless it is a first answer, the verdict and any status but success; printable."""
+    kind = "fallback" if route_failed else leg.kind
+    notes = [note for note in (leg.verdict, None if leg.status == "succeeded" else leg.status)
+             if note]
+    label = leg.model
+    if notes or kind not in _PLAIN_KINDS:
+        label += " " + ":".join([kind] + notes)
+    return printable(label) + ("*" if leg.committed else "")
+
+
+def _leg_color(leg: LegRow) -> str | None:
+    if leg.status != "succeeded" or leg.verdict in ("reject", "revise"):
+        return RED
+    if leg.verdict == "accept":
+        return GREEN
+    return None
+
+
+def _wrap(labels: list[str], colors: list, width: int, paint) -> list[str]:
+    """`a -> b -> c` broken after an arrow where it would pass `width`; each label cut to fit."""
+    lines, line, used = [], "", 0
+    for index, (label, color) in enumerate(zip(labels, colors)):
+        text = _cut(label, width - 3) + (" ->" if index < len(labels) - 1 else "")
+        if used and used + 1 + len(text) > width:
+            lines.append(line)
+            line, used = "", 0
+        if used:
+            line, used = line + " ", used + 1
+        arrow = text.endswith(" ->")
+        body = text[:-3] if arrow else text
+        line += (paint(color, body) if color else body) + (" ->" if arrow else "")
+        used += len(text)
+    return lines + ([line] if line else [])
+
+
+def _paint_outcome(outcome: str, padded: str, paint) -> str:
+    color = {"incomplete": YELLOW, "route_failed": MAGENTA}.get(outcome)
+    return paint(color, padded) if color else padded
+
+
+# -- Formatting -------------------------------------------------------------------------------
+
+
+def _painter(color: bool):
+    def paint(code: str, text: str) -> str:
+        return f"\x1b[{code}m{text}\x1b[0m" if color and text else text
+    return paint
+
+
+def _credits(value: float) -> str:
+    return f"{value:.2f}"
+
+
+def _percent(value: float | None) -> str:
+    return "-" if value is None else f"{100 * value:.1f}%"
+
+
+def _count(value: int) -> str:
+    for limit, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if value >= limit:
+            return f"{value / limit:.1f}{suffix}"
+    return str(value)
+
+
+def _duration(milliseconds: float) -> str:
+    seconds = milliseconds / 1000
+    if seconds < 60:
+        return f"{seconds:.1f}s"
+    if seconds < 3600:
+        return f"{int(seconds // 60)}m{int(seconds % 60):02d}s"
+    return f"{int(seconds // 3600)}h{int(seconds % 3600 // 60):02d}m"
+
+
+def _fit(line: str, width: int) -> str:
+    """The line cut to `width` visible characters, its colour codes kept and closed."""
+    if len(line) <= width:
+        return line
+    kept, seen = [], 0
+    for part in _COLOR_CODE.split(line):
+        if _COLOR_CODE.fullmatch(part):
+            kept.append(part)
+        else:
+            kept.append(part[:max(width - seen, 0)])
+            seen += len(part)
+    text = "".join(kept)
+    return text + "\x1b[0m" if "\x1b[" in text else text
+
+
+_COLOR_CODE = re.compile(r"(\x1b\[[0-9;]*m)")
+
+
+def _cut(text: str, width: int) -> str:
+    return text if len(text) <= width else text[:max(width - 1, 0)] + "~"

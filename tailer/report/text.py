@@ -1,0 +1,116 @@
+"""The report for programs: one JSON document, CSV of legs or of model calls.
+
+Each renderer is a pure function of a report_figures.Snapshot (the table for people is
+report_table.py).
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import io
+import json
+from typing import Iterator
+
+from ..printable import printable
+from .figures import Snapshot, TurnRow
+
+
+def render_json(snap: Snapshot) -> Iterator[str]:
+    """One compact document, in pieces: everything but the turns, then one turn at a time,
+    so a month of turns is never one string in memory. docs/report.schema.json describes
+    it."""
+    head = {name: getattr(snap, name) for name in snap.__slots__ if name != "turns"}
+    yield _json(head)[:-1] + ',"turns":['
+    for index, turn in enumerate(snap.turns):
+        yield ("," if index else "") + _json(turn)
+    yield "]}\n"
+
+
+def _json(value) -> str:
+    # Compact, so the encoder written in C does the work.
+    return json.dumps(value, default=_fields, separators=(",", ":"))
+
+
+def _fields(value) -> dict:
+    """A report_figures dataclass as the JSON object of its fields, in their order."""
+    if not dataclasses.is_dataclass(value):
+        raise TypeError(f"{type(value).__name__} is not a report figure")
+    return {name: getattr(value, name) for name in value.__slots__}
+
+
+TURN_COLUMNS = ("session_id", "fusion_id", "turn_kind", "turn_start", "pattern", "outcome",
+                "degraded_reason", "route_failure_reason")
+CSV_COLUMNS = TURN_COLUMNS + (
+    "leg", "kind", "role", "model", "status", "verdict", "committed", "start_ms", "duration_ms",
+    "calls", "tools", "input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens",
+    "credits", "failure_reason",
+)
+CALL_COLUMNS = TURN_COLUMNS + (
+    "call", "leg", "leg_kind", "model", "start_ms", "duration_ms", "input_tokens",
+    "output_tokens", "cache_read_tokens", "credits", "finish_reason",
+)
+
+
+def render_csv(snap: Snapshot) -> str:
+    """One row per leg. A turn without legs (an ordinary turn, or a fusion turn the CLI
+    stopped right after routing) gets one row with the leg columns empty."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(CSV_COLUMNS)
+    for turn in snap.turns:
+        head = _turn_cells(turn)
+        for index, leg in enumerate(turn.legs):
+            writer.writerow(_cells(head + [
+                index + 1, leg.kind, leg.role, leg.model, leg.status, leg.verdict,
+                _flag(leg.committed), round(leg.start_ms, 3), leg.duration_ms, leg.calls,
+                sum(tool.leg == index for tool in turn.tools), leg.input_tokens,
+                leg.output_tokens, leg.cache_read_tokens, leg.cache_write_tokens, leg.credits,
+                leg.failure_reason,
+            ]))
+        if not turn.legs:
+            writer.writerow(_cells(head + [None] * (len(CSV_COLUMNS) - len(head))))
+    return out.getvalue()
+
+
+def render_calls_csv(snap: Snapshot) -> str:
+    """One row per model call (usage record), fusion and ordinary turns alike; `leg` is the
+    number of the leg it served in its turn, empty for an ordinary turn's calls."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(CALL_COLUMNS)
+    for turn in snap.turns:
+        head = _turn_cells(turn)
+        for index, call in enumerate(turn.model_calls, 1):
+            leg = turn.legs[call.leg] if call.leg is not None else None
+            writer.writerow(_cells(head + [
+                index, None if leg is None else call.leg + 1, None if leg is None else leg.kind,
+                call.model, round(call.start_ms, 3), call.duration_ms, call.input_tokens,
+                call.output_tokens, call.cache_read_tokens, call.credits, call.finish_reason,
+            ]))
+    return out.getvalue()
+
+
+def _turn_cells(turn: TurnRow) -> list:
+    return [turn.session_id, turn.fusion_id, turn.kind, turn.start, turn.pattern, turn.outcome,
+            turn.degraded_reason, turn.route_failure_reason]
+
+
+def _flag(value: bool) -> str:
+    return "true" if value else "false"
+
+
+def _cells(values: list) -> list:
+    """None as an empty cell; text printable (a cell is shown in a terminal or a viewer as
+    often as in a spreadsheet: no control character, no line break inside a cell); text
+    that a spreadsheet would run as a formula, quoted off."""
+    cells = []
+    for value in values:
+        if value is None:
+            value = ""
+        elif isinstance(value, str):
+            value = printable(value)
+            if value[:1] in ("=", "+", "-", "@"):
+                value = "'" + value
+        cells.append(value)
+    return cells

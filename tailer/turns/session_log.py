@@ -1,0 +1,170 @@
+"""One session's log read into turns: the one rule every command reads a log by.
+
+The daemon (tailer/turns/sessions.py), `report` and `report --watch` (tailer/report/read.py,
+tailer/report/live.py), `doctor`, `scrub` and the demo all read a log through a
+`SessionLog`, so they agree on what a line means:
+
+- a line is judged by `judge`: a record, damage (`events.Malformed`, counted by its reason
+  in `damage`), or nothing that matters; an oversized line is damage only if it may have
+  mattered; a line the tailer fails on (a bug) is damage `internal_error`, never a crash;
+- a log the CLI rewrote or replaced is read again from its start, its open turns
+  forgotten, the turns it already finished never finished again (SessionTurns keeps them);
+- a log that cannot be read leaves its `problem`, one line in the words of the shared
+  vocabulary (tailer/copilot/problems.py), which every command prints as it is;
+  a log that vanished is no problem: its session simply ends;
+- open turns are finished as `incomplete` when the log has been quiet for the idle
+  timeout (`finish_if_idle`), or when the caller is done with the log (`finish_open`).
+
+What a command does with the turns and the counts is its own business.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from pathlib import Path
+from typing import Iterator, NamedTuple
+
+from ..copilot import events
+from . import session_state
+from ..copilot.lines import Line, LineReader, Position
+from ..copilot.problems import log_problem
+from .assembly import IDLE_TIMEOUT_S, SessionTurns, Turn
+
+INTERNAL_ERROR = "internal_error"
+
+
+
+# -- Reading ---------------------------------------------------------------------------------
+
+
+def judge(line: Line) -> events.Event | events.Malformed | None:
+    """What a line is: a record, damage, or None for a line that cannot matter."""
+    if line.oversized:
+        return events.Malformed("oversized") if events.may_matter(line.data) else None
+    return events.parse_line(line.data)
+
+
+class Read(NamedTuple):
+    """One line handed out by `SessionLog.read`, with what it became and the turns it
+    finished. `error_type` names the exception when the tailer failed on it (a bug)."""
+
+    line: Line
+    record: events.Event | events.Malformed | None
+    finished: list[Turn]
+    error_type: str | None = None
+
+
+_NONE: list[Turn] = []  # what most lines finish; never added to
+
+
+class SessionLog:
+    """A session's log, where we are in it, and its turns; see the module docstring.
+
+    By default only the lines that may be records are handed out (events.may_be_read);
+    `every_line` hands out all of them, for a command that looks at every line (doctor,
+    scrub).
+    """
+
+    __slots__ = ("session_id", "reader", "turns", "damage", "error")
+
+    def __init__(self, session_id: str, path: Path, position: Position = Position(),
+                 turns: SessionTurns | None = None, *, every_line: bool = False):
+        self.session_id = session_id
+        self.reader = LineReader(path, position, None if every_line else events.may_be_read)
+        self.turns = turns if turns is not None else SessionTurns(session_id)
+        self.damage: Counter = Counter()  # reason -> damaged lines
+        self.error: OSError | None = None  # why the last read could not read the log
+
+    @classmethod
+    def from_state(cls, session_id: str, path: Path, saved: dict) -> "SessionLog":
+        """Resume where `to_state` left off (`saved` checked by session_state.check)."""
+        return cls(session_id, path, Position.from_data(saved["position"]),
+                   session_state.turns_from_state(session_id, saved))
+
+    def to_state(self) -> dict:
+        return session_state.session_to_state(self.reader.position, self.turns)
+
+    @property
+    def path(self) -> Path:
+        return self.reader.path
+
+    @property
+    def generation(self) -> int:
+        """Goes up each time the log is found rewritten and read again from its start."""
+        return self.reader.generation
+
+    @property
+    def problem(self) -> str | None:
+        """Why the last read could not read the log, in the vocabulary's words."""
+        return None if self.error is None else log_problem(self.session_id, self.error)
+
+    def read(self) -> Iterator[Read]:
+        """Each line appended since the last read that became something (every line with
+        `every_line`), judged and fed to the session's turns.
+
+        Stopping early is fine: the next read goes on after the last line handed out. A
+        log that cannot be read sets `error`; one that is gone does not. This is the loop
+        every record of every log goes through: kept to what must run per line.
+        """
+        self.error = None
+        reader, feed, every_line = self.reader, self.turns.feed, self.reader.wanted is None
+        malformed, unknown = events.Malformed, events.UnknownFusionEvent
+        generation = reader.generation
+        try:
+            for line in reader.read():
+                if reader.generation != generation:
+                    generation = reader.generation
+                    self.turns.forget_open()
+                try:
+                    record = judge(line)
+                    if record is None:
+                        if every_line:
+                            yield Read(line, None, _NONE)
+                        continue
+                    finished = _NONE
+                    kind = type(record)
+                    if kind is malformed:
+                        self.damage[record.reason] += 1
+                    elif kind is not unknown:
+                        finished = feed(record) or _NONE
+                except Exception as error:  # a bug must cost one line, not the command
+                    self.damage[INTERNAL_ERROR] += 1
+                    yield Read(line, malformed(INTERNAL_ERROR), _NONE, type(error).__name__)
+                    continue
+                yield Read(line, record, finished)
+        except FileNotFoundError:
+            pass  # gone: the session ends
+        except OSError as error:  # unreadable, or not a regular file
+            self.error = error
+        if reader.generation != generation:
+            self.turns.forget_open()
+
+    def skip_to_end(self) -> None:
+        """Start at the log's end (the daemon's start without saved state)."""
+        try:
+            self.reader.skip_to_end()
+        except OSError:
+            pass  # reading it reports the problem
+
+    def finish_open(self) -> list[Turn]:
+        """Finish the open turns as they stand (`incomplete` without a rollup)."""
+        return self.turns.finish_open()
+
+    def finish_if_idle(self, now: float, idle_timeout_s: float) -> list[Turn]:
+        """Finish the open turns when the log has not changed for `idle_timeout_s`."""
+        if not self.turns.open_count:
+            return []
+        try:
+            modified = os.stat(self.reader.path).st_mtime
+        except OSError:
+            return []
+        return self.turns.finish_open() if now - modified >= idle_timeout_s else []
+
+
+def finish_tombstone(session_id: str, saved: dict) -> list[Turn]:
+    """Finish the open turns of a session whose log vanished, in its saved state too."""
+    turns = session_state.turns_from_state(session_id, saved)
+    finished = turns.finish_open()
+    saved["open"], saved["finished"] = [], turns.finished
+    return finished

@@ -1,0 +1,233 @@
+"""The reading stage's saved state: each session's log position, open turns, the fusion ids
+it already reported, its context, and for a log that vanished, when it did (a tombstone).
+
+This is the `sessions` part of a checkpoint, written and read back here, beside the reading
+(tailer/turns/session_log.py); tailer/daemon/checkpoint.py keeps the file. Every stage trusts what it
+restores, so `check` refuses anything not shaped as `session_to_state` writes it, and a
+record restored here is checked field by field as tailer/copilot/events.py checks the log's: it is
+trusted downstream as much as one just parsed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from ..copilot import events
+from ..saved_state import finite, mapping, sequence, text, whole
+from ..copilot.lines import Position
+from .assembly import SessionContext, SessionTurns, Turn
+
+_RECORD_TYPES = {
+    cls.__name__: cls
+    for cls in (events.Resolved, events.LegEnded, events.Handoff, events.CommitStarted,
+                events.Completed, events.RouteFailed, events.ModelCall, events.ToolStarted,
+                events.ToolCompleted, events.Prompt)
+}
+
+
+def check(state: dict) -> None:
+    """Raise ValueError, KeyError or TypeError on a `sessions` part not shaped as saved."""
+    for saved in mapping(state["sessions"], "sessions").values():
+        mapping(saved, "a session")
+        Position.from_data(saved["position"])
+        if "gone_at" in saved:
+            finite(saved["gone_at"], "when a session's log went", 0)
+        for fusion_id in sequence(saved["finished"], "a session's finished turns"):
+            _record_text(fusion_id, "a finished turn's id")
+        for turn in sequence(saved["open"], "a session's open turns"):
+            turn_from_data(turn)
+        context_from_data(saved.get("context"))
+
+
+def session_to_state(position: Position, turns: SessionTurns) -> dict:
+    """One session as the checkpoint keeps it."""
+    return {
+        "position": position.to_data(),
+        "open": [turn_to_data(turn) for turn in turns.open_turns],
+        "finished": turns.finished,
+        "context": context_to_data(turns.context),
+    }
+
+
+def turns_from_state(session_id: str, saved: dict) -> SessionTurns:
+    """The session's turn assembly as `session_to_state` saved it (checked by `check`)."""
+    return SessionTurns(session_id, [turn_from_data(t) for t in saved["open"]],
+                        saved["finished"], context_from_data(saved.get("context")))
+
+
+def turn_to_data(turn: Turn) -> dict:
+    records = [turn.resolved, turn.commit, turn.completed, turn.route_failure, turn.prompt]
+    records += turn.legs + turn.handoffs + turn.calls + turn.tool_events
+    data = {
+        "session": turn.session_id,
+        "fusion": turn.fusion_id,
+        "records": [_record_to_data(r) for r in records if r],
+    }
+    if turn.ordinary:
+        data["ordinary"] = True
+    return data
+
+
+def turn_from_data(data: dict) -> Turn:
+    """The turn `turn_to_data` gave; ValueError, KeyError or TypeError when damaged."""
+    mapping(data, "an open turn")
+    ordinary = data.get("ordinary", False)
+    if type(ordinary) is not bool:
+        raise ValueError("an open turn's kind is not true or false")
+    # The session id is a folder name: any text, surrogate escapes of non-UTF-8 bytes too.
+    turn = Turn(text(data["session"], "an open turn's session", None),
+                _record_text(data["fusion"], "an open turn's id"), ordinary=ordinary)
+    for record in map(_record_from_data, sequence(data["records"], "an open turn's records")):
+        if isinstance(record, events.LegEnded):
+            turn.legs.append(record)
+        elif isinstance(record, events.Handoff):
+            turn.handoffs.append(record)
+        elif isinstance(record, events.ModelCall):
+            turn.calls.append(record)
+        elif isinstance(record, (events.ToolStarted, events.ToolCompleted)):
+            turn.tool_events.append(record)
+        elif isinstance(record, events.Prompt):
+            turn.prompt = record
+        elif isinstance(record, events.Resolved):
+            turn.resolved = record
+        elif isinstance(record, events.CommitStarted):
+            turn.commit = record
+        elif isinstance(record, events.Completed):
+            turn.completed = record
+        elif isinstance(record, events.RouteFailed):
+            turn.route_failure = record
+    return turn
+
+
+def context_to_data(context: SessionContext) -> dict:
+    """A session's context (see turns.SessionContext) as the checkpoint keeps it."""
+    return {
+        "current": context.current,
+        "awaiting_prompt": context.awaiting_prompt,
+        "run": _ledger_to_data(context.run),
+        "log": _ledger_to_data(context.log),
+        "run_unpriced": sorted(context.run_unpriced),
+        "log_unpriced": sorted(context.log_unpriced),
+    }
+
+
+def context_from_data(data: dict | None) -> SessionContext:
+    """None (a checkpoint written before contexts were kept) gives an empty context."""
+    if data is None:
+        return SessionContext()
+    mapping(data, "a session's context")
+    return SessionContext(
+        current=_optional(_record_text)(data["current"], "a session's model"),
+        awaiting_prompt=_optional(_record_text)(data["awaiting_prompt"], "a session's prompt"),
+        run=_ledger_from_data(data["run"]),
+        log=_ledger_from_data(data["log"]),
+        run_unpriced=set(_texts(data["run_unpriced"], "a ledger's model")),
+        log_unpriced=set(_texts(data["log_unpriced"], "a ledger's model")),
+    )
+
+
+def _ledger_to_data(ledger: dict[str, events.Usage] | None) -> dict | None:
+    if ledger is None:
+        return None
+    return {model: dataclasses.asdict(usage) for model, usage in ledger.items()}
+
+
+def _ledger_from_data(data: dict | None) -> dict[str, events.Usage] | None:
+    if data is None:
+        return None
+    return {_record_text(model, "a ledger's model"): _usage(usage, "a ledger's usage")
+            for model, usage in mapping(data, "a ledger").items()}
+
+
+def _record_to_data(record: events.Event) -> dict:
+    """As JSON will give it back (tuples as lists): a tombstone keeps this in memory.
+
+    `not_codes` is left out: it was counted when the line was read, and a restored record
+    must not count it again."""
+    values = dataclasses.asdict(record)
+    del values["not_codes"]
+    return {"kind": type(record).__name__,
+            **{name: list(value) if type(value) is tuple else value
+               for name, value in values.items()}}
+
+
+def _record_from_data(data: dict) -> events.Event:
+    """A record back from its data, each field checked as tailer.copilot.events checks the log's:
+    a record restored here is trusted downstream as much as one just parsed."""
+    values = dict(mapping(data, "a record"))
+    cls = _RECORD_TYPES.get(text(values.pop("kind"), "a record's kind"))
+    if cls is None:
+        raise ValueError("a record is of no known kind")
+    fields = _RECORD_FIELDS[cls]
+    if not fields.keys() >= values.keys():
+        raise ValueError(f"a {cls.__name__} record has a field it does not know")
+    for name, value in values.items():
+        values[name] = _FIELD_CHECKS[fields[name]](value, f"{cls.__name__}.{name}")
+    record = cls(**values)
+    events.codes_only(record)  # its codes too: free text in a saved file never leaves either
+    return record
+
+
+
+# -- The checks of a record's fields: each returns the value as the record holds it --
+
+
+def _record_text(value: object, what: str) -> str:
+    """As tailer.copilot.events reads text: at most MAX_TEXT characters with a UTF-8 form."""
+    try:
+        text(value, what, events.MAX_TEXT).encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError(f"{what} holds a lone surrogate") from None
+    return value
+
+
+def _optional(check):
+    return lambda value, what: None if value is None else check(value, what)
+
+
+def _time_ns(value: object, what: str) -> int:
+    return whole(value, what, events.LATEST_NS - 1, events.EARLIEST_NS)
+
+
+def _milliseconds(value: object, what: str) -> float:
+    return finite(value, what, 0, events.MAX_DURATION_MS)
+
+
+def _usage(value: object, what: str) -> events.Usage:
+    usage = mapping(value, what)
+    if set(usage) != set(_USAGE_LIMITS):
+        raise ValueError(f"{what} does not hold the usage fields")
+    return events.Usage(**{name: whole(count, f"{what}.{name}", _USAGE_LIMITS[name])
+                           for name, count in usage.items()})
+
+
+def _bool(value: object, what: str) -> bool:
+    if type(value) is not bool:
+        raise ValueError(f"{what} is not true or false")
+    return value
+
+
+def _texts(value: object, what: str) -> tuple[str, ...]:
+    return tuple(_record_text(item, what) for item in sequence(value, what))
+
+
+_USAGE_LIMITS = {field.name: events.MAX_COUNT for field in dataclasses.fields(events.Usage)}
+_USAGE_LIMITS["nano_aiu"] = events.MAX_NANO_AIU
+
+# By the annotation of a record's field: a new field of a new type needs its check here
+# (tests/test_checkpoint.py says so).
+_FIELD_CHECKS = {
+    "int": _time_ns,
+    "str": _record_text,
+    "str | None": _optional(_record_text),
+    "float": _milliseconds,
+    "float | None": _optional(_milliseconds),
+    "Usage": _usage,
+    "tuple[str, ...]": _texts,
+    "bool": _bool,
+    "bool | None": _optional(_bool),
+}
+_RECORD_FIELDS = {
+    cls: {field.name: field.type for field in dataclasses.fields(cls)}
+    for cls in _RECORD_TYPES.values()
+}
