@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from sessiongen import START, SessionWriter
+from tailer.copilot import problems
 from tailer.turns import session_log
 from tailer.turns.sessions import Tailer
 from tailer.outputs.exposition import Registry
@@ -31,8 +32,8 @@ from tailer.report.read import Selection, SessionReader, wanted_turns
 from tailerproc import ROOT, tailer_env
 
 DENIED = PermissionError(13, "Permission denied")
-EXPECTED_PROBLEMS = sorted([session_log.folder_problem("s-folder", DENIED),
-                            session_log.log_problem("s-log", DENIED)])
+EXPECTED_PROBLEMS = sorted([problems.folder_problem("s-folder", DENIED),
+                            problems.log_problem("s-log", DENIED)])
 EXPECTED_TURNS = 7  # s-good 2, s-damaged 2, s-rewritten 3 once rewritten
 EXPECTED_DAMAGE = {"invalid_json": 1, "oversized": 1}
 PROBLEM = re.compile(r"session \S+: (?:cannot read its (?:folder|log): [^\n]*"

@@ -9,6 +9,7 @@ import os
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from sessiongen import START, SessionWriter
+from tailer.copilot import problems
 from tailer.turns import session_log
 from tailer.copilot.lines import Position
 from tailer.turns.session_log import SessionLog
@@ -144,10 +145,10 @@ def test_a_log_that_cannot_be_read_names_its_problem_and_one_that_vanished_does_
 
 def test_the_vocabulary():
     denied = PermissionError(13, "Permission denied")
-    assert session_log.folder_problem("s", denied) == "session s: cannot read its folder: Permission denied"
-    assert session_log.log_problem("s", denied) == "session s: cannot read its log: Permission denied"
-    assert session_log.state_dir_problem(denied) == "cannot list the state directory: Permission denied"
-    assert session_log.line_problem("s", 3, "invalid_json") == \
+    assert problems.folder_problem("s", denied) == "session s: cannot read its folder: Permission denied"
+    assert problems.log_problem("s", denied) == "session s: cannot read its log: Permission denied"
+    assert problems.state_dir_problem(denied) == "cannot list the state directory: Permission denied"
+    assert problems.line_problem("s", 3, "invalid_json") == \
         "session s: skipped line 3 of events.jsonl: invalid_json"
-    assert session_log.line_problem("s", 3, "internal_error", "KeyError") == \
+    assert problems.line_problem("s", 3, "internal_error", "KeyError") == \
         "session s: line 3 of events.jsonl could not be handled (KeyError); skipped"
