@@ -209,7 +209,7 @@ def test_hostile_lines_cost_only_themselves_and_a_restart_on_them_goes_on(tmp_pa
                 time.sleep(0.1)
             while True:  # the counts are published with the next save
                 skipped = {dict(labels)["reason"]: value for labels, value in samples(
-                    tailer.outputs.metrics(), "hydrafusion_tailer_cli_records_skipped_total").items()
+                    tailer.metrics(), "hydrafusion_tailer_cli_records_skipped_total").items()
                     if value}
                 if skipped or time.monotonic() > deadline:
                     break

@@ -132,8 +132,8 @@ def pending(exposition: str) -> float:
 def published(tailer, condition) -> str:
     """The tailer's /metrics once condition(text) holds: values are published a moment
     after they change (when the checkpoint is saved)."""
-    wait_until(lambda: condition(tailer.outputs.metrics()), "the tailer's /metrics to settle", timeout=30)
-    return tailer.outputs.metrics()
+    wait_until(lambda: condition(tailer.metrics()), "the tailer's /metrics to settle", timeout=30)
+    return tailer.metrics()
 
 
 @pytest.fixture

@@ -150,8 +150,8 @@ def test_collector_down_is_counted_and_nothing_else_breaks(tmp_path):
                         "--otlp-endpoint", closed, metrics_port=port) as tailer:
         tailer.wait_for_log(r" fusion fusion-", count=len(expected))
         deadline = time.monotonic() + 30
-        while 'export_failures_total{outcome="retry"} 0' in tailer.outputs.metrics():
+        while 'export_failures_total{outcome="retry"} 0' in tailer.metrics():
             assert time.monotonic() < deadline, "export failure never counted"
             time.sleep(0.2)
-        turns = metric_samples(tailer.outputs.metrics(), "hydrafusion_turns_total")
+        turns = metric_samples(tailer.metrics(), "hydrafusion_turns_total")
     assert sum(turns.values()) == len(expected)

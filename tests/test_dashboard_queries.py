@@ -89,7 +89,7 @@ def run(tmp_path_factory):
         results = defaultdict(list)
         for title, expr in dash.prometheus_exprs(window):
             results[title].append(prom.query(expr, time=seen))
-        exposition = tailer.outputs.metrics()  # only now: the first fetch takes each series' zero
+        exposition = tailer.metrics()  # only now: the first fetch takes each series' zero
         spans = sink.wait_for_spans(spans_expected, timeout=30)
     return Run(dict(results), exposition, spans)
 

@@ -135,7 +135,7 @@ def test_kill_9_at_any_moment_loses_nothing_and_counts_nothing_twice(tmp_path):
             deadline = time.monotonic() + 60
             while counted(body) != truth_of(expected) and time.monotonic() < deadline:
                 time.sleep(0.3)
-                body = tailer.outputs.metrics()
+                body = tailer.metrics()
             sink.wait_for_spans(sum(len(t.legs) + 2 for t in expected), timeout=60)
             spans = sink.spans()
             # Prometheus scraped through every kill: no count went backwards (which it
@@ -228,7 +228,7 @@ def test_a_scrape_never_sees_a_count_the_checkpoint_does_not_hold(tmp_path):
             with open(path, "a") as handle:
                 handle.writelines(lines[start:start + 6])
             for _ in range(3):
-                scraped = sum(samples(tailer.outputs.metrics(), "hydrafusion_turns_total").values())
+                scraped = sum(samples(tailer.metrics(), "hydrafusion_turns_total").values())
                 saved = json.loads(checkpoint.read_text()) if checkpoint.exists() else {}
                 held = sum(row[1] for row in saved.get("metrics", {}).get(
                     "hydrafusion_turns_total", []))

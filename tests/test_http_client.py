@@ -152,7 +152,7 @@ def test_a_collectors_error_text_cannot_forge_a_log_line(caplog):
 
 
 def test_the_metrics_push_outlives_garbage_and_pushes_again_once_the_endpoint_is_healthy(caplog):
-    caplog.set_level(logging.INFO, logger="tailer.outputs.otlp")
+    caplog.set_level(logging.INFO, logger="tailer.otlp")
     with BadEndpoint(GARBLED_STATUS) as endpoint:
         pusher = MetricsPusher(endpoint.url + "/v1/metrics", headers={}, interval_s=60)
         pusher.offer(gzip.compress(b"first"))

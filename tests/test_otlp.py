@@ -231,7 +231,7 @@ def test_other_errors_are_rejected_once_and_logged_without_span_content(otlp_sin
     message = "field is invalid " + "x" * 300
     otlp_sink.script(Reply(status, json.dumps({"code": 3, "message": message}).encode()))
     exporter = make_exporter(otlp_sink.url, sleep=FakeTime().sleep)
-    caplog.set_level(logging.WARNING, logger="tailer.outputs.otlp")
+    caplog.set_level(logging.WARNING, logger="tailer.otlp")
     exporter.submit([span(1, 1, name=CANARY), span(1, 2)])
 
     assert exporter.flush(timeout=5)
@@ -247,7 +247,7 @@ def test_partial_success_is_logged_and_not_retried(otlp_sink, make_exporter, cap
     answer = {"partialSuccess": {"rejectedSpans": "1", "errorMessage": "span too old"}}
     otlp_sink.script(Reply(200, json.dumps(answer).encode()))
     exporter = make_exporter(otlp_sink.url)
-    caplog.set_level(logging.WARNING, logger="tailer.outputs.otlp")
+    caplog.set_level(logging.WARNING, logger="tailer.otlp")
     exporter.submit(trace_of(1, 3))
 
     assert exporter.flush(timeout=5)
@@ -270,7 +270,7 @@ def test_unreachable_collector_is_retried_until_it_answers(make_exporter, caplog
             collector.append(OtlpSink(port=port).__enter__())  # the collector is back
 
     exporter = make_exporter(url, sleep=sleep, rng=lambda: 1.0)
-    caplog.set_level(logging.WARNING, logger="tailer.outputs.otlp")
+    caplog.set_level(logging.WARNING, logger="tailer.otlp")
     exporter.submit([span(1, 1, name=CANARY)])
     try:
         assert exporter.flush(timeout=10)

@@ -193,7 +193,7 @@ def test_every_printed_field_of_doctor_is_escaped(tmp_path):
 
 def test_every_log_record_is_escaped_once_where_it_is_formatted():
     formatter = logs.PrintableFormatter("%(levelname)s %(message)s")
-    record = logging.LogRecord("tailer.outputs.otlp", logging.WARNING, __file__, 1,
+    record = logging.LogRecord("tailer.otlp", logging.WARNING, __file__, 1,
                                "OTLP export rejected (HTTP %d): %s; %d spans dropped",
                                (400, HOSTILE, 3), None)
     line = formatter.format(record)

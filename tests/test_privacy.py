@@ -179,7 +179,7 @@ def test_no_text_ever_leaves(tmp_path):
         while time.monotonic() < deadline and not (sink.metric_requests and any(
                 span["name"] == "invoke_agent" for span in sink.spans())):
             time.sleep(0.1)
-        scrapes = [tailer.outputs.metrics(), tailer.outputs.metrics()]
+        scrapes = [tailer.metrics(), tailer.metrics()]
         assert tailer.stop() == 0
         bodies = list(sink.raw_bodies) + list(sink.metric_bodies)
         # The tailer's own pushes: the one at exit holds every series.

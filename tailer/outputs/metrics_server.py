@@ -33,7 +33,7 @@ from urllib.parse import urlsplit
 from .exposition import CONTENT_TYPE, Registry
 from ..log_limit import WarningLimiter
 
-log = logging.getLogger("tailer.outputs.metrics")
+log = logging.getLogger("tailer.metrics")
 
 MAX_CLIENTS = 64
 TIMEOUT_S = 5.0

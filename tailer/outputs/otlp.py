@@ -27,7 +27,7 @@ from typing import Callable, NamedTuple
 
 from .http_client import TOO_LARGE, Answer, Endpoint, one_line
 
-log = logging.getLogger("tailer.outputs.otlp")
+log = logging.getLogger("tailer.otlp")
 
 SCOPE_NAME = "hydrafusion-tailer"
 RETRYABLE_STATUSES = frozenset({429, 502, 503, 504})

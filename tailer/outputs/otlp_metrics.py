@@ -29,7 +29,7 @@ import time
 from .http_client import Endpoint
 from .otlp import error_text, retryable
 
-log = logging.getLogger("tailer.outputs.otlp")
+log = logging.getLogger("tailer.otlp")
 
 # What a resource may say of who sent the metrics. Prometheus makes job of service.name and
 # instance of service.instance.id, and promotes the opt-in rest to labels where its
