@@ -3,7 +3,7 @@
 Each tailer has its own sessions (tests/sessiongen.py), checkpoint and identity
 (service.instance.id made by the tailer, user.name set by its user). Both send traces and
 push metrics through the gateway collector over https (a self-signed certificate, given by
-OTEL_EXPORTER_OTLP_CERTIFICATE) into the real Prometheus 3.14 build, and push their history
+OTEL_EXPORTER_OTLP_CERTIFICATE) into the real Prometheus build, and push their history
 by remote write. Then:
 
 - totals add up to the truth computed from the files, and stay apart by instance and user;
