@@ -9,6 +9,7 @@ by the tailer's own count, but not stored). Long: behind HYDRAFUSION_LONG_TESTS=
     HYDRAFUSION_LONG_TESTS=1 python3 -m pytest -q -s tests/test_history_stress.py
     HYDRAFUSION_STRESS_STARTS=50 (how many first starts; 50 by default)
     HYDRAFUSION_PROMETHEUS=/path/to/prometheus (another release than the compose pin)
+    HYDRAFUSION_STRESS_MONTH=/a/folder (keeps the month read there, for the next run)
 
 The month is read once, by a tailer whose Prometheus is not there: it keeps the whole
 history in its checkpoint, as a first start does until its push goes through. Each first
@@ -26,6 +27,7 @@ import time
 import urllib.request
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 
@@ -77,12 +79,16 @@ def args(state, saved, url: str) -> tuple:
 
 @pytest.fixture(scope="module")
 def month_read(tmp_path_factory):
-    """The month's sessions, and a checkpoint holding their whole history, not pushed."""
-    directory = tmp_path_factory.mktemp("month")
-    state = directory / "state"
-    state.mkdir()
+    """The month's sessions, and a checkpoint holding their whole history, not pushed
+    (read again unless HYDRAFUSION_STRESS_MONTH holds them from a run of the last hours:
+    the month ends now, and its first day must stay inside the 31-day window)."""
+    kept = os.environ.get("HYDRAFUSION_STRESS_MONTH")
+    directory = Path(kept) if kept else tmp_path_factory.mktemp("month")
+    state, saved = directory / "state", directory / "checkpoint.json"
+    if saved.exists():
+        return state, saved
+    state.mkdir(parents=True)
     write_month(state)
-    saved = directory / "checkpoint.json"
     nowhere = f"http://127.0.0.1:{free_port()}"
     with running_tailer(directory, *args(state, saved, nowhere)) as tailer:
         tailer.wait_for_log(RETRY, timeout=900)
