@@ -40,7 +40,7 @@ from test_month import write_month
 pytestmark = pytest.mark.skipif(os.environ.get("HYDRAFUSION_LONG_TESTS") != "1",
                                 reason="long: HYDRAFUSION_LONG_TESTS=1")
 STARTS = int(os.environ.get("HYDRAFUSION_STRESS_STARTS", "50"))
-PUSH_TIMEOUT_S = 300
+PUSH_TIMEOUT_S = 900
 PUSHED = re.compile(r"history: pushed (\d+) samples of (\d+) series")
 RETRY = "history: Prometheus did not take the history"
 # The tailer serves no /metrics here: every hydrafusion sample Prometheus holds is history.
