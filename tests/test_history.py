@@ -291,7 +291,8 @@ def test_history_lands_on_its_days_and_live_counting_goes_on(tmp_path):
             assert at > start_up
         # A restart pushes nothing again and changes no figure.
         with running_tailer(tmp_path, *args, metrics_port=port) as tailer:
-            time.sleep(3)
+            # Its scrapes show the counters once it is past the push it had nothing for.
+            tailer.wait_for_metrics("hydrafusion_aiu_total{")
             assert "history: pushed" not in tailer.log()
         for day in range(DAYS):
             end = (first + timedelta(days=day + 1)).timestamp()

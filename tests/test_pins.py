@@ -32,6 +32,8 @@ EARLIER_RELEASES = {
     ("docs/HISTORY.md", "Prometheus 3.14.0"): "the panic's figures on the previous pin",
     ("docs/HISTORY.md", "prom/prometheus:v3.14.0"): "how to run the stress test on the previous pin",
     ("docs/METRICS.md", "Prometheus 3.14"): "the release that measured the extrapolation error",
+    ("tailer/history.py", "Prometheus 3.14"): "the release whose panic the write order avoids",
+    ("tests/test_history_stress.py", "Prometheus 3.14"): "the release that panicked at first starts",
 }
 # The places that hold releases of their own (recorded sessions, generated fixtures).
 NOT_SCANNED = ("fixtures/", "tests/data/", "tests/test_pins.py")
