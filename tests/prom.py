@@ -63,10 +63,33 @@ def single_value(result: list[dict]) -> float | None:
 class Prometheus:
     """A running Prometheus: its base URL and its HTTP query API."""
 
-    def __init__(self, url: str, process: subprocess.Popen, log_path: Path):
+    def __init__(self, url: str, command: list[str], log_path: Path):
         self.url = url
-        self.process = process
+        self.command = command
         self.log_path = log_path
+        self.process = self._start()
+
+    def _start(self) -> subprocess.Popen:
+        with open(self.log_path, "ab") as log:
+            return subprocess.Popen(self.command, stdout=log, stderr=subprocess.STDOUT)
+
+    def restart(self, *, kill: bool) -> None:
+        """Stop it (`kill -9` when kill, else a clean stop) and start it again on the same
+        data and port, back once it is ready."""
+        self.stop(kill=kill)
+        self.process = self._start()
+        self._wait_ready(timeout=60)
+
+    def stop(self, *, kill: bool = False) -> None:
+        if kill:
+            self.process.kill()
+        else:
+            self.process.terminate()
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
 
     def query(self, expr: str, time: float | None = None) -> list[dict]:
         """An instant query (at time, a Unix timestamp, or now): the API's result list."""
@@ -136,20 +159,14 @@ def running_prometheus(
     config_path.write_text(json.dumps(config, indent=2))  # JSON is YAML
     log_path = directory / "prometheus.log"
     url = f"http://127.0.0.1:{free_port()}"
-    with open(log_path, "wb") as log:
-        process = subprocess.Popen(
-            [
-                binary("prometheus"),
-                *stack_features(),
-                f"--config.file={config_path}",
-                f"--storage.tsdb.path={directory / 'data'}",
-                f"--web.listen-address={urllib.parse.urlsplit(url).netloc}",
-                *extra_flags,
-            ],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
-    prom = Prometheus(url, process, log_path)
+    prom = Prometheus(url, [
+        binary("prometheus"),
+        *stack_features(),
+        f"--config.file={config_path}",
+        f"--storage.tsdb.path={directory / 'data'}",
+        f"--web.listen-address={urllib.parse.urlsplit(url).netloc}",
+        *extra_flags,
+    ], log_path)
     try:
         prom._wait_ready(timeout=30)
         yield prom
@@ -159,9 +176,4 @@ def running_prometheus(
         sys.stderr.write(f"--- the end of Prometheus's log ---\n{log_path.read_text(errors='replace')[-6000:]}\n")
         raise
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        prom.stop()

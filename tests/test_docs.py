@@ -16,6 +16,7 @@ import pytest
 import yaml
 
 from assembly import assemble
+from dashboard import load_dashboard, targets
 from sessiongen import START, SessionWriter, every_pattern, whole_session
 from tailer.commands.cli import build_parser
 from tailer.copilot.events import parse_line
@@ -243,3 +244,22 @@ def test_team_md_gives_the_gateway_configuration_the_tests_run():
     bench/team_load.py run through the real collector, word for word."""
     gateway = (DOCS.parent / "collector" / "gateway.yaml").read_text()
     assert gateway in code_blocks("TEAM.md", "yaml")
+
+
+ANCHORED = re.compile(r"\]\s*anchored\b")
+
+
+def test_team_md_names_the_panels_and_rules_a_team_without_anchored_keeps_and_loses():
+    """TEAM.md's "`anchored` on each query engine": the panels a Thanos team keeps are
+    exactly the dashboard's panels with a Prometheus query and none using `anchored`, and
+    the rules it loses are the ones that use it."""
+    prometheus_queries = targets(load_dashboard(), "prometheus")
+    anchored = {title for title, target in prometheus_queries if ANCHORED.search(target["expr"])}
+    kept = {title for title, _ in prometheus_queries} - anchored
+    sentence = re.search(r"every panel of the\s+dashboard but these, which read gauges or `up`:"
+                         r"\s+(.*?)\.\n", read_doc("TEAM.md"), flags=re.DOTALL).group(1)
+    named = set(re.split(r",\s+|\s+and\s+", " ".join(sentence.split())))
+    assert named == kept
+    rules = yaml.safe_load((DOCS.parent / "prometheus" / "rules" / "hydrafusion.yml").read_text())
+    assert all(ANCHORED.search(rule["expr"]) for group in rules["groups"] for rule in group["rules"])
+    assert "-query-frontend.enabled-promql-extended-range-selectors=smoothed,anchored" in read_doc("TEAM.md")

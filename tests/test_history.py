@@ -2,6 +2,7 @@
 
 import time
 import tracemalloc
+import urllib.request
 from collections import defaultdict
 from datetime import datetime, timedelta, timezone
 
@@ -11,7 +12,7 @@ from hypothesis import given, strategies as st
 from prom import free_port, running_prometheus, single_value
 from sessiongen import SessionWriter
 from tailer.outputs.history import GRID_MS, History
-from tailer.outputs.remote_write import RemoteWriteError, split_requests
+from tailer.outputs.remote_write import RemoteWriteError, RemoteWriter, split_requests
 from tailerproc import running_tailer
 from sessiongen import every_pattern
 
@@ -47,7 +48,7 @@ def test_a_new_series_starts_at_zero_with_a_sample_at_each_change_and_the_grid_b
     history.record(12 * GRID_MS, [gain(3)])  # on a grid point
     history.record(10 * GRID_MS + MINUTE, [gain(1)])  # another turn ending the same moment
     assert history.push(now)
-    points = writer.pushed[0]["x_total"]
+    points = writer.pushed[-1]["x_total"]
     assert points[:5] == [(10 * GRID_MS + MINUTE - 1, 0.0), (10 * GRID_MS + MINUTE, 3),
                           (11 * GRID_MS, 3), (12 * GRID_MS, 6), (13 * GRID_MS, 6)]
     assert points[-2:] == [(20 * GRID_MS, 6), (now, 6)]
@@ -59,7 +60,7 @@ def test_a_series_that_existed_starts_from_its_value_and_labels_match_the_scrape
     history = make(writer, bases=[gain(7, kind="a")])
     history.record(20 * GRID_MS + 1, [gain(2, kind="a")])
     history.push(22 * GRID_MS)
-    assert writer.pushed[0]["x_total"][:3] == [(20 * GRID_MS, 7), (20 * GRID_MS + 1, 9),
+    assert writer.pushed[-1]["x_total"][:3] == [(20 * GRID_MS, 7), (20 * GRID_MS + 1, 9),
                                                (21 * GRID_MS, 9)]
 
 
@@ -70,9 +71,51 @@ def test_nothing_is_placed_at_or_before_the_previous_run_was_last_seen():
     history = make(writer, not_before=not_before)
     history.record(5 * GRID_MS, [gain(6)])  # read again after a crash
     history.push(60 * GRID_MS)
-    points = writer.pushed[0]["x_total"]
+    points = writer.pushed[-1]["x_total"]
     assert points[:2] == [(not_before + 1, 0.0), (not_before + 2, 6)]
     assert all(at > not_before for at, _ in points)
+
+
+def test_every_series_newest_sample_goes_first_alone_then_the_whole_series():
+    writer = FakeWriter()
+    history = make(writer, bases=[gain(7, name="y_total")])
+    history.record(5 * GRID_MS, [gain(2), gain(1, name="y_total")])
+    history.record(6 * GRID_MS, [gain(3)])
+    now = 9 * GRID_MS
+    assert history.push(now)
+    newest, whole = writer.pushed
+    assert newest == {"x_total": [(now, 5)], "y_total": [(now, 8)]}
+    assert [points[-1] for points in whole.values()] == [(now, 5), (now, 8)]
+
+
+def test_a_fresh_prometheus_takes_the_history_out_of_order_and_compacts_nothing(tmp_path):
+    """Into a Prometheus that holds nothing yet, history sent oldest first would make its
+    in-order head span the days pushed, and Prometheus would cut blocks out of it during
+    the push (the path of the first start's panic, docs/HISTORY.md). The newest samples
+    first start its head at the push: nothing before it is in-order, nothing compacted."""
+    now = int(time.time() * 1000)
+    with running_prometheus(
+        tmp_path, [], extra_config={"storage": {"tsdb": {"out_of_order_time_window": "31d"}}},
+        extra_flags=["--web.enable-remote-write-receiver"],
+    ) as prom:
+        history = History(RemoteWriter(f"{prom.url}/api/v1/write"), {"job": "j", "instance": "i"},
+                          bases=[], not_before_ms=0, cutoff_ms=now)
+        for day in range(1, 4):
+            history.record(now - day * 86_400_000, [gain(day, case=str(case)) for case in range(20)])
+        assert history.push(now)
+        own = own_metrics(prom)
+        assert own["prometheus_tsdb_head_min_time"] >= now - 3_600_000
+        assert own["prometheus_tsdb_compactions_total"] == 0
+        assert single_value(prom.query("sum(x_total)", time=now / 1000)) == 20 * 6
+
+
+def own_metrics(prom) -> dict[str, float]:
+    """Prometheus's own unlabelled metrics, from its /metrics."""
+    with urllib.request.urlopen(f"{prom.url}/metrics", timeout=10) as response:
+        lines = response.read().decode().splitlines()
+    return {name: float(value) for name, value in
+            (line.split(" ", 1) for line in lines if line and not line.startswith("#"))
+            if "{" not in name}
 
 
 def test_history_takes_the_turns_that_ended_before_this_run_began():
@@ -145,7 +188,7 @@ def test_the_counter_read_at_any_instant_is_the_count_of_turns_ended_by_then(cha
         history.record(minute * MINUTE, [gain(amount)])
     now = 4 * 24 * 60 * MINUTE
     history.push(now)
-    points = writer.pushed[0]["x_total"]
+    points = writer.pushed[-1]["x_total"]
     assert [a for a, _ in points] == sorted({a for a, _ in points})
     first = min(minute for minute, _ in changes) * MINUTE
     for at in data.draw(st.lists(st.integers(first - 1, now), min_size=1, max_size=20)):
@@ -250,7 +293,8 @@ def test_history_lands_on_its_days_and_live_counting_goes_on(tmp_path):
             assert at > start_up
         # A restart pushes nothing again and changes no figure.
         with running_tailer(tmp_path, *args, metrics_port=port) as tailer:
-            time.sleep(3)
+            # Its scrapes show the counters once it is past the push it had nothing for.
+            tailer.wait_for_metrics("hydrafusion_aiu_total{")
             assert "history: pushed" not in tailer.log()
         for day in range(DAYS):
             end = (first + timedelta(days=day + 1)).timestamp()

@@ -1,5 +1,5 @@
 """Pushed metrics are the scraped ones, through the real gateway collector into the real
-Prometheus 3.14 (tests/gateway.py): every series a scrape of the tailer makes, with the
+Prometheus build (tests/gateway.py): every series a scrape of the tailer makes, with the
 same name, the same metric labels and the same value, comes in by push too, under the job
 and instance of the tailer's resource.
 

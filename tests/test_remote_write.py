@@ -1,6 +1,6 @@
 """Remote write: the hand-written protobuf and snappy encoders, and pushes to a real Prometheus.
 
-The real tests start Debian's Prometheus 2.42 with the remote-write receiver and a 31-day
+The real tests start the stack's Prometheus (tests/prom.py) with the remote-write receiver and a 31-day
 out-of-order window, push three days of history and read it back through the query API.
 """
 

@@ -1,9 +1,8 @@
 """The rules of prometheus/rules, evaluated by the stack's Prometheus on known counters.
 
-The rules count with `increase(x[1d] anchored)`, and promtool 3.14's `test rules` cannot
-evaluate that: its unit-test query engine is built without the parser's feature flags
-(loading the rules works, each evaluation fails with "anchored modifier is experimental
-and not enabled"). So the cases run on the real server instead. One Prometheus holds
+The rules count with `increase(x[1d] anchored)`, which `promtool test rules` could not
+evaluate before 3.16 (its unit-test engine was built without the parser's feature flags),
+so the cases run on the real server, as the stack does. One Prometheus holds
 every case's counters, pushed by remote write, each case in a slot of its own in the past
 days, far enough apart that no window or lookback reaches another. Each rule's expression
 is evaluated by the query API at the case's evaluation time, which is what the rule manager

@@ -12,13 +12,15 @@ import json
 import os
 import re
 import subprocess
+import time
 import urllib.request
 
 import pytest
 import yaml
 
-from prom import REPO, running_prometheus
+from prom import REPO, running_prometheus, stack_features
 from services import BUILD_SERVICES, binary, parse_build_output
+from tailer.outputs.remote_write import RemoteWriter
 from test_docs import code_blocks
 
 COMPONENT_KINDS = ("receivers", "processors", "exporters", "extensions", "connectors")
@@ -73,7 +75,7 @@ def test_a_component_type_without_a_known_module_stops_the_build_with_its_name()
     build_services = importlib.util.module_from_spec(importlib.util.spec_from_loader(loader.name, loader))
     loader.exec_module(build_services)
     with pytest.raises(SystemExit, match=r"no module known for extensions\.health_check"):
-        build_services.builder_manifest("0.159.0", {"receivers": ["otlp"], "extensions": ["health_check"]})
+        build_services.builder_manifest("0.165.0", {"receivers": ["otlp"], "extensions": ["health_check"]})
 
 
 def test_the_collector_validates_the_stack_config():
@@ -100,7 +102,7 @@ def test_build_services_prints_one_absolute_path_per_binary_and_nothing_else():
 
 def test_the_built_prometheus_runs_the_stack_config_and_answers_its_api(tmp_path):
     """Built without the UI assets and the cloud service discoveries: the stack's own
-    prometheus.yml and rules load (with the stack's feature flags), and the HTTP API,
+    prometheus.yml and rules load, and the HTTP API,
     which is all the stack's clients use, answers."""
     config = yaml.safe_load((REPO / "prometheus" / "prometheus.yml").read_text())
     config["rule_files"] = [str(REPO / "prometheus" / pattern) for pattern in config["rule_files"]]
@@ -112,3 +114,15 @@ def test_the_built_prometheus_runs_the_stack_config_and_answers_its_api(tmp_path
         assert prom.query("vector(1)")[0]["value"][1] == "1"
     assert {group["name"]: len(group["rules"]) for group in loaded} == {
         group["name"]: len(group["rules"]) for group in groups}
+
+
+def test_the_pinned_prometheus_counts_with_anchored_and_no_feature_flag(tmp_path):
+    """`anchored` is stable and always on from 3.16 (3.14 refused it without
+    --enable-feature=promql-extended-range-selectors), so the stack's command has no
+    feature flag and a counter's exact change over a window comes back."""
+    assert stack_features() == []
+    with running_prometheus(tmp_path, [], extra_flags=["--web.enable-remote-write-receiver"]) as prom:
+        now_ms = int(time.time() * 1000)
+        RemoteWriter(f"{prom.url}/api/v1/write").push(
+            [([("__name__", "x_total")], [(now_ms - 400_000, 1.0), (now_ms - 200_000, 4.0)])])
+        assert prom.query("increase(x_total[5m] anchored)", time=now_ms / 1000)[0]["value"][1] == "3"

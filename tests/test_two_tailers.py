@@ -3,7 +3,7 @@
 Each tailer has its own sessions (tests/sessiongen.py), checkpoint and identity
 (service.instance.id made by the tailer, user.name set by its user). Both send traces and
 push metrics through the gateway collector over https (a self-signed certificate, given by
-OTEL_EXPORTER_OTLP_CERTIFICATE) into the real Prometheus 3.14 build, and push their history
+OTEL_EXPORTER_OTLP_CERTIFICATE) into the real Prometheus build, and push their history
 by remote write. Then:
 
 - totals add up to the truth computed from the files, and stay apart by instance and user;
@@ -75,6 +75,13 @@ def wait_for_totals(prom, developers) -> None:
                   lambda result: by_user(prom) == want, timeout=120)
 
 
+def wait_for_pushes_after(prom, moment: float) -> None:
+    """Until every turn series has a sample pushed after `moment`: pushes on top of what
+    was there, not just time gone by (a loaded machine may push late)."""
+    prom.wait_for("min(timestamp(hydrafusion_turns_total))",
+                  lambda result: result and float(result[0]["value"][1]) > moment, timeout=120)
+
+
 def test_two_tailers_add_up_stay_apart_land_at_their_time_and_survive_restarts(tmp_path):
     cert, key = make_certificate(tmp_path)
     with central_prometheus(tmp_path) as prom, OtlpSink() as tempo, \
@@ -107,7 +114,7 @@ def test_two_tailers_add_up_stay_apart_land_at_their_time_and_survive_restarts(t
                 want = {d.name: sum(end_ms(t) <= at_ms for t in fusion_turns(d.turns))
                         for d in (ada, bob)}
                 assert by_user(prom, at_ms / 1000) == {k: v for k, v in want.items() if v}, days
-            time.sleep(2)  # a few pushes more on top of the history
+            wait_for_pushes_after(prom, time.time())
             assert ada_tailer.stop() == 0
             bob_tailer.process.kill()
             bob_tailer.process.wait()
@@ -118,7 +125,7 @@ def test_two_tailers_add_up_stay_apart_land_at_their_time_and_survive_restarts(t
             for tailer in (ada_tailer, bob_tailer):
                 tailer.wait_for_log("history: pushed", timeout=120)
             wait_for_totals(prom, (ada, bob))
-            time.sleep(3)
+            wait_for_pushes_after(prom, time.time())
             assert by_user(prom) == {d.name: len(fusion_turns(d.turns)) for d in (ada, bob)}
         instances = prom.query("count by (instance) (hydrafusion_turns_total)")
         resets = prom.query("sum(resets(hydrafusion_turns_total[1d]))")

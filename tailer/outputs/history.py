@@ -158,9 +158,19 @@ class History:
         return now_ms > self._not_before_ms + 2
 
     def push(self, now_ms: int) -> bool:
-        """Push everything pending; False when it should be tried again later."""
+        """Push everything pending; False when it should be tried again later.
+
+        Every series' newest sample goes first, alone: Prometheus's head then starts at the
+        push's moment and all the weeks before go to its out-of-order head. Sent oldest
+        first into a Prometheus that holds nothing yet (a fresh central one), the history
+        would make its in-order head span the whole month, and Prometheus would cut it into
+        hundreds of blocks while the rest of the push arrives: that compaction beside
+        out-of-order writes is where Prometheus 3.14 and 3.16 panic (docs/HISTORY.md,
+        "Prometheus under the first start"). The newest samples come again with their
+        series; Prometheus keeps one of two identical samples."""
         made: list[int] = []
         try:
+            self._writer.push(self._newest(now_ms))  # a sample dropped here comes again below
             dropped = self._writer.push(self._all_series(now_ms, made))
         except RemoteWriteError as error:
             if error.retryable:
@@ -184,9 +194,22 @@ class History:
             made.append(len(samples))
             yield labels, samples
 
+    def _newest(self, now_ms: int):
+        """Each series' sample at the push's moment: its value once every change is in."""
+        for key, points in self._changes.items():
+            value = self._bases.get(key, 0) + sum(points.values())
+            yield self._stored_labels(key), [(now_ms, value / self._divisors[key])]
+
+    def _stored_labels(self, key: str) -> list:
+        """The series' labels as Prometheus stores them: the scrape's job and instance added."""
+        name, labels = json.loads(key)
+        if self._le_as_pushed:
+            labels = [(label, pushed_le(value) if label == "le" else value)
+                      for label, value in labels]
+        return [("__name__", name), *map(tuple, labels), *self._labels]
+
     def _series(self, key: str, points: dict[int, float], now_ms: int) -> tuple[list, list]:
         """The samples of one series: see the module docstring for which and why."""
-        name, labels = json.loads(key)
         changes = sorted(points.items())
         divisor = self._divisors[key]
         value = self._bases.get(key, 0)
@@ -202,7 +225,4 @@ class History:
                 grid_at += GRID_MS
         if samples[-1][0] < now_ms:
             samples.append((now_ms, value / divisor))
-        if self._le_as_pushed:
-            labels = [(label, pushed_le(value) if label == "le" else value)
-                      for label, value in labels]
-        return [("__name__", name), *map(tuple, labels), *self._labels], samples
+        return self._stored_labels(key), samples
