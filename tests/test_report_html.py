@@ -12,6 +12,7 @@ from chromium import Browser, needs_chromium
 from sessiongen import START, SessionWriter, every_pattern, whole_session
 from tailer.report import figures as report_figures
 from tailer.report import html as report_html
+from tailer.copilot import events
 from tailer.copilot.files import session_logs
 from tailer.report.read import Selection, SessionReader, wanted_turns
 from report_helpers import run_report
@@ -212,7 +213,10 @@ def test_five_thousand_turns_stay_usable(tmp_path):
 
 
 @needs_chromium
-def test_names_from_the_log_stay_text(tmp_path):
+def test_names_from_the_log_stay_text(tmp_path, monkeypatch):
+    """Defence in depth: the parser makes such model names `other` (tailer/codes.py), and
+    the page would still show them as text, were they let through."""
+    monkeypatch.setattr(events, "_is_code", lambda kind, value: True)
     writer = SessionWriter("hostile", START)
     hostile = ['<img src=x onerror="document.title=1">', "</script><script>document.title=2</script>"]
     for model in hostile:
