@@ -41,7 +41,8 @@ def test_every_turn_and_leg_as_the_log_holds_them(tmp_path):
     assert len(snap.turns) == len(writer.expected)
     for truth in writer.expected:
         turn = got[truth.fusion_id]
-        assert (turn.pattern, turn.outcome) == (truth.pattern, truth.outcome)
+        pattern = truth.pattern if truth.kind == "fusion" else truth.kind
+        assert (turn.pattern, turn.outcome) == (pattern, truth.outcome)
         assert turn.credits == pytest.approx(truth.nano_aiu / 1e9, abs=1e-12)
         assert turn.degraded_reason == truth.degraded_reason
         assert turn.route_failure_reason == truth.route_failure_reason

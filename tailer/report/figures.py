@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone, tzinfo
 
 from ..copilot.events import REJECTING_VERDICTS, LegEnded, ModelCall, Usage
+from .read import report_pattern
 from ..turns.assembly import (
     ROUTE_FAILED_OUTCOME, Reconciliation, ToolCall, Turn, call_start_ns, leg_start_ns,
 )
@@ -144,7 +145,7 @@ class TurnRow:
     kind: str  # fusion, ordinary, fallback
     model: str  # fusion: the synthetic model; ordinary: its main model; fallback: the fallback
     start: str  # ISO 8601 with the report's UTC offset
-    pattern: str
+    pattern: str  # read.report_pattern: a fusion pattern, `fallback` or `ordinary`
     outcome: str
     compound: bool
     credits: float
@@ -268,7 +269,7 @@ def turn_row(turn: Turn, tz: tzinfo | None) -> TurnRow:
         kind=turn.kind,
         model=turn.prompt_model,
         start=_moment(start_ns, tz),
-        pattern=turn.pattern,
+        pattern=report_pattern(turn),
         outcome=turn.outcome,
         compound=turn.compound,
         credits=credits,

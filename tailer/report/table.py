@@ -235,7 +235,7 @@ def _headed(blocks: list[_TurnBlock]) -> list[str]:
 
 def _pattern(turn: TurnRow) -> str:
     """A fusion turn's pattern; what answered the others (`ordinary`, `fallback`)."""
-    return printable(turn.pattern if turn.kind == "fusion" else turn.kind)
+    return printable(turn.pattern)
 
 
 def _counts(turn: TurnRow) -> str:

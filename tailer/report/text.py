@@ -53,7 +53,8 @@ CALL_COLUMNS = TURN_COLUMNS + (
 
 
 def render_csv(snap: Snapshot) -> str:
-    """One row per leg. A turn without legs (an ordinary turn, or a fusion turn the CLI
+    """One row per leg; `leg` is its index in the turn's legs, from 0, as in the JSON's
+    `legs`, `model_calls[].leg` and `tools[].leg`. A turn without legs (an ordinary turn, or a fusion turn the CLI
     stopped right after routing) gets one row with the leg columns empty."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
@@ -62,7 +63,7 @@ def render_csv(snap: Snapshot) -> str:
         head = _turn_cells(turn)
         for index, leg in enumerate(turn.legs):
             writer.writerow(_cells(head + [
-                index + 1, leg.kind, leg.role, leg.model, leg.status, leg.verdict,
+                index, leg.kind, leg.role, leg.model, leg.status, leg.verdict,
                 _flag(leg.committed), round(leg.start_ms, 3), leg.duration_ms, leg.calls,
                 sum(tool.leg == index for tool in turn.tools), leg.input_tokens,
                 leg.output_tokens, leg.cache_read_tokens, leg.cache_write_tokens, leg.credits,
@@ -75,7 +76,7 @@ def render_csv(snap: Snapshot) -> str:
 
 def render_calls_csv(snap: Snapshot) -> str:
     """One row per model call (usage record), fusion and ordinary turns alike; `leg` is the
-    number of the leg it served in its turn, empty for an ordinary turn's calls."""
+    index (from 0) of the leg it served in its turn, empty for an ordinary turn's calls."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(CALL_COLUMNS)
@@ -84,7 +85,7 @@ def render_calls_csv(snap: Snapshot) -> str:
         for index, call in enumerate(turn.model_calls, 1):
             leg = turn.legs[call.leg] if call.leg is not None else None
             writer.writerow(_cells(head + [
-                index, None if leg is None else call.leg + 1, None if leg is None else leg.kind,
+                index, call.leg, None if leg is None else leg.kind,
                 call.model, round(call.start_ms, 3), call.duration_ms, call.input_tokens,
                 call.output_tokens, call.cache_read_tokens, call.credits, call.finish_reason,
             ]))
