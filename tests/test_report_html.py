@@ -178,12 +178,12 @@ def many_turns(count):
                                         start=start.isoformat(timespec="milliseconds")))
     fusion = [row for row in made if row.kind != "ordinary"]
     return report_figures.Snapshot(
-        schema_version=1, generated_at=NOW.isoformat(), utc_offset="+00:00", filters={},
+        schema_version=2, generated_at=NOW.isoformat(), utc_offset="+00:00", filters={},
         sessions=1, skipped={"damaged_lines": 0, "unreadable_logs": 0},
         first_turn=made[0].start, last_turn=made[-1].start,
         headline=report_figures.headline(fusion), by_kind=report_figures.by_kind(made),
         reconciliation=[],
-        by_model=report_figures.spend_by(fusion, lambda leg: leg.model),
+        by_model=report_figures.by_model(made),
         by_leg_kind=report_figures.spend_by(fusion, lambda leg: leg.kind),
         by_pattern=report_figures.by_pattern(fusion), by_day=report_figures.by_day(fusion),
         turns=made,

@@ -5,9 +5,11 @@ are defined once, here, and the same way the stack defines them (docs/METRICS.md
 prometheus/rules/hydrafusion.yml, the dashboard's panels), so the report and the dashboard
 show the same numbers for the same turns:
 
-- the headline, the groups by model, leg kind, pattern and day are about HydraFusion's
+- the headline, the groups by leg kind, pattern and day are about HydraFusion's
   turns (route failures included, prompts answered without fusion not), as
   `hydrafusion_turns_total` and the leg families are;
+- by model is a model's whole use, as the CLI's own per-model totals are: its fusion legs
+  and its ordinary prompts' calls, each part kept apart too;
 - credits, tokens and calls of those are counted from the legs, never from the turn rollup
   (which is their sum: adding both would count them twice);
 - compound rate: routed turns (route failures excluded) that used more than one distinct
@@ -38,7 +40,7 @@ from ..turns.assembly import (
     ROUTE_FAILED_OUTCOME, Reconciliation, ToolCall, Turn, call_start_ns, leg_start_ns,
 )
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 ORDINARY = "ordinary"
 KINDS = ("fusion", "ordinary", "fallback")
 
@@ -55,6 +57,24 @@ class Spend:
     output_tokens: int
     cache_read_tokens: int
     cache_write_tokens: int
+
+
+@dataclass(frozen=True, slots=True)
+class ModelUse:
+    """A model's whole use, as the CLI's own per-model totals count it: its legs in
+    HydraFusion's turns (`fusion`, route failures' fallback legs included) and its calls in
+    ordinary prompts (`ordinary`, whose `legs` is 0), and their sum in the other fields."""
+
+    name: str
+    legs: int
+    calls: int
+    credits: float
+    input_tokens: int
+    output_tokens: int
+    cache_read_tokens: int
+    cache_write_tokens: int
+    fusion: Spend
+    ordinary: Spend
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,6 +141,7 @@ class CallRow:
     input_tokens: int
     output_tokens: int
     cache_read_tokens: int
+    cache_write_tokens: int
     finish_reason: str | None
 
 
@@ -201,7 +222,7 @@ class Snapshot:
     last_turn: str | None
     headline: Headline
     by_kind: list[KindFigures]
-    by_model: list[Spend]
+    by_model: list[ModelUse]
     by_leg_kind: list[Spend]
     by_pattern: list[PatternFigures]
     by_day: list[DayFigures]
@@ -235,7 +256,7 @@ def snapshot(
         last_turn=rows[-1].start if rows else None,
         headline=headline(fusion),
         by_kind=by_kind(rows),
-        by_model=spend_by(fusion, lambda leg: leg.model),
+        by_model=by_model(rows),
         by_leg_kind=spend_by(fusion, lambda leg: leg.kind),
         by_pattern=by_pattern(fusion),
         by_day=by_day(fusion),
@@ -320,6 +341,7 @@ def _call_row(turn_start_ns: int, call: ModelCall, leg: int | None) -> CallRow:
         input_tokens=usage.input_tokens,
         output_tokens=usage.output_tokens,
         cache_read_tokens=usage.cache_read_tokens,
+        cache_write_tokens=usage.cache_write_tokens,
         finish_reason=call.finish_reason and sys.intern(call.finish_reason),
     )
 
@@ -399,6 +421,35 @@ def spend_by(rows: list[TurnRow], key) -> list[Spend]:
         for name, legs in groups.items()
     ]
     return sorted(spends, key=lambda spend: (-spend.credits, spend.name))
+
+
+def by_model(rows: list[TurnRow]) -> list[ModelUse]:
+    """Every model's whole use, fusion legs and ordinary calls, the biggest spender first."""
+    fusion = {spend.name: spend for spend in
+              spend_by([row for row in rows if row.kind != ORDINARY], lambda leg: leg.model)}
+    calls: dict[str, list[CallRow]] = defaultdict(list)
+    for row in rows:
+        if row.kind == ORDINARY:
+            for call in row.model_calls:
+                calls[call.model].append(call)
+    ordinary = {
+        model: Spend(model, 0, len(group), _total(call.credits for call in group),
+                     sum(call.input_tokens for call in group),
+                     sum(call.output_tokens for call in group),
+                     sum(call.cache_read_tokens for call in group),
+                     sum(call.cache_write_tokens for call in group))
+        for model, group in calls.items()
+    }
+    uses = []
+    for model in fusion.keys() | ordinary.keys():
+        parts = (fusion.get(model) or Spend(model, 0, 0, 0.0, 0, 0, 0, 0),
+                 ordinary.get(model) or Spend(model, 0, 0, 0.0, 0, 0, 0, 0))
+        uses.append(ModelUse(
+            model, sum(p.legs for p in parts), sum(p.calls for p in parts),
+            _total(p.credits for p in parts), sum(p.input_tokens for p in parts),
+            sum(p.output_tokens for p in parts), sum(p.cache_read_tokens for p in parts),
+            sum(p.cache_write_tokens for p in parts), *parts))
+    return sorted(uses, key=lambda use: (-use.credits, use.name))
 
 
 def by_pattern(rows: list[TurnRow]) -> list[PatternFigures]:

@@ -70,7 +70,7 @@ def _sections(snap: Snapshot, width: int, paint) -> list[list[str]]:
         notes.append(f"{skipped['damaged_lines']} damaged lines skipped")
     if skipped["unreadable_logs"]:
         notes.append(f"{skipped['unreadable_logs']} logs unreadable")
-    lines += [_cut(", ".join(notes), width), ""]
+    lines += [_cut("above, HydraFusion turns only: " + ", ".join(notes), width), ""]
     spend_headers = ["legs", "calls", "credits", "share", "input", "output", "cache read"]
     return [
         lines,
@@ -79,13 +79,12 @@ def _sections(snap: Snapshot, width: int, paint) -> list[list[str]]:
             [k.kind, k.turns, _credits(k.credits), _credits(k.median_credits), k.calls, k.tools,
              _duration(k.median_duration_ms)] for k in snap.by_kind
         ]) + _checks(snap, width, paint),
-        _table(width, paint, ["BY MODEL"] + spend_headers,
-               _spend_rows(snap.by_model, head.credits)),
-        _table(width, paint, ["BY PATTERN", "turns", "credits", "median", "range"], [
+        _table(width, paint, ["BY MODEL, all use"] + spend_headers, _model_rows(snap)),
+        _table(width, paint, ["BY PATTERN, HydraFusion", "turns", "credits", "median", "range"], [
             [p.pattern, p.turns, _credits(p.credits), _credits(p.median_credits),
              f"{_credits(p.min_credits)} - {_credits(p.max_credits)}"] for p in snap.by_pattern
         ]),
-        _table(width, paint, ["BY LEG KIND"] + spend_headers,
+        _table(width, paint, ["BY LEG KIND, HydraFusion"] + spend_headers,
                _spend_rows(snap.by_leg_kind, head.credits)),
         _day_table(snap, width, paint),
     ]
@@ -135,15 +134,27 @@ def _cards(cards: list[tuple[str, str]], width: int, paint) -> list[str]:
     return lines + ["".join(labels).rstrip(), "".join(values).rstrip()]
 
 
-def _spend_rows(spends: list[Spend], total: float) -> list[list]:
-    return [[s.name, s.legs, s.calls, _credits(s.credits),
+def _spend_rows(spends: list[Spend], total: float, label: str | None = None) -> list[list]:
+    return [[label or s.name, s.legs, s.calls, _credits(s.credits),
              _percent(s.credits / total if total else None), _count(s.input_tokens),
              _count(s.output_tokens), _count(s.cache_read_tokens)] for s in spends]
 
 
+def _model_rows(snap: Snapshot) -> list[list]:
+    """Each model's whole use, then its two parts when it has both, labelled."""
+    total = sum(use.credits for use in snap.by_model)
+    rows = []
+    for use in snap.by_model:
+        rows += _spend_rows([use], total)
+        if use.fusion.calls and use.ordinary.calls:
+            rows += _spend_rows([use.fusion], total, "  in HydraFusion turns")
+            rows += _spend_rows([use.ordinary], total, "  in ordinary prompts")
+    return rows
+
+
 def _day_table(snap: Snapshot, width: int, paint) -> list[str]:
     rows = [[day.day, day.turns, _credits(day.credits)] for day in snap.by_day]
-    lines = _table(width, paint, ["PER DAY", "turns", "credits"], rows, blank=False)
+    lines = _table(width, paint, ["PER DAY, HydraFusion", "turns", "credits"], rows, blank=False)
     if not rows:
         return lines
     room = width - len(lines[1]) - 2

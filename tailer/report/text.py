@@ -48,7 +48,7 @@ CSV_COLUMNS = TURN_COLUMNS + (
 )
 CALL_COLUMNS = TURN_COLUMNS + (
     "call", "leg", "leg_kind", "model", "start_ms", "duration_ms", "input_tokens",
-    "output_tokens", "cache_read_tokens", "credits", "finish_reason",
+    "output_tokens", "cache_read_tokens", "cache_write_tokens", "credits", "finish_reason",
 )
 
 
@@ -87,7 +87,8 @@ def render_calls_csv(snap: Snapshot) -> str:
             writer.writerow(_cells(head + [
                 index, call.leg, None if leg is None else leg.kind,
                 call.model, round(call.start_ms, 3), call.duration_ms, call.input_tokens,
-                call.output_tokens, call.cache_read_tokens, call.credits, call.finish_reason,
+                call.output_tokens, call.cache_read_tokens, call.cache_write_tokens, call.credits,
+                call.finish_reason,
             ]))
     return out.getvalue()
 
