@@ -140,7 +140,7 @@ def test_groups_add_up_to_the_headline(tmp_path):
     assert sum(day.turns for day in snap.by_day) == head.turns
     for day in snap.by_day:
         assert sum(day.credits_by_model.values()) == pytest.approx(day.credits)
-    assert [day.day for day in snap.by_day] == sorted({t.start[:10] for t in fusion})
+    assert [day.key for day in snap.by_day] == sorted({t.start[:10] for t in fusion})
     assert sum(kind.turns for kind in snap.by_kind) == len(snap.turns)
     assert sum(k.turns for k in snap.by_kind if k.kind != "ordinary") == head.turns
 
@@ -157,9 +157,9 @@ def test_days_and_times_are_in_the_reports_time_zone(tmp_path):
     writer.single("gpt-5.6-sol")
     writer.write(tmp_path)
     plus_two = timezone(timedelta(hours=2))
-    assert figures_of(tmp_path).by_day[0].day == "2026-11-04"
+    assert figures_of(tmp_path).by_day[0].key == "2026-11-04"
     local = figures_of(tmp_path, tz=plus_two)
-    assert local.by_day[0].day == "2026-11-05"
+    assert local.by_day[0].key == "2026-11-05"
     assert local.turns[0].start.endswith("+02:00") and local.utc_offset == "+02:00"
 
 

@@ -21,7 +21,8 @@ import re
 import secrets
 import sys
 import time
-from datetime import datetime, timedelta, timezone
+import zoneinfo
+from datetime import datetime, timedelta, timezone, tzinfo
 from pathlib import Path
 from typing import TextIO
 
@@ -38,6 +39,7 @@ from ..copilot.problems import state_dir_problem
 EXIT_NO_SESSIONS = 1
 EXIT_USAGE = 2
 FORMATS = ("table", "json", "csv", "csv-calls")
+GROUPINGS = ("day", "week", "month", "session")
 TABLE_WIDTH = 100
 
 
@@ -62,6 +64,16 @@ def add_arguments(parser: argparse.ArgumentParser, state_dir: Path) -> None:
                         help="write one self-contained HTML page to FILE instead")
     parser.add_argument("--watch", action="store_true",
                         help="keep the table on screen, redrawn as turns arrive (Ctrl-C ends)")
+    parser.add_argument("--by", choices=GROUPINGS,
+                        help="one table (or CSV) of the HydraFusion turns by day, ISO week, "
+                        "month or session")
+    parser.add_argument("--order", choices=("asc", "desc"), default="asc",
+                        help="with --by: oldest first (asc, default) or newest first (desc)")
+    parser.add_argument("--breakdown", action="store_true",
+                        help="with --by: a row per model inside each group")
+    parser.add_argument("--timezone", metavar="NAME",
+                        help="the time zone of days, weeks, months and times shown: an IANA "
+                        "name (Europe/Berlin); default the system's")
     parser.add_argument("--demo", action="store_true",
                         help="report on the bundled example sessions, moved to end a few minutes "
                         "ago (with --watch, a turn is replayed every 30 s)")
@@ -139,14 +151,28 @@ def main(args: argparse.Namespace, environ: dict[str, str], *, state_dir: Path |
         selection = selection_from(args, now)
         if args.watch and (args.html or args.format != "table"):
             raise ValueError("--watch shows the table: it takes neither --html nor --format")
+        zone = time_zone(args.timezone)
     except ValueError as error:
         print(f"hydrafusion-tailer report: {error}", file=sys.stderr)
         return EXIT_USAGE
-    return _report(args, environ, state_dir or args.state_dir, selection, now, on_pass=on_pass)
+    return _report(args, environ, state_dir or args.state_dir, selection, now, zone,
+                   on_pass=on_pass)
+
+
+def time_zone(name: str | None) -> tuple[tzinfo | None, str | None]:
+    """The report's time zone and its name: an IANA zone, or None for the system's (named
+    by the system, daylight saving included). Raises ValueError for an unknown name."""
+    if name is None:
+        return None, None
+    try:
+        return zoneinfo.ZoneInfo(name), name
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+        raise ValueError(f"--timezone {printable(name)!r} is not a time zone name "
+                         "(e.g. Europe/Berlin, UTC)") from None
 
 
 def _report(args: argparse.Namespace, environ: dict[str, str], state_dir: Path,
-            selection: Selection, now: datetime, on_pass=None) -> int:
+            selection: Selection, now: datetime, zone, on_pass=None) -> int:
     color = sys.stdout.isatty() and not environ.get("NO_COLOR")
     if args.watch:
         if not state_dir.is_dir():
@@ -168,13 +194,14 @@ def _report(args: argparse.Namespace, environ: dict[str, str], state_dir: Path,
     for session_id, error in unreadable.items():
         if selection.wants_session(session_id):
             reader.unreadable_folder(session_id, error)
-    rows = [turn_row(turn, None)
+    tz, zone_name = zone
+    rows = [turn_row(turn, tz)
             for turn in wanted_turns(wanted, selection, reader, progress and progress.log_read)]
     if progress is not None:
         progress.close()
     for problem in sorted(reader.problems.values()):
         print(f"hydrafusion-tailer report: {problem}", file=sys.stderr)
-    figures = snapshot(rows, now=now, sessions=len(wanted), skipped=reader.skipped(),
+    figures = snapshot(rows, now=now, tz=tz, timezone_name=zone_name, sessions=len(wanted), skipped=reader.skipped(),
                        filters=filters_of(args), checks=reader.reconciliations)
     if args.html:
         try:
@@ -187,10 +214,16 @@ def _report(args: argparse.Namespace, environ: dict[str, str], state_dir: Path,
         return 0
     if args.format == "json":
         text = report_text.render_json(figures)  # pieces: a month is written as it is made
+    elif args.format == "csv" and args.by:
+        text = report_text.render_groups_csv(figures, args.by, order=args.order,
+                                             breakdown=args.breakdown)
     elif args.format == "csv":
         text = report_text.render_csv(figures)
     elif args.format == "csv-calls":
         text = report_text.render_calls_csv(figures)
+    elif args.by:
+        text = report_table.render_groups(figures, args.by, order=args.order,
+                                          breakdown=args.breakdown, width=_width(), color=color)
     else:
         text = report_table.render_table(figures, width=_width(), color=color)
     try:

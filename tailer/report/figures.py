@@ -102,12 +102,6 @@ class PatternFigures:
     max_credits: float
 
 
-@dataclass(frozen=True, slots=True)
-class DayFigures:
-    day: str  # YYYY-MM-DD in the report's time zone
-    turns: int
-    credits: float
-    credits_by_model: dict[str, float]
 
 
 @dataclass(frozen=True, slots=True)
@@ -197,6 +191,15 @@ class Headline:
 
 
 @dataclass(frozen=True, slots=True)
+class Group(Headline):
+    """The headline's figures, under its names, of the HydraFusion turns of one day, ISO
+    week, month or session (`key`), and their credits by model (of their legs)."""
+
+    key: str  # 2026-11-04, 2026-W45, 2026-11 (in the report's time zone), or a session id
+    credits_by_model: dict[str, float]
+
+
+@dataclass(frozen=True, slots=True)
 class Check:
     """The CLI's own totals for one run of a session, next to the sums of its calls.
 
@@ -215,6 +218,7 @@ class Snapshot:
     schema_version: int
     generated_at: str
     utc_offset: str  # of the report's time zone when it was made
+    timezone: str  # its name: an IANA name, or the machine's zone as the system names it
     filters: dict[str, str]
     sessions: int  # session logs read
     skipped: dict[str, int]  # damaged_lines, unreadable_logs
@@ -225,7 +229,10 @@ class Snapshot:
     by_model: list[ModelUse]
     by_leg_kind: list[Spend]
     by_pattern: list[PatternFigures]
-    by_day: list[DayFigures]
+    by_day: list[Group]
+    by_week: list[Group]
+    by_month: list[Group]
+    by_session: list[Group]
     reconciliation: list[Check]
     turns: list[TurnRow]
 
@@ -235,6 +242,7 @@ def snapshot(
     *,
     now: datetime,
     tz: tzinfo | None = None,
+    timezone_name: str | None = None,
     sessions: int = 0,
     skipped: dict[str, int] | None = None,
     filters: dict[str, str] | None = None,
@@ -249,6 +257,7 @@ def snapshot(
         schema_version=SCHEMA_VERSION,
         generated_at=now.astimezone(tz).isoformat(timespec="seconds"),
         utc_offset=now.astimezone(tz).isoformat()[-6:],
+        timezone=timezone_name or now.astimezone(tz).tzname() or "local",
         filters=dict(filters or {}),
         sessions=sessions,
         skipped={"damaged_lines": 0, "unreadable_logs": 0, **(skipped or {})},
@@ -259,7 +268,10 @@ def snapshot(
         by_model=by_model(rows),
         by_leg_kind=spend_by(fusion, lambda leg: leg.kind),
         by_pattern=by_pattern(fusion),
-        by_day=by_day(fusion),
+        by_day=groups(fusion, GROUP_KEYS["day"]),
+        by_week=groups(fusion, GROUP_KEYS["week"]),
+        by_month=groups(fusion, GROUP_KEYS["month"]),
+        by_session=groups(fusion, GROUP_KEYS["session"]),
         reconciliation=[_check(check) for check in checks],
         turns=rows,
     )
@@ -464,19 +476,38 @@ def by_pattern(rows: list[TurnRow]) -> list[PatternFigures]:
     return sorted(figures, key=lambda figure: (-figure.turns, figure.pattern))
 
 
-def by_day(rows: list[TurnRow]) -> list[DayFigures]:
-    """The days that had turns, in order, by the report's time zone."""
-    days: dict[str, list[TurnRow]] = defaultdict(list)
+def _week(row: TurnRow) -> str:
+    year, week, _ = datetime.fromisoformat(row.start).isocalendar()
+    return f"{year}-W{week:02d}"
+
+
+# What puts a turn in a group. Its start is already in the report's time zone (turn_row),
+# so days, weeks and months cut at that zone's local midnight, daylight saving included.
+GROUP_KEYS = {
+    "day": lambda row: row.start[:10],
+    "week": _week,
+    "month": lambda row: row.start[:7],
+    "session": lambda row: row.session_id,
+}
+
+
+def groups(rows: list[TurnRow], key) -> list[Group]:
+    """The HydraFusion turns of `rows` grouped by key(row), the keys in order (a session's
+    group in the order of its id)."""
+    grouped: dict[str, list[TurnRow]] = defaultdict(list)
     for row in rows:
-        days[row.start[:10]].append(row)
+        grouped[key(row)].append(row)
     figures = []
-    for day, day_rows in sorted(days.items()):
+    for name, group_rows in sorted(grouped.items()):
         by_model: dict[str, float] = defaultdict(float)
-        for row in day_rows:
+        for row in group_rows:
             for leg in row.legs:
                 by_model[leg.model] += leg.credits
-        figures.append(DayFigures(day, len(day_rows), _total(row.credits for row in day_rows),
-                                  {model: round(c, 9) for model, c in sorted(by_model.items())}))
+        head = headline(group_rows)
+        figures.append(Group(
+            **{field: getattr(head, field) for field in Headline.__match_args__},
+            key=name, credits_by_model={model: round(c, 9) for model, c in sorted(by_model.items())},
+        ))
     return figures
 
 

@@ -183,14 +183,14 @@ def _day_chart(snap: Snapshot, colors: dict[str, str]) -> str:
             y -= h
             parts.append(
                 f'<rect x="{x:.1f}" y="{y:.1f}" width="{bar:.1f}" height="{h:.1f}" '
-                f'fill="{colors[spend.name]}"><title>{escape(day.day)} · {escape(spend.name)}: '
+                f'fill="{colors[spend.name]}"><title>{escape(day.key)} · {escape(spend.name)}: '
                 f'{credits:.2f} credits</title></rect>')
         parts.append(f'<rect class="day-hit" x="{x:.1f}" y="{top}" width="{bar:.1f}" '
-                     f'height="{plot_h}"><title>{escape(day.day)}: {day.turns} turns, '
+                     f'height="{plot_h}"><title>{escape(day.key)}: {day.turns} turns, '
                      f'{day.credits:.2f} credits</title></rect>')
         if index % label_every == 0:
             parts.append(f'<text class="axis" x="{x + bar / 2:.1f}" y="{height - 8}" '
-                         f'text-anchor="middle">{escape(day.day[5:])}</text>')
+                         f'text-anchor="middle">{escape(day.key[5:])}</text>')
     parts.append("</svg>")
     return "".join(parts) + _legend([(spend.name, colors[spend.name]) for spend in snap.by_model])
 

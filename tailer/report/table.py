@@ -117,7 +117,7 @@ def _title(snap: Snapshot) -> str:
     title += f", {snap.sessions} sessions"
     if snap.first_turn:
         title += f", {snap.first_turn[:16].replace('T', ' ')} - {snap.last_turn[:16].replace('T', ' ')}"
-    return title + f" UTC{snap.utc_offset}"
+    return title + f" {printable(snap.timezone)} (UTC{snap.utc_offset})"
 
 
 def _cards(cards: list[tuple[str, str]], width: int, paint) -> list[str]:
@@ -153,7 +153,7 @@ def _model_rows(snap: Snapshot) -> list[list]:
 
 
 def _day_table(snap: Snapshot, width: int, paint) -> list[str]:
-    rows = [[day.day, day.turns, _credits(day.credits)] for day in snap.by_day]
+    rows = [[day.key, day.turns, _credits(day.credits)] for day in snap.by_day]
     lines = _table(width, paint, ["PER DAY, HydraFusion", "turns", "credits"], rows, blank=False)
     if not rows:
         return lines
@@ -358,3 +358,31 @@ _COLOR_CODE = re.compile(r"(\x1b\[[0-9;]*m)")
 
 def _cut(text: str, width: int) -> str:
     return text if len(text) <= width else text[:max(width - 1, 0)] + "~"
+
+
+# -- --by day|week|month|session ------------------------------------------------------------
+
+GROUP_HEADERS = ["turns", "credits", "compound", "judge rej.", "review", "calls", "tools"]
+
+
+def render_groups(snap: Snapshot, by: str, *, order: str = "asc", breakdown: bool = False,
+                  width: int = 100, color: bool = False) -> str:
+    """One table of the HydraFusion turns by day, week, month or session (`by`), oldest
+    first (`order` desc: newest first); `breakdown` adds each model's credits under its
+    group."""
+    paint = _painter(color)
+    groups = getattr(snap, f"by_{by}")
+    if order == "desc":
+        groups = groups[::-1]
+    rows = []
+    for group in groups:
+        rows.append([group.key, group.turns, _credits(group.credits),
+                     _percent(group.compound_rate), _percent(group.judge_rejection_rate),
+                     _percent(group.review_share), group.calls, group.tools])
+        if breakdown:
+            rows += [["  " + model, "", _credits(credits), "", "", "", "", ""]
+                     for model, credits in sorted(group.credits_by_model.items(),
+                                                  key=lambda item: (-item[1], item[0]))]
+    lines = [paint(BOLD, _cut(_title(snap), width)), ""]
+    lines += _table(width, paint, [f"BY {by.upper()}, HydraFusion"] + GROUP_HEADERS, rows)
+    return "".join(_fit(line, width).rstrip() + "\n" for line in lines)

@@ -33,10 +33,11 @@ def _json(value) -> str:
 
 
 def _fields(value) -> dict:
-    """A report_figures dataclass as the JSON object of its fields, in their order."""
+    """A report_figures dataclass as the JSON object of its fields, in their order (its
+    __match_args__: every field, a base class's too, where __slots__ has its own only)."""
     if not dataclasses.is_dataclass(value):
         raise TypeError(f"{type(value).__name__} is not a report figure")
-    return {name: getattr(value, name) for name in value.__slots__}
+    return {name: getattr(value, name) for name in type(value).__match_args__}
 
 
 TURN_COLUMNS = ("session_id", "fusion_id", "turn_kind", "turn_start", "pattern", "outcome",
@@ -116,3 +117,25 @@ def _cells(values: list) -> list:
                 value = "'" + value
         cells.append(value)
     return cells
+
+
+GROUP_COLUMNS = ("by", "key", "model", "turns", "credits", "compound_rate",
+                 "judge_rejection_rate", "review_share", "calls", "tools")
+
+
+def render_groups_csv(snap: Snapshot, by: str, *, order: str = "asc",
+                      breakdown: bool = False) -> str:
+    """One row per day, week, month or session (`by`) of HydraFusion turns, `model` empty;
+    `breakdown` adds a row per model with its credits under each."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(GROUP_COLUMNS)
+    groups = getattr(snap, f"by_{by}")
+    for group in groups[::-1] if order == "desc" else groups:
+        writer.writerow(_cells([by, group.key, None, group.turns, group.credits,
+                                group.compound_rate, group.judge_rejection_rate,
+                                group.review_share, group.calls, group.tools]))
+        if breakdown:
+            for model, credits in sorted(group.credits_by_model.items()):
+                writer.writerow(_cells([by, group.key, model, None, credits] + [None] * 5))
+    return out.getvalue()
