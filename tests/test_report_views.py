@@ -4,12 +4,15 @@ a model's whole use, the groups by day, week, month and session, time zones, len
 import csv
 import io
 import json
+import re
 from datetime import datetime, timezone
+from zoneinfo import ZoneInfo
 
 import pytest
 
 from realcli import record
-from sessiongen import whole_session
+from report_helpers import report_json, run_report, write_month
+from sessiongen import SessionWriter, whole_session
 from tailerproc import ROOT
 from tailer.copilot.events import Usage
 from tailer.report.html import render as render_html
@@ -127,3 +130,112 @@ def test_by_model_is_a_models_whole_use_as_the_cli_counts_it(tmp_path, where):
             theirs.request_count, theirs.cache_write_tokens)
     page = render_html(snap)
     assert "Credit share by model: all use" in page and "in ordinary prompts" in page
+
+
+# -- --by day|week|month|session ------------------------------------------------------------
+
+GROUPINGS = ("by_day", "by_week", "by_month", "by_session")
+
+
+def test_every_grouping_adds_up_to_the_headline(tmp_path):
+    write_month(tmp_path, days=40)
+    snap = snap_of(tmp_path)
+    head = snap.headline
+    fusion = [t for t in snap.turns if t.kind != "ordinary"]
+    for name in GROUPINGS:
+        groups = getattr(snap, name)
+        assert len(groups) > 1, name
+        for figure in ("turns", "calls", "tools", "judged_turns", "rejected_turns", "failed_legs"):
+            assert sum(getattr(g, figure) for g in groups) == getattr(head, figure), (name, figure)
+        assert sum(g.credits for g in groups) == pytest.approx(head.credits), name
+        for group in groups:
+            assert sum(group.credits_by_model.values()) == pytest.approx(group.credits)
+        assert [g.key for g in groups] == sorted(g.key for g in groups)
+    assert {g.key for g in snap.by_session} == {t.session_id for t in fusion}
+    assert {g.key for g in snap.by_month} == {t.start[:7] for t in fusion}
+    weeks = {f"{y}-W{w:02d}" for y, w, _ in (datetime.fromisoformat(t.start).isocalendar()
+                                              for t in fusion)}
+    assert {g.key for g in snap.by_week} == weeks
+    document = json.loads("".join(render_json(snap)))
+    for name in GROUPINGS:
+        assert [item["key"] for item in document[name]] == [g.key for g in getattr(snap, name)]
+        assert set(document["headline"]) < set(document[name][0])
+    assert document["timezone"] == "UTC"
+
+
+def test_by_prints_one_table_in_either_order_with_a_breakdown(tmp_path):
+    write_month(tmp_path, days=20)
+    snap = snap_of(tmp_path)
+    days = [g.key for g in snap.by_day]
+    done = run_report("--state-dir", str(tmp_path), "--by", "day", "--order", "desc",
+                      "--timezone", "UTC")
+    assert done.returncode == 0, done.stderr
+    keys = [line.split()[0] for line in done.stdout.splitlines()
+            if re.match(r"\d{4}-\d\d-\d\d ", line)]
+    assert keys == days[::-1]
+    assert "TURNS" not in done.stdout and "BY MODEL" not in done.stdout
+    assert "compound" in done.stdout and "judge rej." in done.stdout
+    plain = run_report("--state-dir", str(tmp_path), "--by", "week", "--timezone", "UTC").stdout
+    broken = run_report("--state-dir", str(tmp_path), "--by", "week", "--breakdown",
+                        "--timezone", "UTC").stdout
+    models = {m for g in snap.by_week for m in g.credits_by_model}
+    assert not any(m in plain for m in models) and all(m in broken for m in models)
+    rows = list(csv.DictReader(io.StringIO(run_report(
+        "--state-dir", str(tmp_path), "--by", "month", "--breakdown", "--format", "csv",
+        "--timezone", "UTC").stdout)))
+    months = [row for row in rows if not row["model"]]
+    assert [row["key"] for row in months] == [g.key for g in snap.by_month]
+    assert sum(int(row["turns"]) for row in months) == snap.headline.turns
+    assert sum(float(row["credits"]) for row in rows if row["model"]) == pytest.approx(
+        snap.headline.credits)
+
+
+# -- Time zones -------------------------------------------------------------------------------
+
+
+def _day_of_each(tmp_path, zone, moments):
+    for index, moment in enumerate(moments):
+        writer = SessionWriter(f"at-{index:02d}", moment)
+        writer.single("gpt-5.6-sol")
+        writer.write(tmp_path)
+    snap = snap_of(tmp_path, tz=ZoneInfo(zone))
+    return [t.start[:10] for t in sorted(snap.turns, key=lambda t: t.session_id)], snap
+
+
+def _utc(*parts):
+    return datetime(*parts, tzinfo=timezone.utc)
+
+
+def test_days_cut_at_local_midnight_across_daylight_saving_and_half_hours(tmp_path):
+    # Europe/Berlin: 2026-03-29 has 23 hours (23:00Z the day before to 22:00Z),
+    # 2026-10-25 has 25 hours (22:00Z the day before to 23:00Z).
+    moments = [_utc(2026, 3, 28, 22, 50), _utc(2026, 3, 28, 23, 5), _utc(2026, 3, 29, 21, 50),
+               _utc(2026, 3, 29, 22, 5), _utc(2026, 10, 24, 21, 50), _utc(2026, 10, 24, 22, 5),
+               _utc(2026, 10, 25, 22, 50), _utc(2026, 10, 25, 23, 5)]
+    days, snap = _day_of_each(tmp_path / "berlin", "Europe/Berlin", moments)
+    assert days == ["2026-03-28", "2026-03-29", "2026-03-29", "2026-03-30",
+                    "2026-10-24", "2026-10-25", "2026-10-25", "2026-10-26"]
+    assert {g.key: g.turns for g in snap.by_day}["2026-03-29"] == 2
+    assert {g.key: g.turns for g in snap.by_day}["2026-10-25"] == 2
+    assert snap.timezone == "Europe/Berlin"
+    # Asia/Kolkata, UTC+05:30: midnight is 18:30Z.
+    days, snap = _day_of_each(tmp_path / "kolkata", "Asia/Kolkata",
+                              [_utc(2026, 11, 30, 18, 20), _utc(2026, 11, 30, 18, 40)])
+    assert days == ["2026-11-30", "2026-12-01"]
+    assert [g.key for g in snap.by_month] == ["2026-11", "2026-12"]
+    assert snap.turns[0].start.endswith("+05:30")
+
+
+def test_the_timezone_option_names_the_zone_and_refuses_an_unknown_one(tmp_path):
+    writer = SessionWriter("zone", _utc(2026, 11, 30, 18, 40))
+    writer.single("gpt-5.6-sol")
+    writer.write(tmp_path)
+    done = run_report("--state-dir", str(tmp_path), "--timezone", "Asia/Kolkata")
+    assert done.returncode == 0 and "Asia/Kolkata (UTC+05:30)" in done.stdout.splitlines()[0]
+    assert "2026-12-01" in done.stdout
+    document = report_json("--state-dir", str(tmp_path), "--timezone", "Asia/Kolkata")
+    assert document["timezone"] == "Asia/Kolkata" and document["by_day"][0]["key"] == "2026-12-01"
+    for bad in ("Mars/Olympus", "../etc/passwd", ""):
+        done = run_report("--state-dir", str(tmp_path), "--timezone", bad)
+        assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, bad
+        assert "Traceback" not in done.stderr and done.stdout == ""

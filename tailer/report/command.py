@@ -159,13 +159,13 @@ def main(args: argparse.Namespace, environ: dict[str, str], *, state_dir: Path |
                    on_pass=on_pass)
 
 
-def time_zone(name: str | None) -> tuple[tzinfo | None, str | None]:
-    """The report's time zone and its name: an IANA zone, or None for the system's (named
-    by the system, daylight saving included). Raises ValueError for an unknown name."""
+def time_zone(name: str | None) -> tzinfo | None:
+    """The report's time zone: an IANA zone, or None for the system's (daylight saving
+    included). Raises ValueError for an unknown name."""
     if name is None:
-        return None, None
+        return None
     try:
-        return zoneinfo.ZoneInfo(name), name
+        return zoneinfo.ZoneInfo(name)
     except (zoneinfo.ZoneInfoNotFoundError, ValueError):
         raise ValueError(f"--timezone {printable(name)!r} is not a time zone name "
                          "(e.g. Europe/Berlin, UTC)") from None
@@ -194,14 +194,13 @@ def _report(args: argparse.Namespace, environ: dict[str, str], state_dir: Path,
     for session_id, error in unreadable.items():
         if selection.wants_session(session_id):
             reader.unreadable_folder(session_id, error)
-    tz, zone_name = zone
-    rows = [turn_row(turn, tz)
+    rows = [turn_row(turn, zone)
             for turn in wanted_turns(wanted, selection, reader, progress and progress.log_read)]
     if progress is not None:
         progress.close()
     for problem in sorted(reader.problems.values()):
         print(f"hydrafusion-tailer report: {problem}", file=sys.stderr)
-    figures = snapshot(rows, now=now, tz=tz, timezone_name=zone_name, sessions=len(wanted), skipped=reader.skipped(),
+    figures = snapshot(rows, now=now, tz=zone, sessions=len(wanted), skipped=reader.skipped(),
                        filters=filters_of(args), checks=reader.reconciliations)
     if args.html:
         try:

@@ -218,7 +218,7 @@ class Snapshot:
     schema_version: int
     generated_at: str
     utc_offset: str  # of the report's time zone when it was made
-    timezone: str  # its name: an IANA name, or the machine's zone as the system names it
+    timezone: str  # its name: str(tz) (a ZoneInfo's IANA key), or the system's (CET, UTC)
     filters: dict[str, str]
     sessions: int  # session logs read
     skipped: dict[str, int]  # damaged_lines, unreadable_logs
@@ -242,7 +242,6 @@ def snapshot(
     *,
     now: datetime,
     tz: tzinfo | None = None,
-    timezone_name: str | None = None,
     sessions: int = 0,
     skipped: dict[str, int] | None = None,
     filters: dict[str, str] | None = None,
@@ -257,7 +256,7 @@ def snapshot(
         schema_version=SCHEMA_VERSION,
         generated_at=now.astimezone(tz).isoformat(timespec="seconds"),
         utc_offset=now.astimezone(tz).isoformat()[-6:],
-        timezone=timezone_name or now.astimezone(tz).tzname() or "local",
+        timezone=str(tz) if tz is not None else now.astimezone().tzname() or "local",
         filters=dict(filters or {}),
         sessions=sessions,
         skipped={"damaged_lines": 0, "unreadable_logs": 0, **(skipped or {})},
