@@ -74,6 +74,8 @@ def add_arguments(parser: argparse.ArgumentParser, state_dir: Path) -> None:
     parser.add_argument("--timezone", metavar="NAME",
                         help="the time zone of days, weeks, months and times shown: an IANA "
                         "name (Europe/Berlin); default the system's")
+    parser.add_argument("--turns", type=_count, metavar="N",
+                        help="the table lists only the newest N turns (0: the summary alone)")
     parser.add_argument("--demo", action="store_true",
                         help="report on the bundled example sessions, moved to end a few minutes "
                         "ago (with --watch, a turn is replayed every 30 s)")
@@ -222,9 +224,10 @@ def _report(args: argparse.Namespace, environ: dict[str, str], state_dir: Path,
         text = report_text.render_calls_csv(figures)
     elif args.by:
         text = report_table.render_groups(figures, args.by, order=args.order,
-                                          breakdown=args.breakdown, width=_width(), color=color)
+                                          breakdown=args.breakdown, width=_width(environ), color=color)
     else:
-        text = report_table.render_table(figures, width=_width(), color=color)
+        text = report_table.render_table(figures, width=_width(environ), color=color,
+                                         turns=args.turns)
     try:
         sys.stdout.writelines(text)
         sys.stdout.flush()
@@ -280,10 +283,20 @@ def _no_turns_hint(found: int, read: int, filters: dict[str, str]) -> str:
             "sessions that use the `hydrafusion` (auto) model.")
 
 
-def _width() -> int:
+def _width(environ: dict[str, str]) -> int:
+    """A terminal's width (at most TABLE_WIDTH); piped, $COLUMNS when it is a number, as
+    `COLUMNS=60 report | less` asks, else TABLE_WIDTH."""
     if not sys.stdout.isatty():
-        return TABLE_WIDTH
+        columns = environ.get("COLUMNS", "").strip()
+        return max(40, int(columns)) if columns.isdigit() else TABLE_WIDTH
     return max(60, min(TABLE_WIDTH, os.get_terminal_size(sys.stdout.fileno()).columns))
+
+
+def _count(text: str) -> int:
+    """A whole number of 0 or more, for argparse (which turns the ValueError into usage)."""
+    if not text.strip().isdigit():
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number (0 or more)")
+    return int(text)
 
 
 def _size(path: Path) -> int:
