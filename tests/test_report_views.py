@@ -13,7 +13,7 @@ import pytest
 from realcli import record
 from report_helpers import report_json, run_report, write_month
 from sessiongen import SessionWriter, whole_session
-from tailerproc import ROOT
+from tailerproc import ROOT, tailer_env
 from tailer.copilot.events import Usage
 from tailer.report.html import render as render_html
 from tailer.copilot.files import session_logs
@@ -239,3 +239,49 @@ def test_the_timezone_option_names_the_zone_and_refuses_an_unknown_one(tmp_path)
         done = run_report("--state-dir", str(tmp_path), "--timezone", bad)
         assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, bad
         assert "Traceback" not in done.stderr and done.stdout == ""
+
+
+# -- Length -----------------------------------------------------------------------------------
+
+
+def _turn_starts(table: str) -> list[str]:
+    return re.findall(r"^  (\d\d:\d\d:\d\d)  ", table, re.M)
+
+
+def test_the_turn_list_has_headers_and_turns_n_keeps_the_newest(tmp_path):
+    whole_session("length").write(tmp_path)
+    snap = snap_of(tmp_path)
+    whole = render_table(snap, width=100)
+    header = next(line for line in whole.splitlines() if line.lstrip().startswith("started"))
+    assert header.split()[:7] == ["started", "session", "pattern", "credits", "calls/tools",
+                                  "duration", "outcome"]
+    starts = _turn_starts(whole)
+    assert len(starts) == len(snap.turns)
+    newest = render_table(snap, width=100, turns=3)
+    assert _turn_starts(newest) == starts[-3:]
+    assert f"the newest 3 of {len(snap.turns)}" in newest
+    summary = render_table(snap, width=100, turns=0)
+    assert "TURNS" not in summary and not _turn_starts(summary) and "BY MODEL" in summary
+    done = run_report("--state-dir", str(tmp_path), "--turns", "2")
+    assert done.returncode == 0 and len(_turn_starts(done.stdout)) == 2
+    for bad in ("two", "-1", ""):
+        done = run_report("--state-dir", str(tmp_path), "--turns", bad)
+        assert done.returncode == 2 and "Traceback" not in done.stderr, bad
+
+
+def test_piped_output_takes_its_width_from_columns_and_says_what_it_left_out(tmp_path):
+    whole_session("narrow").write(tmp_path)
+    env = tailer_env(COLUMNS="64")
+    narrow = run_report("--state-dir", str(tmp_path), env=env).stdout
+    assert max(map(len, narrow.splitlines())) <= 64
+    assert "(too narrow for: cache read" in narrow or "(too narrow for: output" in narrow
+    assert "(too narrow for: duration" in narrow  # the turn list's first to go
+    header = next(line for line in narrow.splitlines() if line.lstrip().startswith("started"))
+    assert "duration" not in header and "outcome" in header
+    wide = run_report("--state-dir", str(tmp_path), env=tailer_env(COLUMNS="")).stdout
+    assert max(map(len, wide.splitlines())) == 100 and "too narrow" not in wide
+    snap = snap_of(tmp_path)
+    for width in range(40, 101, 6):
+        table = render_table(snap, width=width)
+        assert max(map(len, table.splitlines())) <= width, width
+        assert len(_turn_starts(table)) == len(snap.turns), width

@@ -250,7 +250,7 @@ def _turn_header(turns: list[TurnRow], width: int) -> tuple[str, str | None]:
                           for name, w, _, right in columns)
     head += "legs" if width - len(head) >= LEGS_BESIDE else "(legs below)"
     shown = {column[0] for column in columns}
-    dropped = [name for name, _, _ in TURN_COLUMNS if name not in shown]
+    dropped = [name for name in TURN_COLUMNS_DROPPED if name not in shown]
     return _cut(head, width), (_cut(f"  (too narrow for: {', '.join(dropped)})", width)
                                if dropped else None)
 
