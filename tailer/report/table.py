@@ -125,7 +125,7 @@ def _title(snap: Snapshot) -> str:
     title += f", {snap.sessions} sessions"
     if snap.first_turn:
         title += f", {snap.first_turn[:16].replace('T', ' ')} - {snap.last_turn[:16].replace('T', ' ')}"
-    return title + f" {printable(snap.timezone)} (UTC{snap.utc_offset})"
+    return title + f" {printable(snap.timezone)}"
 
 
 def _cards(cards: list[tuple[str, str]], width: int, paint) -> list[str]:
@@ -248,7 +248,8 @@ def _turn_header(turns: list[TurnRow], width: int) -> tuple[str, str | None]:
     columns = _turn_columns(turns, width)
     head = "  " + "".join((name.rjust(w) if right else name.ljust(w)) + "  "
                           for name, w, _, right in columns)
-    head += "legs" if width - len(head) >= LEGS_BESIDE else "(legs below)"
+    legs = "legs" if width - len(head) >= LEGS_BESIDE else "(legs below)"
+    head = head + legs if len(head) + len(legs) <= width else head.rstrip()
     shown = {column[0] for column in columns}
     dropped = [name for name in TURN_COLUMNS_DROPPED if name not in shown]
     return _cut(head, width), (_cut(f"  (too narrow for: {', '.join(dropped)})", width)
