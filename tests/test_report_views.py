@@ -285,3 +285,14 @@ def test_piped_output_takes_its_width_from_columns_and_says_what_it_left_out(tmp
         table = render_table(snap, width=width)
         assert max(map(len, table.splitlines())) <= width, width
         assert len(_turn_starts(table)) == len(snap.turns), width
+
+
+def test_view_options_with_what_they_do_not_shape_are_refused_in_one_line(tmp_path):
+    whole_session("refused").write(tmp_path)
+    for args in (["--order", "desc"], ["--breakdown"], ["--by", "day", "--format", "json"],
+                 ["--by", "week", "--html", str(tmp_path / "r.html")],
+                 ["--by", "day", "--watch"], ["--turns", "3", "--format", "csv"],
+                 ["--turns", "3", "--by", "day"], ["--by", "year"]):
+        done = run_report("--state-dir", str(tmp_path), *args)
+        assert done.returncode == 2 and done.stdout == "", args
+        assert "Traceback" not in done.stderr and not (tmp_path / "r.html").exists(), args

@@ -67,7 +67,7 @@ def add_arguments(parser: argparse.ArgumentParser, state_dir: Path) -> None:
     parser.add_argument("--by", choices=GROUPINGS,
                         help="one table (or CSV) of the HydraFusion turns by day, ISO week, "
                         "month or session")
-    parser.add_argument("--order", choices=("asc", "desc"), default="asc",
+    parser.add_argument("--order", choices=("asc", "desc"),
                         help="with --by: oldest first (asc, default) or newest first (desc)")
     parser.add_argument("--breakdown", action="store_true",
                         help="with --by: a row per model inside each group")
@@ -153,12 +153,25 @@ def main(args: argparse.Namespace, environ: dict[str, str], *, state_dir: Path |
         selection = selection_from(args, now)
         if args.watch and (args.html or args.format != "table"):
             raise ValueError("--watch shows the table: it takes neither --html nor --format")
+        _check_views(args)
         zone = time_zone(args.timezone)
     except ValueError as error:
         print(f"hydrafusion-tailer report: {error}", file=sys.stderr)
         return EXIT_USAGE
     return _report(args, environ, state_dir or args.state_dir, selection, now, zone,
                    on_pass=on_pass)
+
+
+def _check_views(args: argparse.Namespace) -> None:
+    """The view options with what they shape, or a one-line reason (ValueError)."""
+    if (args.order or args.breakdown) and not args.by:
+        raise ValueError("--order and --breakdown shape the table of --by day|week|month|session")
+    if args.by and (args.watch or args.html or args.format not in ("table", "csv")):
+        raise ValueError("--by prints a table or, with --format csv, CSV (the JSON holds every "
+                         "grouping): it takes neither --watch, --html nor another --format")
+    if args.turns is not None and (args.by or args.watch or args.html or args.format != "table"):
+        raise ValueError("--turns shortens the table's turn list: it takes neither --by, "
+                         "--watch, --html nor --format")
 
 
 def time_zone(name: str | None) -> tzinfo | None:
@@ -216,14 +229,14 @@ def _report(args: argparse.Namespace, environ: dict[str, str], state_dir: Path,
     if args.format == "json":
         text = report_text.render_json(figures)  # pieces: a month is written as it is made
     elif args.format == "csv" and args.by:
-        text = report_text.render_groups_csv(figures, args.by, order=args.order,
+        text = report_text.render_groups_csv(figures, args.by, order=args.order or "asc",
                                              breakdown=args.breakdown)
     elif args.format == "csv":
         text = report_text.render_csv(figures)
     elif args.format == "csv-calls":
         text = report_text.render_calls_csv(figures)
     elif args.by:
-        text = report_table.render_groups(figures, args.by, order=args.order,
+        text = report_table.render_groups(figures, args.by, order=args.order or "asc",
                                           breakdown=args.breakdown, width=_width(environ), color=color)
     else:
         text = report_table.render_table(figures, width=_width(environ), color=color,
