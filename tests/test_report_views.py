@@ -14,6 +14,7 @@ from realcli import record
 from report_helpers import report_json, run_report, write_month
 from sessiongen import SessionWriter, whole_session
 from tailerproc import ROOT, tailer_env
+from test_report import figures_of
 from tailer.copilot.events import Usage
 from tailer.report.html import render as render_html
 from tailer.copilot.files import session_logs
@@ -25,12 +26,7 @@ from tailer.report.text import render_calls_csv, render_csv, render_json
 NOW = datetime(2026, 12, 1, tzinfo=timezone.utc)
 
 
-def snap_of(state_dir, selection=Selection(), tz=timezone.utc):
-    reader = SessionReader()
-    logs = session_logs(state_dir)
-    rows = [turn_row(turn, tz) for turn in wanted_turns(logs, selection, reader)]
-    return snapshot(rows, now=NOW, tz=tz, sessions=len(logs), skipped=reader.skipped(),
-                    checks=reader.reconciliations)
+snap_of = figures_of  # the snapshot of a state folder, as test_report.py makes it
 
 
 def test_a_route_failure_is_fallback_everywhere_and_filters_ignore_case(tmp_path):

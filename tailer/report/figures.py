@@ -60,19 +60,11 @@ class Spend:
 
 
 @dataclass(frozen=True, slots=True)
-class ModelUse:
+class ModelUse(Spend):
     """A model's whole use, as the CLI's own per-model totals count it: its legs in
     HydraFusion's turns (`fusion`, route failures' fallback legs included) and its calls in
-    ordinary prompts (`ordinary`, whose `legs` is 0), and their sum in the other fields."""
+    ordinary prompts (`ordinary`, whose `legs` is 0), and their sum in Spend's fields."""
 
-    name: str
-    legs: int
-    calls: int
-    credits: float
-    input_tokens: int
-    output_tokens: int
-    cache_read_tokens: int
-    cache_write_tokens: int
     fusion: Spend
     ordinary: Spend
 
