@@ -169,6 +169,8 @@ def _check_views(args: argparse.Namespace) -> None:
     if args.by and (args.watch or args.html or args.format not in ("table", "csv")):
         raise ValueError("--by prints a table or, with --format csv, CSV (the JSON holds every "
                          "grouping): it takes neither --watch, --html nor another --format")
+    if args.watch and args.timezone:
+        raise ValueError("--watch shows the system's time zone: it does not take --timezone")
     if args.turns is not None and (args.by or args.watch or args.html or args.format != "table"):
         raise ValueError("--turns shortens the table's turn list: it takes neither --by, "
                          "--watch, --html nor --format")
