@@ -55,8 +55,9 @@ def add_arguments(parser: argparse.ArgumentParser, state_dir: Path) -> None:
     parser.add_argument("--until", metavar="WHEN",
                         help="turns that started before WHEN; a date counts in whole")
     parser.add_argument("--session", metavar="ID", help="one session: its id or the start of it")
-    parser.add_argument("--model", help="turns with a leg on this model (part of its name will do)")
-    parser.add_argument("--pattern", help="turns of this pattern (single, cascade, critique, ...)")
+    parser.add_argument("--model", help="turns with a leg on this model (part of its name, any case)")
+    parser.add_argument("--pattern", help="turns of this pattern, any case (single, cascade, critique, ...; "
+                        "fallback: route failures; ordinary: prompts without fusion)")
     parser.add_argument("--format", choices=FORMATS, default="table",
                         help="what to print: a table (default), one JSON document, CSV with "
                         "one row per leg, or CSV with one row per model call")
