@@ -177,18 +177,7 @@ def many_turns(count):
         start = datetime.fromisoformat(row.start) + timedelta(minutes=17 * number)
         made.append(dataclasses.replace(row, fusion_id=f"fusion-{number:05d}",
                                         start=start.isoformat(timespec="milliseconds")))
-    fusion = [row for row in made if row.kind != "ordinary"]
-    return report_figures.Snapshot(
-        schema_version=1, generated_at=NOW.isoformat(), utc_offset="+00:00", filters={},
-        sessions=1, skipped={"damaged_lines": 0, "unreadable_logs": 0},
-        first_turn=made[0].start, last_turn=made[-1].start,
-        headline=report_figures.headline(fusion), by_kind=report_figures.by_kind(made),
-        reconciliation=[],
-        by_model=report_figures.spend_by(fusion, lambda leg: leg.model),
-        by_leg_kind=report_figures.spend_by(fusion, lambda leg: leg.kind),
-        by_pattern=report_figures.by_pattern(fusion), by_day=report_figures.by_day(fusion),
-        turns=made,
-    )
+    return report_figures.snapshot(made, now=NOW, tz=timezone.utc, sessions=1)
 
 
 @needs_chromium

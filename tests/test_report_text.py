@@ -86,7 +86,7 @@ def test_height_keeps_the_newest_turns_under_their_day(tmp_path):
         assert len(lines) <= height
         turn_lines = [line for line in lines if line.startswith("TURNS")]
         if turn_lines:
-            turn_lines = lines[lines.index(turn_lines[0]) + 1:]
+            turn_lines = lines[lines.index(turn_lines[0]) + 2:]  # under the column headers
         if not turn_lines:
             continue
         assert re.fullmatch(r"\d{4}-\d\d-\d\d", turn_lines[0])

@@ -21,7 +21,8 @@ import re
 import secrets
 import sys
 import time
-from datetime import datetime, timedelta, timezone
+import zoneinfo
+from datetime import datetime, timedelta, timezone, tzinfo
 from pathlib import Path
 from typing import TextIO
 
@@ -38,6 +39,7 @@ from ..copilot.problems import state_dir_problem
 EXIT_NO_SESSIONS = 1
 EXIT_USAGE = 2
 FORMATS = ("table", "json", "csv", "csv-calls")
+GROUPINGS = ("day", "week", "month", "session")
 TABLE_WIDTH = 100
 
 
@@ -53,8 +55,9 @@ def add_arguments(parser: argparse.ArgumentParser, state_dir: Path) -> None:
     parser.add_argument("--until", metavar="WHEN",
                         help="turns that started before WHEN; a date counts in whole")
     parser.add_argument("--session", metavar="ID", help="one session: its id or the start of it")
-    parser.add_argument("--model", help="turns with a leg on this model (part of its name will do)")
-    parser.add_argument("--pattern", help="turns of this pattern (single, cascade, critique, ...)")
+    parser.add_argument("--model", help="turns with a leg on this model (part of its name, any case)")
+    parser.add_argument("--pattern", help="turns of this pattern, any case (single, cascade, critique, ...; "
+                        "fallback: route failures; ordinary: prompts without fusion)")
     parser.add_argument("--format", choices=FORMATS, default="table",
                         help="what to print: a table (default), one JSON document, CSV with "
                         "one row per leg, or CSV with one row per model call")
@@ -62,6 +65,18 @@ def add_arguments(parser: argparse.ArgumentParser, state_dir: Path) -> None:
                         help="write one self-contained HTML page to FILE instead")
     parser.add_argument("--watch", action="store_true",
                         help="keep the table on screen, redrawn as turns arrive (Ctrl-C ends)")
+    parser.add_argument("--by", choices=GROUPINGS,
+                        help="one table (or CSV) of the HydraFusion turns by day, ISO week, "
+                        "month or session")
+    parser.add_argument("--order", choices=("asc", "desc"),
+                        help="with --by: oldest first (asc, default) or newest first (desc)")
+    parser.add_argument("--breakdown", action="store_true",
+                        help="with --by: a row per model inside each group")
+    parser.add_argument("--timezone", metavar="NAME",
+                        help="the time zone of days, weeks, months and times shown: an IANA "
+                        "name (Europe/Berlin); default the system's")
+    parser.add_argument("--turns", type=_count, metavar="N",
+                        help="the table lists only the newest N turns (0: the summary alone)")
     parser.add_argument("--demo", action="store_true",
                         help="report on the bundled example sessions, moved to end a few minutes "
                         "ago (with --watch, a turn is replayed every 30 s)")
@@ -139,14 +154,43 @@ def main(args: argparse.Namespace, environ: dict[str, str], *, state_dir: Path |
         selection = selection_from(args, now)
         if args.watch and (args.html or args.format != "table"):
             raise ValueError("--watch shows the table: it takes neither --html nor --format")
+        _check_views(args)
+        zone = time_zone(args.timezone)
     except ValueError as error:
         print(f"hydrafusion-tailer report: {error}", file=sys.stderr)
         return EXIT_USAGE
-    return _report(args, environ, state_dir or args.state_dir, selection, now, on_pass=on_pass)
+    return _report(args, environ, state_dir or args.state_dir, selection, now, zone,
+                   on_pass=on_pass)
+
+
+def _check_views(args: argparse.Namespace) -> None:
+    """The view options with what they shape, or a one-line reason (ValueError)."""
+    if (args.order or args.breakdown) and not args.by:
+        raise ValueError("--order and --breakdown shape the table of --by day|week|month|session")
+    if args.by and (args.watch or args.html or args.format not in ("table", "csv")):
+        raise ValueError("--by prints a table or, with --format csv, CSV (the JSON holds every "
+                         "grouping): it takes neither --watch, --html nor another --format")
+    if args.watch and args.timezone:
+        raise ValueError("--watch shows the system's time zone: it does not take --timezone")
+    if args.turns is not None and (args.by or args.watch or args.html or args.format != "table"):
+        raise ValueError("--turns shortens the table's turn list: it takes neither --by, "
+                         "--watch, --html nor --format")
+
+
+def time_zone(name: str | None) -> tzinfo | None:
+    """The report's time zone: an IANA zone, or None for the system's (daylight saving
+    included). Raises ValueError for an unknown name."""
+    if name is None:
+        return None
+    try:
+        return zoneinfo.ZoneInfo(name)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+        raise ValueError(f"--timezone {printable(name)!r} is not a time zone name "
+                         "(e.g. Europe/Berlin, UTC)") from None
 
 
 def _report(args: argparse.Namespace, environ: dict[str, str], state_dir: Path,
-            selection: Selection, now: datetime, on_pass=None) -> int:
+            selection: Selection, now: datetime, zone, on_pass=None) -> int:
     color = sys.stdout.isatty() and not environ.get("NO_COLOR")
     if args.watch:
         if not state_dir.is_dir():
@@ -168,13 +212,13 @@ def _report(args: argparse.Namespace, environ: dict[str, str], state_dir: Path,
     for session_id, error in unreadable.items():
         if selection.wants_session(session_id):
             reader.unreadable_folder(session_id, error)
-    rows = [turn_row(turn, None)
+    rows = [turn_row(turn, zone)
             for turn in wanted_turns(wanted, selection, reader, progress and progress.log_read)]
     if progress is not None:
         progress.close()
     for problem in sorted(reader.problems.values()):
         print(f"hydrafusion-tailer report: {problem}", file=sys.stderr)
-    figures = snapshot(rows, now=now, sessions=len(wanted), skipped=reader.skipped(),
+    figures = snapshot(rows, now=now, tz=zone, sessions=len(wanted), skipped=reader.skipped(),
                        filters=filters_of(args), checks=reader.reconciliations)
     if args.html:
         try:
@@ -187,12 +231,19 @@ def _report(args: argparse.Namespace, environ: dict[str, str], state_dir: Path,
         return 0
     if args.format == "json":
         text = report_text.render_json(figures)  # pieces: a month is written as it is made
+    elif args.format == "csv" and args.by:
+        text = report_text.render_groups_csv(figures, args.by, order=args.order or "asc",
+                                             breakdown=args.breakdown)
     elif args.format == "csv":
         text = report_text.render_csv(figures)
     elif args.format == "csv-calls":
         text = report_text.render_calls_csv(figures)
+    elif args.by:
+        text = report_table.render_groups(figures, args.by, order=args.order or "asc",
+                                          breakdown=args.breakdown, width=_width(environ), color=color)
     else:
-        text = report_table.render_table(figures, width=_width(), color=color)
+        text = report_table.render_table(figures, width=_width(environ), color=color,
+                                         turns=args.turns)
     try:
         sys.stdout.writelines(text)
         sys.stdout.flush()
@@ -248,10 +299,20 @@ def _no_turns_hint(found: int, read: int, filters: dict[str, str]) -> str:
             "sessions that use the `hydrafusion` (auto) model.")
 
 
-def _width() -> int:
+def _width(environ: dict[str, str]) -> int:
+    """A terminal's width (at most TABLE_WIDTH); piped, $COLUMNS when it is a number, as
+    `COLUMNS=60 report | less` asks, else TABLE_WIDTH."""
     if not sys.stdout.isatty():
-        return TABLE_WIDTH
+        columns = environ.get("COLUMNS", "").strip()
+        return max(40, int(columns)) if columns.isdigit() else TABLE_WIDTH
     return max(60, min(TABLE_WIDTH, os.get_terminal_size(sys.stdout.fileno()).columns))
+
+
+def _count(text: str) -> int:
+    """A whole number of 0 or more, for argparse (which turns the ValueError into usage)."""
+    if not text.strip().isdigit():
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number (0 or more)")
+    return int(text)
 
 
 def _size(path: Path) -> int:

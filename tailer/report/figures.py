@@ -5,9 +5,11 @@ are defined once, here, and the same way the stack defines them (docs/METRICS.md
 prometheus/rules/hydrafusion.yml, the dashboard's panels), so the report and the dashboard
 show the same numbers for the same turns:
 
-- the headline, the groups by model, leg kind, pattern and day are about HydraFusion's
+- the headline, the groups by leg kind, pattern and day are about HydraFusion's
   turns (route failures included, prompts answered without fusion not), as
   `hydrafusion_turns_total` and the leg families are;
+- by model is a model's whole use, as the CLI's own per-model totals are: its fusion legs
+  and its ordinary prompts' calls, each part kept apart too;
 - credits, tokens and calls of those are counted from the legs, never from the turn rollup
   (which is their sum: adding both would count them twice);
 - compound rate: routed turns (route failures excluded) that used more than one distinct
@@ -33,11 +35,12 @@ from dataclasses import dataclass
 from datetime import datetime, timezone, tzinfo
 
 from ..copilot.events import REJECTING_VERDICTS, LegEnded, ModelCall, Usage
+from .read import report_pattern
 from ..turns.assembly import (
     ROUTE_FAILED_OUTCOME, Reconciliation, ToolCall, Turn, call_start_ns, leg_start_ns,
 )
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 ORDINARY = "ordinary"
 KINDS = ("fusion", "ordinary", "fallback")
 
@@ -54,6 +57,16 @@ class Spend:
     output_tokens: int
     cache_read_tokens: int
     cache_write_tokens: int
+
+
+@dataclass(frozen=True, slots=True)
+class ModelUse(Spend):
+    """A model's whole use, as the CLI's own per-model totals count it: its legs in
+    HydraFusion's turns (`fusion`, route failures' fallback legs included) and its calls in
+    ordinary prompts (`ordinary`, whose `legs` is 0), and their sum in Spend's fields."""
+
+    fusion: Spend
+    ordinary: Spend
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,12 +94,6 @@ class PatternFigures:
     max_credits: float
 
 
-@dataclass(frozen=True, slots=True)
-class DayFigures:
-    day: str  # YYYY-MM-DD in the report's time zone
-    turns: int
-    credits: float
-    credits_by_model: dict[str, float]
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,6 +127,7 @@ class CallRow:
     input_tokens: int
     output_tokens: int
     cache_read_tokens: int
+    cache_write_tokens: int
     finish_reason: str | None
 
 
@@ -144,7 +152,7 @@ class TurnRow:
     kind: str  # fusion, ordinary, fallback
     model: str  # fusion: the synthetic model; ordinary: its main model; fallback: the fallback
     start: str  # ISO 8601 with the report's UTC offset
-    pattern: str
+    pattern: str  # read.report_pattern: a fusion pattern, `fallback` or `ordinary`
     outcome: str
     compound: bool
     credits: float
@@ -175,6 +183,15 @@ class Headline:
 
 
 @dataclass(frozen=True, slots=True)
+class Group(Headline):
+    """The headline's figures, under its names, of the HydraFusion turns of one day, ISO
+    week, month or session (`key`), and their credits by model (of their legs)."""
+
+    key: str  # 2026-11-04, 2026-W45, 2026-11 (in the report's time zone), or a session id
+    credits_by_model: dict[str, float]
+
+
+@dataclass(frozen=True, slots=True)
 class Check:
     """The CLI's own totals for one run of a session, next to the sums of its calls.
 
@@ -193,6 +210,7 @@ class Snapshot:
     schema_version: int
     generated_at: str
     utc_offset: str  # of the report's time zone when it was made
+    timezone: str  # its name: str(tz) (a ZoneInfo's IANA key), or the system's (CET, UTC)
     filters: dict[str, str]
     sessions: int  # session logs read
     skipped: dict[str, int]  # damaged_lines, unreadable_logs
@@ -200,10 +218,13 @@ class Snapshot:
     last_turn: str | None
     headline: Headline
     by_kind: list[KindFigures]
-    by_model: list[Spend]
+    by_model: list[ModelUse]
     by_leg_kind: list[Spend]
     by_pattern: list[PatternFigures]
-    by_day: list[DayFigures]
+    by_day: list[Group]
+    by_week: list[Group]
+    by_month: list[Group]
+    by_session: list[Group]
     reconciliation: list[Check]
     turns: list[TurnRow]
 
@@ -227,6 +248,7 @@ def snapshot(
         schema_version=SCHEMA_VERSION,
         generated_at=now.astimezone(tz).isoformat(timespec="seconds"),
         utc_offset=now.astimezone(tz).isoformat()[-6:],
+        timezone=str(tz) if tz is not None else now.astimezone().tzname() or "local",
         filters=dict(filters or {}),
         sessions=sessions,
         skipped={"damaged_lines": 0, "unreadable_logs": 0, **(skipped or {})},
@@ -234,10 +256,13 @@ def snapshot(
         last_turn=rows[-1].start if rows else None,
         headline=headline(fusion),
         by_kind=by_kind(rows),
-        by_model=spend_by(fusion, lambda leg: leg.model),
+        by_model=by_model(rows),
         by_leg_kind=spend_by(fusion, lambda leg: leg.kind),
         by_pattern=by_pattern(fusion),
-        by_day=by_day(fusion),
+        by_day=groups(fusion, GROUP_KEYS["day"]),
+        by_week=groups(fusion, GROUP_KEYS["week"]),
+        by_month=groups(fusion, GROUP_KEYS["month"]),
+        by_session=groups(fusion, GROUP_KEYS["session"]),
         reconciliation=[_check(check) for check in checks],
         turns=rows,
     )
@@ -268,7 +293,7 @@ def turn_row(turn: Turn, tz: tzinfo | None) -> TurnRow:
         kind=turn.kind,
         model=turn.prompt_model,
         start=_moment(start_ns, tz),
-        pattern=turn.pattern,
+        pattern=report_pattern(turn),
         outcome=turn.outcome,
         compound=turn.compound,
         credits=credits,
@@ -319,6 +344,7 @@ def _call_row(turn_start_ns: int, call: ModelCall, leg: int | None) -> CallRow:
         input_tokens=usage.input_tokens,
         output_tokens=usage.output_tokens,
         cache_read_tokens=usage.cache_read_tokens,
+        cache_write_tokens=usage.cache_write_tokens,
         finish_reason=call.finish_reason and sys.intern(call.finish_reason),
     )
 
@@ -400,6 +426,35 @@ def spend_by(rows: list[TurnRow], key) -> list[Spend]:
     return sorted(spends, key=lambda spend: (-spend.credits, spend.name))
 
 
+def by_model(rows: list[TurnRow]) -> list[ModelUse]:
+    """Every model's whole use, fusion legs and ordinary calls, the biggest spender first."""
+    fusion = {spend.name: spend for spend in
+              spend_by([row for row in rows if row.kind != ORDINARY], lambda leg: leg.model)}
+    calls: dict[str, list[CallRow]] = defaultdict(list)
+    for row in rows:
+        if row.kind == ORDINARY:
+            for call in row.model_calls:
+                calls[call.model].append(call)
+    ordinary = {
+        model: Spend(model, 0, len(group), _total(call.credits for call in group),
+                     sum(call.input_tokens for call in group),
+                     sum(call.output_tokens for call in group),
+                     sum(call.cache_read_tokens for call in group),
+                     sum(call.cache_write_tokens for call in group))
+        for model, group in calls.items()
+    }
+    uses = []
+    for model in fusion.keys() | ordinary.keys():
+        parts = (fusion.get(model) or Spend(model, 0, 0, 0.0, 0, 0, 0, 0),
+                 ordinary.get(model) or Spend(model, 0, 0, 0.0, 0, 0, 0, 0))
+        uses.append(ModelUse(
+            model, sum(p.legs for p in parts), sum(p.calls for p in parts),
+            _total(p.credits for p in parts), sum(p.input_tokens for p in parts),
+            sum(p.output_tokens for p in parts), sum(p.cache_read_tokens for p in parts),
+            sum(p.cache_write_tokens for p in parts), *parts))
+    return sorted(uses, key=lambda use: (-use.credits, use.name))
+
+
 def by_pattern(rows: list[TurnRow]) -> list[PatternFigures]:
     credits: dict[str, list[float]] = defaultdict(list)
     for row in rows:
@@ -412,19 +467,38 @@ def by_pattern(rows: list[TurnRow]) -> list[PatternFigures]:
     return sorted(figures, key=lambda figure: (-figure.turns, figure.pattern))
 
 
-def by_day(rows: list[TurnRow]) -> list[DayFigures]:
-    """The days that had turns, in order, by the report's time zone."""
-    days: dict[str, list[TurnRow]] = defaultdict(list)
+def _week(row: TurnRow) -> str:
+    year, week, _ = datetime.fromisoformat(row.start).isocalendar()
+    return f"{year}-W{week:02d}"
+
+
+# What puts a turn in a group. Its start is already in the report's time zone (turn_row),
+# so days, weeks and months cut at that zone's local midnight, daylight saving included.
+GROUP_KEYS = {
+    "day": lambda row: row.start[:10],
+    "week": _week,
+    "month": lambda row: row.start[:7],
+    "session": lambda row: row.session_id,
+}
+
+
+def groups(rows: list[TurnRow], key) -> list[Group]:
+    """The HydraFusion turns of `rows` grouped by key(row), the keys in order (a session's
+    group in the order of its id)."""
+    grouped: dict[str, list[TurnRow]] = defaultdict(list)
     for row in rows:
-        days[row.start[:10]].append(row)
+        grouped[key(row)].append(row)
     figures = []
-    for day, day_rows in sorted(days.items()):
+    for name, group_rows in sorted(grouped.items()):
         by_model: dict[str, float] = defaultdict(float)
-        for row in day_rows:
+        for row in group_rows:
             for leg in row.legs:
                 by_model[leg.model] += leg.credits
-        figures.append(DayFigures(day, len(day_rows), _total(row.credits for row in day_rows),
-                                  {model: round(c, 9) for model, c in sorted(by_model.items())}))
+        head = headline(group_rows)
+        figures.append(Group(
+            **{field: getattr(head, field) for field in Headline.__match_args__},
+            key=name, credits_by_model={model: round(c, 9) for model, c in sorted(by_model.items())},
+        ))
     return figures
 
 

@@ -18,7 +18,7 @@ import math
 from html import escape
 from importlib import resources
 
-from .figures import Snapshot, Spend
+from .figures import Snapshot
 
 # Tableau 10: distinct, and kind to the common colour-vision deficiencies.
 PALETTE = ("#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1",
@@ -39,7 +39,8 @@ def render(snap: Snapshot) -> str:
         kinds=_kind_table(snap),
         checks=_checks(snap),
         days=_day_chart(snap, colors),
-        model_share=_share(snap.by_model, colors, snap.headline.credits),
+        model_share=_share(snap.by_model, colors, sum(use.credits for use in snap.by_model),
+                           parts=True),
         kind_share=_share(snap.by_leg_kind, _kind_colors(snap), snap.headline.credits),
         patterns=_pattern_table(snap),
         data=_embedded(snap, colors),
@@ -84,8 +85,9 @@ def _cards(snap: Snapshot) -> str:
     judged = (f"{head.rejected_turns} of {head.judged_turns} judged turns"
               if head.judged_turns else "no turn judged")
     cards = [
-        ("turns", head.turns, str(head.turns), outcomes or "no turns"),
-        ("credits", head.credits, f"{head.credits:.2f}", f"{head.calls} calls"),
+        ("turns", head.turns, str(head.turns), "HydraFusion: " + (outcomes or "no turns")),
+        ("credits", head.credits, f"{head.credits:.2f}",
+         f"HydraFusion turns: {head.calls} calls"),
         ("compound_rate", head.compound_rate, _percent(head.compound_rate),
          "routed turns on more than one model"),
         ("judge_rejection_rate", head.judge_rejection_rate,
@@ -181,20 +183,21 @@ def _day_chart(snap: Snapshot, colors: dict[str, str]) -> str:
             y -= h
             parts.append(
                 f'<rect x="{x:.1f}" y="{y:.1f}" width="{bar:.1f}" height="{h:.1f}" '
-                f'fill="{colors[spend.name]}"><title>{escape(day.day)} · {escape(spend.name)}: '
+                f'fill="{colors[spend.name]}"><title>{escape(day.key)} · {escape(spend.name)}: '
                 f'{credits:.2f} credits</title></rect>')
         parts.append(f'<rect class="day-hit" x="{x:.1f}" y="{top}" width="{bar:.1f}" '
-                     f'height="{plot_h}"><title>{escape(day.day)}: {day.turns} turns, '
+                     f'height="{plot_h}"><title>{escape(day.key)}: {day.turns} turns, '
                      f'{day.credits:.2f} credits</title></rect>')
         if index % label_every == 0:
             parts.append(f'<text class="axis" x="{x + bar / 2:.1f}" y="{height - 8}" '
-                         f'text-anchor="middle">{escape(day.day[5:])}</text>')
+                         f'text-anchor="middle">{escape(day.key[5:])}</text>')
     parts.append("</svg>")
     return "".join(parts) + _legend([(spend.name, colors[spend.name]) for spend in snap.by_model])
 
 
-def _share(spends: list[Spend], colors: dict[str, str], total: float) -> str:
-    """One bar split by share of credits, and a legend with the figures."""
+def _share(spends: list, colors: dict[str, str], total: float, parts: bool = False) -> str:
+    """One bar split by share of credits, and a legend with the figures; with `parts`
+    (models: ModelUse), the credits of their fusion legs and ordinary calls apart too."""
     if not total:
         return '<p class="empty">No credits.</p>'
     bar, rows = [], []
@@ -207,10 +210,13 @@ def _share(spends: list[Spend], colors: dict[str, str], total: float) -> str:
             f'<tr data-name="{escape(spend.name)}" data-credits="{spend.credits!r}">'
             f'<td><i style="background:{color}"></i>{escape(spend.name)}</td>'
             f'<td>{spend.legs}</td><td>{spend.calls}</td><td>{spend.credits:.2f}</td>'
-            f'<td>{100 * share:.1f}%</td></tr>')
+            + (f'<td>{spend.fusion.credits:.2f}</td><td>{spend.ordinary.credits:.2f}</td>'
+               if parts else "")
+            + f'<td>{100 * share:.1f}%</td></tr>')
+    part_heads = "<th>in HydraFusion turns</th><th>in ordinary prompts</th>" if parts else ""
     return (f'<div class="share-bar">{"".join(bar)}</div><table class="figures"><thead><tr>'
-            '<th></th><th>legs</th><th>calls</th><th>credits</th><th>share</th></tr></thead>'
-            f'<tbody>{"".join(rows)}</tbody></table>')
+            f'<th></th><th>legs</th><th>calls</th><th>credits</th>{part_heads}<th>share</th>'
+            f'</tr></thead><tbody>{"".join(rows)}</tbody></table>')
 
 
 def _pattern_table(snap: Snapshot) -> str:
@@ -297,12 +303,12 @@ _PAGE = """<!doctype html>
 {cards}
 </section>
 <section class="panels">
-<div class="panel wide"><h2>Credits per day, by model</h2>{days}</div>
+<div class="panel wide"><h2>Credits per day, by model: HydraFusion turns</h2>{days}</div>
 <div class="panel"><h2>Fusion and ordinary prompts</h2>{kinds}</div>
 <div class="panel"><h2>The CLI's own totals</h2>{checks}</div>
-<div class="panel"><h2>Credit share by model</h2>{model_share}</div>
-<div class="panel"><h2>Credit share by leg kind</h2>{kind_share}</div>
-<div class="panel"><h2>By pattern</h2>{patterns}</div>
+<div class="panel"><h2>Credit share by model: all use</h2>{model_share}</div>
+<div class="panel"><h2>Credit share by leg kind: HydraFusion turns</h2>{kind_share}</div>
+<div class="panel"><h2>By pattern: HydraFusion turns</h2>{patterns}</div>
 </section>
 <section class="panel turns">
 <h2>Turns</h2>

@@ -29,7 +29,7 @@ class Selection:
     until_ns: int | None = None
     session: str | None = None  # a session id or the start of one
     model: str | None = None  # part of a model's name, any case
-    pattern: str | None = None
+    pattern: str | None = None  # a report pattern (report_pattern), any case
 
     def wants_session(self, session_id: str) -> bool:
         return self.session is None or session_id.startswith(self.session)
@@ -52,11 +52,18 @@ class Selection:
             return False
         if self.until_ns is not None and turn.start_ns >= self.until_ns:
             return False
-        if self.pattern is not None and turn.pattern != self.pattern:
+        if self.pattern is not None and report_pattern(turn).lower() != self.pattern.lower():
             return False
         if self.model is not None:
             return any(self.model.lower() in model.lower() for model in turn.models)
         return True
+
+
+def report_pattern(turn: Turn) -> str:
+    """The pattern a report shows and filters on: a fusion turn's own, else what answered it, `fallback` (a route failure, the name the
+    dashboard's prompt families give it as `kind`) or `ordinary`. The log names no pattern
+    for either, so the metrics' `pattern` label says `unknown` there."""
+    return turn.pattern if turn.kind == "fusion" else turn.kind
 
 
 class SessionReader:

@@ -21,26 +21,34 @@ _PLAIN_KINDS = ("primary", "draft")
 
 
 def render_table(snap: Snapshot, *, width: int = 100, color: bool = False,
-                 height: int | None = None) -> str:
+                 height: int | None = None, turns: int | None = None) -> str:
     """The report for a terminal. With `height`, at most that many lines: the summary, then
-    as many of the newest turns as fit (what --watch shows)."""
+    as many of the newest turns as fit (what --watch shows). With `turns`, only the newest
+    that many turns (0: the summary alone)."""
     paint = _painter(color)
     sections = _sections(snap, width, paint)
-    blocks = _turn_blocks(snap.turns, width, paint)
+    shown = snap.turns if turns is None else snap.turns[len(snap.turns) - turns:] if turns else []
+    blocks = _turn_blocks(shown, width, paint)
+    newest = f"  the newest {len(shown)} of {len(snap.turns)}" if len(shown) < len(snap.turns) else ""
     turns_heading = [paint(BOLD, "TURNS") + paint(
-        DIM, "  (calls/tools; * the leg whose answer was kept; ordinary: the models of its calls)")]
+        DIM, newest + "  (* the leg whose answer was kept; ordinary: the models of its calls)")]
+    dropped = []
+    if shown:
+        header, note = _turn_header(shown, width)
+        turns_heading.append(paint(BOLD, header))
+        dropped = [paint(DIM, note)] if note else []
     if height is None:
-        turn_lines = [line for block in blocks for line in block.lines(with_day=False)]
+        turn_lines = _headed(blocks)
     else:
         # The newest turns matter most on a live screen: the summary gives way, its least
         # read tables first, until half the height is left for them.
         while len(sections) > 1 and sum(map(len, sections)) > height // 2:
             sections.pop()
-        room = height - sum(map(len, sections)) - len(turns_heading)
+        room = height - sum(map(len, sections)) - len(turns_heading) - len(dropped)
         turn_lines = _newest(blocks, room)
     lines = [line for section in sections for line in section]
-    if snap.turns:
-        lines += turns_heading + turn_lines
+    if shown:
+        lines += turns_heading + turn_lines + dropped
     return "".join(_fit(line, width) + "\n" for line in lines[:height])
 
 
@@ -70,7 +78,7 @@ def _sections(snap: Snapshot, width: int, paint) -> list[list[str]]:
         notes.append(f"{skipped['damaged_lines']} damaged lines skipped")
     if skipped["unreadable_logs"]:
         notes.append(f"{skipped['unreadable_logs']} logs unreadable")
-    lines += [_cut(", ".join(notes), width), ""]
+    lines += [_cut("above, HydraFusion turns only: " + ", ".join(notes), width), ""]
     spend_headers = ["legs", "calls", "credits", "share", "input", "output", "cache read"]
     return [
         lines,
@@ -79,13 +87,12 @@ def _sections(snap: Snapshot, width: int, paint) -> list[list[str]]:
             [k.kind, k.turns, _credits(k.credits), _credits(k.median_credits), k.calls, k.tools,
              _duration(k.median_duration_ms)] for k in snap.by_kind
         ]) + _checks(snap, width, paint),
-        _table(width, paint, ["BY MODEL"] + spend_headers,
-               _spend_rows(snap.by_model, head.credits)),
-        _table(width, paint, ["BY PATTERN", "turns", "credits", "median", "range"], [
+        _table(width, paint, ["BY MODEL, all use"] + spend_headers, _model_rows(snap)),
+        _table(width, paint, ["BY PATTERN, HydraFusion", "turns", "credits", "median", "range"], [
             [p.pattern, p.turns, _credits(p.credits), _credits(p.median_credits),
              f"{_credits(p.min_credits)} - {_credits(p.max_credits)}"] for p in snap.by_pattern
         ]),
-        _table(width, paint, ["BY LEG KIND"] + spend_headers,
+        _table(width, paint, ["BY LEG KIND, HydraFusion"] + spend_headers,
                _spend_rows(snap.by_leg_kind, head.credits)),
         _day_table(snap, width, paint),
     ]
@@ -118,7 +125,7 @@ def _title(snap: Snapshot) -> str:
     title += f", {snap.sessions} sessions"
     if snap.first_turn:
         title += f", {snap.first_turn[:16].replace('T', ' ')} - {snap.last_turn[:16].replace('T', ' ')}"
-    return title + f" UTC{snap.utc_offset}"
+    return title + f" {printable(snap.timezone)}"
 
 
 def _cards(cards: list[tuple[str, str]], width: int, paint) -> list[str]:
@@ -135,15 +142,27 @@ def _cards(cards: list[tuple[str, str]], width: int, paint) -> list[str]:
     return lines + ["".join(labels).rstrip(), "".join(values).rstrip()]
 
 
-def _spend_rows(spends: list[Spend], total: float) -> list[list]:
-    return [[s.name, s.legs, s.calls, _credits(s.credits),
+def _spend_rows(spends: list[Spend], total: float, label: str | None = None) -> list[list]:
+    return [[label or s.name, s.legs, s.calls, _credits(s.credits),
              _percent(s.credits / total if total else None), _count(s.input_tokens),
              _count(s.output_tokens), _count(s.cache_read_tokens)] for s in spends]
 
 
+def _model_rows(snap: Snapshot) -> list[list]:
+    """Each model's whole use, then its two parts when it has both, labelled."""
+    total = sum(use.credits for use in snap.by_model)
+    rows = []
+    for use in snap.by_model:
+        rows += _spend_rows([use], total)
+        if use.fusion.calls and use.ordinary.calls:
+            rows += _spend_rows([use.fusion], total, "  in HydraFusion turns")
+            rows += _spend_rows([use.ordinary], total, "  in ordinary prompts")
+    return rows
+
+
 def _day_table(snap: Snapshot, width: int, paint) -> list[str]:
-    rows = [[day.day, day.turns, _credits(day.credits)] for day in snap.by_day]
-    lines = _table(width, paint, ["PER DAY", "turns", "credits"], rows, blank=False)
+    rows = [[day.key, day.turns, _credits(day.credits)] for day in snap.by_day]
+    lines = _table(width, paint, ["PER DAY, HydraFusion", "turns", "credits"], rows, blank=False)
     if not rows:
         return lines
     room = width - len(lines[1]) - 2
@@ -154,14 +173,19 @@ def _day_table(snap: Snapshot, width: int, paint) -> list[str]:
     return lines + [""]
 
 
+FIRST_COLUMN_KEPT = 24  # a name column is cut below this only when no other column is left
+
+
 def _table(width: int, paint, headers: list[str], rows: list[list], blank: bool = True) -> list[str]:
-    """Left-aligned first column, the rest right-aligned; the first column is cut to fit,
-    and the last columns are left out while it still would not."""
+    """Left-aligned first column, the rest right-aligned. Where it does not fit, the last
+    columns are left out first (a line under the table names them), so the names keep up
+    to FIRST_COLUMN_KEPT characters; only then is the first column cut."""
     if not rows:
         return []
     cells = [[printable(str(cell)) for cell in row] for row in rows]
     widths = [max(len(row[i]) for row in [headers] + cells) for i in range(len(headers))]
-    while len(widths) > 2 and 8 + sum(widths[1:]) + 2 * (len(widths) - 1) > width:
+    first = min(widths[0], FIRST_COLUMN_KEPT)
+    while len(widths) > 2 and first + sum(widths[1:]) + 2 * (len(widths) - 1) > width:
         widths.pop()
     widths[0] = max(8, min(widths[0], width - sum(widths[1:]) - 2 * (len(widths) - 1)))
 
@@ -169,7 +193,11 @@ def _table(width: int, paint, headers: list[str], rows: list[list], blank: bool 
         first = _cut(row[0], widths[0]).ljust(widths[0])
         return "  ".join([first] + [cell.rjust(w) for cell, w in zip(row[1:], widths[1:])])
 
-    return [paint(BOLD, line(headers))] + [line(row) for row in cells] + ([""] if blank else [])
+    lines = [paint(BOLD, line(headers))] + [line(row) for row in cells]
+    if len(widths) < len(headers):
+        lines.append(paint(DIM, _cut("  (too narrow for: " + ", ".join(headers[len(widths):])
+                                     + ")", width)))
+    return lines + ([""] if blank else [])
 
 
 # -- One line (or a few) per turn -----------------------------------------------------------
@@ -186,26 +214,69 @@ class _TurnBlock:
         return heading + self._lines
 
 
+# The turn list's columns: header, cell of a turn, right-aligned. Where the fixed columns
+# do not fit, TURN_COLUMNS_DROPPED are left out in that order (a line under the list says
+# which); the legs go below the columns when fewer than LEGS_BESIDE characters are left
+# beside them (a leg's label is some 30: `gpt-5.6-sol judge:reject`).
+LEGS_BESIDE = 32
+TURN_COLUMNS = (
+    ("started", lambda turn: turn.start[11:19], False),
+    ("session", lambda turn: printable(turn.session_id)[:8], False),
+    ("pattern", lambda turn: _pattern(turn), False),
+    ("credits", lambda turn: _credits(turn.credits), True),
+    ("calls/tools", lambda turn: _counts(turn), True),
+    ("duration", lambda turn: _duration(turn.duration_ms), True),
+    ("outcome", lambda turn: printable(turn.outcome), False),
+)
+TURN_COLUMNS_DROPPED = ("duration", "calls/tools", "session", "credits")
+
+
+def _turn_columns(turns: list[TurnRow], width: int) -> list[tuple[str, int, object, bool]]:
+    """The columns that fit in `width` (at least 2 + the started, pattern and outcome
+    columns), each with its width."""
+    columns = [(name, max(len(name), max(len(cell(turn)) for turn in turns)), cell, right)
+               for name, cell, right in TURN_COLUMNS]
+    for name in TURN_COLUMNS_DROPPED:
+        if 2 + sum(column[1] + 2 for column in columns) <= width:
+            break
+        columns = [column for column in columns if column[0] != name]
+    return columns
+
+
+def _turn_header(turns: list[TurnRow], width: int) -> tuple[str, str | None]:
+    """The turn list's header line, and the line naming the columns left out (or None)."""
+    columns = _turn_columns(turns, width)
+    head = "  " + "".join((name.rjust(w) if right else name.ljust(w)) + "  "
+                          for name, w, _, right in columns)
+    legs = "legs" if width - len(head) >= LEGS_BESIDE else "(legs below)"
+    head = head + legs if len(head) + len(legs) <= width else head.rstrip()
+    shown = {column[0] for column in columns}
+    dropped = [name for name in TURN_COLUMNS_DROPPED if name not in shown]
+    return _cut(head, width), (_cut(f"  (too narrow for: {', '.join(dropped)})", width)
+                               if dropped else None)
+
+
 def _turn_blocks(turns: list[TurnRow], width: int, paint) -> list[_TurnBlock]:
     if not turns:
         return []
-    pattern_width = max(8, max(len(_pattern(turn)) for turn in turns))
-    outcome_width = max(9, max(len(printable(turn.outcome)) for turn in turns))
-    counts_width = max(len(_counts(turn)) for turn in turns)
+    columns = _turn_columns(turns, width)
     blocks, day = [], None
     for turn in turns:
-        fixed = [turn.start[11:19], printable(turn.session_id)[:8], _pattern(turn).ljust(pattern_width),
-                 _credits(turn.credits).rjust(6), _counts(turn).rjust(counts_width),
-                 _duration(turn.duration_ms).rjust(6)]
-        outcome = printable(turn.outcome).ljust(outcome_width)
-        head = "  " + "  ".join(fixed) + "  " + _paint_outcome(turn.outcome, outcome, paint) + "  "
-        indent = 2 + sum(len(cell) + 2 for cell in fixed) + outcome_width + 2
+        cells = []
+        for name, w, cell, right in columns:
+            text = cell(turn)
+            if name == "outcome":  # painted before it is padded: colour never ends in spaces
+                cells.append(_paint_outcome(turn.outcome, text, paint) + " " * (w - len(text)))
+            else:
+                cells.append(text.rjust(w) if right else text.ljust(w))
+        head = "  " + "".join(cell + "  " for cell in cells)
+        indent = 2 + sum(column[1] + 2 for column in columns)
         if turn.kind == "ordinary":
             labels, colors = call_models(turn), [None] * len(call_models(turn))
         else:
             labels = [leg_label(leg, turn.kind == "fallback") for leg in turn.legs]
             colors = [_leg_color(leg) for leg in turn.legs]
-        if width - indent < 24:  # too narrow beside the columns: the legs go underneath
+        if width - indent < LEGS_BESIDE:  # the legs go underneath
             legs = _wrap(labels, colors, width - 6, paint)
             lines = [head.rstrip()] + ["      " + line for line in legs]
         else:
@@ -235,7 +306,7 @@ def _headed(blocks: list[_TurnBlock]) -> list[str]:
 
 def _pattern(turn: TurnRow) -> str:
     """A fusion turn's pattern; what answered the others (`ordinary`, `fallback`)."""
-    return printable(turn.pattern if turn.kind == "fusion" else turn.kind)
+    return printable(turn.pattern)
 
 
 def _counts(turn: TurnRow) -> str:
@@ -347,3 +418,31 @@ _COLOR_CODE = re.compile(r"(\x1b\[[0-9;]*m)")
 
 def _cut(text: str, width: int) -> str:
     return text if len(text) <= width else text[:max(width - 1, 0)] + "~"
+
+
+# -- --by day|week|month|session ------------------------------------------------------------
+
+GROUP_HEADERS = ["turns", "credits", "compound", "judge rej.", "review", "calls", "tools"]
+
+
+def render_groups(snap: Snapshot, by: str, *, order: str = "asc", breakdown: bool = False,
+                  width: int = 100, color: bool = False) -> str:
+    """One table of the HydraFusion turns by day, week, month or session (`by`), oldest
+    first (`order` desc: newest first); `breakdown` adds each model's credits under its
+    group."""
+    paint = _painter(color)
+    groups = getattr(snap, f"by_{by}")
+    if order == "desc":
+        groups = groups[::-1]
+    rows = []
+    for group in groups:
+        rows.append([group.key, group.turns, _credits(group.credits),
+                     _percent(group.compound_rate), _percent(group.judge_rejection_rate),
+                     _percent(group.review_share), group.calls, group.tools])
+        if breakdown:
+            rows += [["  " + model, "", _credits(credits), "", "", "", "", ""]
+                     for model, credits in sorted(group.credits_by_model.items(),
+                                                  key=lambda item: (-item[1], item[0]))]
+    lines = [paint(BOLD, _cut(_title(snap), width)), ""]
+    lines += _table(width, paint, [f"BY {by.upper()}, HydraFusion"] + GROUP_HEADERS, rows)
+    return "".join(_fit(line, width).rstrip() + "\n" for line in lines)

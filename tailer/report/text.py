@@ -33,10 +33,11 @@ def _json(value) -> str:
 
 
 def _fields(value) -> dict:
-    """A report_figures dataclass as the JSON object of its fields, in their order."""
+    """A report_figures dataclass as the JSON object of its fields, in their order (its
+    __match_args__: every field, a base class's too, where __slots__ has its own only)."""
     if not dataclasses.is_dataclass(value):
         raise TypeError(f"{type(value).__name__} is not a report figure")
-    return {name: getattr(value, name) for name in value.__slots__}
+    return {name: getattr(value, name) for name in type(value).__match_args__}
 
 
 TURN_COLUMNS = ("session_id", "fusion_id", "turn_kind", "turn_start", "pattern", "outcome",
@@ -48,12 +49,13 @@ CSV_COLUMNS = TURN_COLUMNS + (
 )
 CALL_COLUMNS = TURN_COLUMNS + (
     "call", "leg", "leg_kind", "model", "start_ms", "duration_ms", "input_tokens",
-    "output_tokens", "cache_read_tokens", "credits", "finish_reason",
+    "output_tokens", "cache_read_tokens", "cache_write_tokens", "credits", "finish_reason",
 )
 
 
 def render_csv(snap: Snapshot) -> str:
-    """One row per leg. A turn without legs (an ordinary turn, or a fusion turn the CLI
+    """One row per leg; `leg` is its index in the turn's legs, from 0, as in the JSON's
+    `legs`, `model_calls[].leg` and `tools[].leg`. A turn without legs (an ordinary turn, or a fusion turn the CLI
     stopped right after routing) gets one row with the leg columns empty."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
@@ -62,7 +64,7 @@ def render_csv(snap: Snapshot) -> str:
         head = _turn_cells(turn)
         for index, leg in enumerate(turn.legs):
             writer.writerow(_cells(head + [
-                index + 1, leg.kind, leg.role, leg.model, leg.status, leg.verdict,
+                index, leg.kind, leg.role, leg.model, leg.status, leg.verdict,
                 _flag(leg.committed), round(leg.start_ms, 3), leg.duration_ms, leg.calls,
                 sum(tool.leg == index for tool in turn.tools), leg.input_tokens,
                 leg.output_tokens, leg.cache_read_tokens, leg.cache_write_tokens, leg.credits,
@@ -75,7 +77,7 @@ def render_csv(snap: Snapshot) -> str:
 
 def render_calls_csv(snap: Snapshot) -> str:
     """One row per model call (usage record), fusion and ordinary turns alike; `leg` is the
-    number of the leg it served in its turn, empty for an ordinary turn's calls."""
+    index (from 0) of the leg it served in its turn, empty for an ordinary turn's calls."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(CALL_COLUMNS)
@@ -84,9 +86,10 @@ def render_calls_csv(snap: Snapshot) -> str:
         for index, call in enumerate(turn.model_calls, 1):
             leg = turn.legs[call.leg] if call.leg is not None else None
             writer.writerow(_cells(head + [
-                index, None if leg is None else call.leg + 1, None if leg is None else leg.kind,
+                index, call.leg, None if leg is None else leg.kind,
                 call.model, round(call.start_ms, 3), call.duration_ms, call.input_tokens,
-                call.output_tokens, call.cache_read_tokens, call.credits, call.finish_reason,
+                call.output_tokens, call.cache_read_tokens, call.cache_write_tokens, call.credits,
+                call.finish_reason,
             ]))
     return out.getvalue()
 
@@ -114,3 +117,25 @@ def _cells(values: list) -> list:
                 value = "'" + value
         cells.append(value)
     return cells
+
+
+GROUP_COLUMNS = ("by", "key", "model", "turns", "credits", "compound_rate",
+                 "judge_rejection_rate", "review_share", "calls", "tools")
+
+
+def render_groups_csv(snap: Snapshot, by: str, *, order: str = "asc",
+                      breakdown: bool = False) -> str:
+    """One row per day, week, month or session (`by`) of HydraFusion turns, `model` empty;
+    `breakdown` adds a row per model with its credits under each."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(GROUP_COLUMNS)
+    groups = getattr(snap, f"by_{by}")
+    for group in groups[::-1] if order == "desc" else groups:
+        writer.writerow(_cells([by, group.key, None, group.turns, group.credits,
+                                group.compound_rate, group.judge_rejection_rate,
+                                group.review_share, group.calls, group.tools]))
+        if breakdown:
+            for model, credits in sorted(group.credits_by_model.items()):
+                writer.writerow(_cells([by, group.key, model, None, credits] + [None] * 5))
+    return out.getvalue()
