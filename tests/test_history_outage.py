@@ -15,7 +15,7 @@ import urllib.request
 import pytest
 
 from prom import free_port
-from tailer import checkpoint
+from tailer.daemon import checkpoint
 from tailerproc import running_tailer
 from test_month import check_month, month, month_prometheus, tailer_args, wait_for_the_month  # noqa: F401
 

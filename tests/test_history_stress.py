@@ -33,7 +33,7 @@ import pytest
 
 from prom import free_port, running_prometheus, single_value
 from services import binary
-from tailer import checkpoint
+from tailer.daemon import checkpoint
 from tailerproc import running_tailer
 from test_month import write_month
 
