@@ -19,6 +19,7 @@ from ..daemon import checkpoint
 from . import doctor
 from ..outputs import logs
 from ..report import command as report
+from ..report.command import user_path
 from . import scrub
 from ..daemon.config import Config, resource_attributes
 from .demo_run import report_demo, run_demo
@@ -39,9 +40,9 @@ COPILOT_OTEL_PATH_ENV = "COPILOT_OTEL_FILE_EXPORTER_PATH"
 
 def default_state_dir(environ: dict[str, str]) -> Path:
     if environ.get("COPILOT_STATE_DIR"):
-        return Path(environ["COPILOT_STATE_DIR"])
+        return Path(environ["COPILOT_STATE_DIR"]).expanduser()
     if environ.get("COPILOT_HOME"):
-        return Path(environ["COPILOT_HOME"], "session-state")
+        return Path(environ["COPILOT_HOME"], "session-state").expanduser()
     return Path.home() / ".copilot" / "session-state"
 
 
@@ -160,9 +161,9 @@ def build_parser(environ: dict[str, str]) -> argparse.ArgumentParser:
     scrub_parser = commands.add_parser(
         "scrub", help="copy session logs keeping only metadata that is safe to share",
     )
-    scrub_parser.add_argument("src", type=Path, metavar="SRC",
+    scrub_parser.add_argument("src", type=user_path, metavar="SRC",
                               help="a session-state folder, or one session folder")
-    scrub_parser.add_argument("dst", type=Path, metavar="DST", help="a new or empty folder")
+    scrub_parser.add_argument("dst", type=user_path, metavar="DST", help="a new or empty folder")
     scrub_parser.add_argument(
         "--seed", help="makes the new ids reproducible; only for fixtures (a known seed lets "
         "anyone check a guessed session id)",
@@ -171,7 +172,7 @@ def build_parser(environ: dict[str, str]) -> argparse.ArgumentParser:
         "doctor", help="report whether the tailer still understands the session logs"
     )
     doctor.add_argument(
-        "--state-dir", type=Path, default=default_state_dir(environ),
+        "--state-dir", type=user_path, default=default_state_dir(environ),
         help="Copilot session-state folder [$COPILOT_STATE_DIR, else "
         "$COPILOT_HOME/session-state, else ~/.copilot/session-state]",
     )
@@ -197,7 +198,7 @@ def _add_run_options(
     """The options of `run` and `demo`; each has a checkpoint of its own by default, so a
     demo never takes over the real sessions' state."""
     parser.add_argument(
-        "--state-dir", type=Path, default=default_state_dir(environ),
+        "--state-dir", type=user_path, default=default_state_dir(environ),
         help="Copilot session-state folder [$COPILOT_STATE_DIR, else "
         "$COPILOT_HOME/session-state, else ~/.copilot/session-state]",
     )
@@ -233,8 +234,8 @@ def _add_run_options(
         "default 127.0.0.1:9464]",
     )
     parser.add_argument(
-        "--textfile", type=Path, metavar="FILE",
-        default=Path(environ["HYDRAFUSION_TEXTFILE"]) if environ.get("HYDRAFUSION_TEXTFILE") else None,
+        "--textfile", type=user_path, metavar="FILE",
+        default=environ.get("HYDRAFUSION_TEXTFILE") or None,
         help="also write the metrics to FILE after each change and at exit, for "
         "node_exporter's textfile collector [$HYDRAFUSION_TEXTFILE]",
     )
@@ -244,9 +245,8 @@ def _add_run_options(
         "[$HYDRAFUSION_FROM_START]",
     )
     parser.add_argument(
-        "--checkpoint", type=Path, metavar="FILE",
-        default=Path(environ["HYDRAFUSION_CHECKPOINT"]) if environ.get("HYDRAFUSION_CHECKPOINT")
-        else checkpoint.default_path(environ, checkpoint_name),
+        "--checkpoint", type=user_path, metavar="FILE",
+        default=environ.get("HYDRAFUSION_CHECKPOINT") or checkpoint.default_path(environ, checkpoint_name),
         help="where the tailer keeps its state between runs [$HYDRAFUSION_CHECKPOINT, default "
         f"$XDG_STATE_HOME/hydrafusion/{checkpoint_name} or ~/.local/state/hydrafusion/…]",
     )
@@ -311,10 +311,15 @@ def _log_level(value: str) -> str:
 
 
 def parse_args(argv: list[str], environ: dict[str, str]) -> argparse.Namespace:
-    """`run` is the default command, so `hydrafusion-tailer --once` works too."""
-    if not argv or argv[0] not in (*COMMANDS, "-h", "--help", "--version"):
+    """`run` is the default command when options are given, so `hydrafusion-tailer --once`
+    works too; with nothing at all, the usage (exit 2): a daemon started by a bare
+    `python3 -m tailer` surprises. The image names `run` (tailer/Dockerfile)."""
+    parser = build_parser(environ)
+    if not argv:
+        parser.error("give a command")
+    if argv[0] not in (*COMMANDS, "-h", "--help", "--version"):
         argv = ["run", *argv]
-    return build_parser(environ).parse_args(argv)
+    return parser.parse_args(argv)
 
 
 def parse_address(value: str) -> tuple[str, int]:
@@ -333,9 +338,7 @@ def main(argv: list[str] | None = None, environ: dict[str, str] | None = None) -
     if args.command == "scrub":
         return scrub.main(args)
     if args.command == "report":
-        if args.demo:
-            return report_demo(args, environ)
-        return report.main(args, environ)
+        return _report(args, environ)
     try:
         config = run_config(args, environ)
     except ValueError as error:
@@ -350,6 +353,16 @@ def main(argv: list[str] | None = None, environ: dict[str, str] | None = None) -
     if args.command == "demo":
         return run_demo(config, args.replay_interval)
     return run(config)
+
+
+def _report(args: argparse.Namespace, environ: dict[str, str]) -> int:
+    if not args.watch:
+        return report_demo(args, environ) if args.demo else report.main(args, environ)
+    try:
+        with report.sigterm_as_interrupt():
+            return report_demo(args, environ) if args.demo else report.main(args, environ)
+    except KeyboardInterrupt:  # before the watch began (the demo's copy being made)
+        return 0
 
 
 def run_config(args: argparse.Namespace, environ: dict[str, str]) -> Config:

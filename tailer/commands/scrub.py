@@ -250,8 +250,13 @@ def main(args: argparse.Namespace) -> int:
     """The `scrub` command: args.src, args.dst (Paths) and args.seed (str or None)."""
     try:
         summary = scrub_tree(args.src, args.dst, args.seed)
-    except (ValueError, OSError) as error:
+    except ValueError as error:
         print(f"hydrafusion-tailer scrub: {printable(str(error))}", file=sys.stderr)
+        return EXIT_USAGE
+    except OSError as error:  # its str() is "[Errno 2] ...": the file and the reason read better
+        where = printable(str(error.filename or args.src))
+        print(f"hydrafusion-tailer scrub: {where}: {error.strerror or type(error).__name__}",
+              file=sys.stderr)
         return EXIT_USAGE
     for problem in summary.problems:
         print(f"hydrafusion-tailer scrub: {problem}", file=sys.stderr)

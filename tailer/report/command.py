@@ -19,12 +19,14 @@ import contextlib
 import os
 import re
 import secrets
+import signal
 import sys
 import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import TextIO
 
+from .. import __version__
 from . import html as report_html
 from . import live
 from . import table as report_table
@@ -41,9 +43,20 @@ FORMATS = ("table", "json", "csv", "csv-calls")
 TABLE_WIDTH = 100
 
 
+def user_path(text: str) -> Path:
+    """A path option's value, `~` expanded (`--state-dir=~/x` and variables reach us
+    unexpanded); an empty one is refused, since it would quietly mean the current folder."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("an empty path")
+    return Path(text).expanduser()
+
+
 def add_arguments(parser: argparse.ArgumentParser, state_dir: Path) -> None:
+    parser.add_argument("--version", action="version", version=f"hydrafusion-tailer {__version__}")
+    parser.add_argument("--no-color", action="store_true",
+                        help="no colour even on a terminal (as $NO_COLOR)")
     parser.add_argument(
-        "--state-dir", type=Path, default=state_dir,
+        "--state-dir", type=user_path, default=state_dir,
         help="Copilot session-state folder [$COPILOT_STATE_DIR, else "
         "$COPILOT_HOME/session-state, else ~/.copilot/session-state]",
     )
@@ -58,7 +71,7 @@ def add_arguments(parser: argparse.ArgumentParser, state_dir: Path) -> None:
     parser.add_argument("--format", choices=FORMATS, default="table",
                         help="what to print: a table (default), one JSON document, CSV with "
                         "one row per leg, or CSV with one row per model call")
-    parser.add_argument("--html", type=Path, metavar="FILE",
+    parser.add_argument("--html", type=user_path, metavar="FILE",
                         help="write one self-contained HTML page to FILE instead")
     parser.add_argument("--watch", action="store_true",
                         help="keep the table on screen, redrawn as turns arrive (Ctrl-C ends)")
@@ -139,18 +152,49 @@ def main(args: argparse.Namespace, environ: dict[str, str], *, state_dir: Path |
         selection = selection_from(args, now)
         if args.watch and (args.html or args.format != "table"):
             raise ValueError("--watch shows the table: it takes neither --html nor --format")
+        if args.html and args.format != "table":
+            raise ValueError("--html writes the page: it takes no --format")
+        if args.html:
+            _check_writable(args.html)
     except ValueError as error:
         print(f"hydrafusion-tailer report: {error}", file=sys.stderr)
         return EXIT_USAGE
     return _report(args, environ, state_dir or args.state_dir, selection, now, on_pass=on_pass)
 
 
+def _check_writable(path: Path) -> None:
+    """The page's path refused before a log is read, not after every one was."""
+    if path.is_dir():
+        raise ValueError(f"--html {printable(str(path))} is a folder: give a file name")
+    if not path.parent.is_dir():
+        raise ValueError(f"--html {printable(str(path))}: its folder does not exist")
+    if not os.access(path.parent, os.W_OK):
+        raise ValueError(f"--html {printable(str(path))}: its folder is not writable")
+
+
+@contextlib.contextmanager
+def sigterm_as_interrupt():
+    """SIGTERM (`timeout`, `kill`) ends a --watch as Ctrl-C does: the cursor shown again and
+    the demo's copy removed, where the default action would leave both behind."""
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def _report(args: argparse.Namespace, environ: dict[str, str], state_dir: Path,
             selection: Selection, now: datetime, on_pass=None) -> int:
-    color = sys.stdout.isatty() and not environ.get("NO_COLOR")
+    color = sys.stdout.isatty() and not environ.get("NO_COLOR") and not args.no_color
     if args.watch:
         if not state_dir.is_dir():
             return _nothing_found(state_dir, exists=False)
+        if not sys.stdout.isatty():
+            print("hydrafusion-tailer report: --watch redraws a terminal; piped, leave it out",
+                  file=sys.stderr)
+            return EXIT_USAGE
         return live.watch(state_dir, selection, filters_of(args), sys.stdout,
                                  color=color, on_pass=on_pass)
     if not state_dir.exists():
@@ -159,7 +203,7 @@ def _report(args: argparse.Namespace, environ: dict[str, str], state_dir: Path,
         logs, unreadable = find_logs(state_dir)
     except OSError as error:
         print(f"hydrafusion-tailer report: {state_dir_problem(error)}", file=sys.stderr)
-        return EXIT_NO_SESSIONS
+        return EXIT_USAGE
     if not logs and not unreadable:
         return _nothing_found(state_dir, exists=True)
     wanted = {sid: path for sid, path in logs.items() if selection.wants_log(sid, path)}
@@ -236,7 +280,8 @@ def _nothing_found(state_dir: Path, *, exists: bool) -> int:
         "  No sessions yet? `python3 -m tailer report --demo` shows a report of example sessions.",
         file=sys.stderr,
     )
-    return EXIT_NO_SESSIONS
+    # A folder that is not there is input the user must mend; an empty one is nothing to report.
+    return EXIT_NO_SESSIONS if exists else EXIT_USAGE
 
 
 def _no_turns_hint(found: int, read: int, filters: dict[str, str]) -> str:
