@@ -9,10 +9,12 @@ import struct
 import subprocess
 import sys
 import termios
+from datetime import datetime, timedelta, timezone
 
 import pytest
 
 from report_helpers import run_report
+from tailer.report import command as report
 from tailer.report import live as report_live
 from tailerproc import ROOT, tailer_env
 from test_report_live import Session, read_until
@@ -142,3 +144,76 @@ def test_report_takes_version_and_no_color():
     os.close(follower)
     os.close(leader)
     assert b"\x1b[" in shown[False] and b"\x1b[" not in shown[True]
+
+
+# -- Small things ---------------------------------------------------------------------------
+
+
+def test_counts_in_messages_are_singular_for_one(tmp_path):
+    Session(tmp_path / "state").add()
+    done = run_tailer("scrub", str(tmp_path / "state"), str(tmp_path / "out"))
+    assert done.returncode == 0 and done.stdout.startswith("scrubbed 1 session into"), done.stdout
+    done = run_report("--state-dir", str(tmp_path / "state"), "--session", "nobody")
+    assert "(0 of 1 session log read)" in done.stderr
+
+
+def test_the_page_written_counts_its_turns_as_the_table_does(tmp_path):
+    title = run_report("--demo").stdout.splitlines()[0]
+    counts = title.removeprefix("HydraFusion: ").partition(", ")[0]  # 26 turns (+3 ordinary)
+    done = run_report("--demo", "--html", str(tmp_path / "r.html"))
+    assert done.returncode == 0 and done.stderr.strip().endswith(f"r.html: {counts}")
+    assert "ordinary" in counts
+
+
+@pytest.mark.parametrize("options, named", [
+    (["--html", "{tmp}/r.html", "--format", "csv"], "--format"),
+    (["--since", "1d", "--until", "2d"], "--until"),
+    (["--since", "2026-11-04", "--until", "2026-11-03"], "--until"),
+])
+def test_conflicting_options_are_refused_in_one_line(tmp_path, options, named):
+    options = [option.format(tmp=tmp_path) for option in options]
+    done = run_report("--demo", *options, env=tailer_env(TMPDIR=str(tmp_path)))
+    assert done.returncode == 2 and named in one_line(done)
+    assert not (tmp_path / "r.html").exists()
+
+
+@pytest.mark.parametrize("when", ["1w", "yesterday", "today", "Yesterday"])
+def test_weeks_and_named_days_are_accepted(when):
+    done = run_report("--demo", "--format", "json", "--since", when)
+    assert done.returncode == 0, done.stderr
+
+
+def test_yesterday_and_a_week_mean_what_they_say():
+    now = datetime(2026, 11, 4, 12, tzinfo=timezone.utc)
+    local_day = now.astimezone().date()
+    assert report.parse_when("1w", now) == now - timedelta(days=7)
+    assert report.parse_when("yesterday", now).date() == local_day - timedelta(days=1)
+    assert report.parse_when("yesterday", now, whole_day_after=True) == report.parse_when("today", now)
+
+
+# -- One exit-code convention (docs/REPORT.md, "Exit codes") ---------------------------------
+
+
+def command_line(command, state, tmp_path):
+    if command == "run":
+        return ["run", "--once", "--otlp-endpoint", "none", "--metrics-address", "none",
+                "--checkpoint", str(tmp_path / "checkpoint.json"), "--state-dir", str(state)]
+    if command == "scrub":
+        return ["scrub", str(state), str(tmp_path / "copy")]
+    return [command, "--state-dir", str(state)]
+
+
+@pytest.mark.parametrize("command, answered, empty, missing", [
+    ("report", 0, 1, 2), ("doctor", 0, 1, 2), ("scrub", 0, 1, 2), ("run", 0, 0, 2),
+])
+def test_each_command_keeps_the_exit_code_convention(tmp_path, command, answered, empty, missing):
+    Session(tmp_path / "logs").add()
+    (tmp_path / "empty").mkdir()
+    codes = []
+    for state in ("logs", "empty", "missing"):
+        done = run_tailer(*command_line(command, tmp_path / state, tmp_path / f"out-{state}"))
+        assert "Traceback" not in done.stderr
+        codes.append(done.returncode)
+    assert codes == [answered, empty, missing]
+    docs = (ROOT / "docs" / "REPORT.md").read_text().partition("## Exit codes")[2]
+    assert f"`{command}`" in docs.partition("\n\n## ")[0]

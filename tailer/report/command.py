@@ -33,6 +33,7 @@ from . import table as report_table
 from . import text as report_text
 from ..copilot.files import find_logs
 from ..printable import printable
+from ..wording import counted
 from .figures import snapshot, turn_row
 from .read import Selection, SessionReader, wanted_turns
 from ..copilot.problems import state_dir_problem
@@ -62,7 +63,7 @@ def add_arguments(parser: argparse.ArgumentParser, state_dir: Path) -> None:
     )
     parser.add_argument("--since", metavar="WHEN",
                         help="turns that started at or after WHEN: a date (2026-11-04, local "
-                        "midnight), a date and time, or a time ago (7d, 24h, 30m)")
+                        "midnight), today, yesterday, a date and time, or a time ago (2w, 7d, 24h, 30m)")
     parser.add_argument("--until", metavar="WHEN",
                         help="turns that started before WHEN; a date counts in whole")
     parser.add_argument("--session", metavar="ID", help="one session: its id or the start of it")
@@ -81,20 +82,25 @@ def add_arguments(parser: argparse.ArgumentParser, state_dir: Path) -> None:
 
 
 def parse_when(text: str, now: datetime, *, whole_day_after: bool = False) -> datetime:
-    """`7d`, `24h`, `30m` before `now`; a date (local midnight; the next one with
-    whole_day_after); or an ISO date and time (local unless it names its offset). Raises
-    ValueError."""
-    ago = re.fullmatch(r"(\d+(?:\.\d+)?)([dhm])", text.strip())
+    """`2w`, `7d`, `24h`, `30m` before `now`; a date, `today` or `yesterday` (local
+    midnight; the next one with whole_day_after); or an ISO date and time (local unless it
+    names its offset). Raises ValueError."""
+    text = text.strip()
+    ago = re.fullmatch(r"(\d+(?:\.\d+)?)([wdhm])", text)
     if ago:
-        unit = {"d": "days", "h": "hours", "m": "minutes"}[ago.group(2)]
+        unit = {"w": "weeks", "d": "days", "h": "hours", "m": "minutes"}[ago.group(2)]
         return now - timedelta(**{unit: float(ago.group(1))})
+    days_back = {"today": 0, "yesterday": 1}.get(text.lower())
+    if days_back is not None:
+        text = (now.astimezone().date() - timedelta(days=days_back)).isoformat()
     try:
-        moment = datetime.fromisoformat(text.strip())
+        moment = datetime.fromisoformat(text)
     except ValueError:
-        raise ValueError(f"{text!r} is not a date (2026-11-04), a date and time, or 7d / 24h / 30m") from None
+        raise ValueError(f"{text!r} is not a date (2026-11-04, today, yesterday), a date and "
+                         "time, or 2w / 7d / 24h / 30m") from None
     if moment.tzinfo is None:
         moment = moment.astimezone()  # local time, daylight saving time included
-    if whole_day_after and re.fullmatch(r"\d{4}-\d\d-\d\d", text.strip()):
+    if whole_day_after and re.fullmatch(r"\d{4}-\d\d-\d\d", text):
         moment += timedelta(days=1)
     return moment
 
@@ -105,6 +111,8 @@ def selection_from(args: argparse.Namespace, now: datetime) -> Selection:
 
     since = parse_when(args.since, now) if args.since else None
     until = parse_when(args.until, now, whole_day_after=True) if args.until else None
+    if since and until and until <= since:
+        raise ValueError(f"--until {args.until} is not after --since {args.since}")
     return Selection(ns(since), ns(until), args.session, args.model, args.pattern)
 
 
@@ -227,7 +235,7 @@ def _report(args: argparse.Namespace, environ: dict[str, str], state_dir: Path,
             print(f"hydrafusion-tailer report: cannot write {printable(str(args.html))}: "
                   f"{error.strerror}", file=sys.stderr)
             return EXIT_USAGE
-        print(f"wrote {printable(str(args.html))} ({len(figures.turns)} turns)", file=sys.stderr)
+        print(f"wrote {printable(str(args.html))}: {_turns_counted(figures)}", file=sys.stderr)
         return 0
     if args.format == "json":
         text = report_text.render_json(figures)  # pieces: a month is written as it is made
@@ -246,6 +254,13 @@ def _report(args: argparse.Namespace, environ: dict[str, str], state_dir: Path,
     if not figures.turns and args.format == "table":
         print(_no_turns_hint(len(logs), len(wanted), filters_of(args)), file=sys.stderr)
     return 0
+
+
+def _turns_counted(figures) -> str:
+    """`26 turns (+3 ordinary)`, as the table's title counts them."""
+    ordinary = sum(kind.turns for kind in figures.by_kind if kind.kind == "ordinary")
+    text = counted(figures.headline.turns, "turn")
+    return text + f" (+{ordinary} ordinary)" if ordinary else text
 
 
 def _write_replacing(path: Path, text: str) -> None:
@@ -288,8 +303,8 @@ def _no_turns_hint(found: int, read: int, filters: dict[str, str]) -> str:
     if filters:
         chosen = printable(" ".join(f"--{k} {v}" for k, v in filters.items()))
         return (f"No turn matches {chosen} "
-                f"({read} of {found} session logs read).")
-    return (f"{found} session logs read, none with a HydraFusion turn: HydraFusion routes only "
+                f"({read} of {counted(found, 'session log')} read).")
+    return (f"{counted(found, 'session log')} read, none with a HydraFusion turn: HydraFusion routes only "
             "sessions that use the `hydrafusion` (auto) model.")
 
 
