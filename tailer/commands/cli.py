@@ -16,7 +16,7 @@ from pathlib import Path
 
 from .. import __version__
 from ..daemon import checkpoint
-from . import doctor
+from . import completion, doctor
 from ..outputs import logs
 from ..report import command as report
 from ..report.command import user_path
@@ -31,7 +31,7 @@ from ..turns.assembly import IDLE_TIMEOUT_S
 
 log = logging.getLogger("tailer")
 
-COMMANDS = ("run", "demo", "scrub", "doctor", "report")
+COMMANDS = ("run", "demo", "scrub", "doctor", "report", "completion")
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 # The tailer's own setting, and the CLI's (README.md, "The CLI's own telemetry").
 CLI_OTEL_ENV = "HYDRAFUSION_CLI_OTEL_PATH"
@@ -189,6 +189,9 @@ def build_parser(environ: dict[str, str]) -> argparse.ArgumentParser:
         ),
         default_state_dir(environ),
     )
+    completion_parser = commands.add_parser(
+        "completion", help="print a shell completion script (README.md: Shell completion)")
+    completion_parser.add_argument("shell", choices=completion.SHELLS)
     return parser
 
 
@@ -339,6 +342,9 @@ def main(argv: list[str] | None = None, environ: dict[str, str] | None = None) -
         return scrub.main(args)
     if args.command == "report":
         return _report(args, environ)
+    if args.command == "completion":
+        print(completion.script(build_parser(environ), args.shell), end="")
+        return 0
     try:
         config = run_config(args, environ)
     except ValueError as error:
