@@ -19,7 +19,7 @@ from ..daemon import checkpoint
 from . import completion, doctor
 from ..outputs import logs
 from ..report import command as report
-from ..report.command import user_path
+from ..report.command import check_output_file, user_path
 from . import scrub
 from ..daemon.config import Config, resource_attributes
 from .demo_run import report_demo, run_demo
@@ -63,7 +63,7 @@ def otlp_metrics_url(option: str | None, environ: dict[str, str]) -> str | None:
 def _signal_url(option: str | None, environ: dict[str, str], variable: str, url) -> str | None:
     if option == "none":
         return None
-    if option:
+    if option is not None:  # given, even empty: an empty URL is refused, not the default
         return url(option)
     specific = environ.get(variable)
     if specific:
@@ -88,7 +88,7 @@ def metrics_push_url(option: str | None, environ: dict[str, str]) -> str | None:
     new. The endpoint is then found as otlp_metrics_url finds it.
     """
     exporters = {name.strip() for name in environ.get("OTEL_METRICS_EXPORTER", "").split(",")}
-    if not option and "otlp" not in exporters:
+    if option is None and "otlp" not in exporters:
         return None
     return otlp_metrics_url(option, environ)
 
@@ -154,7 +154,7 @@ def build_parser(environ: dict[str, str]) -> argparse.ArgumentParser:
     )
     _add_run_options(demo_parser, environ, "demo-checkpoint.json")
     demo_parser.add_argument(
-        "--replay-interval", type=float, metavar="SECONDS",
+        "--replay-interval", type=_positive, metavar="SECONDS",
         default=environ.get("HYDRAFUSION_REPLAY_INTERVAL") or "30",
         help="how often a fixture turn is replayed [$HYDRAFUSION_REPLAY_INTERVAL, default 30]",
     )
@@ -165,7 +165,7 @@ def build_parser(environ: dict[str, str]) -> argparse.ArgumentParser:
                               help="a session-state folder, or one session folder")
     scrub_parser.add_argument("dst", type=user_path, metavar="DST", help="a new or empty folder")
     scrub_parser.add_argument(
-        "--seed", help="makes the new ids reproducible; only for fixtures (a known seed lets "
+        "--seed", type=report.nonempty, help="makes the new ids reproducible; only for fixtures (a known seed lets "
         "anyone check a guessed session id)",
     )
     doctor = commands.add_parser(
@@ -260,7 +260,7 @@ def _add_run_options(
         "stay in the saved state for the next run [$HYDRAFUSION_ONCE]",
     )
     parser.add_argument(
-        "--backfill-days", type=float, metavar="DAYS",
+        "--backfill-days", type=_positive, metavar="DAYS",
         default=environ.get("HYDRAFUSION_BACKFILL_DAYS") or None,
         help="with --from-start, read from their beginning only the logs written in the last "
         "DAYS days; older ones from their end [$HYDRAFUSION_BACKFILL_DAYS, default: no limit]",
@@ -281,7 +281,7 @@ def _add_run_options(
         "$HYDRAFUSION_HISTORY_HEADERS and $HYDRAFUSION_HISTORY_CERTIFICATE",
     )
     parser.add_argument(
-        "--idle-timeout", type=float, metavar="SECONDS",
+        "--idle-timeout", type=_positive, metavar="SECONDS",
         # A string default goes through `type`, so a bad variable is a usage error too.
         default=environ.get("HYDRAFUSION_IDLE_TIMEOUT") or f"{IDLE_TIMEOUT_S:g}",
         help="finish a turn as incomplete when its session log has not changed for this "
@@ -295,6 +295,18 @@ def _add_run_options(
 
 def _cli_otel_path(value: str) -> Path | None:
     return None if value.strip().lower() in ("", "none") else Path(value).expanduser()
+
+
+def _positive(value: str) -> float:
+    """A number of seconds or days above 0: a negative, zero or NaN one would make the
+    daemon end every turn at once or read nothing, without a word."""
+    try:
+        number = float(value)
+    except ValueError:
+        number = float("nan")
+    if not 0 < number < float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a number above 0, got {value!r}")
+    return number
 
 
 def _labels(value: str) -> dict[str, str]:
@@ -374,7 +386,8 @@ def _report(args: argparse.Namespace, environ: dict[str, str]) -> int:
 def run_config(args: argparse.Namespace, environ: dict[str, str]) -> Config:
     """The options of `run` or `demo` as the daemon takes them; ValueError when they are off."""
     # A metrics server would live for a moment only under --once: the textfile serves.
-    serve = args.metrics_address != "none" and not args.once
+    bind = None if args.metrics_address == "none" else parse_address(args.metrics_address)
+    serve = bind is not None and not args.once
     push_url = metrics_push_url(args.otlp_metrics_endpoint, environ)
     history_url, history_headers = None, {}
     if args.history_url != "none":
@@ -383,6 +396,10 @@ def run_config(args: argparse.Namespace, environ: dict[str, str]) -> Config:
         if not pushed and not {"job", "instance"} <= set(args.history_labels):
             raise ValueError("--history-url needs --history-labels job=...,instance=..., "
                              "or the metrics pushed (--otlp-metrics-endpoint)")
+    if args.textfile is not None:
+        check_output_file("--textfile", args.textfile)
+    if args.checkpoint.is_dir():  # it would be moved aside as unreadable and replaced
+        raise ValueError(f"--checkpoint {args.checkpoint} is a folder: give a file name")
     if not 0 < args.otlp_metrics_interval <= ZERO_HOLD_SECONDS:
         # A new series is pushed at zero for ZERO_HOLD_SECONDS (Registry.collect_pushed):
         # a longer interval could skip that zero, and increase() would miss the first count.
@@ -396,7 +413,7 @@ def run_config(args: argparse.Namespace, environ: dict[str, str]) -> Config:
         once=args.once,
         wait_for_state_dir=args.wait_for_state_dir,
         backfill_days=args.backfill_days,
-        metrics_bind=parse_address(args.metrics_address) if serve else None,
+        metrics_bind=bind if serve else None,
         traces_url=otlp_url(args.otlp_endpoint, environ),
         otlp_metrics_url=otlp_metrics_url(args.otlp_endpoint, environ),
         cli_otel=_cli_otel_path(getattr(args, "cli_otel", "none")),

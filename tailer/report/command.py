@@ -44,6 +44,13 @@ FORMATS = ("table", "json", "csv", "csv-calls")
 TABLE_WIDTH = 100
 
 
+def nonempty(text: str) -> str:
+    """An option's text, refused when empty: `--session ""` would choose every session."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("an empty value")
+    return text
+
+
 def user_path(text: str) -> Path:
     """A path option's value, `~` expanded (`--state-dir=~/x` and variables reach us
     unexpanded); an empty one is refused, since it would quietly mean the current folder."""
@@ -61,14 +68,14 @@ def add_arguments(parser: argparse.ArgumentParser, state_dir: Path) -> None:
         help="Copilot session-state folder [$COPILOT_STATE_DIR, else "
         "$COPILOT_HOME/session-state, else ~/.copilot/session-state]",
     )
-    parser.add_argument("--since", metavar="WHEN",
+    parser.add_argument("--since", metavar="WHEN", type=nonempty,
                         help="turns that started at or after WHEN: a date (2026-11-04, local "
                         "midnight), today, yesterday, a date and time, or a time ago (2w, 7d, 24h, 30m)")
-    parser.add_argument("--until", metavar="WHEN",
+    parser.add_argument("--until", metavar="WHEN", type=nonempty,
                         help="turns that started before WHEN; a date counts in whole")
-    parser.add_argument("--session", metavar="ID", help="one session: its id or the start of it")
-    parser.add_argument("--model", help="turns with a leg on this model (part of its name will do)")
-    parser.add_argument("--pattern", help="turns of this pattern (single, cascade, critique, ...)")
+    parser.add_argument("--session", metavar="ID", type=nonempty, help="one session: its id or the start of it")
+    parser.add_argument("--model", type=nonempty, help="turns with a leg on this model (part of its name will do)")
+    parser.add_argument("--pattern", type=nonempty, help="turns of this pattern (single, cascade, critique, ...)")
     parser.add_argument("--format", choices=FORMATS, default="table",
                         help="what to print: a table (default), one JSON document, CSV with "
                         "one row per leg, or CSV with one row per model call")
@@ -163,21 +170,22 @@ def main(args: argparse.Namespace, environ: dict[str, str], *, state_dir: Path |
         if args.html and args.format != "table":
             raise ValueError("--html writes the page: it takes no --format")
         if args.html:
-            _check_writable(args.html)
+            check_output_file("--html", args.html)
     except ValueError as error:
         print(f"hydrafusion-tailer report: {error}", file=sys.stderr)
         return EXIT_USAGE
     return _report(args, environ, state_dir or args.state_dir, selection, now, on_pass=on_pass)
 
 
-def _check_writable(path: Path) -> None:
-    """The page's path refused before a log is read, not after every one was."""
+def check_output_file(option: str, path: Path) -> None:
+    """A file a command will write, refused now (ValueError) if it cannot be: the report's
+    page before a log is read, the daemon's textfile before it starts."""
     if path.is_dir():
-        raise ValueError(f"--html {printable(str(path))} is a folder: give a file name")
+        raise ValueError(f"{option} {printable(str(path))} is a folder: give a file name")
     if not path.parent.is_dir():
-        raise ValueError(f"--html {printable(str(path))}: its folder does not exist")
+        raise ValueError(f"{option} {printable(str(path))}: its folder does not exist")
     if not os.access(path.parent, os.W_OK):
-        raise ValueError(f"--html {printable(str(path))}: its folder is not writable")
+        raise ValueError(f"{option} {printable(str(path))}: its folder is not writable")
 
 
 @contextlib.contextmanager
