@@ -165,7 +165,7 @@ def build_parser(environ: dict[str, str]) -> argparse.ArgumentParser:
                               help="a session-state folder, or one session folder")
     scrub_parser.add_argument("dst", type=user_path, metavar="DST", help="a new or empty folder")
     scrub_parser.add_argument(
-        "--seed", type=report.nonempty, help="makes the new ids reproducible; only for fixtures (a known seed lets "
+        "--seed", type=_nonempty, help="makes the new ids reproducible; only for fixtures (a known seed lets "
         "anyone check a guessed session id)",
     )
     doctor = commands.add_parser(
@@ -249,7 +249,8 @@ def _add_run_options(
     )
     parser.add_argument(
         "--checkpoint", type=user_path, metavar="FILE",
-        default=environ.get("HYDRAFUSION_CHECKPOINT") or checkpoint.default_path(environ, checkpoint_name),
+        default=(environ.get("HYDRAFUSION_CHECKPOINT")
+                 or checkpoint.default_path(environ, checkpoint_name)),
         help="where the tailer keeps its state between runs [$HYDRAFUSION_CHECKPOINT, default "
         f"$XDG_STATE_HOME/hydrafusion/{checkpoint_name} or ~/.local/state/hydrafusion/…]",
     )
@@ -295,6 +296,12 @@ def _add_run_options(
 
 def _cli_otel_path(value: str) -> Path | None:
     return None if value.strip().lower() in ("", "none") else Path(value).expanduser()
+
+
+def _nonempty(value: str) -> str:
+    if not value.strip():
+        raise argparse.ArgumentTypeError("an empty value")
+    return value
 
 
 def _positive(value: str) -> float:

@@ -39,7 +39,8 @@ def script(parser: argparse.ArgumentParser, shell: str) -> str:
             flags = "|".join(f'"{name} {flag}"' for flag in action.option_strings)
             if action.choices:
                 words = shlex.quote(" ".join(map(str, action.choices)))
-                lines.append(f'        {flags}) COMPREPLY=($(compgen -W {words} -- "$cur")); return;;')
+                lines.append(f'        {flags}) COMPREPLY=($(compgen -W {words} -- "$cur"))'
+                             "; return;;")
             elif action.type is user_path:
                 paths.append(flags)
     if paths:
@@ -49,12 +50,15 @@ def script(parser: argparse.ArgumentParser, shell: str) -> str:
     for name, sub in commands.items():
         words = " ".join(flag for action in _options(sub) for flag in action.option_strings)
         files = any(action.type is user_path for action in _positionals(sub))
-        choices = " ".join(str(choice) for action in _positionals(sub) for choice in action.choices or ())
-        lines.append(f"        {name}) words={shlex.quote(' '.join(filter(None, (words, choices))))}")
+        choices = " ".join(str(choice) for action in _positionals(sub)
+                           for choice in action.choices or ())
+        lines.append(f"        {name}) words={shlex.quote(f'{words} {choices}'.strip())}")
         if files:
-            lines.append('            [[ $cur != -* ]] && { COMPREPLY=($(compgen -f -- "$cur")); return; }')
+            lines.append('            [[ $cur != -* ]] && '
+                         '{ COMPREPLY=($(compgen -f -- "$cur")); return; }')
         lines.append("            ;;")
-    top = " ".join([*commands, *(flag for action in _options(parser) for flag in action.option_strings)])
+    top = " ".join([*commands,
+                    *(flag for action in _options(parser) for flag in action.option_strings)])
     lines += [
         f"        *) words={shlex.quote(top)};;",
         "    esac",

@@ -57,7 +57,8 @@ _TURN_STARTS = (events.RESOLVED, events.ROUTE_FAILED)
 _MODEL_CHANGE = "session.model_change"
 
 
-def prepare(fixtures: Path, work: Path, now: datetime, *, keep_session_ids: bool = False) -> list[Path]:
+def prepare(fixtures: Path, work: Path, now: datetime, *,
+            keep_session_ids: bool = False) -> list[Path]:
     """Copy every session under `fixtures` into `work`, moved to end shortly before `now`.
 
     `now` is timezone-aware. `work` must be new or empty: the demo never writes among

@@ -42,13 +42,7 @@ EXIT_NO_SESSIONS = 1
 EXIT_USAGE = 2
 FORMATS = ("table", "json", "csv", "csv-calls")
 TABLE_WIDTH = 100
-
-
-def nonempty(text: str) -> str:
-    """An option's text, refused when empty: `--session ""` would choose every session."""
-    if not text.strip():
-        raise argparse.ArgumentTypeError("an empty value")
-    return text
+CHOOSING = ("since", "until", "session", "model", "pattern")  # the options that choose turns
 
 
 def user_path(text: str) -> Path:
@@ -68,14 +62,14 @@ def add_arguments(parser: argparse.ArgumentParser, state_dir: Path) -> None:
         help="Copilot session-state folder [$COPILOT_STATE_DIR, else "
         "$COPILOT_HOME/session-state, else ~/.copilot/session-state]",
     )
-    parser.add_argument("--since", metavar="WHEN", type=nonempty,
+    parser.add_argument("--since", metavar="WHEN",
                         help="turns that started at or after WHEN: a date (2026-11-04, local "
                         "midnight), today, yesterday, a date and time, or a time ago (2w, 7d, 24h, 30m)")
-    parser.add_argument("--until", metavar="WHEN", type=nonempty,
+    parser.add_argument("--until", metavar="WHEN",
                         help="turns that started before WHEN; a date counts in whole")
-    parser.add_argument("--session", metavar="ID", type=nonempty, help="one session: its id or the start of it")
-    parser.add_argument("--model", type=nonempty, help="turns with a leg on this model (part of its name will do)")
-    parser.add_argument("--pattern", type=nonempty, help="turns of this pattern (single, cascade, critique, ...)")
+    parser.add_argument("--session", metavar="ID", help="one session: its id or the start of it")
+    parser.add_argument("--model", help="turns with a leg on this model (part of its name will do)")
+    parser.add_argument("--pattern", help="turns of this pattern (single, cascade, critique, ...)")
     parser.add_argument("--format", choices=FORMATS, default="table",
                         help="what to print: a table (default), one JSON document, CSV with "
                         "one row per leg, or CSV with one row per model call")
@@ -125,8 +119,7 @@ def selection_from(args: argparse.Namespace, now: datetime) -> Selection:
 
 def filters_of(args: argparse.Namespace) -> dict[str, str]:
     """The options that chose the turns, as given: a report says what it covers."""
-    names = ("since", "until", "session", "model", "pattern")
-    return {name: getattr(args, name) for name in names if getattr(args, name)}
+    return {name: getattr(args, name) for name in CHOOSING if getattr(args, name)}
 
 
 class Progress:
@@ -164,6 +157,9 @@ def main(args: argparse.Namespace, environ: dict[str, str], *, state_dir: Path |
     pass of --watch (the demo's copy and its replay: tailer/commands/demo_run.py)."""
     now = datetime.now(timezone.utc)
     try:
+        for name in CHOOSING:
+            if getattr(args, name) is not None and not getattr(args, name).strip():
+                raise ValueError(f"--{name} is empty")  # it would choose every turn, unsaid
         selection = selection_from(args, now)
         if args.watch and (args.html or args.format != "table"):
             raise ValueError("--watch shows the table: it takes neither --html nor --format")
