@@ -15,7 +15,8 @@ never restamps a turn, the demo does:
   when one is due, every `interval_s` seconds, or later when the coming turn would
   otherwise start before the last one ended, so replayed turns never overlap.
 
-Both give every copy fresh ids, through the scrubber's rewriting (tailer/commands/scrub.py): trace
+Both give every copy fresh ids (but `report --demo`, which keeps the sessions' own: see
+`prepare`), through the scrubber's rewriting (tailer/commands/scrub.py): trace
 ids derive from session and fusion ids, so a copy that kept the fixtures' ids would merge
 with an earlier start's traces in Tempo. The tailer then reads the work folder as it would
 a user's state directory.
