@@ -217,3 +217,17 @@ def test_each_command_keeps_the_exit_code_convention(tmp_path, command, answered
     assert codes == [answered, empty, missing]
     docs = (ROOT / "docs" / "REPORT.md").read_text().partition("## Exit codes")[2]
     assert f"`{command}`" in docs.partition("\n\n## ")[0]
+
+
+def test_sigterm_during_a_demo_report_leaves_no_copy(tmp_path):
+    """Ended while the demo's copy is being read (a slow disk, a supervisor's stop)."""
+    process = subprocess.Popen([sys.executable, "-m", "tailer", "report", "--demo"], cwd=ROOT,
+                               env=tailer_env(TMPDIR=str(tmp_path)), stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE)
+    while process.poll() is None and not list(tmp_path.glob("*/session-state")):
+        pass  # until the copy is being made
+    process.send_signal(signal.SIGTERM)
+    code = process.wait(timeout=60)
+    assert "Traceback" not in process.stderr.read().decode()
+    assert code in (0, 130)  # 0: it had printed the report already
+    assert list(tmp_path.iterdir()) == []

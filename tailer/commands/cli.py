@@ -32,6 +32,7 @@ from ..turns.assembly import IDLE_TIMEOUT_S
 log = logging.getLogger("tailer")
 
 COMMANDS = ("run", "demo", "scrub", "doctor", "report", "completion")
+EXIT_INTERRUPTED = 130  # the shells' code for a command ended by Ctrl-C
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 # The tailer's own setting, and the CLI's (README.md, "The CLI's own telemetry").
 CLI_OTEL_ENV = "HYDRAFUSION_CLI_OTEL_PATH"
@@ -165,7 +166,8 @@ def build_parser(environ: dict[str, str]) -> argparse.ArgumentParser:
                               help="a session-state folder, or one session folder")
     scrub_parser.add_argument("dst", type=user_path, metavar="DST", help="a new or empty folder")
     scrub_parser.add_argument(
-        "--seed", type=_nonempty, help="makes the new ids reproducible; only for fixtures (a known seed lets "
+        "--seed", type=_nonempty,
+        help="makes the new ids reproducible; only for fixtures (a known seed lets "
         "anyone check a guessed session id)",
     )
     doctor = commands.add_parser(
@@ -381,13 +383,12 @@ def main(argv: list[str] | None = None, environ: dict[str, str] | None = None) -
 
 
 def _report(args: argparse.Namespace, environ: dict[str, str]) -> int:
-    if not args.watch:
-        return report_demo(args, environ) if args.demo else report.main(args, environ)
+    """The report, which SIGTERM ends as Ctrl-C does: the demo's copy removed, no traceback."""
     try:
         with report.sigterm_as_interrupt():
             return report_demo(args, environ) if args.demo else report.main(args, environ)
-    except KeyboardInterrupt:  # before the watch began (the demo's copy being made)
-        return 0
+    except KeyboardInterrupt:  # outside --watch, which ends on it with 0: cut short
+        return EXIT_INTERRUPTED
 
 
 def run_config(args: argparse.Namespace, environ: dict[str, str]) -> Config:
