@@ -186,8 +186,8 @@ def check_output_file(option: str, path: Path) -> None:
 
 @contextlib.contextmanager
 def sigterm_as_interrupt():
-    """SIGTERM (`timeout`, `kill`) ends a --watch as Ctrl-C does: the cursor shown again and
-    the demo's copy removed, where the default action would leave both behind."""
+    """SIGTERM (`timeout`, `kill`) ends a report as Ctrl-C does: a --watch shows the cursor
+    again and the demo's copy is removed, where the default action would leave both behind."""
     def interrupt(signum, frame):
         raise KeyboardInterrupt
     previous = signal.signal(signal.SIGTERM, interrupt)
@@ -308,8 +308,8 @@ def _no_turns_hint(found: int, read: int, filters: dict[str, str]) -> str:
         chosen = printable(" ".join(f"--{k} {v}" for k, v in filters.items()))
         return (f"No turn matches {chosen} "
                 f"({read} of {counted(found, 'session log')} read).")
-    return (f"{counted(found, 'session log')} read, none with a HydraFusion turn: HydraFusion routes only "
-            "sessions that use the `hydrafusion` (auto) model.")
+    return (f"{counted(found, 'session log')} read, none with a HydraFusion turn: HydraFusion "
+            "routes only sessions that use the `hydrafusion` (auto) model.")
 
 
 def _width() -> int:
