@@ -33,7 +33,7 @@ RUN_WRONG = {
     "--backfill-days": (WORD, EMPTY, "-1", "nan"),
     "--history-url": (WORD, "ftp://x"),
     "--history-labels": (WORD, "=x"),
-    "--idle-timeout": (WORD, EMPTY, "0", "nan"),
+    "--idle-timeout": (WORD, EMPTY, "-1", "nan"),
     "--log-level": (WORD, EMPTY),
 }
 WRONG = {

@@ -155,7 +155,7 @@ def build_parser(environ: dict[str, str]) -> argparse.ArgumentParser:
     )
     _add_run_options(demo_parser, environ, "demo-checkpoint.json")
     demo_parser.add_argument(
-        "--replay-interval", type=_positive, metavar="SECONDS",
+        "--replay-interval", type=_not_negative, metavar="SECONDS",
         default=environ.get("HYDRAFUSION_REPLAY_INTERVAL") or "30",
         help="how often a fixture turn is replayed [$HYDRAFUSION_REPLAY_INTERVAL, default 30]",
     )
@@ -263,7 +263,7 @@ def _add_run_options(
         "stay in the saved state for the next run [$HYDRAFUSION_ONCE]",
     )
     parser.add_argument(
-        "--backfill-days", type=_positive, metavar="DAYS",
+        "--backfill-days", type=_not_negative, metavar="DAYS",
         default=environ.get("HYDRAFUSION_BACKFILL_DAYS") or None,
         help="with --from-start, read from their beginning only the logs written in the last "
         "DAYS days; older ones from their end [$HYDRAFUSION_BACKFILL_DAYS, default: no limit]",
@@ -284,7 +284,7 @@ def _add_run_options(
         "$HYDRAFUSION_HISTORY_HEADERS and $HYDRAFUSION_HISTORY_CERTIFICATE",
     )
     parser.add_argument(
-        "--idle-timeout", type=_positive, metavar="SECONDS",
+        "--idle-timeout", type=_not_negative, metavar="SECONDS",
         # A string default goes through `type`, so a bad variable is a usage error too.
         default=environ.get("HYDRAFUSION_IDLE_TIMEOUT") or f"{IDLE_TIMEOUT_S:g}",
         help="finish a turn as incomplete when its session log has not changed for this "
@@ -306,15 +306,15 @@ def _nonempty(value: str) -> str:
     return value
 
 
-def _positive(value: str) -> float:
-    """A number of seconds or days above 0: a negative, zero or NaN one would make the
-    daemon end every turn at once or read nothing, without a word."""
+def _not_negative(value: str) -> float:
+    """A number of seconds or days, 0 or more: a negative or NaN one would make the daemon
+    end every turn at once or read nothing, without a word (0 is the tests' "at once")."""
     try:
         number = float(value)
     except ValueError:
         number = float("nan")
-    if not 0 < number < float("inf"):
-        raise argparse.ArgumentTypeError(f"expected a number above 0, got {value!r}")
+    if not 0 <= number < float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a number of 0 or more, got {value!r}")
     return number
 
 
