@@ -53,13 +53,13 @@ def test_every_option_has_an_environment_variable():
         "HYDRAFUSION_ONCE": "yes", "HYDRAFUSION_IDLE_TIMEOUT": "60",
         "HYDRAFUSION_LOG_LEVEL": "DEBUG",
     }
-    args = parse_args([], environ)
+    args = parse_args(["run"], environ)
     assert (args.command, args.state_dir, args.wait_for_state_dir) == ("run", Path("/s"), True)
     assert (otlp_url(args.otlp_endpoint, environ), args.metrics_address) == (
         "http://c:4318/v1/traces", "none")
     assert (args.textfile, args.from_start, args.once) == (Path("/t.prom"), True, True)
     assert (args.idle_timeout, args.log_level) == (60.0, "DEBUG")
-    defaults = parse_args([], {})
+    defaults = parse_args(["run"], {})
     assert (defaults.metrics_address, defaults.idle_timeout) == ("127.0.0.1:9464", 1800.0)
     assert not (defaults.from_start or defaults.once or defaults.wait_for_state_dir)
 

@@ -256,7 +256,7 @@ def test_turn_line_format():
                    repair_model="gpt-5.6-sol")
     _, [turn] = feed_all([r for r in (parse_line(t.encode()) for t in writer.lines()) if r])
     assert re.fullmatch(
-        r"fusion fusion-[0-9a-f]{8}-[0-9a-f]{4} pattern=cascade phases=3 "
+        r"fusion fusion-[0-9a-f]{8}-[0-9a-f]{4} pattern=cascade legs=3 "
         r"models=gpt-5\.6-sol,mai-code-1\.1-flash aiu=\d+\.\d\d", turn_line(turn))
     assert turn_line(turn).endswith(f"aiu={writer.expected[0].nano_aiu / 1e9:.2f}")
 

@@ -240,7 +240,7 @@ def test_when_takes_dates_times_and_durations():
     assert report.parse_when("2026-11-04", now, whole_day_after=True) == datetime(
         2026, 11, 5).astimezone()
     assert report.parse_when("2026-11-04T10:00Z", now) == datetime(2026, 11, 4, 10, tzinfo=timezone.utc)
-    for bad in ("yesterday", "7", "d7", "2026-13-01"):
+    for bad in ("last week", "7", "d7", "2026-13-01", "1y"):
         with pytest.raises(ValueError):
             report.parse_when(bad, now)
 
@@ -278,15 +278,17 @@ def test_logs_last_written_before_since_are_not_read(tmp_path):
 
 
 def test_no_sessions_says_where_it_looked_and_what_to_try(tmp_path):
-    for state_dir in (tmp_path / "missing", tmp_path):
+    # docs/REPORT.md, "Exit codes": a missing folder is input to mend (2), an empty one
+    # nothing to report (1).
+    for state_dir, code in ((tmp_path / "missing", 2), (tmp_path, 1)):
         done = run_report("--state-dir", str(state_dir))
-        assert done.returncode == report.EXIT_NO_SESSIONS
+        assert done.returncode == code
         assert str(state_dir) in done.stderr
         assert "--state-dir" in done.stderr and "--demo" in done.stderr
         assert done.stdout == ""
     env = tailer_env(COPILOT_HOME=str(tmp_path / "home"))
     done = run_report(env=env)
-    assert done.returncode == 1 and str(tmp_path / "home" / "session-state") in done.stderr
+    assert done.returncode == 2 and str(tmp_path / "home" / "session-state") in done.stderr
 
 
 def test_demo_shows_every_fixture_turn_at_recent_times_and_leaves_nothing(tmp_path):

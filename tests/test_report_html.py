@@ -258,8 +258,8 @@ def test_a_page_that_cannot_be_written_is_one_line(tmp_path):
     done = run_report("--state-dir", str(tmp_path / "state"), "--html",
                       str(tmp_path / "missing" / "report.html"))
     assert done.returncode == 2
-    assert done.stderr == (f"hydrafusion-tailer report: cannot write "
-                           f"{tmp_path / 'missing' / 'report.html'}: No such file or directory\n")
+    assert done.stderr == (f"hydrafusion-tailer report: --html "
+                           f"{tmp_path / 'missing' / 'report.html'}: its folder does not exist\n")
 
 
 @needs_chromium

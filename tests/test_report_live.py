@@ -78,7 +78,7 @@ def test_watch_redraws_in_place_as_turns_arrive(tmp_path):
         assert frame.endswith(CLEAR_BELOW)
         assert frame.count("\n") <= SIZE.lines - 1  # never scrolls
         watching, last = frame.split("\n")[:2]
-        assert watching.startswith("watching 1 sessions | Ctrl-C quits")
+        assert watching.startswith("watching 1 session | Ctrl-C quits")
         assert last.startswith("last turn ") and "cascade completed" in last
     assert len(frames) < len(calls)  # nothing new, nothing drawn
 

@@ -178,7 +178,7 @@ def test_malformed_lines_are_dropped_and_only_counted(tmp_path, capsys):
     args = argparse.Namespace(src=tmp_path / "raw", dst=tmp_path / "out", seed=None)
     assert scrub.main(args) == 0
     output = capsys.readouterr()
-    assert output.out == f"scrubbed 1 sessions into {tmp_path / 'out'}: 2 events kept, 4 lines dropped (1 damaged)\n"
+    assert output.out == f"scrubbed 1 session into {tmp_path / 'out'}: 2 events kept, 4 lines dropped (1 damaged)\n"
     assert CANARY not in output.out + output.err
     (lines,) = scrubbed_logs(tmp_path / "out").values()
     assert len(lines) == 2

@@ -16,9 +16,10 @@ from pathlib import Path
 
 from .. import __version__
 from ..daemon import checkpoint
-from . import doctor
+from . import completion, doctor
 from ..outputs import logs
 from ..report import command as report
+from ..report.command import check_output_file, user_path
 from . import scrub
 from ..daemon.config import Config, resource_attributes
 from .demo_run import report_demo, run_demo
@@ -30,7 +31,8 @@ from ..turns.assembly import IDLE_TIMEOUT_S
 
 log = logging.getLogger("tailer")
 
-COMMANDS = ("run", "demo", "scrub", "doctor", "report")
+COMMANDS = ("run", "demo", "scrub", "doctor", "report", "completion")
+EXIT_INTERRUPTED = 130  # the shells' code for a command ended by Ctrl-C
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 # The tailer's own setting, and the CLI's (README.md, "The CLI's own telemetry").
 CLI_OTEL_ENV = "HYDRAFUSION_CLI_OTEL_PATH"
@@ -39,9 +41,9 @@ COPILOT_OTEL_PATH_ENV = "COPILOT_OTEL_FILE_EXPORTER_PATH"
 
 def default_state_dir(environ: dict[str, str]) -> Path:
     if environ.get("COPILOT_STATE_DIR"):
-        return Path(environ["COPILOT_STATE_DIR"])
+        return Path(environ["COPILOT_STATE_DIR"]).expanduser()
     if environ.get("COPILOT_HOME"):
-        return Path(environ["COPILOT_HOME"], "session-state")
+        return Path(environ["COPILOT_HOME"], "session-state").expanduser()
     return Path.home() / ".copilot" / "session-state"
 
 
@@ -62,7 +64,7 @@ def otlp_metrics_url(option: str | None, environ: dict[str, str]) -> str | None:
 def _signal_url(option: str | None, environ: dict[str, str], variable: str, url) -> str | None:
     if option == "none":
         return None
-    if option:
+    if option is not None:  # given, even empty: an empty URL is refused, not the default
         return url(option)
     specific = environ.get(variable)
     if specific:
@@ -87,7 +89,7 @@ def metrics_push_url(option: str | None, environ: dict[str, str]) -> str | None:
     new. The endpoint is then found as otlp_metrics_url finds it.
     """
     exporters = {name.strip() for name in environ.get("OTEL_METRICS_EXPORTER", "").split(",")}
-    if not option and "otlp" not in exporters:
+    if option is None and "otlp" not in exporters:
         return None
     return otlp_metrics_url(option, environ)
 
@@ -153,25 +155,26 @@ def build_parser(environ: dict[str, str]) -> argparse.ArgumentParser:
     )
     _add_run_options(demo_parser, environ, "demo-checkpoint.json")
     demo_parser.add_argument(
-        "--replay-interval", type=float, metavar="SECONDS",
+        "--replay-interval", type=_not_negative, metavar="SECONDS",
         default=environ.get("HYDRAFUSION_REPLAY_INTERVAL") or "30",
         help="how often a fixture turn is replayed [$HYDRAFUSION_REPLAY_INTERVAL, default 30]",
     )
     scrub_parser = commands.add_parser(
         "scrub", help="copy session logs keeping only metadata that is safe to share",
     )
-    scrub_parser.add_argument("src", type=Path, metavar="SRC",
+    scrub_parser.add_argument("src", type=user_path, metavar="SRC",
                               help="a session-state folder, or one session folder")
-    scrub_parser.add_argument("dst", type=Path, metavar="DST", help="a new or empty folder")
+    scrub_parser.add_argument("dst", type=user_path, metavar="DST", help="a new or empty folder")
     scrub_parser.add_argument(
-        "--seed", help="makes the new ids reproducible; only for fixtures (a known seed lets "
+        "--seed", type=_nonempty,
+        help="makes the new ids reproducible; only for fixtures (a known seed lets "
         "anyone check a guessed session id)",
     )
     doctor = commands.add_parser(
         "doctor", help="report whether the tailer still understands the session logs"
     )
     doctor.add_argument(
-        "--state-dir", type=Path, default=default_state_dir(environ),
+        "--state-dir", type=user_path, default=default_state_dir(environ),
         help="Copilot session-state folder [$COPILOT_STATE_DIR, else "
         "$COPILOT_HOME/session-state, else ~/.copilot/session-state]",
     )
@@ -188,6 +191,9 @@ def build_parser(environ: dict[str, str]) -> argparse.ArgumentParser:
         ),
         default_state_dir(environ),
     )
+    completion_parser = commands.add_parser(
+        "completion", help="print a shell completion script (README.md: Shell completion)")
+    completion_parser.add_argument("shell", choices=completion.SHELLS)
     return parser
 
 
@@ -197,7 +203,7 @@ def _add_run_options(
     """The options of `run` and `demo`; each has a checkpoint of its own by default, so a
     demo never takes over the real sessions' state."""
     parser.add_argument(
-        "--state-dir", type=Path, default=default_state_dir(environ),
+        "--state-dir", type=user_path, default=default_state_dir(environ),
         help="Copilot session-state folder [$COPILOT_STATE_DIR, else "
         "$COPILOT_HOME/session-state, else ~/.copilot/session-state]",
     )
@@ -233,8 +239,8 @@ def _add_run_options(
         "default 127.0.0.1:9464]",
     )
     parser.add_argument(
-        "--textfile", type=Path, metavar="FILE",
-        default=Path(environ["HYDRAFUSION_TEXTFILE"]) if environ.get("HYDRAFUSION_TEXTFILE") else None,
+        "--textfile", type=user_path, metavar="FILE",
+        default=environ.get("HYDRAFUSION_TEXTFILE") or None,
         help="also write the metrics to FILE after each change and at exit, for "
         "node_exporter's textfile collector [$HYDRAFUSION_TEXTFILE]",
     )
@@ -244,9 +250,9 @@ def _add_run_options(
         "[$HYDRAFUSION_FROM_START]",
     )
     parser.add_argument(
-        "--checkpoint", type=Path, metavar="FILE",
-        default=Path(environ["HYDRAFUSION_CHECKPOINT"]) if environ.get("HYDRAFUSION_CHECKPOINT")
-        else checkpoint.default_path(environ, checkpoint_name),
+        "--checkpoint", type=user_path, metavar="FILE",
+        default=(environ.get("HYDRAFUSION_CHECKPOINT")
+                 or checkpoint.default_path(environ, checkpoint_name)),
         help="where the tailer keeps its state between runs [$HYDRAFUSION_CHECKPOINT, default "
         f"$XDG_STATE_HOME/hydrafusion/{checkpoint_name} or ~/.local/state/hydrafusion/…]",
     )
@@ -257,7 +263,7 @@ def _add_run_options(
         "stay in the saved state for the next run [$HYDRAFUSION_ONCE]",
     )
     parser.add_argument(
-        "--backfill-days", type=float, metavar="DAYS",
+        "--backfill-days", type=_not_negative, metavar="DAYS",
         default=environ.get("HYDRAFUSION_BACKFILL_DAYS") or None,
         help="with --from-start, read from their beginning only the logs written in the last "
         "DAYS days; older ones from their end [$HYDRAFUSION_BACKFILL_DAYS, default: no limit]",
@@ -278,7 +284,7 @@ def _add_run_options(
         "$HYDRAFUSION_HISTORY_HEADERS and $HYDRAFUSION_HISTORY_CERTIFICATE",
     )
     parser.add_argument(
-        "--idle-timeout", type=float, metavar="SECONDS",
+        "--idle-timeout", type=_not_negative, metavar="SECONDS",
         # A string default goes through `type`, so a bad variable is a usage error too.
         default=environ.get("HYDRAFUSION_IDLE_TIMEOUT") or f"{IDLE_TIMEOUT_S:g}",
         help="finish a turn as incomplete when its session log has not changed for this "
@@ -292,6 +298,24 @@ def _add_run_options(
 
 def _cli_otel_path(value: str) -> Path | None:
     return None if value.strip().lower() in ("", "none") else Path(value).expanduser()
+
+
+def _nonempty(value: str) -> str:
+    if not value.strip():
+        raise argparse.ArgumentTypeError("an empty value")
+    return value
+
+
+def _not_negative(value: str) -> float:
+    """A number of seconds or days, 0 or more: a negative or NaN one would make the daemon
+    end every turn at once or read nothing, without a word (0 is the tests' "at once")."""
+    try:
+        number = float(value)
+    except ValueError:
+        number = float("nan")
+    if not 0 <= number < float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a number of 0 or more, got {value!r}")
+    return number
 
 
 def _labels(value: str) -> dict[str, str]:
@@ -311,10 +335,15 @@ def _log_level(value: str) -> str:
 
 
 def parse_args(argv: list[str], environ: dict[str, str]) -> argparse.Namespace:
-    """`run` is the default command, so `hydrafusion-tailer --once` works too."""
-    if not argv or argv[0] not in (*COMMANDS, "-h", "--help", "--version"):
+    """`run` is the default command when options are given, so `hydrafusion-tailer --once`
+    works too; with nothing at all, the usage (exit 2): a daemon started by a bare
+    `python3 -m tailer` surprises. The image names `run` (tailer/Dockerfile)."""
+    parser = build_parser(environ)
+    if not argv:
+        parser.error("give a command")
+    if argv[0] not in (*COMMANDS, "-h", "--help", "--version"):
         argv = ["run", *argv]
-    return build_parser(environ).parse_args(argv)
+    return parser.parse_args(argv)
 
 
 def parse_address(value: str) -> tuple[str, int]:
@@ -333,9 +362,10 @@ def main(argv: list[str] | None = None, environ: dict[str, str] | None = None) -
     if args.command == "scrub":
         return scrub.main(args)
     if args.command == "report":
-        if args.demo:
-            return report_demo(args, environ)
-        return report.main(args, environ)
+        return _report(args, environ)
+    if args.command == "completion":
+        print(completion.script(build_parser(environ), args.shell), end="")
+        return 0
     try:
         config = run_config(args, environ)
     except ValueError as error:
@@ -352,10 +382,20 @@ def main(argv: list[str] | None = None, environ: dict[str, str] | None = None) -
     return run(config)
 
 
+def _report(args: argparse.Namespace, environ: dict[str, str]) -> int:
+    """The report, which SIGTERM ends as Ctrl-C does: the demo's copy removed, no traceback."""
+    try:
+        with report.sigterm_as_interrupt():
+            return report_demo(args, environ) if args.demo else report.main(args, environ)
+    except KeyboardInterrupt:  # outside --watch, which ends on it with 0: cut short
+        return EXIT_INTERRUPTED
+
+
 def run_config(args: argparse.Namespace, environ: dict[str, str]) -> Config:
     """The options of `run` or `demo` as the daemon takes them; ValueError when they are off."""
     # A metrics server would live for a moment only under --once: the textfile serves.
-    serve = args.metrics_address != "none" and not args.once
+    bind = None if args.metrics_address == "none" else parse_address(args.metrics_address)
+    serve = bind is not None and not args.once
     push_url = metrics_push_url(args.otlp_metrics_endpoint, environ)
     history_url, history_headers = None, {}
     if args.history_url != "none":
@@ -364,6 +404,10 @@ def run_config(args: argparse.Namespace, environ: dict[str, str]) -> Config:
         if not pushed and not {"job", "instance"} <= set(args.history_labels):
             raise ValueError("--history-url needs --history-labels job=...,instance=..., "
                              "or the metrics pushed (--otlp-metrics-endpoint)")
+    if args.textfile is not None:
+        check_output_file("--textfile", args.textfile)
+    if args.checkpoint.is_dir():  # it would be moved aside as unreadable and replaced
+        raise ValueError(f"--checkpoint {args.checkpoint} is a folder: give a file name")
     if not 0 < args.otlp_metrics_interval <= ZERO_HOLD_SECONDS:
         # A new series is pushed at zero for ZERO_HOLD_SECONDS (Registry.collect_pushed):
         # a longer interval could skip that zero, and increase() would miss the first count.
@@ -377,7 +421,7 @@ def run_config(args: argparse.Namespace, environ: dict[str, str]) -> Config:
         once=args.once,
         wait_for_state_dir=args.wait_for_state_dir,
         backfill_days=args.backfill_days,
-        metrics_bind=parse_address(args.metrics_address) if serve else None,
+        metrics_bind=bind if serve else None,
         traces_url=otlp_url(args.otlp_endpoint, environ),
         otlp_metrics_url=otlp_metrics_url(args.otlp_endpoint, environ),
         cli_otel=_cli_otel_path(getattr(args, "cli_otel", "none")),

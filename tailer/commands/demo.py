@@ -15,7 +15,8 @@ never restamps a turn, the demo does:
   when one is due, every `interval_s` seconds, or later when the coming turn would
   otherwise start before the last one ended, so replayed turns never overlap.
 
-Both give every copy fresh ids, through the scrubber's rewriting (tailer/commands/scrub.py): trace
+Both give every copy fresh ids (but `report --demo`, which keeps the sessions' own: see
+`prepare`), through the scrubber's rewriting (tailer/commands/scrub.py): trace
 ids derive from session and fusion ids, so a copy that kept the fixtures' ids would merge
 with an earlier start's traces in Tempo. The tailer then reads the work folder as it would
 a user's state directory.
@@ -47,6 +48,8 @@ SPREAD = timedelta(days=2)
 PAUSE_S = 5.0
 _NS_PER_MS = 1_000_000
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+# The seed of `report --demo`'s ids, so a run's ids are the next run's.
+REPORT_SEED = "report --demo"
 
 # A turn runs from its routing decision to the next one; these end it earlier, since they
 # belong to the session rather than to the turn before them.
@@ -55,12 +58,15 @@ _TURN_STARTS = (events.RESOLVED, events.ROUTE_FAILED)
 _MODEL_CHANGE = "session.model_change"
 
 
-def prepare(fixtures: Path, work: Path, now: datetime) -> list[Path]:
+def prepare(fixtures: Path, work: Path, now: datetime, *,
+            keep_session_ids: bool = False) -> list[Path]:
     """Copy every session under `fixtures` into `work`, moved to end shortly before `now`.
 
     `now` is timezone-aware. `work` must be new or empty: the demo never writes among
-    other files. Ids are fresh, drawn from a generator seeded with `now`. Returns the logs
-    written.
+    other files. Ids are fresh, drawn from a generator seeded with `now`; with
+    `keep_session_ids` (`report --demo`, which sends nothing to Tempo) the sessions keep
+    the fixtures' ids and every other id is the same on every run, so the README's
+    `--session c523b6e0` finds its session. Returns the logs written.
     """
     if work.exists() and any(work.iterdir()):
         raise ValueError(f"{work} is not empty")
@@ -76,12 +82,14 @@ def prepare(fixtures: Path, work: Path, now: datetime) -> list[Path]:
     span = set_end - min(ends.values())
     scale = min(1.0, _duration_ns(SPREAD) / span) if span else 1.0
     target_end = _ms_floor(_duration_ns(now - END_BEFORE_NOW - _EPOCH))
-    rng = random.Random(now.isoformat())
+    rng = random.Random(REPORT_SEED if keep_session_ids else now.isoformat())
     written = []
     for session_id, lines in sessions.items():
         new_end = target_end - _ms_floor(round((set_end - ends[session_id]) * scale))
         offset = new_end - ends[session_id]
         ids = IdMap(rng)
+        if keep_session_ids:
+            ids.pin(Kept.SESSION_ID, session_id, session_id)
         folder = work / ids.replace(Kept.SESSION_ID, session_id)
         folder.mkdir(parents=True)
         path = folder / LOG_NAME

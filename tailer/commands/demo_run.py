@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import random
 import shutil
 import sys
 import tempfile
@@ -74,9 +75,9 @@ def report_demo(args, environ: dict[str, str]) -> int:
         return report.EXIT_USAGE
     with tempfile.TemporaryDirectory(prefix="hydrafusion-demo-") as work:
         state_dir = Path(work, "session-state")
-        demo.prepare(FIXTURES, state_dir, datetime.now(timezone.utc))
+        demo.prepare(FIXTURES, state_dir, datetime.now(timezone.utc), keep_session_ids=True)
         replay = None
         if args.watch:
-            replay = demo.Replayer(state_dir, FIXTURES).tick
+            replay = demo.Replayer(state_dir, FIXTURES, rng=random.Random(demo.REPORT_SEED)).tick
             replay()  # before the first listing, as the daemon's demo does (run_demo)
         return report.main(args, environ, state_dir=state_dir, on_pass=replay)

@@ -85,7 +85,8 @@ def main(args: argparse.Namespace, environ: dict[str, str] | None = None) -> int
         print(printable(f"hydrafusion-tailer: {state_dir_problem(error)}"), file=sys.stderr)
         return EXIT_USAGE
     print(render(state_dir, findings), end="")
-    return EXIT_DRIFT if findings.drift else 0
+    # docs/REPORT.md, "Exit codes": no logs is nothing to report, as drift is something to mend.
+    return EXIT_DRIFT if findings.drift or not findings.sessions else 0
 
 
 def examine(state_dir: Path) -> Findings:
@@ -181,6 +182,8 @@ def render(state_dir: Path, findings: Findings) -> str:
         out.append("Drift found: the tailer may miss or misread turns in these logs "
                    "(a CLI upgrade, damaged lines or sums that differ from the CLI's; "
                    "see above).")
+    elif not findings.sessions:
+        out.append("Nothing to check: no session logs (*/events.jsonl) in this folder.")
     else:
         out.append("No drift: the tailer knows every fusion event type and field in these logs.")
     return "\n".join(out) + "\n"

@@ -55,9 +55,11 @@ from ..codes import CodeKind
 from ..copilot.events import Kept
 from ..copilot.files import LOG_NAME, find_logs
 from ..printable import printable
+from ..wording import counted
 from ..copilot.problems import folder_problem
 from ..turns.session_log import SessionLog
 
+EXIT_NOTHING = 1  # docs/REPORT.md, "Exit codes"
 EXIT_USAGE = 2
 _MAX_TEXT = 200
 # What a CLI-made id suffix looks like (`phase:0`, `judge`, `critic:1`, `commit:0`): anything
@@ -211,6 +213,10 @@ def default_seed(logs: dict[str, Path]) -> str:
     return digest.hexdigest()
 
 
+class NothingToScrub(ValueError):
+    """SRC holds no session log: nothing to do, as `report` on an empty folder (exit 1)."""
+
+
 def scrub_tree(src: Path, dst: Path, seed: str | None = None) -> Summary:
     """Write the scrubbed copy of every session under `src` into `dst`/<new id>/events.jsonl.
 
@@ -218,7 +224,7 @@ def scrub_tree(src: Path, dst: Path, seed: str | None = None) -> Summary:
     """
     logs, unreadable = source_logs(src)
     if not logs and not unreadable:
-        raise ValueError(f"no {LOG_NAME} in {src} or in its folders")
+        raise NothingToScrub(f"no {LOG_NAME} in {src} or in its folders")
     if dst.exists() and any(dst.iterdir()):
         raise ValueError(f"{dst} is not empty")
     if seed is None:
@@ -250,13 +256,19 @@ def main(args: argparse.Namespace) -> int:
     """The `scrub` command: args.src, args.dst (Paths) and args.seed (str or None)."""
     try:
         summary = scrub_tree(args.src, args.dst, args.seed)
-    except (ValueError, OSError) as error:
+    except ValueError as error:
         print(f"hydrafusion-tailer scrub: {printable(str(error))}", file=sys.stderr)
+        return EXIT_NOTHING if isinstance(error, NothingToScrub) else EXIT_USAGE
+    except OSError as error:  # its str() is "[Errno 2] ...": the file and the reason read better
+        where = printable(str(error.filename or args.src))
+        print(f"hydrafusion-tailer scrub: {where}: {error.strerror or type(error).__name__}",
+              file=sys.stderr)
         return EXIT_USAGE
     for problem in summary.problems:
         print(f"hydrafusion-tailer scrub: {problem}", file=sys.stderr)
     print(
-        f"scrubbed {summary.sessions} sessions into {printable(str(args.dst))}: "
-        f"{summary.events} events kept, {summary.dropped} lines dropped ({summary.damaged} damaged)"
+        f"scrubbed {counted(summary.sessions, 'session')} into {printable(str(args.dst))}: "
+        f"{counted(summary.events, 'event')} kept, {counted(summary.dropped, 'line')} dropped "
+        f"({summary.damaged} damaged)"
     )
     return 0

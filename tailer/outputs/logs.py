@@ -1,7 +1,7 @@
 """What the tailer writes to its own log for each turn (warnings that cannot flood: log_limit).
 
 The per-turn line is what a user greps for to see that the tailer works, so its shape is
-fixed: `fusion {id[:20]} pattern=... phases=... models=... aiu=...`, and for a prompt
+fixed: `fusion {id[:20]} pattern=... legs=... models=... aiu=...`, and for a prompt
 answered without fusion `ordinary {key[:20]} model=... calls=... tools=... aiu=...`
 (`aiu=unknown` when a call's usage record gives no credits). Warnings about damaged lines
 name the file and line number and the reason, never the line's text, which may hold a
@@ -52,7 +52,7 @@ def turn_line(turn: Turn) -> str:
         return (f"ordinary {turn.fusion_id[:20]} model={turn.main_model} calls={len(turn.calls)}"
                 f" tools={len(turn.tools)} aiu={aiu}")
     line = (
-        f"fusion {turn.fusion_id[:20]} pattern={turn.pattern} phases={len(turn.legs)}"
+        f"fusion {turn.fusion_id[:20]} pattern={turn.pattern} legs={len(turn.legs)}"
         f" models={','.join(turn.models)} aiu={turn.usage.aiu:.2f}"
     )
     if turn.outcome != "completed":

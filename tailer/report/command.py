@@ -19,6 +19,7 @@ import contextlib
 import os
 import re
 import secrets
+import signal
 import sys
 import time
 import zoneinfo
@@ -26,12 +27,14 @@ from datetime import datetime, timedelta, timezone, tzinfo
 from pathlib import Path
 from typing import TextIO
 
+from .. import __version__
 from . import html as report_html
 from . import live
 from . import table as report_table
 from . import text as report_text
 from ..copilot.files import find_logs
 from ..printable import printable
+from ..wording import counted
 from .figures import snapshot, turn_row
 from .read import Selection, SessionReader, wanted_turns
 from ..copilot.problems import state_dir_problem
@@ -41,17 +44,29 @@ EXIT_USAGE = 2
 FORMATS = ("table", "json", "csv", "csv-calls")
 GROUPINGS = ("day", "week", "month", "session")
 TABLE_WIDTH = 100
+CHOOSING = ("since", "until", "session", "model", "pattern")  # the options that choose turns
+
+
+def user_path(text: str) -> Path:
+    """A path option's value, `~` expanded (`--state-dir=~/x` and variables reach us
+    unexpanded); an empty one is refused, since it would quietly mean the current folder."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("an empty path")
+    return Path(text).expanduser()
 
 
 def add_arguments(parser: argparse.ArgumentParser, state_dir: Path) -> None:
+    parser.add_argument("--version", action="version", version=f"hydrafusion-tailer {__version__}")
+    parser.add_argument("--no-color", action="store_true",
+                        help="no colour even on a terminal (as $NO_COLOR)")
     parser.add_argument(
-        "--state-dir", type=Path, default=state_dir,
+        "--state-dir", type=user_path, default=state_dir,
         help="Copilot session-state folder [$COPILOT_STATE_DIR, else "
         "$COPILOT_HOME/session-state, else ~/.copilot/session-state]",
     )
     parser.add_argument("--since", metavar="WHEN",
                         help="turns that started at or after WHEN: a date (2026-11-04, local "
-                        "midnight), a date and time, or a time ago (7d, 24h, 30m)")
+                        "midnight), today, yesterday, a date and time, or a time ago (2w, 7d, 24h, 30m)")
     parser.add_argument("--until", metavar="WHEN",
                         help="turns that started before WHEN; a date counts in whole")
     parser.add_argument("--session", metavar="ID", help="one session: its id or the start of it")
@@ -61,7 +76,7 @@ def add_arguments(parser: argparse.ArgumentParser, state_dir: Path) -> None:
     parser.add_argument("--format", choices=FORMATS, default="table",
                         help="what to print: a table (default), one JSON document, CSV with "
                         "one row per leg, or CSV with one row per model call")
-    parser.add_argument("--html", type=Path, metavar="FILE",
+    parser.add_argument("--html", type=user_path, metavar="FILE",
                         help="write one self-contained HTML page to FILE instead")
     parser.add_argument("--watch", action="store_true",
                         help="keep the table on screen, redrawn as turns arrive (Ctrl-C ends)")
@@ -83,20 +98,25 @@ def add_arguments(parser: argparse.ArgumentParser, state_dir: Path) -> None:
 
 
 def parse_when(text: str, now: datetime, *, whole_day_after: bool = False) -> datetime:
-    """`7d`, `24h`, `30m` before `now`; a date (local midnight; the next one with
-    whole_day_after); or an ISO date and time (local unless it names its offset). Raises
-    ValueError."""
-    ago = re.fullmatch(r"(\d+(?:\.\d+)?)([dhm])", text.strip())
+    """`2w`, `7d`, `24h`, `30m` before `now`; a date, `today` or `yesterday` (local
+    midnight; the next one with whole_day_after); or an ISO date and time (local unless it
+    names its offset). Raises ValueError."""
+    text = text.strip()
+    ago = re.fullmatch(r"(\d+(?:\.\d+)?)([wdhm])", text)
     if ago:
-        unit = {"d": "days", "h": "hours", "m": "minutes"}[ago.group(2)]
+        unit = {"w": "weeks", "d": "days", "h": "hours", "m": "minutes"}[ago.group(2)]
         return now - timedelta(**{unit: float(ago.group(1))})
+    days_back = {"today": 0, "yesterday": 1}.get(text.lower())
+    if days_back is not None:
+        text = (now.astimezone().date() - timedelta(days=days_back)).isoformat()
     try:
-        moment = datetime.fromisoformat(text.strip())
+        moment = datetime.fromisoformat(text)
     except ValueError:
-        raise ValueError(f"{text!r} is not a date (2026-11-04), a date and time, or 7d / 24h / 30m") from None
+        raise ValueError(f"{text!r} is not a date (2026-11-04, today, yesterday), a date and "
+                         "time, or 2w / 7d / 24h / 30m") from None
     if moment.tzinfo is None:
         moment = moment.astimezone()  # local time, daylight saving time included
-    if whole_day_after and re.fullmatch(r"\d{4}-\d\d-\d\d", text.strip()):
+    if whole_day_after and re.fullmatch(r"\d{4}-\d\d-\d\d", text):
         moment += timedelta(days=1)
     return moment
 
@@ -107,13 +127,14 @@ def selection_from(args: argparse.Namespace, now: datetime) -> Selection:
 
     since = parse_when(args.since, now) if args.since else None
     until = parse_when(args.until, now, whole_day_after=True) if args.until else None
+    if since and until and until <= since:
+        raise ValueError(f"--until {args.until} is not after --since {args.since}")
     return Selection(ns(since), ns(until), args.session, args.model, args.pattern)
 
 
 def filters_of(args: argparse.Namespace) -> dict[str, str]:
     """The options that chose the turns, as given: a report says what it covers."""
-    names = ("since", "until", "session", "model", "pattern")
-    return {name: getattr(args, name) for name in names if getattr(args, name)}
+    return {name: getattr(args, name) for name in CHOOSING if getattr(args, name)}
 
 
 class Progress:
@@ -151,11 +172,18 @@ def main(args: argparse.Namespace, environ: dict[str, str], *, state_dir: Path |
     pass of --watch (the demo's copy and its replay: tailer/commands/demo_run.py)."""
     now = datetime.now(timezone.utc)
     try:
+        for name in CHOOSING:
+            if getattr(args, name) is not None and not getattr(args, name).strip():
+                raise ValueError(f"--{name} is empty")  # it would choose every turn, unsaid
         selection = selection_from(args, now)
         if args.watch and (args.html or args.format != "table"):
             raise ValueError("--watch shows the table: it takes neither --html nor --format")
         _check_views(args)
         zone = time_zone(args.timezone)
+        if args.html and args.format != "table":
+            raise ValueError("--html writes the page: it takes no --format")
+        if args.html:
+            check_output_file("--html", args.html)
     except ValueError as error:
         print(f"hydrafusion-tailer report: {error}", file=sys.stderr)
         return EXIT_USAGE
@@ -189,12 +217,40 @@ def time_zone(name: str | None) -> tzinfo | None:
                          "(e.g. Europe/Berlin, UTC)") from None
 
 
+def check_output_file(option: str, path: Path) -> None:
+    """A file a command will write, refused now (ValueError) if it cannot be: the report's
+    page before a log is read, the daemon's textfile before it starts."""
+    if path.is_dir():
+        raise ValueError(f"{option} {printable(str(path))} is a folder: give a file name")
+    if not path.parent.is_dir():
+        raise ValueError(f"{option} {printable(str(path))}: its folder does not exist")
+    if not os.access(path.parent, os.W_OK):
+        raise ValueError(f"{option} {printable(str(path))}: its folder is not writable")
+
+
+@contextlib.contextmanager
+def sigterm_as_interrupt():
+    """SIGTERM (`timeout`, `kill`) ends a report as Ctrl-C does: a --watch shows the cursor
+    again and the demo's copy is removed, where the default action would leave both behind."""
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def _report(args: argparse.Namespace, environ: dict[str, str], state_dir: Path,
             selection: Selection, now: datetime, zone, on_pass=None) -> int:
-    color = sys.stdout.isatty() and not environ.get("NO_COLOR")
+    color = sys.stdout.isatty() and not environ.get("NO_COLOR") and not args.no_color
     if args.watch:
         if not state_dir.is_dir():
             return _nothing_found(state_dir, exists=False)
+        if not sys.stdout.isatty():
+            print("hydrafusion-tailer report: --watch redraws a terminal; piped, leave it out",
+                  file=sys.stderr)
+            return EXIT_USAGE
         return live.watch(state_dir, selection, filters_of(args), sys.stdout,
                                  color=color, on_pass=on_pass)
     if not state_dir.exists():
@@ -203,7 +259,7 @@ def _report(args: argparse.Namespace, environ: dict[str, str], state_dir: Path,
         logs, unreadable = find_logs(state_dir)
     except OSError as error:
         print(f"hydrafusion-tailer report: {state_dir_problem(error)}", file=sys.stderr)
-        return EXIT_NO_SESSIONS
+        return EXIT_USAGE
     if not logs and not unreadable:
         return _nothing_found(state_dir, exists=True)
     wanted = {sid: path for sid, path in logs.items() if selection.wants_log(sid, path)}
@@ -227,7 +283,7 @@ def _report(args: argparse.Namespace, environ: dict[str, str], state_dir: Path,
             print(f"hydrafusion-tailer report: cannot write {printable(str(args.html))}: "
                   f"{error.strerror}", file=sys.stderr)
             return EXIT_USAGE
-        print(f"wrote {printable(str(args.html))} ({len(figures.turns)} turns)", file=sys.stderr)
+        print(f"wrote {printable(str(args.html))}: {_turns_counted(figures)}", file=sys.stderr)
         return 0
     if args.format == "json":
         text = report_text.render_json(figures)  # pieces: a month is written as it is made
@@ -253,6 +309,13 @@ def _report(args: argparse.Namespace, environ: dict[str, str], state_dir: Path,
     if not figures.turns and args.format == "table":
         print(_no_turns_hint(len(logs), len(wanted), filters_of(args)), file=sys.stderr)
     return 0
+
+
+def _turns_counted(figures) -> str:
+    """`26 turns (+3 ordinary)`, as the table's title counts them."""
+    ordinary = sum(kind.turns for kind in figures.by_kind if kind.kind == "ordinary")
+    text = counted(figures.headline.turns, "turn")
+    return text + f" (+{ordinary} ordinary)" if ordinary else text
 
 
 def _write_replacing(path: Path, text: str) -> None:
@@ -287,16 +350,17 @@ def _nothing_found(state_dir: Path, *, exists: bool) -> int:
         "  No sessions yet? `python3 -m tailer report --demo` shows a report of example sessions.",
         file=sys.stderr,
     )
-    return EXIT_NO_SESSIONS
+    # A folder that is not there is input the user must mend; an empty one is nothing to report.
+    return EXIT_NO_SESSIONS if exists else EXIT_USAGE
 
 
 def _no_turns_hint(found: int, read: int, filters: dict[str, str]) -> str:
     if filters:
         chosen = printable(" ".join(f"--{k} {v}" for k, v in filters.items()))
         return (f"No turn matches {chosen} "
-                f"({read} of {found} session logs read).")
-    return (f"{found} session logs read, none with a HydraFusion turn: HydraFusion routes only "
-            "sessions that use the `hydrafusion` (auto) model.")
+                f"({read} of {counted(found, 'session log')} read).")
+    return (f"{counted(found, 'session log')} read, none with a HydraFusion turn: HydraFusion "
+            "routes only sessions that use the `hydrafusion` (auto) model.")
 
 
 def _width(environ: dict[str, str]) -> int:

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Callable, Iterable, TextIO
 
 from ..printable import printable
+from ..wording import counted
 from .figures import TurnRow, snapshot, turn_row
 from .read import Selection, SessionReader
 from .table import call_models, leg_label, render_table
@@ -128,9 +129,9 @@ def frame(live: LiveTurns, table_text: str, *, now: datetime, columns: int, rows
 
 
 def _live_lines(live: LiveTurns, now: datetime) -> list[str]:
-    watching = f"watching {live.sessions} sessions"
+    watching = f"watching {counted(live.sessions, 'session')}"
     if live.in_progress():
-        watching += f", {live.in_progress()} turns in progress"
+        watching += f", {counted(live.in_progress(), 'turn')} in progress"
     if live.last is None:
         return [watching + " | Ctrl-C quits", "last turn: none yet"]
     row = live.last

@@ -1,0 +1,233 @@
+"""The frictions a new user met in the commands (issue 22), each reproduced as they met it."""
+
+import fcntl
+import json
+import os
+import pty
+import signal
+import struct
+import subprocess
+import sys
+import termios
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from report_helpers import run_report
+from tailer.report import command as report
+from tailer.report import live as report_live
+from tailerproc import ROOT, tailer_env
+from test_report_live import Session, read_until
+
+
+def run_tailer(*args, env=None):
+    return subprocess.run([sys.executable, "-m", "tailer", *args], cwd=ROOT, env=env or tailer_env(),
+                          capture_output=True, text=True, timeout=120)
+
+
+def one_line(done) -> str:
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in done.stderr, done.stderr
+    return lines[0]
+
+
+# -- --html to a place it cannot be written -------------------------------------------------
+
+
+@pytest.mark.parametrize("where", ["missing/r.html", "folder"])
+def test_an_html_path_that_cannot_be_written_is_refused_before_a_log_is_read(tmp_path, where):
+    (tmp_path / "folder").mkdir()
+    # The state folder is missing too: checked first, the --html is what the line is about.
+    done = run_report("--state-dir", str(tmp_path / "none"), "--html", str(tmp_path / where))
+    assert done.returncode == 2 and "--html" in one_line(done)
+
+
+# -- SIGTERM during --watch ---------------------------------------------------------------
+
+
+def watch_in_a_terminal(tmp_path, *args):
+    """`report ARGS --watch` in a pseudo-terminal, until its first whole frame: the process
+    and the terminal's side of it."""
+    leader, follower = pty.openpty()
+    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 30, 100, 0, 0))
+    process = subprocess.Popen(
+        [sys.executable, "-m", "tailer", "report", *args, "--watch"], cwd=ROOT,
+        env=tailer_env(TMPDIR=str(tmp_path / "tmp")), stdin=follower, stdout=follower,
+        stderr=subprocess.PIPE, start_new_session=True,
+    )
+    os.close(follower)
+    output = read_until(leader, lambda out: b"\x1b[J" in out.partition(b"Ctrl-C quits")[2])
+    assert b"Ctrl-C quits" in output, "no whole frame drawn within a minute"
+    return process, leader
+
+
+@pytest.mark.parametrize("demo", [True, False])
+def test_sigterm_ends_a_watch_as_ctrl_c_does(tmp_path, demo):
+    (tmp_path / "tmp").mkdir()
+    args = ["--demo"]
+    if not demo:
+        Session(tmp_path / "state").add()
+        args = ["--state-dir", str(tmp_path / "state")]
+    process, leader = watch_in_a_terminal(tmp_path, *args)
+    try:
+        process.send_signal(signal.SIGTERM)
+        ending = read_until(leader, lambda out: report_live.SHOW_CURSOR.encode() in out)
+        assert report_live.SHOW_CURSOR.encode() in ending, "the cursor was left hidden"
+        assert process.wait(timeout=60) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+        os.close(leader)
+    assert "Traceback" not in process.stderr.read().decode()
+    assert list((tmp_path / "tmp").iterdir()) == []  # no hydrafusion-demo-XXXX left
+
+
+def test_a_piped_watch_is_refused_and_writes_no_cursor_escapes(tmp_path):
+    done = run_report("--demo", "--watch", env=tailer_env(TMPDIR=str(tmp_path)))
+    assert done.returncode == 2 and "--watch" in one_line(done)
+    assert "\x1b" not in done.stdout
+    assert list(tmp_path.iterdir()) == []
+
+
+# -- The demo's ids -----------------------------------------------------------------------
+
+
+def test_the_demo_sessions_have_the_same_ids_on_every_run():
+    def session_ids():
+        done = run_report("--demo", "--format", "json")
+        assert done.returncode == 0, done.stderr
+        return sorted({turn["session_id"] for turn in json.loads(done.stdout)["turns"]})
+
+    first = session_ids()
+    assert first == session_ids() and any(sid.startswith("c523b6e0") for sid in first)
+    done = run_report("--demo", "--session", "c523b6e0")  # the README's example
+    assert done.returncode == 0 and "only --session c523b6e0" in done.stdout
+    assert "No turn matches" not in done.stderr
+
+
+# -- `~` in paths -------------------------------------------------------------------------
+
+
+def test_a_tilde_in_the_state_folder_is_the_home_folder(tmp_path):
+    Session(tmp_path / "hfx").add()
+    home = {"HOME": str(tmp_path)}
+    by_variable = run_report("--format", "json", env=tailer_env(COPILOT_STATE_DIR="~/hfx", **home))
+    by_option = run_report("--format", "json", "--state-dir=~/hfx", env=tailer_env(**home))
+    doctor = run_tailer("doctor", "--state-dir=~/hfx", env=tailer_env(**home))
+    for done in (by_variable, by_option):
+        assert done.returncode == 0, done.stderr
+        assert len(json.loads(done.stdout)["turns"]) == 1
+    assert "does not exist" not in doctor.stderr and doctor.returncode == 0, doctor.stderr
+
+
+# -- The command line's own options -------------------------------------------------------
+
+
+def test_no_command_prints_the_usage_instead_of_starting_the_daemon():
+    done = run_tailer()
+    assert done.returncode == 2 and done.stderr.startswith("usage: hydrafusion-tailer")
+
+
+def test_report_takes_version_and_no_color():
+    done = run_report("--version")
+    assert done.returncode == 0 and done.stdout.startswith("hydrafusion-tailer ")
+    leader, follower = pty.openpty()
+    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 100, 0, 0))
+    shown = {}
+    for flags in ([], ["--no-color"]):
+        process = subprocess.Popen([sys.executable, "-m", "tailer", "report", "--demo", *flags],
+                                   cwd=ROOT, env=tailer_env(), stdout=follower,
+                                   stderr=subprocess.PIPE)
+        output = read_until(leader, lambda out: process.poll() is not None and b"fusion" in out)
+        assert process.wait(timeout=60) == 0
+        shown[bool(flags)] = output
+    os.close(follower)
+    os.close(leader)
+    assert b"\x1b[" in shown[False] and b"\x1b[" not in shown[True]
+
+
+# -- Small things ---------------------------------------------------------------------------
+
+
+def test_counts_in_messages_are_singular_for_one(tmp_path):
+    Session(tmp_path / "state").add()
+    done = run_tailer("scrub", str(tmp_path / "state"), str(tmp_path / "out"))
+    assert done.returncode == 0 and done.stdout.startswith("scrubbed 1 session into"), done.stdout
+    done = run_report("--state-dir", str(tmp_path / "state"), "--session", "nobody")
+    assert "(0 of 1 session log read)" in done.stderr
+
+
+def test_the_page_written_counts_its_turns_as_the_table_does(tmp_path):
+    title = run_report("--demo").stdout.splitlines()[0]
+    counts = title.removeprefix("HydraFusion: ").partition(", ")[0]  # 26 turns (+3 ordinary)
+    done = run_report("--demo", "--html", str(tmp_path / "r.html"))
+    assert done.returncode == 0 and done.stderr.strip().endswith(f"r.html: {counts}")
+    assert "ordinary" in counts
+
+
+@pytest.mark.parametrize("options, named", [
+    (["--html", "{tmp}/r.html", "--format", "csv"], "--format"),
+    (["--since", "1d", "--until", "2d"], "--until"),
+    (["--since", "2026-11-04", "--until", "2026-11-03"], "--until"),
+])
+def test_conflicting_options_are_refused_in_one_line(tmp_path, options, named):
+    options = [option.format(tmp=tmp_path) for option in options]
+    done = run_report("--demo", *options, env=tailer_env(TMPDIR=str(tmp_path)))
+    assert done.returncode == 2 and named in one_line(done)
+    assert not (tmp_path / "r.html").exists()
+
+
+@pytest.mark.parametrize("when", ["1w", "yesterday", "today", "Yesterday"])
+def test_weeks_and_named_days_are_accepted(when):
+    done = run_report("--demo", "--format", "json", "--since", when)
+    assert done.returncode == 0, done.stderr
+
+
+def test_yesterday_and_a_week_mean_what_they_say():
+    now = datetime(2026, 11, 4, 12, tzinfo=timezone.utc)
+    local_day = now.astimezone().date()
+    assert report.parse_when("1w", now) == now - timedelta(days=7)
+    assert report.parse_when("yesterday", now).date() == local_day - timedelta(days=1)
+    assert report.parse_when("yesterday", now, whole_day_after=True) == report.parse_when("today", now)
+
+
+# -- One exit-code convention (docs/REPORT.md, "Exit codes") ---------------------------------
+
+
+def command_line(command, state, tmp_path):
+    if command == "run":
+        return ["run", "--once", "--otlp-endpoint", "none", "--metrics-address", "none",
+                "--checkpoint", str(tmp_path / "checkpoint.json"), "--state-dir", str(state)]
+    if command == "scrub":
+        return ["scrub", str(state), str(tmp_path / "copy")]
+    return [command, "--state-dir", str(state)]
+
+
+@pytest.mark.parametrize("command, answered, empty, missing", [
+    ("report", 0, 1, 2), ("doctor", 0, 1, 2), ("scrub", 0, 1, 2), ("run", 0, 0, 2),
+])
+def test_each_command_keeps_the_exit_code_convention(tmp_path, command, answered, empty, missing):
+    Session(tmp_path / "logs").add()
+    (tmp_path / "empty").mkdir()
+    codes = []
+    for state in ("logs", "empty", "missing"):
+        done = run_tailer(*command_line(command, tmp_path / state, tmp_path / f"out-{state}"))
+        assert "Traceback" not in done.stderr
+        codes.append(done.returncode)
+    assert codes == [answered, empty, missing]
+    docs = (ROOT / "docs" / "REPORT.md").read_text().partition("## Exit codes")[2]
+    assert f"`{command}`" in docs.partition("\n\n## ")[0]
+
+
+def test_sigterm_during_a_demo_report_leaves_no_copy(tmp_path):
+    """Ended while the demo's copy is being read (a slow disk, a supervisor's stop)."""
+    process = subprocess.Popen([sys.executable, "-m", "tailer", "report", "--demo"], cwd=ROOT,
+                               env=tailer_env(TMPDIR=str(tmp_path)), stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE)
+    while process.poll() is None and not list(tmp_path.glob("*/session-state")):
+        pass  # until the copy is being made
+    process.send_signal(signal.SIGTERM)
+    code = process.wait(timeout=60)
+    assert "Traceback" not in process.stderr.read().decode()
+    assert code in (0, 130)  # 0: it had printed the report already
+    assert list(tmp_path.iterdir()) == []
