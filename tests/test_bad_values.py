@@ -50,6 +50,9 @@ WRONG = {
         "--session": (EMPTY,), "--model": (EMPTY,), "--pattern": (EMPTY,),
         "--format": (WORD, EMPTY),
         "--html": (FOLDER, MISSING, UNDER_FILE, UNWRITABLE, EMPTY),
+        "--by": (WORD, EMPTY), "--order": (WORD, EMPTY),
+        "--timezone": (WORD, EMPTY, "Mars/Olympus", "../../etc/passwd"),
+        "--turns": (WORD, EMPTY, "-1", "1.5"),
     },
     "completion": {"shell": (WORD, EMPTY)},
 }
