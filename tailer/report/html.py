@@ -18,6 +18,7 @@ import math
 from html import escape
 from importlib import resources
 
+from ..wording import counted
 from .figures import Snapshot
 
 # Tableau 10: distinct, and kind to the common colour-vision deficiencies.
@@ -68,8 +69,8 @@ def _kind_colors(snap: Snapshot) -> dict[str, str]:
 
 def _subtitle(snap: Snapshot) -> str:
     ordinary = sum(kind.turns for kind in snap.by_kind if kind.kind == "ordinary")
-    parts = [f"{snap.headline.turns} HydraFusion turns, {ordinary} ordinary prompts, "
-             f"in {snap.sessions} sessions"]
+    parts = [f"{counted(snap.headline.turns, 'HydraFusion turn')}, "
+             f"{counted(ordinary, 'ordinary prompt')}, in {counted(snap.sessions, 'session')}"]
     if snap.first_turn:
         parts.append(f"{_minute(snap.first_turn)} to {_minute(snap.last_turn)} "
                      f"(UTC{snap.utc_offset})")

@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 
 from ..printable import printable
+from ..wording import counted
 from .figures import LegRow, Snapshot, Spend, TurnRow
 
 BOLD, DIM, RED, GREEN, YELLOW, MAGENTA = "1", "2", "31", "32", "33", "35"
@@ -70,14 +71,14 @@ def _sections(snap: Snapshot, width: int, paint) -> list[list[str]]:
         ("cache share of input", _percent(head.cache_share)),
     ], width, paint)
     notes = [f"{count} {printable(outcome)}" for outcome, count in head.outcomes.items()]
-    notes += [f"{head.calls} calls", f"{head.tools} tools"]
+    notes += [counted(head.calls, "call"), counted(head.tools, "tool")]
     if head.failed_legs:
-        notes.append(f"{head.failed_legs} failed or cancelled legs")
+        notes.append(f"{counted(head.failed_legs, 'failed or cancelled leg')}")
     skipped = snap.skipped
     if skipped["damaged_lines"]:
         notes.append(f"{skipped['damaged_lines']} damaged lines skipped")
     if skipped["unreadable_logs"]:
-        notes.append(f"{skipped['unreadable_logs']} logs unreadable")
+        notes.append(f"{counted(skipped['unreadable_logs'], 'log')} unreadable")
     lines += [_cut("above, HydraFusion turns only: " + ", ".join(notes), width), ""]
     spend_headers = ["legs", "calls", "credits", "share", "input", "output", "cache read"]
     return [
@@ -119,10 +120,10 @@ def _checks(snap: Snapshot, width: int, paint) -> list[str]:
 
 def _title(snap: Snapshot) -> str:
     ordinary = sum(kind.turns for kind in snap.by_kind if kind.kind == "ordinary")
-    title = f"HydraFusion: {snap.headline.turns} turns"
+    title = f"HydraFusion: {counted(snap.headline.turns, 'turn')}"
     if ordinary:
         title += f" (+{ordinary} ordinary)"
-    title += f", {snap.sessions} sessions"
+    title += f", {counted(snap.sessions, 'session')}"
     if snap.first_turn:
         title += f", {snap.first_turn[:16].replace('T', ' ')} - {snap.last_turn[:16].replace('T', ' ')}"
     return title + f" {printable(snap.timezone)}"
