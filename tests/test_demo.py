@@ -138,15 +138,15 @@ def test_replayer_appends_whole_turns_with_fresh_ids_ending_now(tmp_path):
     replayed = tailer_turns(lines)
     assert len(replayed) == len(appended_at)
     expected = sources + sources[:2]
-    fixture_fusion_ids = {turn.fusion_id for turn in sources}
-    assert len({turn.fusion_id for turn in replayed} | fixture_fusion_ids) == len(replayed) + len(sources)
+    fixture_fusion_ids = {turn.key for turn in sources}
+    assert len({turn.key for turn in replayed} | fixture_fusion_ids) == len(replayed) + len(sources)
     for turn, source, at in zip(replayed, expected, appended_at, strict=True):
         assert (turn.pattern, turn.outcome, turn.degraded_reason) == (source.pattern, source.outcome,
                                                                       source.degraded_reason)
         assert [(leg.phase_kind, leg.model, leg.status, leg.verdict, leg.usage, leg.duration_ms)
                 for leg in turn.legs] == [(leg.phase_kind, leg.model, leg.status, leg.verdict, leg.usage,
                                            leg.duration_ms) for leg in source.legs]
-        assert all(leg.phase_id.startswith(turn.fusion_id + ":") for leg in turn.legs)
+        assert all(leg.phase_id.startswith(turn.key + ":") for leg in turn.legs)
         assert turn.end_ns - source.end_ns == turn.start_ns - source.start_ns, "a turn's timing changed"
         assert turn.end_ns == round(at * 1000) * 1_000_000
 

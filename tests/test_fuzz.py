@@ -294,7 +294,7 @@ def test_damaged_logs_cost_only_the_turns_they_damage(sessions):
 
     reported = {}
     for turn in turns:
-        reported.setdefault((turn.session_id, turn.fusion_id), []).append(turn)
+        reported.setdefault((turn.session_id, turn.key), []).append(turn)
     assert [key for key, same in reported.items() if len(same) > 1] == []
     for key, truth in expected.items():
         [turn] = reported.get(key, [None])

@@ -88,7 +88,7 @@ def test_open_turn_finishes_when_the_log_goes_idle(tmp_path):
     clock.now = modified + 1801
     tailer.poll()
     assert [t.outcome for t in finished] == ["completed", "incomplete"]
-    assert finished[1].fusion_id == writer.expected[1].fusion_id
+    assert finished[1].key == writer.expected[1].fusion_id
     assert 'hydrafusion_tailer_open_turns 0' in metrics.registry.render_final()
 
 
@@ -111,7 +111,7 @@ def test_damage_is_counted_by_reason_and_warned_with_line_number_only(tmp_path, 
     tailer, metrics, finished = make_tailer(tmp_path, Clock(path.stat().st_mtime))
     with caplog.at_level(logging.WARNING, logger="tailer"):
         tailer.poll()
-    assert [t.fusion_id for t in finished] == [t.fusion_id for t in writer.expected]
+    assert [t.key for t in finished] == [t.fusion_id for t in writer.expected]
     exposition = metrics.registry.render_final()
     assert samples(exposition, "hydrafusion_tailer_malformed_lines_total") == {
         (("reason", "invalid_json"),): 1}
@@ -193,7 +193,7 @@ def test_a_state_folder_emptied_and_filled_again_counts_nothing_twice(tmp_path):
     tailer, _, finished = make_tailer(state, clock)
     tailer.poll()
     expected = sorted(t.fusion_id for w in writers for t in w.expected)
-    assert sorted(t.fusion_id for t in finished) == expected
+    assert sorted(t.key for t in finished) == expected
     aside = tmp_path / "aside"
     state.rename(aside)
     state.mkdir()
@@ -204,7 +204,7 @@ def test_a_state_folder_emptied_and_filled_again_counts_nothing_twice(tmp_path):
     clock.now += 5
     for _ in range(3):
         tailer.poll()
-    assert sorted(t.fusion_id for t in finished) == expected
+    assert sorted(t.key for t in finished) == expected
 
 
 def test_a_restart_on_an_empty_state_folder_forgets_no_session(tmp_path):
@@ -246,7 +246,7 @@ def test_labels_are_bounded_and_hold_no_ids(tmp_path):
     assert len(everywhere) == MAX_MODELS + 1 and {"other", "hydrafusion"} <= everywhere
     assert models <= everywhere and "other" in models
     for turn in finished:
-        assert turn.fusion_id not in exposition
+        assert turn.key not in exposition
     assert "many-models" not in exposition
 
 
@@ -313,7 +313,7 @@ def test_any_damage_between_lines_costs_no_turn(tmp_path_factory, damage):
     tailer, metrics, finished = make_tailer(state, Clock(0))
     tailer.poll()
     _made.pop().close()  # one per example, and hypothesis runs hundreds
-    assert [(t.fusion_id, t.outcome, t.usage.nano_aiu) for t in finished] == [
+    assert [(t.key, t.outcome, t.usage.nano_aiu) for t in finished] == [
         (t.fusion_id, t.outcome, t.nano_aiu) for t in writer.expected]
     exposition = metrics.registry.render_final()
     read = sum(samples(exposition, "hydrafusion_tailer_lines_total").values())
@@ -366,10 +366,8 @@ def test_a_log_left_half_read_by_its_budget_is_not_idle_however_old(tmp_path):
         tailer.poll(turn_budget=1)
         passes += 1
 
-    def shape(turns):
-        return sorted((t.fusion_id, t.outcome, len(t.legs)) for t in turns)
-
-    assert shape(finished) == shape(t for w in writers for t in w.expected)
+    assert sorted((t.key, t.outcome, len(t.legs)) for t in finished) == sorted(
+        (t.fusion_id, t.outcome, len(t.legs)) for w in writers for t in w.expected)
 
 
 def test_a_turn_budget_reads_in_steps_and_loses_nothing(tmp_path):
@@ -383,7 +381,7 @@ def test_a_turn_budget_reads_in_steps_and_loses_nothing(tmp_path):
         passes += 1
         assert len(finished) <= 4 * passes + 4  # a pass may end a few turns past its budget
     assert passes >= 6
-    assert sorted(t.fusion_id for t in finished) == sorted(
+    assert sorted(t.key for t in finished) == sorted(
         t.fusion_id for w in writers for t in w.expected)
 
 
@@ -408,7 +406,7 @@ def test_a_read_that_failed_is_tried_again_without_waiting_for_a_write(tmp_path,
     tailer.poll()
     tailer.poll()  # no write in between
     assert len(refusals) == 2
-    assert sorted(t.fusion_id for t in finished) == sorted(t.fusion_id for t in writer.expected)
+    assert sorted(t.key for t in finished) == sorted(t.fusion_id for t in writer.expected)
 
 
 def test_a_line_the_tailer_fails_on_costs_that_line_only(tmp_path, monkeypatch, caplog):
@@ -434,7 +432,7 @@ def test_a_line_the_tailer_fails_on_costs_that_line_only(tmp_path, monkeypatch, 
     with caplog.at_level(logging.WARNING, logger="tailer"):
         tailer.poll()
     assert calls, "the failing line was reached"
-    assert {t.fusion_id for t in finished} >= {t.fusion_id for t in fine.expected}
+    assert {t.key for t in finished} >= {t.fusion_id for t in fine.expected}
     assert samples(metrics.registry.render_final(), "hydrafusion_tailer_malformed_lines_total")[
         (("reason", "internal_error"),)] == 1
     assert "(KeyError)" in caplog.text and "a bug" not in caplog.text

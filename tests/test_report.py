@@ -185,8 +185,8 @@ def test_reading_in_pieces_finds_the_same_turns_once(cuts):
             log.write_bytes(text[:cut])
             found += reader.read("pieces", log)
         found += reader.finish("pieces")
-    assert sorted(t.fusion_id for t in found) == sorted(t.fusion_id for t in writer.expected)
-    by_id = {turn.fusion_id: turn for turn in found}
+    assert sorted(t.key for t in found) == sorted(t.fusion_id for t in writer.expected)
+    by_id = {turn.key: turn for turn in found}
     for truth in writer.expected:
         assert [leg.phase_id for leg in by_id[truth.fusion_id].legs] == [
             leg.phase_id for leg in truth.legs]

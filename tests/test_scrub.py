@@ -41,8 +41,8 @@ def shape(turn):
     def local(phase_id):
         if phase_id is None:
             return None
-        assert phase_id.startswith(turn.fusion_id + ":")
-        return phase_id.removeprefix(turn.fusion_id)
+        assert phase_id.startswith(turn.key + ":")
+        return phase_id.removeprefix(turn.key)
 
     legs = [(local(leg.phase_id), leg.phase_kind, leg.role, leg.scope, leg.model, leg.status,
              leg.verdict, leg.duration_ms, leg.usage, leg.failure_reason, local(leg.degraded_to_phase_id))

@@ -83,7 +83,7 @@ def test_a_rewritten_log_is_read_again_with_no_turn_twice(tmp_path, read_first):
     generation = log.generation
     turns += [turn for read in log.read() for turn in read.finished] + log.finish_open()
     expected, _ = whole_read(tmp_path, "".join(f"{line}\n" for line in LINES).encode())
-    assert [t.fusion_id for t in turns] == [t.fusion_id for t in expected]
+    assert [t.key for t in turns] == [t.key for t in expected]
     assert log.generation == generation + (read_first > 0)
 
 

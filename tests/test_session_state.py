@@ -85,17 +85,17 @@ def test_main_s_checkpoint_resumes_with_no_turn_lost_or_doubled(saved, tmp_path)
 
     already = set(raw["sessions"]["alive"]["finished"])
     tombstoned = [turn["fusion"] for turn in raw["sessions"]["gone"]["open"]]
-    ids = [turn.fusion_id for turn in resumed]
+    ids = [turn.key for turn in resumed]
     assert len(ids) == len(set(ids)), "a turn finished twice"
     assert not already & set(ids), "a turn the checkpoint had reported came again"
-    assert sorted(ids) == sorted([t.fusion_id for t in fresh if t.fusion_id not in already]
+    assert sorted(ids) == sorted([t.key for t in fresh if t.key not in already]
                                  + tombstoned)
     # The turn open at the cut is the same turn as read in one go, records from before the
     # cut restored from the checkpoint and the rest read from the log.
-    by_id = {turn.fusion_id: turn for turn in fresh}
+    by_id = {turn.key: turn for turn in fresh}
     for turn in resumed:
         if turn.session_id == "alive":
-            assert turn == by_id[turn.fusion_id]
+            assert turn == by_id[turn.key]
         else:
             assert turn.outcome == "incomplete"
 

@@ -55,7 +55,7 @@ def test_rejected_cascade_shape(turns):
     assert [s["name"] for s in spans] == [
         "hydrafusion cascade", "route hydrafusion", "primary mai-code-1.1-flash",
         "judge gpt-5.6-sol", "repair gpt-5.6-sol"]
-    tid = trace_id(SESSION, turn.fusion_id)
+    tid = trace_id(SESSION, turn.key)
     assert {s["traceId"] for s in spans} == {tid}
     assert "parentSpanId" not in root
     assert {s["parentSpanId"] for s in spans[1:]} == {root["spanId"]}
@@ -192,7 +192,7 @@ def test_surrogates_and_out_of_range_values_still_make_spans_a_collector_takes()
                              synthetic_model=None, policy=None, route_source=None,
                              routing_latency_ms=1e300)
     spans = turn_spans(turn)
-    assert trace_id(session, turn.fusion_id) == trace_id(session, turn.fusion_id)
+    assert trace_id(session, turn.key) == trace_id(session, turn.key)
     decoded_spans = decoded(spans)
     assert len(decoded_spans) == 4
     for span in decoded_spans:

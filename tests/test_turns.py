@@ -89,7 +89,7 @@ def test_turn_without_rollup_ends_at_next_resolved():
         resolved("f1", 1 * S), leg("f1", "phase:0", 4 * S), resolved("f2", 10 * S),
     ])
     [turn] = finished
-    assert (turn.fusion_id, turn.outcome) == ("f1", "incomplete")
+    assert (turn.key, turn.outcome) == ("f1", "incomplete")
     assert turn.usage == turn.legs_usage and not turn.usage_mismatch
     assert turn.start_ns == 1 * S - 250_000_000 and turn.end_ns == 4 * S
     assert assembler.open_count == 1
@@ -99,9 +99,9 @@ def test_turn_without_rollup_ends_at_route_failure_and_at_shutdown():
     _, finished = feed_all([resolved("f1", 1 * S), RouteFailed(
         5 * S, fusion_id="f2", synthetic_model="hydrafusion", policy="standard",
         fallback_model="gpt-5.6-mini", reason="transport", routing_latency_ms=300.0)])
-    assert [(t.fusion_id, t.outcome) for t in finished] == [("f1", "incomplete")]
+    assert [(t.key, t.outcome) for t in finished] == [("f1", "incomplete")]
     _, finished = feed_all([resolved("f1", 1 * S), SessionEnded(3 * S)])
-    assert [(t.fusion_id, t.outcome) for t in finished] == [("f1", "incomplete")]
+    assert [(t.key, t.outcome) for t in finished] == [("f1", "incomplete")]
 
 
 def test_phase_for_unknown_fusion_still_makes_a_turn():
@@ -164,7 +164,7 @@ def assembled():
 
 def test_real_cli_order_gives_every_turn_once(assembled):
     expected, finished = assembled
-    assert [t.fusion_id for t in finished] == [e.fusion_id for e in expected]
+    assert [t.key for t in finished] == [e.fusion_id for e in expected]
     for turn, truth in zip(finished, expected):
         assert (turn.pattern, turn.outcome) == (truth.pattern, truth.outcome)
         assert turn.models == truth.models

@@ -131,7 +131,7 @@ def test_an_ordinary_turn_is_a_trace_of_its_own(whole):
     turns, writer, _ = whole
     turn = turns["ordinary"]
     truth = writer.expected[3]
-    assert (turn.kind, turn.fusion_id, turn.outcome) == ("ordinary", truth.fusion_id, "completed")
+    assert (turn.kind, turn.key, turn.outcome) == ("ordinary", truth.fusion_id, "completed")
     spans = decoded(turn)
     root = spans[0]
     assert root["name"] == "ordinary claude-sonnet-4.6" and "parentSpanId" not in root

@@ -40,7 +40,7 @@ class TurnFanout:
             except Exception as error:  # noqa: BLE001 - one turn, not the process
                 self.metrics.count_turn_error()
                 log.error("fusion %s: could not be handed on (%s); it is skipped",
-                          turn.fusion_id[:20], type(error).__name__)
+                          turn.key[:20], type(error).__name__)
 
     def _send(self, turn: Turn, reading_history: bool) -> None:
         if self.links is not None:

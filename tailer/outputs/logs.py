@@ -49,10 +49,10 @@ def _printable_lines(text: str) -> str:
 def turn_line(turn: Turn) -> str:
     if turn.ordinary:
         aiu = f"{turn.usage.aiu:.2f}" if turn.credits_known else "unknown"
-        return (f"ordinary {turn.fusion_id[:20]} model={turn.main_model} calls={len(turn.calls)}"
+        return (f"ordinary {turn.key[:20]} model={turn.main_model} calls={len(turn.calls)}"
                 f" tools={len(turn.tools)} aiu={aiu}")
     line = (
-        f"fusion {turn.fusion_id[:20]} pattern={turn.pattern} legs={len(turn.legs)}"
+        f"fusion {turn.key[:20]} pattern={turn.pattern} legs={len(turn.legs)}"
         f" models={','.join(turn.models)} aiu={turn.usage.aiu:.2f}"
     )
     if turn.outcome != "completed":

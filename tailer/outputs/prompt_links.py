@@ -54,8 +54,8 @@ REMEMBERED_SESSIONS = 2_000
 
 def turn_root(turn: Turn) -> Root:
     start = turn.start_ns
-    return Root(turn.session_id, trace_id(turn.session_id, turn.fusion_id),
-                span_id(turn.session_id, turn.fusion_id, "turn"), start,
+    return Root(turn.session_id, trace_id(turn.session_id, turn.key),
+                span_id(turn.session_id, turn.key, "turn"), start,
                 max(start, turn.end_ns))
 
 

@@ -33,12 +33,12 @@ STATUS_ERROR = 2
 PROVIDER = "github"
 
 
-def trace_id(session_id: str, fusion_id: str) -> str:
-    return _digest(session_id, fusion_id, size=16)
+def trace_id(session_id: str, turn_key: str) -> str:
+    return _digest(session_id, turn_key, size=16)
 
 
-def span_id(session_id: str, fusion_id: str, part: str) -> str:
-    return _digest(session_id, fusion_id, part, size=8)
+def span_id(session_id: str, turn_key: str, part: str) -> str:
+    return _digest(session_id, turn_key, part, size=8)
 
 
 def _digest(*parts: str, size: int) -> str:
@@ -53,8 +53,8 @@ def turn_spans(turn: Turn, cli_root: Root | None = None) -> list[Span]:
     """The root span first, then the route span, one span per leg in log order, then the
     model calls and the tool calls. `cli_root`: the CLI's own root span of the same prompt
     (tailer/outputs/prompt_links.py), which the root links to."""
-    tid = trace_id(turn.session_id, turn.fusion_id)
-    root_id = span_id(turn.session_id, turn.fusion_id, "turn")
+    tid = trace_id(turn.session_id, turn.key)
+    root_id = span_id(turn.session_id, turn.key, "turn")
     tools = turn.tools
     links = [] if cli_root is None else [
         f'{{"traceId":"{cli_root.trace_id}","spanId":"{cli_root.span_id}",'
@@ -96,7 +96,7 @@ def _root_span(turn: Turn, tools: list[ToolCall], tid: str, root_id: str,
     attributes = {
         **_gen_ai(turn.session_id, turn.synthetic_model, turn.response_model, usage),
         "hydrafusion.turn.kind": turn.kind,
-        "hydrafusion.fusion_id": turn.fusion_id,
+        "hydrafusion.fusion_id": turn.key,
         "hydrafusion.pattern": turn.pattern,
         "hydrafusion.policy": turn.policy,
         "hydrafusion.route_source": turn.resolved.route_source if turn.resolved else None,
@@ -153,7 +153,7 @@ def _call_span(turn: Turn, call: ModelCall, index: int, tid: str, parent_id: str
         "hydrafusion.call.initiator": call.initiator,
         "hydrafusion.phase.id": call.phase_id,
     }
-    return _span(tid, span_id(turn.session_id, turn.fusion_id, f"call {index}"), parent_id,
+    return _span(tid, span_id(turn.session_id, turn.key, f"call {index}"), parent_id,
                  f"chat {call.model}", KIND_CLIENT, call_start_ns(call), call.time_ns,
                  attributes)
 
@@ -173,7 +173,7 @@ def _tool_span(turn: Turn, tool: ToolCall, tid: str, parent_id: str) -> Span:
         "hydrafusion.tool.replayed": True if tool.timing == AT_COMMIT else None,
     }
     return _span(
-        tid, span_id(turn.session_id, turn.fusion_id, f"tool {tool.tool_call_id}"), parent_id,
+        tid, span_id(turn.session_id, turn.key, f"tool {tool.tool_call_id}"), parent_id,
         f"execute_tool {tool.name or 'unknown'}", KIND_INTERNAL, tool.start_ns, tool.end_ns,
         attributes, error="tool_failed" if tool.success is False else None,
     )
@@ -190,7 +190,7 @@ def _route_span(turn: Turn, tid: str, root_id: str, latency_ms: float) -> Span:
     }
     failure = turn.route_failure
     return _span(
-        tid, span_id(turn.session_id, turn.fusion_id, "route"), root_id,
+        tid, span_id(turn.session_id, turn.key, "route"), root_id,
         "route hydrafusion", KIND_CLIENT, start, end, attributes,
         error=(failure.reason or "unknown") if failure else None,
     )
@@ -201,7 +201,7 @@ def _leg_span(turn: Turn, leg: LegEnded, tid: str, root_id: str) -> Span:
     kind = leg.phase_kind or "unknown"
     attributes = {
         **_gen_ai(turn.session_id, turn.synthetic_model, leg.model, leg.usage),
-        "hydrafusion.fusion_id": turn.fusion_id,
+        "hydrafusion.fusion_id": turn.key,
         "hydrafusion.phase.id": leg.phase_id,
         "hydrafusion.phase.kind": leg.phase_kind,
         "hydrafusion.phase.role": leg.role,
@@ -271,7 +271,7 @@ def _verdict_event(judge: LegEnded) -> str:
 
 
 def _leg_span_id(turn: Turn, phase_id: str | None) -> str:
-    return span_id(turn.session_id, turn.fusion_id, f"phase {phase_id}")
+    return span_id(turn.session_id, turn.key, f"phase {phase_id}")
 
 
 def _gen_ai(session_id: str, request_model: str, response_model: str | None, usage: Usage) -> dict:

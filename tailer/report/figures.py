@@ -289,7 +289,7 @@ def turn_row(turn: Turn, tz: tzinfo | None) -> TurnRow:
         call_count = sum(leg.calls for leg in legs)
     return TurnRow(
         session_id=turn.session_id,
-        fusion_id=turn.fusion_id,
+        fusion_id=turn.key,
         kind=turn.kind,
         model=turn.prompt_model,
         start=_moment(start_ns, tz),

@@ -89,12 +89,12 @@ class ToolCall:
 class Turn:
     """Everything the log said about one turn, plus the figures derived from it.
 
-    `fusion_id` is the turn's key: the fusionId of a fusion turn, the attemptId without
-    `:route` of a route failure, `prompt-{event id}` of an ordinary turn (`ordinary`).
+    `key` is what the session knows the turn by: the fusionId of a fusion turn, the
+    attemptId without `:route` of a route failure, `prompt-{event id}` of an ordinary turn.
     """
 
     session_id: str
-    fusion_id: str
+    key: str
     resolved: Resolved | None = None
     legs: list[LegEnded] = field(default_factory=list)
     handoffs: list[Handoff] = field(default_factory=list)
@@ -503,7 +503,7 @@ class SessionTurns:
         """`open_turns`, `finished` and `context` come from a checkpoint (see the
         properties of the same names)."""
         self.session_id = session_id
-        self._open: dict[str, Turn] = {turn.fusion_id: turn for turn in open_turns}
+        self._open: dict[str, Turn] = {turn.key: turn for turn in open_turns}
         self._finished: OrderedDict[str, None] = OrderedDict.fromkeys(finished)
         self.context = context or SessionContext()
         self._checks: list[Reconciliation] = []
@@ -594,7 +594,7 @@ class SessionTurns:
     def finish_open(self, keep: str | None = None) -> list[Turn]:
         """Finish every open turn but `keep` as it stands (`incomplete` where no rollup came)."""
         return [
-            self._finish(turn) for turn in list(self._open.values()) if turn.fusion_id != keep
+            self._finish(turn) for turn in list(self._open.values()) if turn.key != keep
         ]
 
     def _prompt(self, prompt: Prompt) -> list[Turn]:
@@ -663,11 +663,11 @@ class SessionTurns:
         return turn
 
     def _finish(self, turn: Turn) -> Turn:
-        del self._open[turn.fusion_id]
-        self._finished[turn.fusion_id] = None
+        del self._open[turn.key]
+        self._finished[turn.key] = None
         if len(self._finished) > _REMEMBERED_FINISHED:
             self._finished.popitem(last=False)
-        if self.context.awaiting_prompt == turn.fusion_id:
+        if self.context.awaiting_prompt == turn.key:
             self.context.awaiting_prompt = None
         return turn
 

@@ -32,8 +32,8 @@ def check(state: dict) -> None:
         Position.from_data(saved["position"])
         if "gone_at" in saved:
             finite(saved["gone_at"], "when a session's log went", 0)
-        for fusion_id in sequence(saved["finished"], "a session's finished turns"):
-            _record_text(fusion_id, "a finished turn's id")
+        for key in sequence(saved["finished"], "a session's finished turns"):
+            _record_text(key, "a finished turn's id")
         for turn in sequence(saved["open"], "a session's open turns"):
             turn_from_data(turn)
         context_from_data(saved.get("context"))
@@ -60,7 +60,7 @@ def turn_to_data(turn: Turn) -> dict:
     records += turn.legs + turn.handoffs + turn.calls + turn.tool_events
     data = {
         "session": turn.session_id,
-        "fusion": turn.fusion_id,
+        "fusion": turn.key,
         "records": [_record_to_data(r) for r in records if r],
     }
     if turn.ordinary:
