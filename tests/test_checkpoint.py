@@ -55,7 +55,7 @@ def state(tmp_path_factory) -> dict:
     finally:
         tailer.close()
     assert len(turns) == 2 and any(saved["open"] for saved in reading["sessions"].values())
-    pending = [{"trace_id": spans[0].trace_id, "spans": [span.json for span in spans]}
+    pending = [{"trace_id": spans[0].key, "spans": [span.json for span in spans]}
                for spans in map(turn_spans, turns)]
     history = {"not_before_ms": 1, "cutoff_ms": 60_000, "bases": {HISTORY_KEY: 2 * 10**9},
                "divisors": {HISTORY_KEY: 10**9}, "changes": {HISTORY_KEY: [[30_000, 10**9]]}}

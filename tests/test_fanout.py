@@ -58,8 +58,8 @@ def test_live_turns_are_exported_counted_and_logged(caplog):
     outbox, exporters = exporting_outbox()
     with caplog.at_level(logging.INFO, logger="tailer"):
         TurnFanout(metrics, outbox, None).send(turns, reading_history=False)
-    assert [spans[0].trace_id for spans in exporters[0].submitted] == [
-        spans[0].trace_id for spans in outbox_traces(outbox)]
+    assert [spans[0].key for spans in exporters[0].submitted] == [
+        spans[0].key for spans in outbox_traces(outbox)]
     assert len(exporters[0].submitted) == 2 and turns_counted(metrics) == 2
     assert [line.split()[0] for line in caplog.messages] == ["fusion", "ordinary"]
 

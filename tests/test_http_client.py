@@ -18,7 +18,7 @@ import pytest
 from bad_endpoint import (GARBLED_STATUS, HEADER_TOO_LONG, TOO_MANY_HEADERS, BadEndpoint, answer,
                           hang, redirect, reset, trickle)
 from tailer.outputs.http_client import Endpoint
-from tailer.outputs.otlp import OtlpExporter, Span
+from tailer.outputs.otlp import OtlpExporter, Unit
 from tailer.outputs.otlp_metrics import MetricsPusher
 from tailer.outputs.outbox import Outbox
 
@@ -66,9 +66,9 @@ def test_cut_ends_the_request_in_flight_at_once():
     assert answers and answers[0].problem == "stopped"
 
 
-def spans_of(trace: int, count: int, name: str = "s") -> list[Span]:
+def spans_of(trace: int, count: int, name: str = "s") -> list[Unit]:
     trace_id = f"{trace:032x}"
-    return [Span(trace_id, json.dumps({
+    return [Unit(trace_id, json.dumps({
         "traceId": trace_id, "spanId": f"{trace:08x}{number:08x}", "name": name, "kind": 1,
         "startTimeUnixNano": "1760000000000000000", "endTimeUnixNano": "1760000001000000000"}))
         for number in range(1, count + 1)]
@@ -121,7 +121,7 @@ def refuse_too_large(connection, request):
 def test_a_413_halves_the_batch_down_to_the_one_span_refused_alone(caplog):
     traces = [spans_of(trace, 3) for trace in range(1, 9)]
     huge = spans_of(99, 1, name="huge")[0]
-    traces[4] = traces[4][:1] + [huge._replace(trace_id=traces[4][0].trace_id)] + traces[4][1:]
+    traces[4] = traces[4][:1] + [huge._replace(key=traces[4][0].key)] + traces[4][1:]
     with BadEndpoint(refuse_too_large) as collector:
         outbox = outbox_to(collector.url + "/v1/traces")
         for trace in traces:

@@ -20,7 +20,7 @@ from google.protobuf import json_format
 from otlp_sink import (OtlpSink, Reply, decode_body, otlp_sink, plain_attributes,  # noqa: F401 (a fixture)
                        span_dicts)
 from tailer.outputs.http_client import parse_retry_after
-from tailer.outputs.otlp import (OtlpExporter, Span, attributes_json, encode_request, parse_headers,
+from tailer.outputs.otlp import (OtlpExporter, Unit, attributes_json, encode_request, parse_headers,
                          parse_resource_attributes, traces_url)
 
 CANARY = "CANARY-7f3e-do-not-export"
@@ -34,16 +34,16 @@ def span_fields(trace: int, number: int, parent: int = 0, **fields) -> dict:
             "endTimeUnixNano": "1760000001500000000", **fields}
 
 
-def span(trace: int, number: int, parent: int = 0, **fields) -> Span:
+def span(trace: int, number: int, parent: int = 0, **fields) -> Unit:
     return wire(span_fields(trace, number, parent, **fields))
 
 
-def wire(fields: dict) -> Span:
+def wire(fields: dict) -> Unit:
     """The span as tailer.outputs.spans writes them: text as it is, not \\u-escaped."""
-    return Span(fields["traceId"], json.dumps(fields, ensure_ascii=False))
+    return Unit(fields["traceId"], json.dumps(fields, ensure_ascii=False))
 
 
-def trace_of(trace: int, size: int) -> list[Span]:
+def trace_of(trace: int, size: int) -> list[Unit]:
     return [span(trace, trace * 100 + index) for index in range(size)]
 
 

@@ -6,7 +6,7 @@ import json
 import pytest
 from hypothesis import given, strategies as st
 
-from tailer.outputs.otlp import Span
+from tailer.outputs.otlp import Unit
 from tailer.outputs.outbox import Outbox, traces_from_state, traces_to_state
 
 
@@ -15,7 +15,7 @@ class FakeExporter:
 
     def __init__(self, on_result):
         self.on_result = on_result
-        self.submitted: list[list[Span]] = []
+        self.submitted: list[list[Unit]] = []
 
     def submit(self, spans):
         self.submitted.append(spans)
@@ -30,9 +30,9 @@ class FakeExporter:
         pass
 
 
-def trace(number: int, spans: int = 2) -> list[Span]:
+def trace(number: int, spans: int = 2) -> list[Unit]:
     trace_id = f"{number:032x}"
-    return [Span(trace_id, json.dumps({"traceId": trace_id, "spanId": f"{index:016x}"}))
+    return [Unit(trace_id, json.dumps({"traceId": trace_id, "spanId": f"{index:016x}"}))
             for index in range(spans)]
 
 
@@ -49,13 +49,13 @@ OPERATION = st.tuples(st.sampled_from(["submit", "delivered", "retry", "rejected
 @given(st.lists(OPERATION, max_size=30))
 def test_what_is_not_settled_is_kept_once_and_survives_a_restart(operations):
     outbox, exporter = outbox_with_exporter()
-    waiting: dict[str, list[Span]] = {}
+    waiting: dict[str, list[Unit]] = {}
     for operation, number, size in operations:
         spans = trace(number, size)
         if operation == "submit":
             outbox.submit(spans)
-            waiting.pop(spans[0].trace_id, None)  # the same trace again replaces it, newest
-            waiting[spans[0].trace_id] = spans
+            waiting.pop(spans[0].key, None)  # the same trace again replaces it, newest
+            waiting[spans[0].key] = spans
         else:
             exporter.report(operation, spans)
             outbox.settle()
@@ -63,7 +63,7 @@ def test_what_is_not_settled_is_kept_once_and_survives_a_restart(operations):
                 # Only the spans reported are settled: a batch sent in halves (413) may
                 # settle part of a trace, and the rest waits.
                 settled = {span.json for span in spans}
-                trace_id = spans[0].trace_id
+                trace_id = spans[0].key
                 left = [span for span in waiting.get(trace_id, []) if span.json not in settled]
                 if left:
                     waiting[trace_id] = left  # in its place: still sent oldest first

@@ -78,7 +78,7 @@ def linker(now_ns: int = T0 + 70 * SECOND, open_turns=lambda session: []):
 def sent(links) -> tuple[dict, dict]:
     """What went out: our roots by trace id, the CLI's spans by span id."""
     traces, units = links.take()
-    ours = {spans[0].trace_id: json.loads(spans[0].json) for spans in traces}
+    ours = {spans[0].key: json.loads(spans[0].json) for spans in traces}
     theirs = {}
     for unit in units:
         (span,) = json.loads(unit.json)["scopeSpans"][0]["spans"]
@@ -170,7 +170,7 @@ def test_without_the_clis_telemetry_a_turn_is_not_held_back():
     clocks.monotonic += prompt_links.ACTIVE_S
     links.add_turn(assemble(log_lines(), SESSION)[0])
     links.expire()
-    assert [spans[0].trace_id for spans in links.take()[0]] == [FUSION_TRACE]
+    assert [spans[0].key for spans in links.take()[0]] == [FUSION_TRACE]
 
 
 def test_what_waits_too_long_goes_unlinked_and_what_waits_is_kept_unlinked():
@@ -179,7 +179,7 @@ def test_what_waits_too_long_goes_unlinked_and_what_waits_is_kept_unlinked():
     links.add_cli(cli_root(9, 300.0, 301.0))  # another prompt of the session
     links.add_turn(fusion)
     traces, units = links.held()
-    assert [spans[0].trace_id for spans in traces] == [FUSION_TRACE]
+    assert [spans[0].key for spans in traces] == [FUSION_TRACE]
     assert [json.loads(unit.json)["scopeSpans"][0]["spans"][0].get("links") for unit in units] \
         == [None]
     clocks.monotonic = 14.9

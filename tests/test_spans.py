@@ -158,8 +158,8 @@ def test_ids_are_deterministic_and_distinct(turns):
     assert first == again
     ids = [s["spanId"] for spans in first for s in written(spans)]
     assert len(ids) == len(set(ids))
-    assert len({spans[0].trace_id for spans in first}) == len(all_turns)
-    assert all(span.trace_id == json.loads(span.json)["traceId"] for spans in first for span in spans)
+    assert len({spans[0].key for spans in first}) == len(all_turns)
+    assert all(span.key == json.loads(span.json)["traceId"] for spans in first for span in spans)
     assert trace_id("a", "b") != trace_id("a2", "b")
     assert span_id("s", "f", "turn") != span_id("s", "f", "route")
     assert len(trace_id("s", "f")) == 32 and len(span_id("s", "f", "x")) == 16

@@ -18,7 +18,7 @@ import time
 from .. import saved_state
 from ..outputs.copilot_otel import ExportFollower, Record, metric_unit
 from ..copilot.lines import Position
-from ..outputs.otlp import Span
+from ..outputs.otlp import Unit
 from ..outputs.outbox import BACKPRESSURE_SPANS, Outbox, traces_to_state
 from ..outputs.prompt_links import PromptLinks
 
@@ -83,7 +83,7 @@ class CliTelemetry:
         self.spans.close(timeout)
         self.metrics.close(timeout)
 
-    def to_state(self) -> tuple[dict, list[list[Span]]]:
+    def to_state(self) -> tuple[dict, list[list[Unit]]]:
         """What the checkpoint keeps of the CLI's telemetry (read back by
         `cli_telemetry_from_state`), and the spans of our turns waiting for their pair
         (kept as our pending spans: they go out unlinked next run)."""
@@ -107,7 +107,7 @@ def cli_telemetry_from_state(data: object) -> dict | None:
     return {"files": files, "spans": _units(cli["spans"]), "metrics": _units(cli["metrics"])}
 
 
-def _units(data: object) -> list[list[Span]]:
+def _units(data: object) -> list[list[Unit]]:
     """A CLI outbox's units: any key (a digest, a trace id), each entry a JSON object."""
     units = []
     for unit in saved_state.sequence(data, "the CLI's pending units"):
@@ -117,5 +117,5 @@ def _units(data: object) -> list[list[Span]]:
         for text in texts:
             if type(json.loads(saved_state.text(text, "a CLI unit's entry", None))) is not dict:
                 raise ValueError("a CLI unit is not a JSON object")
-        units.append([Span(key, text) for text in texts])
+        units.append([Unit(key, text) for text in texts])
     return units

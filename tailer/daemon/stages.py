@@ -27,7 +27,7 @@ from ..outputs.history import History, history_from_state
 from ..outputs.identity import Identity, identity_from_state
 from ..outputs.metrics import MAX_MODELS, TurnMetrics
 from ..outputs.metrics_server import MetricsServer
-from ..outputs.otlp import OtlpExporter, Span, tls_context
+from ..outputs.otlp import OtlpExporter, Unit, tls_context
 from ..outputs.otlp_metrics import MetricsPusher, prometheus_labels
 from ..outputs.outbox import MAX_PENDING_SPANS, Outbox, traces_from_state
 from ..outputs.prompt_links import PromptLinks
@@ -43,7 +43,7 @@ class Saved:
 
     reading: dict  # the whole state: the reading stage (daemon.Tailer) takes its sessions
     metrics: dict
-    pending: list[list[Span]]
+    pending: list[list[Unit]]
     cli: dict | None
     history: dict | None
     identity: dict | None

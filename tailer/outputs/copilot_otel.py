@@ -42,7 +42,7 @@ from typing import Callable, NamedTuple
 from ..codes import ENUM, IDENTIFIER, MODEL, NAME, TOOL, VERSION, WORDS, CodeKind
 from ..copilot.lines import LineReader, Position
 from ..log_limit import WarningLimiter
-from .otlp import Span
+from .otlp import Unit
 from ..printable import printable
 
 
@@ -148,35 +148,35 @@ def convert(line: bytes, changes: Counter[str]) -> Record:
     raise Unusable("not_a_record")
 
 
-def span_unit(record: Record, link: Root | None = None) -> Span:
+def span_unit(record: Record, link: Root | None = None) -> Unit:
     """A span record as one OTLP/JSON unit keyed by its ids. `link`: a link to our turn's
     root span, put on the CLI's root span of the same prompt."""
     if link is None:
-        return Span(record.key, record.json)
+        return Unit(record.key, record.json)
     (scope,) = record.entry["scopeSpans"]
     (span,) = scope["spans"]
     span = {**span, "links": [{"traceId": link.trace_id, "spanId": link.span_id,
                                "attributes": [{"key": "hydrafusion.link",
                                                "value": {"stringValue": LINK_TO_TURN}}]}]}
     entry = {**record.entry, "scopeSpans": [{**scope, "spans": [span]}]}
-    return Span(record.key, _dumps(entry))
+    return Unit(record.key, _dumps(entry))
 
 
-def metric_unit(record: Record) -> Span:
-    return Span(record.key, record.json)
+def metric_unit(record: Record) -> Unit:
+    return Unit(record.key, record.json)
 
 
-def encode_spans(units: list[Span]) -> bytes:
+def encode_spans(units: list[Unit]) -> bytes:
     """A gzipped ExportTraceServiceRequest of span units (otlp.OtlpExporter's `encode`)."""
     return _encode("resourceSpans", units)
 
 
-def encode_metrics(units: list[Span]) -> bytes:
+def encode_metrics(units: list[Unit]) -> bytes:
     """A gzipped ExportMetricsServiceRequest of metric units."""
     return _encode("resourceMetrics", units)
 
 
-def _encode(key: str, units: list[Span]) -> bytes:
+def _encode(key: str, units: list[Unit]) -> bytes:
     text = f'{{"{key}":[{",".join(unit.json for unit in units)}]}}'
     return gzip.compress(text.encode("utf-8", "replace"), compresslevel=1)
 

@@ -41,10 +41,11 @@ def retryable(answer: Answer) -> bool:
     return answer.unanswered or answer.status in RETRYABLE_STATUSES
 
 
-class Span(NamedTuple):
-    """One span: its trace id, by which spans are grouped, and its OTLP/JSON object text."""
+class Unit(NamedTuple):
+    """One item an exporter sends: the key it is grouped and sent under (a span's trace id),
+    and its OTLP/JSON object text. The CLI relay's metric points travel as units too."""
 
-    trace_id: str
+    key: str
     json: str
 
 
@@ -91,7 +92,7 @@ def _parse_key_values(value: str, what: str) -> dict[str, str]:
     return result
 
 
-def encode_request(spans: list[Span], resource: dict[str, str], scope_name: str, scope_version: str) -> bytes:
+def encode_request(spans: list[Unit], resource: dict[str, str], scope_name: str, scope_version: str) -> bytes:
     """A gzipped ExportTraceServiceRequest in OTLP JSON holding spans under one resource and scope."""
     text = (
         f'{{"resourceSpans":[{{"resource":{{"attributes":[{attributes_json(resource)}]}},'
@@ -206,11 +207,11 @@ class OtlpExporter:
     """
 
     def __init__(self, url: str, *, headers: dict[str, str], resource: dict[str, str], scope_version: str,
-                 on_result: Callable[[str, list[Span]], None] = lambda outcome, spans: None,
+                 on_result: Callable[[str, list[Unit]], None] = lambda outcome, spans: None,
                  max_batch_spans: int = 512, flush_interval: float = 1.0, max_queued_spans: int = 100_000,
                  timeout: float = 10.0, sleep: Callable[[float], object] | None = None,
                  rng=random.random,
-                 encode: Callable[[list[Span]], bytes] | None = None,
+                 encode: Callable[[list[Unit]], bytes] | None = None,
                  ssl_context: ssl.SSLContext | None = None):
         """`encode` makes a request body of a batch; by default the spans go under
         `resource` and the tailer's scope (encode_request). `ssl_context`: for an https URL
@@ -233,22 +234,22 @@ class OtlpExporter:
         self._encode = encode
         # Units are numbered in submission order so flush() can tell when everything up to a
         # point has been settled, whatever happened to each unit.
-        self._queue: collections.deque[tuple[int, list[Span]]] = collections.deque()
+        self._queue: collections.deque[tuple[int, list[Unit]]] = collections.deque()
         self._queued_spans = 0
         self._next_number = 0
         self._in_flight_number: int | None = None
-        self._overflow_dropped: list[Span] = []
+        self._overflow_dropped: list[Unit] = []
         self._flush_waiters = 0
         self._closing = False
         self._lock = threading.Condition()
         self._worker = threading.Thread(target=self._run, name="otlp-exporter", daemon=True)
         self._worker.start()
 
-    def submit(self, spans: list[Span]) -> None:
+    def submit(self, spans: list[Unit]) -> None:
         """Queue spans for export; never blocks on the network."""
-        traces: dict[str, list[Span]] = {}
+        traces: dict[str, list[Unit]] = {}
         for span in spans:
-            traces.setdefault(span.trace_id, []).append(span)
+            traces.setdefault(span.key, []).append(span)
         with self._lock:
             was_empty = not self._queue
             for trace in traces.values():
@@ -309,7 +310,7 @@ class OtlpExporter:
                 self._in_flight_number = None
                 self._lock.notify_all()
 
-    def _next_batch(self) -> list[Span] | None:
+    def _next_batch(self) -> list[Unit] | None:
         """Wait for spans, then take whole units up to max_batch_spans; None once closing."""
         with self._lock:
             self._lock.wait_for(lambda: self._queue or self._closing)
@@ -317,7 +318,7 @@ class OtlpExporter:
                                 or self._closing, self._flush_interval)
             if self._closing:
                 return None
-            batch: list[Span] = []
+            batch: list[Unit] = []
             while self._queue and len(batch) + len(self._queue[0][1]) <= self._max_batch_spans:
                 number, unit = self._queue.popleft()
                 if not batch:
@@ -326,7 +327,7 @@ class OtlpExporter:
                 self._queued_spans -= len(unit)
             return batch
 
-    def _deliver(self, spans: list[Span]) -> None:
+    def _deliver(self, spans: list[Unit]) -> None:
         """Send spans until the collector answers; a 413 sends them again in halves."""
         if self._encode is not None:
             body = self._encode(spans)
@@ -363,7 +364,7 @@ class OtlpExporter:
             self._sleep(min(delay, MAX_BACKOFF))
             backoff = min(backoff * 2, MAX_BACKOFF)
 
-    def _accept(self, spans: list[Span], body: str) -> None:
+    def _accept(self, spans: list[Unit], body: str) -> None:
         """Reports a 2xx answer, which may still reject some spans (an OTLP partial success).
 
         OTLP does not say which spans were rejected, so the last ones are reported as such.
@@ -388,7 +389,7 @@ class OtlpExporter:
             log.warning("OTLP export queue full; %d oldest spans dropped", len(dropped))
             self._report("dropped", dropped)
 
-    def _report(self, outcome: str, spans: list[Span]) -> None:
+    def _report(self, outcome: str, spans: list[Unit]) -> None:
         try:
             self._on_result(outcome, spans)
         except Exception:  # a faulty callback must not stop the export

@@ -8,7 +8,7 @@ the log), so a trace delivered just before a crash and sent again after it is th
 The exporter reports from its thread; `settle()` takes those reports on the main thread,
 where the checkpoint and the metrics are updated, so both stay one consistent cut.
 
-What an outbox sends is a list of units (`otlp.Span`: a key and the OTLP/JSON text of one
+What an outbox sends is a list of units (`otlp.Unit`: a key and the OTLP/JSON text of one
 item) under one key. For our traces a unit is a span and the key its trace id; the outboxes
 of the CLI's own telemetry (tailer/daemon/copilot_telemetry.py) send its spans and its metric points
 as units, so their `pending_units` counts those.
@@ -23,7 +23,7 @@ from collections import OrderedDict
 from typing import Callable
 
 from .. import saved_state
-from .otlp import OtlpExporter, Span
+from .otlp import OtlpExporter, Unit
 
 log = logging.getLogger("tailer")
 
@@ -41,15 +41,15 @@ class Outbox:
 
     def __init__(
         self,
-        connect: Callable[[Callable[[str, list[Span]], None]], OtlpExporter] | None,
-        pending: list[list[Span]] = (),
+        connect: Callable[[Callable[[str, list[Unit]], None]], OtlpExporter] | None,
+        pending: list[list[Unit]] = (),
     ):
         """`connect` builds the exporter around the outbox's report callback (None: no
         export). `pending` are the traces a checkpoint held (`to_state`, read back by
         `traces_from_state`); they are sent first."""
-        self._reports: queue.SimpleQueue[tuple[str, list[Span]]] = queue.SimpleQueue()
+        self._reports: queue.SimpleQueue[tuple[str, list[Unit]]] = queue.SimpleQueue()
         self._exporter = connect(self._report) if connect else None
-        self._pending: OrderedDict[str, list[Span]] = OrderedDict()
+        self._pending: OrderedDict[str, list[Unit]] = OrderedDict()
         self.pending_units = 0
         if self._exporter is None and pending:
             log.warning("%d traces kept for the collector are dropped: no OTLP endpoint",
@@ -61,16 +61,16 @@ class Outbox:
     def exporting(self) -> bool:
         return self._exporter is not None
 
-    def _report(self, outcome: str, spans: list[Span]) -> None:
+    def _report(self, outcome: str, spans: list[Unit]) -> None:
         """The exporter's on_result, called from its thread: handled later, in settle()."""
         self._reports.put((outcome, spans))
 
-    def submit(self, spans: list[Span]) -> None:
+    def submit(self, spans: list[Unit]) -> None:
         """Send one trace (the spans of one turn)."""
         if self._exporter is None or not spans:
             return
-        self._forget(spans[0].trace_id)
-        self._pending[spans[0].trace_id] = spans
+        self._forget(spans[0].key)
+        self._pending[spans[0].key] = spans
         self.pending_units += len(spans)
         self._exporter.submit(spans)
 
@@ -91,12 +91,12 @@ class Outbox:
             results.append((outcome, len(spans)))
         return results
 
-    def _settled(self, spans: list[Span]) -> None:
+    def _settled(self, spans: list[Unit]) -> None:
         """Spans the exporter is done with. A trace is kept until every span of it is: a
         batch the collector refused as too large is sent in halves, which may cut a trace."""
         done: dict[str, set[str]] = {}
         for span in spans:
-            done.setdefault(span.trace_id, set()).add(span.json)
+            done.setdefault(span.key, set()).add(span.json)
         for trace_id, texts in done.items():
             waiting = self._pending.get(trace_id)
             if waiting is None:
@@ -128,11 +128,11 @@ class Outbox:
 def traces_to_state(traces) -> list[dict]:
     """Traces (lists of units under one key) as a checkpoint keeps them, for an outbox to
     take back at the next start: [{"trace_id": key, "spans": [each unit's text]}]."""
-    return [{"trace_id": spans[0].trace_id, "spans": [span.json for span in spans]}
+    return [{"trace_id": spans[0].key, "spans": [span.json for span in spans]}
             for spans in traces if spans]
 
 
-def traces_from_state(data: object) -> list[list[Span]]:
+def traces_from_state(data: object) -> list[list[Unit]]:
     """Our traces back from `traces_to_state`; ValueError when damaged.
 
     Each span's text is sent as it is, so one that is not a JSON object of its trace would
@@ -149,5 +149,5 @@ def traces_from_state(data: object) -> list[list[Span]]:
             span = json.loads(saved_state.text(text, "a pending span", None))
             if type(span) is not dict or span.get("traceId") != trace_id:
                 raise ValueError("a pending span is not a span of its trace")
-        traces.append([Span(trace_id, text) for text in texts])
+        traces.append([Unit(trace_id, text) for text in texts])
     return traces

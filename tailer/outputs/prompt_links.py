@@ -35,7 +35,7 @@ from collections import OrderedDict, deque
 from typing import Callable
 
 from .copilot_otel import Record, Root, span_unit
-from .otlp import Span
+from .otlp import Unit
 from .spans import span_id, trace_id, turn_spans
 from ..turns.assembly import Turn
 
@@ -108,8 +108,8 @@ class PromptLinks:
         self._cli_read_at = float("-inf")
         self._waiting_turns: dict[str, tuple[Turn, Root, float]] = {}
         self._waiting_cli: dict[str, tuple[Record, Root, float]] = {}
-        self._traces: list[list[Span]] = []
-        self._cli_units: list[Span] = []
+        self._traces: list[list[Unit]] = []
+        self._cli_units: list[Unit] = []
 
     def add_turn(self, turn: Turn) -> None:
         root = turn_root(turn)
@@ -160,13 +160,13 @@ class PromptLinks:
                 del self._waiting_cli[key]
                 self._send_cli(record, None)
 
-    def take(self) -> tuple[list[list[Span]], list[Span]]:
+    def take(self) -> tuple[list[list[Unit]], list[Unit]]:
         """Our traces and the CLI's span units ready to send, each once."""
         traces, units = self._traces, self._cli_units
         self._traces, self._cli_units = [], []
         return traces, units
 
-    def held(self) -> tuple[list[list[Span]], list[Span]]:
+    def held(self) -> tuple[list[list[Unit]], list[Unit]]:
         """What is waiting, as it would go out unlinked: the checkpoint keeps it so."""
         traces = [turn_spans(turn) for turn, _, _ in self._waiting_turns.values()]
         return traces, [span_unit(record) for record, _, _ in self._waiting_cli.values()]

@@ -24,7 +24,7 @@ from datetime import datetime, timezone
 
 from .copilot_otel import Root
 from ..copilot.events import LegEnded, ModelCall, Usage
-from .otlp import Span, attributes_json, json_string, unix_nano
+from .otlp import Unit, attributes_json, json_string, unix_nano
 from ..turns.assembly import AT_COMMIT, ToolCall, Turn, call_start_ns, leg_start_ns
 
 KIND_INTERNAL = 1
@@ -49,7 +49,7 @@ def _digest(*parts: str, size: int) -> str:
     return digest.hex() if any(digest) else "01".rjust(size * 2, "0")
 
 
-def turn_spans(turn: Turn, cli_root: Root | None = None) -> list[Span]:
+def turn_spans(turn: Turn, cli_root: Root | None = None) -> list[Unit]:
     """The root span first, then the route span, one span per leg in log order, then the
     model calls and the tool calls. `cli_root`: the CLI's own root span of the same prompt
     (tailer/outputs/prompt_links.py), which the root links to."""
@@ -90,7 +90,7 @@ def _parent_of(turn: Turn, phase_id: str | None, root_id: str) -> str:
 
 
 def _root_span(turn: Turn, tools: list[ToolCall], tid: str, root_id: str,
-               links: list[str]) -> Span:
+               links: list[str]) -> Unit:
     usage = turn.usage
     failure = turn.route_failure
     attributes = {
@@ -124,7 +124,7 @@ def _root_span(turn: Turn, tools: list[ToolCall], tid: str, root_id: str,
 
 
 def _ordinary_root_span(turn: Turn, tools: list[ToolCall], tid: str, root_id: str,
-                        links: list[str]) -> Span:
+                        links: list[str]) -> Unit:
     usage = turn.usage
     attributes = {
         **_gen_ai(turn.session_id, turn.main_model, turn.response_model, usage),
@@ -141,7 +141,7 @@ def _ordinary_root_span(turn: Turn, tools: list[ToolCall], tid: str, root_id: st
                  links=links)
 
 
-def _call_span(turn: Turn, call: ModelCall, index: int, tid: str, parent_id: str) -> Span:
+def _call_span(turn: Turn, call: ModelCall, index: int, tid: str, parent_id: str) -> Unit:
     """One model call, over the time its usage record says it took."""
     ttft = call.time_to_first_token_ms
     attributes = {
@@ -158,7 +158,7 @@ def _call_span(turn: Turn, call: ModelCall, index: int, tid: str, parent_id: str
                  attributes)
 
 
-def _tool_span(turn: Turn, tool: ToolCall, tid: str, parent_id: str) -> Span:
+def _tool_span(turn: Turn, tool: ToolCall, tid: str, parent_id: str) -> Unit:
     """One tool call; its times are the tool's own only when `hydrafusion.tool.timing` is
     `live` (see turns.ToolCall)."""
     attributes = {
@@ -179,7 +179,7 @@ def _tool_span(turn: Turn, tool: ToolCall, tid: str, parent_id: str) -> Span:
     )
 
 
-def _route_span(turn: Turn, tid: str, root_id: str, latency_ms: float) -> Span:
+def _route_span(turn: Turn, tid: str, root_id: str, latency_ms: float) -> Unit:
     start = turn.start_ns
     end = start + round(latency_ms * 1_000_000)
     attributes = {
@@ -196,7 +196,7 @@ def _route_span(turn: Turn, tid: str, root_id: str, latency_ms: float) -> Span:
     )
 
 
-def _leg_span(turn: Turn, leg: LegEnded, tid: str, root_id: str) -> Span:
+def _leg_span(turn: Turn, leg: LegEnded, tid: str, root_id: str) -> Unit:
     model = leg.model or "unknown"
     kind = leg.phase_kind or "unknown"
     attributes = {
@@ -291,7 +291,7 @@ def _gen_ai(session_id: str, request_model: str, response_model: str | None, usa
 def _span(
     tid: str, sid: str, parent: str | None, name: str, kind: int, start_ns: int, end_ns: int,
     attributes: dict, *, error: str | None = None, events: list[str] = (), links: list[str] = (),
-) -> Span:
+) -> Unit:
     """One span's OTLP/JSON text; `error` is the message of an error status."""
     start = unix_nano(start_ns)
     text = [
@@ -308,7 +308,7 @@ def _span(
     if links:
         text.append(f',"links":[{",".join(links)}]')
     text.append("}")
-    return Span(tid, "".join(text))
+    return Unit(tid, "".join(text))
 
 
 _HANDOFF_LINK_ATTRIBUTES = attributes_json({"hydrafusion.link": "handoff"})
