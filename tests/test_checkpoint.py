@@ -26,7 +26,7 @@ from tailer.turns.sessions import Tailer
 from tailer.outputs.exposition import Registry
 from tailer.outputs.history import History
 from tailer.outputs.identity import Identity
-from tailer.outputs.metrics import TurnMetrics
+from tailer.outputs.metrics import Metrics
 from tailer.outputs.outbox import traces_to_state
 from tailer.outputs.spans import turn_spans
 
@@ -45,7 +45,7 @@ def state(tmp_path_factory) -> dict:
     writer.incomplete("mai-code-1.1-flash", "gpt-5.6-sol")
     writer.write(folder)
     os.rename(folder / "plain", os.fsencode(folder) + b"/sess-\xff\xfe")
-    metrics = TurnMetrics(Registry())
+    metrics = Metrics(Registry())
     tailer = Tailer(folder, metrics=metrics, from_start=True, idle_timeout_s=1e9)
     try:
         turns = tailer.poll().turns
@@ -191,7 +191,7 @@ def test_a_series_whose_value_does_not_fit_its_family_costs_nothing_at_start(tmp
         first_series(damaged, name)[1] = value
         path.write_text(json.dumps(damaged))
         with contextlib.suppress(CheckpointError):
-            TurnMetrics(Registry()).restore(stages.load_saved(path).metrics)
+            Metrics(Registry()).restore(stages.load_saved(path).metrics)
 
 
 MAIN_CHECKPOINT = Path(__file__).parent / "data" / "checkpoint-v4-main.json"
@@ -212,7 +212,7 @@ def test_a_checkpoint_written_by_main_loads_with_nothing_lost_or_doubled(tmp_pat
             "metrics": traces_to_state(saved.cli["metrics"])} == original["cli"]
     history = History(None, {}, bases=[], not_before_ms=0, cutoff_ms=0, saved=saved.history)
     assert json.loads(json.dumps(history.state())) == original["history"]
-    metrics = TurnMetrics(Registry())
+    metrics = Metrics(Registry())
     metrics.restore(saved.metrics)
     again = saved_series(metrics.registry)
     for name, rows in original["metrics"].items():

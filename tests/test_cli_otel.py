@@ -23,7 +23,7 @@ from exposition_helpers import samples
 from otlp_sink import decode_body, plain_attributes, span_dicts
 from tailer.outputs import copilot_otel as cli_otel
 from tailer.outputs.exposition import Registry
-from tailer.outputs.metrics import TurnMetrics
+from tailer.outputs.metrics import Metrics
 from tailer.outputs.prompt_links import PromptLinks
 
 CANARY = "CANARY-cli-otel-content"
@@ -77,7 +77,7 @@ def metrics_of(records) -> ExportMetricsServiceRequest:
 
 
 def follower(path, **options) -> cli_otel.ExportFollower:
-    return cli_otel.ExportFollower(path, TurnMetrics(Registry()), **options)
+    return cli_otel.ExportFollower(path, Metrics(Registry()), **options)
 
 
 def poll(export: cli_otel.ExportFollower, budget: int = 100) -> list[cli_otel.Record]:
@@ -363,7 +363,7 @@ SECRET = "SECRETX /home/alice/proj/.env password=hunter2"
 SECRET_PARTS = ("SECRETX", "alice", "hunter2", "password")
 
 
-def counted(metrics: TurnMetrics, family) -> dict[str, float]:
+def counted(metrics: Metrics, family) -> dict[str, float]:
     """{reason: count} of a family, the reasons counted at least once."""
     return {dict(labels)["reason"]: value
             for labels, value in samples(metrics.registry.render_final(), family.name).items()
@@ -387,7 +387,7 @@ def test_a_secret_in_any_name_or_code_of_the_export_is_sent_as_other_and_never_l
     export = tmp_path / "otel.jsonl"
     export.write_text("".join(json.dumps(line) + "\n" for line in [
         span, metric, {**metric_line(SECRET, 1)}, {"type": SECRET}]))
-    metrics = TurnMetrics(Registry())
+    metrics = Metrics(Registry())
     records = []
     with caplog.at_level("DEBUG", logger="tailer"):
         cli_otel.ExportFollower(export, metrics, from_start=True).poll(100, records.append)
@@ -418,7 +418,7 @@ def test_a_line_of_a_million_strings_is_skipped_in_bounded_memory(tmp_path):
     assert 7 << 20 < len(line) < 8 << 20
     export = tmp_path / "otel.jsonl"
     export.write_text(line + "\n")
-    metrics = TurnMetrics(Registry())
+    metrics = Metrics(Registry())
     records = []
     tracemalloc.start()
     try:
@@ -456,7 +456,7 @@ def test_a_record_our_own_code_fails_on_costs_that_record_only(tmp_path, caplog)
             raise KeyError("a bug")
         taken.append(record)
 
-    metrics = TurnMetrics(Registry())
+    metrics = Metrics(Registry())
     assert cli_otel.ExportFollower(export, metrics, from_start=True).poll(100, take) == 3
     assert span_ids(taken) == [f"{1:016x}", f"{3:016x}"]
     assert counted(metrics, metrics.cli_skipped) == {"internal_error": 1}

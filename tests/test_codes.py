@@ -21,7 +21,7 @@ from tailer.commands import scrub
 from tailer.turns.session_state import turn_from_data, turn_to_data
 from tailer.codes import IDENTIFIER, OTHER
 from tailer.outputs.exposition import DEFAULT_LABEL_VALUE_LIMIT, Registry
-from tailer.outputs.metrics import TurnMetrics
+from tailer.outputs.metrics import Metrics
 from tailer.turns.assembly import Turn
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -146,7 +146,7 @@ def _filler(annotation: str):
 
 def test_every_label_value_of_the_refusals_counter_has_its_own_series():
     assert len(events.NOT_CODE_FIELDS) <= DEFAULT_LABEL_VALUE_LIMIT
-    metrics = TurnMetrics(Registry())
+    metrics = Metrics(Registry())
     shown = samples(metrics.registry.render_final(), "hydrafusion_tailer_values_not_codes_total")
     assert shown == {(("field", name),): 0 for name in events.NOT_CODE_FIELDS}
     record = events.parse_line(json.dumps({

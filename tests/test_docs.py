@@ -21,7 +21,7 @@ from sessiongen import START, SessionWriter, every_pattern, whole_session
 from tailer.commands.cli import build_parser
 from tailer.copilot.events import parse_line
 from tailer.outputs.exposition import Registry
-from tailer.outputs.metrics import MAX_MODELS, TurnMetrics
+from tailer.outputs.metrics import MAX_MODELS, Metrics
 from tailer.outputs.otlp_metrics import prometheus_labels
 from tailer.outputs.spans import turn_spans
 
@@ -70,7 +70,7 @@ def turns():
 
 def exposed_families(turns) -> dict[str, tuple[str, frozenset[str]]]:
     """Family name -> (type, label names) as /metrics shows them once every family has a series."""
-    metrics = TurnMetrics(Registry(label_value_limits={"model": MAX_MODELS}))
+    metrics = Metrics(Registry(label_value_limits={"model": MAX_MODELS}))
     for turn in turns:
         metrics.count_turn(turn)
     # Give the drift and damage families a series too, the way the daemon counts them.

@@ -20,7 +20,7 @@ from tailer.outputs.exposition import (
     sanitise_label_value,
     write_textfile,
 )
-from tailer.outputs.metrics import TurnMetrics
+from tailer.outputs.metrics import Metrics
 from tailer.outputs.metrics_server import MetricsServer
 
 
@@ -648,7 +648,7 @@ def test_a_turn_counts_into_series_labelled_as_each_family_declares():
     writer.cascade("mai-code-1.1-flash", "gpt-5.6-sol", verdict="reject",
                    repair_model="gpt-5.6-sol")
     [turn] = assemble(writer.lines(), "s")
-    metrics = TurnMetrics(Registry())
+    metrics = Metrics(Registry())
     metrics.count_turn(turn)
     text = metrics.registry.render_final()
     judge = {"pattern": "cascade", "phase_kind": "judge", "role": "judge",

@@ -8,7 +8,7 @@ from exposition_helpers import samples
 from sessiongen import START, SessionWriter
 from tailer.outputs.exposition import Registry
 from tailer.daemon.fanout import TurnFanout
-from tailer.outputs.metrics import TurnMetrics
+from tailer.outputs.metrics import Metrics
 from tailer.outputs.outbox import Outbox, traces_from_state
 from test_outbox import FakeExporter
 
@@ -48,13 +48,13 @@ def exporting_outbox() -> tuple[Outbox, list]:
     return Outbox(lambda on_result: made.append(FakeExporter(on_result)) or made[-1]), made
 
 
-def turns_counted(metrics: TurnMetrics) -> float:
+def turns_counted(metrics: Metrics) -> float:
     return sum(samples(metrics.registry.render_final(), "hydrafusion_prompts_total").values())
 
 
 def test_live_turns_are_exported_counted_and_logged(caplog):
     turns = two_turns()
-    metrics = TurnMetrics(Registry())
+    metrics = Metrics(Registry())
     outbox, exporters = exporting_outbox()
     with caplog.at_level(logging.INFO, logger="tailer"):
         TurnFanout(metrics, outbox, None).send(turns, reading_history=False)
@@ -70,7 +70,7 @@ def outbox_traces(outbox: Outbox) -> list:
 
 def test_turns_read_at_start_up_go_to_history_when_it_takes_them():
     first, second = two_turns()
-    metrics = TurnMetrics(Registry())
+    metrics = Metrics(Registry())
     history = FakeHistory(cutoff_ms=second.end_ns // 1_000_000)  # takes the first only
     fanout = TurnFanout(metrics, Outbox(None), history)
     fanout.send([first, second], reading_history=True)
@@ -84,7 +84,7 @@ def test_with_prompt_links_the_spans_wait_for_their_pair():
     turns = two_turns()
     links = FakeLinks()
     outbox, exporters = exporting_outbox()
-    metrics = TurnMetrics(Registry())
+    metrics = Metrics(Registry())
     TurnFanout(metrics, outbox, None, links).send(turns, reading_history=False)
     assert links.turns == turns and exporters[0].submitted == []
     assert turns_counted(metrics) == 2
@@ -92,7 +92,7 @@ def test_with_prompt_links_the_spans_wait_for_their_pair():
 
 def test_a_turn_an_output_fails_on_costs_that_turn_only(caplog):
     first, second = two_turns()
-    metrics = TurnMetrics(Registry())
+    metrics = Metrics(Registry())
 
     class Failing(FakeLinks):
         def add_turn(self, turn):

@@ -51,7 +51,7 @@ from tailer.daemon import service
 from tailer.daemon import stages
 from tailer.turns.sessions import Tailer
 from tailer.outputs.exposition import Registry
-from tailer.outputs.metrics import MAX_MODELS, TurnMetrics
+from tailer.outputs.metrics import MAX_MODELS, Metrics
 from tailer.outputs.otlp import encode_request
 from tailer.outputs.spans import turn_spans
 from tailer.turns.assembly import Turn
@@ -214,7 +214,7 @@ class Clock:
 def read_run(state_dir: Path, saved: stages.Saved | None, clock: Clock) -> tuple[list[Turn], dict]:
     """One run of the reading pipeline, as the daemon starts and runs it: returns the turns
     it reported and the checkpoint it would save. The one place that knows Tailer's API."""
-    metrics = TurnMetrics(Registry(label_value_limits={"model": MAX_MODELS}, clock=clock))
+    metrics = Metrics(Registry(label_value_limits={"model": MAX_MODELS}, clock=clock))
     if saved is not None:
         metrics.restore(saved.metrics)
     tailer = Tailer(state_dir, metrics=metrics, from_start=True, idle_timeout_s=IDLE_S,

@@ -4,7 +4,7 @@ from assembly import assemble
 from exposition_helpers import samples, saved_series
 from sessiongen import START, SessionWriter
 from tailer.outputs.exposition import Registry
-from tailer.outputs.metrics import TurnMetrics
+from tailer.outputs.metrics import Metrics
 
 
 def turns_of(write) -> list:
@@ -15,7 +15,7 @@ def turns_of(write) -> list:
 
 
 def counted(turns) -> str:
-    metrics = TurnMetrics(Registry())
+    metrics = Metrics(Registry())
     for turn in turns:
         metrics.count_turn(turn)
     return metrics.registry.render_final()
@@ -60,7 +60,7 @@ def test_a_fusion_turn_adds_one_turn_and_its_legs_and_credits():
 
 def test_a_turn_counted_as_history_adds_what_it_would_have_added_live():
     [turn] = turns_of(lambda w: w.single("gpt-5.6-sol"))
-    live, history = TurnMetrics(Registry()), TurnMetrics(Registry())
+    live, history = Metrics(Registry()), Metrics(Registry())
     live.count_turn(turn)
     gained = history.count_turn_as_history(turn)
     assert gained and all(divisor > 0 for _, _, _, divisor in gained)
@@ -69,9 +69,9 @@ def test_a_turn_counted_as_history_adds_what_it_would_have_added_live():
 
 def test_counts_carry_on_from_what_a_checkpoint_saved():
     turns = turns_of(lambda w: (w.single("gpt-5.6-sol"), w.single("gpt-5.6-sol")))
-    before = TurnMetrics(Registry())
+    before = Metrics(Registry())
     before.count_turn(turns[0])
-    after = TurnMetrics(Registry())
+    after = Metrics(Registry())
     after.restore(saved_series(before.registry))
     after.count_turn(turns[1])
     assert samples(after.registry.render_final(), "hydrafusion_prompts_total") == {

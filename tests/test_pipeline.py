@@ -16,7 +16,7 @@ from tailer.copilot.events import parse_line
 from tailer.outputs.exposition import Registry
 from tailer.log_limit import WarningLimiter
 from tailer.outputs.logs import turn_line
-from tailer.outputs.metrics import MAX_MODELS, TurnMetrics
+from tailer.outputs.metrics import MAX_MODELS, Metrics
 from sessiongen import START, every_pattern
 from test_turns import feed_all
 
@@ -32,7 +32,7 @@ class Clock:
 class Counting:
     """A Tailer whose finished turns are kept in `finished` and counted, pass by pass."""
 
-    def __init__(self, tailer: Tailer, metrics: TurnMetrics | None, finished: list):
+    def __init__(self, tailer: Tailer, metrics: Metrics | None, finished: list):
         self.tailer, self.metrics, self.finished = tailer, metrics, finished
 
     def poll(self, *args, **kwargs):
@@ -48,7 +48,7 @@ class Counting:
 
 
 def make_tailer(state, clock, *, from_start=True, idle=1800.0, **options):
-    metrics = TurnMetrics(Registry(label_value_limits={"model": MAX_MODELS}, clock=clock))
+    metrics = Metrics(Registry(label_value_limits={"model": MAX_MODELS}, clock=clock))
     finished = []
     tailer = Tailer(state, metrics=metrics, from_start=from_start, idle_timeout_s=idle,
                     clock=clock, **options)
@@ -342,9 +342,9 @@ def test_a_50_mb_line_is_passed_over_in_bounded_memory(tmp_path):
 def test_the_newest_event_time_does_not_go_back_after_a_restart():
     from tailer.copilot.events import SessionEnded
 
-    before = TurnMetrics(Registry())
+    before = Metrics(Registry())
     before.count_event(SessionEnded(2_000 * 10**9))
-    after = TurnMetrics(Registry())
+    after = Metrics(Registry())
     after.restore(saved_series(before.registry))
     after.count_event(SessionEnded(1_000 * 10**9))  # an older log read after the restart
     assert samples(after.registry.render_final(),

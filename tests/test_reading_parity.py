@@ -27,7 +27,7 @@ from tailer.turns import session_log
 from tailer.turns.sessions import Tailer
 from tailer.outputs.exposition import Registry
 from tailer.copilot.files import find_logs
-from tailer.outputs.metrics import TurnMetrics
+from tailer.outputs.metrics import Metrics
 from tailer.report.read import Selection, SessionReader, wanted_turns
 from tailerproc import ROOT, tailer_env
 
@@ -229,7 +229,7 @@ def test_a_folder_that_vanishes_as_it_is_read_ends_its_session_quietly(tmp_path,
     assert len(turns) == 2 and reader.skipped() == {"damaged_lines": 0, "unreadable_logs": 0}
 
     writer("s-vanishing", "single").write(state)
-    metrics = TurnMetrics(Registry())
+    metrics = Metrics(Registry())
     tailer = Tailer(state, metrics=metrics, from_start=True, idle_timeout_s=1e9)
     try:
         assert len(tailer.poll().turns) == 2

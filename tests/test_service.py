@@ -8,7 +8,7 @@ from tailer.daemon import checkpoint
 from tailer.daemon import service
 from tailer.outputs.exposition import Registry
 from tailer.daemon.fanout import TurnFanout
-from tailer.outputs.metrics import TurnMetrics
+from tailer.outputs.metrics import Metrics
 from tailer.outputs.outbox import Outbox
 from assembly import assemble
 
@@ -18,7 +18,7 @@ def test_a_turn_the_outputs_fail_on_costs_that_turn_only(monkeypatch, caplog):
     writer.single("gpt-5.6-sol")
     writer.single("mai-code-1.1-flash")
     first, second = assemble(writer.lines(), "s")
-    metrics = TurnMetrics(Registry())
+    metrics = Metrics(Registry())
     fanout = TurnFanout(metrics, Outbox(None), None)
     real_count = metrics.count_turn
 
@@ -70,13 +70,13 @@ def test_an_event_far_in_the_future_does_not_pin_the_newest_event_time():
     from tailer.copilot.events import SessionEnded
     import time
 
-    metrics = TurnMetrics(Registry())
+    metrics = Metrics(Registry())
     metrics.count_event(SessionEnded(7_000_000_000 * 10**9))  # 2191: a wrong clock
     metrics.count_event(SessionEnded(time.time_ns() - 10**9))
     shown = samples(metrics.registry.render_final(),
                     "hydrafusion_tailer_last_event_timestamp_seconds")[()]
     assert abs(shown - time.time()) < 60
-    restored = TurnMetrics(Registry())
+    restored = Metrics(Registry())
     restored.restore({"hydrafusion_tailer_last_event_timestamp_seconds": [[[], 7e9, False, 0]]})
     assert samples(restored.registry.render_final(),
                    "hydrafusion_tailer_last_event_timestamp_seconds")[()] == 0

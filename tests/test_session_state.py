@@ -12,7 +12,7 @@ from tailer.daemon import checkpoint
 from tailer.turns import session_state
 from tailer.turns.sessions import Tailer
 from tailer.outputs.exposition import Registry
-from tailer.outputs.metrics import TurnMetrics
+from tailer.outputs.metrics import Metrics
 from tailer.turns.session_log import SessionLog
 
 DATA = Path(__file__).resolve().parent / "data" / "checkpoint-main"
@@ -40,7 +40,7 @@ def saved(tmp_path) -> tuple[Path, dict]:
 
 def read_all(state_dir: Path, clock: Clock, saved: dict | None) -> list:
     """Every turn a tailer finishes over `state_dir`, its idle ones included."""
-    tailer = Tailer(state_dir, metrics=TurnMetrics(Registry()), from_start=True,
+    tailer = Tailer(state_dir, metrics=Metrics(Registry()), from_start=True,
                     idle_timeout_s=IDLE_S, saved=saved, clock=clock)
     try:
         turns = tailer.poll().turns
@@ -62,7 +62,7 @@ def test_main_s_checkpoint_loads_and_is_saved_again_unchanged(saved, tmp_path):
     state_dir, raw = saved
     loaded = checkpoint.load(DATA / "checkpoint.json")
     assert loaded == raw
-    tailer = Tailer(state_dir, metrics=TurnMetrics(Registry()), from_start=False,
+    tailer = Tailer(state_dir, metrics=Metrics(Registry()), from_start=False,
                     idle_timeout_s=IDLE_S, saved=loaded, clock=Clock(GONE_AT))
     try:
         tailer.start()  # the live session is now a SessionLog made from its saved state

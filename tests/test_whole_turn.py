@@ -19,7 +19,7 @@ from tailer.turns import session_state
 from tailer.copilot.events import Malformed, ModelCall, Usage, parse_line
 from tailer.outputs.exposition import Registry
 from tailer.outputs.logs import turn_line
-from tailer.outputs.metrics import MAX_MODELS, TurnMetrics
+from tailer.outputs.metrics import MAX_MODELS, Metrics
 from tailer.outputs.otlp import encode_request
 from tailer.outputs.spans import turn_spans
 from tailer.turns.assembly import AT_COMMIT, BETWEEN_CALLS, LIVE, SessionTurns
@@ -165,7 +165,7 @@ def test_the_route_failures_fallback_answer_stays_with_the_failed_route(whole):
     assert turn.calls_difference(turn.legs[0]) is None
 
 
-def shown(metrics: TurnMetrics, family: str, *labels: str) -> dict:
+def shown(metrics: Metrics, family: str, *labels: str) -> dict:
     """A family's samples as a scrape shows them, summed by the values of `labels`."""
     totals = {}
     for key, value in samples(metrics.registry.render_final(), family).items():
@@ -176,7 +176,7 @@ def shown(metrics: TurnMetrics, family: str, *labels: str) -> dict:
 
 def test_prompts_of_every_kind_are_counted_on_one_footing(whole):
     turns, writer, _ = whole
-    metrics = TurnMetrics(Registry(label_value_limits={"model": MAX_MODELS}))
+    metrics = Metrics(Registry(label_value_limits={"model": MAX_MODELS}))
     for turn in turns.values():
         metrics.count_turn(turn)
     prompts = shown(metrics, "hydrafusion_prompts_total", "kind", "model")
@@ -216,7 +216,7 @@ def test_totals_that_do_not_match_are_reported_with_both_figures():
     line = last.describe()
     assert SESSION in line and model in line
     assert f"ours aiu={ours.aiu:.9g}" in line and f"CLI aiu={theirs.aiu:.9g}" in line
-    metrics = TurnMetrics(Registry())
+    metrics = Metrics(Registry())
     for check in checks:
         metrics.count_reconciliation(check)
     checks = shown(metrics, "hydrafusion_reconciliations_total", "source", "result")
@@ -248,7 +248,7 @@ def test_a_damaged_usage_record_is_counted_and_the_turn_still_completes():
     assert a["hydrafusion.phase.calls_difference.request_count"] == 1
     assert a["hydrafusion.phase.calls_difference.aiu"] == pytest.approx(difference.aiu)
     assert a["hydrafusion.phase.call_count"] == 2
-    metrics = TurnMetrics(Registry())
+    metrics = Metrics(Registry())
     metrics.count_turn(turn)
     assert shown(metrics, "hydrafusion_leg_call_mismatches_total", "phase_kind") == {("primary",): 1}
     assert not check.agrees  # the CLI counted the call the log's record lost
@@ -278,7 +278,7 @@ def test_calls_of_unknown_credits_are_no_mismatch_and_no_price():
     # a lost call still shows, in its request and tokens; its credits are not guessed at
     difference = damaged.calls_difference(damaged.legs[0])
     assert difference.request_count == 1 and difference.nano_aiu == 0
-    metrics = TurnMetrics(Registry())
+    metrics = Metrics(Registry())
     for turn in turns:
         metrics.count_turn(turn)
     assert shown(metrics, "hydrafusion_leg_call_mismatches_total", "phase_kind") == {("primary",): 1}

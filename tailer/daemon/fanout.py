@@ -11,7 +11,7 @@ import logging
 
 from ..outputs.history import History
 from ..outputs.logs import log_turn
-from ..outputs.metrics import TurnMetrics
+from ..outputs.metrics import Metrics
 from ..outputs.outbox import Outbox
 from ..outputs.prompt_links import PromptLinks
 from ..outputs.spans import turn_spans
@@ -24,7 +24,7 @@ class TurnFanout:
     """`links`: when the CLI's own telemetry is followed, a turn's spans go there, to be
     linked with the CLI's trace of the same prompt before they reach the outbox."""
 
-    def __init__(self, metrics: TurnMetrics, outbox: Outbox, history: History | None,
+    def __init__(self, metrics: Metrics, outbox: Outbox, history: History | None,
                  links: PromptLinks | None = None):
         self.metrics = metrics
         self.outbox = outbox

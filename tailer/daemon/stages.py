@@ -25,7 +25,7 @@ from ..outputs.exposition import Registry, series_from_state
 from .fanout import TurnFanout
 from ..outputs.history import History, history_from_state
 from ..outputs.identity import Identity, identity_from_state
-from ..outputs.metrics import MAX_MODELS, TurnMetrics
+from ..outputs.metrics import MAX_MODELS, Metrics
 from ..outputs.metrics_server import MetricsServer
 from ..outputs.otlp import OtlpExporter, Unit, tls_context
 from ..outputs.otlp_metrics import MetricsPusher, prometheus_labels
@@ -79,7 +79,7 @@ class Stages:
     config: Config  # with the resource of this tailer's identity
     identity: Identity
     registry: Registry
-    metrics: TurnMetrics
+    metrics: Metrics
     server: MetricsServer | None
     outbox: Outbox
     pusher: MetricsPusher | None
@@ -98,7 +98,7 @@ def build(config: Config, saved: Saved | None, previous_run_ms: int, *,
     config = dataclasses.replace(config, resource=identity.resource(config.resource))
     started_ms = time.time_ns() // 1_000_000
     registry = Registry(label_value_limits={"model": MAX_MODELS})
-    metrics = TurnMetrics(registry)
+    metrics = Metrics(registry)
     if saved is not None:
         metrics.restore(saved.metrics)
     server = None
@@ -133,7 +133,7 @@ def _pusher(config: Config) -> MetricsPusher | None:
         user_agent=f"hydrafusion-tailer/{__version__}")
 
 
-def _history(config: Config, saved: Saved | None, registry: Registry, metrics: TurnMetrics,
+def _history(config: Config, saved: Saved | None, registry: Registry, metrics: Metrics,
              writer, *, not_before_ms: int, cutoff_ms: int, le_as_pushed: bool) -> History:
     """The history of this run's start-up reading; scrapes leave its families out until it
     is pushed (Registry.withhold)."""
@@ -162,7 +162,7 @@ def _previous_run_seen_until(saved: Saved | None, previous_heartbeat_ms: int) ->
 
 
 def _cli_telemetry(config: Config, saved: Saved | None, tailer: Tailer,
-                   metrics: TurnMetrics) -> CliTelemetry:
+                   metrics: Metrics) -> CliTelemetry:
     cli_saved = (saved and saved.cli) or {}
     follower = ExportFollower(
         config.cli_otel, metrics, from_start=config.from_start or config.once,

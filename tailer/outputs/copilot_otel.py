@@ -93,7 +93,7 @@ COLD_CHECK_S = 30.0
 RELIST_S = 60.0
 
 # Why a line is skipped, and how a value was changed: the counters' reasons
-# (metrics.TurnMetrics.cli_skipped, .cli_changed), and what the warning says of each change.
+# (metrics.Metrics.cli_skipped, .cli_changed), and what the warning says of each change.
 SKIP_REASONS = ("oversized", "not_json", "not_a_record", "bad_ids", "bad_name", "no_points",
                 "internal_error")
 _CHANGES = {

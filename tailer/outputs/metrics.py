@@ -45,8 +45,14 @@ def _flag(value: bool) -> str:
     return "true" if value else "false"
 
 
-class TurnMetrics:
-    """Counters fed by finished turns and by the pipeline's own bookkeeping."""
+class Metrics:
+    """Every family the tailer exposes, declared in one place: what finished turns add
+    (`hydrafusion_*`) and the tailer's own health (`hydrafusion_tailer_*`).
+
+    One class, longer than the others, because the families are one contract on one
+    registry: the declarations are data a reader checks against docs/METRICS.md top to
+    bottom, and `turn_families` (what history covers) is the line between the two halves.
+    """
 
     def __init__(self, registry: Registry):
         self.registry = registry

@@ -73,7 +73,7 @@ class Tailer:
         self,
         state_dir: Path,
         *,
-        metrics,  # what it reads is counted into (the outputs' TurnMetrics), passed in
+        metrics,  # what it reads is counted into (the outputs' Metrics), passed in
         from_start: bool,
         idle_timeout_s: float,
         backfill_days: float | None = None,

@@ -19,7 +19,7 @@ from pathlib import Path
 from tailer.daemon import checkpoint
 from tailer.turns.sessions import Tailer
 from tailer.outputs.exposition import Registry
-from tailer.outputs.metrics import TurnMetrics
+from tailer.outputs.metrics import Metrics
 from tests.sessiongen import START, SessionWriter
 
 HERE = Path(__file__).resolve().parent
@@ -44,7 +44,7 @@ def main() -> None:
         (state_dir / "alive" / "events.jsonl").write_text(
             "".join(f"{line}\n" for line in alive.lines()[:cut]))
         gone.write(state_dir)
-        metrics = TurnMetrics(Registry())
+        metrics = Metrics(Registry())
         tailer = Tailer(state_dir, metrics=metrics, from_start=True, idle_timeout_s=1e9,
                         clock=lambda: GONE_AT)
         try:
