@@ -5,8 +5,11 @@ aside and starting afresh (service._load_checkpoint); it must never be a crash l
 or gigabytes read. Each damaged case below was reproduced in issue 10.
 """
 
+from __future__ import annotations
+
 import contextlib
 import copy
+import dataclasses
 import json
 import os
 import threading
@@ -17,6 +20,7 @@ import pytest
 
 from exposition_helpers import saved_series
 from sessiongen import START, SessionWriter
+from tailer.copilot import events
 from tailer.daemon import checkpoint
 from tailer.daemon import service
 from tailer.turns import session_state
@@ -312,9 +316,24 @@ def test_the_daemon_moves_a_refused_checkpoint_aside(tmp_path):
 
 
 def test_every_field_of_every_record_has_its_check():
-    """A record field of a type the checker does not know would refuse every checkpoint."""
-    for fields in session_state._RECORD_FIELDS.values():
-        assert set(fields.values()) <= set(session_state._FIELD_CHECKS)
+    """A record field the checker does not know would refuse every checkpoint."""
+    for cls in session_state._RECORD_CHECKS:
+        assert set(session_state._RECORD_CHECKS[cls]) == {f.name for f in dataclasses.fields(cls)}
+
+
+def test_a_number_field_is_checked_by_what_it_measures_not_by_its_type():
+    """An int that is no timestamp must not pass as one: it needs a check of its own."""
+    @dataclasses.dataclass
+    class Counted:
+        time_ns: int
+        attempts: int
+
+    assert session_state._field_check(Counted, dataclasses.fields(Counted)[0]) is \
+        session_state._time_ns
+    with pytest.raises(TypeError, match="attempts"):
+        session_state._field_check(Counted, dataclasses.fields(Counted)[1])
+    with pytest.raises(ValueError):
+        session_state._RECORD_CHECKS[events.ModelCall]["duration_ms"](-1.0, "a duration")
 
 
 def test_a_version_3_checkpoint_loads_with_its_calls_credits_unknown(tmp_path, state):

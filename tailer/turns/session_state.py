@@ -158,11 +158,11 @@ def _record_from_data(data: dict) -> events.Event:
     cls = _RECORD_TYPES.get(text(values.pop("kind"), "a record's kind"))
     if cls is None:
         raise ValueError("a record is of no known kind")
-    fields = _RECORD_FIELDS[cls]
-    if not fields.keys() >= values.keys():
+    checks = _RECORD_CHECKS[cls]
+    if not checks.keys() >= values.keys():
         raise ValueError(f"a {cls.__name__} record has a field it does not know")
     for name, value in values.items():
-        values[name] = _FIELD_CHECKS[fields[name]](value, f"{cls.__name__}.{name}")
+        values[name] = checks[name](value, f"{cls.__name__}.{name}")
     record = cls(**values)
     events.codes_only(record)  # its codes too: free text in a saved file never leaves either
     return record
@@ -214,20 +214,35 @@ def _texts(value: object, what: str) -> tuple[str, ...]:
 _USAGE_LIMITS = {field.name: events.MAX_COUNT for field in dataclasses.fields(events.Usage)}
 _USAGE_LIMITS["nano_aiu"] = events.MAX_NANO_AIU
 
-# By the annotation of a record's field: a new field of a new type needs its check here
-# (tests/test_checkpoint.py says so).
-_FIELD_CHECKS = {
-    "int": _time_ns,
+# A number's check goes by what it measures, so by the field's name: a new number field
+# must say here what bounds it, or this module refuses to load (tests/test_checkpoint.py).
+_NUMBER_CHECKS = {
+    "time_ns": _time_ns,
+    "duration_ms": _milliseconds,
+    "routing_latency_ms": _milliseconds,
+    "time_to_first_token_ms": _milliseconds,
+}
+# Every other field's check goes by its type.
+_TYPE_CHECKS = {
     "str": _record_text,
-    "str | None": _optional(_record_text),
-    "float": _milliseconds,
-    "float | None": _optional(_milliseconds),
     "Usage": _usage,
     "tuple[str, ...]": _texts,
     "bool": _bool,
-    "bool | None": _optional(_bool),
 }
-_RECORD_FIELDS = {
-    cls: {field.name: field.type for field in dataclasses.fields(cls)}
+
+
+def _field_check(cls: type, field: dataclasses.Field):
+    kind, optional = field.type.removesuffix(" | None"), field.type.endswith(" | None")
+    if kind in ("int", "float"):
+        check = _NUMBER_CHECKS.get(field.name)
+    else:
+        check = _TYPE_CHECKS.get(kind)
+    if check is None:
+        raise TypeError(f"{cls.__name__}.{field.name} ({field.type}) has no check in session_state")
+    return _optional(check) if optional else check
+
+
+_RECORD_CHECKS = {
+    cls: {field.name: _field_check(cls, field) for field in dataclasses.fields(cls)}
     for cls in _RECORD_TYPES.values()
 }
