@@ -6,7 +6,7 @@ import pytest
 from assembly import assemble
 from sessiongen import every_pattern
 from tailer.copilot.events import (
-    CommitStarted, Completed, Handoff, LegEnded, Resolved, RouteFailed, SessionEnded, Usage,
+    CommitStarted, Completed, Handoff, LegEnded, Resolved, RouteFailed, SessionEnded, Usage, parse_line,
 )
 from tailer.turns.assembly import SessionTurns
 
@@ -182,3 +182,19 @@ def test_real_cli_order_gives_every_leg(assembled):
         want = [(l.phase_id, l.phase_kind, l.model, l.status, l.verdict, l.committed,
                  l.nano_aiu, l.failure_reason) for l in truth.legs]
         assert got == want
+
+
+def test_a_finished_turns_tools_are_placed_once_and_an_open_turns_as_they_come(assembled):
+    """Every output reads a finished turn's tools: they are placed when it finishes, not at
+    each read; an open turn's are found from what it holds so far."""
+    expected, finished = assembled
+    with_tools = [turn for turn in finished if turn.tools]
+    assert with_tools and all(turn.tools is turn.tools for turn in with_tools)
+    writer = every_pattern("sess-open")
+    turns, seen = SessionTurns("sess-open"), []
+    for text in writer.lines():
+        record = parse_line(text.encode())
+        if record is not None:
+            turns.feed(record)
+            seen += [len(turn.tools) for turn in turns.open_turns]
+    assert max(seen) > 0, "an open turn's tools show before it ends"

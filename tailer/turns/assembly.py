@@ -105,6 +105,8 @@ class Turn:
     prompt: Prompt | None = None
     calls: list[ModelCall] = field(default_factory=list)
     tool_events: list[ToolStarted | ToolCompleted] = field(default_factory=list)
+    # Placed once by `finish`: a finished turn's tools are read by every output.
+    _finished_tools: list[ToolCall] | None = field(default=None, repr=False, compare=False)
 
     @property
     def kind(self) -> str:
@@ -265,7 +267,17 @@ class Turn:
 
     @property
     def tools(self) -> list[ToolCall]:
-        """The tool calls in log order, each with its times (see ToolCall.timing)."""
+        """The tool calls in log order, each with its times (see ToolCall.timing); while the
+        turn is open, found afresh from what it holds so far."""
+        if self._finished_tools is not None:
+            return self._finished_tools
+        return self._tool_calls()
+
+    def finish(self) -> None:
+        """Nothing more is added to this turn: its tools are placed for good."""
+        self._finished_tools = self._tool_calls()
+
+    def _tool_calls(self) -> list[ToolCall]:
         starts: dict[str, ToolStarted] = {}
         ends: dict[str, ToolCompleted] = {}
         for event in self.tool_events:
@@ -663,6 +675,7 @@ class SessionTurns:
         return turn
 
     def _finish(self, turn: Turn) -> Turn:
+        turn.finish()
         del self._open[turn.key]
         self._finished[turn.key] = None
         if len(self._finished) > _REMEMBERED_FINISHED:
