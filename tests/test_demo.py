@@ -172,7 +172,7 @@ def test_replayed_turns_never_overlap_and_come_at_the_interval(tmp_path):
 WITHOUT_INOTIFY = (
     "import sys, tailer.copilot.watch, tailer.commands.cli\n"
     "def unavailable(): raise OSError(24, 'Too many open files')\n"
-    "tailer.copilot.watch._Inotify = unavailable\n"
+    "tailer.copilot.watch.Inotify = unavailable\n"
     "sys.exit(tailer.commands.cli.main())\n"
 )
 

@@ -144,7 +144,7 @@ def test_first_call_reports_every_existing_log_without_waiting(
         raise AssertionError("the first call waited")
 
     monkeypatch.setattr(time, "sleep", no_waiting)
-    monkeypatch.setattr(watch._Inotify, "wait", no_waiting)
+    monkeypatch.setattr(watch.Inotify, "wait", no_waiting)
     watcher = watchers(state_dir, use_inotify=use_inotify)
     assert watcher.mode == ("inotify" if use_inotify else "polling")
     first = started(watcher)
@@ -339,7 +339,7 @@ def test_without_inotify_events_cold_logs_are_still_swept_within_a_minute(
 ):
     """Docker Desktop bind mounts deliver no events: simulated by dropping them all."""
     logs = [write_log(state_dir, f"s{i}", age_s=DAYS_AGO_S) for i in range(50)]
-    monkeypatch.setattr(watch._Inotify, "read_events", lambda self: [])
+    monkeypatch.setattr(watch.Inotify, "read_events", lambda self: [])
     clock = FakeClock()
     watcher = watchers(state_dir, clock=clock, use_inotify=True)
     started(watcher)
@@ -367,14 +367,14 @@ def test_watched_cold_logs_are_stat_once_a_minute(state_dir, watchers, monkeypat
 @pytest.mark.skipif(not INOTIFY, reason="inotify is Linux only")
 def test_watch_limit_warns_once_and_polls_those_folders(state_dir, watchers, monkeypatch, caplog):
     """The user's watch limit is simulated: ENOSPC for folders named limited-*."""
-    real_add_watch = watch._Inotify.add_watch
+    real_add_watch = watch.Inotify.add_watch
 
     def add_watch(self, path, mask):
         if Path(path).name.startswith("limited-"):
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
         return real_add_watch(self, path, mask)
 
-    monkeypatch.setattr(watch._Inotify, "add_watch", add_watch)
+    monkeypatch.setattr(watch.Inotify, "add_watch", add_watch)
     limited = [write_log(state_dir, f"limited-{i}", age_s=DAYS_AGO_S) for i in range(3)]
     write_log(state_dir, "watched", age_s=DAYS_AGO_S)
     clock = FakeClock()

@@ -21,13 +21,10 @@ events do not cross every mount (Docker Desktop bind mounts) and watches run out
 
 from __future__ import annotations
 
-import ctypes
 import errno
 import logging
 import os
-import select
 import stat
-import struct
 import sys
 import time
 from dataclasses import dataclass, field
@@ -35,6 +32,8 @@ from pathlib import Path
 from typing import Callable
 
 from .files import LOG_NAME
+from .inotify import (IN_CREATE, IN_DELETE, IN_EXCL_UNLINK, IN_IGNORED, IN_MODIFY, IN_MOVE_SELF,
+                      IN_MOVED_FROM, IN_MOVED_TO, IN_ONLYDIR, IN_Q_OVERFLOW, Inotify)
 from .problems import folder_problem, state_dir_problem
 
 log = logging.getLogger("tailer")
@@ -44,18 +43,6 @@ HOT_FOR_S = 600.0
 # One round of the cold sweep. Watched folders are only checked every other round.
 SWEEP_ROUND_S = 30.0
 RELIST_EVERY_S = 60.0
-
-# From <sys/inotify.h>; the same on every Linux architecture.
-IN_MODIFY = 0x2
-IN_MOVED_FROM = 0x40
-IN_MOVED_TO = 0x80
-IN_CREATE = 0x100
-IN_DELETE = 0x200
-IN_MOVE_SELF = 0x800
-IN_Q_OVERFLOW = 0x4000
-IN_IGNORED = 0x8000
-IN_ONLYDIR = 0x1000000
-IN_EXCL_UNLINK = 0x4000000
 
 # Every way a session folder can come and go. A watch follows a moved directory, so the
 # state directory moving away is an event of its own.
@@ -127,10 +114,10 @@ class SessionWatcher:
         self.clock = clock
         self._root = os.fspath(state_dir)
         self._prefix = os.path.join(self._root, "")  # with its trailing separator
-        self._inotify: _Inotify | None = None
+        self._inotify: Inotify | None = None
         if use_inotify and sys.platform.startswith("linux"):
             try:
-                self._inotify = _Inotify()
+                self._inotify = Inotify()
             except OSError as error:
                 log.warning("inotify is unavailable (%s): polling session logs instead",
                             error.strerror)
@@ -418,73 +405,3 @@ def _is_dir(entry: os.DirEntry) -> bool:
         return entry.is_dir()
     except OSError:
         return False
-
-
-_EVENT = struct.Struct("iIII")  # struct inotify_event: wd, mask, cookie, len; then the name
-_READ_BYTES = 64 * 1024
-# A writer in a tight loop can keep the queue full; stopping after this many reads leaves the
-# rest for the next pass instead of never returning.
-_READS_PER_PASS = 16
-
-
-class _Inotify:
-    """The few inotify calls the watcher needs, through ctypes. Raises OSError if unavailable."""
-
-    def __init__(self) -> None:
-        try:
-            # dlopen(NULL): the running Python's own symbols include libc's, with glibc and
-            # musl alike, and without find_library() running ldconfig.
-            libc = ctypes.CDLL(None, use_errno=True)
-            init1 = libc.inotify_init1
-            self._add_watch = libc.inotify_add_watch
-            self._rm_watch = libc.inotify_rm_watch
-        except (OSError, AttributeError) as error:
-            raise OSError(errno.ENOSYS, "no inotify in the C library") from error
-        init1.argtypes = [ctypes.c_int]
-        self._add_watch.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_uint32]
-        self._rm_watch.argtypes = [ctypes.c_int, ctypes.c_int]
-        fd = init1(os.O_NONBLOCK | os.O_CLOEXEC)  # IN_NONBLOCK, IN_CLOEXEC
-        if fd < 0:
-            raise _last_error()
-        self.fd = fd
-        # poll, not select: select cannot wait on a descriptor numbered 1024 or above.
-        self._poller = select.poll()
-        self._poller.register(fd, select.POLLIN)
-
-    def add_watch(self, path: str, mask: int) -> int:
-        wd = self._add_watch(self.fd, os.fsencode(path), mask)
-        if wd < 0:
-            raise _last_error()
-        return wd
-
-    def remove_watch(self, wd: int) -> None:
-        # Fails harmlessly when the kernel has dropped the watch already.
-        self._rm_watch(self.fd, wd)
-
-    def wait(self, seconds: float) -> None:
-        self._poller.poll(seconds * 1000)
-
-    def read_events(self) -> list[tuple[int, int, str]]:
-        """Every queued event as (watch, mask, name); name is "" for the watched folder itself."""
-        events = []
-        for _ in range(_READS_PER_PASS):
-            try:
-                data = os.read(self.fd, _READ_BYTES)
-            except BlockingIOError:
-                break
-            offset = 0
-            while offset < len(data):
-                wd, mask, _cookie, length = _EVENT.unpack_from(data, offset)
-                offset += _EVENT.size
-                name = data[offset:offset + length].rstrip(b"\0")
-                offset += length
-                events.append((wd, mask, os.fsdecode(name)))
-        return events
-
-    def close(self) -> None:
-        os.close(self.fd)
-
-
-def _last_error() -> OSError:
-    code = ctypes.get_errno()
-    return OSError(code, os.strerror(code))

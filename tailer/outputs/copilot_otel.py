@@ -512,6 +512,8 @@ class ExportFollower:
 
     Each line is converted and handed on under one guard: a line that is not usable, or
     one our own code fails on, costs that line only, counted in `metrics` and warned about.
+    Longer than most classes: the files' positions, their hot/cold schedule and the one guard
+    around each line are one state that the checkpoint saves whole, so they stay together.
     """
 
     def __init__(self, path: Path, metrics, *, from_start: bool,
