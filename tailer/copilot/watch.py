@@ -101,6 +101,10 @@ class SessionWatcher:
     `mode` is "inotify" or "polling", for the start-up log line. `clock` (monotonic
     seconds) drives every schedule here: hot, cold, re-listing. Waiting uses real time, so
     with a clock that does not advance on its own call `changes(0)`.
+
+    Long because its schedules are one state: which folders are hot or cold, when the state
+    directory is listed again, and which events inotify (tailer/copilot/inotify.py) reported
+    decide together what to stat next. The C calls live apart, in inotify.py.
     """
 
     def __init__(

@@ -91,6 +91,9 @@ class Turn:
 
     `key` is what the session knows the turn by: the fusionId of a fusion turn, the
     attemptId without `:route` of a route failure, `prompt-{event id}` of an ordinary turn.
+    Long because every output reads the same derived figures (models, usage, outcome, the
+    committed leg, tool times): each is a short property over the records, kept here so that
+    no two outputs derive one differently.
     """
 
     session_id: str
@@ -508,7 +511,11 @@ def _figures(usage: Usage, unpriced: bool = False) -> str:
 
 
 class SessionTurns:
-    """The open turns of one session, the ids of the ones already finished, its ledgers."""
+    """The open turns of one session, the ids of the ones already finished, its ledgers.
+
+    Over 150 lines because each record kind has its rule for which turn it opens, joins or
+    finishes (the CLI writes no turn starts), and those rules share one view of the open turns.
+    """
 
     def __init__(self, session_id: str, open_turns: list[Turn] = (), finished: list[str] = (),
                  context: SessionContext | None = None):

@@ -67,6 +67,9 @@ class Tailer:
     sessions and are read from their beginning. Logs found at start that were last written
     more than `backfill_days` ago are read from their end all the same. A session whose log
     has not changed for `idle_timeout_s` has its open turns finished as `incomplete`.
+    Over 150 lines because which log to read next (the watcher's changes, a pass's turn
+    budget, tombstones of vanished logs) is one decision over every session; reading one log
+    is SessionLog's (tailer/turns/session_log.py).
     """
 
     def __init__(
