@@ -116,7 +116,7 @@ def test_session_state_defaults_to_the_cli_folder_and_demo_uses_the_fixtures(con
                     if v["target"] == "/sessions")
 
     assert source(None) == str(home / ".copilot" / "session-state")
-    assert source("demo.env") == str(REPO / "fixtures" / "sessions")
+    assert source("demo.env") == str(REPO / "tailer" / "commands" / "fixtures")
 
 
 @pytest.mark.parametrize("env_file", ENV_FILES)
@@ -129,7 +129,7 @@ def test_the_clis_telemetry_folder_is_mounted_read_only_where_the_tailer_reads_i
     assert mount["bind"]["create_host_path"] is True
     assert tailer["environment"]["HYDRAFUSION_CLI_OTEL_PATH"] == "/cli-otel"
     expected = {None: home / ".copilot" / "otel", ".env.example": home / ".copilot" / "otel",
-                "demo.env": REPO / "fixtures"}[env_file]
+                "demo.env": REPO / "tailer" / "commands" / "fixtures"}[env_file]
     assert mount["source"] == str(expected)
 
 
