@@ -64,7 +64,12 @@ def _run_demo(config: Config, heartbeat: service.Heartbeat, replay_interval_s: f
 
 def report_demo(args, environ: dict[str, str]) -> int:
     """`report --demo`: the report on a fresh copy of the fixtures, moved to end now; with
-    --watch a fixture turn is replayed now and then, as the daemon's demo does."""
+    --watch a fixture turn is replayed now and then, as the daemon's demo does. The
+    options are checked first, so a wrong one is refused before anything is copied."""
+    try:
+        report.checked(args, datetime.now(timezone.utc))
+    except ValueError as error:
+        return report.refused(error)
     with tempfile.TemporaryDirectory(prefix="hydrafusion-demo-") as work:
         state_dir = Path(work, "session-state")
         demo.prepare(demo.FIXTURES, state_dir, datetime.now(timezone.utc), keep_session_ids=True)
