@@ -92,7 +92,8 @@ def test_the_tailer_image_runs_the_daemon_as_a_non_root_user():
 
 
 def test_the_tailer_build_context_leaves_out_everything_it_does_not_need():
-    """Only the package reaches the image: never a .env, sessions, fixtures or .git."""
+    """Only the package (its example sessions included) reaches the image: never a .env, a
+    user's sessions or .git."""
     lines = (REPO / ".dockerignore").read_text().splitlines()
     rules = [line for line in lines if line and not line.startswith("#")]
     assert rules[0] == "*"
