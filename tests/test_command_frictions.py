@@ -10,10 +10,14 @@ import subprocess
 import sys
 import termios
 from datetime import datetime, timedelta, timezone
+from zoneinfo import ZoneInfo
 
 import pytest
 
 from report_helpers import run_report
+from sessiongen import SessionWriter
+from tailer.commands import demo, demo_run
+from tailer.commands.cli import parse_args
 from tailer.report import command as report
 from tailer.report import live as report_live
 from tailerproc import ROOT, tailer_env
@@ -45,20 +49,20 @@ def test_an_html_path_that_cannot_be_written_is_refused_before_a_log_is_read(tmp
 # -- SIGTERM during --watch ---------------------------------------------------------------
 
 
-def watch_in_a_terminal(tmp_path, *args):
-    """`report ARGS --watch` in a pseudo-terminal, until its first whole frame: the process
-    and the terminal's side of it."""
+def watch_in_a_terminal(tmp_path, *args, **env):
+    """`report ARGS --watch` in a pseudo-terminal, until its first whole frame: the process,
+    the terminal's side of it and what it showed."""
     leader, follower = pty.openpty()
     fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 30, 100, 0, 0))
     process = subprocess.Popen(
         [sys.executable, "-m", "tailer", "report", *args, "--watch"], cwd=ROOT,
-        env=tailer_env(TMPDIR=str(tmp_path / "tmp")), stdin=follower, stdout=follower,
+        env=tailer_env(TMPDIR=str(tmp_path / "tmp"), **env), stdin=follower, stdout=follower,
         stderr=subprocess.PIPE, start_new_session=True,
     )
     os.close(follower)
     output = read_until(leader, lambda out: b"\x1b[J" in out.partition(b"Ctrl-C quits")[2])
     assert b"Ctrl-C quits" in output, "no whole frame drawn within a minute"
-    return process, leader
+    return process, leader, output.decode()
 
 
 @pytest.mark.parametrize("demo", [True, False])
@@ -68,7 +72,7 @@ def test_sigterm_ends_a_watch_as_ctrl_c_does(tmp_path, demo):
     if not demo:
         Session(tmp_path / "state").add()
         args = ["--state-dir", str(tmp_path / "state")]
-    process, leader = watch_in_a_terminal(tmp_path, *args)
+    process, leader, _ = watch_in_a_terminal(tmp_path, *args)
     try:
         process.send_signal(signal.SIGTERM)
         ending = read_until(leader, lambda out: report_live.SHOW_CURSOR.encode() in out)
@@ -80,6 +84,18 @@ def test_sigterm_ends_a_watch_as_ctrl_c_does(tmp_path, demo):
         os.close(leader)
     assert "Traceback" not in process.stderr.read().decode()
     assert list((tmp_path / "tmp").iterdir()) == []  # no hydrafusion-demo-XXXX left
+
+
+def test_a_watch_shows_the_time_zone_it_is_given(tmp_path):
+    """`--watch --timezone`: the turns' times and days in that zone, which the table names."""
+    (tmp_path / "tmp").mkdir()
+    Session(tmp_path / "state").add()  # its turn starts at 10:00Z, 15:30 in Kolkata
+    process, leader, frame = watch_in_a_terminal(
+        tmp_path, "--state-dir", str(tmp_path / "state"), "--timezone", "Asia/Kolkata", TZ="UTC")
+    process.send_signal(signal.SIGTERM)
+    assert process.wait(timeout=60) == 0
+    os.close(leader)
+    assert "Asia/Kolkata" in frame and "last turn 15:3" in frame, frame
 
 
 def test_a_piped_watch_is_refused_and_writes_no_cursor_escapes(tmp_path):
@@ -189,6 +205,61 @@ def test_yesterday_and_a_week_mean_what_they_say():
     assert report.parse_when("1w", now) == now - timedelta(days=7)
     assert report.parse_when("yesterday", now).date() == local_day - timedelta(days=1)
     assert report.parse_when("yesterday", now, whole_day_after=True) == report.parse_when("today", now)
+
+
+# -- --since and --until cut at the report's midnight -------------------------------------
+# Europe/Berlin's 2026-10-25 has 25 hours: from 22:00Z the day before to 23:00Z. New York
+# is still on summer time then (until 2026-11-01): its 2026-10-25 runs from 04:00Z to 04:00Z.
+BERLIN, NEW_YORK = ZoneInfo("Europe/Berlin"), ZoneInfo("America/New_York")
+
+
+def test_named_days_are_the_report_zones_days_and_spans_of_time_are_not():
+    now = datetime(2026, 10, 25, 23, 30, tzinfo=timezone.utc)  # Berlin 26th 00:30, New York 25th
+    assert report.parse_when("today", now, zone=BERLIN) == datetime(2026, 10, 25, 23, tzinfo=timezone.utc)
+    assert report.parse_when("yesterday", now, zone=BERLIN) == datetime(2026, 10, 24, 22, tzinfo=timezone.utc)
+    assert report.parse_when("today", now, zone=NEW_YORK) == datetime(2026, 10, 25, 4, tzinfo=timezone.utc)
+    assert report.parse_when("2026-10-25", now, zone=BERLIN, whole_day_after=True) == datetime(
+        2026, 10, 25, 23, tzinfo=timezone.utc)  # the 25th's 25 hours, not 24
+    assert report.parse_when("2026-10-25T12:00", now, zone=NEW_YORK) == datetime(
+        2026, 10, 25, 16, tzinfo=timezone.utc)
+    assert report.parse_when("1w", now, zone=BERLIN) == now - timedelta(weeks=1)
+
+
+@pytest.mark.parametrize("system, option", [("America/New_York", "Europe/Berlin"),
+                                            ("Europe/Berlin", None)])
+def test_since_and_until_dates_cut_at_the_report_zones_midnight_across_a_dst_change(
+        tmp_path, system, option):
+    """TZ says one zone and --timezone another: the dates are --timezone's (else TZ's)."""
+    starts = {"before": datetime(2026, 10, 24, 21, 30, tzinfo=timezone.utc),
+              "first-hour": datetime(2026, 10, 24, 22, 30, tzinfo=timezone.utc),
+              "25th-hour": datetime(2026, 10, 25, 22, 30, tzinfo=timezone.utc),
+              "after": datetime(2026, 10, 25, 23, 30, tzinfo=timezone.utc)}
+    for name, start in starts.items():
+        writer = SessionWriter(name, start)
+        writer.single("gpt-5.6-sol")
+        writer.write(tmp_path / "state")
+    zone = ["--timezone", option] if option else []
+    done = run_report("--state-dir", str(tmp_path / "state"), "--format", "json",
+                      "--since", "2026-10-25", "--until", "2026-10-25", *zone,
+                      env=tailer_env(TZ=system))
+    assert done.returncode == 0, done.stderr
+    assert {turn["session_id"] for turn in json.loads(done.stdout)["turns"]} == {
+        "first-hour", "25th-hour"}
+
+
+# -- --demo's options checked before the copy ----------------------------------------------
+
+
+@pytest.mark.parametrize("where", ["missing/r.html", "folder"])
+def test_demo_with_an_html_path_that_cannot_be_written_makes_no_copy(tmp_path, monkeypatch,
+                                                                     capsys, where):
+    (tmp_path / "folder").mkdir()
+    copies = []
+    monkeypatch.setattr(demo, "prepare", lambda *args, **kwargs: copies.append(args))
+    args = parse_args(["report", "--demo", "--html", str(tmp_path / where)], {})
+    assert demo_run.report_demo(args, {}) == 2
+    assert copies == []
+    assert "--html" in capsys.readouterr().err
 
 
 # -- One exit-code convention (docs/REPORT.md, "Exit codes") ---------------------------------

@@ -14,6 +14,7 @@ from fixture_truth import FIXTURES, fixture_turns, ordinary_turns, read_lines
 from sessiongen import SessionWriter
 from tailer.commands import demo
 from tailer.commands import demo_run
+from tailer.commands.cli import parse_args
 from tailer.copilot import events
 from tailer.commands import scrub
 from tailerproc import ROOT, tailer_env
@@ -219,3 +220,10 @@ def test_a_copy_cut_short_is_made_again_not_carried_on_with(tmp_path):
 
     assert demo_once(checkpoint, textfile) == len(fixture_turns()) + 1
     assert not partial.exists()
+
+
+def test_the_demo_replays_the_bundled_sessions_whatever_copilot_state_dir_says():
+    """`demo` alone replays the example sessions the package holds (a pipx install has no
+    clone to point --state-dir at), never the user's own sessions unasked."""
+    assert parse_args(["demo"], {"COPILOT_STATE_DIR": "/home/me/sessions"}).state_dir == FIXTURES
+    assert demo.FIXTURES == FIXTURES

@@ -10,6 +10,9 @@ import contextlib
 import io
 import json
 import re
+import shlex
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -18,6 +21,7 @@ import yaml
 from assembly import assemble
 from dashboard import load_dashboard, targets
 from sessiongen import START, SessionWriter, every_pattern, whole_session
+from tailerproc import tailer_env
 from tailer.commands.cli import build_parser
 from tailer.copilot.events import parse_line
 from tailer.outputs.exposition import Registry
@@ -263,3 +267,45 @@ def test_team_md_names_the_panels_and_rules_a_team_without_anchored_keeps_and_lo
     rules = yaml.safe_load((DOCS.parent / "prometheus" / "rules" / "hydrafusion.yml").read_text())
     assert all(ANCHORED.search(rule["expr"]) for group in rules["groups"] for rule in group["rules"])
     assert "-query-frontend.enabled-promql-extended-range-selectors=smoothed,anchored" in read_doc("TEAM.md")
+
+
+# -- docs/REPORT.md's samples are the report's real output ---------------------------------
+# The demo ends a few minutes before it is run, so its clock times and the day lines are
+# masked; everything else (ids, figures, legs, widths) must be what the code prints. The
+# `--by` samples are left out: which day or week a demo turn falls on depends on the hour.
+CLOCK = re.compile(r"\b\d\d:\d\d:\d\d\b")
+DAY_LINE = re.compile(r"^\d{4}-\d\d-\d\d$")
+
+
+def report_samples() -> list[tuple[str, list[str]]]:
+    """(command, lines shown) of every REPORT.md sample of a `--demo --turns` report."""
+    blocks, block = [], None
+    for line in read_doc("REPORT.md").splitlines():
+        if line.startswith("```"):
+            blocks, block = (blocks + [block], None) if block is not None else (blocks, [])
+        elif block is not None:
+            block.append(line)
+    return [(block[0].removeprefix("$ "), block[1:]) for block in blocks
+            if block and block[0].startswith("$ ") and "--demo" in block[0] and "--turns" in block[0]]
+
+
+def masked(lines: list[str]) -> list[str]:
+    return [CLOCK.sub("HH:MM:SS", line) for line in lines if not DAY_LINE.match(line)]
+
+
+def test_report_md_samples_are_what_the_report_prints():
+    samples = report_samples()
+    assert len(samples) >= 2
+    for command, shown in samples:
+        words = shlex.split(command.partition(" | ")[0])
+        settings = dict(word.split("=", 1) for word in words if re.fullmatch(r"[A-Z_]+=\S*", word))
+        args = [word for word in words if word not in {f"{k}={v}" for k, v in settings.items()}]
+        assert args[:3] == ["python3", "-m", "tailer"], command
+        done = subprocess.run([sys.executable, *args[1:]], cwd=DOCS.parent, capture_output=True,
+                              text=True, timeout=120, env=tailer_env(**settings))
+        assert done.returncode == 0, done.stderr
+        printed = done.stdout.splitlines()
+        if shown[0] == "...":  # the output's end
+            shown = shown[1:]
+            printed = printed[len(printed) - len(shown):]
+        assert masked(shown) == masked(printed), command

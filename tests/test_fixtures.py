@@ -14,7 +14,7 @@ def files_under(folder):
 
 
 def test_fixtures_are_exactly_what_make_fixtures_produces(tmp_path):
-    result = subprocess.run([sys.executable, str(REPO / "fixtures" / "make_fixtures.py"), str(tmp_path / "out")],
+    result = subprocess.run([sys.executable, str(REPO / "tests" / "make_fixtures.py"), str(tmp_path / "out")],
                             capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     assert files_under(tmp_path / "out") == files_under(FIXTURES)

@@ -35,6 +35,16 @@ def test_each_kind_of_prompt_is_counted_under_its_own_model():
         dict(labels)["model"] for labels in prompts)
 
 
+def test_a_route_failure_is_the_fallback_pattern_as_in_the_report_and_the_dashboard():
+    """The log names no pattern for a route failure: the turn families say `fallback`, its
+    `kind` (hydrafusion_prompts_total) and the report's name, never `unknown`."""
+    [turn] = turns_of(lambda w: w.route_failed("claude-sonnet-5"))
+    text = counted([turn])
+    for family in ("hydrafusion_turns_total", "hydrafusion_legs_total", "hydrafusion_aiu_total",
+                   "hydrafusion_turn_duration_seconds_count"):
+        assert {dict(labels)["pattern"] for labels in samples(text, family)} == {"fallback"}, family
+
+
 def test_an_ordinary_prompt_adds_to_no_fusion_family():
     [turn] = turns_of(lambda w: w.ordinary("mai-code-1.1-flash", tools=("bash", "view")))
     text = counted([turn])

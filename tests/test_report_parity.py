@@ -116,16 +116,13 @@ def assert_same_numbers(document, text):
     assert sum(not check["agrees"] for check in checks) == total(
         text, "hydrafusion_reconciliations_total", result="disagree")
 
-    # A route failure's pattern is `fallback` in the report, `unknown` in the metrics'
-    # label (the log names none): docs/REPORT.md, "Which turns".
-    label = {"fallback": "unknown"}
+    # A route failure's pattern is `fallback` in the report and in the metrics' label alike
+    # (docs/REPORT.md, "Which turns").
     by_pattern = by(text, "hydrafusion_turns_total", "pattern")
-    assert {label.get(p["pattern"], p["pattern"]): p["turns"]
-            for p in document["by_pattern"]} == by_pattern
+    assert {p["pattern"]: p["turns"] for p in document["by_pattern"]} == by_pattern
     pattern_credits = by(text, "hydrafusion_aiu_total", "pattern")
     for figures in document["by_pattern"]:
-        assert figures["credits"] == pytest.approx(
-            pattern_credits.get(label.get(figures["pattern"], figures["pattern"]), 0.0))
+        assert figures["credits"] == pytest.approx(pattern_credits.get(figures["pattern"], 0.0))
 
 
 def write_twice_judged(state_dir):
@@ -152,7 +149,7 @@ def write_twice_judged(state_dir):
 
 
 def test_the_demo_fixtures_give_the_same_numbers(tmp_path):
-    fixtures = ROOT / "fixtures" / "sessions"
+    fixtures = ROOT / "tailer" / "commands" / "fixtures"
     document = report_json("--state-dir", str(fixtures))
     assert document["headline"]["turns"] == 26
     assert_same_numbers(document, metrics_of(fixtures, tmp_path))

@@ -288,8 +288,7 @@ def test_view_options_with_what_they_do_not_shape_are_refused_in_one_line(tmp_pa
     for args in (["--order", "desc"], ["--breakdown"], ["--by", "day", "--format", "json"],
                  ["--by", "week", "--html", str(tmp_path / "r.html")],
                  ["--by", "day", "--watch"], ["--turns", "3", "--format", "csv"],
-                 ["--turns", "3", "--by", "day"], ["--by", "year"],
-                 ["--watch", "--timezone", "UTC"]):
+                 ["--turns", "3", "--by", "day"], ["--by", "year"]):
         done = run_report("--state-dir", str(tmp_path), *args)
         assert done.returncode == 2 and done.stdout == "", args
         assert "Traceback" not in done.stderr and not (tmp_path / "r.html").exists(), args

@@ -92,7 +92,8 @@ def test_the_tailer_image_runs_the_daemon_as_a_non_root_user():
 
 
 def test_the_tailer_build_context_leaves_out_everything_it_does_not_need():
-    """Only the package reaches the image: never a .env, sessions, fixtures or .git."""
+    """Only the package (its example sessions included) reaches the image: never a .env, a
+    user's sessions or .git."""
     lines = (REPO / ".dockerignore").read_text().splitlines()
     rules = [line for line in lines if line and not line.startswith("#")]
     assert rules[0] == "*"
@@ -116,7 +117,7 @@ def test_session_state_defaults_to_the_cli_folder_and_demo_uses_the_fixtures(con
                     if v["target"] == "/sessions")
 
     assert source(None) == str(home / ".copilot" / "session-state")
-    assert source("demo.env") == str(REPO / "fixtures" / "sessions")
+    assert source("demo.env") == str(REPO / "tailer" / "commands" / "fixtures")
 
 
 @pytest.mark.parametrize("env_file", ENV_FILES)
@@ -129,7 +130,7 @@ def test_the_clis_telemetry_folder_is_mounted_read_only_where_the_tailer_reads_i
     assert mount["bind"]["create_host_path"] is True
     assert tailer["environment"]["HYDRAFUSION_CLI_OTEL_PATH"] == "/cli-otel"
     expected = {None: home / ".copilot" / "otel", ".env.example": home / ".copilot" / "otel",
-                "demo.env": REPO / "fixtures"}[env_file]
+                "demo.env": REPO / "tailer" / "commands" / "fixtures"}[env_file]
     assert mount["source"] == str(expected)
 
 

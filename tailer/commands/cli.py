@@ -22,6 +22,7 @@ from ..report import command as report
 from ..report.command import check_output_file, user_path
 from . import scrub
 from ..daemon.config import Config, resource_attributes
+from .demo import FIXTURES
 from .demo_run import report_demo, run_demo
 from ..outputs.exposition import ZERO_HOLD_SECONDS
 from ..outputs.otlp import metrics_url, parse_headers, tls_context, traces_url
@@ -141,7 +142,9 @@ def build_parser(environ: dict[str, str]) -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     run_parser = commands.add_parser("run", help="follow the session logs (the default command)")
-    _add_run_options(run_parser, environ, "checkpoint.json")
+    _add_run_options(run_parser, environ, "checkpoint.json", default_state_dir(environ),
+                     "$COPILOT_STATE_DIR, else $COPILOT_HOME/session-state, else "
+                     "~/.copilot/session-state")
     run_parser.add_argument(
         "--cli-otel", metavar="PATH|none", default=default_cli_otel(environ),
         help="the Copilot CLI's own OpenTelemetry file export (a file, or a folder of them) "
@@ -153,7 +156,8 @@ def build_parser(environ: dict[str, str]) -> argparse.ArgumentParser:
         help="replay the fixture sessions in --state-dir at recent times, then a turn every "
         "--replay-interval seconds (what `docker compose --env-file demo.env up` runs)",
     )
-    _add_run_options(demo_parser, environ, "demo-checkpoint.json")
+    _add_run_options(demo_parser, environ, "demo-checkpoint.json", FIXTURES,
+                     "the bundled example sessions")
     demo_parser.add_argument(
         "--replay-interval", type=_not_negative, metavar="SECONDS",
         default=environ.get("HYDRAFUSION_REPLAY_INTERVAL") or "30",
@@ -198,15 +202,14 @@ def build_parser(environ: dict[str, str]) -> argparse.ArgumentParser:
 
 
 def _add_run_options(
-    parser: argparse.ArgumentParser, environ: dict[str, str], checkpoint_name: str
+    parser: argparse.ArgumentParser, environ: dict[str, str], checkpoint_name: str,
+    state_dir: Path, state_dir_default: str,
 ) -> None:
     """The options of `run` and `demo`; each has a checkpoint of its own by default, so a
-    demo never takes over the real sessions' state."""
-    parser.add_argument(
-        "--state-dir", type=user_path, default=default_state_dir(environ),
-        help="Copilot session-state folder [$COPILOT_STATE_DIR, else "
-        "$COPILOT_HOME/session-state, else ~/.copilot/session-state]",
-    )
+    demo never takes over the real sessions' state, and sessions of its own: the demo's are
+    the bundled ones, wherever the package is installed, not the CLI's folder."""
+    parser.add_argument("--state-dir", type=user_path, default=state_dir,
+                        help=f"Copilot session-state folder [{state_dir_default}]")
     parser.add_argument(
         "--wait-for-state-dir", action="store_true",
         default=_flag(environ, "HYDRAFUSION_WAIT_FOR_STATE_DIR"),

@@ -97,10 +97,12 @@ def add_arguments(parser: argparse.ArgumentParser, state_dir: Path) -> None:
                         "ago (with --watch, a turn is replayed every 30 s)")
 
 
-def parse_when(text: str, now: datetime, *, whole_day_after: bool = False) -> datetime:
-    """`2w`, `7d`, `24h`, `30m` before `now`; a date, `today` or `yesterday` (local
-    midnight; the next one with whole_day_after); or an ISO date and time (local unless it
-    names its offset). Raises ValueError."""
+def parse_when(text: str, now: datetime, *, zone: tzinfo | None = None,
+               whole_day_after: bool = False) -> datetime:
+    """`2w`, `7d`, `24h`, `30m` before `now` (spans of time, whatever the zone); a date,
+    `today` or `yesterday` (midnight in `zone`, else the system's; the next one with
+    whole_day_after); or an ISO date and time (in `zone` unless it names its offset).
+    Raises ValueError."""
     text = text.strip()
     ago = re.fullmatch(r"(\d+(?:\.\d+)?)([wdhm])", text)
     if ago:
@@ -108,25 +110,26 @@ def parse_when(text: str, now: datetime, *, whole_day_after: bool = False) -> da
         return now - timedelta(**{unit: float(ago.group(1))})
     days_back = {"today": 0, "yesterday": 1}.get(text.lower())
     if days_back is not None:
-        text = (now.astimezone().date() - timedelta(days=days_back)).isoformat()
+        text = (now.astimezone(zone).date() - timedelta(days=days_back)).isoformat()
     try:
         moment = datetime.fromisoformat(text)
     except ValueError:
         raise ValueError(f"{text!r} is not a date (2026-11-04, today, yesterday), a date and "
                          "time, or 2w / 7d / 24h / 30m") from None
-    if moment.tzinfo is None:
-        moment = moment.astimezone()  # local time, daylight saving time included
     if whole_day_after and re.fullmatch(r"\d{4}-\d\d-\d\d", text):
-        moment += timedelta(days=1)
+        moment += timedelta(days=1)  # on the wall clock, before the offset is known
+    if moment.tzinfo is None:
+        # The zone's offset on that day, daylight saving time included.
+        moment = moment.replace(tzinfo=zone) if zone else moment.astimezone()
     return moment
 
 
-def selection_from(args: argparse.Namespace, now: datetime) -> Selection:
+def selection_from(args: argparse.Namespace, now: datetime, zone: tzinfo | None = None) -> Selection:
     def ns(moment: datetime | None) -> int | None:
         return None if moment is None else int(moment.timestamp() * 1e9)
 
-    since = parse_when(args.since, now) if args.since else None
-    until = parse_when(args.until, now, whole_day_after=True) if args.until else None
+    since = parse_when(args.since, now, zone=zone) if args.since else None
+    until = parse_when(args.until, now, zone=zone, whole_day_after=True) if args.until else None
     if since and until and until <= since:
         raise ValueError(f"--until {args.until} is not after --since {args.since}")
     return Selection(ns(since), ns(until), args.session, args.model, args.pattern)
@@ -172,23 +175,36 @@ def main(args: argparse.Namespace, environ: dict[str, str], *, state_dir: Path |
     pass of --watch (the demo's copy and its replay: tailer/commands/demo_run.py)."""
     now = datetime.now(timezone.utc)
     try:
-        for name in CHOOSING:
-            if getattr(args, name) is not None and not getattr(args, name).strip():
-                raise ValueError(f"--{name} is empty")  # it would choose every turn, unsaid
-        selection = selection_from(args, now)
-        if args.watch and (args.html or args.format != "table"):
-            raise ValueError("--watch shows the table: it takes neither --html nor --format")
-        _check_views(args)
-        zone = time_zone(args.timezone)
-        if args.html and args.format != "table":
-            raise ValueError("--html writes the page: it takes no --format")
-        if args.html:
-            check_output_file("--html", args.html)
+        selection, zone = checked(args, now)
     except ValueError as error:
-        print(f"hydrafusion-tailer report: {error}", file=sys.stderr)
-        return EXIT_USAGE
+        return refused(error)
     return _report(args, environ, state_dir or args.state_dir, selection, now, zone,
                    on_pass=on_pass)
+
+
+def checked(args: argparse.Namespace, now: datetime) -> tuple[Selection, tzinfo | None]:
+    """The turns the options choose and the report's time zone, or ValueError with the
+    one-line reason: checked before a log is read or the demo's copy is made
+    (tailer/commands/demo_run.py)."""
+    for name in CHOOSING:
+        if getattr(args, name) is not None and not getattr(args, name).strip():
+            raise ValueError(f"--{name} is empty")  # it would choose every turn, unsaid
+    zone = time_zone(args.timezone)
+    selection = selection_from(args, now, zone)
+    if args.watch and (args.html or args.format != "table"):
+        raise ValueError("--watch shows the table: it takes neither --html nor --format")
+    _check_views(args)
+    if args.html and args.format != "table":
+        raise ValueError("--html writes the page: it takes no --format")
+    if args.html:
+        check_output_file("--html", args.html)
+    return selection, zone
+
+
+def refused(error: ValueError) -> int:
+    """A usage error: its one line on stderr, and the exit code."""
+    print(f"hydrafusion-tailer report: {error}", file=sys.stderr)
+    return EXIT_USAGE
 
 
 def _check_views(args: argparse.Namespace) -> None:
@@ -198,8 +214,6 @@ def _check_views(args: argparse.Namespace) -> None:
     if args.by and (args.watch or args.html or args.format not in ("table", "csv")):
         raise ValueError("--by prints a table or, with --format csv, CSV (the JSON holds every "
                          "grouping): it takes neither --watch, --html nor another --format")
-    if args.watch and args.timezone:
-        raise ValueError("--watch shows the system's time zone: it does not take --timezone")
     if args.turns is not None and (args.by or args.watch or args.html or args.format != "table"):
         raise ValueError("--turns shortens the table's turn list: it takes neither --by, "
                          "--watch, --html nor --format")
@@ -252,7 +266,7 @@ def _report(args: argparse.Namespace, environ: dict[str, str], state_dir: Path,
                   file=sys.stderr)
             return EXIT_USAGE
         return live.watch(state_dir, selection, filters_of(args), sys.stdout,
-                                 color=color, on_pass=on_pass)
+                                 color=color, zone=zone, on_pass=on_pass)
     if not state_dir.exists():
         return _nothing_found(state_dir, exists=False)
     try:

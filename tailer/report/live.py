@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 import shutil
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta, timezone, tzinfo
 from pathlib import Path
 from typing import Callable, Iterable, TextIO
 
@@ -37,11 +37,13 @@ MAX_WIDTH = 100
 
 
 class LiveTurns:
-    """The finished turns under a state directory, brought up to date by `poll`."""
+    """The finished turns under a state directory, brought up to date by `poll`, their
+    times in `zone` (None: the system's)."""
 
-    def __init__(self, state_dir: Path, selection: Selection, *,
+    def __init__(self, state_dir: Path, selection: Selection, *, zone: tzinfo | None = None,
                  watcher: SessionWatcher | None = None, clock: Callable[[], float] = time.time):
         self.selection = selection
+        self.zone = zone
         self.watcher = watcher or SessionWatcher(state_dir)
         self.clock = clock
         self.reader = SessionReader()
@@ -85,7 +87,7 @@ class LiveTurns:
         of logs never holds all their Turns at once."""
         for turn in finished:
             if self.selection.wants(turn):
-                row = turn_row(turn, None)
+                row = turn_row(turn, self.zone)
                 self.turns.append(row)
                 if self.last is None or turn.end_ns >= self._last_end_ns:
                     self.last, self._last_end_ns = row, turn.end_ns
@@ -107,7 +109,7 @@ def table(live: LiveTurns, filters: dict[str, str], *, now: datetime, columns: i
           color: bool) -> str:
     """The table as it fits under the live lines: the costly part of a frame (its figures
     are made again from every turn), so it is made only when `table_key` changes."""
-    snap = snapshot(live.turns, now=now, sessions=live.sessions, skipped=live.reader.skipped(),
+    snap = snapshot(live.turns, now=now, tz=live.zone, sessions=live.sessions, skipped=live.reader.skipped(),
                     filters=filters, checks=live.reader.reconciliations)
     return render_table(snap, width=min(MAX_WIDTH, columns), color=color,
                         height=max(rows - 4, 1))
@@ -118,7 +120,7 @@ def table_key(live: LiveTurns, size: os.terminal_size, now: datetime) -> tuple:
     checked, the terminal's size and the UTC offset (a daylight saving time change).
     Turns and checks are only ever added, so their numbers tell when they changed."""
     return (len(live.turns), live.sessions, tuple(live.reader.skipped().values()),
-            len(live.reader.reconciliations), tuple(size), now.astimezone().utcoffset())
+            len(live.reader.reconciliations), tuple(size), now.astimezone(live.zone).utcoffset())
 
 
 def frame(live: LiveTurns, table_text: str, *, now: datetime, columns: int, rows: int) -> str:
@@ -147,7 +149,7 @@ def _live_lines(live: LiveTurns, now: datetime) -> list[str]:
 
 
 def watch(state_dir: Path, selection: Selection, filters: dict[str, str], out: TextIO, *,
-          color: bool, on_pass: Callable[[], object] | None = None,
+          color: bool, zone: tzinfo | None = None, on_pass: Callable[[], object] | None = None,
           terminal_size: Callable[[], os.terminal_size] = shutil.get_terminal_size,
           clock: Callable[[], float] = time.time, watcher: SessionWatcher | None = None) -> int:
     """Redraw `out` whenever a turn finishes, a turn starts, the terminal is resized or the
@@ -155,7 +157,7 @@ def watch(state_dir: Path, selection: Selection, filters: dict[str, str], out: T
 
     Only a change the table shows makes the table again: the minute's redraw of an idle
     watch over thousands of turns costs the live lines alone."""
-    live = LiveTurns(state_dir, selection, watcher=watcher, clock=clock)
+    live = LiveTurns(state_dir, selection, zone=zone, watcher=watcher, clock=clock)
     out.write(HIDE_CURSOR + CURSOR_HOME + CLEAR_BELOW + "reading the session logs..." + CLEAR_LINE_END)
     out.flush()
     drawn = tabled = table_text = None

@@ -61,8 +61,8 @@ class Selection:
 
 def report_pattern(turn: Turn) -> str:
     """The pattern a report shows and filters on: a fusion turn's own, else what answered it, `fallback` (a route failure, the name the
-    dashboard's prompt families give it as `kind`) or `ordinary`. The log names no pattern
-    for either, so the metrics' `pattern` label says `unknown` there."""
+    dashboard's prompt families give it as `kind`, and the metrics' `pattern` label) or
+    `ordinary`. The log names no pattern for either."""
     return turn.pattern if turn.kind == "fusion" else turn.kind
 
 

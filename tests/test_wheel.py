@@ -1,0 +1,107 @@
+"""Installed as a user installs it: the wheel in a fresh venv, and with pipx.
+
+The demos read the example sessions from the package (pyproject.toml's package data), so
+`report --demo` and `demo` must work from an install run outside the clone, with no
+PYTHONPATH pointing back into it. The wheel is built from a copy of what the Dockerfile
+copies, so nothing else of the clone can slip in, and the clone is left without build/.
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+import pytest
+
+from exposition_helpers import samples
+from fixture_truth import FIXTURES, fixture_turns, ordinary_turns
+from tailerproc import ROOT
+
+
+def run(command, cwd, env=None, timeout=300):
+    result = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True,
+                            timeout=timeout)
+    assert result.returncode == 0, (command, result.stdout, result.stderr)
+    return result.stdout
+
+
+def clean_env(**extra):
+    """The environment of a user's shell: nothing that leads back into the clone."""
+    env = {name: value for name, value in os.environ.items()
+           if name not in ("PYTHONPATH", "COPILOT_STATE_DIR", "COPILOT_HOME", "VIRTUAL_ENV")}
+    return env | extra
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory):
+    source = tmp_path_factory.mktemp("source")
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, source / name)
+    shutil.copytree(ROOT / "tailer", source / "tailer",
+                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    out = tmp_path_factory.mktemp("wheel")
+    run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
+         "--no-index", "-w", str(out), str(source)], cwd=source)
+    (built,) = out.glob("*.whl")
+    return built
+
+
+@pytest.fixture(scope="module")
+def installed(wheel, tmp_path_factory):
+    """The `hydrafusion-tailer` script of the wheel installed in a fresh venv."""
+    home = tmp_path_factory.mktemp("venv")
+    venv.create(home / "env", with_pip=True)
+    run([str(home / "env" / "bin" / "python"), "-m", "pip", "install", "--no-index",
+         "--no-deps", "--quiet", str(wheel)], cwd=home, env=clean_env())
+    return home / "env" / "bin" / "hydrafusion-tailer"
+
+
+def demo_report(script: Path, cwd: Path) -> dict:
+    return json.loads(run([str(script), "report", "--demo", "--format", "json"], cwd=cwd,
+                          env=clean_env()))
+
+
+def assert_is_the_fixtures(document: dict) -> None:
+    """The fixtures' turns, under the fixtures' own session ids."""
+    assert document["headline"]["turns"] == len(fixture_turns())
+    assert len(document["turns"]) == len(fixture_turns()) + len(ordinary_turns())
+    assert {turn["session_id"] for turn in document["turns"]} == {
+        folder.name for folder in FIXTURES.iterdir()}
+
+
+def test_the_wheel_holds_the_example_sessions(wheel):
+    listing = run([sys.executable, "-m", "zipfile", "-l", str(wheel)], cwd=wheel.parent)
+    for folder in FIXTURES.iterdir():
+        assert f"tailer/commands/fixtures/{folder.name}/events.jsonl" in listing
+
+
+def test_report_demo_works_from_the_installed_wheel_with_the_same_ids_every_run(
+        installed, tmp_path):
+    first = demo_report(installed, tmp_path)
+    assert_is_the_fixtures(first)
+    second = demo_report(installed, tmp_path)
+    assert [turn["session_id"] for turn in second["turns"]] == [
+        turn["session_id"] for turn in first["turns"]]
+
+
+def test_the_demo_command_replays_the_bundled_sessions_from_the_installed_wheel(
+        installed, tmp_path):
+    textfile = tmp_path / "demo.prom"
+    run([str(installed), "demo", "--once", "--checkpoint", str(tmp_path / "demo.json"),
+         "--otlp-endpoint", "none", "--metrics-address", "none", "--textfile", str(textfile)],
+        cwd=tmp_path, env=clean_env(HOME=str(tmp_path)))
+    # Every fixture turn, and the one replayed at once.
+    assert sum(samples(textfile.read_text(), "hydrafusion_turns_total").values()) == (
+        len(fixture_turns()) + 1)
+
+
+@pytest.mark.skipif(shutil.which("pipx") is None, reason="pipx is not installed (.ci/run installs it)")
+def test_report_demo_works_when_installed_with_pipx(wheel, tmp_path):
+    env = clean_env(PIPX_HOME=str(tmp_path / "pipx"), PIPX_BIN_DIR=str(tmp_path / "bin"),
+                    PIPX_DEFAULT_PYTHON=sys.executable)
+    run(["pipx", "install", "--pip-args=--no-index --no-deps", str(wheel)], cwd=tmp_path,
+        env=env)
+    assert_is_the_fixtures(demo_report(tmp_path / "bin" / "hydrafusion-tailer", tmp_path))
