@@ -16,7 +16,7 @@ import pytest
 
 from report_helpers import run_report
 from sessiongen import SessionWriter
-from tailer.commands import demo, demo_run
+from tailer.commands import demo, demo_report
 from tailer.commands.cli import parse_args
 from tailer.report import command as report
 from tailer.report import live as report_live
@@ -257,7 +257,7 @@ def test_demo_with_an_html_path_that_cannot_be_written_makes_no_copy(tmp_path, m
     copies = []
     monkeypatch.setattr(demo, "prepare", lambda *args, **kwargs: copies.append(args))
     args = parse_args(["report", "--demo", "--html", str(tmp_path / where)], {})
-    assert demo_run.report_demo(args, {}) == 2
+    assert demo_report.report_demo(args, {}) == 2
     assert copies == []
     assert "--html" in capsys.readouterr().err
 

@@ -219,8 +219,9 @@ def test_every_log_record_is_escaped_once_where_it_is_formatted():
 
 def test_the_daemon_installs_the_printable_formatter(monkeypatch):
     from tailer.commands import cli
+    from tailer.daemon import service
 
-    monkeypatch.setattr(cli, "run", lambda config: 0)
+    monkeypatch.setattr(service, "run", lambda config: 0)
     root = logging.getLogger()
     before = list(root.handlers)
     for handler in before:

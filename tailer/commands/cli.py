@@ -7,30 +7,21 @@ tailer usually runs in a container. The daemon itself is tailer/daemon/service.p
 from __future__ import annotations
 
 import argparse
-import base64
-import logging
 import os
 import sys
-import urllib.parse
 from pathlib import Path
+from typing import TYPE_CHECKING, Collection
 
 from .. import __version__
-from ..daemon import checkpoint
-from . import completion, doctor
-from ..outputs import logs
-from ..report import command as report
-from ..report.command import check_output_file, user_path
-from . import scrub
-from ..daemon.config import Config, resource_attributes
-from .demo import FIXTURES
-from .demo_run import report_demo, run_demo
-from ..outputs.exposition import ZERO_HOLD_SECONDS
-from ..outputs.otlp import metrics_url, parse_headers, tls_context, traces_url
+from ..path_options import check_output_file, user_path
 from ..printable import printable
-from ..daemon.service import EXIT_USAGE, run
-from ..turns.assembly import IDLE_TIMEOUT_S
 
-log = logging.getLogger("tailer")
+if TYPE_CHECKING:
+    from ..daemon.config import Config
+
+# Start-up is part of every answer, so each command imports its own modules when it runs
+# (in the functions below), never at the top here: `report` loads neither the daemon nor
+# the exporters, `run` not the report, `--version` nothing (tests/test_imports.py).
 
 COMMANDS = ("run", "demo", "scrub", "doctor", "report", "completion")
 EXIT_INTERRUPTED = 130  # the shells' code for a command ended by Ctrl-C
@@ -54,11 +45,15 @@ def otlp_url(option: str | None, environ: dict[str, str]) -> str | None:
     As the OpenTelemetry spec says, the signal-specific variable is used as it is, while a
     base endpoint (the option or OTEL_EXPORTER_OTLP_ENDPOINT) gets `/v1/traces` appended.
     """
+    from ..outputs.otlp import traces_url
+
     return _signal_url(option, environ, "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", traces_url)
 
 
 def otlp_metrics_url(option: str | None, environ: dict[str, str]) -> str | None:
     """The metrics URL, found as the traces URL is (OTEL_EXPORTER_OTLP_METRICS_ENDPOINT)."""
+    from ..outputs.otlp import metrics_url
+
     return _signal_url(option, environ, "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", metrics_url)
 
 
@@ -103,6 +98,8 @@ def _signal_setting(environ: dict[str, str], signal: str, setting: str) -> str:
 
 def _certificate(path: str, what: str) -> str | None:
     """A CA file for https, checked now so a wrong one is a usage error, not a retry loop."""
+    from ..outputs.otlp import tls_context
+
     if not path:
         return None
     try:
@@ -115,6 +112,11 @@ def _certificate(path: str, what: str) -> str | None:
 def history_endpoint(url: str, environ: dict[str, str]) -> tuple[str, dict[str, str]]:
     """The remote-write URL without user:password, and the headers to send: basic auth of
     the URL's user:password, then HYDRAFUSION_HISTORY_HEADERS (the OTLP headers' format)."""
+    import base64
+    import urllib.parse
+
+    from ..outputs.otlp import parse_headers
+
     parts = urllib.parse.urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise ValueError("--history-url is not an http(s) URL")
@@ -131,7 +133,15 @@ def _flag(environ: dict[str, str], name: str) -> bool:
     return environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
 
 
-def build_parser(environ: dict[str, str]) -> argparse.ArgumentParser:
+def build_parser(environ: dict[str, str],
+                 options_of: Collection[str] = COMMANDS) -> argparse.ArgumentParser:
+    """The command line: every command, with the options of those in `options_of`.
+
+    Every command is listed with its help line; only the commands in `options_of` get
+    their options, whose defaults and types come from the command's own modules. Running a
+    command builds its options alone (parse_args), so it imports nothing of the others';
+    the completion script and the docs take the whole parser.
+    """
     parser = argparse.ArgumentParser(
         prog="hydrafusion-tailer",
         description=(
@@ -141,64 +151,89 @@ def build_parser(environ: dict[str, str]) -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
-    run_parser = commands.add_parser("run", help="follow the session logs (the default command)")
-    _add_run_options(run_parser, environ, "checkpoint.json", default_state_dir(environ),
+    for name in COMMANDS:
+        command = commands.add_parser(name, help=COMMAND_HELP[name])
+        if name in options_of:
+            _OPTIONS[name](command, environ)
+    return parser
+
+
+COMMAND_HELP = {
+    "run": "follow the session logs (the default command)",
+    "demo": "replay the fixture sessions in --state-dir at recent times, then a turn every "
+    "--replay-interval seconds (what `docker compose --env-file demo.env up` runs)",
+    "scrub": "copy session logs keeping only metadata that is safe to share",
+    "doctor": "report whether the tailer still understands the session logs",
+    "report": "print what HydraFusion did, read straight from the session logs "
+    "(no daemon, nothing written; docs/REPORT.md)",
+    "completion": "print a shell completion script (README.md: Shell completion)",
+}
+
+
+def _run_options(parser: argparse.ArgumentParser, environ: dict[str, str]) -> None:
+    _add_run_options(parser, environ, "checkpoint.json", default_state_dir(environ),
                      "$COPILOT_STATE_DIR, else $COPILOT_HOME/session-state, else "
                      "~/.copilot/session-state")
-    run_parser.add_argument(
+    parser.add_argument(
         "--cli-otel", metavar="PATH|none", default=default_cli_otel(environ),
         help="the Copilot CLI's own OpenTelemetry file export (a file, or a folder of them) "
         "to follow and send on as OTLP, linked to the turns, or `none` [$HYDRAFUSION_CLI_"
         "OTEL_PATH, else $COPILOT_OTEL_FILE_EXPORTER_PATH, else none]",
     )
-    demo_parser = commands.add_parser(
-        "demo",
-        help="replay the fixture sessions in --state-dir at recent times, then a turn every "
-        "--replay-interval seconds (what `docker compose --env-file demo.env up` runs)",
-    )
-    _add_run_options(demo_parser, environ, "demo-checkpoint.json", FIXTURES,
+
+
+def _demo_options(parser: argparse.ArgumentParser, environ: dict[str, str]) -> None:
+    from .demo import FIXTURES
+
+    _add_run_options(parser, environ, "demo-checkpoint.json", FIXTURES,
                      "the bundled example sessions")
-    demo_parser.add_argument(
+    parser.add_argument(
         "--replay-interval", type=_not_negative, metavar="SECONDS",
         default=environ.get("HYDRAFUSION_REPLAY_INTERVAL") or "30",
         help="how often a fixture turn is replayed [$HYDRAFUSION_REPLAY_INTERVAL, default 30]",
     )
-    scrub_parser = commands.add_parser(
-        "scrub", help="copy session logs keeping only metadata that is safe to share",
-    )
-    scrub_parser.add_argument("src", type=user_path, metavar="SRC",
-                              help="a session-state folder, or one session folder")
-    scrub_parser.add_argument("dst", type=user_path, metavar="DST", help="a new or empty folder")
-    scrub_parser.add_argument(
+
+
+def _scrub_options(parser: argparse.ArgumentParser, environ: dict[str, str]) -> None:
+    parser.add_argument("src", type=user_path, metavar="SRC",
+                        help="a session-state folder, or one session folder")
+    parser.add_argument("dst", type=user_path, metavar="DST", help="a new or empty folder")
+    parser.add_argument(
         "--seed", type=_nonempty,
         help="makes the new ids reproducible; only for fixtures (a known seed lets "
         "anyone check a guessed session id)",
     )
-    doctor = commands.add_parser(
-        "doctor", help="report whether the tailer still understands the session logs"
-    )
-    doctor.add_argument(
+
+
+def _doctor_options(parser: argparse.ArgumentParser, environ: dict[str, str]) -> None:
+    parser.add_argument(
         "--state-dir", type=user_path, default=default_state_dir(environ),
         help="Copilot session-state folder [$COPILOT_STATE_DIR, else "
         "$COPILOT_HOME/session-state, else ~/.copilot/session-state]",
     )
-    doctor.add_argument(
+    parser.add_argument(
         "--cli", nargs="?", const="", metavar="PATH",
         help="check the installed Copilot CLI's own event schema instead of the logs: "
         "session-events.schema.json, or a folder holding it [default: the newest version "
         "in $XDG_CACHE_HOME/copilot/pkg or ~/.cache/copilot/pkg]",
     )
-    report.add_arguments(
-        commands.add_parser(
-            "report", help="print what HydraFusion did, read straight from the session logs "
-            "(no daemon, nothing written; docs/REPORT.md)",
-        ),
-        default_state_dir(environ),
-    )
-    completion_parser = commands.add_parser(
-        "completion", help="print a shell completion script (README.md: Shell completion)")
-    completion_parser.add_argument("shell", choices=completion.SHELLS)
-    return parser
+
+
+def _report_options(parser: argparse.ArgumentParser, environ: dict[str, str]) -> None:
+    from ..report import command as report
+
+    report.add_arguments(parser, default_state_dir(environ))
+
+
+def _completion_options(parser: argparse.ArgumentParser, environ: dict[str, str]) -> None:
+    from . import completion
+
+    parser.add_argument("shell", choices=completion.SHELLS)
+
+
+_OPTIONS = {"run": _run_options, "demo": _demo_options, "scrub": _scrub_options,
+            "doctor": _doctor_options, "report": _report_options,
+            "completion": _completion_options}
 
 
 def _add_run_options(
@@ -208,6 +243,9 @@ def _add_run_options(
     """The options of `run` and `demo`; each has a checkpoint of its own by default, so a
     demo never takes over the real sessions' state, and sessions of its own: the demo's are
     the bundled ones, wherever the package is installed, not the CLI's folder."""
+    from ..daemon import checkpoint
+    from ..turns.assembly import IDLE_TIMEOUT_S
+
     parser.add_argument("--state-dir", type=user_path, default=state_dir,
                         help=f"Copilot session-state folder [{state_dir_default}]")
     parser.add_argument(
@@ -341,11 +379,11 @@ def parse_args(argv: list[str], environ: dict[str, str]) -> argparse.Namespace:
     """`run` is the default command when options are given, so `hydrafusion-tailer --once`
     works too; with nothing at all, the usage (exit 2): a daemon started by a bare
     `python3 -m tailer` surprises. The image names `run` (tailer/Dockerfile)."""
-    parser = build_parser(environ)
+    if argv and argv[0] not in (*COMMANDS, "-h", "--help", "--version"):
+        argv = ["run", *argv]
+    parser = build_parser(environ, options_of=argv[:1])
     if not argv:
         parser.error("give a command")
-    if argv[0] not in (*COMMANDS, "-h", "--help", "--version"):
-        argv = ["run", *argv]
     return parser.parse_args(argv)
 
 
@@ -361,19 +399,35 @@ def main(argv: list[str] | None = None, environ: dict[str, str] | None = None) -
     environ = dict(os.environ if environ is None else environ)
     args = parse_args(sys.argv[1:] if argv is None else argv, environ)
     if args.command == "doctor":
+        from . import doctor
+
         return doctor.main(args, environ)
     if args.command == "scrub":
+        from . import scrub
+
         return scrub.main(args)
     if args.command == "report":
         return _report(args, environ)
     if args.command == "completion":
+        from . import completion
+
         print(completion.script(build_parser(environ), args.shell), end="")
         return 0
+    return _run(args, environ)
+
+
+def _run(args: argparse.Namespace, environ: dict[str, str]) -> int:
+    """`run` and `demo`: the daemon, logging to stderr."""
+    import logging
+
+    from ..daemon import service
+    from ..outputs import logs
+
     try:
         config = run_config(args, environ)
     except ValueError as error:
         print(printable(f"hydrafusion-tailer: {error}"), file=sys.stderr)
-        return EXIT_USAGE
+        return service.EXIT_USAGE
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logs.PrintableFormatter("%(asctime)s %(levelname)s %(message)s"))
     logging.basicConfig(level=args.log_level, handlers=[handler])
@@ -381,21 +435,33 @@ def main(argv: list[str] | None = None, environ: dict[str, str] | None = None) -
     # a quarter off the cost of the line logged per turn (the logging HOWTO's advice).
     logging.logThreads = logging.logProcesses = logging.logMultiprocessing = False
     if args.command == "demo":
+        from .demo_run import run_demo
+
         return run_demo(config, args.replay_interval)
-    return run(config)
+    return service.run(config)
 
 
 def _report(args: argparse.Namespace, environ: dict[str, str]) -> int:
     """The report, which SIGTERM ends as Ctrl-C does: the demo's copy removed, no traceback."""
+    from ..report import command as report
+
     try:
         with report.sigterm_as_interrupt():
-            return report_demo(args, environ) if args.demo else report.main(args, environ)
+            if args.demo:
+                from .demo_report import report_demo
+
+                return report_demo(args, environ)
+            return report.main(args, environ)
     except KeyboardInterrupt:  # outside --watch, which ends on it with 0: cut short
         return EXIT_INTERRUPTED
 
 
 def run_config(args: argparse.Namespace, environ: dict[str, str]) -> Config:
     """The options of `run` or `demo` as the daemon takes them; ValueError when they are off."""
+    from ..daemon.config import Config, resource_attributes
+    from ..outputs.exposition import ZERO_HOLD_SECONDS
+    from ..outputs.otlp import parse_headers
+
     # A metrics server would live for a moment only under --once: the textfile serves.
     bind = None if args.metrics_address == "none" else parse_address(args.metrics_address)
     serve = bind is not None and not args.once

@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import shlex
 
-from ..report.command import user_path
+from ..path_options import user_path
 
 SHELLS = ("bash", "zsh")
 FUNCTION = "_hydrafusion_tailer"

@@ -8,15 +8,12 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import random
 import shutil
 import sys
-import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
 
 from . import demo
-from ..report import command as report
 from ..daemon import service
 from ..daemon.config import Config
 from ..printable import printable
@@ -60,21 +57,3 @@ def _run_demo(config: Config, heartbeat: service.Heartbeat, replay_interval_s: f
     replayer.tick()
     config = dataclasses.replace(config, state_dir=work, from_start=True)
     return service.run_holding(config, heartbeat, on_pass=replayer.tick)
-
-
-def report_demo(args, environ: dict[str, str]) -> int:
-    """`report --demo`: the report on a fresh copy of the fixtures, moved to end now; with
-    --watch a fixture turn is replayed now and then, as the daemon's demo does. The
-    options are checked first, so a wrong one is refused before anything is copied."""
-    try:
-        report.checked(args, datetime.now(timezone.utc))
-    except ValueError as error:
-        return report.refused(error)
-    with tempfile.TemporaryDirectory(prefix="hydrafusion-demo-") as work:
-        state_dir = Path(work, "session-state")
-        demo.prepare(demo.FIXTURES, state_dir, datetime.now(timezone.utc), keep_session_ids=True)
-        replay = None
-        if args.watch:
-            replay = demo.Replayer(state_dir, demo.FIXTURES, rng=random.Random(demo.REPORT_SEED)).tick
-            replay()  # before the first listing, as the daemon's demo does (run_demo)
-        return report.main(args, environ, state_dir=state_dir, on_pass=replay)

@@ -197,6 +197,8 @@ LATEST_NS = 7_258_118_400 * 10**9  # 2200-01-01T00:00:00Z
 # The records are slotted dataclasses but not frozen ones: a frozen dataclass sets each
 # field through object.__setattr__, which made building records the largest cost of
 # parsing after json.loads. Treat them as values all the same (dataclasses.replace).
+# Each has a docstring: for a class without one, @dataclass writes one from
+# inspect.signature, a cost every start-up pays.
 @dataclass(slots=True)
 class Usage:
     """Token and credit figures of a leg or a whole turn."""
@@ -251,6 +253,8 @@ class Event:
 
 @dataclass(slots=True)
 class Resolved(Event):
+    """`fusion_resolved`: the router chose a pattern and a plan for the turn."""
+
     fusion_id: str
     pattern: str | None
     synthetic_model: str | None
@@ -283,6 +287,8 @@ class LegEnded(Event):
 
 @dataclass(slots=True)
 class Handoff(Event):
+    """`fusion_handoff`: one leg's output passed on to the next."""
+
     fusion_id: str
     source_phase_id: str | None
     target_phase_id: str | None
@@ -290,6 +296,8 @@ class Handoff(Event):
 
 @dataclass(slots=True)
 class CommitStarted(Event):
+    """`fusion_commit_started`: the chosen leg's answer begins to be committed."""
+
     fusion_id: str
     source_phase_id: str | None
     source_model: str | None
@@ -349,6 +357,8 @@ class ModelCall(Event):
 
 @dataclass(slots=True)
 class ToolStarted(Event):
+    """`tool.execution_start`: a tool call began (never its arguments)."""
+
     tool_call_id: str
     tool_name: str | None
     mcp_server: str | None
@@ -359,6 +369,8 @@ class ToolStarted(Event):
 
 @dataclass(slots=True)
 class ToolCompleted(Event):
+    """`tool.execution_complete`: a tool call ended (never its output)."""
+
     tool_call_id: str
     success: bool | None
     fusion_id: str | None

@@ -18,21 +18,18 @@ import argparse
 import contextlib
 import os
 import re
-import secrets
 import signal
 import sys
 import time
-import zoneinfo
 from datetime import datetime, timedelta, timezone, tzinfo
 from pathlib import Path
 from typing import TextIO
 
 from .. import __version__
-from . import html as report_html
-from . import live
 from . import table as report_table
 from . import text as report_text
 from ..copilot.files import find_logs
+from ..path_options import check_output_file, user_path
 from ..printable import printable
 from ..wording import counted
 from .figures import snapshot, turn_row
@@ -45,14 +42,6 @@ FORMATS = ("table", "json", "csv", "csv-calls")
 GROUPINGS = ("day", "week", "month", "session")
 TABLE_WIDTH = 100
 CHOOSING = ("since", "until", "session", "model", "pattern")  # the options that choose turns
-
-
-def user_path(text: str) -> Path:
-    """A path option's value, `~` expanded (`--state-dir=~/x` and variables reach us
-    unexpanded); an empty one is refused, since it would quietly mean the current folder."""
-    if not text.strip():
-        raise argparse.ArgumentTypeError("an empty path")
-    return Path(text).expanduser()
 
 
 def add_arguments(parser: argparse.ArgumentParser, state_dir: Path) -> None:
@@ -172,7 +161,7 @@ class Progress:
 def main(args: argparse.Namespace, environ: dict[str, str], *, state_dir: Path | None = None,
          on_pass=None) -> int:
     """The report on `args.state_dir`, or on `state_dir` with `on_pass` called before every
-    pass of --watch (the demo's copy and its replay: tailer/commands/demo_run.py)."""
+    pass of --watch (the demo's copy and its replay: tailer/commands/demo_report.py)."""
     now = datetime.now(timezone.utc)
     try:
         selection, zone = checked(args, now)
@@ -224,22 +213,13 @@ def time_zone(name: str | None) -> tzinfo | None:
     included). Raises ValueError for an unknown name."""
     if name is None:
         return None
+    import zoneinfo  # here: finding the zone files' folders costs every start-up otherwise
+
     try:
         return zoneinfo.ZoneInfo(name)
     except (zoneinfo.ZoneInfoNotFoundError, ValueError):
         raise ValueError(f"--timezone {printable(name)!r} is not a time zone name "
                          "(e.g. Europe/Berlin, UTC)") from None
-
-
-def check_output_file(option: str, path: Path) -> None:
-    """A file a command will write, refused now (ValueError) if it cannot be: the report's
-    page before a log is read, the daemon's textfile before it starts."""
-    if path.is_dir():
-        raise ValueError(f"{option} {printable(str(path))} is a folder: give a file name")
-    if not path.parent.is_dir():
-        raise ValueError(f"{option} {printable(str(path))}: its folder does not exist")
-    if not os.access(path.parent, os.W_OK):
-        raise ValueError(f"{option} {printable(str(path))}: its folder is not writable")
 
 
 @contextlib.contextmanager
@@ -265,6 +245,8 @@ def _report(args: argparse.Namespace, environ: dict[str, str], state_dir: Path,
             print("hydrafusion-tailer report: --watch redraws a terminal; piped, leave it out",
                   file=sys.stderr)
             return EXIT_USAGE
+        from . import live  # imported by --watch alone: the inotify watcher costs start-up
+
         return live.watch(state_dir, selection, filters_of(args), sys.stdout,
                                  color=color, zone=zone, on_pass=on_pass)
     if not state_dir.exists():
@@ -292,6 +274,8 @@ def _report(args: argparse.Namespace, environ: dict[str, str], state_dir: Path,
                        filters=filters_of(args), checks=reader.reconciliations)
     if args.html:
         try:
+            from . import html as report_html  # imported by --html alone, as live is
+
             _write_replacing(args.html, report_html.render(figures))
         except OSError as error:
             print(f"hydrafusion-tailer report: cannot write {printable(str(args.html))}: "
@@ -341,6 +325,8 @@ def _write_replacing(path: Path, text: str) -> None:
     is made with O_EXCL and O_NOFOLLOW, so it is ours; its mode follows the umask, as any
     file a command writes does.
     """
+    import secrets  # here, with the page: it imports hmac and random
+
     temp = path.with_name(f".{path.name}.{secrets.token_hex(8)}.tmp")
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
     fd = os.open(temp, flags | getattr(os, "O_BINARY", 0), 0o666)

@@ -28,7 +28,6 @@ absent rather than 0.
 
 from __future__ import annotations
 
-import statistics
 import sys
 from collections import Counter, defaultdict
 from dataclasses import dataclass
@@ -44,8 +43,13 @@ SCHEMA_VERSION = 2
 ORDINARY = "ordinary"
 KINDS = ("fusion", "ordinary", "fallback")
 
+# The figures are slotted dataclasses but not frozen ones, as the event records are: frozen
+# doubles the methods a dataclass compiles when it is made (a cost every report pays at
+# start-up) and sets each field through object.__setattr__. Treat them as values all the same.
+# Each has a docstring: for a class without one, @dataclass writes one from inspect.signature.
 
-@dataclass(frozen=True, slots=True)
+
+@dataclass(slots=True)
 class Spend:
     """What a group of legs (one model, one leg kind) ran and spent."""
 
@@ -59,7 +63,7 @@ class Spend:
     cache_write_tokens: int
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ModelUse(Spend):
     """A model's whole use, as the CLI's own per-model totals count it: its legs in
     HydraFusion's turns (`fusion`, route failures' fallback legs included) and its calls in
@@ -69,7 +73,7 @@ class ModelUse(Spend):
     ordinary: Spend
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class KindFigures:
     """The prompts of one kind (fusion, ordinary, fallback), for comparing them."""
 
@@ -82,7 +86,7 @@ class KindFigures:
     median_duration_ms: float
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class PatternFigures:
     """Turns of one pattern and what one such turn costs (credits per turn)."""
 
@@ -96,8 +100,10 @@ class PatternFigures:
 
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class LegRow:
+    """One leg of a turn, as the table, the CSV and the page show it."""
+
     kind: str
     role: str
     model: str
@@ -115,7 +121,7 @@ class LegRow:
     failure_reason: str | None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class CallRow:
     """One model call (a usage record); `leg` is the index of the leg it served."""
 
@@ -131,7 +137,7 @@ class CallRow:
     finish_reason: str | None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ToolRow:
     """One tool call. `timing` says how its times are known: `live` (its own events),
     `between_calls` (replayed at commit, placed after the call that asked for it) or
@@ -145,8 +151,10 @@ class ToolRow:
     timing: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class TurnRow:
+    """One turn (fusion, ordinary or fallback) with its legs, model calls and tools."""
+
     session_id: str
     fusion_id: str  # an ordinary turn's key: prompt-<id of its user.message>
     kind: str  # fusion, ordinary, fallback
@@ -166,8 +174,10 @@ class TurnRow:
     tools: list[ToolRow]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Headline:
+    """The figures of the report's first lines, over HydraFusion's turns."""
+
     turns: int  # HydraFusion's turns: fusion and fallback
     credits: float
     calls: int
@@ -182,7 +192,7 @@ class Headline:
     tools: int  # tool calls of HydraFusion's turns
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Group(Headline):
     """The headline's figures, under its names, of the HydraFusion turns of one day, ISO
     week, month or session (`key`), and their credits by model (of their legs)."""
@@ -191,7 +201,7 @@ class Group(Headline):
     credits_by_model: dict[str, float]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Check:
     """The CLI's own totals for one run of a session, next to the sums of its calls.
 
@@ -205,8 +215,10 @@ class Check:
     differences: list[dict]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Snapshot:
+    """Everything a report shows: every renderer is a function of one of these."""
+
     schema_version: int
     generated_at: str
     utc_offset: str  # of the report's time zone when it was made
@@ -397,8 +409,8 @@ def by_kind(rows: list[TurnRow]) -> list[KindFigures]:
             credits=_total(row.credits for row in group),
             calls=sum(row.calls for row in group),
             tools=sum(len(row.tools) for row in group),
-            median_credits=statistics.median(row.credits for row in group) if group else 0.0,
-            median_duration_ms=statistics.median(row.duration_ms for row in group) if group else 0.0,
+            median_credits=_median([row.credits for row in group]) if group else 0.0,
+            median_duration_ms=_median([row.duration_ms for row in group]) if group else 0.0,
         )
         for kind, group in groups.items()
     ]
@@ -460,7 +472,7 @@ def by_pattern(rows: list[TurnRow]) -> list[PatternFigures]:
     for row in rows:
         credits[row.pattern].append(row.credits)
     figures = [
-        PatternFigures(pattern, len(values), _total(values), statistics.median(values),
+        PatternFigures(pattern, len(values), _total(values), _median(values),
                        min(values), max(values))
         for pattern, values in credits.items()
     ]
@@ -525,6 +537,14 @@ def _credits(nano_aiu: int) -> float:
 def _total(credits) -> float:
     """A sum of credits, rounded to the nano-credit the log counts in (not float noise)."""
     return round(sum(credits), 9)
+
+
+def _median(values: list[float]) -> float:
+    """The middle value, or the mean of the two middle ones, as statistics.median gives:
+    the statistics module imports decimal and fractions, milliseconds of every start-up."""
+    ordered = sorted(values)
+    middle = len(ordered) // 2
+    return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
 
 
 def _ratio(part: float, whole: float) -> float | None:

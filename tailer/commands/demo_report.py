@@ -1,0 +1,32 @@
+"""`hydrafusion-tailer report --demo`: the report on a fresh copy of the example sessions.
+
+Apart from the daemon's demo (demo_run.py), so that the report's demo loads no daemon.
+"""
+
+from __future__ import annotations
+
+import random
+import tempfile
+from datetime import datetime, timezone
+from pathlib import Path
+
+from . import demo
+from ..report import command as report
+
+
+def report_demo(args, environ: dict[str, str]) -> int:
+    """`report --demo`: the report on a fresh copy of the fixtures, moved to end now; with
+    --watch a fixture turn is replayed now and then, as the daemon's demo does. The
+    options are checked first, so a wrong one is refused before anything is copied."""
+    try:
+        report.checked(args, datetime.now(timezone.utc))
+    except ValueError as error:
+        return report.refused(error)
+    with tempfile.TemporaryDirectory(prefix="hydrafusion-demo-") as work:
+        state_dir = Path(work, "session-state")
+        demo.prepare(demo.FIXTURES, state_dir, datetime.now(timezone.utc), keep_session_ids=True)
+        replay = None
+        if args.watch:
+            replay = demo.Replayer(state_dir, demo.FIXTURES, rng=random.Random(demo.REPORT_SEED)).tick
+            replay()  # before the first listing, as the daemon's demo does (demo_run.run_demo)
+        return report.main(args, environ, state_dir=state_dir, on_pass=replay)

@@ -1,0 +1,112 @@
+"""Start-up is part of every answer: each command imports what it uses, and no more.
+
+Each case runs a command as a user does (`python -X importtime -m tailer ...`) and reads
+the modules it imported from importtime's lines; the rules are structural (the daemon is
+not loaded by a report), never timings, which bench/benchmark.py measures.
+"""
+
+import re
+import statistics
+import subprocess
+import sys
+from types import SimpleNamespace
+
+import pytest
+from hypothesis import given, strategies as st
+
+from tailer.commands.cli import COMMANDS, build_parser, parse_args
+from tailer.report import figures
+from tailerproc import ROOT, tailer_env
+
+FIXTURES = str(ROOT / "fixtures" / "sessions")
+DAEMON = ("tailer.daemon", "tailer.outputs", "tailer.turns.sessions")
+# Not socket: the report's worker processes talk through multiprocessing, which imports it.
+NETWORK = ("http.client", "urllib.request", "ssl")
+REPORT = ("tailer.report",)
+REPORT_EXTRAS = ("tailer.report.live", "tailer.report.html", "tailer.copilot.watch")
+
+
+def imported(tmp_path, *args: str) -> set[str]:
+    """The modules `python -m tailer ARGS` imports, as -X importtime lists them."""
+    env = tailer_env(XDG_CACHE_HOME=str(tmp_path / "cache"))
+    done = subprocess.run([sys.executable, "-X", "importtime", "-m", "tailer", *args],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    names = set(re.findall(r"^import time:\s+\d+ \|\s+\d+ \|\s*(\S+)$", done.stderr, re.M))
+    assert "tailer.commands.cli" in names  # the lines were read
+    return names
+
+
+def of(names: set[str], prefixes: tuple[str, ...]) -> set[str]:
+    return {name for name in names
+            if any(name == prefix or name.startswith(prefix + ".") for prefix in prefixes)}
+
+
+@pytest.mark.parametrize("args", [("--version",), ("--help",), ("completion", "--help")])
+def test_the_top_level_imports_no_command(tmp_path, args):
+    names = imported(tmp_path, *args)
+    assert of(names, (*DAEMON, *REPORT, "tailer.copilot", "tailer.turns")) == set()
+
+
+@pytest.mark.parametrize("args", [("run", "--help"), ("demo", "--help")])
+def test_the_daemons_commands_import_no_report(tmp_path, args):
+    names = imported(tmp_path, *args)
+    assert of(names, REPORT) == set()
+    assert "tailer.daemon.checkpoint" in names  # its default checkpoint path is in the help
+
+
+@pytest.mark.parametrize("args", [
+    ("report", "--help"),
+    ("report", "--state-dir", FIXTURES, "--format", "json"),
+    ("report", "--state-dir", FIXTURES),
+    ("report", "--demo", "--format", "csv"),
+])
+def test_the_report_imports_neither_the_daemon_nor_the_network(tmp_path, args):
+    names = imported(tmp_path, *args)
+    assert of(names, (*DAEMON, *NETWORK)) == set()
+    assert of(names, REPORT_EXTRAS) == set()  # only --watch and --html need these
+    assert "tailer.report.command" in names
+
+
+def test_the_page_imports_its_renderer_and_still_no_daemon(tmp_path):
+    names = imported(tmp_path, "report", "--state-dir", FIXTURES, "--html",
+                     str(tmp_path / "page.html"))
+    assert "tailer.report.html" in names
+    assert of(names, (*DAEMON, *NETWORK, "tailer.report.live")) == set()
+
+
+@pytest.mark.parametrize("args", [("doctor", "--state-dir", FIXTURES), ("scrub", "--help")])
+def test_doctor_and_scrub_import_neither_the_daemon_nor_the_report(tmp_path, args):
+    names = imported(tmp_path, *args)
+    assert of(names, (*DAEMON, *REPORT)) == set()
+
+
+# The parser a command builds has only its own options; it must read every command line as
+# the whole parser (the one completion is made from) does.
+SAMPLES = [
+    ["run", "--once", "--from-start", "--state-dir", "~/s", "--idle-timeout", "0"],
+    ["--once", "--metrics-address", "none"],
+    ["demo", "--replay-interval", "5", "--checkpoint", "/tmp/c.json"],
+    ["scrub", "a", "b", "--seed", "x"],
+    ["doctor", "--cli"],
+    ["report", "--format", "csv", "--since", "7d", "--by", "week", "--order", "desc"],
+    ["report", "--demo", "--watch"],
+    ["completion", "zsh"],
+]
+ENVIRONS = [{}, {"COPILOT_HOME": "/h", "HYDRAFUSION_IDLE_TIMEOUT": "60",
+                 "HYDRAFUSION_ONCE": "1", "XDG_STATE_HOME": "/state"}]
+
+
+@pytest.mark.parametrize("environ", ENVIRONS)
+@pytest.mark.parametrize("argv", SAMPLES)
+def test_a_commands_own_parser_reads_as_the_whole_one(argv, environ):
+    whole = build_parser(environ)
+    full_argv = argv if argv[0] in COMMANDS else ["run", *argv]
+    assert parse_args(argv, environ) == whole.parse_args(full_argv)
+
+
+@given(st.lists(st.floats(0, 1e6, allow_nan=False), min_size=1, max_size=30))
+def test_the_median_of_the_figures_is_the_statistics_modules(values):
+    rows = [SimpleNamespace(pattern="cascade", credits=value) for value in values]
+    (pattern,) = figures.by_pattern(rows)
+    assert pattern.median_credits == statistics.median(values)
