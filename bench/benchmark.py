@@ -1029,7 +1029,7 @@ def measure_imports(work: Path) -> dict:
     commands = {
         "report --demo": ["-m", "tailer", "report", "--demo", "--format", "json"],
         "warm report": ["-m", "tailer", "report", "--format", "json", "--state-dir",
-                        str(REPO / "fixtures" / "sessions")],
+                        str(REPO / "tailer" / "commands" / "fixtures")],
     }
     results = {}
     for name, command in commands.items():
