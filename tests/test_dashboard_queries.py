@@ -345,10 +345,7 @@ def test_history_waiting_is_red_while_a_tailers_history_waits_for_prometheus(tmp
     that count, red, and 0, green, for an instance with nothing waiting."""
     state = tmp_path / "state"
     state.mkdir()
-    writer = SessionWriter("history-waits", datetime.now(timezone.utc) - timedelta(hours=2))
-    writer.single("gpt-5.6-sol")
-    writer.cascade("mai-code-1.1-flash", "gpt-5.6-sol", verdict="reject", repair_model="mai-code-1.1-flash")
-    writer.write(state)
+    every_pattern("history-waits", datetime.now(timezone.utc) - timedelta(hours=2)).write(state)
     port = free_port()
     nowhere = f"http://127.0.0.1:{free_port()}/api/v1/write"
     (panel,) = [p for p in dash.all_panels(dash.load_dashboard()) if p.get("title") == "History waiting"]

@@ -308,7 +308,8 @@ def test_history_lands_on_its_days_and_live_counting_goes_on(tmp_path):
                 "--history-url", f"{prom.url}/api/v1/write",
                 "--history-labels", f"job=test,instance=127.0.0.1:{port}")
         with running_tailer(tmp_path, *args, metrics_port=port) as tailer:
-            tailer.wait_for_log("history: pushed")
+            # Three days of history, encoded in Python: more than 30 s beside a CPU load.
+            tailer.wait_for_log("history: pushed", timeout=300)
             days = truth_by_day(expected, first)
             for day in range(DAYS):
                 end = (first + timedelta(days=day + 1)).timestamp()
