@@ -42,6 +42,7 @@ CONTRACT_COUNTERS_AND_GAUGES = frozenset({
     "hydrafusion_tailer_unknown_events_total",
     "hydrafusion_tailer_missing_fields_total",
     "hydrafusion_tailer_pending_spans",
+    "hydrafusion_tailer_history_pending_series",
     "hydrafusion_tailer_build_info",
 })
 CONTRACT_HISTOGRAMS = frozenset({

@@ -73,10 +73,8 @@ class Prometheus:
         with open(self.log_path, "ab") as log:
             return subprocess.Popen(self.command, stdout=log, stderr=subprocess.STDOUT)
 
-    def restart(self, *, kill: bool) -> None:
-        """Stop it (`kill -9` when kill, else a clean stop) and start it again on the same
-        data and port, back once it is ready."""
-        self.stop(kill=kill)
+    def start(self) -> None:
+        """Start it again, after `stop`, on the same data and port; back once it is ready."""
         self.process = self._start()
         self._wait_ready(timeout=60)
 

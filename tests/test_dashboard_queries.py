@@ -184,8 +184,8 @@ def test_the_ledger_counts_every_leg(run):
 
 
 def test_the_health_row_is_green_on_a_healthy_run(run):
-    for title in ("Tailer", "Damaged lines", "Spans waiting", "Spans refused or dropped",
-                  "Log format drift", "Collector and Tempo drops"):
+    for title in ("Tailer", "Damaged lines", "Spans waiting", "History waiting",
+                  "Spans refused or dropped", "Log format drift", "Collector and Tempo drops"):
         want = 1 if title == "Tailer" else 0
         assert values(run.results[title]) == [want], title
 
@@ -330,3 +330,40 @@ def test_collector_and_tempo_drops_count_series_born_in_the_window(tmp_path):
         assert only_value(prom.query(expr, time=start + 2 * hour)) == 12 + 45
         (quiet,) = [expr for title, expr in dash.prometheus_exprs(600) if title == "Collector and Tempo drops"]
         assert only_value(prom.query(quiet, time=start - 120)) == 0
+
+
+def threshold_color(panel, value):
+    """The colour Grafana gives `value` under the panel's absolute thresholds: the last
+    step at or below it (the first step, with no value, is the base)."""
+    steps = panel["fieldConfig"]["defaults"]["thresholds"]["steps"]
+    return [step["color"] for step in steps if step["value"] is None or value >= step["value"]][-1]
+
+
+def test_history_waiting_is_red_while_a_tailers_history_waits_for_prometheus(tmp_path):
+    """A tailer whose remote-write URL answers nothing keeps its start-up history and says
+    so on /metrics; scraped by the real Prometheus, the health row's History waiting shows
+    that count, red, and 0, green, for an instance with nothing waiting."""
+    state = tmp_path / "state"
+    state.mkdir()
+    every_pattern("history-waits", datetime.now(timezone.utc) - timedelta(hours=2)).write(state)
+    port = free_port()
+    nowhere = f"http://127.0.0.1:{free_port()}/api/v1/write"
+    (panel,) = [p for p in dash.all_panels(dash.load_dashboard()) if p.get("title") == "History waiting"]
+
+    def history_waiting(variables=None):
+        (expr,) = [expr for title, expr in dash.prometheus_exprs(600, variables) if title == "History waiting"]
+        return expr
+
+    with running_tailer(tmp_path, "--state-dir", str(state), "--from-start", "--otlp-endpoint", "none",
+                        "--history-url", nowhere,
+                        "--history-labels", f"job=hydrafusion-tailer,instance=127.0.0.1:{port}",
+                        metrics_port=port) as tailer, \
+            running_prometheus(tmp_path, [], extra_config={"scrape_configs": [tailer_job(port)]}) as prom:
+        tailer.wait_for_log("history: Prometheus did not take the history")
+        own = re.search(r"^hydrafusion_tailer_history_pending_series (\S+)$", tailer.metrics(), re.M)
+        assert float(own.group(1)) > 0
+        result = prom.wait_for(history_waiting(), lambda r: r and float(r[0]["value"][1]) > 0, timeout=60)
+        assert only_value(result) == float(own.group(1))
+        assert threshold_color(panel, only_value(result)) == "red"
+        elsewhere = prom.query(history_waiting({"instance": dash.chosen("127.0.0.1:1")}))
+        assert only_value(elsewhere) == 0 and threshold_color(panel, 0) == "green"

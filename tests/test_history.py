@@ -1,5 +1,6 @@
 """History at its real time: turns read at start-up are counted in Prometheus when they happened."""
 
+import re
 import time
 import tracemalloc
 import urllib.request
@@ -11,6 +12,7 @@ from hypothesis import given, strategies as st
 
 from prom import free_port, running_prometheus, single_value
 from sessiongen import SessionWriter
+from tailer.daemon import checkpoint, service, stages
 from tailer.outputs.history import GRID_MS, History
 from tailer.outputs.remote_write import RemoteWriteError, RemoteWriter, split_requests
 from tailerproc import running_tailer
@@ -142,6 +144,64 @@ def test_retryable_failures_keep_history_and_refusals_drop_it(caplog):
     assert "refused" in caplog.text and writer.pushed == []
 
 
+def test_the_series_waiting_are_on_metrics_until_the_push_and_0_before_the_turns_show(tmp_path):
+    """hydrafusion_tailer_history_pending_series, on what a scrape shows: the count of the
+    series whose history waits while Prometheus does not take it (after a restart too, from
+    a checkpoint an older tailer saved without the gauge), and 0 in every scrape that shows
+    the turns (the health row is never green with the history still out, nor the figures
+    in with it red)."""
+    state = tmp_path / "state"
+    state.mkdir()
+    writer = SessionWriter("waits", datetime.now(timezone.utc) - timedelta(hours=3))
+    writer.single("gpt-5.6-sol")
+    writer.cascade("mai-code-1.1-flash", "gpt-5.6-sol", verdict="reject", repair_model="gpt-5.6-sol")
+    writer.write(state)
+    refused = RemoteWriteError("connection refused", retryable=True)
+    prometheus = FakeWriter([refused, refused])
+    config = service.Config(state_dir=state, checkpoint=tmp_path / "checkpoint.json",
+                            from_start=True, history_url="http://127.0.0.1:9/api/v1/write",
+                            history_labels={"job": "j", "instance": "i"})
+    now = [0.0]
+
+    def start():
+        run = service.Run(config, service.Heartbeat(None, None),
+                          stages.load_saved(config.checkpoint), history_writer=prometheus)
+        run.history_push.clock = lambda: now[0]  # the retry's backoff, without waiting for it
+        return run
+
+    def scrape_until(run, done):
+        deadline = time.monotonic() + 30
+        while True:
+            run.step()
+            scrape = run.registry.render()
+            (waiting,) = re.findall(r"^hydrafusion_tailer_history_pending_series (\S+)$", scrape, re.M)
+            turns_shown = re.search(r"^hydrafusion_turns_total\{", scrape, re.M) is not None
+            assert not (turns_shown and float(waiting)), scrape
+            if done(run, float(waiting), turns_shown):
+                return float(waiting)
+            assert time.monotonic() < deadline, scrape
+            time.sleep(0.01)
+
+    def refused_and_shown(run, waiting, _):
+        return run.history_push.waits and waiting == len(run.history_push.state()["changes"])
+
+    run = start()
+    assert scrape_until(run, refused_and_shown) > 0 and len(prometheus.errors) == 1
+    assert run.stop() == 0
+    saved = checkpoint.load(config.checkpoint)
+    del saved["metrics"]["hydrafusion_tailer_history_pending_series"]
+    checkpoint.save(config.checkpoint, saved)
+    run = start()
+    try:
+        assert scrape_until(run, refused_and_shown) > 0 and prometheus.errors == []
+        assert prometheus.pushed == []
+        now[0] += service.HISTORY_FIRST_BACKOFF_S
+        assert scrape_until(run, lambda _, __, turns_shown: turns_shown) == 0
+        assert prometheus.pushed
+    finally:
+        run.stop()
+
+
 def test_a_months_history_is_made_as_it_is_sent_not_held_at_once():
     """A month of the 5-minute grid is 8,928 samples a series; hundreds of series made at
     once took 900 MB at a first start on a month of logs. The writer takes them series by
@@ -248,7 +308,8 @@ def test_history_lands_on_its_days_and_live_counting_goes_on(tmp_path):
                 "--history-url", f"{prom.url}/api/v1/write",
                 "--history-labels", f"job=test,instance=127.0.0.1:{port}")
         with running_tailer(tmp_path, *args, metrics_port=port) as tailer:
-            tailer.wait_for_log("history: pushed")
+            # Three days of history, encoded in Python: more than 30 s beside a CPU load.
+            tailer.wait_for_log("history: pushed", timeout=300)
             days = truth_by_day(expected, first)
             for day in range(DAYS):
                 end = (first + timedelta(days=day + 1)).timestamp()

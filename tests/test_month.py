@@ -153,13 +153,6 @@ def month_prometheus(tmp_path, port):
     )
 
 
-@pytest.fixture(scope="module")
-def month(tmp_path_factory):
-    state = tmp_path_factory.mktemp("month") / "state"
-    state.mkdir()
-    return state, write_month(state)
-
-
 def wait_for_the_month(tailer, prom, turns) -> None:
     """Until the history is pushed and the scrapes show every turn."""
     tailer.wait_for_log("history: pushed", timeout=600)

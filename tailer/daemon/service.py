@@ -162,6 +162,7 @@ class Run:
         self.push = MetricsPush(stages.pusher, self.registry, self.config.resource,
                                 self.identity.start_ns)
         self.history_push = HistoryPush(stages.history)
+        self.history_waiting = 0  # series whose history waits, as last counted
         self.backpressure = Backpressure(self.outbox, once=self.config.once)
         self.textfile = Textfile(self.config.textfile, self.registry)
         self.sessions_found = self.tailer.start()
@@ -257,8 +258,17 @@ class Run:
             self.saves.note(TURNS)
 
     def _push_history(self) -> None:
-        """Push the start-up history once reading is over; then scrapes show its families."""
-        if self.reading_history or not self.history_push.try_push():
+        """Push the start-up history once reading is over; then scrapes show its families
+        (and, before them, the health gauge at 0)."""
+        pushed = not self.reading_history and self.history_push.try_push()
+        waiting = self.history_push.pending_series
+        self.metrics.history_pending.set(None, waiting)
+        if waiting != self.history_waiting:
+            self.history_waiting = waiting
+            # Scrapes show the values a save published: saved soon, or a run restored from a
+            # checkpoint without the gauge would show none waiting all through an outage.
+            self.saves.note(TURNS)
+        if not pushed:
             return
         self.fanout.history = None
         # Saved without the history before scrapes show it: a run that starts from a save
@@ -415,6 +425,10 @@ class HistoryPush:
             return False
         self.history = None
         return True
+
+    @property
+    def pending_series(self) -> int:
+        return self.history.pending_series if self.history is not None else 0
 
     def state(self) -> dict | None:
         return self.history.state() if self.history is not None else None

@@ -127,6 +127,12 @@ class History:
     def pending(self) -> bool:
         return bool(self._changes)
 
+    @property
+    def pending_series(self) -> int:
+        """How many series have history waiting: the health gauge a dashboard turns red on
+        while Prometheus has not taken it."""
+        return len(self._changes)
+
     def takes(self, time_ms: int) -> bool:
         """Whether a turn that ended at `time_ms` belongs to history (else: count it live)."""
         return time_ms < self._cutoff_ms

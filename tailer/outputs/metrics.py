@@ -203,6 +203,11 @@ class Metrics:
             "hydrafusion_tailer_pending_spans",
             "Spans waiting for the collector (kept in the checkpoint; bounded, oldest dropped).",
         )
+        self.history_pending = gauge(
+            "hydrafusion_tailer_history_pending_series",
+            "Series whose start-up history waits to be pushed to Prometheus (kept in the "
+            "checkpoint; 0 once Prometheus took it).",
+        )
         self.open_turns = gauge("hydrafusion_tailer_open_turns", "Turns started but not finished.")
         self.last_event = gauge(
             "hydrafusion_tailer_last_event_timestamp_seconds",
