@@ -209,7 +209,7 @@ class SessionWriter:
         self._leg(turn, "phase:0", "primary", "solver", "root", fallback_model, live=True)
         fallback = turn.legs[-1][1]
         fallback.committed = True
-        expected = self._expect(turn, "unknown", "route_failed", turn.legs[-1][0])
+        expected = self._expect(turn, "fallback", "route_failed", turn.legs[-1][0])
         expected.route_failure_reason = reason
         expected.committed_phase_id = fallback.phase_id
         return expected

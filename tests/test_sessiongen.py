@@ -176,7 +176,7 @@ def test_route_failure_has_no_fusion_id_and_its_fallback_leg_carries_the_attempt
     leg = next(e["data"] for e in file if e["type"] == "assistant.fusion_phase_completed")
     assert "fusionId" not in failure and failure["attemptId"].endswith(":route")
     assert leg["fusionId"] == failure["attemptId"].removesuffix(":route") == turn.fusion_id
-    assert (turn.pattern, turn.outcome, turn.route_failure_reason) == ("unknown", "route_failed", "transport")
+    assert (turn.pattern, turn.outcome, turn.route_failure_reason) == ("fallback", "route_failed", "transport")
     assert turn.models == ["gpt-5.6-mini"] and turn.nano_aiu == leg["usage"]["totalNanoAiu"]
 
 

@@ -119,7 +119,7 @@ def test_route_failure_and_its_fallback_leg_are_one_trace():
                           reason="transport", routing_latency_ms=300.0)
     assembler, finished = feed_all([failure, leg("f2", "phase:0", 30 * S, model="gpt-5.6-mini")])
     [turn] = finished
-    assert (turn.outcome, turn.pattern, len(turn.legs)) == ("route_failed", "unknown", 1)
+    assert (turn.outcome, turn.pattern, len(turn.legs)) == ("route_failed", "fallback", 1)
     assert turn.committed_phase_id == "f2:phase:0"
     assert assembler.open_count == 0
     # The same leg reported again must not come back as a turn of its own.

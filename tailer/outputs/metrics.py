@@ -254,9 +254,7 @@ class Metrics:
         changes = self._prompt_changes(turn)
         if turn.ordinary:
             return changes
-        # A route failure's log names no pattern: `fallback`, its `kind`, as the report says.
-        pattern = "fallback" if turn.route_failure is not None else turn.pattern
-        compound = _flag(turn.compound)
+        pattern, compound = turn.pattern, _flag(turn.compound)
         changes += [
             (self.turns, (pattern, turn.outcome, compound), 1),
             (self.turn_duration, (pattern,), (turn.end_ns - turn.start_ns) / 1e9),

@@ -60,10 +60,9 @@ class Selection:
 
 
 def report_pattern(turn: Turn) -> str:
-    """The pattern a report shows and filters on: a fusion turn's own, else what answered it, `fallback` (a route failure, the name the
-    dashboard's prompt families give it as `kind`, and the metrics' `pattern` label) or
-    `ordinary`. The log names no pattern for either."""
-    return turn.pattern if turn.kind == "fusion" else turn.kind
+    """The pattern a report shows and filters on: the turn's (Turn.pattern: a route failure's
+    is `fallback`), or `ordinary` for a prompt answered without fusion."""
+    return turn.kind if turn.ordinary else turn.pattern
 
 
 class SessionReader:

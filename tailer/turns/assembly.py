@@ -120,6 +120,10 @@ class Turn:
 
     @property
     def pattern(self) -> str:
+        """The log's pattern; a route failure names none and is `fallback`, its kind, in
+        every output (metrics, traces, the log line, the report)."""
+        if self.route_failure is not None:
+            return "fallback"
         for source in (self.resolved, self.completed):
             if source is not None and source.pattern:
                 return source.pattern
