@@ -25,7 +25,7 @@ from ..outputs.exposition import Registry, series_from_state
 from .fanout import TurnFanout
 from ..outputs.history import History, history_from_state
 from ..outputs.identity import Identity, identity_from_state
-from ..outputs.metrics import MAX_MODELS, Metrics
+from ..outputs.metrics import LABEL_VALUE_LIMITS, Metrics
 from ..outputs.metrics_server import MetricsServer
 from ..outputs.otlp import OtlpExporter, Unit, tls_context
 from ..outputs.otlp_metrics import MetricsPusher, prometheus_labels
@@ -97,7 +97,7 @@ def build(config: Config, saved: Saved | None, previous_run_ms: int, *,
     identity = Identity(saved and saved.identity)
     config = dataclasses.replace(config, resource=identity.resource(config.resource))
     started_ms = time.time_ns() // 1_000_000
-    registry = Registry(label_value_limits={"model": MAX_MODELS})
+    registry = Registry(label_value_limits=LABEL_VALUE_LIMITS)
     metrics = Metrics(registry)
     if saved is not None:
         metrics.restore(saved.metrics)

@@ -30,6 +30,13 @@ from ..turns.assembly import Reconciliation, Turn
 DURATION_BUCKETS = tuple(0.01 * 2**i for i in range(18))
 ROUTING_BUCKETS = (0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5, 0.75, 1.0, 2.0, 5.0)
 MAX_MODELS = 50
+# Routing policies the router was retuned to; past this many, new ones count under `other`
+# (docs/METRICS.md says why this bound).
+MAX_POLICY_VERSIONS = 32
+# The registry's caps on label vocabularies (DEFAULT_LABEL_VALUE_LIMIT for the others);
+# `field` holds every field a refusal is counted under, each with a series of its own.
+LABEL_VALUE_LIMITS = {"model": MAX_MODELS, "policy_version": MAX_POLICY_VERSIONS,
+                      "field": len(NOT_CODE_FIELDS)}
 
 
 # An event time further ahead of the clock than this is a wrong clock or a damaged line:
@@ -99,6 +106,16 @@ class Metrics:
         self.routing_latency = histogram(
             "hydrafusion_routing_latency_seconds", "Time the router took to decide.",
             ("route_source",), ROUTING_BUCKETS,
+        )
+        self.router_turns = counter(
+            "hydrafusion_router_turns_total",
+            "Fusion turns routed, by the routing policy version that decided them.",
+            ("policy_version", "pattern"),
+        )
+        self.router_aiu = counter(
+            "hydrafusion_router_aiu_total",
+            "Credits (AIU) spent on fusion turns, by the routing policy version.",
+            ("policy_version", "pattern"),
         )
         self.prompts = counter(
             "hydrafusion_prompts_total",
@@ -260,6 +277,10 @@ class Metrics:
             # turns, and a turn judged twice must not weigh double.
             rejected = _flag(any(verdict in REJECTING_VERDICTS for verdict in verdicts))
             changes.append((self.judged_turns, (pattern, rejected), 1))
+        if turn.resolved is not None:
+            version = turn.resolved.policy_version or "unknown"
+            changes += [(self.router_turns, (version, pattern), 1),
+                        (self.router_aiu, (version, pattern), turn.legs_usage.aiu)]
         if turn.route_failure is not None:
             changes.append((self.route_failures, (turn.route_failure.reason or "unknown",), 1))
         elif turn.routing_latency_ms is not None and turn.resolved is not None:
@@ -328,7 +349,7 @@ class Metrics:
                     self.routing_latency, self.prompts, self.prompt_aiu, self.prompt_tokens,
                     self.prompt_calls, self.prompt_duration, self.model_calls,
                     self.call_duration, self.time_to_first_token, self.tool_calls,
-                    self.leg_call_mismatches)
+                    self.leg_call_mismatches, self.router_turns, self.router_aiu)
         return {family.name for family in families}
 
     def restore(self, snapshot: dict) -> None:
