@@ -277,8 +277,8 @@ class Metrics:
             # turns, and a turn judged twice must not weigh double.
             rejected = _flag(any(verdict in REJECTING_VERDICTS for verdict in verdicts))
             changes.append((self.judged_turns, (pattern, rejected), 1))
-        if turn.resolved is not None:
-            version = turn.resolved.policy_version or "unknown"
+        if turn.route_failure is None:  # routed: by the policy its resolved record names
+            version = turn.resolved.policy_version if turn.resolved is not None else None
             changes += [(self.router_turns, (version, pattern), 1),
                         (self.router_aiu, (version, pattern), turn.legs_usage.aiu)]
         if turn.route_failure is not None:
