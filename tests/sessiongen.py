@@ -151,8 +151,7 @@ class SessionWriter:
     def retune(self, policy_version: str | None, *, plan_version: str | None = "2",
                rule_id: str | None = None) -> None:
         """The router's ids the next turns' resolved records carry, as after the remote
-        router was retuned midway; `rule_id` None: `rule-<pattern>` (the field is written
-        null when `policy_version` or `plan_version` is None)."""
+        router was retuned midway (None: written null); `rule_id` None: `rule-<pattern>`."""
         self._router = {"policyVersion": policy_version, "planVersion": plan_version,
                         "ruleId": rule_id}
 
@@ -649,6 +648,26 @@ def whole_session(session_id: str, start: datetime = START, *, totals_off_by: in
     writer.single("claude-sonnet-4.6")
     writer.single("gpt-5.6-sol", tool_counts=False, request_count=3)
     writer.shutdown(nano_aiu_off_by=totals_off_by)
+    return writer
+
+
+def retuned(session_id: str, start: datetime = START) -> SessionWriter:
+    """A session in which the remote router is retuned twice midway: three turns under
+    policy 2026-09-01, a new policy 2026-11-05 (plan 3, one rule for every pattern) for four
+    prompts (a route failure and an ordinary one among them), then 2026-11-05.1 for two."""
+    writer = SessionWriter(session_id, start)
+    writer.single("gpt-5.6-sol")
+    writer.cascade("mai-code-1.1-flash", "gpt-5.6-sol")
+    writer.critique("gpt-5.6-sol", ["claude-sonnet-4.6"])
+    writer.retune("2026-11-05", plan_version="3", rule_id="rule-2026-11-05")
+    writer.cascade("mai-code-1.1-flash", "gpt-5.6-sol", verdict="reject", repair_model="gpt-5.6-sol")
+    writer.route_failed("gpt-5.6-mini")
+    writer.ordinary("claude-sonnet-4.6")
+    writer.single("mai-code-1.1-flash")
+    writer.retune("2026-11-05.1", plan_version="3")
+    writer.cascade("mai-code-1.1-flash", "claude-sonnet-4.6")
+    writer.single("gpt-5.6-sol")
+    writer.shutdown()
     return writer
 
 

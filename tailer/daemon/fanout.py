@@ -57,4 +57,6 @@ class TurnFanout:
         else:
             self.metrics.count_turn(turn)
         log_turn(turn)
-        self.policies.note(turn)
+        version = self.policies.note(turn)
+        if version is not None:
+            self.metrics.count_new_policy(version, turn.start_ns)

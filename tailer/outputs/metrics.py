@@ -215,6 +215,11 @@ class Metrics:
             "Values of the CLI's telemetry export sent as `other`, left out or cut, by reason.",
             ("reason",),
         )
+        self.policy_first_seen = gauge(
+            "hydrafusion_router_policy_first_seen_timestamp_seconds",
+            "Start of the first turn this tailer saw routed by each router policy version.",
+            ("policy_version",),
+        )
         self.sessions = gauge("hydrafusion_tailer_sessions", "Session logs followed.")
         self.pending_spans = gauge(
             "hydrafusion_tailer_pending_spans",
@@ -336,6 +341,11 @@ class Metrics:
             success = "unknown" if tool.success is None else _flag(tool.success)
             changes.append((self.tool_calls, (kind, tool.name or "unknown", success), 1))
         return changes
+
+    def count_new_policy(self, version: str, start_ns: int) -> None:
+        """A version of the router's policy first seen (policy_versions.PolicyVersions): the
+        dashboard's annotation reads the time from the gauge, which outages cannot move."""
+        self.policy_first_seen.set({"policy_version": version}, start_ns / 1e9)
 
     def count_reconciliation(self, check: Reconciliation) -> None:
         result = "agree" if check.agrees else "disagree"

@@ -28,15 +28,16 @@ class PolicyVersions:
         """`saved`: `state()` of an earlier run, read back by `policy_versions_from_state`."""
         self._seen = dict.fromkeys(saved or ())  # in the order first seen
 
-    def note(self, turn: Turn) -> None:
-        """Log the turn's policy version if it is one not seen before."""
+    def note(self, turn: Turn) -> str | None:
+        """The turn's policy version if it is one not seen before (and logged), else None."""
         version = turn.resolved.policy_version if turn.resolved is not None else None
         if version is None or version in self._seen:
-            return
+            return None
         self._seen[version] = None
         if len(self._seen) > MAX_KEPT:
             del self._seen[next(iter(self._seen))]
         log.info("%s", policy_line(turn))
+        return version
 
     def state(self) -> list[str]:
         return list(self._seen)
