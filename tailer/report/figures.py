@@ -44,7 +44,7 @@ from ..turns.assembly import (
     ROUTE_FAILED_OUTCOME, Reconciliation, ToolCall, Turn, call_start_ns, leg_start_ns,
 )
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 ORDINARY = "ordinary"
 KINDS = ("fusion", "ordinary", "fallback")
 
