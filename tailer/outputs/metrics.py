@@ -282,18 +282,18 @@ class Metrics:
             # turns, and a turn judged twice must not weigh double.
             rejected = _flag(any(verdict in REJECTING_VERDICTS for verdict in verdicts))
             changes.append((self.judged_turns, (pattern, rejected), 1))
-        if turn.route_failure is None:  # routed: by the policy its resolved record names
+        if turn.route_failure is not None:
+            changes.append((self.route_failures, (turn.route_failure.reason or "unknown",), 1))
+        else:  # routed: by the policy its resolved record names
             version = turn.resolved.policy_version if turn.resolved is not None else None
             changes += [(self.router_turns, (version, pattern), 1),
                         (self.router_aiu, (version, pattern), turn.legs_usage.aiu)]
-        if turn.route_failure is not None:
-            changes.append((self.route_failures, (turn.route_failure.reason or "unknown",), 1))
-        elif turn.routing_latency_ms is not None and turn.resolved is not None:
-            changes.append((
-                self.routing_latency,
-                (turn.resolved.route_source or "unknown",),
-                turn.routing_latency_ms / 1000,
-            ))
+            if turn.routing_latency_ms is not None and turn.resolved is not None:
+                changes.append((
+                    self.routing_latency,
+                    (turn.resolved.route_source or "unknown",),
+                    turn.routing_latency_ms / 1000,
+                ))
         for leg in turn.legs:
             kind = leg.phase_kind or "unknown"
             model = leg.model or "unknown"
