@@ -1,7 +1,8 @@
 """The router's changes: sessions whose policy version changes midway, and every output
 (root spans, the counts by policy version, the report's ROUTER figures and day marks, the
-daemon's first-seen lines, across a restart too) checked against the truth read from the
-files with plain `json`, never through the tailer's parser."""
+daemon's first-seen lines, across a restart too, and the dashboard's annotation on the real
+Prometheus) checked against the truth read from the files with plain `json`, never through
+the tailer's parser."""
 
 from __future__ import annotations
 
@@ -14,19 +15,23 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
+import yaml
 from hypothesis import given, strategies as st
 
 import dashboard as dash
 from assembly import assemble
 from exposition_helpers import samples
 from otlp_sink import plain_attributes
+from prom import free_port, promtool, running_prometheus
 from report_helpers import report_json, run_report
 from sessiongen import START, SessionWriter, retuned
+from tailer.outputs.exposition import Registry
+from tailer.outputs.metrics import LABEL_VALUE_LIMITS, MAX_POLICY_VERSIONS, Metrics
 from tailer.outputs.policy_versions import MAX_KEPT, PolicyVersions, policy_versions_from_state
 from tailer.outputs.spans import turn_spans
-from tailer.turns.assembly import Turn
 from tailer.copilot.events import Resolved
-from tailerproc import run_once, tailer_env
+from tailer.turns.assembly import Turn
+from tailerproc import run_once, running_tailer, tailer_env
 
 FIRST, SECOND, THIRD, FOURTH = "2026-09-01", "2026-11-05", "2026-11-05.1", "2026-11-06"
 
@@ -276,9 +281,6 @@ def test_a_checkpoint_from_before_the_versions_were_kept_reads_as_none_seen():
 
 
 def test_the_annotation_filters_by_tailer_and_parses(tmp_path):
-    import yaml
-    from prom import promtool
-
     exprs = dash.annotation_exprs(60)
     assert [name for name, _ in exprs] == ["New router policy"]
     for annotation in dash.prometheus_annotations(dash.load_dashboard()):
@@ -294,9 +296,6 @@ def test_the_annotation_filters_by_tailer_and_parses(tmp_path):
 def test_the_dashboard_marks_each_version_where_its_first_turn_began(tmp_path):
     """Grafana's part done as tests/dashboard.py does it: the annotation's range query, each
     series' value taken as the mark's time."""
-    from prom import free_port, running_prometheus
-    from tailerproc import running_tailer
-
     state = tmp_path / "state"
     write_retuned(state)
     turns = truth(state)
@@ -318,3 +317,25 @@ def test_the_dashboard_marks_each_version_where_its_first_turn_began(tmp_path):
     assert {title for title, _ in events} == set(expected) and len(events) == len(expected)
     for title, time_ms in events:
         assert abs(time_ms - expected[title]) <= 1, title  # a float's last digit
+
+
+# -- The counts by policy version: bounded, and history's too ----------------------------
+
+
+def test_policy_versions_past_the_cap_count_under_other():
+    metrics = Metrics(Registry(label_value_limits=LABEL_VALUE_LIMITS))
+    for number in range(MAX_POLICY_VERSIONS + 8):
+        metrics.count_turn(routed_by(f"v{number}", number))
+    counted = samples(metrics.registry.render_final(), "hydrafusion_router_turns_total")
+    versions = {dict(labels)["policy_version"] for labels in counted}
+    assert len(versions) == MAX_POLICY_VERSIONS + 1 and "other" in versions
+    assert counted[(("pattern", "single"), ("policy_version", "other"))] == 8
+    assert sum(counted.values()) == MAX_POLICY_VERSIONS + 8
+
+
+def test_the_counts_by_policy_version_go_to_history_too():
+    metrics = Metrics(Registry(label_value_limits=LABEL_VALUE_LIMITS))
+    gained = metrics.count_turn_as_history(routed_by(SECOND))
+    assert ("hydrafusion_router_turns_total", [("policy_version", SECOND), ("pattern", "single")]) in [
+        (name, list(labels)) for name, labels, *_ in gained]
+    assert {"hydrafusion_router_turns_total", "hydrafusion_router_aiu_total"} <= metrics.turn_families
