@@ -9,6 +9,7 @@ or a captured OTLP payload.
 """
 
 import json
+import math
 import re
 from pathlib import Path
 
@@ -31,6 +32,9 @@ CONTRACT_COUNTERS_AND_GAUGES = frozenset({
     "hydrafusion_prompts_total",
     "hydrafusion_prompt_aiu_total",
     "hydrafusion_prompt_model_calls_total",
+    "hydrafusion_router_turns_total",
+    "hydrafusion_router_aiu_total",
+    "hydrafusion_router_policy_first_seen_timestamp_seconds",
     "hydrafusion_tailer_lines_total",
     "hydrafusion_tailer_malformed_lines_total",
     "hydrafusion_tailer_sessions",
@@ -199,6 +203,34 @@ def prometheus_exprs(window_seconds, variables=None):
             for title, target in targets(dashboard, "prometheus") if target.get("instant")]
 
 
+def prometheus_annotations(dashboard):
+    """The dashboard's annotations that query Prometheus."""
+    return [annotation for annotation in dashboard["annotations"]["list"]
+            if annotation.get("datasource", {}).get("type") == "prometheus"]
+
+
+def annotation_exprs(step_seconds, variables=None):
+    """(annotation name, expr) for every Prometheus annotation, for a range query with that
+    step, as Grafana runs them over the dashboard's time range."""
+    dashboard = load_dashboard()
+    return [(annotation["name"],
+             substitute(annotation["expr"], step_seconds, variables, dashboard, step_seconds))
+            for annotation in prometheus_annotations(dashboard)]
+
+
+def annotation_events(annotation, result):
+    """What Grafana draws for a range-query result of a Prometheus annotation that takes
+    its time from the series' value (useValueForTime, in ms: the only kind the dashboard
+    has): one event per time, as (title, time in ms)."""
+    assert annotation["useValueForTime"], annotation["name"]
+    events = set()
+    for series in result:
+        title = re.sub(r"\{\{(\w+)\}\}", lambda m: series["metric"].get(m.group(1), ""),
+                       annotation["titleFormat"])
+        events |= {(title, math.floor(float(value))) for _, value in series["values"]}
+    return events
+
+
 def prometheus_range_exprs(step_seconds, variables=None):
     """(panel title, expr) for every range (time series) PromQL expression, for a range
     query with that step: each point counts the step that ends at it."""
@@ -258,6 +290,7 @@ def metric_families_used():
     exprs += [variable["query"] for variable in dashboard["templating"]["list"]
               if variable.get("datasource", {}).get("type") == "prometheus"]
     exprs += traces_to_metrics_queries()
+    exprs += [annotation["expr"] for annotation in prometheus_annotations(dashboard)]
     families = set()
     for expr in exprs:
         families |= {metric_family(name) for name in _label_values_metric(expr) or metric_names(expr)}

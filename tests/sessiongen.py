@@ -73,6 +73,11 @@ class ExpectedTurn:
     calls: int = 0  # usage records the tailer can read (damaged ones left out)
     tools: int = 0  # tool calls (start and complete pairs)
     damaged_calls: int = 0
+    # The router's ids its resolved record carries (none without one: a route failure, an
+    # ordinary prompt).
+    policy_version: str | None = None
+    plan_version: str | None = None
+    rule_id: str | None = None
 
 
 @dataclass
@@ -87,6 +92,7 @@ class _Turn:
     calls: int = 0
     tools: int = 0
     damaged_calls: int = 0
+    router: dict = field(default_factory=dict)  # the router's ids of its resolved record
 
     def phase_id(self, suffix: str) -> str:
         return f"{self.fusion_id}:{suffix}"
@@ -133,6 +139,7 @@ class SessionWriter:
         self._prompted = False
         self._models: dict[str, dict[str, int]] = {}  # the current run's calls, per model
         self._model = "auto"
+        self._router = {"policyVersion": "2026-09-01", "planVersion": "2", "ruleId": None}
         self.cwd = f"/home/dev/src/{canary}/webapp"
         self._emit(self._clock, "session.start", {
             "sessionId": session_id, "version": 1, "producer": "copilot-agent",
@@ -140,6 +147,13 @@ class SessionWriter:
             "selectedModel": "auto", "autoTierIdCompat": "hydrafusion", "reasoningEffort": None,
             "context": {"cwd": self.cwd, "gitRoot": self.cwd, "repository": f"acme/{canary}",
                         "branch": f"fix/{canary}"}})
+
+    def retune(self, policy_version: str | None, *, plan_version: str | None = "2",
+               rule_id: str | None = None) -> None:
+        """The router's ids the next turns' resolved records carry, as after the remote
+        router was retuned midway (None: written null); `rule_id` None: `rule-<pattern>`."""
+        self._router = {"policyVersion": policy_version, "planVersion": plan_version,
+                        "ruleId": rule_id}
 
     # -- the patterns ---------------------------------------------------------------
 
@@ -312,12 +326,15 @@ class SessionWriter:
                **models) -> _Turn:
         """The routing decision, then the prompt (the CLI writes them in that order)."""
         routed, latency = self._routing()
-        turn = _Turn(f"fusion-{self._uuid()}", pattern, routed - latency, str(self._uuid()))
+        rule = self._router["ruleId"] or f"rule-{pattern}"
+        router = {**self._router, "ruleId": rule}
+        turn = _Turn(f"fusion-{self._uuid()}", pattern, routed - latency, str(self._uuid()),
+                     router=router)
         self._emit(routed, "session.fusion_resolved", {
             "fusionId": turn.fusion_id, "turnId": turn.phase_id("turn"), "contractVersion": 1,
             "syntheticModel": "hydrafusion", "policy": "standard", "routeSource": "capi_plan",
-            "planVersion": "2", "policyVersion": "2026-09-01", "modelUniverseVersion": "mu-118",
-            "ruleId": f"rule-{pattern}", "selectedRuleId": f"rule-{pattern}",
+            "planVersion": router["planVersion"], "policyVersion": router["policyVersion"],
+            "modelUniverseVersion": "mu-118", "ruleId": rule, "selectedRuleId": rule,
             "ruleName": self._text(f"{pattern} for multi-file edits"),
             "hint": self._text("the prompt asks for a refactor with tests"), "pattern": pattern,
             "phasePlan": phase_plan, "primaryModel": None, "secondaryModel": None, "judgeModel": None,
@@ -525,7 +542,10 @@ class SessionWriter:
                                 sorted({leg.model for leg in legs}), legs, sum(leg.nano_aiu for leg in legs),
                                 None, None, None, self._timestamp(end_ms),
                                 kind="fallback" if turn.pattern is None else "fusion", calls=turn.calls,
-                                tools=turn.tools, damaged_calls=turn.damaged_calls)
+                                tools=turn.tools, damaged_calls=turn.damaged_calls,
+                                policy_version=turn.router.get("policyVersion"),
+                                plan_version=turn.router.get("planVersion"),
+                                rule_id=turn.router.get("ruleId"))
         self.expected.append(expected)
         return expected
 
@@ -628,6 +648,26 @@ def whole_session(session_id: str, start: datetime = START, *, totals_off_by: in
     writer.single("claude-sonnet-4.6")
     writer.single("gpt-5.6-sol", tool_counts=False, request_count=3)
     writer.shutdown(nano_aiu_off_by=totals_off_by)
+    return writer
+
+
+def retuned(session_id: str, start: datetime = START) -> SessionWriter:
+    """A session in which the remote router is retuned twice midway: three turns under
+    policy 2026-09-01, a new policy 2026-11-05 (plan 3, one rule for every pattern) for four
+    prompts (a route failure and an ordinary one among them), then 2026-11-05.1 for two."""
+    writer = SessionWriter(session_id, start)
+    writer.single("gpt-5.6-sol")
+    writer.cascade("mai-code-1.1-flash", "gpt-5.6-sol")
+    writer.critique("gpt-5.6-sol", ["claude-sonnet-4.6"])
+    writer.retune("2026-11-05", plan_version="3", rule_id="rule-2026-11-05")
+    writer.cascade("mai-code-1.1-flash", "gpt-5.6-sol", verdict="reject", repair_model="gpt-5.6-sol")
+    writer.route_failed("gpt-5.6-mini")
+    writer.ordinary("claude-sonnet-4.6")
+    writer.single("mai-code-1.1-flash")
+    writer.retune("2026-11-05.1", plan_version="3")
+    writer.cascade("mai-code-1.1-flash", "claude-sonnet-4.6")
+    writer.single("gpt-5.6-sol")
+    writer.shutdown()
     return writer
 
 

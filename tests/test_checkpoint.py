@@ -64,7 +64,8 @@ def state(tmp_path_factory) -> dict:
     history = {"not_before_ms": 1, "cutoff_ms": 60_000, "bases": {HISTORY_KEY: 2 * 10**9},
                "divisors": {HISTORY_KEY: 10**9}, "changes": {HISTORY_KEY: [[30_000, 10**9]]}}
     return {**reading, "metrics": saved_series(metrics.registry), "pending": pending,
-            "history": history, "published_at_ms": 1_700_000_000_000}
+            "history": history, "policy_versions": ["2026-09-01"],
+            "published_at_ms": 1_700_000_000_000}
 
 
 def test_what_the_tailer_saves_loads_back(tmp_path, state):
@@ -171,6 +172,9 @@ DAMAGE = {
     "sessions a list": lambda s: s.update(sessions=[]),
     "metrics missing": lambda s: s.pop("metrics"),
     "published_at_ms as text": lambda s: s.update(published_at_ms="now"),
+    "policy versions not a list": lambda s: s.update(policy_versions={CANARY: 1}),
+    "policy version no version code": lambda s: s.update(policy_versions=[CANARY + " /x"]),
+    "policy version a number": lambda s: s.update(policy_versions=[1]),
 }
 
 

@@ -25,7 +25,7 @@ from tailerproc import tailer_env
 from tailer.commands.cli import build_parser
 from tailer.copilot.events import parse_line
 from tailer.outputs.exposition import Registry
-from tailer.outputs.metrics import MAX_MODELS, Metrics
+from tailer.outputs.metrics import LABEL_VALUE_LIMITS, Metrics
 from tailer.outputs.otlp_metrics import prometheus_labels
 from tailer.outputs.spans import turn_spans
 
@@ -74,9 +74,10 @@ def turns():
 
 def exposed_families(turns) -> dict[str, tuple[str, frozenset[str]]]:
     """Family name -> (type, label names) as /metrics shows them once every family has a series."""
-    metrics = Metrics(Registry(label_value_limits={"model": MAX_MODELS}))
+    metrics = Metrics(Registry(label_value_limits=LABEL_VALUE_LIMITS))
     for turn in turns:
         metrics.count_turn(turn)
+    metrics.count_new_policy("2026-09-01", turns[0].start_ns)  # as the fanout does
     # Give the drift and damage families a series too, the way the daemon counts them.
     drifted = parse_line(
         b'{"type":"session.fusion_resolved","timestamp":"2026-11-02T09:00:00Z",'

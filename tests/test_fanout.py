@@ -61,7 +61,8 @@ def test_live_turns_are_exported_counted_and_logged(caplog):
     assert [spans[0].key for spans in exporters[0].submitted] == [
         spans[0].key for spans in outbox_traces(outbox)]
     assert len(exporters[0].submitted) == 2 and turns_counted(metrics) == 2
-    assert [line.split()[0] for line in caplog.messages] == ["fusion", "ordinary"]
+    # the fusion turn is the first of its router policy version: a line of its own
+    assert [line.split()[0] for line in caplog.messages] == ["fusion", "router", "ordinary"]
 
 
 def outbox_traces(outbox: Outbox) -> list:

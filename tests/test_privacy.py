@@ -30,7 +30,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from otlp_sink import OtlpSink
 from poison import FRAGMENTS, write_poisoned_sessions
 from prom import free_port
-from sessiongen import CANARY, every_pattern, whole_session
+from sessiongen import CANARY, every_pattern, retuned, whole_session
 from tailerproc import ROOT, running_tailer, tailer_env
 
 DAMAGED = [
@@ -146,7 +146,7 @@ def test_no_text_ever_leaves(tmp_path):
     state.mkdir()
     expected = []
     writers = [every_pattern("privacy-0"), whole_session("privacy-1", totals_off_by=3),
-               every_pattern("privacy-2")]
+               every_pattern("privacy-2"), retuned("privacy-3")]
     for writer in writers:
         path = writer.write(state)
         expected += writer.expected
@@ -212,6 +212,14 @@ def test_no_text_ever_leaves(tmp_path):
     assert "malformed" in outputs["/metrics"]
     assert '"stringValue":"damaged_usage_record"' in outputs["metrics push (OTLP)"]
     assert "log format drift" in outputs["log"]
+    # The router's ids went out (its ruleName and hint, which hold the canary, never did),
+    # and a poisoned policyVersion went out as `other`.
+    assert '"key":"hydrafusion.policy_version","value":{"stringValue":"2026-11-05"}' in outputs["OTLP"]
+    assert '"key":"hydrafusion.rule_id"' in outputs["OTLP"]
+    assert 'hydrafusion_router_turns_total{policy_version="2026-11-05"' in outputs["/metrics"]
+    assert 'hydrafusion_router_turns_total{policy_version="other"' in outputs["/metrics"]
+    assert "router policy_version=2026-11-05 first seen" in outputs["log"]
+    assert "router policy_version=other first seen" in outputs["log"]
 
 
 def test_no_text_in_any_report_format(tmp_path):
@@ -221,7 +229,8 @@ def test_no_text_in_any_report_format(tmp_path):
 
     state = tmp_path / CANARY / "session-state"
     state.mkdir(parents=True)
-    writers = [every_pattern("report-privacy-0"), whole_session("report-privacy-1", totals_off_by=3)]
+    writers = [every_pattern("report-privacy-0"), whole_session("report-privacy-1", totals_off_by=3),
+               retuned("report-privacy-2")]
     for writer in writers:
         path = writer.write(state)
     with open(path, "ab") as handle:
@@ -248,6 +257,9 @@ def test_no_text_in_any_report_format(tmp_path):
         for fragment in FRAGMENTS:
             assert fragment not in text, f"{fragment!r} of a code field leaked into {name}"
     assert "other" in outputs["JSON"], "no poisoned turn was reported: the test would prove nothing"
+    assert '"policy_version":"2026-11-05"' in outputs["JSON"]
+    assert '"policy_version":"other"' in outputs["JSON"]
+    assert "2026-11-05" in outputs["table"] and 'data-policy="2026-11-05"' in outputs["HTML"]
 
 
 def watched(state):

@@ -2,6 +2,7 @@
 code before it owned that state (tests/data/checkpoint-main, made by its make.py from main at
 5ef4d2c): it loads with nothing lost and nothing counted twice."""
 
+import dataclasses
 import json
 import shutil
 from pathlib import Path
@@ -50,6 +51,25 @@ def read_all(state_dir: Path, clock: Clock, saved: dict | None) -> list:
         tailer.close()
 
 
+# The router's ids a resolved record has kept since main's checkpoint was made: restored from
+# it they are absent (None), and saved again they are written so. The one thing an open turn
+# of that checkpoint loses: it was never saved.
+ROUTER_IDS = ("policy_version", "plan_version", "model_universe_version", "rule_id",
+              "selected_rule_id")
+
+
+def without_router_ids(state):
+    """The checkpoint's data, its resolved records without the router's ids (all None)."""
+    if isinstance(state, list):
+        return [without_router_ids(item) for item in state]
+    if not isinstance(state, dict):
+        return state
+    if state.get("kind") == "Resolved":
+        assert all(state.get(name) is None for name in ROUTER_IDS)
+        state = {key: value for key, value in state.items() if key not in ROUTER_IDS}
+    return {key: without_router_ids(value) for key, value in state.items()}
+
+
 def test_main_s_checkpoint_has_what_the_test_needs(saved):
     _, raw = saved
     sessions = raw["sessions"]
@@ -73,7 +93,7 @@ def test_main_s_checkpoint_loads_and_is_saved_again_unchanged(saved, tmp_path):
     path = tmp_path / "again.json"
     checkpoint.save(path, {**again, "metrics": raw["metrics"], "pending": raw["pending"],
                            "published_at_ms": raw["published_at_ms"]})
-    assert json.loads(path.read_text()) == raw
+    assert without_router_ids(json.loads(path.read_text())) == raw
 
 
 def test_main_s_checkpoint_resumes_with_no_turn_lost_or_doubled(saved, tmp_path):
@@ -95,7 +115,10 @@ def test_main_s_checkpoint_resumes_with_no_turn_lost_or_doubled(saved, tmp_path)
     by_id = {turn.key: turn for turn in fresh}
     for turn in resumed:
         if turn.session_id == "alive":
-            assert turn == by_id[turn.key]
+            fresh_turn = by_id[turn.key]
+            fresh_turn.resolved = dataclasses.replace(
+                fresh_turn.resolved, **dict.fromkeys(ROUTER_IDS)) if fresh_turn.resolved else None
+            assert turn == fresh_turn
         else:
             assert turn.outcome == "incomplete"
 
@@ -105,7 +128,7 @@ def test_a_session_log_s_state_goes_back_and_forth_unchanged(saved):
     for session_id, part in raw["sessions"].items():
         part = {key: value for key, value in part.items() if key != "gone_at"}
         log = SessionLog.from_state(session_id, state_dir / session_id / "events.jsonl", part)
-        assert json.loads(json.dumps(log.to_state())) == part
+        assert without_router_ids(json.loads(json.dumps(log.to_state()))) == part
 
 
 @pytest.mark.parametrize("damage", [

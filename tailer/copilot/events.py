@@ -150,8 +150,9 @@ _READ_CALL = {
 }
 READ_AS = {
     RESOLVED: {
-        **dict.fromkeys(("fusionId", "pattern", "syntheticModel", "policy", "routeSource"),
-                        "string"),
+        **dict.fromkeys(("fusionId", "pattern", "syntheticModel", "policy", "routeSource",
+                         "policyVersion", "planVersion", "modelUniverseVersion", "ruleId",
+                         "selectedRuleId"), "string"),
         "routingLatencyMs": "number",
     },
     PHASE_COMPLETED: {**_READ_LEG, "verdict": "string"},
@@ -261,6 +262,14 @@ class Resolved(Event):
     policy: str | None
     route_source: str | None
     routing_latency_ms: float | None
+    # The remote routing service's own ids: which policy, plan and rule decided the route.
+    # Ids only, checked as VERSION codes; `ruleName` and `hint` beside them are free text and
+    # never read. Defaults: a turn saved open by an older tailer has none.
+    policy_version: str | None = None
+    plan_version: str | None = None
+    model_universe_version: str | None = None
+    rule_id: str | None = None
+    selected_rule_id: str | None = None
 
 
 # The verdicts of a judge (or a critic) that send the draft back for a repair or a revision.
@@ -432,7 +441,9 @@ class Malformed:
 # record whose key is no id is damaged. docs/TRACES.md shows this table.
 CODE_FIELDS: dict[type, tuple[tuple[str, CodeKind], ...]] = {
     Resolved: (("pattern", ENUM), ("synthetic_model", MODEL), ("policy", ENUM),
-               ("route_source", ENUM)),
+               ("route_source", ENUM), ("policy_version", VERSION), ("plan_version", VERSION),
+               ("model_universe_version", VERSION), ("rule_id", VERSION),
+               ("selected_rule_id", VERSION)),
     LegEnded: (("phase_kind", ENUM), ("role", ENUM), ("scope", ENUM), ("model", MODEL),
                ("status", ENUM), ("verdict", ENUM), ("failure_reason", ENUM),
                ("degraded_to_phase_id", IDENTIFIER)),
@@ -562,7 +573,7 @@ def _field_name(name: str) -> str:
 # id) repeats on many lines, and a set lookup costs a fraction of a match. Bounded: cleared
 # when full. Only accepted values are kept, so a refusal is always decided by the pattern.
 _SEEN_LIMIT = 4096
-_SEEN: dict[CodeKind, set[str]] = {kind: set() for kind in (ENUM, MODEL, TOOL, IDENTIFIER)}
+_SEEN: dict[CodeKind, set[str]] = {kind: set() for kind in (ENUM, MODEL, TOOL, IDENTIFIER, VERSION)}
 # CODE_FIELDS with each field's set of seen codes, for the loop below.
 _CODE_CHECKS = {
     record_type: tuple((name, kind, _SEEN[kind]) for name, kind in fields)
@@ -870,6 +881,11 @@ def _resolved(time_ns: int, fusion_id: str, data: dict) -> Resolved:
         policy=_text(data.get("policy")),
         route_source=_text(data.get("routeSource")),
         routing_latency_ms=_duration(data.get("routingLatencyMs")),
+        policy_version=_text(data.get("policyVersion")),
+        plan_version=_text(data.get("planVersion")),
+        model_universe_version=_text(data.get("modelUniverseVersion")),
+        rule_id=_text(data.get("ruleId")),
+        selected_rule_id=_text(data.get("selectedRuleId")),
     )
 
 

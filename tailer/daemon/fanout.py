@@ -13,6 +13,7 @@ from ..outputs.history import History
 from ..outputs.logs import log_turn
 from ..outputs.metrics import Metrics
 from ..outputs.outbox import Outbox
+from ..outputs.policy_versions import PolicyVersions
 from ..outputs.prompt_links import PromptLinks
 from ..outputs.spans import turn_spans
 from ..turns.assembly import Turn
@@ -22,14 +23,16 @@ log = logging.getLogger("tailer")
 
 class TurnFanout:
     """`links`: when the CLI's own telemetry is followed, a turn's spans go there, to be
-    linked with the CLI's trace of the same prompt before they reach the outbox."""
+    linked with the CLI's trace of the same prompt before they reach the outbox.
+    `policies`: the router's policy versions seen, whose first turns are logged."""
 
     def __init__(self, metrics: Metrics, outbox: Outbox, history: History | None,
-                 links: PromptLinks | None = None):
+                 links: PromptLinks | None = None, policies: PolicyVersions | None = None):
         self.metrics = metrics
         self.outbox = outbox
         self.history = history
         self.links = links
+        self.policies = policies or PolicyVersions()
 
     def send(self, turns: list[Turn], *, reading_history: bool) -> None:
         """Hand each turn on. `reading_history`: the turns come from the start-up reading,
@@ -54,3 +57,6 @@ class TurnFanout:
         else:
             self.metrics.count_turn(turn)
         log_turn(turn)
+        version = self.policies.note(turn)
+        if version is not None:
+            self.metrics.count_new_policy(version, turn.start_ns)

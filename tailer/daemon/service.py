@@ -291,6 +291,7 @@ class Run:
             "cli": cli_state,
             "history": self.history_push.state(),
             "identity": self.identity.state(),
+            "policy_versions": self.fanout.policies.state(),
             # The next run places no history sample at or before this moment, and after a
             # clean stop (no scrape after the final save) no later one either.
             "published_at_ms": time.time_ns() // 1_000_000,

@@ -25,11 +25,12 @@ from ..outputs.exposition import Registry, series_from_state
 from .fanout import TurnFanout
 from ..outputs.history import History, history_from_state
 from ..outputs.identity import Identity, identity_from_state
-from ..outputs.metrics import MAX_MODELS, Metrics
+from ..outputs.metrics import LABEL_VALUE_LIMITS, Metrics
 from ..outputs.metrics_server import MetricsServer
 from ..outputs.otlp import OtlpExporter, Unit, tls_context
 from ..outputs.otlp_metrics import MetricsPusher, prometheus_labels
 from ..outputs.outbox import MAX_PENDING_SPANS, Outbox, traces_from_state
+from ..outputs.policy_versions import PolicyVersions, policy_versions_from_state
 from ..outputs.prompt_links import PromptLinks
 from ..outputs.remote_write import RemoteWriter
 
@@ -47,6 +48,7 @@ class Saved:
     cli: dict | None
     history: dict | None
     identity: dict | None
+    policy_versions: list[str] | None
     published_at_ms: int
     stopped: bool
 
@@ -61,6 +63,7 @@ class Saved:
             cli=cli_telemetry_from_state(state.get("cli")),
             history=history_from_state(state.get("history")),
             identity=identity_from_state(state.get("identity")),
+            policy_versions=policy_versions_from_state(state.get("policy_versions")),
             published_at_ms=saved_state.whole(state.get("published_at_ms", 0),
                                               "the time of the save"),
             stopped=saved_state.flag(state.get("stopped", False), "whether the run stopped"),
@@ -97,7 +100,7 @@ def build(config: Config, saved: Saved | None, previous_run_ms: int, *,
     identity = Identity(saved and saved.identity)
     config = dataclasses.replace(config, resource=identity.resource(config.resource))
     started_ms = time.time_ns() // 1_000_000
-    registry = Registry(label_value_limits={"model": MAX_MODELS})
+    registry = Registry(label_value_limits=LABEL_VALUE_LIMITS)
     metrics = Metrics(registry)
     if saved is not None:
         metrics.restore(saved.metrics)
@@ -118,7 +121,8 @@ def build(config: Config, saved: Saved | None, previous_run_ms: int, *,
                     idle_timeout_s=config.idle_timeout_s, backfill_days=config.backfill_days,
                     saved=saved and saved.reading)
     cli = _cli_telemetry(config, saved, tailer, metrics) if config.cli_otel and config.traces_url else None
-    fanout = TurnFanout(metrics, outbox, history, cli.links if cli is not None else None)
+    fanout = TurnFanout(metrics, outbox, history, cli.links if cli is not None else None,
+                        PolicyVersions(saved and saved.policy_versions))
     return Stages(config, identity, registry, metrics, server, outbox, pusher, history,
                   tailer, cli, fanout)
 

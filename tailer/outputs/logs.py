@@ -3,9 +3,11 @@
 The per-turn line is what a user greps for to see that the tailer works, so its shape is
 fixed: `fusion {id[:20]} pattern=... legs=... models=... aiu=...`, and for a prompt
 answered without fusion `ordinary {key[:20]} model=... calls=... tools=... aiu=...`
-(`aiu=unknown` when a call's usage record gives no credits). Warnings about damaged lines
-name the file and line number and the reason, never the line's text, which may hold a
-prompt or an answer.
+(`aiu=unknown` when a call's usage record gives no credits). The first turn of a version
+of the router's policy adds `router policy_version=... first seen: plan_version=...
+rule_id=... turn {id[:20]} at {start, UTC}` (tailer/outputs/policy_versions.py). Warnings
+about damaged lines name the file and line number and the reason, never the line's text,
+which may hold a prompt or an answer.
 
 Every record is made printable once, where it is formatted (PrintableFormatter), whoever
 logged it: a session folder's name, a model or a collector's error body can neither drive
@@ -15,6 +17,7 @@ the terminal that shows the log nor forge a line of its own.
 from __future__ import annotations
 
 import logging
+from datetime import datetime, timezone
 
 from ..printable import printable
 from ..turns.assembly import Turn
@@ -60,6 +63,16 @@ def turn_line(turn: Turn) -> str:
     if turn.route_failure is not None:
         line += f" reason={turn.route_failure.reason or 'unknown'}"
     return line
+
+
+def policy_line(turn: Turn) -> str:
+    """The line for a routed turn whose policy version the tailer had never seen."""
+    resolved = turn.resolved
+    start = datetime.fromtimestamp(turn.start_ns // 10**9, timezone.utc)
+    return (f"router policy_version={resolved.policy_version} first seen:"
+            f" plan_version={resolved.plan_version or 'unknown'}"
+            f" rule_id={resolved.rule_id or 'unknown'} turn {turn.key[:20]}"
+            f" at {start:%Y-%m-%dT%H:%M:%SZ}")
 
 
 def log_turn(turn: Turn) -> None:

@@ -30,6 +30,13 @@ from ..turns.assembly import Reconciliation, Turn
 DURATION_BUCKETS = tuple(0.01 * 2**i for i in range(18))
 ROUTING_BUCKETS = (0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5, 0.75, 1.0, 2.0, 5.0)
 MAX_MODELS = 50
+# Routing policies the router was retuned to; past this many, new ones count under `other`
+# (docs/METRICS.md says why this bound).
+MAX_POLICY_VERSIONS = 32
+# The registry's caps on label vocabularies (DEFAULT_LABEL_VALUE_LIMIT for the others);
+# `field` holds every field a refusal is counted under, each with a series of its own.
+LABEL_VALUE_LIMITS = {"model": MAX_MODELS, "policy_version": MAX_POLICY_VERSIONS,
+                      "field": len(NOT_CODE_FIELDS)}
 
 
 # An event time further ahead of the clock than this is a wrong clock or a damaged line:
@@ -99,6 +106,16 @@ class Metrics:
         self.routing_latency = histogram(
             "hydrafusion_routing_latency_seconds", "Time the router took to decide.",
             ("route_source",), ROUTING_BUCKETS,
+        )
+        self.router_turns = counter(
+            "hydrafusion_router_turns_total",
+            "Fusion turns routed, by the routing policy version that decided them.",
+            ("policy_version", "pattern"),
+        )
+        self.router_aiu = counter(
+            "hydrafusion_router_aiu_total",
+            "Credits (AIU) spent on fusion turns, by the routing policy version.",
+            ("policy_version", "pattern"),
         )
         self.prompts = counter(
             "hydrafusion_prompts_total",
@@ -198,6 +215,11 @@ class Metrics:
             "Values of the CLI's telemetry export sent as `other`, left out or cut, by reason.",
             ("reason",),
         )
+        self.policy_first_seen = gauge(
+            "hydrafusion_router_policy_first_seen_timestamp_seconds",
+            "Start of the first turn this tailer saw routed by each router policy version.",
+            ("policy_version",),
+        )
         self.sessions = gauge("hydrafusion_tailer_sessions", "Session logs followed.")
         self.pending_spans = gauge(
             "hydrafusion_tailer_pending_spans",
@@ -267,12 +289,16 @@ class Metrics:
             changes.append((self.judged_turns, (pattern, rejected), 1))
         if turn.route_failure is not None:
             changes.append((self.route_failures, (turn.route_failure.reason or "unknown",), 1))
-        elif turn.routing_latency_ms is not None and turn.resolved is not None:
-            changes.append((
-                self.routing_latency,
-                (turn.resolved.route_source or "unknown",),
-                turn.routing_latency_ms / 1000,
-            ))
+        else:  # routed: by the policy its resolved record names
+            version = turn.resolved.policy_version if turn.resolved is not None else None
+            changes += [(self.router_turns, (version, pattern), 1),
+                        (self.router_aiu, (version, pattern), turn.legs_usage.aiu)]
+            if turn.routing_latency_ms is not None and turn.resolved is not None:
+                changes.append((
+                    self.routing_latency,
+                    (turn.resolved.route_source or "unknown",),
+                    turn.routing_latency_ms / 1000,
+                ))
         for leg in turn.legs:
             kind = leg.phase_kind or "unknown"
             model = leg.model or "unknown"
@@ -321,6 +347,11 @@ class Metrics:
             changes.append((self.tool_calls, (kind, tool.name or "unknown", success), 1))
         return changes
 
+    def count_new_policy(self, version: str, start_ns: int) -> None:
+        """A version of the router's policy first seen (policy_versions.PolicyVersions): the
+        dashboard's annotation reads the time from the gauge, which outages cannot move."""
+        self.policy_first_seen.set({"policy_version": version}, start_ns / 1e9)
+
     def count_reconciliation(self, check: Reconciliation) -> None:
         result = "agree" if check.agrees else "disagree"
         self.reconciliations.inc({"source": check.source, "result": result})
@@ -333,7 +364,7 @@ class Metrics:
                     self.routing_latency, self.prompts, self.prompt_aiu, self.prompt_tokens,
                     self.prompt_calls, self.prompt_duration, self.model_calls,
                     self.call_duration, self.time_to_first_token, self.tool_calls,
-                    self.leg_call_mismatches)
+                    self.leg_call_mismatches, self.router_turns, self.router_aiu)
         return {family.name for family in families}
 
     def restore(self, snapshot: dict) -> None:

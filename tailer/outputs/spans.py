@@ -92,14 +92,17 @@ def _parent_of(turn: Turn, phase_id: str | None, root_id: str) -> str:
 def _root_span(turn: Turn, tools: list[ToolCall], tid: str, root_id: str,
                links: list[str]) -> Unit:
     usage = turn.usage
-    failure = turn.route_failure
+    failure, resolved = turn.route_failure, turn.resolved
     attributes = {
         **_gen_ai(turn.session_id, turn.synthetic_model, turn.response_model, usage),
         "hydrafusion.turn.kind": turn.kind,
         "hydrafusion.fusion_id": turn.key,
         "hydrafusion.pattern": turn.pattern,
         "hydrafusion.policy": turn.policy,
-        "hydrafusion.route_source": turn.resolved.route_source if turn.resolved else None,
+        "hydrafusion.route_source": resolved.route_source if resolved else None,
+        "hydrafusion.policy_version": resolved.policy_version if resolved else None,
+        "hydrafusion.plan_version": resolved.plan_version if resolved else None,
+        "hydrafusion.rule_id": resolved.rule_id if resolved else None,
         "hydrafusion.routing_latency_ms": turn.routing_latency_ms,
         "hydrafusion.outcome": turn.outcome,
         "hydrafusion.degraded_reason": turn.degraded_reason,

@@ -18,6 +18,10 @@ show the same numbers for the same turns:
   over turns in which a judge gave a verdict: per turn, so a turn judged twice weighs once;
 - review share: credits of the legs that did not produce the answer, over all credits;
 - cache share of input: cache-read tokens over input tokens (input includes cache reads);
+- by policy version (`router`): the fusion turns (route failures excluded: no policy routed
+  them) each version of the remote router's policy decided, as `hydrafusion_router_turns_total`
+  counts them; a day, week, month or session names in `new_policy_versions` the versions
+  whose first turn of the report is in it, but the report's first (nothing changed there);
 - by kind puts every prompt on one footing, as the `hydrafusion_prompt_*` families do:
   `fusion`, `ordinary` (answered by the model the user picked, from its model calls) and
   `fallback` (a route failure, answered by the fallback model).
@@ -39,7 +43,7 @@ from ..turns.assembly import (
     ROUTE_FAILED_OUTCOME, Reconciliation, ToolCall, Turn, call_start_ns, leg_start_ns,
 )
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 ORDINARY = "ordinary"
 KINDS = ("fusion", "ordinary", "fallback")
 
@@ -172,6 +176,7 @@ class TurnRow:
     legs: list[LegRow]
     model_calls: list[CallRow]
     tools: list[ToolRow]
+    policy_version: str | None = None  # of the router that decided it (its resolved record)
 
 
 @dataclass(slots=True)
@@ -199,6 +204,21 @@ class Group(Headline):
 
     key: str  # 2026-11-04, 2026-W45, 2026-11 (in the report's time zone), or a session id
     credits_by_model: dict[str, float]
+    new_policy_versions: list[str]  # the router's versions whose first turn is in this group
+
+
+@dataclass(frozen=True, slots=True)
+class PolicyFigures:
+    """The fusion turns one version of the router's policy decided (None: resolved records
+    that name no version): when it was first and last seen, its pattern mix and costs."""
+
+    policy_version: str | None
+    first_seen: str  # the start of its first turn
+    last_seen: str  # the start of its last turn
+    turns: int
+    patterns: dict[str, int]  # turns per pattern, the most first
+    compound_rate: float | None
+    median_credits: dict[str, float]  # per pattern
 
 
 @dataclass(slots=True)
@@ -233,6 +253,7 @@ class Snapshot:
     by_model: list[ModelUse]
     by_leg_kind: list[Spend]
     by_pattern: list[PatternFigures]
+    router: list[PolicyFigures]
     by_day: list[Group]
     by_week: list[Group]
     by_month: list[Group]
@@ -271,6 +292,7 @@ def snapshot(
         by_model=by_model(rows),
         by_leg_kind=spend_by(fusion, lambda leg: leg.kind),
         by_pattern=by_pattern(fusion),
+        router=router(fusion),
         by_day=groups(fusion, GROUP_KEYS["day"]),
         by_week=groups(fusion, GROUP_KEYS["week"]),
         by_month=groups(fusion, GROUP_KEYS["month"]),
@@ -317,6 +339,7 @@ def turn_row(turn: Turn, tz: tzinfo | None) -> TurnRow:
         legs=legs,
         model_calls=calls,
         tools=[_tool_row(start_ns, tool, leg_index(tool.phase_id)) for tool in turn.tools],
+        policy_version=turn.resolved.policy_version if turn.resolved is not None else None,
     )
 
 
@@ -479,6 +502,41 @@ def by_pattern(rows: list[TurnRow]) -> list[PatternFigures]:
     return sorted(figures, key=lambda figure: (-figure.turns, figure.pattern))
 
 
+def router(rows: list[TurnRow]) -> list[PolicyFigures]:
+    """The fusion turns of `rows` (in the order they started) by policy version, in the
+    order each version first appeared."""
+    grouped: dict[str | None, list[TurnRow]] = {}
+    for row in rows:
+        if row.kind == "fusion":
+            grouped.setdefault(row.policy_version, []).append(row)
+    figures = []
+    for version, group in grouped.items():
+        credits: dict[str, list[float]] = defaultdict(list)
+        for row in group:
+            credits[row.pattern].append(row.credits)
+        figures.append(PolicyFigures(
+            policy_version=version,
+            first_seen=group[0].start,
+            last_seen=group[-1].start,
+            turns=len(group),
+            patterns=dict(Counter(row.pattern for row in group).most_common()),
+            compound_rate=_ratio(sum(row.compound for row in group), len(group)),
+            median_credits={pattern: statistics.median(values)
+                            for pattern, values in sorted(credits.items())},
+        ))
+    return figures
+
+
+def _first_appearances(rows: list[TurnRow], key) -> dict[str, str]:
+    """Each policy version that followed another, and key() of the row it first appeared
+    in. `rows` in the order they started."""
+    firsts: dict[str, str] = {}
+    for row in rows:
+        if row.kind == "fusion" and row.policy_version is not None:
+            firsts.setdefault(row.policy_version, key(row))
+    return dict(list(firsts.items())[1:])
+
+
 def _week(row: TurnRow) -> str:
     year, week, _ = datetime.fromisoformat(row.start).isocalendar()
     return f"{year}-W{week:02d}"
@@ -495,11 +553,12 @@ GROUP_KEYS = {
 
 
 def groups(rows: list[TurnRow], key) -> list[Group]:
-    """The HydraFusion turns of `rows` grouped by key(row), the keys in order (a session's
-    group in the order of its id)."""
+    """The HydraFusion turns of `rows` (in the order they started) grouped by key(row), the
+    keys in order (a session's group in the order of its id)."""
     grouped: dict[str, list[TurnRow]] = defaultdict(list)
     for row in rows:
         grouped[key(row)].append(row)
+    firsts = _first_appearances(rows, key)
     figures = []
     for name, group_rows in sorted(grouped.items()):
         by_model: dict[str, float] = defaultdict(float)
@@ -510,6 +569,7 @@ def groups(rows: list[TurnRow], key) -> list[Group]:
         figures.append(Group(
             **{field: getattr(head, field) for field in Headline.__match_args__},
             key=name, credits_by_model={model: round(c, 9) for model, c in sorted(by_model.items())},
+            new_policy_versions=[version for version, first in firsts.items() if first == name],
         ))
     return figures
 

@@ -44,6 +44,7 @@ def render(snap: Snapshot) -> str:
                            parts=True),
         kind_share=_share(snap.by_leg_kind, _kind_colors(snap), snap.headline.credits),
         patterns=_pattern_table(snap),
+        router=_router_table(snap),
         data=_embedded(snap, colors),
         pattern_options=_options(sorted({t.pattern for t in snap.turns})),
         outcome_options=_options(sorted({t.outcome for t in snap.turns})),
@@ -192,8 +193,22 @@ def _day_chart(snap: Snapshot, colors: dict[str, str]) -> str:
         if index % label_every == 0:
             parts.append(f'<text class="axis" x="{x + bar / 2:.1f}" y="{height - 8}" '
                          f'text-anchor="middle">{escape(day.key[5:])}</text>')
+        if day.new_policy_versions:
+            parts.append(_policy_mark(left + step * index, top, plot_h, day.key,
+                                      day.new_policy_versions))
     parts.append("</svg>")
     return "".join(parts) + _legend([(spend.name, colors[spend.name]) for spend in snap.by_model])
+
+
+def _policy_mark(x: float, top: float, plot_h: float, day: str, versions: list[str]) -> str:
+    """A dashed line before the day a new version of the router's policy first appeared,
+    the version written beside it."""
+    names = ", ".join(versions)
+    return (f'<g class="policy" data-day="{escape(day)}" data-policy="{escape(" ".join(versions))}">'
+            f'<line class="policy-mark" x1="{x:.1f}" x2="{x:.1f}" y1="{top}" '
+            f'y2="{top + plot_h}"/><text class="axis" x="{x + 3:.1f}" y="{top + 9}">'
+            f'{escape(names)}</text><title>{escape(day)}: router policy {escape(names)} '
+            f'first seen</title></g>')
 
 
 def _share(spends: list, colors: dict[str, str], total: float, parts: bool = False) -> str:
@@ -230,6 +245,25 @@ def _pattern_table(snap: Snapshot) -> str:
             f'<tbody>{rows}</tbody></table>')
 
 
+def _router_table(snap: Snapshot) -> str:
+    """Each version of the router's policy: when it was seen, its pattern mix and costs."""
+    if not snap.router:
+        return '<p class="empty">No routed turns.</p>'
+    rows = "".join(
+        f'<tr data-policy="{escape(policy.policy_version or "unknown")}">'
+        f'<td>{escape(policy.policy_version or "unknown")}</td>'
+        f'<td>{escape(_minute(policy.first_seen))}</td><td>{escape(_minute(policy.last_seen))}</td>'
+        f'<td>{policy.turns}</td><td>{_percent(policy.compound_rate)}</td><td>'
+        + ", ".join(f"{escape(pattern)} {turns} ({policy.median_credits[pattern]:.2f})"
+                    for pattern, turns in policy.patterns.items())
+        + "</td></tr>"
+        for policy in snap.router)
+    return ('<table class="figures"><thead><tr><th>policy version</th><th>first seen</th>'
+            '<th>last seen</th><th>turns</th><th>compound</th>'
+            '<th>patterns (median credits per turn)</th></tr></thead>'
+            f'<tbody>{rows}</tbody></table>')
+
+
 def _legend(items: list[tuple[str, str]]) -> str:
     return '<ul class="legend">' + "".join(
         f'<li><i style="background:{color}"></i>{escape(name)}</li>' for name, color in items
@@ -248,7 +282,7 @@ def _embedded(snap: Snapshot, colors: dict[str, str]) -> str:
         "t": turn.start, "s": turn.session_id, "f": turn.fusion_id, "k": turn.kind,
         "p": turn.pattern, "o": turn.outcome, "c": round(turn.credits, 4), "n": turn.calls,
         "d": round(turn.duration_ms, 1), "r": turn.routing_ms,
-        "why": turn.degraded_reason or turn.route_failure_reason,
+        "why": turn.degraded_reason or turn.route_failure_reason, "pv": turn.policy_version,
         "l": [{"m": index[leg.model], "k": leg.kind, "s": leg.status, "v": leg.verdict,
                "a": int(leg.committed), "t": round(leg.start_ms, 1), "d": leg.duration_ms,
                "c": round(leg.credits, 4), "n": leg.calls, "i": leg.input_tokens,
@@ -304,12 +338,13 @@ _PAGE = """<!doctype html>
 {cards}
 </section>
 <section class="panels">
-<div class="panel wide"><h2>Credits per day, by model: HydraFusion turns</h2>{days}</div>
+<div class="panel wide"><h2>Credits per day, by model: HydraFusion turns (dashed: a new router policy)</h2>{days}</div>
 <div class="panel"><h2>Fusion and ordinary prompts</h2>{kinds}</div>
 <div class="panel"><h2>The CLI's own totals</h2>{checks}</div>
 <div class="panel"><h2>Credit share by model: all use</h2>{model_share}</div>
 <div class="panel"><h2>Credit share by leg kind: HydraFusion turns</h2>{kind_share}</div>
 <div class="panel"><h2>By pattern: HydraFusion turns</h2>{patterns}</div>
+<div class="panel"><h2>The router's policy versions</h2>{router}</div>
 </section>
 <section class="panel turns">
 <h2>Turns</h2>

@@ -69,6 +69,7 @@
     if (modelIndex >= 0 && !parts(turn).some((part) => part.m === modelIndex)) return false;
     if (!text) return true;
     if (turn.s.toLowerCase().includes(text) || turn.f.toLowerCase().includes(text)) return true;
+    if (turn.pv && turn.pv.toLowerCase().includes(text)) return true;
     return parts(turn).some((part) => model(part).toLowerCase().includes(text));
   }
 
@@ -101,7 +102,9 @@
     tr.tabIndex = 0;
     tr.appendChild(el("td", "time", turn.t.slice(0, 19).replace("T", " ")));
     tr.appendChild(el("td", "session", turn.s.slice(0, 8)));
-    tr.appendChild(el("td", "", turn.k === "fusion" ? turn.p : turn.k));
+    const pattern = el("td", "", turn.k === "fusion" ? turn.p : turn.k);
+    if (turn.pv) pattern.title = "router policy " + turn.pv;
+    tr.appendChild(pattern);
     const legs = el("td", "legs");
     if (turn.k === "ordinary") {
       callModels(turn).forEach((index, position) => {

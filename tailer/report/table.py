@@ -95,6 +95,8 @@ def _sections(snap: Snapshot, width: int, paint) -> list[list[str]]:
         ]),
         _table(width, paint, ["BY LEG KIND, HydraFusion"] + spend_headers,
                _spend_rows(snap.by_leg_kind, head.credits)),
+        _table(width, paint, ["ROUTER, policy version", "first seen", "last seen", "turns",
+                              "compound", "median"], _router_rows(snap)),
         _day_table(snap, width, paint),
     ]
 
@@ -125,7 +127,7 @@ def _title(snap: Snapshot) -> str:
         title += f" (+{ordinary} ordinary)"
     title += f", {counted(snap.sessions, 'session')}"
     if snap.first_turn:
-        title += f", {snap.first_turn[:16].replace('T', ' ')} - {snap.last_turn[:16].replace('T', ' ')}"
+        title += f", {_minute(snap.first_turn)} - {_minute(snap.last_turn)}"
     return title + f" {printable(snap.timezone)}"
 
 
@@ -147,6 +149,22 @@ def _spend_rows(spends: list[Spend], total: float, label: str | None = None) -> 
     return [[label or s.name, s.legs, s.calls, _credits(s.credits),
              _percent(s.credits / total if total else None), _count(s.input_tokens),
              _count(s.output_tokens), _count(s.cache_read_tokens)] for s in spends]
+
+
+def _router_rows(snap: Snapshot) -> list[list]:
+    """A row per version of the router's policy, in the order they first appeared, and
+    under it one per pattern it chose: its turns and median credits."""
+    rows = []
+    for policy in snap.router:
+        rows.append([policy.policy_version or "unknown", _minute(policy.first_seen),
+                     _minute(policy.last_seen), policy.turns, _percent(policy.compound_rate), ""])
+        rows += [["  " + pattern, "", "", turns, "", _credits(policy.median_credits[pattern])]
+                 for pattern, turns in policy.patterns.items()]
+    return rows
+
+
+def _minute(moment: str) -> str:
+    return moment[:16].replace("T", " ")
 
 
 def _model_rows(snap: Snapshot) -> list[list]:
@@ -440,6 +458,8 @@ def render_groups(snap: Snapshot, by: str, *, order: str = "asc", breakdown: boo
         rows.append([group.key, group.turns, _credits(group.credits),
                      _percent(group.compound_rate), _percent(group.judge_rejection_rate),
                      _percent(group.review_share), group.calls, group.tools])
+        rows += [["  ^ policy " + version + " first seen"] + [""] * len(GROUP_HEADERS)
+                 for version in group.new_policy_versions]
         if breakdown:
             rows += [["  " + model, "", _credits(credits), "", "", "", "", ""]
                      for model, credits in sorted(group.credits_by_model.items(),

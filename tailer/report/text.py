@@ -120,13 +120,14 @@ def _cells(values: list) -> list:
 
 
 GROUP_COLUMNS = ("by", "key", "model", "turns", "credits", "compound_rate",
-                 "judge_rejection_rate", "review_share", "calls", "tools")
+                 "judge_rejection_rate", "review_share", "calls", "tools", "new_policy_versions")
 
 
 def render_groups_csv(snap: Snapshot, by: str, *, order: str = "asc",
                       breakdown: bool = False) -> str:
-    """One row per day, week, month or session (`by`) of HydraFusion turns, `model` empty;
-    `breakdown` adds a row per model with its credits under each."""
+    """One row per day, week, month or session (`by`) of HydraFusion turns, `model` empty,
+    and the router's policy versions first seen in it, space-separated; `breakdown` adds a
+    row per model with its credits under each."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(GROUP_COLUMNS)
@@ -134,8 +135,9 @@ def render_groups_csv(snap: Snapshot, by: str, *, order: str = "asc",
     for group in groups[::-1] if order == "desc" else groups:
         writer.writerow(_cells([by, group.key, None, group.turns, group.credits,
                                 group.compound_rate, group.judge_rejection_rate,
-                                group.review_share, group.calls, group.tools]))
+                                group.review_share, group.calls, group.tools,
+                                " ".join(group.new_policy_versions)]))
         if breakdown:
             for model, credits in sorted(group.credits_by_model.items()):
-                writer.writerow(_cells([by, group.key, model, None, credits] + [None] * 5))
+                writer.writerow(_cells([by, group.key, model, None, credits] + [None] * 6))
     return out.getvalue()
