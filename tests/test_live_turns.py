@@ -1,0 +1,168 @@
+"""Turns in flight, written record by record in the real CLI's order (tests/sessiongen.py),
+for every pattern, a route failure and an ordinary prompt: each intermediate state in
+`report --format json` and on the daemon's gauges, and a turn that never ends leaving them,
+across a restart too. The truth is tests/in_flight_truth.py, from the lines alone."""
+
+import io
+import json
+import os
+import time
+from contextlib import redirect_stdout
+
+import jsonschema
+import pytest
+
+from exposition_helpers import samples
+from in_flight_truth import in_flight_after
+from prom import free_port
+from sessiongen import START, SessionWriter
+from tailer.commands import cli
+from tailer.outputs.exposition import Registry
+from tailer.outputs.metrics import Metrics
+from tailer.turns.sessions import Tailer
+from tailerproc import ROOT, running_tailer, tailer_env
+from test_in_flight import TURNS
+
+SCHEMA = json.loads((ROOT / "docs" / "report.schema.json").read_text())
+IN_FLIGHT = "hydrafusion_turns_in_flight"
+OLDEST = "hydrafusion_oldest_turn_in_flight_start_timestamp_seconds"
+LIVE_KINDS = ("single", "accept", "reject", "critique", "revision", "route_failed", "ordinary")
+
+
+def one_turn(kind):
+    """A session's start, then one turn of `kind` and the next prompt's start (an ordinary
+    turn ends there), as lines."""
+    writer = SessionWriter(f"live-{kind}", START)
+    TURNS[kind](writer)
+    writer.ordinary("gpt-5.6-mini", tools=())
+    lines = writer.lines()
+    return writer, lines[:_second_prompt(lines) + 1]
+
+
+def _second_prompt(lines):
+    prompts = [i for i, line in enumerate(lines) if json.loads(line)["type"] == "user.message"]
+    return prompts[1]
+
+
+def report_json(state_dir):
+    out = io.StringIO()
+    with redirect_stdout(out):
+        assert cli.main(["report", "--state-dir", str(state_dir), "--format", "json"], {}) == 0
+    document = json.loads(out.getvalue())
+    jsonschema.validate(document, SCHEMA)
+    return document
+
+
+def check_json(in_flight, truth):
+    if truth is None:
+        assert in_flight == []
+        return
+    [now] = in_flight
+    assert (now["fusion_id"], now["kind"]) == (truth.key, truth.kind)
+    done = sorted((leg["kind"], leg["model"], leg["verdict"], round(leg["credits"] * 1e9))
+                  for leg in now["legs"] if leg["state"] == "done")
+    assert done == sorted(truth.done)
+    assert sum(leg["state"] == "running" for leg in now["legs"]) == len(truth.running)
+    assert now["calls"] == truth.calls and round(now["credits"] * 1e9) == truth.call_nano
+    unrun = {leg["state"] for leg in now["legs"]} - {"done", "running"}
+    assert unrun <= {"skipped" if truth.committed else "pending"}
+
+
+@pytest.mark.parametrize("kind", LIVE_KINDS)
+def test_each_record_s_state_is_in_the_report_s_json(tmp_path, kind):
+    _, lines = one_turn(kind)
+    log = tmp_path / f"live-{kind}" / "events.jsonl"
+    log.parent.mkdir()
+    seen = set()
+    for count in range(1, len(lines) + 1):
+        log.write_text("".join(line + "\n" for line in lines[:count]))
+        document = report_json(tmp_path)
+        truth = in_flight_after(lines[:count])
+        check_json(document["in_flight"], truth)
+        seen |= {(leg["kind"], leg["state"]) for turn in document["in_flight"] for leg in turn["legs"]}
+    planned = {"reject": {("repair", "pending"), ("repair", "running"), ("repair", "done")},
+               "accept": {("repair", "pending"), ("repair", "skipped")},
+               "critique": {("revision", "pending"), ("revision", "skipped")},
+               "revision": {("revision", "running"), ("revision", "done")},
+               "route_failed": {("primary", "pending"), ("primary", "running")}}
+    assert planned.get(kind, set()) <= seen
+
+
+class Clock:
+    def __init__(self):
+        self.now = time.time()
+
+    def __call__(self):
+        return self.now
+
+
+def gauges(metrics):
+    text = metrics.registry.render_final()
+    return ({labels[0][1]: value for labels, value in samples(text, IN_FLIGHT).items()},
+            samples(text, OLDEST)[()])
+
+
+@pytest.mark.parametrize("kind", LIVE_KINDS)
+def test_each_record_s_state_is_on_the_daemon_s_gauges(tmp_path, kind):
+    _, lines = one_turn(kind)
+    log = tmp_path / "s1" / "events.jsonl"
+    log.parent.mkdir()
+    log.write_text("")
+    metrics, clock = Metrics(Registry()), Clock()
+    tailer = Tailer(tmp_path, metrics=metrics, from_start=True, idle_timeout_s=1800, clock=clock)
+    try:
+        tailer.poll()
+        for count in range(1, len(lines) + 1):
+            with open(log, "a") as file:
+                file.write(lines[count - 1] + "\n")
+            tailer.poll()
+            truth = in_flight_after(lines[:count])
+            counts, oldest = gauges(metrics)
+            expected = {"fusion": 0, "ordinary": 0}
+            if truth is not None:
+                expected["ordinary" if truth.kind == "ordinary" else "fusion"] = 1
+            assert counts == expected, count
+            assert (oldest > 0) == (truth is not None)
+        # the next prompt's ordinary turn never ends: it leaves the gauges once idle
+        clock.now = os.stat(log).st_mtime + 1800
+        tailer.poll()
+        assert gauges(metrics) == ({"fusion": 0, "ordinary": 0}, 0)
+    finally:
+        tailer.close()
+
+
+def test_a_daemon_restarted_mid_turn_shows_it_in_flight_then_finishes_it(tmp_path):
+    writer = SessionWriter("restart", START)
+    writer.cascade("mai-code-1.1-flash", "gpt-5.6-sol", verdict="reject")
+    lines = writer.lines()
+    judged = next(i for i, line in enumerate(lines) if '"phaseKind":"judge"' in line
+                  and json.loads(line)["type"] == "assistant.fusion_phase_completed")
+    state_dir = tmp_path / "state"
+    log = state_dir / "restart" / "events.jsonl"
+    log.parent.mkdir(parents=True)
+    log.write_text("".join(line + "\n" for line in lines[:judged + 1]))
+    env = tailer_env()
+    args = ("--state-dir", str(state_dir), "--from-start", "--otlp-endpoint", "none",
+            "--idle-timeout", "8")
+    first = {"fusion": 1.0, "ordinary": 0.0}
+    port = free_port()
+    with running_tailer(tmp_path, *args, metrics_port=port, env=env) as tailer:
+        body = tailer.wait_for_metrics(f'{IN_FLIGHT}{{kind="fusion"}} 1')
+        assert samples(body, OLDEST)[()] == pytest.approx(
+            json.loads(lines[1])["data"]["routingLatencyMs"] * -1e-3
+            + _seconds(json.loads(lines[1])["timestamp"]), abs=1e-3)
+    os.utime(log)  # the idle timeout counts from now: the restart comes well inside it
+    port = free_port()
+    with running_tailer(tmp_path, *args, metrics_port=port, env=env) as tailer:
+        body = tailer.metrics()
+        shown = {labels[0][1]: value for labels, value in samples(body, IN_FLIGHT).items()}
+        assert shown == first  # restored from the checkpoint, before the idle timeout
+        tailer.wait_for_metrics(f'{IN_FLIGHT}{{kind="fusion"}} 0', timeout=30)
+        body = tailer.metrics()
+        assert samples(body, OLDEST)[()] == 0
+        assert 'hydrafusion_turns_total{pattern="cascade",outcome="incomplete"' in body
+
+
+def _seconds(timestamp):
+    from datetime import datetime
+    return datetime.fromisoformat(timestamp.replace("Z", "+00:00")).timestamp()
