@@ -166,3 +166,85 @@ def test_a_daemon_restarted_mid_turn_shows_it_in_flight_then_finishes_it(tmp_pat
 def _seconds(timestamp):
     from datetime import datetime
     return datetime.fromisoformat(timestamp.replace("Z", "+00:00")).timestamp()
+
+
+MARKS = {"done": "+", "running": "*", "pending": ".", "skipped": "-"}
+
+
+def now_section(screen):
+    """The "now" lines of the last whole frame on a terminal's output."""
+    frames = [frame for frame in screen.split("\x1b[H") if frame.endswith("\x1b[J")]
+    if not frames:
+        return []
+    lines = frames[-1].replace("\x1b[K", "").replace("\r\n", "\n").split("\n")
+    start = next(i for i, line in enumerate(lines) if line.startswith("now: "))
+    end = lines.index("", start)
+    return lines[start:end]
+
+
+def expected_now(truth):
+    """What the "now" lines must hold for the truth: the heading, calls and each leg's mark."""
+    if truth is None:
+        return "now: nothing running", None
+    marks = {"+": len(truth.done), "*": len(truth.running)}
+    return "now: 1 running", (f" {truth.calls} calls ", marks, truth.committed)
+
+
+def shows(lines, expected):
+    heading, detail = expected
+    if not lines or lines[0] != heading:
+        return False
+    if detail is None:
+        return len(lines) == 1
+    calls, marks, committed = detail
+    legs = " ".join(lines[2:]).split()
+    found = {mark: sum(leg.startswith(mark) for leg in legs) for mark in "+*.-"}
+    return (calls in lines[1] and all(found[mark] == count for mark, count in marks.items())
+            and found["." if committed else "-"] == 0)
+
+
+def test_each_record_s_state_is_on_screen_in_watch(tmp_path):
+    """Every pattern, a route failure and an ordinary prompt, one after another in one
+    session, appended a record at a time while `report --watch` runs in a pseudo-terminal."""
+    import fcntl
+    import pty
+    import struct
+    import subprocess
+    import sys
+    import termios
+    from test_report_live import read_until
+
+    writer = SessionWriter("watched", START)
+    for kind in LIVE_KINDS:
+        TURNS[kind](writer)
+    lines = writer.lines()
+    log = tmp_path / "watched" / "events.jsonl"
+    log.parent.mkdir()
+    log.write_text(lines[0] + "\n")
+    leader, follower = pty.openpty()
+    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 60, 200, 0, 0))
+    process = subprocess.Popen(
+        [sys.executable, "-m", "tailer", "report", "--watch", "--state-dir", str(tmp_path)],
+        cwd=ROOT, env=tailer_env(), stdin=follower, stdout=follower, stderr=subprocess.PIPE,
+        start_new_session=True)
+    os.close(follower)
+    screen = ""
+    try:
+        for count in range(1, len(lines) + 1):
+            if count > 1:
+                with open(log, "a") as file:
+                    file.write(lines[count - 1] + "\n")
+            expected = expected_now(in_flight_after(lines[:count]))
+
+            def drawn(output):
+                text = screen + output.decode(errors="replace")
+                return shows(now_section(text), expected)
+            output = read_until(leader, drawn, timeout=20)
+            screen += output.decode(errors="replace")
+            assert shows(now_section(screen), expected), (count, lines[count - 1][:80],
+                                                          now_section(screen))
+            screen = screen[screen.rfind("\x1b[H"):]  # keep the last frame only
+    finally:
+        process.kill()
+        process.wait()
+        os.close(leader)

@@ -63,18 +63,23 @@ def in_flight_row(turn: Turn, now_ns: int, tz: tzinfo | None) -> InFlightRow:
     )
 
 
-def render_now(rows: list[InFlightRow]) -> list[str]:
-    """The "now" section: a heading, then one line per turn in flight, oldest first."""
+def render_now(rows: list[InFlightRow], width: int) -> list[str]:
+    """The "now" section: a heading, then per turn in flight (oldest first) a line of its
+    figures and its legs' marks, wrapped to `width`."""
     if not rows:
         return ["now: nothing running"]
     lines = [f"now: {len(rows)} running"]
     for row in sorted(rows, key=lambda row: (row.start, row.fusion_id)):
-        legs = " ".join(_leg(leg) for leg in row.legs)
         at_least = "" if row.credits_known else ">="
         lines.append(
             f"  {row.start[11:19]} {printable(row.session_id[:8])} {printable(row.pattern)} "
-            f"{_elapsed(row.elapsed_s)} {row.calls} calls {at_least}{row.credits:.2f} credits"
-            + (f": {legs}" if legs else ""))
+            f"{_elapsed(row.elapsed_s)} {row.calls} calls {at_least}{row.credits:.2f} credits")
+        legs = [_leg(leg) for leg in row.legs]
+        while legs:
+            line = "    " + legs.pop(0)
+            while legs and len(line) + 1 + len(legs[0]) <= width:
+                line += " " + legs.pop(0)
+            lines.append(line)
     return lines
 
 
@@ -83,12 +88,19 @@ _MARKS = {"done": "+", RUNNING: "*", "pending": ".", "skipped": "-"}
 
 
 def _leg(leg: LegNowRow) -> str:
-    """`+primary(gpt-5.6-sol,accept)`: the state's mark, the kind, the model and verdict."""
+    """`+judge(gpt-5.6-sol,accept)`: the state's mark, the kind, the model and verdict."""
     detail = ",".join(printable(part) for part in (leg.model, leg.verdict) if part)
     return (f"{_MARKS.get(leg.state, '?')}{printable(leg.kind or 'unknown')}"
             + (f"({detail})" if detail else ""))
 
 
 def _elapsed(seconds: float) -> str:
+    """`42s`, `3m07s`, `2h05m`, `3d04h`: a turn left open for days reads as such."""
     minutes, seconds = divmod(int(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    days, hours = divmod(hours, 24)
+    if days:
+        return f"{days}d{hours:02d}h"
+    if hours:
+        return f"{hours}h{minutes:02d}m"
     return f"{minutes}m{seconds:02d}s" if minutes else f"{seconds}s"
