@@ -248,3 +248,16 @@ def test_each_record_s_state_is_on_screen_in_watch(tmp_path):
         process.kill()
         process.wait()
         os.close(leader)
+
+
+def test_the_now_lines_print_every_name_escaped():
+    from tailer.report.now import InFlightRow, LegNowRow, render_now
+    from test_printable import assert_inert
+
+    hostile = "\x1b]0;TITLE\x07\r\nforged row\u202e"
+    leg = LegNowRow(hostile, hostile, hostile, True, "running", hostile, hostile, 2, 0.5)
+    row = InFlightRow(hostile, hostile, "fusion", hostile, "2026-11-04T10:00:00.000+00:00",
+                      75.0, 2, 0.5, False, [leg, leg])
+    text = "\n".join(render_now([row], 100))
+    assert_inert(text)
+    assert "\\x1b]0;TITLE\\x07" in text and "1m15s 2 calls >=0.50 credits" in text
