@@ -20,7 +20,7 @@ from tailer.commands import cli
 from tailer.outputs.exposition import Registry
 from tailer.outputs.metrics import Metrics
 from tailer.turns.sessions import Tailer
-from tailerproc import ROOT, running_tailer, tailer_env
+from tailerproc import ROOT, running_tailer, start_on_a_terminal, tailer_env
 from test_in_flight import TURNS
 
 SCHEMA = json.loads((ROOT / "docs" / "report.schema.json").read_text())
@@ -206,12 +206,6 @@ def shows(lines, expected):
 def test_each_record_s_state_is_on_screen_in_watch(tmp_path):
     """Every pattern, a route failure and an ordinary prompt, one after another in one
     session, appended a record at a time while `report --watch` runs in a pseudo-terminal."""
-    import fcntl
-    import pty
-    import struct
-    import subprocess
-    import sys
-    import termios
     from test_report_live import read_until
 
     writer = SessionWriter("watched", START)
@@ -221,13 +215,8 @@ def test_each_record_s_state_is_on_screen_in_watch(tmp_path):
     log = tmp_path / "watched" / "events.jsonl"
     log.parent.mkdir()
     log.write_text(lines[0] + "\n")
-    leader, follower = pty.openpty()
-    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 60, 200, 0, 0))
-    process = subprocess.Popen(
-        [sys.executable, "-m", "tailer", "report", "--watch", "--state-dir", str(tmp_path)],
-        cwd=ROOT, env=tailer_env(), stdin=follower, stdout=follower, stderr=subprocess.PIPE,
-        start_new_session=True)
-    os.close(follower)
+    process, leader = start_on_a_terminal("report", "--watch", "--state-dir", str(tmp_path),
+                                          rows=60, columns=200)
     screen = ""
     try:
         for count in range(1, len(lines) + 1):
