@@ -22,6 +22,12 @@ class OpenTurn:
     call_phases: list = field(default_factory=list)  # the phase id of each call, in order
     call_nano: int = 0
     committed: bool = False
+    last_finish: str | None = None  # the finish reason of its latest call
+
+    @property
+    def answered(self) -> bool:
+        """An ordinary turn whose latest call asked for no tools: open, no longer running."""
+        return self.kind == "ordinary" and bool(self.call_phases) and self.last_finish != "tool_calls"
 
     @property
     def calls(self) -> int:
@@ -57,6 +63,7 @@ def in_flight_after(lines: list[str]) -> OpenTurn | None:
         elif kind == "session.usage_record":
             fusion = data["usage"].get("fusion") or {}
             turn.call_phases.append(fusion.get("phaseId"))
+            turn.last_finish = data["usage"].get("finishReason")
             turn.call_nano += (data["usage"].get("copilotUsage") or {}).get("totalNanoAiu", 0)
         elif kind == "assistant.fusion_phase_completed" or kind == "assistant.fusion_phase_failed":
             turn.done.append((data["phaseKind"], data["model"], data.get("verdict"),
@@ -69,3 +76,9 @@ def in_flight_after(lines: list[str]) -> OpenTurn | None:
         elif kind == "session.fusion_completed":
             turn = None
     return turn
+
+
+def running_after(lines: list[str]) -> OpenTurn | None:
+    """The turn in flight after these lines: the open one, unless it has answered."""
+    turn = in_flight_after(lines)
+    return None if turn is None or turn.answered else turn

@@ -13,7 +13,7 @@ import jsonschema
 import pytest
 
 from exposition_helpers import samples
-from in_flight_truth import in_flight_after
+from in_flight_truth import running_after
 from prom import free_port
 from sessiongen import START, SessionWriter
 from tailer.commands import cli
@@ -77,7 +77,7 @@ def test_each_record_s_state_is_in_the_report_s_json(tmp_path, kind):
     for count in range(1, len(lines) + 1):
         log.write_text("".join(line + "\n" for line in lines[:count]))
         document = report_json(tmp_path)
-        truth = in_flight_after(lines[:count])
+        truth = running_after(lines[:count])
         check_json(document["in_flight"], truth)
         seen |= {(leg["kind"], leg["state"]) for turn in document["in_flight"] for leg in turn["legs"]}
     planned = {"reject": {("repair", "pending"), ("repair", "running"), ("repair", "done")},
@@ -116,7 +116,7 @@ def test_each_record_s_state_is_on_the_daemon_s_gauges(tmp_path, kind):
             with open(log, "a") as file:
                 file.write(lines[count - 1] + "\n")
             tailer.poll()
-            truth = in_flight_after(lines[:count])
+            truth = running_after(lines[:count])
             counts, oldest = gauges(metrics)
             expected = {"fusion": 0, "ordinary": 0}
             if truth is not None:
@@ -223,7 +223,7 @@ def test_each_record_s_state_is_on_screen_in_watch(tmp_path):
             if count > 1:
                 with open(log, "a") as file:
                     file.write(lines[count - 1] + "\n")
-            expected = expected_now(in_flight_after(lines[:count]))
+            expected = expected_now(running_after(lines[:count]))
 
             def drawn(output):
                 text = screen + output.decode(errors="replace")
@@ -250,3 +250,21 @@ def test_the_now_lines_print_every_name_escaped():
     text = "\n".join(render_now([row], 100))
     assert_inert(text)
     assert "\\x1b]0;TITLE\\x07" in text and "1m15s 2 calls >=0.50 credits" in text
+
+
+def test_an_answered_ordinary_prompt_is_no_longer_in_flight_but_is_reported(tmp_path):
+    """Its turn stays open until the next prompt (a later call may be its), yet it answered:
+    the report counts it, and nothing shows it running."""
+    writer = SessionWriter("answered", START)
+    writer.ordinary("claude-sonnet-4.6", calls=3)
+    writer.write(tmp_path)
+    document = report_json(tmp_path)
+    assert [(t["kind"], t["outcome"]) for t in document["turns"]] == [("ordinary", "completed")]
+    assert document["in_flight"] == []
+    metrics = Metrics(Registry())
+    tailer = Tailer(tmp_path, metrics=metrics, from_start=True, idle_timeout_s=1800, clock=Clock())
+    try:
+        tailer.poll()
+        assert tailer.open_turns("answered") and gauges(metrics) == ({"fusion": 0, "ordinary": 0}, 0)
+    finally:
+        tailer.close()

@@ -20,6 +20,7 @@ from ..copilot.problems import folder_problem
 from ..turns.session_log import SessionLog
 from ..turns.assembly import IDLE_TIMEOUT_S
 from ..turns.assembly import Reconciliation, Turn
+from ..turns.in_flight import running
 
 
 @dataclass(frozen=True)
@@ -112,8 +113,18 @@ class SessionReader:
         return log.finish_if_idle(now, IDLE_TIMEOUT_S) if log is not None else []
 
     def in_flight(self) -> list[Turn]:
-        """The turns open in the logs read so far: begun and neither ended nor idle."""
-        return [turn for log in self._logs.values() for turn in log.turns.open_turns]
+        """The turns running in the logs read so far: begun and neither ended nor idle."""
+        return [turn for log in self._logs.values() for turn in log.turns.open_turns
+                if running(turn)]
+
+    def finish_at_end(self, session_id: str, now: float) -> list[Turn]:
+        """At the end of a log: every open turn when the log is idle, else those that are no
+        longer running (an answered ordinary turn, whose next prompt is still to come)."""
+        log = self._logs.get(session_id)
+        if log is None:
+            return []
+        return log.finish_if_idle(now, IDLE_TIMEOUT_S) or log.turns.finish_where(
+            lambda turn: not running(turn))
 
     def open_turns(self, session_id: str) -> int:
         log = self._logs.get(session_id)
@@ -133,6 +144,6 @@ def wanted_turns(logs: dict[str, Path], selection: Selection, reader: SessionRea
     now = time.time() if now is None else now
     for session_id, path in sorted(logs.items()):
         yield from filter(selection.wants, reader.read(session_id, path))
-        yield from filter(selection.wants, reader.finish_if_idle(session_id, now))
+        yield from filter(selection.wants, reader.finish_at_end(session_id, now))
         if on_log is not None:
             on_log(path)

@@ -7,7 +7,8 @@ plan is `done` once its record came, `running` once a call of it came without it
 conditional repair of an accepted draft, the revision no critic asked for).
 
 `in_flight` is a pure function of the open Turn (tailer/turns/assembly.py) and a clock
-reading, so the report's JSON, --watch and the daemon's gauges show the same thing.
+reading, so the report's JSON, --watch and the daemon's gauges show the same thing; each of
+them shows the open turns that are `running`.
 """
 
 from __future__ import annotations
@@ -62,6 +63,13 @@ class InFlight:
     @property
     def done_legs(self) -> tuple[LegNow, ...]:
         return tuple(leg for leg in self.legs if leg.state == DONE)
+
+
+def running(turn: Turn) -> bool:
+    """Whether an open turn is in flight. An ordinary turn is open until the next prompt (a
+    later call may still be its), but once its last call ended without asking for tools it
+    has answered: it is no longer running, though not yet finished."""
+    return not (turn.ordinary and turn.outcome == "completed")
 
 
 def in_flight(turn: Turn, now_ns: int) -> InFlight:

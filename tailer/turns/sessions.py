@@ -30,6 +30,7 @@ from ..log_limit import WarningLimiter
 from ..copilot.problems import line_problem, rewritten_problem
 from .session_log import INTERNAL_ERROR, Read, SessionLog, finish_tombstone
 from .assembly import Turn
+from .in_flight import running
 from ..copilot.watch import SessionWatcher
 
 log = logging.getLogger("tailer")
@@ -149,9 +150,10 @@ class Tailer:
             self._read(session_id, session, done)
         self._finish_idle(done)
         self.metrics.sessions.set(None, len(self.sessions))
-        in_flight = [turn for session_id in self._with_open_turns
-                     for turn in self.sessions[session_id].turns.open_turns]
-        self.metrics.open_turns.set(None, len(in_flight))
+        open_turns = [turn for session_id in self._with_open_turns
+                      for turn in self.sessions[session_id].turns.open_turns]
+        self.metrics.open_turns.set(None, len(open_turns))
+        in_flight = list(filter(running, open_turns))
         self.metrics.show_in_flight(in_flight)
         shown = {(turn.session_id, turn.key) for turn in in_flight}
         if shown != self._in_flight_shown:
