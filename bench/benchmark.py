@@ -1050,6 +1050,55 @@ def measure_imports(work: Path) -> dict:
     return results
 
 
+def measure_watch_record(work: Path, records: int = 10) -> dict:
+    """`report --watch` in a pseudo-terminal, a turn in flight: the time from appending each
+    of its usage records to the "now" lines showing that call (target: under 1 s)."""
+    import pty
+    import select
+    import statistics
+    writer = SessionWriter("watched-live", datetime.now(timezone.utc) - timedelta(minutes=5))
+    writer.single("gpt-5.6-sol", request_count=records)
+    lines = writer.lines()
+    first_call = next(i for i, line in enumerate(lines) if '"session.usage_record"' in line)
+    calls = lines[first_call:first_call + records]
+    log = work / "watch-live-state" / "watched-live" / "events.jsonl"
+    log.parent.mkdir(parents=True)
+    log.write_text("".join(line + "\n" for line in lines[:first_call]))  # routed, prompted
+    leader, follower = pty.openpty()
+    child = subprocess.Popen(report_watch_command(log.parent.parent), cwd=REPO,
+                             env=dict(child_environment(), COLUMNS="100", LINES="40"),
+                             stdin=follower, stdout=follower, stderr=subprocess.DEVNULL)
+    os.close(follower)
+    seconds, shown = [], b""
+
+    def wait_for(text: bytes, timeout: float) -> bool:
+        nonlocal shown
+        deadline = time.monotonic() + timeout
+        while text not in shown and time.monotonic() < deadline:
+            if select.select([leader], [], [], 0.05)[0]:
+                shown = (shown + os.read(leader, 65536))[-65536:]
+        return text in shown
+
+    try:
+        wait_for(b"now: 1 running", 60)
+        for count, call in enumerate(calls[:records], 1):
+            shown = b""
+            written = time.monotonic()
+            with open(log, "a") as file:
+                file.write(call + "\n")
+            if wait_for(f" {count} calls ".encode(), 10):
+                seconds.append(time.monotonic() - written)
+    finally:
+        child.kill()
+        child.wait()
+        os.close(leader)
+    worst = max(seconds, default=float("nan"))
+    progress(f"watch: appended usage record on screen: {len(seconds)} of {records} shown, worst "
+             f"{worst:.3f} s, median {statistics.median(seconds) if seconds else float('nan'):.3f} s "
+             f"(target < 1 s: {verdict(len(seconds) == records and worst < 1.0)})")
+    return {"shown": len(seconds), "records": records, "seconds": seconds}
+
+
 def free_port() -> int:
     """A TCP port on 127.0.0.1 that nothing listens on, for the daemon's /metrics."""
     with socket.socket() as probe:
@@ -1346,6 +1395,7 @@ def main() -> int:
                 backfills.append((kind, data, backfill, measure_report(state_dir, work, kind)))
             idle = measure_idle_and_resume(work, receiver, settings.idle_seconds)
             watch = measure_watch_idle(work / "idle-state", work, settings.idle_seconds)
+            measure_watch_record(work)
             latency = measure_latency(work, receiver, settings.latency_turns)
             progress("start-up: the imports of a report")
             imports = measure_imports(work)

@@ -39,6 +39,8 @@ CONTRACT_COUNTERS_AND_GAUGES = frozenset({
     "hydrafusion_tailer_malformed_lines_total",
     "hydrafusion_tailer_sessions",
     "hydrafusion_tailer_open_turns",
+    "hydrafusion_turns_in_flight",
+    "hydrafusion_oldest_turn_in_flight_start_timestamp_seconds",
     "hydrafusion_tailer_export_failures_total",
     "hydrafusion_tailer_spans_exported_total",
     "hydrafusion_tailer_last_event_timestamp_seconds",

@@ -35,6 +35,24 @@ def run_once(*args: str, env: dict[str, str] | None = None, timeout: float = 120
     )
 
 
+def start_on_a_terminal(*args: str, rows: int, columns: int,
+                        env: dict[str, str] | None = None) -> tuple[subprocess.Popen, int]:
+    """`python -m tailer ARGS` with a pseudo-terminal of rows x columns for its stdin and
+    stdout (stderr piped); returns the process and the terminal's side to read it from."""
+    import fcntl
+    import pty
+    import struct
+    import termios
+
+    leader, follower = pty.openpty()
+    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", rows, columns, 0, 0))
+    process = subprocess.Popen(
+        [sys.executable, "-m", "tailer", *args], cwd=ROOT, env=env or tailer_env(),
+        stdin=follower, stdout=follower, stderr=subprocess.PIPE, start_new_session=True)
+    os.close(follower)
+    return process, leader
+
+
 class TailerProcess:
     def __init__(self, process: subprocess.Popen, log_path: Path, metrics_port: int | None):
         self.process = process

@@ -37,6 +37,7 @@ import os
 import tempfile
 import time
 from dataclasses import dataclass
+from datetime import timezone
 from pathlib import Path
 
 import pytest
@@ -54,6 +55,7 @@ from tailer.outputs.exposition import Registry
 from tailer.outputs.metrics import MAX_MODELS, Metrics
 from tailer.outputs.otlp import encode_request
 from tailer.outputs.spans import turn_spans
+from tailer.report.now import in_flight_row, render_now
 from tailer.turns.assembly import Turn
 
 EXAMPLES = int(os.environ.get("HYDRAFUSION_FUZZ_EXAMPLES", "40"))
@@ -222,6 +224,9 @@ def read_run(state_dir: Path, saved: stages.Saved | None, clock: Clock) -> tuple
     try:
         turns = tailer.poll().turns
         state = tailer.state()
+        for session_id in tailer.sessions:  # what is open shows in flight, damaged or not
+            for turn in tailer.open_turns(session_id):
+                render_now([in_flight_row(turn, int(clock() * 1e9), timezone.utc)], 100)
     finally:
         tailer.close()
     for turn in turns:

@@ -28,9 +28,9 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from otlp_sink import OtlpSink
-from poison import FRAGMENTS, write_poisoned_sessions
+from poison import FRAGMENTS, poison_codes, write_poisoned_sessions
 from prom import free_port
-from sessiongen import CANARY, every_pattern, retuned, whole_session
+from sessiongen import CANARY, START, SessionWriter, every_pattern, retuned, whole_session
 from tailerproc import ROOT, running_tailer, tailer_env
 
 DAMAGED = [
@@ -237,6 +237,7 @@ def test_no_text_in_any_report_format(tmp_path):
         for line in DAMAGED:
             handle.write(line.encode("utf-8", "surrogateescape") + b"\n")
     write_poisoned_sessions(state, every_pattern)
+    write_poisoned_turn_in_flight(state)
     page = tmp_path / "report.html"
     outputs = {}
     for name, options in (("table", []), ("JSON", ["--format", "json"]),
@@ -260,6 +261,24 @@ def test_no_text_in_any_report_format(tmp_path):
     assert '"policy_version":"2026-11-05"' in outputs["JSON"]
     assert '"policy_version":"other"' in outputs["JSON"]
     assert "2026-11-05" in outputs["table"] and 'data-policy="2026-11-05"' in outputs["HTML"]
+    in_flight = json.loads(outputs["JSON"].partition("\n")[0])["in_flight"]
+    poisoned = [turn for turn in in_flight if turn["session_id"] == "poison-in-flight"]
+    assert poisoned and "other" in json.dumps(poisoned), "no poisoned turn in flight: proves nothing"
+    now_lines = outputs["--watch"].rpartition("now: ")[2].partition("\n\x1b[K\n")[0]
+    assert "poison-i" in now_lines and "other" in now_lines, now_lines
+
+
+def write_poisoned_turn_in_flight(state):
+    """A session whose last turn, POISON in every code field, is cut off after its critics'
+    calls: in flight, with a poisoned plan, in the JSON and the "now" lines."""
+    writer = SessionWriter("poison-in-flight", START)
+    writer.critique("gpt-5.6-sol", ["claude-sonnet-4.6"], revision_model="gpt-5.6-sol")
+    lines = writer.lines()
+    handoff = next(i for i, line in enumerate(lines) if '"session.fusion_handoff"' in line)
+    folder = state / "poison-in-flight"
+    folder.mkdir()
+    (folder / "events.jsonl").write_text("".join(
+        json.dumps(poison_codes(json.loads(line))) + "\n" for line in lines[:handoff]))
 
 
 def watched(state):

@@ -19,6 +19,7 @@ from tailer.report import command as report
 from tailer.copilot.files import session_logs
 from tailer.report.figures import snapshot, turn_row
 from tailer.report.read import Selection, SessionReader, wanted_turns
+from tailer.turns.assembly import IDLE_TIMEOUT_S
 from tailerproc import ROOT, tailer_env
 
 NOW = datetime(2026, 12, 1, 12, tzinfo=timezone.utc)
@@ -219,12 +220,19 @@ def test_damaged_lines_are_counted_and_cost_nothing_else(tmp_path):
     assert snap.headline.turns == len(writer.expected)
 
 
-def test_an_open_turn_at_the_end_of_a_log_is_incomplete(tmp_path):
+def test_an_open_turn_at_the_end_of_a_log_is_in_flight_until_the_log_is_idle(tmp_path):
     writer = SessionWriter("open", START)
     writer.single("gpt-5.6-sol")
     writer.incomplete("mai-code-1.1-flash", "gpt-5.6-sol")  # no shutdown follows
-    writer.write(tmp_path)
-    assert [t.outcome for t in figures_of(tmp_path).turns] == ["completed", "incomplete"]
+    path = writer.write(tmp_path)
+    fresh = report_json("--state-dir", str(tmp_path))
+    assert [t["outcome"] for t in fresh["turns"]] == ["completed"]
+    assert [t["fusion_id"] for t in fresh["in_flight"]] == [writer.expected[1].fusion_id]
+    quiet = path.stat().st_mtime - IDLE_TIMEOUT_S
+    os.utime(path, (quiet, quiet))
+    idle = report_json("--state-dir", str(tmp_path))
+    assert [t["outcome"] for t in idle["turns"]] == ["completed", "incomplete"]
+    assert idle["in_flight"] == []
 
 
 # -- Choosing turns -------------------------------------------------------------------------

@@ -131,6 +131,8 @@ def test_csv_has_one_row_per_leg(tmp_path):
         log.write(json.dumps({"type": "session.fusion_resolved", "timestamp": "2026-11-05T09:00:00Z",
                               "data": {"fusionId": "fusion-legless", "pattern": "single",
                                        "routingLatencyMs": 180}}) + "\n")
+    quiet = path.stat().st_mtime - 86_400  # idle: its open turn is finished as incomplete
+    os.utime(path, (quiet, quiet))
     done = run_report("--state-dir", str(tmp_path), "--format", "csv")
     rows = list(csv.DictReader(io.StringIO(done.stdout)))
     assert tuple(rows[0]) == CSV_COLUMNS

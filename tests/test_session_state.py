@@ -116,8 +116,9 @@ def test_main_s_checkpoint_resumes_with_no_turn_lost_or_doubled(saved, tmp_path)
     for turn in resumed:
         if turn.session_id == "alive":
             fresh_turn = by_id[turn.key]
-            fresh_turn.resolved = dataclasses.replace(
-                fresh_turn.resolved, **dict.fromkeys(ROUTER_IDS)) if fresh_turn.resolved else None
+            if fresh_turn.resolved is not None:  # main's checkpoint kept no router ids, no plans
+                fresh_turn.resolved = dataclasses.replace(
+                    fresh_turn.resolved, phase_plan=(), **dict.fromkeys(ROUTER_IDS))
             assert turn == fresh_turn
         else:
             assert turn.outcome == "incomplete"

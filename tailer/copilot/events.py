@@ -252,6 +252,23 @@ class Event:
     not_codes: tuple[str, ...] = field(default=(), kw_only=True)
 
 
+@dataclass(frozen=True, slots=True)
+class PlannedLeg:
+    """One leg of a routed turn's phase plan: what will run, known before any of it ends.
+
+    Its codes are checked as a record's are (codes_only). `conditional` legs (a repair, a
+    revision) run only when a review asks for them."""
+
+    kind: str | None
+    role: str | None
+    scope: str | None
+    conditional: bool
+
+
+# Legs a phase plan holds at most: real plans have three to five.
+MAX_PLANNED_LEGS = 16
+
+
 @dataclass(slots=True)
 class Resolved(Event):
     """`fusion_resolved`: the router chose a pattern and a plan for the turn."""
@@ -270,6 +287,7 @@ class Resolved(Event):
     model_universe_version: str | None = None
     rule_id: str | None = None
     selected_rule_id: str | None = None
+    phase_plan: tuple[PlannedLeg, ...] = field(default=(), kw_only=True)
 
 
 # The verdicts of a judge (or a critic) that send the draft back for a repair or a revision.
@@ -463,7 +481,9 @@ CODE_FIELDS: dict[type, tuple[tuple[str, CodeKind], ...]] = {
     SessionEnded: (("models", MODEL),),
 }
 # Every `field` a refusal is counted under: CODE_FIELDS's and a prompt's event id, which is
-# checked apart (a prompt without one is placed by its time). The names of unknown fields
+# checked apart (a prompt without one is placed by its time). A resolved record's phase plan
+# is checked apart too (codes_only): its legs' refusals count as a leg's, under phase_kind,
+# role and scope. The names of unknown fields
 # and the types of unknown fusion events also become OTHER when they are no codes; the drift
 # counters count those already.
 NOT_CODE_FIELDS = tuple(sorted(
@@ -608,7 +628,30 @@ def codes_only(record: Event) -> tuple[str, ...]:
                 [_is_code(kind, item) for item in value]):  # tool names, or a map by model
             setattr(record, name, _named_codes_only(value, kind))
             refused += (name,)
+    if record.__class__ is Resolved and record.phase_plan:
+        refused += _plan_codes_only(record)
     return refused
+
+
+_PLAN_CODES = (("kind", "phase_kind"), ("role", "role"), ("scope", "scope"))
+
+
+def _plan_codes_only(record: Resolved) -> tuple[str, ...]:
+    """codes_only for the phase plan: each leg's kind, role and scope is an ENUM, and a
+    refusal is counted under the field a leg record holds it in."""
+    refused = set()
+    plan = []
+    for leg in record.phase_plan:
+        codes = {}
+        for name, counted_as in _PLAN_CODES:
+            value = getattr(leg, name)
+            codes[name] = ENUM.accept(value)
+            if codes[name] != value:
+                refused.add(counted_as)
+        plan.append(PlannedLeg(**codes, conditional=leg.conditional))
+    if refused:
+        record.phase_plan = tuple(plan)
+    return tuple(sorted(refused))
 
 
 def _named_codes_only(value: tuple[str, ...] | dict[str, Usage], kind: CodeKind):
@@ -886,6 +929,18 @@ def _resolved(time_ns: int, fusion_id: str, data: dict) -> Resolved:
         model_universe_version=_text(data.get("modelUniverseVersion")),
         rule_id=_text(data.get("ruleId")),
         selected_rule_id=_text(data.get("selectedRuleId")),
+        phase_plan=_phase_plan(data.get("phasePlan")),
+    )
+
+
+def _phase_plan(plan: object) -> tuple[PlannedLeg, ...]:
+    """The plan's legs as written (codes_only checks them); what is no leg is left out."""
+    if not isinstance(plan, list):
+        return ()
+    return tuple(
+        PlannedLeg(_text(leg.get("kind")), _text(leg.get("role")), _text(leg.get("scope")),
+                   leg.get("conditional") is True)
+        for leg in plan[:MAX_PLANNED_LEGS] if isinstance(leg, dict)
     )
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import platform
 import time
+from collections import Counter
 
 from .. import __version__
 from . import copilot_otel
@@ -231,6 +232,15 @@ class Metrics:
             "checkpoint; 0 once Prometheus took it).",
         )
         self.open_turns = gauge("hydrafusion_tailer_open_turns", "Turns started but not finished.")
+        self.turns_in_flight = gauge(
+            "hydrafusion_turns_in_flight",
+            "Turns begun and not ended or finished incomplete yet, by kind (fusion, a route "
+            "failure's included, or ordinary).", ("kind",),
+        )
+        self.oldest_in_flight = gauge(
+            "hydrafusion_oldest_turn_in_flight_start_timestamp_seconds",
+            "When the oldest turn in flight began; 0 when none is.",
+        )
         self.last_event = gauge(
             "hydrafusion_tailer_last_event_timestamp_seconds",
             "Time written on the newest fusion event read.",
@@ -251,10 +261,20 @@ class Metrics:
                 self.reconciliations.inc({"source": source, "result": result}, 0)
         for name in NOT_CODE_FIELDS:
             self.not_codes.inc({"field": name}, 0)
+        self.show_in_flight([])
         self.unknown_events.inc(None, 0)
         self.turn_errors.inc(None, 0)
         self.spans_exported.inc(None, 0)
         self._newest_event_ns = 0
+
+    def show_in_flight(self, turns: list[Turn]) -> None:
+        """The turns open now: set each pass, so one finished (or finished incomplete when
+        idle) leaves both gauges at the next. A route failure counts as `fusion`: the user
+        asked for fusion, and the turn ends, as fusion turns do, with a fusion record."""
+        kinds = Counter("ordinary" if turn.ordinary else "fusion" for turn in turns)
+        for kind in ("fusion", "ordinary"):
+            self.turns_in_flight.set({"kind": kind}, kinds[kind])
+        self.oldest_in_flight.set(None, min((turn.start_ns for turn in turns), default=0) / 1e9)
 
     def count_turn(self, turn: Turn) -> None:
         self.registry.record(self.turn_changes(turn))

@@ -33,6 +33,7 @@ from ..path_options import check_output_file, user_path
 from ..printable import printable
 from ..wording import counted
 from .figures import snapshot, turn_row
+from .now import in_flight_row
 from .read import Selection, SessionReader, wanted_turns
 from ..copilot.problems import state_dir_problem
 
@@ -264,14 +265,17 @@ def _report(args: argparse.Namespace, environ: dict[str, str], state_dir: Path,
     for session_id, error in unreadable.items():
         if selection.wants_session(session_id):
             reader.unreadable_folder(session_id, error)
-    rows = [turn_row(turn, zone)
-            for turn in wanted_turns(wanted, selection, reader, progress and progress.log_read)]
+    rows = [turn_row(turn, zone) for turn in wanted_turns(
+        wanted, selection, reader, progress and progress.log_read, now=now.timestamp())]
+    in_flight = [in_flight_row(turn, round(now.timestamp() * 1e9), zone)
+                 for turn in reader.in_flight() if selection.wants(turn)]
     if progress is not None:
         progress.close()
     for problem in sorted(reader.problems.values()):
         print(f"hydrafusion-tailer report: {problem}", file=sys.stderr)
     figures = snapshot(rows, now=now, tz=zone, sessions=len(wanted), skipped=reader.skipped(),
-                       filters=filters_of(args), checks=reader.reconciliations)
+                       filters=filters_of(args), checks=reader.reconciliations,
+                       in_flight=in_flight)
     if args.html:
         try:
             from . import html as report_html  # imported by --html alone, as live is

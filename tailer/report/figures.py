@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import sys
 from collections import Counter, defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone, tzinfo
 
 from ..copilot.events import REJECTING_VERDICTS, LegEnded, ModelCall, Usage
@@ -260,6 +260,7 @@ class Snapshot:
     by_session: list[Group]
     reconciliation: list[Check]
     turns: list[TurnRow]
+    in_flight: list = field(default_factory=list)  # report.now.InFlightRow: turns still open
 
 
 def snapshot(
@@ -271,6 +272,7 @@ def snapshot(
     skipped: dict[str, int] | None = None,
     filters: dict[str, str] | None = None,
     checks: list[Reconciliation] = (),
+    in_flight: list = (),
 ) -> Snapshot:
     """The figures of `turns` (finished ones, made by turn_row), listed in the order they
     started. `tz` is the report's time zone, None the machine's local one."""
@@ -299,6 +301,7 @@ def snapshot(
         by_session=groups(fusion, GROUP_KEYS["session"]),
         reconciliation=[_check(check) for check in checks],
         turns=rows,
+        in_flight=list(in_flight),
     )
 
 
@@ -326,7 +329,7 @@ def turn_row(turn: Turn, tz: tzinfo | None) -> TurnRow:
         fusion_id=turn.key,
         kind=turn.kind,
         model=turn.prompt_model,
-        start=_moment(start_ns, tz),
+        start=moment(start_ns, tz),
         pattern=report_pattern(turn),
         outcome=turn.outcome,
         compound=turn.compound,
@@ -611,7 +614,7 @@ def _ratio(part: float, whole: float) -> float | None:
     return part / whole if whole else None
 
 
-def _moment(time_ns: int, tz: tzinfo | None) -> str:
+def moment(time_ns: int, tz: tzinfo | None) -> str:
     seconds, nanos = divmod(time_ns, 1_000_000_000)
     moment = datetime.fromtimestamp(seconds, timezone.utc).replace(microsecond=nanos // 1000)
     return moment.astimezone(tz).isoformat(timespec="milliseconds")

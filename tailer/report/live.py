@@ -3,7 +3,8 @@
 It follows the logs the way the daemon does: the daemon's SessionWatcher says which logs
 changed (inotify, or cheap polling), and each log's reader is kept between passes, so a
 pass reads only what was appended and an idle watch costs what an idle daemon costs. A
-turn still open is not counted until it finishes; one whose log has been quiet for the
+turn still open is not counted until it finishes: it is drawn above the table, in the
+"now" lines (tailer/report/now.py), leg by leg; one whose log has been quiet for the
 daemon's idle timeout is finished as `incomplete`, by the daemon's own rule
 (SessionLog.finish_if_idle).
 
@@ -25,6 +26,7 @@ from typing import Callable, Iterable, TextIO
 from ..printable import printable
 from ..wording import counted
 from .figures import TurnRow, snapshot, turn_row
+from .now import InFlightRow, in_flight_row, render_now
 from .read import Selection, SessionReader
 from .table import call_models, leg_label, render_table
 from ..turns.assembly import IDLE_TIMEOUT_S, Turn
@@ -59,6 +61,11 @@ class LiveTurns:
 
     def in_progress(self) -> int:
         return sum(self.reader.open_turns(session_id) for session_id in self._open)
+
+    def in_flight(self, now_ns: int) -> list[InFlightRow]:
+        """The wanted turns open now, for the "now" section, in local time."""
+        return [in_flight_row(turn, now_ns, None) for turn in self.reader.in_flight()
+                if self.selection.wants(turn)]
 
     def poll(self, timeout: float) -> None:
         """Wait up to `timeout` seconds for a log to change, and read what changed."""
@@ -123,10 +130,13 @@ def table_key(live: LiveTurns, size: os.terminal_size, now: datetime) -> tuple:
             len(live.reader.reconciliations), tuple(size), now.astimezone(live.zone).utcoffset())
 
 
-def frame(live: LiveTurns, table_text: str, *, now: datetime, columns: int, rows: int) -> str:
-    """One screenful: what is being watched, the last turn, then the table cut to fit."""
+def frame(live: LiveTurns, table_text: str, *, now: datetime, columns: int, rows: int,
+          now_lines: list[str] = ()) -> str:
+    """One screenful: what is being watched, the last turn, the turns in flight (the "now"
+    lines of render_now), then the table cut to fit."""
     width = min(MAX_WIDTH, columns)
-    lines = [_cut(line, width) for line in _live_lines(live, now)] + [""] + table_text.splitlines()
+    head = _live_lines(live, now) + list(now_lines)
+    lines = [_cut(line, width) for line in head] + [""] + table_text.splitlines()
     return CURSOR_HOME + "".join(line + CLEAR_LINE_END + "\n" for line in lines[:rows - 1]) + CLEAR_BELOW
 
 
@@ -152,8 +162,10 @@ def watch(state_dir: Path, selection: Selection, filters: dict[str, str], out: T
           color: bool, zone: tzinfo | None = None, on_pass: Callable[[], object] | None = None,
           terminal_size: Callable[[], os.terminal_size] = shutil.get_terminal_size,
           clock: Callable[[], float] = time.time, watcher: SessionWatcher | None = None) -> int:
-    """Redraw `out` whenever a turn finishes, a turn starts, the terminal is resized or the
+    """Redraw `out` whenever a turn finishes, a turn starts, a turn in flight moves on (a
+    record arrives; its elapsed time ticks each second), the terminal is resized or the
     minute changes (the live line says how long ago the last turn was); until Ctrl-C.
+    A record appended to a log is on screen within a pass: the watcher wakes as it comes.
 
     Only a change the table shows makes the table again: the minute's redraw of an idle
     watch over thousands of turns costs the live lines alone."""
@@ -168,15 +180,19 @@ def watch(state_dir: Path, selection: Selection, filters: dict[str, str], out: T
             live.poll(PASS_S)
             size = terminal_size()
             now = datetime.fromtimestamp(clock(), timezone.utc)
-            key = table_key(live, size, now)
-            state = (key, live.in_progress(), now.strftime("%H:%M"))
+            # The turns in flight are drawn above the table, which gives them its rows.
+            now_lines = render_now(live.in_flight(round(now.timestamp() * 1e9)),
+                                   min(MAX_WIDTH, size.columns))
+            key = table_key(live, size, now) + (len(now_lines),)
+            state = (key, live.in_progress(), now.strftime("%H:%M"), tuple(now_lines))
             if state == drawn:
                 continue
             if key != tabled:
-                table_text = table(live, filters, now=now, columns=size.columns, rows=size.lines,
-                                   color=color)
+                table_text = table(live, filters, now=now, columns=size.columns,
+                                   rows=size.lines - len(now_lines), color=color)
                 tabled = key
-            out.write(frame(live, table_text, now=now, columns=size.columns, rows=size.lines))
+            out.write(frame(live, table_text, now=now, columns=size.columns, rows=size.lines,
+                            now_lines=now_lines))
             out.flush()
             drawn = state
     except KeyboardInterrupt:

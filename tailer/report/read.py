@@ -10,6 +10,7 @@ report reads each log to its end and finishes a turn still open there as `incomp
 from __future__ import annotations
 
 import os
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator
@@ -19,6 +20,7 @@ from ..copilot.problems import folder_problem
 from ..turns.session_log import SessionLog
 from ..turns.assembly import IDLE_TIMEOUT_S
 from ..turns.assembly import Reconciliation, Turn
+from ..turns.in_flight import running
 
 
 @dataclass(frozen=True)
@@ -109,6 +111,20 @@ class SessionReader:
         log = self._logs.get(session_id)
         return log.finish_if_idle(now, IDLE_TIMEOUT_S) if log is not None else []
 
+    def in_flight(self) -> list[Turn]:
+        """The turns running in the logs read so far: begun and neither ended nor idle."""
+        return [turn for log in self._logs.values() for turn in log.turns.open_turns
+                if running(turn)]
+
+    def finish_at_end(self, session_id: str, now: float) -> list[Turn]:
+        """At the end of a log: every open turn when the log is idle, else those that are no
+        longer running (an answered ordinary turn, whose next prompt is still to come)."""
+        log = self._logs.get(session_id)
+        if log is None:
+            return []
+        return log.finish_if_idle(now, IDLE_TIMEOUT_S) or log.turns.finish_where(
+            lambda turn: not running(turn))
+
     def open_turns(self, session_id: str) -> int:
         log = self._logs.get(session_id)
         return log.turns.open_count if log is not None else 0
@@ -118,11 +134,15 @@ class SessionReader:
 
 
 def wanted_turns(logs: dict[str, Path], selection: Selection, reader: SessionReader,
-                 on_log: Callable[[Path], None] | None = None) -> Iterator[Turn]:
-    """Every wanted turn of `logs`, as each log is read to its end (open turns are finished
-    as incomplete there). `on_log` is called after each log, for progress."""
+                 on_log: Callable[[Path], None] | None = None, *,
+                 now: float | None = None) -> Iterator[Turn]:
+    """Every wanted turn of `logs`, as each log is read to its end, where open turns are
+    finished as incomplete when the log has been quiet for the idle timeout at `now` (unix
+    seconds, the clock's by default); the others stay open, in flight. `on_log` is called
+    after each log."""
+    now = time.time() if now is None else now
     for session_id, path in sorted(logs.items()):
         yield from filter(selection.wants, reader.read(session_id, path))
-        yield from filter(selection.wants, reader.finish(session_id))
+        yield from filter(selection.wants, reader.finish_at_end(session_id, now))
         if on_log is not None:
             on_log(path)

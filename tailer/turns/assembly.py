@@ -32,6 +32,7 @@ from __future__ import annotations
 
 from collections import Counter, OrderedDict
 from dataclasses import dataclass, field, replace
+from typing import Callable
 
 from ..copilot.events import (
     CommitStarted,
@@ -613,6 +614,10 @@ class SessionTurns:
             if turn is not None:
                 turn.tool_events.append(event)
         return []
+
+    def finish_where(self, over: Callable[[Turn], bool]) -> list[Turn]:
+        """Finish the open turns `over` says have ended, as they stand."""
+        return [self._finish(turn) for turn in list(self._open.values()) if over(turn)]
 
     def finish_open(self, keep: str | None = None) -> list[Turn]:
         """Finish every open turn but `keep` as it stands (`incomplete` where no rollup came)."""

@@ -143,9 +143,12 @@ def _record_to_data(record: events.Event) -> dict:
     """As JSON will give it back (tuples as lists): a tombstone keeps this in memory.
 
     `not_codes` is left out: it was counted when the line was read, and a restored record
-    must not count it again."""
+    must not count it again. An empty phase plan is left out too: a checkpoint written
+    before plans were kept is saved again as it was."""
     values = dataclasses.asdict(record)
     del values["not_codes"]
+    if values.get("phase_plan") == ():
+        del values["phase_plan"]
     return {"kind": type(record).__name__,
             **{name: list(value) if type(value) is tuple else value
                for name, value in values.items()}}
@@ -211,6 +214,21 @@ def _texts(value: object, what: str) -> tuple[str, ...]:
     return tuple(_record_text(item, what) for item in sequence(value, what))
 
 
+def _plan(value: object, what: str) -> tuple[events.PlannedLeg, ...]:
+    """A phase plan as asdict wrote it: a list of legs, each of the four fields."""
+    legs = sequence(value, what)
+    if len(legs) > events.MAX_PLANNED_LEGS:
+        raise ValueError(f"{what} holds more legs than a plan may")
+    plan = []
+    for leg in legs:
+        if set(mapping(leg, what)) != {"kind", "role", "scope", "conditional"}:
+            raise ValueError(f"{what} holds a leg not shaped as saved")
+        plan.append(events.PlannedLeg(
+            *(_optional(_record_text)(leg[name], what) for name in ("kind", "role", "scope")),
+            _bool(leg["conditional"], what)))
+    return tuple(plan)
+
+
 _USAGE_LIMITS = {field.name: events.MAX_COUNT for field in dataclasses.fields(events.Usage)}
 _USAGE_LIMITS["nano_aiu"] = events.MAX_NANO_AIU
 
@@ -228,6 +246,7 @@ _TYPE_CHECKS = {
     "Usage": _usage,
     "tuple[str, ...]": _texts,
     "bool": _bool,
+    "tuple[PlannedLeg, ...]": _plan,
 }
 
 

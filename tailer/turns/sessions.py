@@ -30,6 +30,7 @@ from ..log_limit import WarningLimiter
 from ..copilot.problems import line_problem, rewritten_problem
 from .session_log import INTERNAL_ERROR, Read, SessionLog, finish_tombstone
 from .assembly import Turn
+from .in_flight import running
 from ..copilot.watch import SessionWatcher
 
 log = logging.getLogger("tailer")
@@ -103,6 +104,7 @@ class Tailer:
         self._turns_left: int | None = None
         # Only these need the idle check: walking every session each pass costs idle CPU.
         self._with_open_turns: set[str] = set()
+        self._in_flight_shown: set[tuple[str, str]] = set()  # (session id, turn key)
 
     def start(self) -> int:
         """Find the session logs and where to read each from; returns how many there are."""
@@ -151,9 +153,16 @@ class Tailer:
             self._read(session_id, session, done)
         self._finish_idle(done)
         self.metrics.sessions.set(None, len(self.sessions))
-        self.metrics.open_turns.set(
-            None, sum(self.sessions[s].turns.open_count for s in self._with_open_turns)
-        )
+        open_turns = [turn for session_id in self._with_open_turns
+                      for turn in self.sessions[session_id].turns.open_turns]
+        self.metrics.open_turns.set(None, len(open_turns))
+        in_flight = list(filter(running, open_turns))
+        self.metrics.show_in_flight(in_flight)
+        shown = {(turn.session_id, turn.key) for turn in in_flight}
+        if shown != self._in_flight_shown:
+            # Scrapes see values as of the last save: a turn that began or ended is worth one.
+            done.note(TURNS)
+            self._in_flight_shown = shown
         return done
 
     def state(self) -> dict:
