@@ -524,7 +524,7 @@ def router(rows: list[TurnRow]) -> list[PolicyFigures]:
             turns=len(group),
             patterns=dict(Counter(row.pattern for row in group).most_common()),
             compound_rate=_ratio(sum(row.compound for row in group), len(group)),
-            median_credits={pattern: statistics.median(values)
+            median_credits={pattern: _median(values)
                             for pattern, values in sorted(credits.items())},
         ))
     return figures
