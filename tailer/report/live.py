@@ -64,7 +64,7 @@ class LiveTurns:
 
     def in_flight(self, now_ns: int) -> list[InFlightRow]:
         """The wanted turns open now, for the "now" section, in local time."""
-        return [in_flight_row(turn, now_ns, None) for turn in self.reader.in_flight()
+        return [in_flight_row(turn, now_ns, self.zone) for turn in self.reader.in_flight()
                 if self.selection.wants(turn)]
 
     def poll(self, timeout: float) -> None:
