@@ -243,3 +243,178 @@ def _line_end(content: bytes, start: int, lines: int) -> int:
 CachedReports.TestCase.settings = settings(
     max_examples=300 if LONG else 8, stateful_step_count=60 if LONG else 14, deadline=None)
 test_the_cache_changes_no_answer = CachedReports.TestCase
+
+
+# -- --jobs --------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def month(tmp_path_factory):
+    """A month of sessions, and each log's bytes, to cut where a test wants."""
+    state = tmp_path_factory.mktemp("month") / "state"
+    write_month(state, days=12, seed=5)
+    return state
+
+
+@settings(max_examples=6 if not LONG else 40)
+@given(jobs=st.integers(1, 6), seed=st.integers(0, 10**6))
+def test_the_same_report_for_any_number_of_jobs(month, tmp_path_factory, jobs, seed):
+    """Logs cut at random places (cut lines too), read by 1 to 6 processes: one answer."""
+    rng = random.Random(seed)
+    state = tmp_path_factory.mktemp("cut") / "state"
+    for log in sorted(month.glob("*/events.jsonl")):
+        data = log.read_bytes()
+        (state / log.parent.name).mkdir(parents=True)
+        (state / log.parent.name / "events.jsonl").write_bytes(data[:rng.randint(0, len(data))])
+    environ = {}  # no home: no cache, so every log is read by the workers
+    one = report(state, environ, "--format", "json", "--jobs", "1")
+    many = report(state, environ, "--format", "json", "--jobs", str(jobs))
+    assert one[0] == many[0] == 0, many[2]
+    assert answers(many[1]) == answers(one[1])
+    assert many[2] == one[2]
+    assert len(answers(one[1])["turns"]) > 0
+
+
+DOOMED = {}  # the session whose worker dies, whether it is killed, and the parent's pid
+READ_LOG = gather.read_log
+
+
+def doomed_read_log(job):
+    """read_log, that dies (or raises) in a worker process on one session, and reads as
+    ever in this one. At the top of the module, so a worker finds it (by name, as pickle
+    hands a function over)."""
+    if os.getpid() != DOOMED["parent"] and job.session_id == DOOMED["session"]:
+        if DOOMED["kill"]:
+            os.kill(os.getpid(), signal.SIGKILL)
+        raise RuntimeError("a bug")
+    return READ_LOG(job)
+
+
+@pytest.mark.parametrize("kill", [True, False], ids=["killed", "raises"])
+def test_a_worker_that_dies_or_fails_stops_the_report(month, monkeypatch, kill):
+    session_id = sorted(path.name for path in month.iterdir())[3]
+    monkeypatch.setitem(DOOMED, "session", session_id)
+    monkeypatch.setitem(DOOMED, "kill", kill)
+    monkeypatch.setitem(DOOMED, "parent", os.getpid())
+    monkeypatch.setattr(gather, "read_log", doomed_read_log)
+    code, stdout, stderr = report(month, {}, "--format", "json", "--jobs", "2")
+    assert (code, stdout) == (2, "")
+    assert len(stderr.splitlines()) == 1 and "no report" in stderr, stderr
+    if kill:
+        assert "a process reading the session logs stopped (killed" in stderr
+    else:
+        assert f"reading session {session_id} failed (RuntimeError)" in stderr
+    # In one process the same logs give the whole report.
+    assert report(month, {}, "--format", "json", "--jobs", "1")[0] == 0
+
+
+def test_jobs_default_to_the_cpus_this_process_may_use():
+    assert gather.default_jobs() == (getattr(os, "process_cpu_count", os.cpu_count)() or 1)
+
+
+# -- the cache's file ----------------------------------------------------------------------
+
+
+def test_the_cache_is_private_and_lives_where_xdg_says(tmp_path):
+    state = tmp_path / "state"
+    every_pattern("private").write(state)
+    for environ, where in (({"XDG_CACHE_HOME": str(tmp_path / "xdg")}, tmp_path / "xdg"),
+                           ({"HOME": str(tmp_path / "home")}, tmp_path / "home" / ".cache"),
+                           ({"XDG_CACHE_HOME": "relative", "HOME": str(tmp_path / "h2")},
+                            tmp_path / "h2" / ".cache")):
+        assert report(state, environ)[0] == 0
+        folder = where / "hydrafusion" / "report"
+        files = list(folder.iterdir())
+        assert len(files) == 1 and files[0].suffix == ".json"
+        assert oct(folder.stat().st_mode & 0o777) == oct(0o700)
+        assert oct(files[0].stat().st_mode & 0o777) == oct(0o600)
+        assert str(state) not in files[0].read_text()  # named by a digest, the path nowhere
+    assert not (tmp_path / "relative").exists()
+    os.chmod(tmp_path / "xdg" / "hydrafusion" / "report", 0o755)  # made looser by someone
+    assert report(state, {"XDG_CACHE_HOME": str(tmp_path / "xdg")}, "--no-cache")[0] == 0
+    assert oct((tmp_path / "xdg/hydrafusion/report").stat().st_mode & 0o777) == oct(0o755)
+    every_pattern("private-2").write(state)
+    assert report(state, {"XDG_CACHE_HOME": str(tmp_path / "xdg")})[0] == 0
+    assert oct((tmp_path / "xdg/hydrafusion/report").stat().st_mode & 0o777) == oct(0o700)
+
+
+def test_no_cache_reads_none_and_writes_none(tmp_path):
+    state = tmp_path / "state"
+    every_pattern("no-cache").write(state)
+    environ = {"XDG_CACHE_HOME": str(tmp_path / "xdg")}
+    assert report(state, environ, "--no-cache")[0] == 0
+    assert not (tmp_path / "xdg").exists()
+    assert report(state, environ)[0] == 0
+    (file,) = (tmp_path / "xdg" / "hydrafusion" / "report").iterdir()
+    file.write_bytes(b"not a cache")
+    code, _, stderr = report(state, environ, "--no-cache")
+    assert code == 0 and stderr == "" and file.read_bytes() == b"not a cache"
+
+
+def entries_of(environ: dict[str, str], state: Path) -> dict:
+    entries, problem = cache.load(cache.cache_file(environ, state))
+    assert problem is None
+    return entries
+
+
+def test_the_cache_forgets_sessions_gone_from_the_state_folder(tmp_path):
+    state = tmp_path / "state"
+    for name in ("kept", "gone"):
+        every_pattern(name).write(state)
+    environ = {"XDG_CACHE_HOME": str(tmp_path / "xdg")}
+    report(state, environ, "--session", "kept")
+    assert set(entries_of(environ, state)) == {"kept"}  # only the logs it read
+    report(state, environ)
+    assert set(entries_of(environ, state)) == {"kept", "gone"}
+    shutil.rmtree(state / "gone")
+    report(state, environ, "--session", "kept")
+    assert set(entries_of(environ, state)) == {"kept"}
+
+
+def test_the_cache_is_bounded(tmp_path, monkeypatch):
+    """Past MAX_BYTES the sessions changed longest ago are left out; past MAX_FILES state
+    folders, the least recently used one's file goes."""
+    state = tmp_path / "state"
+    for number in range(4):
+        log = every_pattern(f"bounded-{number}").write(state)
+        os.utime(log, ns=(PAST_NS + number * 10**9,) * 2)
+    environ = {"XDG_CACHE_HOME": str(tmp_path / "xdg")}
+    report(state, environ)
+    sizes = {session_id: len(json.dumps(entry.to_data(), separators=(",", ":")))
+             for session_id, entry in entries_of(environ, state).items()}
+    # Room for two and a half sessions' entries (their sizes are about the same).
+    monkeypatch.setattr(cache, "MAX_BYTES", 2 * max(sizes.values()) + min(sizes.values()) // 2)
+    every_pattern("bounded-4").write(state)  # a change, so the cache is written again
+    os.utime(state / "bounded-4" / "events.jsonl", ns=(PAST_NS + 9 * 10**9,) * 2)
+    fresh = report(state, environ, "--format", "json", "--no-cache")[1]
+    assert answers(report(state, environ, "--format", "json")[1]) == answers(fresh)
+    assert set(entries_of(environ, state)) == {"bounded-3", "bounded-4"}
+    monkeypatch.undo()
+    folders = []
+    for number in range(cache.MAX_FILES + 1):
+        folders.append(tmp_path / f"state-{number}")
+        every_pattern(f"folder-{number}").write(folders[-1])
+        report(folders[-1], environ)
+    left = {path.name for path in (tmp_path / "xdg" / "hydrafusion" / "report").iterdir()}
+    assert left == {cache.cache_file(environ, folder).name for folder in folders[1:]}
+
+
+def test_a_warm_report_reads_no_log(tmp_path, monkeypatch):
+    """Old logs unchanged: no log is opened, not even to check its digest; one appended
+    to is read from where the cache stopped, the rest not at all."""
+    state = tmp_path / "state"
+    write_month(state, days=4, seed=3)
+    for log in state.glob("*/events.jsonl"):
+        os.utime(log, ns=(PAST_NS, PAST_NS))
+    environ = {"XDG_CACHE_HOME": str(tmp_path / "xdg")}
+    assert report(state, environ, "--jobs", "1")[0] == 0
+    read = []
+    real = gather.read_log
+    monkeypatch.setattr(gather, "read_log", lambda job: read.append(job) or real(job))
+    assert report(state, environ, "--jobs", "1")[0] == 0
+    assert read == []
+    log = sorted(state.glob("*/events.jsonl"))[1]
+    with open(log, "ab") as handle:
+        handle.write(b'{"type":"session.info","data":{}}\n')
+    assert report(state, environ, "--jobs", "1")[0] == 0
+    assert [(job.session_id, job.state is not None) for job in read] == [(log.parent.name, True)]

@@ -3,11 +3,12 @@
 Many people cannot or will not run the stack, so the report reads the session logs itself,
 through the daemon's own stages (files -> lines -> events -> turns), and prints what the
 dashboard shows. It is read-only: no daemon, no checkpoint, no network, nothing written but
-the HTML file asked for. A turn still open when a log ends is finished as `incomplete`, as
+the HTML file asked for and the cache (cache.py) that spares the next report what this one
+read. A turn still open when a log ends is finished as `incomplete`, as
 the daemon does when a session goes idle.
 
 This module is the command: its options and what it does with them. Reading and choosing
-the turns is report_read.py, the figures report_figures.py, the renderers report_table.py,
+the turns is gather.py (through the cache, in worker processes) and read.py, the figures report_figures.py, the renderers report_table.py,
 report_text.py (JSON, CSV) and report_html.py, `--watch` live.py. docs/REPORT.md describes the command and
 its output.
 """
