@@ -399,6 +399,17 @@ def test_the_cache_is_bounded(tmp_path, monkeypatch):
     assert left == {cache.cache_file(environ, folder).name for folder in folders[1:]}
 
 
+def reading_recorded(monkeypatch) -> list:
+    """The jobs given to read_all from now on (in this process, whatever --jobs says)."""
+    jobs, read_all = [], gather.read_all
+
+    def recording(given, workers, on_read):
+        jobs.extend(given)
+        return read_all(given, workers, on_read)
+    monkeypatch.setattr(gather, "read_all", recording)
+    return jobs
+
+
 def test_a_warm_report_reads_no_log(tmp_path, monkeypatch):
     """Old logs unchanged: no log is opened, not even to check its digest; one appended
     to is read from where the cache stopped, the rest not at all."""
@@ -408,13 +419,65 @@ def test_a_warm_report_reads_no_log(tmp_path, monkeypatch):
         os.utime(log, ns=(PAST_NS, PAST_NS))
     environ = {"XDG_CACHE_HOME": str(tmp_path / "xdg")}
     assert report(state, environ, "--jobs", "1")[0] == 0
-    read = []
-    real = gather.read_log
-    monkeypatch.setattr(gather, "read_log", lambda job: read.append(job) or real(job))
-    assert report(state, environ, "--jobs", "1")[0] == 0
+    read = reading_recorded(monkeypatch)
+    assert report(state, environ, "--jobs", "2")[0] == 0
     assert read == []
     log = sorted(state.glob("*/events.jsonl"))[1]
     with open(log, "ab") as handle:
         handle.write(b'{"type":"session.info","data":{}}\n')
-    assert report(state, environ, "--jobs", "1")[0] == 0
+    assert report(state, environ, "--jobs", "2")[0] == 0
     assert [(job.session_id, job.state is not None) for job in read] == [(log.parent.name, True)]
+
+
+# -- --watch -------------------------------------------------------------------------------
+
+
+def shown(live) -> tuple:
+    """What a watch's table and live lines are made of."""
+    rows = sorted((row.session_id, row.fusion_id, row.start, row.credits, row.outcome)
+                  for row in live.turns)
+    return (rows, live.sessions, live.in_progress(), live.reader.skipped(),
+            len(live.reader.reconciliations))
+
+
+def test_watch_starts_from_the_cache_and_writes_it(tmp_path, monkeypatch):
+    from tailer.copilot.watch import SessionWatcher
+    from tailer.report.live import LiveTurns
+    from tailer.report.read import Selection
+
+    state = tmp_path / "state"
+    write_month(state, days=5, seed=8)
+    writer = SessionWriter("open-turn", MONTH_START)
+    writer.single("gpt-5.6-sol")
+    writer.incomplete("gpt-5.6-sol", "claude-opus-5")  # no rollup, no shutdown: still open
+    writer.write(state)
+    for log in state.glob("*/events.jsonl"):
+        os.utime(log, ns=(PAST_NS, PAST_NS))
+    path = cache.cache_file({"XDG_CACHE_HOME": str(tmp_path / "xdg")}, state)
+
+    def watching(cache_path):
+        # inotify: the logs' old times would make a polling watcher look at them seldom
+        live = LiveTurns(state, Selection(), watcher=SessionWatcher(state),
+                         cache_path=cache_path, clock=lambda: PAST_NS / 1e9 + 60)
+        live.poll(0)
+        return live
+
+    cold = watching(path)
+    assert path.exists()  # a cold watch leaves the cache warm
+    read = reading_recorded(monkeypatch)
+    warm = watching(path)
+    assert read == [] and warm.cache_problem is None
+    assert shown(warm) == shown(cold)
+    assert warm.in_progress() > 0  # the open turn, resumed from the cache's state
+    # A log appended to is read on from the cache's state, and gives what reading it all gives.
+    log = sorted(state.glob("*/events.jsonl"))[2]
+    with open(log, "ab") as handle:
+        handle.write("".join(line + "\n" for line in every_pattern("later").lines()).encode())
+    before = len(warm.turns)
+    for _ in range(20):
+        warm.poll(0.5)
+        if len(warm.turns) > before:
+            break
+    warm.poll(0.5)
+    assert read == []  # after the first pass, the watch reads on with its own reader
+    assert shown(warm) == shown(watching(None))

@@ -263,7 +263,7 @@ def _report(args: argparse.Namespace, environ: dict[str, str], state_dir: Path,
                   file=sys.stderr)
             return EXIT_USAGE
         return live.watch(state_dir, selection, filters_of(args), sys.stdout,
-                                 color=color, on_pass=on_pass)
+                          color=color, on_pass=on_pass, cache_path=cache_path)
     if not state_dir.exists():
         return _nothing_found(state_dir, exists=False)
     try:
