@@ -16,6 +16,7 @@ worker that dies or fails ends the report with WorkerFailed: never a smaller rep
 from __future__ import annotations
 
 import dataclasses
+import gc
 import multiprocessing
 import os
 from concurrent.futures import FIRST_EXCEPTION, ProcessPoolExecutor, wait
@@ -26,7 +27,6 @@ from pathlib import Path
 from typing import Callable
 
 from ..copilot.events import Usage
-from ..turns import session_state
 from ..turns.assembly import Reconciliation
 from . import cache
 from .cache import LogEntry
@@ -79,7 +79,6 @@ def read_log(job: Job) -> LogRead:
     state = job.state
     if state is not None:
         try:
-            session_state.check({"sessions": {job.session_id: state}})
             reader.resume(job.session_id, job.path, state)
         except (ValueError, KeyError, TypeError):
             state = None  # not shaped as saved: read the log from its start
@@ -192,6 +191,9 @@ def gather(logs: dict[str, Path], wanted: set[str], selection: Selection, tz: tz
     in the time zone `tz`, through the cache at `cache_path` (None: no cache, nothing read
     from it or written). See `refresh`. Raises WorkerFailed."""
     entries, cache_problem = cache.load(cache_path) if cache_path is not None else ({}, None)
+    # The entries live as long as the report: a collection would walk every one of their
+    # many lists, again and again as rows are made, and find nothing to free.
+    gc.freeze()
     refreshed = refresh(logs, wanted, entries, workers=workers, on_reading=on_reading,
                         on_read=on_read)
     gathered = Gathered(problems=refreshed.problems, cache_problem=cache_problem and (

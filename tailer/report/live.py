@@ -122,7 +122,12 @@ class LiveTurns:
         """The reader, with the session's log resumed from its cached state if not yet."""
         saved = self._resume.pop(session_id, None)
         if saved is not None:
-            self.reader.resume(session_id, self._logs[session_id], saved)
+            try:
+                self.reader.resume(session_id, self._logs[session_id], saved)
+            except (ValueError, KeyError, TypeError):  # not as saved: read it from its start
+                self.turns = [row for row in self.turns if row.session_id != session_id]
+                self.cache_problem = (f"the cache is damaged: session {session_id} is read "
+                                      "from its start")
         return self.reader
 
     def _keep(self, row: TurnRow, end_ns: int) -> None:

@@ -16,6 +16,7 @@ from typing import Callable, Iterator
 
 from ..copilot import events
 from ..copilot.problems import folder_problem
+from ..turns import session_state
 from ..turns.session_log import SessionLog
 from ..turns.assembly import IDLE_TIMEOUT_S
 from ..turns.assembly import Reconciliation, Turn
@@ -88,8 +89,10 @@ class SessionReader:
         self.reconciliations: list[Reconciliation] = []  # the CLI's totals, checked
 
     def resume(self, session_id: str, path: Path, saved: dict) -> None:
-        """Read the log on from where `saved` (`state`, checked by session_state.check)
-        left off, as the daemon resumes from its checkpoint (the report's cache)."""
+        """Read the log on from where `saved` (`state`) left off, as the daemon resumes
+        from its checkpoint (the report's cache). ValueError, KeyError or TypeError when
+        `saved` is not shaped as `state` gives it (session_state.check)."""
+        session_state.check({"sessions": {session_id: saved}})
         self._logs[session_id] = SessionLog.from_state(session_id, path, saved)
 
     def state(self, session_id: str) -> dict:
