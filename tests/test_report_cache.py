@@ -481,3 +481,14 @@ def test_watch_starts_from_the_cache_and_writes_it(tmp_path, monkeypatch):
     warm.poll(0.5)
     assert read == []  # after the first pass, the watch reads on with its own reader
     assert shown(warm) == shown(watching(None))
+
+
+def test_a_cache_that_cannot_be_saved_costs_one_line(tmp_path):
+    state = tmp_path / "state"
+    every_pattern("unsaved").write(state)
+    (tmp_path / "file").write_text("")
+    environ = {"XDG_CACHE_HOME": str(tmp_path / "file")}  # no folder can be made there
+    code, stdout, stderr = report(state, environ, "--format", "json")
+    assert code == 0 and answers(stdout) == answers(report(state, {}, "--format", "json")[1])
+    assert len(stderr.splitlines()) == len(cache_lines(stderr)) == 1
+    assert "the cache cannot be saved" in stderr

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Callable
 
 from ..copilot.events import Usage
+from ..printable import printable
 from ..turns.assembly import Reconciliation
 from . import cache
 from .cache import LogEntry
@@ -124,8 +125,8 @@ def _result(future, job: Job) -> LogRead:
         raise WorkerFailed("a process reading the session logs stopped (killed, or out of "
                            "memory): no report; --jobs 1 reads in one process") from None
     except Exception as error:
-        raise WorkerFailed(f"reading session {job.session_id} failed ({type(error).__name__}): "
-                           "no report") from None
+        raise WorkerFailed(f"reading session {printable(job.session_id)} failed "
+                           f"({type(error).__name__}): no report") from None
 
 
 @dataclass

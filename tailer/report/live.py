@@ -82,7 +82,8 @@ class LiveTurns:
                 changes.touched.add(session_id)
         for session_id in changes.vanished:
             if self._logs.pop(session_id, None) is not None:
-                self._take(self._reader_of(session_id).finish(session_id))
+                self._resume.pop(session_id, None)  # its cached state holds no open turn
+                self._take(self.reader.finish(session_id))
                 self._open.discard(session_id)
         for session_id in sorted(changes.touched & self._logs.keys()):
             self._take(self._reader_of(session_id).read(session_id, self._logs[session_id]))
@@ -114,7 +115,7 @@ class LiveTurns:
                 if self.selection.wants_figures(data[2], data[0], data[6], lambda: data[1]):
                     self._keep(row_from_data(data, None), data[0] + round(data[11] * 1e6))
             self._resume[session_id] = entry.state
-            if entry.state["open"]:
+            if entry.state.get("open"):
                 self._reader_of(session_id)
                 self._open.add(session_id)
 
@@ -126,8 +127,8 @@ class LiveTurns:
                 self.reader.resume(session_id, self._logs[session_id], saved)
             except (ValueError, KeyError, TypeError):  # not as saved: read it from its start
                 self.turns = [row for row in self.turns if row.session_id != session_id]
-                self.cache_problem = (f"the cache is damaged: session {session_id} is read "
-                                      "from its start")
+                self.cache_problem = (f"the cache is damaged: session {printable(session_id)} "
+                                      "is read from its start")
         return self.reader
 
     def _keep(self, row: TurnRow, end_ns: int) -> None:
