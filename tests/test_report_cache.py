@@ -492,3 +492,21 @@ def test_a_cache_that_cannot_be_saved_costs_one_line(tmp_path):
     assert code == 0 and answers(stdout) == answers(report(state, {}, "--format", "json")[1])
     assert len(stderr.splitlines()) == len(cache_lines(stderr)) == 1
     assert "the cache cannot be saved" in stderr
+
+
+def test_a_log_rewritten_to_the_same_length_is_read_again(tmp_path):
+    """Other bytes of the same length: the modification time moved, so the log is opened,
+    and the digest before the cache's offset no longer matches."""
+    state = tmp_path / "state"
+    log = every_pattern("same-length").write(state)
+    os.utime(log, ns=(PAST_NS, PAST_NS))
+    environ = {"XDG_CACHE_HOME": str(tmp_path / "xdg")}
+    before = answers(report(state, environ, "--format", "json")[1])
+    data = log.read_bytes()
+    other = session_bytes("same-length", 7, 12)[:len(data)]
+    log.write_bytes(other[:other.rindex(b"\n") + 1].ljust(len(data), b"\n"))
+    os.utime(log, ns=(PAST_NS + 10**9, PAST_NS + 10**9))
+    assert log.stat().st_size == len(data)
+    after = answers(report(state, environ, "--format", "json")[1])
+    assert after == answers(report(state, environ, "--format", "json", "--no-cache")[1])
+    assert after != before
