@@ -373,7 +373,7 @@ def test_the_cache_forgets_sessions_gone_from_the_state_folder(tmp_path):
 
 def test_the_cache_is_bounded(tmp_path, monkeypatch):
     """Past MAX_BYTES the sessions changed longest ago are left out; past MAX_FILES state
-    folders, the least recently used one's file goes."""
+    folders, the file written longest ago goes."""
     state = tmp_path / "state"
     for number in range(4):
         log = every_pattern(f"bounded-{number}").write(state)

@@ -27,7 +27,7 @@ right, since every entry is checked against its log before it is trusted.
 
 Bounded: sessions no longer in the state folder are dropped; past MAX_BYTES, the sessions
 whose logs changed longest ago are left out (and read from their start next time); past
-MAX_FILES state folders, the least recently used folder's file is deleted.
+MAX_FILES state folders, the file written longest ago is deleted.
 """
 
 from __future__ import annotations
@@ -141,7 +141,7 @@ def load(path: Path) -> tuple[dict[str, LogEntry], str | None]:
 
 def save(path: Path, entries: dict[str, LogEntry]) -> None:
     """Replace the cache at `path` with `entries` (at most MAX_BYTES of them); delete the
-    least recently used caches of other state folders past MAX_FILES. Raises OSError."""
+    caches of other state folders written longest ago, past MAX_FILES. Raises OSError."""
     pieces = {session_id: json.dumps(entry.to_data(), separators=(",", ":"))
               for session_id, entry in entries.items()}
     size = sum(map(len, pieces.values()))
