@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 import time
 from datetime import datetime, timedelta, timezone, tzinfo
 from pathlib import Path
@@ -25,7 +26,8 @@ from typing import Callable, Iterable, TextIO
 
 from ..printable import printable
 from ..wording import counted
-from .figures import TurnRow, snapshot, turn_row
+from . import cache, gather
+from .figures import TurnRow, row_from_data, snapshot, turn_row
 from .now import InFlightRow, in_flight_row, render_now
 from .read import Selection, SessionReader
 from .table import call_models, leg_label, render_table
@@ -40,20 +42,30 @@ MAX_WIDTH = 100
 
 class LiveTurns:
     """The finished turns under a state directory, brought up to date by `poll`, their
-    times in `zone` (None: the system's)."""
+    times in `zone` (None: the system's).
+
+    The first pass starts from the report's cache (`cache_path`, None: none), as a report
+    does (gather.refresh): a log unchanged since is not read, and one that changed is read
+    on from where the cache stopped; the cache is then written. A log whose cached state
+    has no open turn is resumed only once it changes again."""
 
     def __init__(self, state_dir: Path, selection: Selection, *, zone: tzinfo | None = None,
-                 watcher: SessionWatcher | None = None, clock: Callable[[], float] = time.time):
+                 watcher: SessionWatcher | None = None, clock: Callable[[], float] = time.time,
+                 cache_path: Path | None = None):
         self.selection = selection
         self.zone = zone
         self.watcher = watcher or SessionWatcher(state_dir)
         self.clock = clock
+        self.cache_path = cache_path
+        self.cache_problem: str | None = None  # one line: the cache was ignored, or not saved
         self.reader = SessionReader()
         self.turns: list[TurnRow] = []
         self.last: TurnRow | None = None  # the turn that ended last
         self._last_end_ns = 0
         self._logs: dict[str, Path] = {}
         self._open: set[str] = set()  # sessions with turns still open
+        self._first = True
+        self._resume: dict[str, dict] = {}  # session id -> its cached state, until it changes
 
     @property
     def sessions(self) -> int:
@@ -70,16 +82,20 @@ class LiveTurns:
     def poll(self, timeout: float) -> None:
         """Wait up to `timeout` seconds for a log to change, and read what changed."""
         changes = self.watcher.changes(timeout)
+        if self._first:
+            self._first = False
+            self._start(changes.appeared)
         for session_id, path in changes.appeared.items():
-            if self.selection.wants_session(session_id):
+            if self.selection.wants_session(session_id) and session_id not in self._logs:
                 self._logs[session_id] = path
                 changes.touched.add(session_id)
         for session_id in changes.vanished:
             if self._logs.pop(session_id, None) is not None:
+                self._resume.pop(session_id, None)  # its cached state holds no open turn
                 self._take(self.reader.finish(session_id))
                 self._open.discard(session_id)
         for session_id in sorted(changes.touched & self._logs.keys()):
-            self._take(self.reader.read(session_id, self._logs[session_id]))
+            self._take(self._reader_of(session_id).read(session_id, self._logs[session_id]))
             if self.reader.open_turns(session_id):
                 self._open.add(session_id)
             else:
@@ -89,15 +105,52 @@ class LiveTurns:
             if self.selection.wants_session(session_id):
                 self.reader.unreadable_folder(session_id, error)
 
+    def _start(self, logs: dict[str, Path]) -> None:
+        """The first pass: every log through the cache, read where it changed."""
+        entries, problem = cache.load(self.cache_path) if self.cache_path else ({}, None)
+        wanted = {session_id for session_id in logs if self.selection.wants_session(session_id)}
+        refreshed = gather.refresh(logs, wanted, entries, workers=gather.default_jobs())
+        if problem is not None:
+            self.cache_problem = f"the cache {problem}: ignored, and made again"
+        if self.cache_path is not None and (refreshed.changed or problem is not None):
+            self.cache_problem = gather.save(self.cache_path, refreshed.entries) or self.cache_problem
+        self.reader.problems.update(refreshed.problems)
+        for session_id in sorted(wanted & refreshed.entries.keys()):
+            entry = refreshed.entries[session_id]
+            self._logs[session_id] = logs[session_id]
+            self.reader.damaged_lines += entry.damaged_lines
+            self.reader.reconciliations += map(gather.check_from_data, entry.checks)
+            for data in entry.turns:  # the open ones are in progress, as a pass leaves them
+                if self.selection.wants_figures(data[2], data[0], data[6], lambda: data[1]):
+                    self._keep(row_from_data(data, self.zone), data[0] + round(data[11] * 1e6))
+            self._resume[session_id] = entry.state
+            if entry.state.get("open"):
+                self._reader_of(session_id)
+                self._open.add(session_id)
+
+    def _reader_of(self, session_id: str) -> SessionReader:
+        """The reader, with the session's log resumed from its cached state if not yet."""
+        saved = self._resume.pop(session_id, None)
+        if saved is not None:
+            try:
+                self.reader.resume(session_id, self._logs[session_id], saved)
+            except (ValueError, KeyError, TypeError):  # not as saved: read it from its start
+                self.turns = [row for row in self.turns if row.session_id != session_id]
+                self.cache_problem = (f"the cache is damaged: session {printable(session_id)} "
+                                      "is read from its start")
+        return self.reader
+
+    def _keep(self, row: TurnRow, end_ns: int) -> None:
+        self.turns.append(row)
+        if self.last is None or end_ns >= self._last_end_ns:
+            self.last, self._last_end_ns = row, end_ns
+
     def _take(self, finished: Iterable[Turn]) -> None:
         """Keep the rows of finished turns, each as it comes: the first pass over thousands
         of logs never holds all their Turns at once."""
         for turn in finished:
             if self.selection.wants(turn):
-                row = turn_row(turn, self.zone)
-                self.turns.append(row)
-                if self.last is None or turn.end_ns >= self._last_end_ns:
-                    self.last, self._last_end_ns = row, turn.end_ns
+                self._keep(turn_row(turn, self.zone), turn.end_ns)
 
     def close(self) -> None:
         self.watcher.close()
@@ -161,7 +214,8 @@ def _live_lines(live: LiveTurns, now: datetime) -> list[str]:
 def watch(state_dir: Path, selection: Selection, filters: dict[str, str], out: TextIO, *,
           color: bool, zone: tzinfo | None = None, on_pass: Callable[[], object] | None = None,
           terminal_size: Callable[[], os.terminal_size] = shutil.get_terminal_size,
-          clock: Callable[[], float] = time.time, watcher: SessionWatcher | None = None) -> int:
+          clock: Callable[[], float] = time.time, watcher: SessionWatcher | None = None,
+          cache_path: Path | None = None) -> int:
     """Redraw `out` whenever a turn finishes, a turn starts, a turn in flight moves on (a
     record arrives; its elapsed time ticks each second), the terminal is resized or the
     minute changes (the live line says how long ago the last turn was); until Ctrl-C.
@@ -169,7 +223,8 @@ def watch(state_dir: Path, selection: Selection, filters: dict[str, str], out: T
 
     Only a change the table shows makes the table again: the minute's redraw of an idle
     watch over thousands of turns costs the live lines alone."""
-    live = LiveTurns(state_dir, selection, zone=zone, watcher=watcher, clock=clock)
+    live = LiveTurns(state_dir, selection, zone=zone, watcher=watcher, clock=clock,
+                     cache_path=cache_path)
     out.write(HIDE_CURSOR + CURSOR_HOME + CLEAR_BELOW + "reading the session logs..." + CLEAR_LINE_END)
     out.flush()
     drawn = tabled = table_text = None
@@ -178,6 +233,9 @@ def watch(state_dir: Path, selection: Selection, filters: dict[str, str], out: T
             if on_pass is not None:
                 on_pass()
             live.poll(PASS_S)
+            if live.cache_problem is not None:
+                print(f"hydrafusion-tailer report: {live.cache_problem}", file=sys.stderr)
+                live.cache_problem = None
             size = terminal_size()
             now = datetime.fromtimestamp(clock(), timezone.utc)
             # The turns in flight are drawn above the table, which gives them its rows.
