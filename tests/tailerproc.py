@@ -23,6 +23,8 @@ def tailer_env(**overrides: str) -> dict[str, str]:
     env["PYTHONPATH"] = str(ROOT)
     # Each process gets its own checkpoint unless a test passes --checkpoint.
     env["XDG_STATE_HOME"] = tempfile.mkdtemp(prefix="tailer-state-")
+    # And its own report cache, never the user's.
+    env["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="tailer-cache-")
     env.update(overrides)
     return env
 

@@ -53,6 +53,7 @@ WRONG = {
         "--by": (WORD, EMPTY), "--order": (WORD, EMPTY),
         "--timezone": (WORD, EMPTY, "Mars/Olympus", "../../etc/passwd"),
         "--turns": (WORD, EMPTY, "-1", "1.5"),
+        "--jobs": (WORD, EMPTY, "0", "-1", "1.5"),
     },
     "completion": {"shell": (WORD, EMPTY)},
 }

@@ -230,11 +230,18 @@ def test_no_text_in_any_report_format(tmp_path):
     write_poisoned_sessions(state, every_pattern)
     page = tmp_path / "report.html"
     outputs = {}
+    # One cache for every run: the second run's reports read what the first ones cached.
+    env = tailer_env(XDG_CACHE_HOME=str(tmp_path / "cache"))
     for name, options in (("table", []), ("JSON", ["--format", "json"]),
                           ("CSV", ["--format", "csv"]), ("HTML", ["--html", str(page)])):
-        done = run_report("--state-dir", str(state), *options)
-        assert done.returncode == 0, done.stderr
-        outputs[name] = page.read_text() if name == "HTML" else done.stdout + done.stderr
+        for run in ("", " (from the cache)"):
+            done = run_report("--state-dir", str(state), *options, env=env)
+            assert done.returncode == 0, done.stderr
+            outputs[name + run] = page.read_text() if name == "HTML" else done.stdout + done.stderr
+    caches = sorted(path for path in (tmp_path / "cache").rglob("*") if path.is_file())
+    assert caches, "no cache was written: the test would prove nothing"
+    for path in caches:
+        outputs[f"the cache file {path.name}"] = path.read_text()
     outputs["--watch"] = watched(state)
     scrubbed = tmp_path / "scrubbed"
     done = subprocess.run([sys.executable, "-m", "tailer", "scrub", str(state), str(scrubbed)],

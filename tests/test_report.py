@@ -304,14 +304,22 @@ def test_demo_shows_every_fixture_turn_at_recent_times_and_leaves_nothing(tmp_pa
     assert list(tmp_path.iterdir()) == []
 
 
-def test_the_report_writes_nothing(tmp_path):
+def test_the_report_writes_nothing_but_its_cache(tmp_path):
+    """And with --no-cache, nothing at all."""
     state = tmp_path / "state"
     every_pattern("read-only").write(state)
     before = {p: p.stat().st_mtime_ns for p in tmp_path.rglob("*")}
-    env = tailer_env(XDG_STATE_HOME=str(tmp_path / "xdg"), HOME=str(tmp_path / "home"))
+    env = tailer_env(XDG_STATE_HOME=str(tmp_path / "xdg"), HOME=str(tmp_path / "home"),
+                     XDG_CACHE_HOME=str(tmp_path / "cache"))
     for options in ([], ["--format", "json"], ["--format", "csv"]):
-        assert run_report("--state-dir", str(state), *options, env=env).returncode == 0
+        done = run_report("--state-dir", str(state), "--no-cache", *options, env=env)
+        assert done.returncode == 0
     assert {p: p.stat().st_mtime_ns for p in tmp_path.rglob("*")} == before
+    assert run_report("--state-dir", str(state), env=env).returncode == 0
+    written = {p for p in tmp_path.rglob("*") if p not in before}
+    assert written and all(p.is_relative_to(tmp_path / "cache" / "hydrafusion" / "report")
+                           or p in (tmp_path / "cache", tmp_path / "cache" / "hydrafusion")
+                           for p in written), written
 
 
 def test_progress_goes_to_a_terminal_only(tmp_path, monkeypatch):

@@ -3,11 +3,12 @@
 Many people cannot or will not run the stack, so the report reads the session logs itself,
 through the daemon's own stages (files -> lines -> events -> turns), and prints what the
 dashboard shows. It is read-only: no daemon, no checkpoint, no network, nothing written but
-the HTML file asked for. A turn still open when a log ends is finished as `incomplete`, as
+the HTML file asked for and the cache (cache.py) that spares the next report what this one
+read. A turn still open when a log ends is finished as `incomplete`, as
 the daemon does when a session goes idle.
 
 This module is the command: its options and what it does with them. Reading and choosing
-the turns is report_read.py, the figures report_figures.py, the renderers report_table.py,
+the turns is gather.py (through the cache, in worker processes) and read.py, the figures report_figures.py, the renderers report_table.py,
 report_text.py (JSON, CSV) and report_html.py, `--watch` live.py. docs/REPORT.md describes the command and
 its output.
 """
@@ -32,9 +33,11 @@ from ..copilot.files import find_logs
 from ..path_options import check_output_file, user_path
 from ..printable import printable
 from ..wording import counted
-from .figures import snapshot, turn_row
-from .read import Selection, SessionReader, wanted_turns
-from ..copilot.problems import state_dir_problem
+from .cache import cache_file
+from .figures import snapshot
+from .gather import WorkerFailed, default_jobs, gather
+from .read import Selection
+from ..copilot.problems import folder_problem, state_dir_problem
 
 EXIT_NO_SESSIONS = 1
 EXIT_USAGE = 2
@@ -81,6 +84,11 @@ def add_arguments(parser: argparse.ArgumentParser, state_dir: Path) -> None:
                         "name (Europe/Berlin); default the system's")
     parser.add_argument("--turns", type=_count, metavar="N",
                         help="the table lists only the newest N turns (0: the summary alone)")
+    parser.add_argument("--no-cache", action="store_true",
+                        help="read every log from its start, without the report's cache, and "
+                        "write none (docs/REPORT.md: the cache)")
+    parser.add_argument("--jobs", type=_jobs, metavar="N",
+                        help="read the logs in N processes (default: one per CPU; 1: in this one)")
     parser.add_argument("--demo", action="store_true",
                         help="report on the bundled example sessions, moved to end a few minutes "
                         "ago (with --watch, a turn is replayed every 30 s)")
@@ -176,8 +184,10 @@ def main(args: argparse.Namespace, environ: dict[str, str], *, state_dir: Path |
     except ValueError as error:
         print(f"hydrafusion-tailer report: {error}", file=sys.stderr)
         return EXIT_USAGE
+    # The demo's copy is made afresh each time: a cache of it would only be litter.
+    cache_path = None if args.no_cache or state_dir is not None else cache_file(environ, args.state_dir)
     return _report(args, environ, state_dir or args.state_dir, selection, now, zone,
-                   on_pass=on_pass)
+                   cache_path, on_pass=on_pass)
 
 
 def _check_views(args: argparse.Namespace) -> None:
@@ -222,7 +232,8 @@ def sigterm_as_interrupt():
 
 
 def _report(args: argparse.Namespace, environ: dict[str, str], state_dir: Path,
-            selection: Selection, now: datetime, zone, on_pass=None) -> int:
+            selection: Selection, now: datetime, zone, cache_path: Path | None,
+            on_pass=None) -> int:
     color = sys.stdout.isatty() and not environ.get("NO_COLOR") and not args.no_color
     if args.watch:
         if not state_dir.is_dir():
@@ -244,20 +255,36 @@ def _report(args: argparse.Namespace, environ: dict[str, str], state_dir: Path,
         return EXIT_USAGE
     if not logs and not unreadable:
         return _nothing_found(state_dir, exists=True)
-    wanted = {sid: path for sid, path in logs.items() if selection.wants_log(sid, path)}
-    progress = Progress(sys.stderr, list(wanted.values())) if sys.stderr.isatty() else None
-    reader = SessionReader()
+    wanted = {sid for sid, path in logs.items() if selection.wants_log(sid, path)}
+    progress: Progress | None = None
+
+    def reading(paths: list[Path]) -> None:
+        nonlocal progress
+        if sys.stderr.isatty():
+            progress = Progress(sys.stderr, paths)
+
+    try:
+        gathered = gather(logs, wanted, selection, zone, cache_path=cache_path,
+                          workers=args.jobs or default_jobs(), on_reading=reading,
+                          on_read=lambda path: progress and progress.log_read(path))
+    except WorkerFailed as error:
+        print(f"hydrafusion-tailer report: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    finally:
+        if progress is not None:
+            progress.close()
+    if gathered.cache_problem is not None:
+        print(f"hydrafusion-tailer report: {gathered.cache_problem}", file=sys.stderr)
+    problems = dict(gathered.problems)
     for session_id, error in unreadable.items():
         if selection.wants_session(session_id):
-            reader.unreadable_folder(session_id, error)
-    rows = [turn_row(turn, zone)
-            for turn in wanted_turns(wanted, selection, reader, progress and progress.log_read)]
-    if progress is not None:
-        progress.close()
-    for problem in sorted(reader.problems.values()):
+            problems[session_id] = folder_problem(session_id, error)
+    for problem in sorted(problems.values()):
         print(f"hydrafusion-tailer report: {problem}", file=sys.stderr)
-    figures = snapshot(rows, now=now, tz=zone, sessions=len(wanted), skipped=reader.skipped(),
-                       filters=filters_of(args), checks=reader.reconciliations)
+    figures = snapshot(gathered.rows, now=now, tz=zone, sessions=len(wanted),
+                       skipped={"damaged_lines": gathered.damaged_lines,
+                                "unreadable_logs": len(problems)},
+                       filters=filters_of(args), checks=gathered.checks)
     if args.html:
         try:
             from . import html as report_html  # imported by --html alone, as live is
@@ -362,6 +389,13 @@ def _count(text: str) -> int:
     """A whole number of 0 or more, for argparse (which turns the ValueError into usage)."""
     if not text.strip().isdigit():
         raise argparse.ArgumentTypeError(f"{text!r} is not a whole number (0 or more)")
+    return int(text)
+
+
+def _jobs(text: str) -> int:
+    """A number of processes: a whole number of 1 or more, for argparse."""
+    if not text.strip().isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of processes (1 or more)")
     return int(text)
 
 

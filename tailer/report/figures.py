@@ -555,3 +555,37 @@ def _moment(time_ns: int, tz: tzinfo | None) -> str:
     seconds, nanos = divmod(time_ns, 1_000_000_000)
     moment = datetime.fromtimestamp(seconds, timezone.utc).replace(microsecond=nanos // 1000)
     return moment.astimezone(tz).isoformat(timespec="milliseconds")
+
+
+# -- A turn's row as plain data, in no time zone: what the report's cache keeps ---------------
+
+_LEG_FIELDS = LegRow.__match_args__
+_CALL_FIELDS = CallRow.__match_args__
+_TOOL_FIELDS = ToolRow.__match_args__
+
+
+def turn_data(turn: Turn) -> list:
+    """What turn_row keeps of a finished turn, as JSON-able lists, with its start in
+    unix nanoseconds instead of a time in one zone, and the models `--model` looks at: so
+    the cache (tailer/report/cache.py) holds the same row for any --timezone, and a
+    worker process sends back a few lists per turn, never the turn's records."""
+    row = turn_row(turn, timezone.utc)
+    return [
+        turn.start_ns, turn.models, row.session_id, row.fusion_id, row.kind, row.model,
+        row.pattern, row.outcome, row.compound, row.credits, row.calls, row.duration_ms,
+        row.routing_ms, row.degraded_reason, row.route_failure_reason,
+        [[getattr(leg, name) for name in _LEG_FIELDS] for leg in row.legs],
+        [[getattr(call, name) for name in _CALL_FIELDS] for call in row.model_calls],
+        [[getattr(tool, name) for name in _TOOL_FIELDS] for tool in row.tools],
+    ]
+
+
+def row_from_data(data: list, tz: tzinfo | None) -> TurnRow:
+    """The TurnRow that turn_row(turn, tz) gives, from turn_data(turn)."""
+    (start_ns, _models, session_id, fusion_id, kind, model, pattern, outcome, compound, credits,
+     calls, duration_ms, routing_ms, degraded_reason, route_failure_reason, legs, model_calls,
+     tools) = data
+    return TurnRow(session_id, fusion_id, kind, model, _moment(start_ns, tz), pattern, outcome,
+                   compound, credits, calls, duration_ms, routing_ms, degraded_reason,
+                   route_failure_reason, [LegRow(*leg) for leg in legs],
+                   [CallRow(*call) for call in model_calls], [ToolRow(*tool) for tool in tools])

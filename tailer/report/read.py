@@ -46,16 +46,23 @@ class Selection:
             return True  # reading it reports the problem
 
     def wants(self, turn: Turn) -> bool:
-        if not self.wants_session(turn.session_id):
+        return self.wants_figures(turn.session_id, turn.start_ns, report_pattern(turn),
+                                  lambda: turn.models)
+
+    def wants_figures(self, session_id: str, start_ns: int, pattern: str,
+                      models: Callable[[], list[str]]) -> bool:
+        """`wants` on what a turn's row keeps of it (the report's cache holds rows, not
+        turns); `models` is asked only when --model is given."""
+        if not self.wants_session(session_id):
             return False
-        if self.since_ns is not None and turn.start_ns < self.since_ns:
+        if self.since_ns is not None and start_ns < self.since_ns:
             return False
-        if self.until_ns is not None and turn.start_ns >= self.until_ns:
+        if self.until_ns is not None and start_ns >= self.until_ns:
             return False
-        if self.pattern is not None and report_pattern(turn).lower() != self.pattern.lower():
+        if self.pattern is not None and pattern.lower() != self.pattern.lower():
             return False
         if self.model is not None:
-            return any(self.model.lower() in model.lower() for model in turn.models)
+            return any(self.model.lower() in model.lower() for model in models())
         return True
 
 
@@ -79,6 +86,22 @@ class SessionReader:
         self.damaged_lines = 0
         self.problems: dict[str, str] = {}
         self.reconciliations: list[Reconciliation] = []  # the CLI's totals, checked
+
+    def resume(self, session_id: str, path: Path, saved: dict) -> None:
+        """Read the log on from where `saved` (`state`, checked by session_state.check)
+        left off, as the daemon resumes from its checkpoint (the report's cache)."""
+        self._logs[session_id] = SessionLog.from_state(session_id, path, saved)
+
+    def state(self, session_id: str) -> dict:
+        """Where reading the log stands, to `resume` from later: its position, open turns,
+        the keys of the turns it finished and its context (tailer/turns/session_state.py)."""
+        return self._logs[session_id].to_state()
+
+    def rewritten(self, session_id: str) -> bool:
+        """Whether the log was found rewritten (and read again from its start) since it
+        was first read or resumed."""
+        log = self._logs.get(session_id)
+        return log is not None and log.generation > 0
 
     def unreadable_folder(self, session_id: str, error: OSError) -> None:
         self.problems[session_id] = folder_problem(session_id, error)

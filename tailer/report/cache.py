@@ -1,0 +1,184 @@
+"""The report's cache: what reading each session log gave, so the next report reads only the
+bytes appended since.
+
+One file per state folder, in `$XDG_CACHE_HOME/hydrafusion/report/` (else
+`~/.cache/hydrafusion/report/`), named by a digest of the folder's path: the path itself is
+written nowhere. The folder is made 0700 and the file 0600. Per session log it holds a
+`LogEntry`:
+
+- the log's identity when it was read (device, inode, size, modification time) and when
+  that was looked at;
+- where reading stopped and the open turns there, in the daemon's own saved form
+  (tailer/turns/session_state.py): the position with the digest of the bytes before it,
+  the open turns' records, the keys of the finished turns, the ledgers;
+- the rows of the turns it finished (figures.turn_data, in no time zone), the rows its open
+  turns give when finished as they stand, the CLI's totals checked, the damaged lines.
+
+Metadata only: what the report's JSON shows and what the daemon's checkpoint keeps.
+
+The file is the first line, a header (what it is, the tailer's version, the cache format,
+the digest of the rest), then the entries as one JSON object. Loading it is one read and
+one parse, and a log is then looked at with one stat: a warm report of thousands of
+sessions costs little more than listing them. A file that cannot be read, is damaged
+(its digest says so, whatever the damage) or comes from another version is ignored with
+one line on stderr and made again. It is replaced in one step (tailer/atomic_file.py), so
+two reports at once each read a whole file; the last to finish wins, and each file is
+right, since every entry is checked against its log before it is trusted.
+
+Bounded: sessions no longer in the state folder are dropped; past MAX_BYTES, the sessions
+whose logs changed longest ago are left out (and read from their start next time); past
+MAX_FILES state folders, the least recently used folder's file is deleted.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import stat
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from .. import __version__
+from ..atomic_file import replace_file
+from ..saved_state import mapping, sequence, whole
+
+KIND = "hydrafusion report cache"
+FORMAT = 1
+MAX_BYTES = 128 << 20
+MAX_FILES = 4
+# A log modified this close before it was looked at may change again within the file
+# system's time granularity, leaving the same time and size: it is checked by reading.
+RECENT_NS = 2_000_000_000
+
+
+def cache_file(environ: dict[str, str], state_dir: Path) -> Path | None:
+    """Where the cache of `state_dir` lives; None when there is no home to put it in."""
+    base = environ.get("XDG_CACHE_HOME", "")
+    if not os.path.isabs(base):  # the XDG rule: a relative value is ignored
+        home = environ.get("HOME") or environ.get("USERPROFILE")
+        if not home:
+            return None
+        base = os.path.join(home, ".cache")
+    name = hashlib.sha256(os.fsencode(state_dir.resolve())).hexdigest()[:32]
+    return Path(base, "hydrafusion", "report", f"{name}.json")
+
+
+def identity(path: Path) -> tuple[list[int], int]:
+    """The log's device, inode, size and modification time, and when they were looked at
+    (taken first: a log changed after the look is newer than it). Raises OSError."""
+    seen_ns = time.time_ns()
+    found = os.stat(path)
+    return [found.st_dev, found.st_ino, found.st_size, found.st_mtime_ns], seen_ns
+
+
+@dataclass(slots=True)
+class LogEntry:
+    """What the report keeps of one session log; see the module docstring."""
+
+    identity: list[int]  # device, inode, size, modification time (ns), before it was read
+    seen_ns: int  # when the identity was looked at
+    state: dict  # session_state.session_to_state: position, open turns, finished keys
+    turns: list[list]  # the finished turns' rows (figures.turn_data)
+    open_turns: list[list]  # the open turns' rows, finished as they stand
+    checks: list[list]  # the CLI's totals checked (gather.check_data)
+    damaged_lines: int
+
+    def unchanged(self, now: list[int]) -> bool:
+        """Whether the log is surely as it was when read, by its identity alone."""
+        return now == self.identity and now[3] < self.seen_ns - RECENT_NS
+
+    def to_data(self) -> list:
+        return [self.identity, self.seen_ns, self.state, self.turns, self.open_turns,
+                self.checks, self.damaged_lines]
+
+    @classmethod
+    def from_data(cls, data: object) -> "LogEntry":
+        """ValueError when `data` is not shaped as to_data writes it (its state is checked
+        where it is read on: session_state.check)."""
+        values = sequence(data, "a cache entry")
+        if len(values) != 7:
+            raise ValueError("a cache entry is not a list of 7")
+        found, seen_ns, state, turns, open_turns, checks, damaged = values
+        if len(sequence(found, "a log's identity")) != 4:
+            raise ValueError("a log's identity is not 4 numbers")
+        for number in found:
+            whole(number, "a log's identity")
+        return cls(found, whole(seen_ns, "when a log was seen"), mapping(state, "a log's state"),
+                   sequence(turns, "a log's turns"), sequence(open_turns, "a log's open turns"),
+                   sequence(checks, "a log's checks"), whole(damaged, "a log's damaged lines"))
+
+
+def load(path: Path) -> tuple[dict[str, LogEntry], str | None]:
+    """The entries of the cache at `path`, and why it was ignored (None: it was not, or
+    there is none yet)."""
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read()
+    except FileNotFoundError:
+        return {}, None
+    except OSError as error:
+        return {}, f"cannot be read ({error.strerror})"
+    header, _, body = data.partition(b"\n")
+    try:
+        head = mapping(json.loads(header), "the cache's header")
+    except ValueError:
+        return {}, "is damaged"
+    if head.get("kind") != KIND:
+        return {}, "is damaged"
+    if head.get("version") != __version__ or head.get("format") != FORMAT:
+        return {}, "was written by another version of the tailer"
+    if head.get("digest") != _digest(body):
+        return {}, "is damaged"
+    try:
+        sessions = mapping(json.loads(body), "the cache's sessions")
+        return {session_id: LogEntry.from_data(entry) for session_id, entry in sessions.items()}, None
+    except ValueError:
+        return {}, "is damaged"
+
+
+def save(path: Path, entries: dict[str, LogEntry]) -> None:
+    """Replace the cache at `path` with `entries` (at most MAX_BYTES of them); delete the
+    least recently used caches of other state folders past MAX_FILES. Raises OSError."""
+    pieces = {session_id: json.dumps(entry.to_data(), separators=(",", ":"))
+              for session_id, entry in entries.items()}
+    size = sum(map(len, pieces.values()))
+    for session_id in sorted(entries, key=lambda session_id: entries[session_id].identity[3]):
+        if size <= MAX_BYTES:
+            break
+        size -= len(pieces.pop(session_id))
+    body = ("{" + ",".join(f"{json.dumps(session_id)}:{piece}"
+                           for session_id, piece in pieces.items()) + "}").encode("utf-8")
+    header = json.dumps({"kind": KIND, "version": __version__, "format": FORMAT,
+                         "digest": _digest(body)}).encode("utf-8")
+    _make_folder(path.parent)
+
+    def write(handle) -> None:
+        handle.write(header + b"\n")
+        handle.write(body)
+
+    replace_file(path, write, durable=False)
+    _drop_least_used(path.parent)
+
+
+def _digest(body: bytes) -> str:
+    return hashlib.sha256(body).hexdigest()
+
+
+def _make_folder(folder: Path) -> None:
+    """The cache's folder, 0700 even when it was made before with a looser mode."""
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    if stat.S_IMODE(os.stat(folder).st_mode) != 0o700:
+        os.chmod(folder, 0o700)
+
+
+def _drop_least_used(folder: Path) -> None:
+    caches = []
+    for entry in os.scandir(folder):
+        if entry.name.endswith(".json") and entry.is_file(follow_symlinks=False):
+            caches.append((entry.stat().st_mtime_ns, entry.path))
+    for _, old in sorted(caches, reverse=True)[MAX_FILES:]:
+        with contextlib.suppress(OSError):
+            os.unlink(old)

@@ -1,0 +1,253 @@
+"""The turns of a report: from the cache where a log is unchanged, read where it is not, in
+worker processes when there are several logs to read.
+
+Each log to read is read on from where the cache says reading stopped (the daemon's own
+resume: SessionReader.resume), or from its start: without a cache entry, with `--no-cache`,
+when the log is another file now (device, inode), or when reading finds it rewritten (the
+position's digest), in which case what the cache held of it is dropped with it. Either
+way the one reading path is SessionReader over SessionLog (tailer/report/read.py).
+
+A worker sends back a LogRead: rows, the state to resume from and counts, never Turns with
+their records, so parent and workers stay small. Results are merged in the order of the
+session ids, whatever order they came in, so the report is the same for any --jobs. A
+worker that dies or fails ends the report with WorkerFailed: never a smaller report.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import multiprocessing
+import os
+from concurrent.futures import FIRST_EXCEPTION, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass, field
+from datetime import tzinfo
+from pathlib import Path
+from typing import Callable
+
+from ..copilot.events import Usage
+from ..turns import session_state
+from ..turns.assembly import Reconciliation
+from . import cache
+from .cache import LogEntry
+from .figures import TurnRow, row_from_data, turn_data
+from .read import Selection, SessionReader
+
+# A worker starts as a copy of this process (the only way that does not run the command
+# line again in each worker); where there is no fork, logs are read in this process.
+CAN_FORK = "fork" in multiprocessing.get_all_start_methods()
+
+
+class WorkerFailed(Exception):
+    """A worker process died or failed: the report cannot be whole. The message is one line."""
+
+
+def default_jobs() -> int:
+    """The CPUs this process may use (os.process_cpu_count from Python 3.13)."""
+    count = getattr(os, "process_cpu_count", os.cpu_count)()
+    return count or 1
+
+
+@dataclass(frozen=True)
+class Job:
+    """A log to read, from the state the cache holds (None: from its start)."""
+
+    session_id: str
+    path: Path
+    state: dict | None
+    to_read: int  # bytes past where reading stopped: the biggest jobs go first
+
+
+@dataclass
+class LogRead:
+    """What reading one log gave (see LogEntry); `fresh`: read from its start, so it
+    replaces what the cache held of the log instead of adding to it."""
+
+    session_id: str
+    fresh: bool
+    turns: list[list]
+    open_turns: list[list]
+    checks: list[list]
+    damaged_lines: int
+    state: dict
+    problem: str | None  # why the log could not be read: it then gives nothing
+
+
+def read_log(job: Job) -> LogRead:
+    """Read one log to its end, in a worker or in this process."""
+    reader = SessionReader()
+    state = job.state
+    if state is not None:
+        try:
+            session_state.check({"sessions": {job.session_id: state}})
+            reader.resume(job.session_id, job.path, state)
+        except (ValueError, KeyError, TypeError):
+            state = None  # not shaped as saved: read the log from its start
+    turns = [turn_data(turn) for turn in reader.read(job.session_id, job.path)]
+    if state is not None and reader.rewritten(job.session_id):
+        return read_log(dataclasses.replace(job, state=None))
+    saved = reader.state(job.session_id)
+    open_turns = [turn_data(turn) for turn in reader.finish(job.session_id)]
+    return LogRead(job.session_id, state is None, turns, open_turns,
+                   [check_data(check) for check in reader.reconciliations],
+                   reader.damaged_lines, saved, reader.problems.get(job.session_id))
+
+
+def read_all(jobs: list[Job], workers: int, on_read: Callable[[Path], None]) -> dict[str, LogRead]:
+    """Every job's LogRead, by session id: in `workers` processes, or in this one when
+    there is one worker or one job. Raises WorkerFailed."""
+    if workers == 1 or len(jobs) < 2 or not CAN_FORK:
+        reads = {}
+        for job in jobs:
+            reads[job.session_id] = read_log(job)
+            on_read(job.path)
+        return reads
+    pool = ProcessPoolExecutor(min(workers, len(jobs)), mp_context=multiprocessing.get_context("fork"))
+    try:
+        pending = {pool.submit(read_log, job): job
+                   for job in sorted(jobs, key=lambda job: -job.to_read)}
+        reads = {}
+        while pending:
+            done, _ = wait(pending, return_when=FIRST_EXCEPTION)
+            for future in done:
+                job = pending.pop(future)
+                reads[job.session_id] = _result(future, job)
+                on_read(job.path)
+        return reads
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _result(future, job: Job) -> LogRead:
+    try:
+        return future.result()
+    except BrokenProcessPool:
+        raise WorkerFailed("a process reading the session logs stopped (killed, or out of "
+                           "memory): no report; --jobs 1 reads in one process") from None
+    except Exception as error:
+        raise WorkerFailed(f"reading session {job.session_id} failed ({type(error).__name__}): "
+                           "no report") from None
+
+
+@dataclass
+class Refreshed:
+    """The cache's entries brought up to date with the logs, and what reading found."""
+
+    entries: dict[str, LogEntry]  # session id -> its entry, for every listed log with one
+    problems: dict[str, str]  # session id -> why its log could not be read
+    changed: bool  # whether the entries differ from the cache's file
+
+
+def refresh(logs: dict[str, Path], wanted: set[str], entries: dict[str, LogEntry], *,
+            workers: int, on_reading: Callable[[list[Path]], None] | None = None,
+            on_read: Callable[[Path], None] | None = None) -> Refreshed:
+    """Bring the entries of the `wanted` sessions of `logs` (every log of the state folder)
+    up to date, reading only the logs that changed since their entry was made; drop the
+    entries of sessions no longer listed. `on_reading` is told which logs will be read,
+    `on_read` when each one was. Raises WorkerFailed."""
+    kept = {session_id: entries[session_id] for session_id in logs.keys() & entries.keys()}
+    refreshed = Refreshed(kept, {}, kept.keys() != entries.keys())
+    looked: dict[str, tuple[list[int], int]] = {}  # session id -> its log's identity, when
+    jobs = []
+    for session_id in sorted(wanted):
+        path, entry = logs[session_id], kept.get(session_id)
+        try:
+            looked[session_id] = cache.identity(path)
+        except FileNotFoundError:
+            refreshed.changed |= kept.pop(session_id, None) is not None  # gone since listed
+            continue
+        except OSError:
+            looked[session_id] = [0, 0, 0, 0], 0  # reading it says why
+        if entry is not None and entry.unchanged(looked[session_id][0]):
+            continue
+        jobs.append(_job(session_id, path, entry, looked[session_id][0]))
+    if on_reading is not None:
+        on_reading([job.path for job in jobs])
+    for session_id, read in sorted(read_all(jobs, workers, on_read or (lambda path: None)).items()):
+        if read.problem is not None:
+            refreshed.problems[session_id] = read.problem
+            kept.pop(session_id, None)  # nothing of a log that cannot be read is reported
+        else:
+            kept[session_id] = _merged(kept.get(session_id), read, *looked[session_id])
+        refreshed.changed = True
+    return refreshed
+
+
+@dataclass
+class Gathered:
+    """The wanted turns of a report and what reading found, in the order of the session ids."""
+
+    rows: list[TurnRow] = field(default_factory=list)
+    checks: list[Reconciliation] = field(default_factory=list)
+    damaged_lines: int = 0
+    problems: dict[str, str] = field(default_factory=dict)  # session id -> why it was not read
+    cache_problem: str | None = None  # one line: the cache was ignored, or not saved
+
+
+def gather(logs: dict[str, Path], wanted: set[str], selection: Selection, tz: tzinfo | None, *,
+           cache_path: Path | None, workers: int,
+           on_reading: Callable[[list[Path]], None] | None = None,
+           on_read: Callable[[Path], None] | None = None) -> Gathered:
+    """The report's turns: those `selection` wants of the `wanted` sessions of `logs`, rows
+    in the time zone `tz`, through the cache at `cache_path` (None: no cache, nothing read
+    from it or written). See `refresh`. Raises WorkerFailed."""
+    entries, cache_problem = cache.load(cache_path) if cache_path is not None else ({}, None)
+    refreshed = refresh(logs, wanted, entries, workers=workers, on_reading=on_reading,
+                        on_read=on_read)
+    gathered = Gathered(problems=refreshed.problems, cache_problem=cache_problem and (
+        f"the cache {cache_problem}: ignored, and made again (--no-cache reads without it)"))
+    for session_id in sorted(wanted & refreshed.entries.keys()):
+        entry = refreshed.entries[session_id]
+        gathered.damaged_lines += entry.damaged_lines
+        gathered.checks += map(check_from_data, entry.checks)
+        for data in entry.turns + entry.open_turns:
+            if selection.wants_figures(data[2], data[0], data[6], lambda: data[1]):
+                gathered.rows.append(row_from_data(data, tz))
+    if cache_path is not None and (refreshed.changed or cache_problem is not None):
+        gathered.cache_problem = save(cache_path, refreshed.entries) or gathered.cache_problem
+    return gathered
+
+
+def save(cache_path: Path, entries: dict[str, LogEntry]) -> str | None:
+    """Save the cache; why it could not be, or None."""
+    try:
+        cache.save(cache_path, entries)
+    except OSError as error:
+        return f"the cache cannot be saved ({error.strerror}): the next report reads every log again"
+    return None
+
+
+def _job(session_id: str, path: Path, entry: LogEntry | None, now: list[int]) -> Job:
+    """Read on from the cache's state when the log is the file it was (device, inode)."""
+    if entry is None or entry.identity[:2] != now[:2]:
+        return Job(session_id, path, None, now[2])
+    return Job(session_id, path, entry.state, now[2] - entry.identity[2])
+
+
+def _merged(old: LogEntry | None, read: LogRead, now: list[int], seen_ns: int) -> LogEntry:
+    """The cache entry after `read`: what it read added to what the cache held, or instead."""
+    if old is None or read.fresh:
+        return LogEntry(now, seen_ns, read.state, read.turns, read.open_turns, read.checks,
+                        read.damaged_lines)
+    return LogEntry(now, seen_ns, read.state, old.turns + read.turns, read.open_turns,
+                    old.checks + read.checks, old.damaged_lines + read.damaged_lines)
+
+
+def check_data(check: Reconciliation) -> list:
+    """A check of the CLI's totals as the cache keeps it."""
+    return [check.session_id, check.source, check.time_ns, check.scope, _usages(check.ours),
+            _usages(check.theirs), sorted(check.unpriced)]
+
+
+def check_from_data(data: list) -> Reconciliation:
+    session_id, source, time_ns, scope, ours, theirs, unpriced = data
+    return Reconciliation(session_id, source, time_ns, scope, _usages_from(ours),
+                          _usages_from(theirs), frozenset(unpriced))
+
+
+def _usages(usages: dict[str, Usage]) -> dict[str, list[int]]:
+    return {model: list(dataclasses.astuple(usage)) for model, usage in usages.items()}
+
+
+def _usages_from(data: dict[str, list[int]]) -> dict[str, Usage]:
+    return {model: Usage(*figures) for model, figures in data.items()}

@@ -1,0 +1,420 @@
+"""The report's cache (tailer/report/cache.py, tailer/report/gather.py): the same answers as
+reading every log from its start, always.
+
+A Hypothesis state machine drives appends (whole lines and cut ones), new sessions, logs
+rewritten in place (shorter, then growing past where the cache stopped), sessions vanishing
+and coming back, the cache deleted, damaged, truncated or written by another version, and
+two reports at once. After every step the report's JSON equals `--no-cache`'s on the same
+files (but for `generated_at`), with a line on stderr exactly when the cache was ignored.
+The logs' times are set in the past, so a log is trusted by its identity as a real old log
+is; every write moves its time on, as a real one does.
+
+Bounded for CI; HYDRAFUSION_LONG_TESTS=1 runs many more and longer sequences.
+"""
+
+import contextlib
+import io
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings, strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+
+from report_helpers import MONTH_START, add_turn, run_report, write_month
+from sessiongen import SessionWriter, every_pattern
+from tailer import __version__
+from tailer.commands import cli
+from tailer.report import cache, gather
+from tailerproc import ROOT, tailer_env
+
+LONG = os.environ.get("HYDRAFUSION_LONG_TESTS") == "1"
+PAST_NS = 1_700_000_000 * 10**9  # the logs' times: long before any report
+
+
+def report(state: Path, environ: dict[str, str], *options: str) -> tuple[int, str, str]:
+    """`report --state-dir STATE OPTIONS` in this process: exit code, stdout, stderr."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = cli.main(["report", "--state-dir", str(state), *options], environ)
+    return code, out.getvalue(), err.getvalue()
+
+
+def answers(stdout: str) -> dict:
+    document = json.loads(stdout)
+    del document["generated_at"]
+    return document
+
+
+def cache_lines(stderr: str) -> list[str]:
+    return [line for line in stderr.splitlines() if "the cache" in line]
+
+
+def session_bytes(session_id: str, seed: int, turns: int) -> bytes:
+    """A realistic log of `turns` turns; a different seed gives different bytes."""
+    rng = random.Random(seed)
+    writer = SessionWriter(session_id, MONTH_START + timedelta(hours=seed % 1000))
+    for _ in range(turns):
+        add_turn(writer, rng)
+        if rng.random() < 0.1:
+            writer.resume()
+    if rng.random() < 0.6:
+        writer.shutdown()
+    return "".join(line + "\n" for line in writer.lines()).encode()
+
+
+class CachedReports(RuleBasedStateMachine):
+    def __init__(self):
+        super().__init__()
+        self.root = Path(tempfile.mkdtemp(prefix="report-cache-"))
+        self.state = self.root / "state"
+        self.away = self.root / "away"  # where a vanished session waits
+        self.state.mkdir()
+        self.away.mkdir()
+        self.environ = {"XDG_CACHE_HOME": str(self.root / "cache")}
+        self.content: dict[str, bytes] = {}  # session id -> all its log will hold
+        self.written: dict[str, int] = {}  # session id -> bytes of it on disk
+        self.gone: set[str] = set()
+        self.clock_ns = PAST_NS
+        self.cache_ignored = False  # the next report must say, once, that it ignored it
+        self.jobs = "1"
+
+    def teardown(self):
+        shutil.rmtree(self.root, ignore_errors=True)
+
+    # -- the logs ----------------------------------------------------------------------
+
+    def path(self, session_id: str) -> Path:
+        return self.state / session_id / "events.jsonl"
+
+    def write(self, session_id: str, upto: int, *, in_place: bool = False) -> None:
+        path = self.path(session_id)
+        path.parent.mkdir(exist_ok=True)
+        data = self.content[session_id]
+        if in_place:  # the same file, its bytes overwritten, then cut
+            with open(path, "r+b") as handle:
+                handle.write(data[:upto])
+                handle.truncate(upto)
+        else:
+            with open(path, "ab") as handle:
+                handle.write(data[self.written.get(session_id, 0):upto])
+        self.written[session_id] = upto
+        self.clock_ns += 10**9
+        os.utime(path, ns=(self.clock_ns, self.clock_ns))
+
+    def present(self) -> list[str]:
+        return sorted(self.content.keys() - self.gone)
+
+    @rule(seed=st.integers(0, 10**6), turns=st.integers(1, 5), lines=st.integers(1, 200))
+    def new_session(self, seed, turns, lines):
+        session_id = f"session-{len(self.content):02d}-{seed}"
+        self.content[session_id] = session_bytes(session_id, seed, turns)
+        self.write(session_id, _line_end(self.content[session_id], 0, lines))
+
+    @precondition(lambda self: self.present())
+    @rule(data=st.data(), lines=st.integers(1, 60), cut=st.booleans())
+    def append(self, data, lines, cut):
+        session_id = data.draw(st.sampled_from(self.present()))
+        content, written = self.content[session_id], self.written[session_id]
+        upto = _line_end(content, written, lines)
+        if cut and upto > written + 1:  # the last line cut part way
+            upto = data.draw(st.integers(written + 1, upto - 1))
+        self.write(session_id, upto)
+
+    @precondition(lambda self: any(self.written[s] > 200 for s in self.present()))
+    @rule(data=st.data(), seed=st.integers(0, 10**6))
+    def rewrite_in_place(self, data, seed):
+        """Shorter now; later appends grow it past where the cache stopped."""
+        session_id = data.draw(st.sampled_from([s for s in self.present() if self.written[s] > 200]))
+        self.content[session_id] = session_bytes(session_id, seed, 6)
+        shorter = min(self.written[session_id] - 1, len(self.content[session_id]))
+        self.write(session_id, data.draw(st.integers(1, shorter)), in_place=True)
+
+    @precondition(lambda self: self.present())
+    @rule(data=st.data())
+    def vanish(self, data):
+        session_id = data.draw(st.sampled_from(self.present()))
+        os.rename(self.state / session_id, self.away / session_id)
+        self.gone.add(session_id)
+
+    @precondition(lambda self: self.gone)
+    @rule(data=st.data())
+    def come_back(self, data):
+        session_id = data.draw(st.sampled_from(sorted(self.gone)))
+        os.rename(self.away / session_id, self.state / session_id)
+        self.gone.discard(session_id)
+
+    # -- the cache ---------------------------------------------------------------------
+
+    def cache_files(self) -> list[Path]:
+        return sorted(Path(self.environ["XDG_CACHE_HOME"]).glob("hydrafusion/report/*.json"))
+
+    @precondition(lambda self: self.cache_files())
+    @rule()
+    def delete_cache(self):
+        for path in self.cache_files():
+            path.unlink()
+        self.cache_ignored = False  # no cache is no damaged one: made again without a word
+
+    @precondition(lambda self: self.cache_files())
+    @rule(where=st.floats(0, 1, exclude_max=True), bit=st.integers(0, 7))
+    def damage_cache(self, where, bit):
+        path = self.cache_files()[0]
+        data = bytearray(path.read_bytes())
+        data[int(where * len(data))] ^= 1 << bit
+        path.write_bytes(bytes(data))
+        self.cache_ignored = True
+
+    @precondition(lambda self: self.cache_files())
+    @rule(where=st.floats(0, 1, exclude_max=True))
+    def truncate_cache(self, where):
+        path = self.cache_files()[0]
+        with open(path, "r+b") as handle:
+            handle.truncate(int(where * path.stat().st_size))
+        self.cache_ignored = True
+
+    @precondition(lambda self: self.cache_files() and not self.cache_ignored)
+    @rule()
+    def cache_of_an_older_version(self):
+        path = self.cache_files()[0]
+        header, _, body = path.read_bytes().partition(b"\n")
+        head = json.loads(header)
+        head["version"] = "0.0.1"
+        path.write_bytes(json.dumps(head).encode() + b"\n" + body)
+        self.cache_ignored = True
+
+    @rule(jobs=st.sampled_from(["1", "2", "3"]))
+    def jobs_of_the_next_reports(self, jobs):
+        self.jobs = jobs
+
+    @precondition(lambda self: self.present())
+    @rule()
+    def two_reports_at_once(self):
+        """Two processes, each reading the cache and replacing it: whichever wins, both
+        answer right, and so does the next report on what was left."""
+        env = tailer_env(XDG_CACHE_HOME=self.environ["XDG_CACHE_HOME"])
+        command = [sys.executable, "-m", "tailer", "report", "--state-dir", str(self.state),
+                   "--format", "json"]
+        both = [subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, text=True) for _ in range(2)]
+        outputs = [process.communicate(timeout=120) for process in both]
+        code, expected, _ = report(self.state, self.environ, "--format", "json", "--no-cache")
+        for process, (stdout, stderr) in zip(both, outputs):
+            assert process.returncode == 0, stderr
+            assert answers(stdout) == answers(expected)
+            if not self.cache_ignored:
+                assert cache_lines(stderr) == []
+        self.cache_ignored = False  # each of the two said so, if it had to
+
+    # -- after every step -------------------------------------------------------------
+
+    @invariant()
+    def the_cache_changes_no_answer(self):
+        cached = report(self.state, self.environ, "--format", "json", "--jobs", self.jobs)
+        fresh = report(self.state, self.environ, "--format", "json", "--no-cache")
+        assert cached[0] == fresh[0], (cached[2], fresh[2])
+        if fresh[0] != 0:  # no session log yet: nothing read, the cache not looked at
+            return
+        assert answers(cached[1]) == answers(fresh[1])
+        assert len(cache_lines(cached[2])) == (1 if self.cache_ignored else 0), cached[2]
+        assert cache_lines(fresh[2]) == []
+        self.cache_ignored = False
+
+
+def _line_end(content: bytes, start: int, lines: int) -> int:
+    """Where the `lines`-th newline after `start` ends (the content's end if sooner)."""
+    end = start
+    for _ in range(lines):
+        newline = content.find(b"\n", end)
+        if newline < 0:
+            return len(content)
+        end = newline + 1
+    return end
+
+
+CachedReports.TestCase.settings = settings(
+    max_examples=300 if LONG else 8, stateful_step_count=60 if LONG else 14, deadline=None)
+test_the_cache_changes_no_answer = CachedReports.TestCase
+
+
+# -- --jobs --------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def month(tmp_path_factory):
+    """A month of sessions, and each log's bytes, to cut where a test wants."""
+    state = tmp_path_factory.mktemp("month") / "state"
+    write_month(state, days=12, seed=5)
+    return state
+
+
+@settings(max_examples=6 if not LONG else 40)
+@given(jobs=st.integers(1, 6), seed=st.integers(0, 10**6))
+def test_the_same_report_for_any_number_of_jobs(month, tmp_path_factory, jobs, seed):
+    """Logs cut at random places (cut lines too), read by 1 to 6 processes: one answer."""
+    rng = random.Random(seed)
+    state = tmp_path_factory.mktemp("cut") / "state"
+    for log in sorted(month.glob("*/events.jsonl")):
+        data = log.read_bytes()
+        (state / log.parent.name).mkdir(parents=True)
+        (state / log.parent.name / "events.jsonl").write_bytes(data[:rng.randint(0, len(data))])
+    environ = {}  # no home: no cache, so every log is read by the workers
+    one = report(state, environ, "--format", "json", "--jobs", "1")
+    many = report(state, environ, "--format", "json", "--jobs", str(jobs))
+    assert one[0] == many[0] == 0, many[2]
+    assert answers(many[1]) == answers(one[1])
+    assert many[2] == one[2]
+    assert len(answers(one[1])["turns"]) > 0
+
+
+DOOMED = {}  # the session whose worker dies, whether it is killed, and the parent's pid
+READ_LOG = gather.read_log
+
+
+def doomed_read_log(job):
+    """read_log, that dies (or raises) in a worker process on one session, and reads as
+    ever in this one. At the top of the module, so a worker finds it (by name, as pickle
+    hands a function over)."""
+    if os.getpid() != DOOMED["parent"] and job.session_id == DOOMED["session"]:
+        if DOOMED["kill"]:
+            os.kill(os.getpid(), signal.SIGKILL)
+        raise RuntimeError("a bug")
+    return READ_LOG(job)
+
+
+@pytest.mark.parametrize("kill", [True, False], ids=["killed", "raises"])
+def test_a_worker_that_dies_or_fails_stops_the_report(month, monkeypatch, kill):
+    session_id = sorted(path.name for path in month.iterdir())[3]
+    monkeypatch.setitem(DOOMED, "session", session_id)
+    monkeypatch.setitem(DOOMED, "kill", kill)
+    monkeypatch.setitem(DOOMED, "parent", os.getpid())
+    monkeypatch.setattr(gather, "read_log", doomed_read_log)
+    code, stdout, stderr = report(month, {}, "--format", "json", "--jobs", "2")
+    assert (code, stdout) == (2, "")
+    assert len(stderr.splitlines()) == 1 and "no report" in stderr, stderr
+    if kill:
+        assert "a process reading the session logs stopped (killed" in stderr
+    else:
+        assert f"reading session {session_id} failed (RuntimeError)" in stderr
+    # In one process the same logs give the whole report.
+    assert report(month, {}, "--format", "json", "--jobs", "1")[0] == 0
+
+
+def test_jobs_default_to_the_cpus_this_process_may_use():
+    assert gather.default_jobs() == (getattr(os, "process_cpu_count", os.cpu_count)() or 1)
+
+
+# -- the cache's file ----------------------------------------------------------------------
+
+
+def test_the_cache_is_private_and_lives_where_xdg_says(tmp_path):
+    state = tmp_path / "state"
+    every_pattern("private").write(state)
+    for environ, where in (({"XDG_CACHE_HOME": str(tmp_path / "xdg")}, tmp_path / "xdg"),
+                           ({"HOME": str(tmp_path / "home")}, tmp_path / "home" / ".cache"),
+                           ({"XDG_CACHE_HOME": "relative", "HOME": str(tmp_path / "h2")},
+                            tmp_path / "h2" / ".cache")):
+        assert report(state, environ)[0] == 0
+        folder = where / "hydrafusion" / "report"
+        files = list(folder.iterdir())
+        assert len(files) == 1 and files[0].suffix == ".json"
+        assert oct(folder.stat().st_mode & 0o777) == oct(0o700)
+        assert oct(files[0].stat().st_mode & 0o777) == oct(0o600)
+        assert str(state) not in files[0].read_text()  # named by a digest, the path nowhere
+    assert not (tmp_path / "relative").exists()
+    os.chmod(tmp_path / "xdg" / "hydrafusion" / "report", 0o755)  # made looser by someone
+    assert report(state, {"XDG_CACHE_HOME": str(tmp_path / "xdg")}, "--no-cache")[0] == 0
+    assert oct((tmp_path / "xdg/hydrafusion/report").stat().st_mode & 0o777) == oct(0o755)
+    every_pattern("private-2").write(state)
+    assert report(state, {"XDG_CACHE_HOME": str(tmp_path / "xdg")})[0] == 0
+    assert oct((tmp_path / "xdg/hydrafusion/report").stat().st_mode & 0o777) == oct(0o700)
+
+
+def test_no_cache_reads_none_and_writes_none(tmp_path):
+    state = tmp_path / "state"
+    every_pattern("no-cache").write(state)
+    environ = {"XDG_CACHE_HOME": str(tmp_path / "xdg")}
+    assert report(state, environ, "--no-cache")[0] == 0
+    assert not (tmp_path / "xdg").exists()
+    assert report(state, environ)[0] == 0
+    (file,) = (tmp_path / "xdg" / "hydrafusion" / "report").iterdir()
+    file.write_bytes(b"not a cache")
+    code, _, stderr = report(state, environ, "--no-cache")
+    assert code == 0 and stderr == "" and file.read_bytes() == b"not a cache"
+
+
+def entries_of(environ: dict[str, str], state: Path) -> dict:
+    entries, problem = cache.load(cache.cache_file(environ, state))
+    assert problem is None
+    return entries
+
+
+def test_the_cache_forgets_sessions_gone_from_the_state_folder(tmp_path):
+    state = tmp_path / "state"
+    for name in ("kept", "gone"):
+        every_pattern(name).write(state)
+    environ = {"XDG_CACHE_HOME": str(tmp_path / "xdg")}
+    report(state, environ, "--session", "kept")
+    assert set(entries_of(environ, state)) == {"kept"}  # only the logs it read
+    report(state, environ)
+    assert set(entries_of(environ, state)) == {"kept", "gone"}
+    shutil.rmtree(state / "gone")
+    report(state, environ, "--session", "kept")
+    assert set(entries_of(environ, state)) == {"kept"}
+
+
+def test_the_cache_is_bounded(tmp_path, monkeypatch):
+    """Past MAX_BYTES the sessions changed longest ago are left out; past MAX_FILES state
+    folders, the least recently used one's file goes."""
+    state = tmp_path / "state"
+    for number in range(4):
+        log = every_pattern(f"bounded-{number}").write(state)
+        os.utime(log, ns=(PAST_NS + number * 10**9,) * 2)
+    environ = {"XDG_CACHE_HOME": str(tmp_path / "xdg")}
+    report(state, environ)
+    sizes = {session_id: len(json.dumps(entry.to_data(), separators=(",", ":")))
+             for session_id, entry in entries_of(environ, state).items()}
+    # Room for two and a half sessions' entries (their sizes are about the same).
+    monkeypatch.setattr(cache, "MAX_BYTES", 2 * max(sizes.values()) + min(sizes.values()) // 2)
+    every_pattern("bounded-4").write(state)  # a change, so the cache is written again
+    os.utime(state / "bounded-4" / "events.jsonl", ns=(PAST_NS + 9 * 10**9,) * 2)
+    fresh = report(state, environ, "--format", "json", "--no-cache")[1]
+    assert answers(report(state, environ, "--format", "json")[1]) == answers(fresh)
+    assert set(entries_of(environ, state)) == {"bounded-3", "bounded-4"}
+    monkeypatch.undo()
+    folders = []
+    for number in range(cache.MAX_FILES + 1):
+        folders.append(tmp_path / f"state-{number}")
+        every_pattern(f"folder-{number}").write(folders[-1])
+        report(folders[-1], environ)
+    left = {path.name for path in (tmp_path / "xdg" / "hydrafusion" / "report").iterdir()}
+    assert left == {cache.cache_file(environ, folder).name for folder in folders[1:]}
+
+
+def test_a_warm_report_reads_no_log(tmp_path, monkeypatch):
+    """Old logs unchanged: no log is opened, not even to check its digest; one appended
+    to is read from where the cache stopped, the rest not at all."""
+    state = tmp_path / "state"
+    write_month(state, days=4, seed=3)
+    for log in state.glob("*/events.jsonl"):
+        os.utime(log, ns=(PAST_NS, PAST_NS))
+    environ = {"XDG_CACHE_HOME": str(tmp_path / "xdg")}
+    assert report(state, environ, "--jobs", "1")[0] == 0
+    read = []
+    real = gather.read_log
+    monkeypatch.setattr(gather, "read_log", lambda job: read.append(job) or real(job))
+    assert report(state, environ, "--jobs", "1")[0] == 0
+    assert read == []
+    log = sorted(state.glob("*/events.jsonl"))[1]
+    with open(log, "ab") as handle:
+        handle.write(b'{"type":"session.info","data":{}}\n')
+    assert report(state, environ, "--jobs", "1")[0] == 0
+    assert [(job.session_id, job.state is not None) for job in read] == [(log.parent.name, True)]
