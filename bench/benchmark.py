@@ -86,7 +86,7 @@ OLD_S = 3 * 24 * 3600  # how long ago the idle sessions were last written
 READ_CHUNK = 1 << 20
 TIMED_ROUNDS = 3
 APPENDED_SESSIONS = 10  # the sessions that get a new turn between two reports
-IMPORT_RUNS = 5
+IMPORT_RUNS = 9
 POLL_S = 0.05  # how often a report's processes are looked at for their peak RSS
 # The tailer's bytecode, kept between runs outside the checkout (see child_environment).
 PYCACHE = Path(tempfile.gettempdir(), "hydrafusion-bench-pycache")

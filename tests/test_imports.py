@@ -68,6 +68,19 @@ def test_the_report_imports_neither_the_daemon_nor_the_network(tmp_path, args):
     assert "tailer.report.command" in names
 
 
+WORKERS = ("multiprocessing", "concurrent.futures")
+
+
+def test_a_warm_report_and_the_demo_import_no_worker_machinery(tmp_path):
+    """A report whose cache holds every log reads nothing, and the demo's small logs are
+    read in its own process: neither pays for importing what worker processes need."""
+    first = imported(tmp_path, "report", "--state-dir", FIXTURES, "--format", "json", "--jobs", "2")
+    warm = imported(tmp_path, "report", "--state-dir", FIXTURES, "--format", "json")
+    assert of(first, WORKERS)  # the first read does start workers: the check can fail
+    assert of(warm, WORKERS) == set()
+    assert of(imported(tmp_path, "report", "--demo", "--format", "json"), WORKERS) == set()
+
+
 def test_the_page_imports_its_renderer_and_still_no_daemon(tmp_path):
     names = imported(tmp_path, "report", "--state-dir", FIXTURES, "--html",
                      str(tmp_path / "page.html"))

@@ -5,6 +5,7 @@ Apart from the daemon's demo (demo_run.py), so that the report's demo loads no d
 
 from __future__ import annotations
 
+import argparse
 import random
 import tempfile
 from datetime import datetime, timezone
@@ -22,6 +23,10 @@ def report_demo(args, environ: dict[str, str]) -> int:
         report.checked(args, datetime.now(timezone.utc))
     except ValueError as error:
         return report.refused(error)
+    if args.jobs is None:
+        # The example sessions are a few hundred KB: reading them here is quicker than
+        # starting worker processes (and importing what they need).
+        args = argparse.Namespace(**{**vars(args), "jobs": 1})
     with tempfile.TemporaryDirectory(prefix="hydrafusion-demo-") as work:
         state_dir = Path(work, "session-state")
         demo.prepare(demo.FIXTURES, state_dir, datetime.now(timezone.utc), keep_session_ids=True)

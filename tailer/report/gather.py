@@ -17,10 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import gc
-import multiprocessing
 import os
-from concurrent.futures import FIRST_EXCEPTION, ProcessPoolExecutor, wait
-from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from datetime import tzinfo
 from pathlib import Path
@@ -38,7 +35,7 @@ from .read import Selection, SessionReader
 
 # A worker starts as a copy of this process (the only way that does not run the command
 # line again in each worker); where there is no fork, logs are read in this process.
-CAN_FORK = "fork" in multiprocessing.get_all_start_methods()
+CAN_FORK = hasattr(os, "fork")
 
 
 class WorkerFailed(Exception):
@@ -104,6 +101,11 @@ def read_all(jobs: list[Job], workers: int, on_read: Callable[[Path], None]) -> 
             reads[job.session_id] = read_log(job)
             on_read(job.path)
         return reads
+    # Imported here, where workers start: multiprocessing and concurrent.futures cost some
+    # 10 ms of start-up that a warm report, which reads in this process, would pay for nothing.
+    import multiprocessing
+    from concurrent.futures import FIRST_EXCEPTION, ProcessPoolExecutor, wait
+
     pool = ProcessPoolExecutor(min(workers, len(jobs)), mp_context=multiprocessing.get_context("fork"))
     try:
         pending = {pool.submit(read_log, job): job
@@ -121,6 +123,8 @@ def read_all(jobs: list[Job], workers: int, on_read: Callable[[Path], None]) -> 
 
 
 def _result(future, job: Job) -> LogRead:
+    from concurrent.futures.process import BrokenProcessPool  # imported by read_all already
+
     try:
         return future.result()
     except BrokenProcessPool:
