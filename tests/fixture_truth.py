@@ -76,7 +76,7 @@ def session_turns(session_id: str, lines: list[dict]) -> list[Turn]:
         if kind == "session.fusion_resolved":
             turn.pattern = data["pattern"]
         elif kind == "session.fusion_route_failed":
-            turn.outcome = "route_failed"
+            turn.outcome, turn.pattern = "route_failed", "fallback"  # the log names no pattern
         elif kind in ("assistant.fusion_phase_completed", "assistant.fusion_phase_failed"):
             usage = data["usage"]
             turn.legs.append(Leg(data["phaseId"], data["phaseKind"], data["model"], data["status"],

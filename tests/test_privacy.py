@@ -179,6 +179,10 @@ def test_no_text_ever_leaves(tmp_path):
         while time.monotonic() < deadline and not (sink.metric_requests and any(
                 span["name"] == "invoke_agent" for span in sink.spans())):
             time.sleep(0.1)
+        # The turn families show on /metrics at the save after the history went out.
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and "hydrafusion_turns_total{" not in tailer.metrics():
+            time.sleep(0.1)
         scrapes = [tailer.metrics(), tailer.metrics()]
         assert tailer.stop() == 0
         bodies = list(sink.raw_bodies) + list(sink.metric_bodies)

@@ -111,7 +111,7 @@ SCENARIOS = (
     ),
     Scenario(
         "route_failed", (Prompt(Plan("solo", (Step("generation", SOL),), route_status=503)),),
-        (Expected("unknown", (Leg("primary", LUNA),), "primary", outcome="route_failed",
+        (Expected("fallback", (Leg("primary", LUNA),), "primary", outcome="route_failed",
                   route_failure_reason="transport"),),
     ),
 )
