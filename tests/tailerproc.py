@@ -37,6 +37,13 @@ def run_once(*args: str, env: dict[str, str] | None = None, timeout: float = 120
     )
 
 
+def ctrl_c_quits() -> None:
+    """For a child that a test stops with SIGINT: a shell starts a background job with SIGINT
+    ignored, Python then installs no KeyboardInterrupt, and the test would hang only when
+    the suite runs in the background (`bash .ci/run &`)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def start_on_a_terminal(*args: str, rows: int, columns: int,
                         env: dict[str, str] | None = None) -> tuple[subprocess.Popen, int]:
     """`python -m tailer ARGS` with a pseudo-terminal of rows x columns for its stdin and
@@ -50,7 +57,8 @@ def start_on_a_terminal(*args: str, rows: int, columns: int,
     fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", rows, columns, 0, 0))
     process = subprocess.Popen(
         [sys.executable, "-m", "tailer", *args], cwd=ROOT, env=env or tailer_env(),
-        stdin=follower, stdout=follower, stderr=subprocess.PIPE, start_new_session=True)
+        stdin=follower, stdout=follower, stderr=subprocess.PIPE, start_new_session=True,
+        preexec_fn=ctrl_c_quits)
     os.close(follower)
     return process, leader
 

@@ -43,7 +43,7 @@ from tailer.daemon.checkpoint import claim
 from tailer.copilot.files import session_logs
 from tailer.printable import printable
 from tailer.report.read import Selection, SessionReader, wanted_turns
-from tailerproc import ROOT, tailer_env
+from tailerproc import ROOT, ctrl_c_quits, tailer_env
 from test_report_live import read_until
 
 HOSTILE = ("\x1b]0;TITLE\x07\x1b[2J\x1b]8;;http://x\x1b\\link\x1b]8;;\x1b\\"
@@ -352,7 +352,7 @@ def test_watch_on_a_terminal_shows_no_payload(tmp_path):
     process = subprocess.Popen(
         [sys.executable, "-m", "tailer", "report", "--watch", "--state-dir", str(state)],
         cwd=ROOT, env=tailer_env(), stdin=follower, stdout=follower, stderr=subprocess.PIPE,
-        start_new_session=True)
+        start_new_session=True, preexec_fn=ctrl_c_quits)
     os.close(follower)
     try:
         output = read_until(leader, lambda out: b"\x1b[J" in out.partition(b"last turn ")[2])

@@ -20,7 +20,7 @@ from tailer.report.live import CLEAR_BELOW, CURSOR_HOME, LiveTurns, watch
 from tailer.turns.assembly import IDLE_TIMEOUT_S
 from tailer.report.read import Selection
 from tailer.copilot.watch import SessionWatcher
-from tailerproc import ROOT, tailer_env
+from tailerproc import ROOT, ctrl_c_quits, tailer_env
 
 SIZE = os.terminal_size((100, 40))
 
@@ -144,7 +144,7 @@ def test_watch_on_a_terminal_ends_cleanly_on_ctrl_c(tmp_path):
     process = subprocess.Popen(
         [sys.executable, "-m", "tailer", "report", "--demo", "--watch"], cwd=ROOT,
         env=tailer_env(TMPDIR=str(tmp_path)), stdin=follower, stdout=follower,
-        stderr=subprocess.PIPE, start_new_session=True,
+        stderr=subprocess.PIPE, start_new_session=True, preexec_fn=ctrl_c_quits,
     )
     os.close(follower)
     try:
