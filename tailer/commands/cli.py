@@ -165,7 +165,7 @@ COMMAND_HELP = {
     "scrub": "copy session logs keeping only metadata that is safe to share",
     "doctor": "report whether the tailer still understands the session logs",
     "report": "print what HydraFusion did, read straight from the session logs "
-    "(no daemon, nothing written; docs/REPORT.md)",
+    "(no daemon; nothing written but its cache; docs/REPORT.md)",
     "completion": "print a shell completion script (README.md: Shell completion)",
 }
 
