@@ -12,6 +12,7 @@ is named "test".
 """
 
 import json
+import random
 import socket
 import subprocess
 import sys
@@ -45,9 +46,37 @@ def promtool(*args, timeout: float = 120, **run_options) -> subprocess.Completed
                           capture_output=True, text=True, timeout=timeout, **run_options)
 
 
+def _ephemeral_ports() -> range:
+    try:
+        low, high = map(int, Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split())
+    except (OSError, ValueError):
+        low, high = 32768, 60999
+    return range(low, high + 1)
+
+
+_EPHEMERAL = _ephemeral_ports()
+_LISTEN_PORTS = range(20000, 32000)
+_handed_out: set[int] = set()
+
+
 def free_port() -> int:
-    """A port free right now on 127.0.0.1 (another process may take it before we bind it)."""
-    with socket.socket() as probe:
+    """A port free right now on 127.0.0.1 that nothing else in this run will be handed.
+
+    A port the kernel chose for a probe socket is an ephemeral port: the next outgoing
+    connection of any process (a collector's export, a scrape) may take it before the
+    service we start binds it, and the service then exits "address already in use". So
+    the ports come from below the kernel's ephemeral range, each handed out once.
+    """
+    candidates = [port for port in _LISTEN_PORTS if port not in _EPHEMERAL and port not in _handed_out]
+    for port in random.Random().sample(candidates, len(candidates)):
+        with socket.socket() as probe:
+            try:
+                probe.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        _handed_out.add(port)
+        return port
+    with socket.socket() as probe:  # a machine whose ephemeral range leaves none below it
         probe.bind(("127.0.0.1", 0))
         return probe.getsockname()[1]
 

@@ -266,7 +266,12 @@ def test_a_collector_that_takes_nothing_pauses_reading_instead_of_dropping(tmp_p
     assert "stops here" in down.stderr and "queue full" not in down.stderr
     assert 0 < down.stderr.count(" fusion fusion-") < len(expected)
     with OtlpSink() as sink:
-        up = run_once(*args, "--otlp-endpoint", sink.endpoint, timeout=300)
+        # A --once run waits a bounded time for its sends; on a loaded machine one run may
+        # stop short again, and like the first it leaves the rest to the next run.
+        for _ in range(5):
+            up = run_once(*args, "--otlp-endpoint", sink.endpoint, timeout=300)
+            if up.returncode != 1 or "stops here" not in up.stderr:
+                break
         spans = sink.spans()
     assert up.returncode == 0, up.stderr
     assert sorted(set(roots_by_trace(spans).values())) == sorted(t.fusion_id for t in expected)
