@@ -201,14 +201,9 @@ def gather(logs: dict[str, Path], wanted: set[str], selection: Selection, tz: tz
     the log has been quiet for the idle timeout at `now` (unix seconds), and is in flight
     while it runs (read.SessionReader.finish_at_end's rule). See `refresh`. Raises
     WorkerFailed."""
-    entries, cache_problem = cache.load(cache_path) if cache_path is not None else ({}, None)
-    # The entries live as long as the report: a collection would walk every one of their
-    # many lists, again and again as rows are made, and find nothing to free.
-    gc.freeze()
-    refreshed = refresh(logs, wanted, entries, workers=workers, on_reading=on_reading,
-                        on_read=on_read)
-    gathered = Gathered(problems=refreshed.problems, cache_problem=cache_problem and (
-        f"the cache {cache_problem}: ignored, and made again (--no-cache reads without it)"))
+    refreshed, cache_problem = through_cache(cache_path, logs, wanted, workers=workers,
+                                             on_reading=on_reading, on_read=on_read)
+    gathered = Gathered(problems=refreshed.problems, cache_problem=cache_problem)
     for session_id in sorted(wanted & refreshed.entries.keys()):
         entry = refreshed.entries[session_id]
         gathered.damaged_lines += entry.damaged_lines
@@ -218,9 +213,24 @@ def gather(logs: dict[str, Path], wanted: set[str], selection: Selection, tz: tz
             if selection.wants_figures(data[2], data[0], data[6], lambda: data[1]):
                 gathered.rows.append(row_from_data(data, tz))
         gathered.in_flight += filter(selection.wants, flying)
-    if cache_path is not None and (refreshed.changed or cache_problem is not None):
-        gathered.cache_problem = save(cache_path, refreshed.entries) or gathered.cache_problem
     return gathered
+
+
+def through_cache(cache_path: Path | None, logs: dict[str, Path], wanted: set[str], *, workers: int,
+                  on_reading: Callable[[list[Path]], None] | None = None,
+                  on_read: Callable[[Path], None] | None = None) -> tuple[Refreshed, str | None]:
+    """The cache at `cache_path` (None: none, nothing read or written) brought up to date
+    with the logs (`refresh`) and saved when that changed it; with one line when the cache
+    was ignored or could not be saved, else None. Raises WorkerFailed."""
+    entries, problem = cache.load(cache_path) if cache_path is not None else ({}, None)
+    # The entries live as long as the report: a collection would walk every one of their
+    # many lists, again and again as rows are made, and find nothing to free.
+    gc.freeze()
+    refreshed = refresh(logs, wanted, entries, workers=workers, on_reading=on_reading, on_read=on_read)
+    message = problem and f"the cache {problem}: ignored, and made again (--no-cache reads without it)"
+    if cache_path is not None and (refreshed.changed or problem is not None):
+        message = save(cache_path, refreshed.entries) or message
+    return refreshed, message
 
 
 def _at_end(session_id: str, entry: LogEntry, now: float) -> tuple[list[list], list[Turn]]:

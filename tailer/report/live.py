@@ -26,7 +26,7 @@ from typing import Callable, Iterable, TextIO
 
 from ..printable import printable
 from ..wording import counted
-from . import cache, gather
+from . import gather
 from .figures import TurnRow, row_from_data, snapshot, turn_row
 from .now import InFlightRow, in_flight_row, render_now
 from .read import Selection, SessionReader
@@ -107,13 +107,9 @@ class LiveTurns:
 
     def _start(self, logs: dict[str, Path]) -> None:
         """The first pass: every log through the cache, read where it changed."""
-        entries, problem = cache.load(self.cache_path) if self.cache_path else ({}, None)
         wanted = {session_id for session_id in logs if self.selection.wants_session(session_id)}
-        refreshed = gather.refresh(logs, wanted, entries, workers=gather.default_jobs())
-        if problem is not None:
-            self.cache_problem = f"the cache {problem}: ignored, and made again"
-        if self.cache_path is not None and (refreshed.changed or problem is not None):
-            self.cache_problem = gather.save(self.cache_path, refreshed.entries) or self.cache_problem
+        refreshed, self.cache_problem = gather.through_cache(self.cache_path, logs, wanted,
+                                                             workers=gather.default_jobs())
         self.reader.problems.update(refreshed.problems)
         for session_id in sorted(wanted & refreshed.entries.keys()):
             entry = refreshed.entries[session_id]
