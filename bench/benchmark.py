@@ -777,7 +777,8 @@ class Appender:
     def __init__(self, log_path: Path, rng: random.Random):
         self.log_path, self.rng = log_path, rng
         self.size = log_path.stat().st_size
-        self.writer = SessionWriter(log_path.parent.name, last_timestamp(log_path) + timedelta(minutes=1))
+        self.writer = SessionWriter(log_path.parent.name, last_timestamp(log_path) + timedelta(minutes=1),
+                                    seed=" appended")
         self.written = len(self.writer.lines())  # its session.start: the log has its own
 
     def append_turn(self) -> None:

@@ -123,14 +123,16 @@ class SessionWriter:
     """
 
     def __init__(self, session_id: str, start: datetime, *, canary: str = CANARY,
-                 copilot_version: str = "1.0.102", call_credits: bool = True):
+                 copilot_version: str = "1.0.102", call_credits: bool = True, seed: str = ""):
         """``call_credits=False``: usage records without ``copilotUsage``, as a CLI that did
-        not report each call's credits writes them; legs and totals still give credits."""
+        not report each call's credits writes them; legs and totals still give credits.
+        ``seed``: a writer that continues a log another writer of the same session wrote
+        needs one of its own, or its ids repeat that writer's (and its turns are duplicates)."""
         self.session_id = session_id
         self.call_credits = call_credits
         self.canary = canary
         self.expected: list[ExpectedTurn] = []
-        self._rng = random.Random(session_id)
+        self._rng = random.Random(session_id + seed)
         self._clock = round(start.timestamp() * 1000)  # ms since the epoch: the latest event
         self._pending: list[tuple[int, int, str, dict, str]] = []
         self._lines: list[str] = []

@@ -312,6 +312,27 @@ def test_a_worker_that_dies_or_fails_stops_the_report(month, monkeypatch, kill):
     assert report(month, {}, "--format", "json", "--jobs", "1")[0] == 0
 
 
+def test_a_huge_jobs_starts_a_few_workers_per_cpu_and_no_more_than_logs(month, monkeypatch):
+    import concurrent.futures
+
+    started = []
+
+    class CountedPool(concurrent.futures.ProcessPoolExecutor):
+        def __init__(self, max_workers, **options):
+            started.append(max_workers)
+            super().__init__(max_workers, **options)
+
+    monkeypatch.setattr(concurrent.futures, "ProcessPoolExecutor", CountedPool)
+    monkeypatch.setattr(gather, "default_jobs", lambda: 1)
+    logs = len(list(month.glob("*/events.jsonl")))
+    assert logs > gather.JOBS_PER_CPU
+    code, stdout, _ = report(month, {}, "--format", "json", "--jobs", "99999")
+    assert code == 0 and answers(stdout) == answers(report(month, {}, "--format", "json", "--jobs", "1")[1])
+    assert started == [gather.JOBS_PER_CPU]
+    assert [gather.pool_size(99999, n) for n in (1, 2, 3)] == [1, 2, 3]
+    assert gather.pool_size(2, 10) == 2
+
+
 def test_jobs_default_to_the_cpus_this_process_may_use():
     assert gather.default_jobs() == (getattr(os, "process_cpu_count", os.cpu_count)() or 1)
 

@@ -27,7 +27,7 @@ from typing import Callable, Iterable, TextIO
 from ..printable import printable
 from ..wording import counted
 from . import gather
-from .figures import TurnRow, row_from_data, snapshot, turn_row
+from .figures import TurnRow, snapshot, turn_row
 from .now import InFlightRow, in_flight_row, render_now
 from .read import Selection, SessionReader
 from .table import call_models, leg_label, render_table
@@ -116,9 +116,9 @@ class LiveTurns:
             self._logs[session_id] = logs[session_id]
             self.reader.damaged_lines += entry.damaged_lines
             self.reader.reconciliations += map(gather.check_from_data, entry.checks)
-            for data in entry.turns:  # the open ones are in progress, as a pass leaves them
-                if self.selection.wants_figures(data[2], data[0], data[6], lambda: data[1]):
-                    self._keep(row_from_data(data, self.zone), data[0] + round(data[11] * 1e6))
+            # Not the open turns: they are in progress, as a pass leaves them.
+            for row, end_ns in gather.wanted_rows(entry.turns, self.selection, self.zone):
+                self._keep(row, end_ns)
             self._resume[session_id] = entry.state
             if entry.state.get("open"):
                 self._reader_of(session_id)
