@@ -268,3 +268,30 @@ def test_an_answered_ordinary_prompt_is_no_longer_in_flight_but_is_reported(tmp_
         assert tailer.open_turns("answered") and gauges(metrics) == ({"fusion": 0, "ordinary": 0}, 0)
     finally:
         tailer.close()
+
+
+def test_watch_gives_the_turns_in_flight_in_its_time_zone(tmp_path):
+    """`--watch --timezone` draws a running turn's start in that zone, as the report's JSON
+    gives it with the same --timezone."""
+    from zoneinfo import ZoneInfo
+
+    from tailer.report.live import LiveTurns
+    from tailer.report.read import Selection
+
+    _, lines = one_turn("reject")
+    count = next(n for n in range(1, len(lines) + 1) if running_after(lines[:n]) is not None)
+    log = tmp_path / "live-reject" / "events.jsonl"
+    log.parent.mkdir()
+    log.write_text("".join(line + "\n" for line in lines[:count]))
+    out = io.StringIO()
+    with redirect_stdout(out):
+        assert cli.main(["report", "--state-dir", str(tmp_path), "--format", "json",
+                         "--timezone", "Asia/Kolkata"], {}) == 0
+    [reported] = json.loads(out.getvalue())["in_flight"]
+    live = LiveTurns(tmp_path, Selection(), zone=ZoneInfo("Asia/Kolkata"))
+    try:
+        live.poll(0)
+        [drawn] = live.in_flight(time.time_ns())
+    finally:
+        live.close()
+    assert drawn.start == reported["start"] and drawn.start.endswith("+05:30")
