@@ -5,6 +5,7 @@ import json
 import re
 
 import pytest
+from hypothesis import given, strategies as st
 
 from sessiongen import CANARY, every_pattern
 from tailer.copilot import events
@@ -191,3 +192,14 @@ def test_refuses_a_destination_that_is_not_empty(raw, tmp_path, capsys):
     assert scrub.main(args) == scrub.EXIT_USAGE
     assert "not empty" in capsys.readouterr().err
     assert [path.name for path in (tmp_path / "out").iterdir()] == ["mine.txt"]
+
+
+@given(seed=st.integers(0, 2**64))
+def test_a_random_uuid_is_what_the_uuid_module_makes_of_the_same_bits(seed):
+    """The demo's and the scrubber's ids, without importing uuid: the same text, so the
+    same seed gives the same ids as before."""
+    import random
+    import uuid
+
+    drawn = random.Random(seed).getrandbits(128)
+    assert scrub.random_uuid(random.Random(seed)) == str(uuid.UUID(int=drawn, version=4))

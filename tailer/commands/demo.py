@@ -24,10 +24,8 @@ a user's state directory.
 
 from __future__ import annotations
 
-import logging
 import random
 import time
-import uuid
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Callable
@@ -35,11 +33,9 @@ from typing import Callable
 from ..copilot import events
 from ..copilot.events import Kept
 from ..copilot.files import LOG_NAME, find_logs
-from .scrub import IdMap, dumps, read_events, scrub_event
+from .scrub import IdMap, dumps, random_uuid, read_events, scrub_event
 from ..copilot.problems import folder_problem
 from ..turns.session_log import SessionLog
-
-log = logging.getLogger("tailer")
 
 END_BEFORE_NOW = timedelta(minutes=3)
 SPREAD = timedelta(days=2)
@@ -125,7 +121,7 @@ class Replayer:
         self._start, self._source_session_id, self._turns = _fixture_turns(fixtures)
         if not self._turns:
             raise ValueError(f"no fusion turns in {fixtures}")
-        self.session_id = str(uuid.UUID(int=self.rng.getrandbits(128), version=4))
+        self.session_id = random_uuid(self.rng)
         self.log_path = work / self.session_id / LOG_NAME
         self._next = 0
         self._due = clock()
@@ -201,7 +197,7 @@ def _logs(fixtures: Path) -> dict[str, Path]:
     """The fixture sessions' logs; a folder that cannot be read is named and left out."""
     logs, unreadable = find_logs(fixtures)
     for session_id, error in sorted(unreadable.items()):
-        log.warning("%s", folder_problem(session_id, error))
+        _warn(folder_problem(session_id, error))
     return logs
 
 
@@ -210,8 +206,16 @@ def _events(session_id: str, path: Path) -> list[dict]:
     session = SessionLog(session_id, path, every_line=True)
     found = [event for event in read_events(session) if event is not None]
     if session.problem is not None:
-        log.warning("%s", session.problem)
+        _warn(session.problem)
     return found
+
+
+def _warn(problem: str) -> None:
+    # Imported here: a fixture that cannot be read is rare, and logging costs every
+    # `report --demo` some 3 ms of start-up.
+    import logging
+
+    logging.getLogger("tailer").warning("%s", problem)
 
 
 def _starts_a_turn(event_type: str, turn: list[dict] | None) -> bool:
