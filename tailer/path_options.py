@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import stat
 from pathlib import Path
 
 from .printable import printable
@@ -21,12 +22,34 @@ def user_path(text: str) -> Path:
     return Path(text).expanduser()
 
 
+def exists(option: str, path: Path) -> bool:
+    """Whether anything is at the path a user gave for `option`; ValueError, with the
+    one-line reason, when it cannot be looked at (a folder above it closed to this user),
+    where Path.exists() and Path.is_dir() raise PermissionError."""
+    return _status(option, path) is not None
+
+
+def is_folder(option: str, path: Path) -> bool:
+    """Whether the path a user gave for `option` is a folder; ValueError as `exists`."""
+    status = _status(option, path)
+    return status is not None and stat.S_ISDIR(status.st_mode)
+
+
+def _status(option: str, path: Path) -> os.stat_result | None:
+    try:
+        return os.stat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as error:
+        raise ValueError(f"{option} {printable(str(path))}: {error.strerror}") from None
+
+
 def check_output_file(option: str, path: Path) -> None:
     """A file a command will write, refused now (ValueError) if it cannot be: the report's
     page before a log is read, the daemon's textfile before it starts."""
-    if path.is_dir():
+    if is_folder(option, path):
         raise ValueError(f"{option} {printable(str(path))} is a folder: give a file name")
-    if not path.parent.is_dir():
+    if not is_folder(option, path.parent):
         raise ValueError(f"{option} {printable(str(path))}: its folder does not exist")
     if not os.access(path.parent, os.W_OK):
         raise ValueError(f"{option} {printable(str(path))}: its folder is not writable")

@@ -61,8 +61,18 @@ def nobody():
         except OSError:
             continue
         if check.returncode == 0:
-            return (become, user), python
-    pytest.skip("no Python 3.11 that `nobody` may run, and root reads any file")
+            break
+    else:
+        pytest.skip("no Python 3.11 that `nobody` may run, and root reads any file")
+    # The commands run from this checkout and keep their outputs in the temporary folder:
+    # a folder above either that is closed to other users (a checkout under /root, a /tmp
+    # made 0700) is this machine's setup, not a finding.
+    reach = subprocess.run([python, "-c", "import tailer, tempfile, os; "
+                            "assert os.access(tempfile.gettempdir(), os.W_OK | os.X_OK)"],
+                           cwd=ROOT, preexec_fn=become, capture_output=True, timeout=30)
+    if reach.returncode != 0:
+        pytest.skip(f"`nobody` cannot reach {ROOT} or {tempfile.gettempdir()} here, and root reads any file")
+    return (become, user), python
 
 
 def run(how, *args: str) -> subprocess.CompletedProcess:
@@ -236,3 +246,47 @@ def test_a_folder_that_vanishes_as_it_is_read_ends_its_session_quietly(tmp_path,
     finally:
         tailer.close()
     assert not PROBLEM.search(caplog.text) and "skipped line" not in caplog.text
+
+
+# Paths under a folder the user may not enter: Path.is_dir() and Path.exists() raise
+# PermissionError there, which no command may show as a traceback.
+CLOSED_PATHS = [
+    ("--state-dir", ("report", "--state-dir", "{closed}/state")),
+    ("--state-dir", ("report", "--state-dir", "{closed}/state", "--format", "json")),
+    ("--html", ("report", "--state-dir", "{fixtures}", "--html", "{closed}/page.html")),
+    ("--html", ("report", "--demo", "--html", "{closed}/page.html")),
+    ("--state-dir", ("run", "--once", "--state-dir", "{closed}/state", "--otlp-endpoint", "none",
+                     "--metrics-address", "none", "--checkpoint", "{open}/a.json")),
+    ("--checkpoint", ("run", "--once", "--state-dir", "{fixtures}", "--otlp-endpoint", "none",
+                      "--metrics-address", "none", "--checkpoint", "{closed}/cp.json")),
+    ("--textfile", ("run", "--once", "--state-dir", "{fixtures}", "--otlp-endpoint", "none",
+                    "--metrics-address", "none", "--checkpoint", "{open}/b.json",
+                    "--textfile", "{closed}/t.prom")),
+    ("--checkpoint", ("demo", "--once", "--otlp-endpoint", "none", "--metrics-address", "none",
+                      "--checkpoint", "{closed}/cp.json")),
+    ("--state-dir", ("doctor", "--state-dir", "{closed}/state")),
+]
+
+
+@pytest.mark.parametrize("option, args", CLOSED_PATHS, ids=[" ".join(a[:1] + (o,)) for o, a in CLOSED_PATHS])
+def test_a_path_under_a_closed_folder_is_refused_in_one_line(tmp_path, option, args):
+    (user, python) = nobody()
+    top = Path(tempfile.mkdtemp(prefix="tailer-closed-"))
+    try:
+        os.chmod(top, 0o755)
+        (top / "closed" / "state").mkdir(parents=True)
+        (top / "open").mkdir()
+        if user is not None:
+            os.chown(top / "open", user[1].pw_uid, user[1].pw_gid)
+        os.chmod(top / "closed", 0)
+        fixtures = ROOT / "tailer" / "commands" / "fixtures"
+        words = [word.format(closed=top / "closed", open=top / "open", fixtures=fixtures)
+                 for word in args]
+        done = run((user and user[0], python), "-m", "tailer", *words)
+    finally:
+        os.chmod(top / "closed", 0o755)
+        shutil.rmtree(top)
+    assert "Traceback" not in done.stderr, done.stderr
+    assert done.returncode == 2, done.stderr
+    [line] = done.stderr.splitlines()
+    assert f"{option} {top}/closed/" in line and "Permission denied" in line, line

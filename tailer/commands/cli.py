@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Collection
 
 from .. import __version__
-from ..path_options import check_output_file, user_path
+from ..path_options import check_output_file, is_folder, user_path
 from ..printable import printable
 
 if TYPE_CHECKING:
@@ -475,8 +475,9 @@ def run_config(args: argparse.Namespace, environ: dict[str, str]) -> Config:
                              "or the metrics pushed (--otlp-metrics-endpoint)")
     if args.textfile is not None:
         check_output_file("--textfile", args.textfile)
-    if args.checkpoint.is_dir():  # it would be moved aside as unreadable and replaced
-        raise ValueError(f"--checkpoint {args.checkpoint} is a folder: give a file name")
+    if is_folder("--checkpoint", args.checkpoint):  # it would be moved aside as unreadable and replaced
+        raise ValueError(f"--checkpoint {printable(str(args.checkpoint))} is a folder: give a file name")
+    is_folder("--state-dir", args.state_dir)  # one that cannot be looked at is refused now
     if not 0 < args.otlp_metrics_interval <= ZERO_HOLD_SECONDS:
         # A new series is pushed at zero for ZERO_HOLD_SECONDS (Registry.collect_pushed):
         # a longer interval could skip that zero, and increase() would miss the first count.

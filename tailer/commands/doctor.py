@@ -29,6 +29,7 @@ from pathlib import Path
 from ..copilot import events
 from ..copilot import schema_drift
 from ..copilot.files import find_logs
+from ..path_options import is_folder
 from ..printable import printable
 from ..copilot.problems import folder_problem, state_dir_problem
 from ..turns.session_log import Read, SessionLog
@@ -72,7 +73,12 @@ def main(args: argparse.Namespace, environ: dict[str, str] | None = None) -> int
     if args.cli is not None:
         return check_cli(args.cli, environ or {})
     state_dir = args.state_dir
-    if not state_dir.is_dir():
+    try:
+        found = is_folder("--state-dir", state_dir)
+    except ValueError as error:
+        print(printable(f"hydrafusion-tailer: {error}"), file=sys.stderr)
+        return EXIT_USAGE
+    if not found:
         print(
             f"hydrafusion-tailer: state directory {printable(str(state_dir))} does not exist "
             "(set --state-dir or COPILOT_STATE_DIR)",

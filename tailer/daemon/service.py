@@ -27,6 +27,7 @@ from ..outputs.exposition import Registry, write_textfile
 from ..outputs.otlp import SCOPE_NAME
 from ..outputs.otlp_metrics import MetricsPusher, encode, metrics_request
 from ..outputs.outbox import BACKPRESSURE_SPANS, Outbox, traces_to_state
+from ..path_options import is_folder
 from ..printable import printable
 from .stages import Saved, build, load_saved
 
@@ -86,11 +87,20 @@ class Heartbeat:
             self._next = now + checkpoint.HEARTBEAT_S
 
 
+def _state_dir_found(path: Path) -> bool:
+    """Whether the state folder is there; one that cannot be looked at (the command line
+    refuses it at start) counts as not there yet, rather than ending the daemon."""
+    try:
+        return is_folder("--state-dir", path)
+    except ValueError:
+        return False
+
+
 def run_holding(config: Config, heartbeat: Heartbeat, on_pass=None) -> int:
     """The main job of run and demo, the lock held; `on_pass` is called before every pass."""
     stop = threading.Event()
     _handle_signals(stop)
-    if not config.state_dir.is_dir():
+    if not _state_dir_found(config.state_dir):
         if not config.wait_for_state_dir or config.once:
             print(printable(
                 f"hydrafusion-tailer: state directory {config.state_dir} does not exist "
@@ -99,7 +109,7 @@ def run_holding(config: Config, heartbeat: Heartbeat, on_pass=None) -> int:
             )
             return EXIT_USAGE
         log.info("waiting for the state directory %s to appear", config.state_dir)
-        while not config.state_dir.is_dir():
+        while not _state_dir_found(config.state_dir):
             heartbeat.beat()
             if stop.wait(POLL_INTERVAL_S):
                 return 0

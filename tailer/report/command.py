@@ -30,7 +30,7 @@ from .. import __version__
 from . import table as report_table
 from . import text as report_text
 from ..copilot.files import find_logs
-from ..path_options import check_output_file, user_path
+from ..path_options import check_output_file, exists, is_folder, user_path
 from ..printable import printable
 from ..wording import counted
 from .cache import cache_file
@@ -250,8 +250,12 @@ def _report(args: argparse.Namespace, environ: dict[str, str], state_dir: Path,
             selection: Selection, now: datetime, zone, cache_path: Path | None,
             on_pass=None) -> int:
     color = sys.stdout.isatty() and not environ.get("NO_COLOR") and not args.no_color
+    try:
+        found = (is_folder if args.watch else exists)("--state-dir", state_dir)
+    except ValueError as error:
+        return refused(error)
     if args.watch:
-        if not state_dir.is_dir():
+        if not found:
             return _nothing_found(state_dir, exists=False)
         if not sys.stdout.isatty():
             print("hydrafusion-tailer report: --watch redraws a terminal; piped, leave it out",
@@ -261,7 +265,7 @@ def _report(args: argparse.Namespace, environ: dict[str, str], state_dir: Path,
 
         return live.watch(state_dir, selection, filters_of(args), sys.stdout,
                           color=color, zone=zone, on_pass=on_pass, cache_path=cache_path)
-    if not state_dir.exists():
+    if not found:
         return _nothing_found(state_dir, exists=False)
     try:
         logs, unreadable = find_logs(state_dir)
