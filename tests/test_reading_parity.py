@@ -67,8 +67,9 @@ def nobody():
     # The commands run from this checkout and keep their outputs in the temporary folder:
     # a folder above either that is closed to other users (a checkout under /root, a /tmp
     # made 0700) is this machine's setup, not a finding.
-    reach = subprocess.run([python, "-c", "import tailer, tempfile, os; "
-                            "assert os.access(tempfile.gettempdir(), os.W_OK | os.X_OK)"],
+    reach = subprocess.run([python, "-c", "import os, sys, tailer; "
+                            "sys.exit(not os.access(sys.argv[1], os.W_OK | os.X_OK))",
+                            tempfile.gettempdir()],
                            cwd=ROOT, preexec_fn=become, capture_output=True, timeout=30)
     if reach.returncode != 0:
         pytest.skip(f"`nobody` cannot reach {ROOT} or {tempfile.gettempdir()} here, and root reads any file")
