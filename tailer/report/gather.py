@@ -54,7 +54,7 @@ def pool_size(workers: int, jobs: int) -> int:
     """The worker processes to start for `jobs` logs when `workers` are asked for: never
     more than there are logs, nor more than JOBS_PER_CPU per CPU, which would only share
     the cores and multiply the memory (`--jobs 99999` is not 99,999 processes)."""
-    return max(1, min(workers, jobs, JOBS_PER_CPU * default_jobs()))
+    return min(workers, jobs, JOBS_PER_CPU * default_jobs())
 
 
 @dataclass(frozen=True)
