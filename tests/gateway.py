@@ -48,7 +48,7 @@ def running_gateway(tmp_path: Path, tempo, prom, tls: tuple[Path, Path] | None =
     port = free_port()
     config_path = tmp_path / f"gateway-{port}.yaml"
     config_path.write_text(json.dumps(gateway_config(port, tempo.endpoint, prom.url, tls)))
-    collector = Collector(config_path, tmp_path / "gateway.log")
+    collector = Collector(config_path, tmp_path / "gateway.log", port)
     collector.start()
     try:
         yield f"{'https' if tls else 'http'}://127.0.0.1:{port}"

@@ -18,6 +18,7 @@ the production exporter's delivery settings as they are; the production exporter
 
 import json
 import signal
+import socket
 import subprocess
 import time
 from contextlib import contextmanager
@@ -58,17 +59,33 @@ def config_for_test(stand_in: str, port: int) -> dict:
 
 class Collector:
     """The built collector on a config file, and on more_configs merged over it in order
-    (as several --config files are); start() again after kill() reuses the port."""
+    (as several --config files are), receiving on port; start() again after kill() reuses it.
 
-    def __init__(self, config_path: Path, log_path: Path, more_configs: tuple[Path, ...] = ()):
+    start() returns once the receiver listens: a tailer started before would meet refused
+    connections, and its backoff, doubled by each, could outlast a test's wait (on a loaded
+    machine the collector takes seconds to start).
+    """
+
+    def __init__(self, config_path: Path, log_path: Path, port: int, more_configs: tuple[Path, ...] = ()):
         self.config_paths = (config_path, *more_configs)
         self.log_path = log_path
+        self.port = port
         self.process = None
 
     def start(self) -> None:
         with open(self.log_path, "ab") as log:
             self.process = subprocess.Popen([binary("otelcol"), *(f"--config={path}" for path in self.config_paths)],
                                             stdout=log, stderr=subprocess.STDOUT)
+        wait_until(self._listening, "the collector to listen", timeout=60)
+
+    def _listening(self) -> bool:
+        if self.process.poll() is not None:
+            raise AssertionError(f"the collector exited: {self.log_path.read_text()[-2000:]}")
+        try:
+            socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
+        except OSError:
+            return False
+        return True
 
     def kill(self) -> None:
         self.process.send_signal(signal.SIGKILL)
@@ -89,7 +106,7 @@ def collector_between(tmp_path: Path, sink: OtlpSink):
     port = free_port()
     config_path = tmp_path / "collector.yaml"
     config_path.write_text(json.dumps(config_for_test(sink.endpoint, port)))  # JSON is YAML
-    collector = Collector(config_path, tmp_path / "collector.log")
+    collector = Collector(config_path, tmp_path / "collector.log", port)
     collector.start()
     try:
         yield collector, f"http://127.0.0.1:{port}"

@@ -129,7 +129,7 @@ def gateway_with(tmp_path: Path, extension: str, tempo: str):
     snippet = team_snippets()[extension]
     port = free_port()
     configs = write_configs(tmp_path, snippet, this_machine(snippet, tmp_path), on_loopback(snippet, port, tempo))
-    collector = Collector(GATEWAY, tmp_path / "gateway.log", more_configs=configs)
+    collector = Collector(GATEWAY, tmp_path / "gateway.log", port, more_configs=configs)
     collector.start()
     try:
         yield collector, f"https://127.0.0.1:{port}/v1/traces"
