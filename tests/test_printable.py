@@ -122,6 +122,14 @@ def hostile(value, name: str = "", keep: frozenset = frozenset()):
     if isinstance(value, dict):
         return {(hostile(key, "", keep) if name in NAMED_KEYS else key): hostile(item, "", keep)
                 for key, item in value.items()}
+    if isinstance(value, figures.TurnRow):
+        # Its model calls and tools are kept as JSON text (figures.TurnJson): made again of
+        # the hostile row and hostile calls and tools, as the report makes it.
+        row = dataclasses.replace(value, **{
+            field.name: hostile(getattr(value, field.name), field.name, keep)
+            for field in dataclasses.fields(value) if field.name != "printed"})
+        row.printed = figures.turn_json(row, hostile(value.model_calls, "", keep), hostile(value.tools, "", keep))
+        return row
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return dataclasses.replace(value, **{
             field.name: hostile(getattr(value, field.name), field.name, keep)

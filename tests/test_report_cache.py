@@ -13,6 +13,7 @@ Bounded for CI; HYDRAFUSION_LONG_TESTS=1 runs many more and longer sequences.
 """
 
 import contextlib
+import hashlib
 import io
 import json
 import os
@@ -535,3 +536,25 @@ def test_a_log_rewritten_to_the_same_length_is_read_again(tmp_path):
     after = answers(report(state, environ, "--format", "json")[1])
     assert after == answers(report(state, environ, "--format", "json", "--no-cache")[1])
     assert after != before
+
+
+def test_turn_texts_that_do_not_add_up_are_damage_even_under_a_right_digest(tmp_path):
+    """After the header come the entries (`index_bytes` long), each turn's JSON there by
+    its length, then those texts back to back: a file whose lengths and texts disagree is
+    damaged, whatever its digest says, and the report is made from the logs."""
+    state = tmp_path / "state"
+    every_pattern("texts").write(state)
+    environ = {"XDG_CACHE_HOME": str(tmp_path / "xdg")}
+    expected = answers(report(state, environ, "--format", "json")[1])
+    path = cache.cache_file(environ, state)
+    header, _, rest = path.read_bytes().partition(b"\n")
+    head = json.loads(header)
+    index, texts = rest[:head["index_bytes"]], rest[head["index_bytes"]:]
+    assert json.loads(index) and texts.startswith(b'{"session_id":')
+    for cut in (texts[:-1], texts + b"x"):
+        digest = hashlib.sha256(index + cut).hexdigest()
+        path.write_bytes(json.dumps({**head, "digest": digest}).encode() + b"\n" + index + cut)
+        assert cache.load(path) == ({}, "is damaged")
+        code, stdout, stderr = report(state, environ, "--format", "json")
+        assert code == 0 and answers(stdout) == expected
+        assert len(cache_lines(stderr)) == 1 and "the cache is damaged" in stderr

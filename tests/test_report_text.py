@@ -1,6 +1,7 @@
 """The report's table, CSV and JSON."""
 
 import csv
+import dataclasses
 import io
 import json
 import os
@@ -18,7 +19,7 @@ from tailer.copilot.files import session_logs
 from tailer.report.figures import snapshot, turn_row
 from tailer.report.read import Selection, SessionReader, wanted_turns
 from tailer.report.table import render_table
-from tailer.report.text import CSV_COLUMNS, render_calls_csv, render_csv
+from tailer.report.text import CSV_COLUMNS, render_calls_csv, render_csv, render_json
 from tailerproc import ROOT, tailer_env
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
@@ -173,6 +174,26 @@ def test_csv_cells_never_become_formulas(tmp_path):
         writer.write(tmp_path)
     rows = list(csv.DictReader(io.StringIO(render_csv(snap_of(tmp_path)))))
     assert sorted(row["session_id"] for row in rows) == ["'=HYPERLINK(\"x\")", "'@SUM(A1)"]
+
+
+def test_a_turns_json_is_its_rows_fields_in_order(tmp_path):
+    """The JSON copies each turn's model calls and tools from the text they are kept as
+    (figures.TurnJson): the same objects, in the same place, as the row's fields give."""
+    every_pattern("detail").write(tmp_path)
+    snap = snap_of(tmp_path)
+    document = json.loads("".join(render_json(snap)))
+    assert len(document["turns"]) == len(snap.turns) > 0
+    for turn, row in zip(document["turns"], snap.turns):
+        fields = {name: getattr(row, name) for name in row.__match_args__ if name != "printed"}
+        fields["legs"] = [dataclasses.asdict(leg) for leg in row.legs]
+        fields["model_calls"] = [dataclasses.asdict(call) for call in row.model_calls]
+        fields["tools"] = [dataclasses.asdict(tool) for tool in row.tools]
+        order = list(row.__match_args__)
+        order[order.index("printed"):order.index("printed") + 1] = ["model_calls", "tools"]
+        assert list(turn) == order and turn == fields
+        assert len(row.tools) == row.printed.tool_count
+    assert any(turn["model_calls"] for turn in document["turns"])
+    assert any(turn["tools"] for turn in document["turns"])
 
 
 def test_json_holds_the_table_figures(tmp_path):

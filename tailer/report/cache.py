@@ -16,10 +16,13 @@ written nowhere. The folder is made 0700 and the file 0600. Per session log it h
 
 Metadata only: what the report's JSON shows and what the daemon's checkpoint keeps.
 
-The file is the first line, a header (what it is, the tailer's version, the cache format,
-the digest of the rest), then the entries as one JSON object. Loading it is one read and
-one parse, and a log is then looked at with one stat: a warm report of thousands of
-sessions costs little more than listing them. A file that cannot be read, is damaged
+The file is a header line (what it is, the tailer's version, the cache format, the length
+of the entries, the digest of the rest); the entries as one JSON object, in which each
+turn's JSON as the report prints it (figures.TurnJson, with its model calls and tools most
+of the bytes) is there by its length only; then those texts one after another. Loading it
+is one parse of the entries and a read of each text, never parsed, and a log is then
+looked at with one stat: a warm report of thousands of sessions costs little more than
+listing them. A file that cannot be read, is damaged
 (its digest says so, whatever the damage) or comes from another version is ignored with
 one line on stderr and made again. It is replaced in one step (tailer/atomic_file.py), so
 two reports at once each read a whole file; the last to finish wins, and each file is
@@ -44,9 +47,10 @@ from pathlib import Path
 from .. import __version__
 from ..atomic_file import replace_file
 from ..saved_state import mapping, sequence, whole
+from .figures import PRINTED_AT
 
 KIND = "hydrafusion report cache"
-FORMAT = 2
+FORMAT = 3
 MAX_BYTES = 128 << 20
 MAX_FILES = 4
 # A log modified this close before it was looked at may change again within the file
@@ -90,14 +94,20 @@ class LogEntry:
         """Whether the log is surely as it was when read, by its identity alone."""
         return now == self.identity and now[3] < self.seen_ns - RECENT_NS
 
-    def to_data(self) -> list:
-        return [self.identity, self.seen_ns, self.state, self.turns, self.open_turns,
-                self.checks, self.damaged_lines]
+    def to_data(self) -> tuple[list, list[str]]:
+        """The entry as the cache writes it: its data, each turn's TurnJson with its text
+        replaced by the text's length, and those texts in order (ASCII: JSON as json.dumps
+        writes it)."""
+        texts = [row[PRINTED_AT][0] for row in (*self.turns, *self.open_turns)]
+        turns, open_turns = ([_with_text_length(row) for row in rows] for rows in (self.turns, self.open_turns))
+        return [self.identity, self.seen_ns, self.state, turns, open_turns, self.checks,
+                self.damaged_lines], texts
 
     @classmethod
     def from_data(cls, data: object) -> "LogEntry":
         """ValueError when `data` is not shaped as to_data writes it (its state is checked
-        where it is read on: session_state.check)."""
+        where it is read on: session_state.check). Its turns' TurnJson texts are then their
+        lengths, until load reads the texts."""
         values = sequence(data, "a cache entry")
         if len(values) != 7:
             raise ValueError("a cache entry is not a list of 7")
@@ -116,55 +126,87 @@ def load(path: Path) -> tuple[dict[str, LogEntry], str | None]:
     there is none yet)."""
     try:
         with open(path, "rb") as handle:
-            data = handle.read()
+            return _read(handle)
     except FileNotFoundError:
         return {}, None
     except OSError as error:
         return {}, f"cannot be read ({error.strerror})"
-    header, _, body = data.partition(b"\n")
+
+
+def _read(handle) -> tuple[dict[str, LogEntry], str | None]:
+    """The file read part by part, each turn's JSON text on its own: the file is never in
+    memory whole beside what is made of it (a month's cache is some 50 MB). The digest is
+    known once all is read, so what a damaged file gave is then dropped."""
     try:
-        head = mapping(json.loads(header), "the cache's header")
+        head = mapping(json.loads(handle.readline()), "the cache's header")
     except ValueError:
         return {}, "is damaged"
     if head.get("kind") != KIND:
         return {}, "is damaged"
     if head.get("version") != __version__ or head.get("format") != FORMAT:
         return {}, "was written by another version of the tailer"
-    if head.get("digest") != _digest(body):
-        return {}, "is damaged"
     try:
-        sessions = mapping(json.loads(body), "the cache's sessions")
-        return {session_id: LogEntry.from_data(entry) for session_id, entry in sessions.items()}, None
-    except ValueError:
+        index_bytes = whole(head.get("index_bytes"), "the length of the cache's entries")
+        index = handle.read(index_bytes)
+        if len(index) != index_bytes:
+            raise ValueError("the cache is cut short")
+        digest = hashlib.sha256(index)
+        sessions = mapping(json.loads(index), "the cache's sessions")
+        entries = {session_id: LogEntry.from_data(entry) for session_id, entry in sessions.items()}
+        for entry in entries.values():
+            for row in (*entry.turns, *entry.open_turns):
+                printed = sequence(sequence(row, "a cached turn")[PRINTED_AT], "a turn's JSON")
+                length = whole(printed[0], "the length of a turn's JSON")
+                text = handle.read(length)
+                if len(text) != length:
+                    raise ValueError("the cache is cut short")
+                digest.update(text)
+                printed[0] = text.decode("ascii")
+    except (ValueError, TypeError, IndexError):
         return {}, "is damaged"
+    if handle.read(1) or digest.hexdigest() != head.get("digest"):
+        return {}, "is damaged"
+    return entries, None
 
 
 def save(path: Path, entries: dict[str, LogEntry]) -> None:
     """Replace the cache at `path` with `entries` (at most MAX_BYTES of them); delete the
     caches of other state folders written longest ago, past MAX_FILES. Raises OSError."""
-    pieces = {session_id: json.dumps(entry.to_data(), separators=(",", ":"))
-              for session_id, entry in entries.items()}
-    size = sum(map(len, pieces.values()))
+    pieces = {}  # session id -> its data's JSON, its turns' JSON texts
+    for session_id, entry in entries.items():
+        data, texts = entry.to_data()
+        pieces[session_id] = f"{json.dumps(session_id)}:{json.dumps(data, separators=(',', ':'))}", texts
+    size = sum(len(piece) + sum(map(len, texts)) for piece, texts in pieces.values())
     for session_id in sorted(entries, key=lambda session_id: entries[session_id].identity[3]):
         if size <= MAX_BYTES:
             break
-        size -= len(pieces.pop(session_id))
-    body = ("{" + ",".join(f"{json.dumps(session_id)}:{piece}"
-                           for session_id, piece in pieces.items()) + "}").encode("utf-8")
+        piece, texts = pieces.pop(session_id)
+        size -= len(piece) + sum(map(len, texts))
+    # ASCII throughout: json.dumps escapes every other character. Each text is encoded where
+    # it is used, twice, rather than all of them kept encoded at once.
+    index = ("{" + ",".join(piece for piece, _ in pieces.values()) + "}").encode("ascii")
+    digest = hashlib.sha256(index)
+    for _, texts in pieces.values():
+        for text in texts:
+            digest.update(text.encode("ascii"))
     header = json.dumps({"kind": KIND, "version": __version__, "format": FORMAT,
-                         "digest": _digest(body)}).encode("utf-8")
+                         "index_bytes": len(index), "digest": digest.hexdigest()}).encode("utf-8")
     _make_folder(path.parent)
 
     def write(handle) -> None:
         handle.write(header + b"\n")
-        handle.write(body)
+        handle.write(index)
+        for _, texts in pieces.values():
+            for text in texts:
+                handle.write(text.encode("ascii"))
 
     replace_file(path, write, durable=False)
     _drop_least_used(path.parent)
 
 
-def _digest(body: bytes) -> str:
-    return hashlib.sha256(body).hexdigest()
+def _with_text_length(row: list) -> list:
+    text, *rest = row[PRINTED_AT]
+    return [*row[:PRINTED_AT], [len(text), *rest], *row[PRINTED_AT + 1:]]
 
 
 def _make_folder(folder: Path) -> None:

@@ -32,10 +32,11 @@ absent rather than 0.
 
 from __future__ import annotations
 
-import sys
+import functools
+import json
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
-from datetime import datetime, timezone, tzinfo
+from datetime import date, datetime, timezone, tzinfo
 
 from ..copilot.events import REJECTING_VERDICTS, LegEnded, ModelCall, Usage
 from .read import report_pattern
@@ -156,6 +157,32 @@ class ToolRow:
 
 
 @dataclass(slots=True)
+class TurnJson:
+    """A turn's object in the JSON report, as text (ASCII), but for the value of its
+    `start`, which goes at `start_at` (the one field that depends on the time zone); and
+    the count of its tools.
+
+    Its model calls and tools are most of a month's figures, and only the JSON report and
+    the CSV of calls show them all: kept as one string per turn in the cache, in a worker's
+    answer and in memory, a warm report copies text where it made and walked some 3 million
+    objects. The table and the figures need the count, and an ordinary turn's calls: those
+    rows are made anew from the text where they are asked for."""
+
+    text: str
+    start_at: int
+    tool_count: int
+
+    def model_calls(self) -> list[CallRow]:
+        return [CallRow(**call) for call in self._object()["model_calls"]]
+
+    def tools(self) -> list[ToolRow]:
+        return [ToolRow(**tool) for tool in self._object()["tools"]]
+
+    def _object(self) -> dict:
+        return json.loads(self.text[:self.start_at] + "null" + self.text[self.start_at:])
+
+
+@dataclass(slots=True)
 class TurnRow:
     """One turn (fusion, ordinary or fallback) with its legs, model calls and tools."""
 
@@ -174,9 +201,41 @@ class TurnRow:
     degraded_reason: str | None
     route_failure_reason: str | None
     legs: list[LegRow]
-    model_calls: list[CallRow]
-    tools: list[ToolRow]
+    printed: TurnJson  # all of the above as JSON, and its model calls and tools
     policy_version: str | None = None  # of the router that decided it (its resolved record)
+
+    @property
+    def model_calls(self) -> list[CallRow]:
+        return self.printed.model_calls()
+
+    @property
+    def tools(self) -> list[ToolRow]:
+        return self.printed.tools()
+
+
+def turn_json(row: TurnRow, calls: list[CallRow], tools: list[ToolRow]) -> TurnJson:
+    """The row's TurnJson, its model calls and tools in the place of `printed`: the object
+    json.dumps writes of its fields (tailer/report/text.py copies it into the report)."""
+    fields = {}
+    for name in TurnRow.__match_args__:
+        if name == "printed":
+            fields["model_calls"] = [_as_dict(call) for call in calls]
+            fields["tools"] = [_as_dict(tool) for tool in tools]
+        elif name == "legs":
+            fields[name] = [_as_dict(leg) for leg in row.legs]
+        else:
+            fields[name] = getattr(row, name)
+    names = list(fields)
+    at = names.index("start")
+    head = {name: fields[name] for name in names[:at]}
+    tail = {name: fields[name] for name in names[at + 1:]}
+    before = json.dumps(head, separators=(",", ":"))[:-1] + ',"start":'
+    after = "," + json.dumps(tail, separators=(",", ":"))[1:]
+    return TurnJson(before + after, len(before), len(tools))
+
+
+def _as_dict(row) -> dict:
+    return {name: getattr(row, name) for name in type(row).__match_args__}
 
 
 @dataclass(slots=True)
@@ -279,6 +338,7 @@ def snapshot(
     rows = sorted(turns, key=lambda row: (datetime.fromisoformat(row.start), row.session_id,
                                           row.fusion_id))
     fusion = [row for row in rows if row.kind != ORDINARY]
+    tallies = [tally(row) for row in fusion]
     return Snapshot(
         schema_version=SCHEMA_VERSION,
         generated_at=now.astimezone(tz).isoformat(timespec="seconds"),
@@ -289,16 +349,16 @@ def snapshot(
         skipped={"damaged_lines": 0, "unreadable_logs": 0, **(skipped or {})},
         first_turn=rows[0].start if rows else None,
         last_turn=rows[-1].start if rows else None,
-        headline=headline(fusion),
+        headline=_headline(fusion, tallies),
         by_kind=by_kind(rows),
         by_model=by_model(rows),
         by_leg_kind=spend_by(fusion, lambda leg: leg.kind),
         by_pattern=by_pattern(fusion),
         router=router(fusion),
-        by_day=groups(fusion, GROUP_KEYS["day"]),
-        by_week=groups(fusion, GROUP_KEYS["week"]),
-        by_month=groups(fusion, GROUP_KEYS["month"]),
-        by_session=groups(fusion, GROUP_KEYS["session"]),
+        by_day=groups(fusion, tallies, GROUP_KEYS["day"]),
+        by_week=groups(fusion, tallies, GROUP_KEYS["week"]),
+        by_month=groups(fusion, tallies, GROUP_KEYS["month"]),
+        by_session=groups(fusion, tallies, GROUP_KEYS["session"]),
         reconciliation=[_check(check) for check in checks],
         turns=rows,
         in_flight=list(in_flight),
@@ -324,7 +384,7 @@ def turn_row(turn: Turn, tz: tzinfo | None) -> TurnRow:
     else:
         credits = _credits(sum(leg.usage.nano_aiu for leg in turn.legs))
         call_count = sum(leg.calls for leg in legs)
-    return TurnRow(
+    row = TurnRow(
         session_id=turn.session_id,
         fusion_id=turn.key,
         kind=turn.kind,
@@ -340,10 +400,12 @@ def turn_row(turn: Turn, tz: tzinfo | None) -> TurnRow:
         degraded_reason=turn.degraded_reason,
         route_failure_reason=(failure.reason or "unknown") if failure is not None else None,
         legs=legs,
-        model_calls=calls,
-        tools=[_tool_row(start_ns, tool, leg_index(tool.phase_id)) for tool in turn.tools],
+        printed=None,  # made of the others, just below
         policy_version=turn.resolved.policy_version if turn.resolved is not None else None,
     )
+    row.printed = turn_json(row, calls, [_tool_row(start_ns, tool, leg_index(tool.phase_id))
+                                         for tool in turn.tools])
+    return row
 
 
 def _leg_row(turn: Turn, leg: LegEnded) -> LegRow:
@@ -367,15 +429,11 @@ def _leg_row(turn: Turn, leg: LegEnded) -> LegRow:
     )
 
 
-# A month's rows hold hundreds of thousands of calls and tools, each naming its model, its
-# finish reason or its tool with a string of its own as the JSON parser made it: interned,
-# they share the few there are.
-
 def _call_row(turn_start_ns: int, call: ModelCall, leg: int | None) -> CallRow:
     usage = call.usage
     return CallRow(
         leg=leg,
-        model=sys.intern(call.model),
+        model=call.model,
         start_ms=(call_start_ns(call) - turn_start_ns) / 1e6,
         duration_ms=call.duration_ms,
         credits=_credits(usage.nano_aiu),
@@ -383,14 +441,14 @@ def _call_row(turn_start_ns: int, call: ModelCall, leg: int | None) -> CallRow:
         output_tokens=usage.output_tokens,
         cache_read_tokens=usage.cache_read_tokens,
         cache_write_tokens=usage.cache_write_tokens,
-        finish_reason=call.finish_reason and sys.intern(call.finish_reason),
+        finish_reason=call.finish_reason,
     )
 
 
 def _tool_row(turn_start_ns: int, tool: ToolCall, leg: int | None) -> ToolRow:
     return ToolRow(
         leg=leg,
-        name=sys.intern(tool.name or "unknown"),
+        name=tool.name or "unknown",
         success=tool.success,
         start_ms=(tool.start_ns - turn_start_ns) / 1e6,
         duration_ms=(tool.end_ns - tool.start_ns) / 1e6,
@@ -398,28 +456,54 @@ def _tool_row(turn_start_ns: int, tool: ToolCall, leg: int | None) -> ToolRow:
     )
 
 
+def tally(row: TurnRow) -> tuple[int, ...]:
+    """A HydraFusion turn's part of a headline, as whole numbers (credits in nano-credits,
+    as the log counts them), so that the headline of any group of turns is a sum of these
+    in any order: credits, its legs' credits, those of legs that did not produce the answer,
+    calls, input and cache-read tokens, failed legs, tools, and whether it was routed,
+    compound, judged and rejected."""
+    leg_credits = review_credits = calls = input_tokens = cache_read_tokens = failed_legs = 0
+    judged = rejected = False
+    for leg in row.legs:
+        nano = round(leg.credits * 1e9)
+        leg_credits += nano
+        if not leg.committed:
+            review_credits += nano
+        calls += leg.calls
+        input_tokens += leg.input_tokens
+        cache_read_tokens += leg.cache_read_tokens
+        failed_legs += leg.status in ("failed", "cancelled")
+        judged = judged or bool(leg.verdict)
+        rejected = rejected or leg.verdict in REJECTING_VERDICTS
+    routed = row.outcome != ROUTE_FAILED_OUTCOME
+    return (round(row.credits * 1e9), leg_credits, review_credits, calls, input_tokens,
+            cache_read_tokens, failed_legs, row.printed.tool_count, routed, routed and row.compound,
+            judged, judged and rejected)
+
+
 def headline(rows: list[TurnRow]) -> Headline:
     """The figures of HydraFusion's turns (no ordinary ones among `rows`)."""
-    legs = [leg for row in rows for leg in row.legs]
-    routed = [row for row in rows if row.outcome != ROUTE_FAILED_OUTCOME]
-    judged = [row for row in rows if any(leg.verdict for leg in row.legs)]
-    rejected = sum(any(leg.verdict in REJECTING_VERDICTS for leg in row.legs) for row in judged)
-    credits = _total(leg.credits for leg in legs)
-    review = _total(leg.credits for leg in legs if not leg.committed)
+    return _headline(rows, [tally(row) for row in rows])
+
+
+def _headline(rows: list[TurnRow], tallies: list[tuple[int, ...]]) -> Headline:
+    """headline(rows), from their tally()s: a report makes one for every day, week, month
+    and session, and tallies each turn once."""
+    (credits, leg_credits, review_credits, calls, input_tokens, cache_read_tokens, failed_legs,
+     tools, routed, compound, judged, rejected) = map(sum, zip(*tallies)) if tallies else (0,) * 12
     return Headline(
         turns=len(rows),
-        credits=_total(row.credits for row in rows),
-        calls=sum(leg.calls for leg in legs),
+        credits=_credits(credits),
+        calls=calls,
         outcomes=dict(Counter(row.outcome for row in rows).most_common()),
-        compound_rate=_ratio(sum(row.compound for row in routed), len(routed)),
-        judged_turns=len(judged),
+        compound_rate=_ratio(compound, routed),
+        judged_turns=judged,
         rejected_turns=rejected,
-        judge_rejection_rate=_ratio(rejected, len(judged)),
-        review_share=_ratio(review, credits),
-        cache_share=_ratio(sum(leg.cache_read_tokens for leg in legs),
-                           sum(leg.input_tokens for leg in legs)),
-        failed_legs=sum(leg.status in ("failed", "cancelled") for leg in legs),
-        tools=sum(len(row.tools) for row in rows),
+        judge_rejection_rate=_ratio(rejected, judged),
+        review_share=_ratio(_credits(review_credits), _credits(leg_credits)),
+        cache_share=_ratio(cache_read_tokens, input_tokens),
+        failed_legs=failed_legs,
+        tools=tools,
     )
 
 
@@ -434,7 +518,7 @@ def by_kind(rows: list[TurnRow]) -> list[KindFigures]:
             turns=len(group),
             credits=_total(row.credits for row in group),
             calls=sum(row.calls for row in group),
-            tools=sum(len(row.tools) for row in group),
+            tools=sum(row.printed.tool_count for row in group),
             median_credits=_median([row.credits for row in group]) if group else 0.0,
             median_duration_ms=_median([row.duration_ms for row in group]) if group else 0.0,
         )
@@ -530,18 +614,23 @@ def router(rows: list[TurnRow]) -> list[PolicyFigures]:
     return figures
 
 
-def _first_appearances(rows: list[TurnRow], key) -> dict[str, str]:
-    """Each policy version that followed another, and key() of the row it first appeared
-    in. `rows` in the order they started."""
+def _first_appearances(rows: list[TurnRow], keys: list[str]) -> dict[str, str]:
+    """Each policy version that followed another, and the key of the row it first appeared
+    in. `rows` in the order they started, `keys` theirs."""
     firsts: dict[str, str] = {}
-    for row in rows:
+    for row, key in zip(rows, keys):
         if row.kind == "fusion" and row.policy_version is not None:
-            firsts.setdefault(row.policy_version, key(row))
+            firsts.setdefault(row.policy_version, key)
     return dict(list(firsts.items())[1:])
 
 
 def _week(row: TurnRow) -> str:
-    year, week, _ = datetime.fromisoformat(row.start).isocalendar()
+    return _iso_week(row.start[:10])
+
+
+@functools.lru_cache(maxsize=4096)
+def _iso_week(day: str) -> str:
+    year, week, _ = date.fromisoformat(day).isocalendar()
     return f"{year}-W{week:02d}"
 
 
@@ -555,20 +644,23 @@ GROUP_KEYS = {
 }
 
 
-def groups(rows: list[TurnRow], key) -> list[Group]:
-    """The HydraFusion turns of `rows` (in the order they started) grouped by key(row), the
-    keys in order (a session's group in the order of its id)."""
-    grouped: dict[str, list[TurnRow]] = defaultdict(list)
-    for row in rows:
-        grouped[key(row)].append(row)
-    firsts = _first_appearances(rows, key)
+def groups(rows: list[TurnRow], tallies: list[tuple[int, ...]], key) -> list[Group]:
+    """The HydraFusion turns of `rows` (in the order they started, with their tally()s)
+    grouped by key(row), the keys in order (a session's group in the order of its id)."""
+    keys = [key(row) for row in rows]
+    grouped: dict[str, tuple[list[TurnRow], list[tuple[int, ...]]]] = defaultdict(lambda: ([], []))
+    for row, row_key, row_tally in zip(rows, keys, tallies):
+        group_rows, group_tallies = grouped[row_key]
+        group_rows.append(row)
+        group_tallies.append(row_tally)
+    firsts = _first_appearances(rows, keys)
     figures = []
-    for name, group_rows in sorted(grouped.items()):
+    for name, (group_rows, group_tallies) in sorted(grouped.items()):
         by_model: dict[str, float] = defaultdict(float)
         for row in group_rows:
             for leg in row.legs:
                 by_model[leg.model] += leg.credits
-        head = headline(group_rows)
+        head = _headline(group_rows, group_tallies)
         figures.append(Group(
             **{field: getattr(head, field) for field in Headline.__match_args__},
             key=name, credits_by_model={model: round(c, 9) for model, c in sorted(by_model.items())},
@@ -623,34 +715,31 @@ def moment(time_ns: int, tz: tzinfo | None) -> str:
 # -- A turn's row as plain data, in no time zone: what the report's cache keeps ---------------
 
 _LEG_FIELDS = LegRow.__match_args__
-_CALL_FIELDS = CallRow.__match_args__
-_TOOL_FIELDS = ToolRow.__match_args__
+PRINTED_AT = 16
 
 
 def turn_data(turn: Turn) -> list:
     """What turn_row keeps of a finished turn, as JSON-able lists, with its start in
     unix nanoseconds instead of a time in one zone, and the models `--model` looks at: so
     the cache (tailer/report/cache.py) holds the same row for any --timezone, and a
-    worker process sends back a few lists per turn, never the turn's records."""
+    worker process sends back a few lists and one string per turn, never the turn's records.
+    PRINTED_AT is where its TurnJson is: the cache keeps its text apart."""
     row = turn_row(turn, timezone.utc)
     return [
         turn.start_ns, turn.models, row.session_id, row.fusion_id, row.kind, row.model,
         row.pattern, row.outcome, row.compound, row.credits, row.calls, row.duration_ms,
         row.routing_ms, row.degraded_reason, row.route_failure_reason,
         [[getattr(leg, name) for name in _LEG_FIELDS] for leg in row.legs],
-        [[getattr(call, name) for name in _CALL_FIELDS] for call in row.model_calls],
-        [[getattr(tool, name) for name in _TOOL_FIELDS] for tool in row.tools],
-        row.policy_version,
+        [row.printed.text, row.printed.start_at, row.printed.tool_count], row.policy_version,
     ]
 
 
 def row_from_data(data: list, tz: tzinfo | None) -> TurnRow:
     """The TurnRow that turn_row(turn, tz) gives, from turn_data(turn)."""
     (start_ns, _models, session_id, fusion_id, kind, model, pattern, outcome, compound, credits,
-     calls, duration_ms, routing_ms, degraded_reason, route_failure_reason, legs, model_calls,
-     tools, policy_version) = data
+     calls, duration_ms, routing_ms, degraded_reason, route_failure_reason, legs, printed,
+     policy_version) = data
     return TurnRow(session_id, fusion_id, kind, model, moment(start_ns, tz), pattern, outcome,
                    compound, credits, calls, duration_ms, routing_ms, degraded_reason,
                    route_failure_reason, [LegRow(*leg) for leg in legs],
-                   [CallRow(*call) for call in model_calls], [ToolRow(*tool) for tool in tools],
-                   policy_version)
+                   TurnJson(*printed), policy_version)

@@ -329,7 +329,7 @@ def _pattern(turn: TurnRow) -> str:
 
 
 def _counts(turn: TurnRow) -> str:
-    return f"{turn.calls}/{len(turn.tools)}"
+    return f"{turn.calls}/{turn.printed.tool_count}"
 
 
 def call_models(turn: TurnRow) -> list[str]:

@@ -23,8 +23,15 @@ def render_json(snap: Snapshot) -> Iterator[str]:
     head = {name: getattr(snap, name) for name in snap.__slots__ if name != "turns"}
     yield _json(head)[:-1] + ',"turns":['
     for index, turn in enumerate(snap.turns):
-        yield ("," if index else "") + _json(turn)
+        yield ("," if index else "") + _turn_json(turn)
     yield "]}\n"
+
+
+def _turn_json(turn: TurnRow) -> str:
+    """A turn's object: copied from its TurnJson (what json.dumps writes of its fields,
+    made with the row), its start put in, in the report's time zone."""
+    printed = turn.printed
+    return printed.text[:printed.start_at] + json.dumps(turn.start) + printed.text[printed.start_at:]
 
 
 def _json(value) -> str:
@@ -69,11 +76,12 @@ def render_csv(snap: Snapshot) -> str:
     writer.writerow(CSV_COLUMNS)
     for turn in snap.turns:
         head = _turn_cells(turn)
+        tools = turn.tools
         for index, leg in enumerate(turn.legs):
             writer.writerow(_cells(head + [
                 index, leg.kind, leg.role, leg.model, leg.status, leg.verdict,
                 _flag(leg.committed), round(leg.start_ms, 3), leg.duration_ms, leg.calls,
-                sum(tool.leg == index for tool in turn.tools), leg.input_tokens,
+                sum(tool.leg == index for tool in tools), leg.input_tokens,
                 leg.output_tokens, leg.cache_read_tokens, leg.cache_write_tokens, leg.credits,
                 leg.failure_reason,
             ]))
