@@ -162,8 +162,8 @@ class TurnJson:
     `start`, which goes at `start_at` (the one field that depends on the time zone); and
     the count of its tools.
 
-    Its model calls and tools are most of a month's figures, and only the JSON report and
-    the CSV of calls show them all: kept as one string per turn in the cache, in a worker's
+    Its model calls and tools are most of a month's figures, and only the JSON report, the
+    CSV of calls and the HTML page show them all: kept as one string per turn in the cache, in a worker's
     answer and in memory, a warm report copies text where it made and walked some 3 million
     objects. The table and the figures need the count, and an ordinary turn's calls: those
     rows are made anew from the text where they are asked for."""
@@ -201,7 +201,7 @@ class TurnRow:
     degraded_reason: str | None
     route_failure_reason: str | None
     legs: list[LegRow]
-    printed: TurnJson  # all of the above as JSON, and its model calls and tools
+    printed: TurnJson  # the row as the JSON report prints it, with its model calls and tools
     policy_version: str | None = None  # of the router that decided it (its resolved record)
 
     @property
