@@ -7,13 +7,12 @@ report_table.py).
 from __future__ import annotations
 
 import csv
-import dataclasses
 import io
 import json
 from typing import Iterator
 
 from ..printable import printable
-from .figures import Snapshot, TurnRow
+from .figures import Snapshot, TurnRow, compact_json
 
 
 def render_json(snap: Snapshot) -> Iterator[str]:
@@ -21,7 +20,7 @@ def render_json(snap: Snapshot) -> Iterator[str]:
     so a month of turns is never one string in memory. docs/report.schema.json describes
     it."""
     head = {name: getattr(snap, name) for name in snap.__slots__ if name != "turns"}
-    yield _json(head)[:-1] + ',"turns":['
+    yield compact_json(head)[:-1] + ',"turns":['
     for index, turn in enumerate(snap.turns):
         yield ("," if index else "") + _turn_json(turn)
     yield "]}\n"
@@ -32,26 +31,6 @@ def _turn_json(turn: TurnRow) -> str:
     made with the row), its start put in, in the report's time zone."""
     printed = turn.printed
     return printed.text[:printed.start_at] + json.dumps(turn.start) + printed.text[printed.start_at:]
-
-
-def _json(value) -> str:
-    # Compact, so the encoder written in C does the work.
-    return json.dumps(value, default=_fields, separators=(",", ":"))
-
-
-_FIELD_NAMES: dict[type, tuple[str, ...]] = {}  # a figure's class -> its fields, once looked up
-
-
-def _fields(value) -> dict:
-    """A report_figures dataclass as the JSON object of its fields, in their order (its
-    __match_args__: every field, a base class's too, where __slots__ has its own only).
-    A month's report asks this for some 230,000 objects, of a dozen classes."""
-    names = _FIELD_NAMES.get(type(value))
-    if names is None:
-        if not dataclasses.is_dataclass(value):
-            raise TypeError(f"{type(value).__name__} is not a report figure")
-        names = _FIELD_NAMES[type(value)] = type(value).__match_args__
-    return {name: getattr(value, name) for name in names}
 
 
 TURN_COLUMNS = ("session_id", "fusion_id", "turn_kind", "turn_start", "pattern", "outcome",
