@@ -558,3 +558,31 @@ def test_turn_texts_that_do_not_add_up_are_damage_even_under_a_right_digest(tmp_
         code, stdout, stderr = report(state, environ, "--format", "json")
         assert code == 0 and answers(stdout) == expected
         assert len(cache_lines(stderr)) == 1 and "the cache is damaged" in stderr
+
+
+@pytest.mark.parametrize("index_bytes, turn_length", [
+    (2**62, None), (-1, None), ("12", None), (None, None), ("right", 2**62), ("right", -1)])
+def test_a_length_past_the_files_end_is_damage_not_a_memory_error(tmp_path, index_bytes, turn_length):
+    """The header's length of the entries and each turn's length are at most what the file
+    still holds: a damaged one is one line, never an attempt to read 2**62 bytes."""
+    state = tmp_path / "state"
+    every_pattern("lengths").write(state)
+    environ = {"XDG_CACHE_HOME": str(tmp_path / "xdg")}
+    expected = answers(report(state, environ, "--format", "json")[1])
+    path = cache.cache_file(environ, state)
+    header, _, rest = path.read_bytes().partition(b"\n")
+    head = json.loads(header)
+    index, texts = rest[:head["index_bytes"]], rest[head["index_bytes"]:]
+    if turn_length is not None:
+        entries = json.loads(index)
+        [entry] = entries.values()
+        entry[3][0][cache.PRINTED_AT][0] = turn_length
+        index = json.dumps(entries, separators=(",", ":")).encode()
+    if index_bytes == "right":
+        index_bytes = len(index)
+    head = {**head, "index_bytes": index_bytes, "digest": hashlib.sha256(index + texts).hexdigest()}
+    path.write_bytes(json.dumps(head).encode() + b"\n" + index + texts)
+    assert cache.load(path) == ({}, "is damaged")
+    code, stdout, stderr = report(state, environ, "--format", "json")
+    assert code == 0 and answers(stdout) == expected
+    assert len(cache_lines(stderr)) == 1 and "the cache is damaged" in stderr

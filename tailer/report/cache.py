@@ -146,20 +146,20 @@ def _read(handle) -> tuple[dict[str, LogEntry], str | None]:
     if head.get("version") != __version__ or head.get("format") != FORMAT:
         return {}, "was written by another version of the tailer"
     try:
-        index_bytes = whole(head.get("index_bytes"), "the length of the cache's entries")
+        # Every length is at most the bytes left: a damaged one may not ask for more memory.
+        left = os.fstat(handle.fileno()).st_size - handle.tell()
+        index_bytes = whole(head.get("index_bytes"), "the length of the cache's entries", left)
         index = handle.read(index_bytes)
-        if len(index) != index_bytes:
-            raise ValueError("the cache is cut short")
+        left -= index_bytes
         digest = hashlib.sha256(index)
         sessions = mapping(json.loads(index), "the cache's sessions")
         entries = {session_id: LogEntry.from_data(entry) for session_id, entry in sessions.items()}
         for entry in entries.values():
             for row in (*entry.turns, *entry.open_turns):
                 printed = sequence(sequence(row, "a cached turn")[PRINTED_AT], "a turn's JSON")
-                length = whole(printed[0], "the length of a turn's JSON")
+                length = whole(printed[0], "the length of a turn's JSON", left)
                 text = handle.read(length)
-                if len(text) != length:
-                    raise ValueError("the cache is cut short")
+                left -= length
                 digest.update(text)
                 printed[0] = text.decode("ascii")
     except (ValueError, TypeError, IndexError):
