@@ -538,26 +538,41 @@ def test_a_log_rewritten_to_the_same_length_is_read_again(tmp_path):
     assert after != before
 
 
+def warm_state(tmp_path: Path, name: str) -> tuple[Path, dict[str, str], dict]:
+    """A state folder of one session, its cache filled; the report's answers."""
+    state = tmp_path / "state"
+    every_pattern(name).write(state)
+    environ = {"XDG_CACHE_HOME": str(tmp_path / "xdg")}
+    return state, environ, answers(report(state, environ, "--format", "json")[1])
+
+
+def cache_parts(environ: dict[str, str], state: Path) -> tuple[Path, dict, bytes, bytes]:
+    """The cache file, its header, its entries and its turns' texts."""
+    path = cache.cache_file(environ, state)
+    header, _, rest = path.read_bytes().partition(b"\n")
+    head = json.loads(header)
+    return path, head, rest[:head["index_bytes"]], rest[head["index_bytes"]:]
+
+
+def assert_rebuilt(path: Path, state: Path, environ: dict[str, str], expected: dict) -> None:
+    """The cache at path is damaged: ignored with one line, and the answers are the same."""
+    assert cache.load(path) == ({}, "is damaged")
+    code, stdout, stderr = report(state, environ, "--format", "json")
+    assert code == 0 and answers(stdout) == expected
+    assert len(cache_lines(stderr)) == 1 and "the cache is damaged" in stderr
+
+
 def test_turn_texts_that_do_not_add_up_are_damage_even_under_a_right_digest(tmp_path):
     """After the header come the entries (`index_bytes` long), each turn's JSON there by
     its length, then those texts back to back: a file whose lengths and texts disagree is
     damaged, whatever its digest says, and the report is made from the logs."""
-    state = tmp_path / "state"
-    every_pattern("texts").write(state)
-    environ = {"XDG_CACHE_HOME": str(tmp_path / "xdg")}
-    expected = answers(report(state, environ, "--format", "json")[1])
-    path = cache.cache_file(environ, state)
-    header, _, rest = path.read_bytes().partition(b"\n")
-    head = json.loads(header)
-    index, texts = rest[:head["index_bytes"]], rest[head["index_bytes"]:]
+    state, environ, expected = warm_state(tmp_path, "texts")
+    path, head, index, texts = cache_parts(environ, state)
     assert json.loads(index) and texts.startswith(b'{"session_id":')
     for cut in (texts[:-1], texts + b"x"):
         digest = hashlib.sha256(index + cut).hexdigest()
         path.write_bytes(json.dumps({**head, "digest": digest}).encode() + b"\n" + index + cut)
-        assert cache.load(path) == ({}, "is damaged")
-        code, stdout, stderr = report(state, environ, "--format", "json")
-        assert code == 0 and answers(stdout) == expected
-        assert len(cache_lines(stderr)) == 1 and "the cache is damaged" in stderr
+        assert_rebuilt(path, state, environ, expected)
 
 
 @pytest.mark.parametrize("index_bytes, turn_length", [
@@ -565,14 +580,8 @@ def test_turn_texts_that_do_not_add_up_are_damage_even_under_a_right_digest(tmp_
 def test_a_length_past_the_files_end_is_damage_not_a_memory_error(tmp_path, index_bytes, turn_length):
     """The header's length of the entries and each turn's length are at most what the file
     still holds: a damaged one is one line, never an attempt to read 2**62 bytes."""
-    state = tmp_path / "state"
-    every_pattern("lengths").write(state)
-    environ = {"XDG_CACHE_HOME": str(tmp_path / "xdg")}
-    expected = answers(report(state, environ, "--format", "json")[1])
-    path = cache.cache_file(environ, state)
-    header, _, rest = path.read_bytes().partition(b"\n")
-    head = json.loads(header)
-    index, texts = rest[:head["index_bytes"]], rest[head["index_bytes"]:]
+    state, environ, expected = warm_state(tmp_path, "lengths")
+    path, head, index, texts = cache_parts(environ, state)
     if turn_length is not None:
         entries = json.loads(index)
         [entry] = entries.values()
@@ -582,7 +591,4 @@ def test_a_length_past_the_files_end_is_damage_not_a_memory_error(tmp_path, inde
         index_bytes = len(index)
     head = {**head, "index_bytes": index_bytes, "digest": hashlib.sha256(index + texts).hexdigest()}
     path.write_bytes(json.dumps(head).encode() + b"\n" + index + texts)
-    assert cache.load(path) == ({}, "is damaged")
-    code, stdout, stderr = report(state, environ, "--format", "json")
-    assert code == 0 and answers(stdout) == expected
-    assert len(cache_lines(stderr)) == 1 and "the cache is damaged" in stderr
+    assert_rebuilt(path, state, environ, expected)
