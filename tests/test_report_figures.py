@@ -1,10 +1,23 @@
 """The report's figures on plain data: a turn's row, and the figures over rows."""
 
-from datetime import datetime, timezone
+import functools
+import os
+import subprocess
+import sys
+import textwrap
+from datetime import datetime, timedelta, timezone, tzinfo
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+import pytest
+from hypothesis import given, settings, strategies as st
 
 from exposition_helpers import samples
-from tailer.report.figures import by_kind, headline, snapshot, turn_row
+from tailer.report.figures import by_kind, headline, moment, snapshot, turn_row
 from test_metrics import counted, turns_of
+
+
+REPO = Path(__file__).resolve().parent.parent
 
 
 def rows_of(write) -> list:
@@ -53,3 +66,85 @@ def test_no_rows_give_empty_figures():
     figures = snapshot([], now=datetime(2026, 1, 1, tzinfo=timezone.utc), tz=timezone.utc)
     assert figures.turns == [] and figures.first_turn is None and figures.headline.turns == 0
     assert all(kind.turns == 0 for kind in figures.by_kind)
+
+
+ZONES = ("UTC", "Europe/Berlin", "America/St_Johns", "Asia/Kathmandu", "Australia/Lord_Howe",
+         "Pacific/Chatham", "Europe/Amsterdam")  # offsets of 30 and 45 minutes, DST of 30, LMT
+
+
+class MidQuarterChange(tzinfo):
+    """A zone whose offset goes from +01:00 to +02:00 at 01:07:30 UTC on 29 March 2026, in
+    the middle of a quarter hour, as no zone of the tz database does today."""
+
+    AT = datetime(2026, 3, 29, 1, 7, 30, tzinfo=timezone.utc)
+    LOCAL_AT = datetime(2026, 3, 29, 2, 7, 30)
+
+    def fromutc(self, at: datetime) -> datetime:
+        return at + timedelta(hours=1 if at.replace(tzinfo=timezone.utc) < self.AT else 2)
+
+    def utcoffset(self, at: datetime) -> timedelta:
+        return timedelta(hours=1 if at.replace(tzinfo=None) < self.LOCAL_AT else 2)
+
+    def dst(self, at):
+        return None
+
+
+def plain_moment(time_ns: int, tz) -> str:
+    """moment's answer the slow, sure way: every instant looked up in its zone."""
+    seconds, nanos = divmod(time_ns, 1_000_000_000)
+    at = datetime.fromtimestamp(seconds, timezone.utc).replace(microsecond=nanos // 1000)
+    return at.astimezone(tz).isoformat(timespec="milliseconds")
+
+
+@functools.cache
+def changes_of(zone: str) -> list[int]:
+    """The hours (unix seconds) at whose end the zone's offset changes, 1900 to 2040."""
+    tz, day, hour = ZoneInfo(zone), 86_400, 3600
+    offset = lambda at: datetime.fromtimestamp(at, timezone.utc).astimezone(tz).utcoffset()
+    return [at for start in range(-2_208_988_800, 2_208_988_800, day)
+            if offset(start) != offset(start + day)
+            for at in range(start, start + day, hour) if offset(at) != offset(at + hour)]
+
+
+def near_a_change(zone: str) -> st.SearchStrategy[int]:
+    """Instants within a quarter of an hour of one of the zone's changes of offset."""
+    return st.sampled_from(changes_of(zone) or [0]).flatmap(
+        lambda at: st.integers((at - 900) * 10**9, (at + 3600 + 900) * 10**9))
+
+
+@settings(max_examples=400, deadline=None)
+@given(zone=st.sampled_from(ZONES), data=st.data())
+def test_a_moment_is_the_instant_looked_up_in_its_zone(zone, data):
+    """moment keeps each quarter hour's offset: around every change of offset, whatever the
+    offset's minutes, it gives what looking the instant up gives."""
+    time_ns = data.draw(st.one_of(near_a_change(zone), st.integers(-2 * 10**18, 4 * 10**18)))
+    assert moment(time_ns, ZoneInfo(zone)) == plain_moment(time_ns, ZoneInfo(zone))
+
+
+@given(st.integers(-3600 * 10**9, 3600 * 10**9))
+def test_a_change_of_offset_within_a_quarter_hour_is_looked_up(from_change_ns):
+    """Each instant of a quarter hour in which the offset changes has its own offset."""
+    time_ns = int(MidQuarterChange.AT.timestamp()) * 10**9 + from_change_ns
+    assert moment(time_ns, MidQuarterChange()) == plain_moment(time_ns, MidQuarterChange())
+
+
+@pytest.mark.parametrize("zone", ["Europe/Berlin", "Australia/Lord_Howe"])
+def test_a_moment_in_the_machines_zone_is_its_local_time(zone):
+    """The machine's zone (tz None) is looked up through localtime, daylight saving included:
+    in a process of its own, whose TZ is `zone`."""
+    script = textwrap.dedent("""
+        import random
+        from datetime import datetime, timezone
+        from tailer.report.figures import moment
+        draw = random.Random(7)
+        for _ in range(20_000):
+            at = draw.randrange(1_600_000_000 * 10**9, 1_900_000_000 * 10**9)
+            seconds, nanos = divmod(at, 10**9)
+            plain = datetime.fromtimestamp(seconds, timezone.utc).replace(microsecond=nanos // 1000)
+            assert moment(at, None) == plain.astimezone().isoformat(timespec="milliseconds"), at
+        print(moment(1_792_893_600 * 10**9, None))
+        """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          env={**os.environ, "TZ": zone, "PYTHONPATH": str(REPO)})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == plain_moment(1_792_893_600 * 10**9, ZoneInfo(zone))
