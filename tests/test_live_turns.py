@@ -44,11 +44,13 @@ def _second_prompt(lines):
     return prompts[1]
 
 
-def report_json(state_dir):
-    out = io.StringIO()
+def report_json(state_dir, *options):
+    out = io.TextIOWrapper(io.BytesIO(), encoding="utf-8")  # the JSON is written as bytes
     with redirect_stdout(out):
-        assert cli.main(["report", "--state-dir", str(state_dir), "--format", "json"], {}) == 0
-    document = json.loads(out.getvalue())
+        assert cli.main(["report", "--state-dir", str(state_dir), "--format", "json",
+                         *options], {}) == 0
+    out.flush()
+    document = json.loads(out.buffer.getvalue())
     jsonschema.validate(document, SCHEMA)
     return document
 
@@ -283,11 +285,7 @@ def test_watch_gives_the_turns_in_flight_in_its_time_zone(tmp_path):
     log = tmp_path / "live-reject" / "events.jsonl"
     log.parent.mkdir()
     log.write_text("".join(line + "\n" for line in lines[:count]))
-    out = io.StringIO()
-    with redirect_stdout(out):
-        assert cli.main(["report", "--state-dir", str(tmp_path), "--format", "json",
-                         "--timezone", "Asia/Kolkata"], {}) == 0
-    [reported] = json.loads(out.getvalue())["in_flight"]
+    [reported] = report_json(tmp_path, "--timezone", "Asia/Kolkata")["in_flight"]
     live = LiveTurns(tmp_path, Selection(), zone=ZoneInfo("Asia/Kolkata"))
     try:
         live.poll(0)

@@ -43,10 +43,11 @@ PAST_NS = 1_700_000_000 * 10**9  # the logs' times: long before any report
 
 def report(state: Path, environ: dict[str, str], *options: str) -> tuple[int, str, str]:
     """`report --state-dir STATE OPTIONS` in this process: exit code, stdout, stderr."""
-    out, err = io.StringIO(), io.StringIO()
+    out, err = io.TextIOWrapper(io.BytesIO(), encoding="utf-8"), io.StringIO()  # the JSON is bytes
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         code = cli.main(["report", "--state-dir", str(state), *options], environ)
-    return code, out.getvalue(), err.getvalue()
+    out.flush()
+    return code, out.buffer.getvalue().decode("utf-8"), err.getvalue()
 
 
 def answers(stdout: str) -> dict:
@@ -406,8 +407,9 @@ def test_the_cache_is_bounded(tmp_path, monkeypatch):
         os.utime(log, ns=(PAST_NS + number * 10**9,) * 2)
     environ = {"XDG_CACHE_HOME": str(tmp_path / "xdg")}
     report(state, environ)
-    sizes = {session_id: len(json.dumps(entry.to_data(), separators=(",", ":")))
-             for session_id, entry in entries_of(environ, state).items()}
+    sizes = {session_id: len(json.dumps(data, separators=(",", ":"))) + sum(map(len, texts))
+             for session_id, (data, texts) in ((session_id, entry.to_data()) for session_id, entry
+                                               in entries_of(environ, state).items())}
     # Room for two and a half sessions' entries (their sizes are about the same).
     monkeypatch.setattr(cache, "MAX_BYTES", 2 * max(sizes.values()) + min(sizes.values()) // 2)
     every_pattern("bounded-4").write(state)  # a change, so the cache is written again

@@ -181,7 +181,7 @@ def test_a_turns_json_is_its_rows_fields_in_order(tmp_path):
     (figures.TurnJson): the same objects, in the same place, as the row's fields give."""
     every_pattern("detail").write(tmp_path)
     snap = snap_of(tmp_path)
-    document = json.loads("".join(render_json(snap)))
+    document = json.loads(b"".join(render_json(snap)))
     assert len(document["turns"]) == len(snap.turns) > 0
     for turn, row in zip(document["turns"], snap.turns):
         fields = {name: getattr(row, name) for name in row.__match_args__ if name != "printed"}

@@ -37,7 +37,7 @@ def test_a_route_failure_is_fallback_everywhere_and_filters_ignore_case(tmp_path
     assert "unknown" not in {p.pattern for p in snap.by_pattern}
     assert "fallback" in {p.pattern for p in snap.by_pattern}
     for rows in (csv.DictReader(io.StringIO(render_csv(snap))),
-                 json.loads("".join(render_json(snap)))["turns"]):
+                 json.loads(b"".join(render_json(snap)))["turns"]):
         assert {row["pattern"] for row in rows if row["fusion_id"] in failed} == {"fallback"}
     assert "fallback" in render_table(snap, width=100)
 
@@ -53,7 +53,7 @@ def test_a_route_failure_is_fallback_everywhere_and_filters_ignore_case(tmp_path
 def test_legs_are_numbered_from_zero_in_every_format(tmp_path):
     whole_session("legs").write(tmp_path)
     snap = snap_of(tmp_path)
-    document = json.loads("".join(render_json(snap)))
+    document = json.loads(b"".join(render_json(snap)))
     by_turn = {turn["fusion_id"]: turn for turn in document["turns"]}
     leg_rows = [row for row in csv.DictReader(io.StringIO(render_csv(snap))) if row["leg"]]
     for row in leg_rows:
@@ -116,7 +116,7 @@ def test_by_model_is_a_models_whole_use_as_the_cli_counts_it(tmp_path, where):
     assert ("in ordinary prompts" in table) == any(
         use.fusion.calls and use.ordinary.calls for use in snap.by_model)
     assert "HydraFusion turns only" in table and "BY LEG KIND, HydraFusion" in table
-    document = json.loads("".join(render_json(snap)))
+    document = json.loads(b"".join(render_json(snap)))
     assert {m["name"]: m["ordinary"]["calls"] for m in document["by_model"]} == {
         use.name: use.ordinary.calls for use in snap.by_model}
     calls = list(csv.DictReader(io.StringIO(render_calls_csv(snap))))
@@ -152,7 +152,7 @@ def test_every_grouping_adds_up_to_the_headline(tmp_path):
     weeks = {f"{y}-W{w:02d}" for y, w, _ in (datetime.fromisoformat(t.start).isocalendar()
                                               for t in fusion)}
     assert {g.key for g in snap.by_week} == weeks
-    document = json.loads("".join(render_json(snap)))
+    document = json.loads(b"".join(render_json(snap)))
     for name in GROUPINGS:
         assert [item["key"] for item in document[name]] == [g.key for g in getattr(snap, name)]
         assert set(document["headline"]) < set(document[name][0])

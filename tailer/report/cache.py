@@ -96,8 +96,7 @@ class LogEntry:
 
     def to_data(self) -> tuple[list, list[str]]:
         """The entry as the cache writes it: its data, each turn's TurnJson with its text
-        replaced by the text's length, and those texts in order (ASCII: JSON as json.dumps
-        writes it)."""
+        replaced by the text's length, and those texts in order."""
         texts = [row[PRINTED_AT][0] for row in (*self.turns, *self.open_turns)]
         turns, open_turns = ([_with_text_length(row) for row in rows] for rows in (self.turns, self.open_turns))
         return [self.identity, self.seen_ns, self.state, turns, open_turns, self.checks,
@@ -158,10 +157,9 @@ def _read(handle) -> tuple[dict[str, LogEntry], str | None]:
             for row in (*entry.turns, *entry.open_turns):
                 printed = sequence(sequence(row, "a cached turn")[PRINTED_AT], "a turn's JSON")
                 length = whole(printed[0], "the length of a turn's JSON", left)
-                text = handle.read(length)
+                printed[0] = handle.read(length)
                 left -= length
-                digest.update(text)
-                printed[0] = text.decode("ascii")
+                digest.update(printed[0])
     except (ValueError, TypeError, IndexError):
         return {}, "is damaged"
     if handle.read(1) or digest.hexdigest() != head.get("digest"):
@@ -182,13 +180,12 @@ def save(path: Path, entries: dict[str, LogEntry]) -> None:
             break
         piece, texts = pieces.pop(session_id)
         size -= len(piece) + sum(map(len, texts))
-    # ASCII throughout: json.dumps escapes every other character. Each text is encoded where
-    # it is used, twice, rather than all of them kept encoded at once.
+    # ASCII: json.dumps escapes every other character.
     index = ("{" + ",".join(piece for piece, _ in pieces.values()) + "}").encode("ascii")
     digest = hashlib.sha256(index)
     for _, texts in pieces.values():
         for text in texts:
-            digest.update(text.encode("ascii"))
+            digest.update(text)
     header = json.dumps({"kind": KIND, "version": __version__, "format": FORMAT,
                          "index_bytes": len(index), "digest": digest.hexdigest()}).encode("utf-8")
     _make_folder(path.parent)
@@ -197,8 +194,7 @@ def save(path: Path, entries: dict[str, LogEntry]) -> None:
         handle.write(header + b"\n")
         handle.write(index)
         for _, texts in pieces.values():
-            for text in texts:
-                handle.write(text.encode("ascii"))
+            handle.writelines(texts)
 
     replace_file(path, write, durable=False)
     _drop_least_used(path.parent)

@@ -333,8 +333,13 @@ def _report(args: argparse.Namespace, environ: dict[str, str], state_dir: Path,
         text = report_table.render_table(figures, width=_width(environ), color=color,
                                          turns=args.turns)
     try:
-        sys.stdout.writelines(text)
-        sys.stdout.flush()
+        if args.format == "json":  # bytes: the turns' texts are written as the cache holds them
+            sys.stdout.flush()
+            sys.stdout.buffer.writelines(text)
+            sys.stdout.buffer.flush()
+        else:
+            sys.stdout.writelines(text)
+            sys.stdout.flush()
     except BrokenPipeError:
         # `report | head`: the reader has all it wanted.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

@@ -159,17 +159,18 @@ class ToolRow:
 
 @dataclass(slots=True)
 class TurnJson:
-    """A turn's object in the JSON report, as text (ASCII), but for the value of its
-    `start`, which goes at `start_at` (the one field that depends on the time zone); and
-    the count of its tools.
+    """A turn's object in the JSON report, as its bytes (ASCII, as json.dumps writes it),
+    but for the value of its `start`, which goes at `start_at` (the one field that depends
+    on the time zone); and the count of its tools.
 
     Its model calls and tools are most of a month's figures, and only the JSON report, the
     CSV of calls and the HTML page show them all: kept as one string per turn in the cache, in a worker's
     answer and in memory, a warm report copies text where it made and walked some 3 million
-    objects. The table and the figures need the count, and an ordinary turn's calls: those
-    rows are made anew from the text where they are asked for."""
+    objects. Bytes, not str: from the cache's file to the report's output they are never
+    decoded nor encoded. The table and the figures need the count, and an ordinary turn's
+    calls: those rows are made anew from the text where they are asked for."""
 
-    text: str
+    text: bytes
     start_at: int
     tool_count: int
 
@@ -180,7 +181,7 @@ class TurnJson:
         return [ToolRow(**tool) for tool in self._object()["tools"]]
 
     def _object(self) -> dict:
-        return json.loads(self.text[:self.start_at] + "null" + self.text[self.start_at:])
+        return json.loads(self.text[:self.start_at] + b"null" + self.text[self.start_at:])
 
 
 @dataclass(slots=True)
@@ -229,7 +230,7 @@ def turn_json(row: TurnRow, calls: list[CallRow], tools: list[ToolRow]) -> TurnJ
     tail = {name: fields[name] for name in names[at + 1:]}
     before = compact_json(head)[:-1] + ',"start":'
     after = "," + compact_json(tail)[1:]
-    return TurnJson(before + after, len(before), len(tools))
+    return TurnJson((before + after).encode("ascii"), len(before), len(tools))
 
 
 def compact_json(value) -> str:

@@ -15,22 +15,18 @@ from ..printable import printable
 from .figures import Snapshot, TurnRow, compact_json
 
 
-def render_json(snap: Snapshot) -> Iterator[str]:
-    """One compact document, in pieces: everything but the turns, then one turn at a time,
-    so a month of turns is never one string in memory. docs/report.schema.json describes
-    it."""
+def render_json(snap: Snapshot) -> Iterator[bytes]:
+    """One compact document (UTF-8), in pieces: everything but the turns, then each turn,
+    copied from its TurnJson with its start put in, in the report's time zone; so a month of
+    turns is never one string in memory, nor decoded and encoded again.
+    docs/report.schema.json describes it."""
     head = {name: getattr(snap, name) for name in snap.__slots__ if name != "turns"}
-    yield compact_json(head)[:-1] + ',"turns":['
+    yield (compact_json(head)[:-1] + ',"turns":[').encode("ascii")
     for index, turn in enumerate(snap.turns):
-        yield ("," if index else "") + _turn_json(turn)
-    yield "]}\n"
-
-
-def _turn_json(turn: TurnRow) -> str:
-    """A turn's object: copied from its TurnJson (what json.dumps writes of its fields,
-    made with the row), its start put in, in the report's time zone."""
-    printed = turn.printed
-    return printed.text[:printed.start_at] + json.dumps(turn.start) + printed.text[printed.start_at:]
+        text, at = turn.printed.text, turn.printed.start_at
+        start = json.dumps(turn.start).encode("ascii")
+        yield b"".join((b"," if index else b"", text[:at], start, text[at:]))
+    yield b"]}\n"
 
 
 TURN_COLUMNS = ("session_id", "fusion_id", "turn_kind", "turn_start", "pattern", "outcome",
