@@ -82,6 +82,10 @@ def test_height_keeps_the_newest_turns_under_their_day(tmp_path):
     write_month(tmp_path, days=4)
     snap = snap_of(tmp_path)
     full = render_table(snap).splitlines()
+    started = re.compile(r"  \d\d:\d\d:\d\d  ")
+    # A screen as tall as the whole table gives the turns half of it at least: all of them.
+    tall = render_table(snap, height=len(full)).splitlines()
+    assert [line for line in tall if started.match(line)] == [line for line in full if started.match(line)]
     for height in (len(full) - 5, 45, 30):
         lines = render_table(snap, height=height).splitlines()
         assert len(lines) <= height
@@ -91,7 +95,11 @@ def test_height_keeps_the_newest_turns_under_their_day(tmp_path):
         if not turn_lines:
             continue
         assert re.fullmatch(r"\d{4}-\d\d-\d\d", turn_lines[0])
-        assert lines[-1] == full[-1]  # the newest turn's last line
+        # The newest turns' lines as the whole table has them, in its columns' widths (of
+        # every turn, not only the drawn ones), the first under its day.
+        assert turn_lines[1:] == full[len(full) - len(turn_lines) + 1:]
+        header = next(i for i, line in enumerate(full) if line.startswith("TURNS")) + 1
+        assert lines[lines.index(turn_lines[0]) - 1] == full[header]
 
 
 def run_on_a_terminal(args, env):

@@ -292,3 +292,31 @@ def test_view_options_with_what_they_do_not_shape_are_refused_in_one_line(tmp_pa
         done = run_report("--state-dir", str(tmp_path), *args)
         assert done.returncode == 2 and done.stdout == "", args
         assert "Traceback" not in done.stderr and not (tmp_path / "r.html").exists(), args
+
+
+def test_each_output_shows_the_same_with_only_the_groupings_it_asks_for(tmp_path):
+    """The table, the page and --by make only the groupings they show (a table over 10,000
+    sessions would otherwise make 10,000 session groups), and show what they show with all."""
+    from tailer.report.figures import GROUPINGS
+    from tailer.report.table import render_groups
+    from tailer.report.text import render_groups_csv
+
+    write_month(tmp_path, days=9)
+    reader = SessionReader()
+    rows = [turn_row(turn, timezone.utc) for turn in wanted_turns(session_logs(tmp_path), Selection(), reader)]
+
+    def snap(groupings):
+        return snapshot(rows, now=NOW, tz=timezone.utc, checks=reader.reconciliations,
+                        groupings=groupings)
+
+    every = snap(GROUPINGS)
+    days = snap(("day",))
+    assert days.by_session is None and days.by_week is None and days.by_month is None
+    assert render_table(days, width=100) == render_table(every, width=100)
+    assert render_table(days, width=100, height=40) == render_table(every, width=100, height=40)
+    assert render_html(days) == render_html(every)
+    for by in GROUPINGS:
+        alone = snap((by,))
+        assert [name for name in GROUPINGS if getattr(alone, f"by_{name}") is not None] == [by]
+        assert render_groups(alone, by, breakdown=True) == render_groups(every, by, breakdown=True)
+        assert render_groups_csv(alone, by) == render_groups_csv(every, by)

@@ -34,7 +34,7 @@ from ..path_options import check_output_file, exists, is_folder, user_path
 from ..printable import printable
 from ..wording import counted
 from .cache import cache_file
-from .figures import snapshot
+from .figures import GROUPINGS, snapshot
 from .gather import WorkerFailed, default_jobs, gather
 from .now import in_flight_row
 from .read import Selection
@@ -305,7 +305,8 @@ def _report(args: argparse.Namespace, environ: dict[str, str], state_dir: Path,
     figures = snapshot(gathered.rows, now=now, tz=zone, sessions=len(wanted),
                        skipped={"damaged_lines": gathered.damaged_lines,
                                 "unreadable_logs": len(problems)},
-                       filters=filters_of(args), checks=gathered.checks, in_flight=in_flight)
+                       filters=filters_of(args), checks=gathered.checks, in_flight=in_flight,
+                       groupings=_groupings(args))
     if args.html:
         try:
             from . import html as report_html  # imported by --html alone, as live is
@@ -346,6 +347,14 @@ def _report(args: argparse.Namespace, environ: dict[str, str], state_dir: Path,
     if not figures.turns and args.format == "table":
         print(_no_turns_hint(len(logs), len(wanted), filters_of(args)), file=sys.stderr)
     return 0
+
+
+def _groupings(args: argparse.Namespace) -> tuple[str, ...]:
+    """The groupings the output shows: every one in the JSON, the days on the page and in
+    the table, the one of --by."""
+    if args.format == "json":
+        return GROUPINGS
+    return (args.by,) if args.by else ("day",)
 
 
 def _turns_counted(figures) -> str:

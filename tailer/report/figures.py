@@ -48,6 +48,7 @@ from ..turns.assembly import (
 SCHEMA_VERSION = 3
 ORDINARY = "ordinary"
 KINDS = ("fusion", "ordinary", "fallback")
+GROUPINGS = ("day", "week", "month", "session")  # GROUP_KEYS's, and the Snapshot's by_ fields
 
 # The figures are slotted dataclasses but not frozen ones, as the event records are: frozen
 # doubles the methods a dataclass compiles when it is made (a cost every report pays at
@@ -329,10 +330,10 @@ class Snapshot:
     by_leg_kind: list[Spend]
     by_pattern: list[PatternFigures]
     router: list[PolicyFigures]
-    by_day: list[Group]
-    by_week: list[Group]
-    by_month: list[Group]
-    by_session: list[Group]
+    by_day: list[Group] | None  # None: not made (snapshot's `groupings`)
+    by_week: list[Group] | None
+    by_month: list[Group] | None
+    by_session: list[Group] | None
     reconciliation: list[Check]
     turns: list[TurnRow]
     in_flight: list = field(default_factory=list)  # report.now.InFlightRow: turns still open
@@ -348,9 +349,12 @@ def snapshot(
     filters: dict[str, str] | None = None,
     checks: list[Reconciliation] = (),
     in_flight: list = (),
+    groupings: tuple[str, ...] = GROUPINGS,
 ) -> Snapshot:
     """The figures of `turns` (finished ones, made by turn_row), listed in the order they
-    started. `tz` is the report's time zone, None the machine's local one."""
+    started. `tz` is the report's time zone, None the machine's local one. Of the groupings
+    by day, week, month and session, those not in `groupings` are None: the table shows its
+    days only, and over 10,000 sessions their groups would be most of its time."""
     rows = sorted(turns, key=lambda row: (datetime.fromisoformat(row.start), row.session_id,
                                           row.fusion_id))
     fusion = [row for row in rows if row.kind != ORDINARY]
@@ -365,16 +369,14 @@ def snapshot(
         skipped={"damaged_lines": 0, "unreadable_logs": 0, **(skipped or {})},
         first_turn=rows[0].start if rows else None,
         last_turn=rows[-1].start if rows else None,
-        headline=_headline(fusion, tallies),
+        headline=Headline(*_headline(fusion, tallies)),
         by_kind=by_kind(rows),
         by_model=by_model(rows),
         by_leg_kind=spend_by(fusion, lambda leg: leg.kind),
         by_pattern=by_pattern(fusion),
         router=router(fusion),
-        by_day=groups(fusion, tallies, GROUP_KEYS["day"]),
-        by_week=groups(fusion, tallies, GROUP_KEYS["week"]),
-        by_month=groups(fusion, tallies, GROUP_KEYS["month"]),
-        by_session=groups(fusion, tallies, GROUP_KEYS["session"]),
+        **{f"by_{name}": groups(fusion, tallies, key) if name in groupings else None
+           for name, key in GROUP_KEYS.items()},
         reconciliation=[_check(check) for check in checks],
         turns=rows,
         in_flight=list(in_flight),
@@ -499,28 +501,23 @@ def tally(row: TurnRow) -> tuple[int, ...]:
 
 def headline(rows: list[TurnRow]) -> Headline:
     """The figures of HydraFusion's turns (no ordinary ones among `rows`)."""
-    return _headline(rows, [tally(row) for row in rows])
+    return Headline(*_headline(rows, [tally(row) for row in rows]))
 
 
-def _headline(rows: list[TurnRow], tallies: list[tuple[int, ...]]) -> Headline:
-    """headline(rows), from their tally()s: a report makes one for every day, week, month
-    and session, and tallies each turn once."""
+def _headline(rows: list[TurnRow], tallies: list[tuple[int, ...]]) -> tuple:
+    """The fields of headline(rows), in order, from their tally()s: a report makes one for
+    every day, week, month and session (10,000 sessions: 10,000), and tallies each turn once."""
     (credits, leg_credits, review_credits, calls, input_tokens, cache_read_tokens, failed_legs,
      tools, routed, compound, judged, rejected) = map(sum, zip(*tallies)) if tallies else (0,) * 12
-    return Headline(
-        turns=len(rows),
-        credits=_credits(credits),
-        calls=calls,
-        outcomes=dict(Counter(row.outcome for row in rows).most_common()),
-        compound_rate=_ratio(compound, routed),
-        judged_turns=judged,
-        rejected_turns=rejected,
-        judge_rejection_rate=_ratio(rejected, judged),
-        review_share=_ratio(_credits(review_credits), _credits(leg_credits)),
-        cache_share=_ratio(cache_read_tokens, input_tokens),
-        failed_legs=failed_legs,
-        tools=tools,
-    )
+    outcomes: dict[str, int] = {}
+    for row in rows:
+        outcomes[row.outcome] = outcomes.get(row.outcome, 0) + 1
+    # The most first, ties in the order they came (as Counter.most_common).
+    return (len(rows), _credits(credits), calls,
+            dict(sorted(outcomes.items(), key=lambda item: -item[1])),
+            _ratio(compound, routed), judged, rejected, _ratio(rejected, judged),
+            _ratio(_credits(review_credits), _credits(leg_credits)),
+            _ratio(cache_read_tokens, input_tokens), failed_legs, tools)
 
 
 def by_kind(rows: list[TurnRow]) -> list[KindFigures]:
@@ -676,18 +673,17 @@ def groups(rows: list[TurnRow], tallies: list[tuple[int, ...]], key) -> list[Gro
         for row in group_rows:
             for leg in row.legs:
                 by_model[leg.model] += leg.credits
-        head = _headline(group_rows, group_tallies)
         figures.append(Group(
-            **{field: getattr(head, field) for field in Headline.__match_args__},
-            key=name, credits_by_model={model: round(c, 9) for model, c in sorted(by_model.items())},
-            new_policy_versions=[version for version, first in firsts.items() if first == name],
+            *_headline(group_rows, group_tallies), name,
+            {model: round(c, 9) for model, c in sorted(by_model.items())},
+            [version for version, first in firsts.items() if first == name],
         ))
     return figures
 
 
 def _check(check: Reconciliation) -> Check:
     differences = []
-    for model in sorted(check.ours.keys() | check.theirs.keys()):
+    for model in sorted(check.ours.keys() | check.theirs.keys()) if check.ours != check.theirs else ():
         ours, theirs = check.ours.get(model, Usage()), check.theirs.get(model, Usage())
         if ours != theirs:
             differences.append({"model": model, "ours": _figures(ours), "cli": _figures(theirs)})

@@ -166,7 +166,7 @@ def table(live: LiveTurns, filters: dict[str, str], *, now: datetime, columns: i
     """The table as it fits under the live lines: the costly part of a frame (its figures
     are made again from every turn), so it is made only when `table_key` changes."""
     snap = snapshot(live.turns, now=now, tz=live.zone, sessions=live.sessions, skipped=live.reader.skipped(),
-                    filters=filters, checks=live.reader.reconciliations)
+                    filters=filters, checks=live.reader.reconciliations, groupings=("day",))
     return render_table(snap, width=min(MAX_WIDTH, columns), color=color,
                         height=max(rows - 4, 1))
 

@@ -29,13 +29,18 @@ def render_table(snap: Snapshot, *, width: int = 100, color: bool = False,
     paint = _painter(color)
     sections = _sections(snap, width, paint)
     shown = snap.turns if turns is None else snap.turns[len(snap.turns) - turns:] if turns else []
-    blocks = _turn_blocks(shown, width, paint)
+    columns = _turn_columns(shown, width)  # of every turn shown, so the widths never jump
+    # Each turn takes a line or more: on a screen of `height` lines, the newest `height`
+    # turns are the most that can be drawn (a watch over 10,000 turns draws some 30).
+    drawable = shown if height is None else shown[-height:] if height else []
+    blocks = _turn_blocks(drawable, columns, width, paint,
+                          shown[-len(drawable) - 1].start[:10] if len(drawable) < len(shown) else None)
     newest = f"  the newest {len(shown)} of {len(snap.turns)}" if len(shown) < len(snap.turns) else ""
     turns_heading = [paint(BOLD, "TURNS") + paint(
         DIM, newest + "  (* the leg whose answer was kept; ordinary: the models of its calls)")]
     dropped = []
     if shown:
-        header, note = _turn_header(shown, width)
+        header, note = _turn_header(columns, width)
         turns_heading.append(paint(BOLD, header))
         dropped = [paint(DIM, note)] if note else []
     if height is None:
@@ -252,7 +257,9 @@ TURN_COLUMNS_DROPPED = ("duration", "calls/tools", "session", "credits")
 
 def _turn_columns(turns: list[TurnRow], width: int) -> list[tuple[str, int, object, bool]]:
     """The columns that fit in `width` (at least 2 + the started, pattern and outcome
-    columns), each with its width."""
+    columns), each with its width; none without turns."""
+    if not turns:
+        return []
     columns = [(name, max(len(name), max(len(cell(turn)) for turn in turns)), cell, right)
                for name, cell, right in TURN_COLUMNS]
     for name in TURN_COLUMNS_DROPPED:
@@ -262,9 +269,8 @@ def _turn_columns(turns: list[TurnRow], width: int) -> list[tuple[str, int, obje
     return columns
 
 
-def _turn_header(turns: list[TurnRow], width: int) -> tuple[str, str | None]:
+def _turn_header(columns: list[tuple[str, int, object, bool]], width: int) -> tuple[str, str | None]:
     """The turn list's header line, and the line naming the columns left out (or None)."""
-    columns = _turn_columns(turns, width)
     head = "  " + "".join((name.rjust(w) if right else name.ljust(w)) + "  "
                           for name, w, _, right in columns)
     legs = "legs" if width - len(head) >= LEGS_BESIDE else "(legs below)"
@@ -275,11 +281,10 @@ def _turn_header(turns: list[TurnRow], width: int) -> tuple[str, str | None]:
                                if dropped else None)
 
 
-def _turn_blocks(turns: list[TurnRow], width: int, paint) -> list[_TurnBlock]:
-    if not turns:
-        return []
-    columns = _turn_columns(turns, width)
-    blocks, day = [], None
+def _turn_blocks(turns: list[TurnRow], columns: list[tuple[str, int, object, bool]], width: int,
+                 paint, day: str | None) -> list[_TurnBlock]:
+    """The turns' blocks in `columns`; `day` is the day of the turn before the first."""
+    blocks = []
     for turn in turns:
         cells = []
         for name, w, cell, right in columns:
