@@ -12,12 +12,13 @@ rather than as silently lost detail. docs/TRACES.md lists each kind's rule.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+
+from .records import record
 
 OTHER = "other"
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class CodeKind:
     """A kind of code: its name (for the counts of refused values) and what it may look like."""
 

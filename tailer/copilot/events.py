@@ -41,9 +41,10 @@ import json
 import json.scanner
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
 from datetime import datetime, timedelta, timezone
 
+from ..records import record
 from ..codes import ENUM, FIELD, IDENTIFIER, MODEL, OTHER, TOOL, VERSION, CodeKind
 
 RESOLVED = "session.fusion_resolved"
@@ -200,7 +201,7 @@ LATEST_NS = 7_258_118_400 * 10**9  # 2200-01-01T00:00:00Z
 # parsing after json.loads. Treat them as values all the same (dataclasses.replace).
 # Each has a docstring: for a class without one, @dataclass writes one from
 # inspect.signature, a cost every start-up pays.
-@dataclass(slots=True)
+@record(slots=True)
 class Usage:
     """Token and credit figures of a leg or a whole turn."""
 
@@ -237,7 +238,7 @@ class Usage:
         return self.nano_aiu / 1e9
 
 
-@dataclass(slots=True)
+@record(slots=True)
 class Event:
     """Fields every record has: when it was written and what the parser noticed.
 
@@ -252,7 +253,7 @@ class Event:
     not_codes: tuple[str, ...] = field(default=(), kw_only=True)
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class PlannedLeg:
     """One leg of a routed turn's phase plan: what will run, known before any of it ends.
 
@@ -269,7 +270,7 @@ class PlannedLeg:
 MAX_PLANNED_LEGS = 16
 
 
-@dataclass(slots=True)
+@record(slots=True)
 class Resolved(Event):
     """`fusion_resolved`: the router chose a pattern and a plan for the turn."""
 
@@ -294,7 +295,7 @@ class Resolved(Event):
 REJECTING_VERDICTS = ("reject", "revise")
 
 
-@dataclass(slots=True)
+@record(slots=True)
 class LegEnded(Event):
     """A `phase_completed` or `phase_failed`: a leg becomes visible only when it ends."""
 
@@ -312,7 +313,7 @@ class LegEnded(Event):
     degraded_to_phase_id: str | None
 
 
-@dataclass(slots=True)
+@record(slots=True)
 class Handoff(Event):
     """`fusion_handoff`: one leg's output passed on to the next."""
 
@@ -321,7 +322,7 @@ class Handoff(Event):
     target_phase_id: str | None
 
 
-@dataclass(slots=True)
+@record(slots=True)
 class CommitStarted(Event):
     """`fusion_commit_started`: the chosen leg's answer begins to be committed."""
 
@@ -330,7 +331,7 @@ class CommitStarted(Event):
     source_model: str | None
 
 
-@dataclass(slots=True)
+@record(slots=True)
 class Completed(Event):
     """The turn rollup: its usage is the sum of the legs', never to be added to them."""
 
@@ -345,7 +346,7 @@ class Completed(Event):
     usage: Usage
 
 
-@dataclass(slots=True)
+@record(slots=True)
 class RouteFailed(Event):
     """The router gave up; the prompt ran as an ordinary turn on the fallback model."""
 
@@ -357,7 +358,7 @@ class RouteFailed(Event):
     routing_latency_ms: float | None
 
 
-@dataclass(slots=True)
+@record(slots=True)
 class ModelCall(Event):
     """One model call (`session.usage_record`, written when the call ended).
 
@@ -382,7 +383,7 @@ class ModelCall(Event):
     tool_requests: tuple[str, ...]
 
 
-@dataclass(slots=True)
+@record(slots=True)
 class ToolStarted(Event):
     """`tool.execution_start`: a tool call began (never its arguments)."""
 
@@ -394,7 +395,7 @@ class ToolStarted(Event):
     phase_id: str | None
 
 
-@dataclass(slots=True)
+@record(slots=True)
 class ToolCompleted(Event):
     """`tool.execution_complete`: a tool call ended (never its output)."""
 
@@ -404,21 +405,21 @@ class ToolCompleted(Event):
     phase_id: str | None
 
 
-@dataclass(slots=True)
+@record(slots=True)
 class Prompt(Event):
     """A `user.message`: only when it was written and its event id, never what it says."""
 
     prompt_id: str
 
 
-@dataclass(slots=True)
+@record(slots=True)
 class RunStarted(Event):
     """A CLI process began writing this log: `session.start`, or `session.resume` (`resumed`)."""
 
     resumed: bool
 
 
-@dataclass(slots=True)
+@record(slots=True)
 class SessionTotals(Event):
     """The CLI's own figures for the current run, to check our sums against.
 
@@ -430,22 +431,22 @@ class SessionTotals(Event):
     models: dict[str, Usage] | None = None
 
 
-@dataclass(slots=True)
+@record(slots=True)
 class SessionEnded(SessionTotals):
     """`session.shutdown`: the run ended; its totals per model."""
 
 
-@dataclass(slots=True)
+@record(slots=True)
 class UsageCheckpoint(SessionTotals):
     """`session.usage_checkpoint`: the run's credits so far."""
 
 
-@dataclass(slots=True)
+@record(slots=True)
 class UnknownFusionEvent(Event):
     """A fusion event type this version does not know: a sign the log format moved on."""
 
 
-@dataclass(slots=True)
+@record(slots=True)
 class Malformed:
     """Why a line that may have mattered was skipped. Never holds the line's text."""
 

@@ -27,10 +27,11 @@ import os
 import stat
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Callable
 
+from ..records import record
 from .files import LOG_NAME
 from .inotify import (IN_CREATE, IN_DELETE, IN_EXCL_UNLINK, IN_IGNORED, IN_MODIFY, IN_MOVE_SELF,
                       IN_MOVED_FROM, IN_MOVED_TO, IN_ONLYDIR, IN_Q_OVERFLOW, Inotify)
@@ -53,7 +54,7 @@ FOLDER_EVENTS = (
 )
 
 
-@dataclass
+@record
 class Changes:
     """What one `SessionWatcher.changes()` call found.
 

@@ -41,9 +41,9 @@ import json
 import os
 import stat
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
+from ..records import record
 from .. import __version__
 from ..atomic_file import replace_file
 from ..saved_state import mapping, sequence, whole
@@ -78,7 +78,7 @@ def identity(path: Path) -> tuple[list[int], int]:
     return [found.st_dev, found.st_ino, found.st_size, found.st_mtime_ns], seen_ns
 
 
-@dataclass(slots=True)
+@record(slots=True)
 class LogEntry:
     """What the report keeps of one session log; see the module docstring."""
 

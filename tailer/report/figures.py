@@ -36,9 +36,10 @@ import dataclasses
 import functools
 import json
 from collections import Counter, defaultdict
-from dataclasses import dataclass, field
+from dataclasses import field
 from datetime import date, datetime, timezone, tzinfo
 
+from ..records import record
 from ..copilot.events import REJECTING_VERDICTS, LegEnded, ModelCall, Usage
 from .read import report_pattern
 from ..turns.assembly import (
@@ -56,7 +57,7 @@ GROUPINGS = ("day", "week", "month", "session")  # GROUP_KEYS's, and the Snapsho
 # Each has a docstring: for a class without one, @dataclass writes one from inspect.signature.
 
 
-@dataclass(slots=True)
+@record(slots=True)
 class Spend:
     """What a group of legs (one model, one leg kind) ran and spent."""
 
@@ -70,7 +71,7 @@ class Spend:
     cache_write_tokens: int
 
 
-@dataclass(slots=True)
+@record(slots=True)
 class ModelUse(Spend):
     """A model's whole use, as the CLI's own per-model totals count it: its legs in
     HydraFusion's turns (`fusion`, route failures' fallback legs included) and its calls in
@@ -80,7 +81,7 @@ class ModelUse(Spend):
     ordinary: Spend
 
 
-@dataclass(slots=True)
+@record(slots=True)
 class KindFigures:
     """The prompts of one kind (fusion, ordinary, fallback), for comparing them."""
 
@@ -93,7 +94,7 @@ class KindFigures:
     median_duration_ms: float
 
 
-@dataclass(slots=True)
+@record(slots=True)
 class PatternFigures:
     """Turns of one pattern and what one such turn costs (credits per turn)."""
 
@@ -107,7 +108,7 @@ class PatternFigures:
 
 
 
-@dataclass(slots=True)
+@record(slots=True)
 class LegRow:
     """One leg of a turn, as the table, the CSV and the page show it."""
 
@@ -128,7 +129,7 @@ class LegRow:
     failure_reason: str | None
 
 
-@dataclass(slots=True)
+@record(slots=True)
 class CallRow:
     """One model call (a usage record); `leg` is the index of the leg it served."""
 
@@ -144,7 +145,7 @@ class CallRow:
     finish_reason: str | None
 
 
-@dataclass(slots=True)
+@record(slots=True)
 class ToolRow:
     """One tool call. `timing` says how its times are known: `live` (its own events),
     `between_calls` (replayed at commit, placed after the call that asked for it) or
@@ -158,7 +159,7 @@ class ToolRow:
     timing: str
 
 
-@dataclass(slots=True)
+@record(slots=True)
 class TurnJson:
     """A turn's object in the JSON report, as its bytes (ASCII, as json.dumps writes it),
     but for the value of its `start`, which goes at `start_at` (the one field that depends
@@ -185,7 +186,7 @@ class TurnJson:
         return json.loads(self.text[:self.start_at] + b"null" + self.text[self.start_at:])
 
 
-@dataclass(slots=True)
+@record(slots=True)
 class TurnRow:
     """One turn (fusion, ordinary or fallback) with its legs, model calls and tools."""
 
@@ -255,7 +256,7 @@ def json_object(value) -> dict:
     return {name: getattr(value, name) for name in names}
 
 
-@dataclass(slots=True)
+@record(slots=True)
 class Headline:
     """The figures of the report's first lines, over HydraFusion's turns."""
 
@@ -273,7 +274,7 @@ class Headline:
     tools: int  # tool calls of HydraFusion's turns
 
 
-@dataclass(slots=True)
+@record(slots=True)
 class Group(Headline):
     """The headline's figures, under its names, of the HydraFusion turns of one day, ISO
     week, month or session (`key`), and their credits by model (of their legs)."""
@@ -283,7 +284,7 @@ class Group(Headline):
     new_policy_versions: list[str]  # the router's versions whose first turn is in this group
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class PolicyFigures:
     """The fusion turns one version of the router's policy decided (None: resolved records
     that name no version): when it was first and last seen, its pattern mix and costs."""
@@ -297,7 +298,7 @@ class PolicyFigures:
     median_credits: dict[str, float]  # per pattern
 
 
-@dataclass(slots=True)
+@record(slots=True)
 class Check:
     """The CLI's own totals for one run of a session, next to the sums of its calls.
 
@@ -311,7 +312,7 @@ class Check:
     differences: list[dict]
 
 
-@dataclass(slots=True)
+@record(slots=True)
 class Snapshot:
     """Everything a report shows: every renderer is a function of one of these."""
 

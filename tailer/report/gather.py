@@ -19,11 +19,12 @@ import dataclasses
 import gc
 import os
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import field
 from datetime import tzinfo
 from pathlib import Path
 from typing import Callable, Iterator
 
+from ..records import record
 from ..copilot.events import Usage
 from ..printable import printable
 from ..turns import session_state
@@ -57,7 +58,7 @@ def pool_size(workers: int, jobs: int) -> int:
     return min(workers, jobs, JOBS_PER_CPU * default_jobs())
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Job:
     """A log to read, from the state the cache holds (None: from its start)."""
 
@@ -67,7 +68,7 @@ class Job:
     to_read: int  # bytes past where reading stopped: the biggest jobs go first
 
 
-@dataclass
+@record
 class LogRead:
     """What reading one log gave (see LogEntry); `fresh`: read from its start, so it
     replaces what the cache held of the log instead of adding to it."""
@@ -144,7 +145,7 @@ def _result(future, job: Job) -> LogRead:
                            f"({type(error).__name__}): no report") from None
 
 
-@dataclass
+@record
 class Refreshed:
     """The cache's entries brought up to date with the logs, and what reading found."""
 
@@ -188,7 +189,7 @@ def refresh(logs: dict[str, Path], wanted: set[str], entries: dict[str, LogEntry
     return refreshed
 
 
-@dataclass
+@record
 class Gathered:
     """The wanted turns of a report and what reading found, in the order of the session ids."""
 

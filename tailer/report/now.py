@@ -8,9 +8,9 @@ printable (a code is checked, but a terminal is owed the one rule for text it sh
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import tzinfo
 
+from ..records import record
 from ..printable import printable
 from ..turns.assembly import Turn
 from ..turns.in_flight import RUNNING, in_flight
@@ -18,7 +18,7 @@ from .figures import moment
 from .read import report_pattern
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class LegNowRow:
     """A leg of the plan: `state` done, running, pending or skipped; `model`, `calls` and
     `credits` its calls' so far while it runs, its own once done."""
@@ -34,7 +34,7 @@ class LegNowRow:
     credits: float
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class InFlightRow:
     """A turn in flight; `credits` are its model calls' so far (a lower bound when
     `credits_known` is false)."""

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator
 
+from ..records import record
 from ..copilot import events
 from ..copilot.problems import folder_problem
 from ..turns import session_state
@@ -24,7 +24,7 @@ from ..turns.assembly import Reconciliation, Turn
 from ..turns.in_flight import running
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Selection:
     """Which turns a report covers. None is no limit; times are unix nanoseconds."""
 

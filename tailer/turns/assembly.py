@@ -31,9 +31,10 @@ session shuts down, or when the caller decides the session has gone idle
 from __future__ import annotations
 
 from collections import Counter, OrderedDict
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from typing import Callable
 
+from ..records import record
 from ..copilot.events import (
     CommitStarted,
     Completed,
@@ -71,7 +72,7 @@ BETWEEN_CALLS = "between_calls"  # replayed; placed after the call that asked fo
 AT_COMMIT = "commit"  # replayed, and the log does not say when it ran: the replay's time
 
 
-@dataclass
+@record
 class ToolCall:
     """One tool run, from its start and complete events (either may be missing)."""
 
@@ -86,7 +87,7 @@ class ToolCall:
     timing: str = LIVE
 
 
-@dataclass
+@record
 class Turn:
     """Everything the log said about one turn, plus the figures derived from it.
 
@@ -437,7 +438,7 @@ def _merge_legs(first: LegEnded, second: LegEnded) -> LegEnded:
     return LegEnded(**merged)
 
 
-@dataclass
+@record
 class SessionContext:
     """What a session remembers between records besides its open turns (checkpointed).
 
@@ -460,7 +461,7 @@ class SessionContext:
 ALL_MODELS = "all models"
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Reconciliation:
     """Our sums next to the CLI's own totals for one run of a session.
 

@@ -13,8 +13,8 @@ them shows the open turns that are `running`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 
+from ..records import record
 from ..copilot.events import PlannedLeg
 from .assembly import Turn
 
@@ -25,7 +25,7 @@ DONE, RUNNING, PENDING, SKIPPED = "done", "running", "pending", "skipped"
 FALLBACK_PLAN = (PlannedLeg("primary", "solver", "root", False),)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class LegNow:
     """One leg of the plan (or one the plan did not name) as it stands.
 
@@ -43,7 +43,7 @@ class LegNow:
     calls: int = 0
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class InFlight:
     """An open turn: `kind` is fusion, fallback (a route failure) or ordinary; `calls` and
     `calls_nano_aiu` count every model call so far (credits are a lower bound when
