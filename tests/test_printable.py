@@ -148,7 +148,7 @@ def real_snapshot(tmp_path: Path) -> figures.Snapshot:
             for turn in wanted_turns(logs_, Selection(), reader)]
     return figures.snapshot(rows, now=START, tz=timezone.utc, sessions=1,
                                    skipped=reader.skipped(), filters={"model": "gpt"},
-                                   checks=reader.reconciliations)
+                                   checks=list(map(figures.check_figures, reader.reconciliations)))
 
 
 class StubLive:

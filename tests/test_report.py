@@ -17,7 +17,7 @@ from tailer.commands import cli
 from tailer.copilot import events
 from tailer.report import command as report
 from tailer.copilot.files import session_logs
-from tailer.report.figures import snapshot, turn_row
+from tailer.report.figures import check_figures, snapshot, turn_row
 from tailer.report.read import Selection, SessionReader, wanted_turns
 from tailer.turns.assembly import IDLE_TIMEOUT_S
 from tailerproc import ROOT, tailer_env
@@ -31,7 +31,7 @@ def figures_of(state_dir, selection=Selection(), tz=timezone.utc):
     logs = session_logs(state_dir)
     turns = [turn_row(turn, tz) for turn in wanted_turns(logs, selection, reader)]
     return snapshot(turns, now=NOW, tz=tz, sessions=len(logs), skipped=reader.skipped(),
-                    checks=reader.reconciliations)
+                    checks=list(map(check_figures, reader.reconciliations)))
 
 
 def test_every_turn_and_leg_as_the_log_holds_them(tmp_path):

@@ -464,8 +464,8 @@ def shown(live) -> tuple:
     """What a watch's table and live lines are made of."""
     rows = sorted((row.session_id, row.fusion_id, row.start, row.credits, row.outcome)
                   for row in live.turns)
-    return (rows, live.sessions, live.in_progress(), live.reader.skipped(),
-            len(live.reader.reconciliations))
+    checks = sorted(live.checks(), key=lambda check: (check.session_id, check.source, check.scope))
+    return rows, live.sessions, live.in_progress(), live.reader.skipped(), checks
 
 
 def test_watch_starts_from_the_cache_and_writes_it(tmp_path, monkeypatch):
@@ -570,24 +570,30 @@ def test_turn_texts_that_do_not_add_up_are_damage_even_under_a_right_digest(tmp_
     damaged, whatever its digest says, and the report is made from the logs."""
     state, environ, expected = warm_state(tmp_path, "texts")
     path, head, index, texts = cache_parts(environ, state)
-    assert json.loads(index) and texts.startswith(b'{"session_id":')
+    assert json.loads(index) and texts.startswith(b'{"position":')  # the log's state, then its turns
     for cut in (texts[:-1], texts + b"x"):
         digest = hashlib.sha256(index + cut).hexdigest()
         path.write_bytes(json.dumps({**head, "digest": digest}).encode() + b"\n" + index + cut)
         assert_rebuilt(path, state, environ, expected)
 
 
-@pytest.mark.parametrize("index_bytes, turn_length", [
-    (2**62, None), (-1, None), ("12", None), (None, None), ("right", 2**62), ("right", -1)])
-def test_a_length_past_the_files_end_is_damage_not_a_memory_error(tmp_path, index_bytes, turn_length):
-    """The header's length of the entries and each turn's length are at most what the file
-    still holds: a damaged one is one line, never an attempt to read 2**62 bytes."""
+@pytest.mark.parametrize("index_bytes, turn_length, state_length", [
+    (2**62, None, None), (-1, None, None), ("12", None, None), (None, None, None),
+    ("right", 2**62, None), ("right", -1, None), ("right", None, 2**62), ("right", None, -1)])
+def test_a_length_past_the_files_end_is_damage_not_a_memory_error(tmp_path, index_bytes, turn_length,
+                                                                   state_length):
+    """The header's length of the entries, each log's state's and each turn's length are
+    at most what the file still holds: a damaged one is one line, never an attempt to read
+    2**62 bytes."""
     state, environ, expected = warm_state(tmp_path, "lengths")
     path, head, index, texts = cache_parts(environ, state)
-    if turn_length is not None:
+    if turn_length is not None or state_length is not None:
         entries = json.loads(index)
         [entry] = entries.values()
-        entry[3][0][cache.PRINTED_AT][0] = turn_length
+        if turn_length is not None:
+            entry[3][0][cache.PRINTED_AT][0] = turn_length
+        if state_length is not None:
+            entry[2] = state_length
         index = json.dumps(entries, separators=(",", ":")).encode()
     if index_bytes == "right":
         index_bytes = len(index)

@@ -63,7 +63,7 @@ def snapshot_of(state_dir):
     turns = [report_figures.turn_row(turn, timezone.utc)
              for turn in wanted_turns(logs, Selection(), reader)]
     return report_figures.snapshot(turns, now=NOW, tz=timezone.utc, sessions=len(logs), skipped=reader.skipped(),
-                    checks=reader.reconciliations)
+                    checks=list(map(report_figures.check_figures, reader.reconciliations)))
 
 
 def write_page(snap, path):

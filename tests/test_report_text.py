@@ -16,7 +16,7 @@ import pytest
 from report_helpers import report_json, run_report, write_month
 from sessiongen import START, SessionWriter, every_pattern, whole_session
 from tailer.copilot.files import session_logs
-from tailer.report.figures import snapshot, turn_row
+from tailer.report.figures import check_figures, snapshot, turn_row
 from tailer.report.read import Selection, SessionReader, wanted_turns
 from tailer.report.table import render_table
 from tailer.report.text import CSV_COLUMNS, render_calls_csv, render_csv, render_json
@@ -32,7 +32,7 @@ def snap_of(state_dir):
     rows = [turn_row(turn, timezone.utc) for turn in wanted_turns(logs, Selection(), reader)]
     return snapshot(rows, now=NOW, tz=timezone.utc, sessions=len(logs),
                     skipped=reader.skipped(),
-                    checks=reader.reconciliations)
+                    checks=list(map(check_figures, reader.reconciliations)))
 
 
 def test_table_fits_its_width_with_long_names(tmp_path):

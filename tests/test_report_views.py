@@ -18,7 +18,7 @@ from test_report import figures_of
 from tailer.copilot.events import Usage
 from tailer.report.html import render as render_html
 from tailer.copilot.files import session_logs
-from tailer.report.figures import snapshot, turn_row
+from tailer.report.figures import check_figures, snapshot, turn_row
 from tailer.report.read import Selection, SessionReader, wanted_turns
 from tailer.report.table import render_table
 from tailer.report.text import render_calls_csv, render_csv, render_json
@@ -94,7 +94,7 @@ def test_by_model_is_a_models_whole_use_as_the_cli_counts_it(tmp_path, where):
         state = record.recorded((ROOT / "tests/realcli/VERSION").read_text().strip())[0]
     reader = SessionReader()
     rows = [turn_row(turn, timezone.utc) for turn in wanted_turns(session_logs(state), Selection(), reader)]
-    snap = snapshot(rows, now=NOW, tz=timezone.utc, checks=reader.reconciliations)
+    snap = snapshot(rows, now=NOW, tz=timezone.utc, checks=list(map(check_figures, reader.reconciliations)))
     assert any(t.kind == "ordinary" for t in snap.turns)
     cli = _clis_totals(reader.reconciliations)
     ours = {use.name: use for use in snap.by_model}
@@ -306,7 +306,7 @@ def test_each_output_shows_the_same_with_only_the_groupings_it_asks_for(tmp_path
     rows = [turn_row(turn, timezone.utc) for turn in wanted_turns(session_logs(tmp_path), Selection(), reader)]
 
     def snap(groupings):
-        return snapshot(rows, now=NOW, tz=timezone.utc, checks=reader.reconciliations,
+        return snapshot(rows, now=NOW, tz=timezone.utc, checks=list(map(check_figures, reader.reconciliations)),
                         groupings=groupings)
 
     every = snap(GROUPINGS)

@@ -10,7 +10,8 @@ written nowhere. The folder is made 0700 and the file 0600. Per session log it h
   that was looked at;
 - where reading stopped and the open turns there, in the daemon's own saved form
   (tailer/turns/session_state.py): the position with the digest of the bytes before it,
-  the open turns' records, the keys of the finished turns, the ledgers;
+  the open turns' records, the keys of the finished turns, the ledgers; kept as its JSON,
+  parsed only where the log is read on;
 - the rows of the turns it finished (figures.turn_data, in no time zone), the rows its open
   turns give when finished as they stand, the CLI's totals checked, the damaged lines.
 
@@ -18,11 +19,11 @@ Metadata only: what the report's JSON shows and what the daemon's checkpoint kee
 
 The file is a header line (what it is, the tailer's version, the cache format, the length
 of the entries, the digest of the rest); the entries as one JSON object, in which each
-turn's JSON as the report prints it (figures.TurnJson, with its model calls and tools most
-of the bytes) is there by its length only; then those texts one after another. Loading it
-is one parse of the entries and a read of each text, never parsed, and a log is then
-looked at with one stat: a warm report of thousands of sessions costs little more than
-listing them. A file that cannot be read, is damaged
+log's state and each turn's JSON as the report prints it (figures.TurnJson, with its model
+calls and tools most of the bytes) are there by their lengths only; then those texts one
+after another, an entry's state first. Loading it is one parse of the entries and a read
+of each text, never parsed, and a log is then looked at with one stat: a warm report of
+thousands of sessions costs little more than listing them. A file that cannot be read, is damaged
 (its digest says so, whatever the damage) or comes from another version is ignored with
 one line on stderr and made again. It is replaced in one step (tailer/atomic_file.py), so
 two reports at once each read a whole file; the last to finish wins, and each file is
@@ -50,7 +51,7 @@ from ..saved_state import mapping, sequence, whole
 from .figures import PRINTED_AT
 
 KIND = "hydrafusion report cache"
-FORMAT = 3
+FORMAT = 4
 MAX_BYTES = 128 << 20
 MAX_FILES = 4
 # A log modified this close before it was looked at may change again within the file
@@ -84,7 +85,7 @@ class LogEntry:
 
     identity: list[int]  # device, inode, size, modification time (ns), before it was read
     seen_ns: int  # when the identity was looked at
-    state: dict  # session_state.session_to_state: position, open turns, finished keys
+    state: bytes  # the JSON of session_state.session_to_state: position, open turns, finished keys
     turns: list[list]  # the finished turns' rows (figures.turn_data)
     open_turns: list[list]  # the open turns' rows, finished as they stand
     checks: list[list]  # the CLI's totals checked (gather.check_data)
@@ -95,18 +96,18 @@ class LogEntry:
         return now == self.identity and now[3] < self.seen_ns - RECENT_NS
 
     def to_data(self) -> tuple[list, list[str]]:
-        """The entry as the cache writes it: its data, each turn's TurnJson with its text
-        replaced by the text's length, and those texts in order."""
-        texts = [row[PRINTED_AT][0] for row in (*self.turns, *self.open_turns)]
+        """The entry as the cache writes it: its data, its state and each turn's TurnJson
+        with its text replaced by the text's length, and those texts in order."""
+        texts = [self.state, *(row[PRINTED_AT][0] for row in (*self.turns, *self.open_turns))]
         turns, open_turns = ([_with_text_length(row) for row in rows] for rows in (self.turns, self.open_turns))
-        return [self.identity, self.seen_ns, self.state, turns, open_turns, self.checks,
+        return [self.identity, self.seen_ns, len(self.state), turns, open_turns, self.checks,
                 self.damaged_lines], texts
 
     @classmethod
     def from_data(cls, data: object) -> "LogEntry":
         """ValueError when `data` is not shaped as to_data writes it (its state is checked
-        where it is read on: session_state.check). Its turns' TurnJson texts are then their
-        lengths, until load reads the texts."""
+        where it is read on: session_state.check). Its state and its turns' TurnJson texts
+        are then their lengths, until load reads the texts."""
         values = sequence(data, "a cache entry")
         if len(values) != 7:
             raise ValueError("a cache entry is not a list of 7")
@@ -115,7 +116,7 @@ class LogEntry:
             raise ValueError("a log's identity is not 4 numbers")
         for number in found:
             whole(number, "a log's identity")
-        return cls(found, whole(seen_ns, "when a log was seen"), mapping(state, "a log's state"),
+        return cls(found, whole(seen_ns, "when a log was seen"), whole(state, "the length of a log's state"),
                    sequence(turns, "a log's turns"), sequence(open_turns, "a log's open turns"),
                    sequence(checks, "a log's checks"), whole(damaged, "a log's damaged lines"))
 
@@ -154,6 +155,9 @@ def _read(handle) -> tuple[dict[str, LogEntry], str | None]:
         sessions = mapping(json.loads(index), "the cache's sessions")
         entries = {session_id: LogEntry.from_data(entry) for session_id, entry in sessions.items()}
         for entry in entries.values():
+            entry.state = handle.read(whole(entry.state, "the length of a log's state", left))
+            left -= len(entry.state)
+            digest.update(entry.state)
             for row in (*entry.turns, *entry.open_turns):
                 printed = sequence(sequence(row, "a cached turn")[PRINTED_AT], "a turn's JSON")
                 length = whole(printed[0], "the length of a turn's JSON", left)

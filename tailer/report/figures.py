@@ -348,7 +348,7 @@ def snapshot(
     sessions: int = 0,
     skipped: dict[str, int] | None = None,
     filters: dict[str, str] | None = None,
-    checks: list[Reconciliation] = (),
+    checks: list[Check] = (),
     in_flight: list = (),
     groupings: tuple[str, ...] = GROUPINGS,
 ) -> Snapshot:
@@ -378,7 +378,7 @@ def snapshot(
         router=router(fusion),
         **{f"by_{name}": groups(fusion, tallies, key) if name in groupings else None
            for name, key in GROUP_KEYS.items()},
-        reconciliation=[_check(check) for check in checks],
+        reconciliation=list(checks),
         turns=rows,
         in_flight=list(in_flight),
     )
@@ -682,7 +682,9 @@ def groups(rows: list[TurnRow], tallies: list[tuple[int, ...]], key) -> list[Gro
     return figures
 
 
-def _check(check: Reconciliation) -> Check:
+def check_figures(check: Reconciliation) -> Check:
+    """A check of the CLI's totals as the report shows it: what a report's cache keeps of it,
+    10,000 of them where a watch of 10,000 sessions starts."""
     differences = []
     for model in sorted(check.ours.keys() | check.theirs.keys()) if check.ours != check.theirs else ():
         ours, theirs = check.ours.get(model, Usage()), check.theirs.get(model, Usage())

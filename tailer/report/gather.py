@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import gc
+import json
 import os
 from contextlib import contextmanager
 from dataclasses import field
@@ -25,14 +26,13 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from ..records import record
-from ..copilot.events import Usage
 from ..printable import printable
 from ..turns import session_state
-from ..turns.assembly import IDLE_TIMEOUT_S, Reconciliation, Turn
+from ..turns.assembly import IDLE_TIMEOUT_S, Turn
 from ..turns.in_flight import running
 from . import cache
 from .cache import LogEntry
-from .figures import TurnRow, row_from_data, turn_data
+from .figures import Check, TurnRow, check_figures, row_from_data, turn_data
 from .read import Selection, SessionReader
 
 # A worker starts as a copy of this process (the only way that does not run the command
@@ -60,11 +60,11 @@ def pool_size(workers: int, jobs: int) -> int:
 
 @record(frozen=True)
 class Job:
-    """A log to read, from the state the cache holds (None: from its start)."""
+    """A log to read, from the state the cache holds, as its JSON (None: from its start)."""
 
     session_id: str
     path: Path
-    state: dict | None
+    state: bytes | None
     to_read: int  # bytes past where reading stopped: the biggest jobs go first
 
 
@@ -79,7 +79,7 @@ class LogRead:
     open_turns: list[list]
     checks: list[list]
     damaged_lines: int
-    state: dict
+    state: bytes  # the JSON of SessionReader.state
     problem: str | None  # why the log could not be read: it then gives nothing
 
 
@@ -89,16 +89,16 @@ def read_log(job: Job) -> LogRead:
     state = job.state
     if state is not None:
         try:
-            reader.resume(job.session_id, job.path, state)
+            reader.resume(job.session_id, job.path, json.loads(state))
         except (ValueError, KeyError, TypeError):
             state = None  # not shaped as saved: read the log from its start
     turns = [turn_data(turn) for turn in reader.read(job.session_id, job.path)]
     if state is not None and reader.rewritten(job.session_id):
         return read_log(dataclasses.replace(job, state=None))
-    saved = reader.state(job.session_id)
+    saved = json.dumps(reader.state(job.session_id), separators=(",", ":")).encode("ascii")
     open_turns = [turn_data(turn) for turn in reader.finish(job.session_id)]
     return LogRead(job.session_id, state is None, turns, open_turns,
-                   [check_data(check) for check in reader.reconciliations],
+                   [check_data(check_figures(check)) for check in reader.reconciliations],
                    reader.damaged_lines, saved, reader.problems.get(job.session_id))
 
 
@@ -195,7 +195,7 @@ class Gathered:
 
     rows: list[TurnRow] = field(default_factory=list)
     in_flight: list[Turn] = field(default_factory=list)  # open at the logs' ends, running
-    checks: list[Reconciliation] = field(default_factory=list)
+    checks: list[Check] = field(default_factory=list)
     damaged_lines: int = 0
     problems: dict[str, str] = field(default_factory=dict)  # session id -> why it was not read
     cache_problem: str | None = None  # one line: the cache was ignored, or not saved
@@ -269,7 +269,7 @@ def _at_end(session_id: str, entry: LogEntry, now: float) -> tuple[list[list], l
     log is idle, else those no longer running), and the turns still running."""
     if not entry.open_turns or now - entry.identity[3] / 1e9 >= IDLE_TIMEOUT_S:
         return entry.open_turns, []
-    flying = [turn for turn in session_state.turns_from_state(session_id, entry.state).open_turns
+    flying = [turn for turn in session_state.turns_from_state(session_id, json.loads(entry.state)).open_turns
               if running(turn)]
     keys = {turn.key for turn in flying}
     return [data for data in entry.open_turns if data[3] not in keys], flying
@@ -300,21 +300,11 @@ def _merged(old: LogEntry | None, read: LogRead, now: list[int], seen_ns: int) -
                     old.checks + read.checks, old.damaged_lines + read.damaged_lines)
 
 
-def check_data(check: Reconciliation) -> list:
-    """A check of the CLI's totals as the cache keeps it."""
-    return [check.session_id, check.source, check.time_ns, check.scope, _usages(check.ours),
-            _usages(check.theirs), sorted(check.unpriced)]
+def check_data(check: Check) -> list:
+    """A check of the CLI's totals as the cache keeps it: the figures the report shows."""
+    return [check.session_id, check.source, check.scope, check.agrees, check.differences]
 
 
-def check_from_data(data: list) -> Reconciliation:
-    session_id, source, time_ns, scope, ours, theirs, unpriced = data
-    return Reconciliation(session_id, source, time_ns, scope, _usages_from(ours),
-                          _usages_from(theirs), frozenset(unpriced))
-
-
-def _usages(usages: dict[str, Usage]) -> dict[str, list[int]]:
-    return {model: list(dataclasses.astuple(usage)) for model, usage in usages.items()}
-
-
-def _usages_from(data: dict[str, list[int]]) -> dict[str, Usage]:
-    return {model: Usage(*figures) for model, figures in data.items()}
+def check_from_data(data: list) -> Check:
+    session_id, source, scope, agrees, differences = data
+    return Check(session_id, source, scope, agrees, differences)

@@ -16,6 +16,7 @@ on screen and exits with 0.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import sys
@@ -27,7 +28,7 @@ from typing import Callable, Iterable, TextIO
 from ..printable import printable
 from ..wording import counted
 from . import gather
-from .figures import TurnRow, snapshot, turn_row
+from .figures import Check, TurnRow, check_figures, snapshot, turn_row
 from .now import InFlightRow, in_flight_row, render_now
 from .read import Selection, SessionReader
 from .table import call_models, leg_label, render_table
@@ -59,17 +60,22 @@ class LiveTurns:
         self.cache_path = cache_path
         self.cache_problem: str | None = None  # one line: the cache was ignored, or not saved
         self.reader = SessionReader()
+        self.cached_checks: list[Check] = []  # of the logs as the cache held them
         self.turns: list[TurnRow] = []
         self.last: TurnRow | None = None  # the turn that ended last
         self._last_end_ns = 0
         self._logs: dict[str, Path] = {}
         self._open: set[str] = set()  # sessions with turns still open
         self._first = True
-        self._resume: dict[str, dict] = {}  # session id -> its cached state, until it changes
+        self._resume: dict[str, bytes] = {}  # session id -> its cached state's JSON, until it changes
 
     @property
     def sessions(self) -> int:
         return len(self._logs)
+
+    def checks(self) -> list[Check]:
+        """The CLI's totals checked: those the cache held, then those read since."""
+        return self.cached_checks + [check_figures(check) for check in self.reader.reconciliations]
 
     def in_progress(self) -> int:
         return sum(self.reader.open_turns(session_id) for session_id in self._open)
@@ -115,12 +121,12 @@ class LiveTurns:
             entry = refreshed.entries[session_id]
             self._logs[session_id] = logs[session_id]
             self.reader.damaged_lines += entry.damaged_lines
-            self.reader.reconciliations += map(gather.check_from_data, entry.checks)
+            self.cached_checks += map(gather.check_from_data, entry.checks)
             # Not the open turns: they are in progress, as a pass leaves them.
             for row, end_ns in gather.wanted_rows(entry.turns, self.selection, self.zone):
                 self._keep(row, end_ns)
             self._resume[session_id] = entry.state
-            if entry.state.get("open"):
+            if entry.open_turns:  # a row for each open turn of its state
                 self._reader_of(session_id)
                 self._open.add(session_id)
 
@@ -129,7 +135,7 @@ class LiveTurns:
         saved = self._resume.pop(session_id, None)
         if saved is not None:
             try:
-                self.reader.resume(session_id, self._logs[session_id], saved)
+                self.reader.resume(session_id, self._logs[session_id], json.loads(saved))
             except (ValueError, KeyError, TypeError):  # not as saved: read it from its start
                 self.turns = [row for row in self.turns if row.session_id != session_id]
                 self.cache_problem = (f"the cache is damaged: session {printable(session_id)} "
@@ -166,7 +172,7 @@ def table(live: LiveTurns, filters: dict[str, str], *, now: datetime, columns: i
     """The table as it fits under the live lines: the costly part of a frame (its figures
     are made again from every turn), so it is made only when `table_key` changes."""
     snap = snapshot(live.turns, now=now, tz=live.zone, sessions=live.sessions, skipped=live.reader.skipped(),
-                    filters=filters, checks=live.reader.reconciliations, groupings=("day",))
+                    filters=filters, checks=live.checks(), groupings=("day",))
     return render_table(snap, width=min(MAX_WIDTH, columns), color=color,
                         height=max(rows - 4, 1))
 
@@ -176,7 +182,8 @@ def table_key(live: LiveTurns, size: os.terminal_size, now: datetime) -> tuple:
     checked, the terminal's size and the UTC offset (a daylight saving time change).
     Turns and checks are only ever added, so their numbers tell when they changed."""
     return (len(live.turns), live.sessions, tuple(live.reader.skipped().values()),
-            len(live.reader.reconciliations), tuple(size), now.astimezone(live.zone).utcoffset())
+            len(live.cached_checks) + len(live.reader.reconciliations), tuple(size),
+            now.astimezone(live.zone).utcoffset())
 
 
 def frame(live: LiveTurns, table_text: str, *, now: datetime, columns: int, rows: int,
