@@ -13,7 +13,6 @@ Bounded for CI; HYDRAFUSION_LONG_TESTS=1 runs many more and longer sequences.
 """
 
 import contextlib
-import hashlib
 import io
 import json
 import os
@@ -23,6 +22,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import zlib
 from datetime import timedelta
 from pathlib import Path
 
@@ -564,16 +564,16 @@ def assert_rebuilt(path: Path, state: Path, environ: dict[str, str], expected: d
     assert len(cache_lines(stderr)) == 1 and "the cache is damaged" in stderr
 
 
-def test_turn_texts_that_do_not_add_up_are_damage_even_under_a_right_digest(tmp_path):
+def test_turn_texts_that_do_not_add_up_are_damage_even_under_a_right_crc(tmp_path):
     """After the header come the entries (`index_bytes` long), each turn's JSON there by
     its length, then those texts back to back: a file whose lengths and texts disagree is
-    damaged, whatever its digest says, and the report is made from the logs."""
+    damaged, whatever its CRC says, and the report is made from the logs."""
     state, environ, expected = warm_state(tmp_path, "texts")
     path, head, index, texts = cache_parts(environ, state)
     assert json.loads(index) and texts.startswith(b'{"position":')  # the log's state, then its turns
     for cut in (texts[:-1], texts + b"x"):
-        digest = hashlib.sha256(index + cut).hexdigest()
-        path.write_bytes(json.dumps({**head, "digest": digest}).encode() + b"\n" + index + cut)
+        crc = f"{zlib.crc32(index + cut):08x}"
+        path.write_bytes(json.dumps({**head, "crc32": crc}).encode() + b"\n" + index + cut)
         assert_rebuilt(path, state, environ, expected)
 
 
@@ -597,6 +597,6 @@ def test_a_length_past_the_files_end_is_damage_not_a_memory_error(tmp_path, inde
         index = json.dumps(entries, separators=(",", ":")).encode()
     if index_bytes == "right":
         index_bytes = len(index)
-    head = {**head, "index_bytes": index_bytes, "digest": hashlib.sha256(index + texts).hexdigest()}
+    head = {**head, "index_bytes": index_bytes, "crc32": f"{zlib.crc32(index + texts):08x}"}
     path.write_bytes(json.dumps(head).encode() + b"\n" + index + texts)
     assert_rebuilt(path, state, environ, expected)

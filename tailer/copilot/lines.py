@@ -29,7 +29,6 @@ newline), and the peak memory of a backfill is the few lines of several MB its l
 
 from __future__ import annotations
 
-import hashlib
 import os
 import stat
 from pathlib import Path
@@ -86,6 +85,8 @@ def _is_count(value) -> bool:
 
 
 def _digest(data: bytes) -> str:
+    import hashlib  # here: a report over unchanged logs reads none, and OpenSSL costs its start-up
+
     return hashlib.sha256(data).hexdigest()[:32]
 
 

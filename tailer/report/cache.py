@@ -2,7 +2,7 @@
 bytes appended since.
 
 One file per state folder, in `$XDG_CACHE_HOME/hydrafusion/report/` (else
-`~/.cache/hydrafusion/report/`), named by a digest of the folder's path: the path itself is
+`~/.cache/hydrafusion/report/`), named by checksums of the folder's path: the path itself is
 written nowhere. The folder is made 0700 and the file 0600. Per session log it holds a
 `LogEntry`:
 
@@ -18,13 +18,13 @@ written nowhere. The folder is made 0700 and the file 0600. Per session log it h
 Metadata only: what the report's JSON shows and what the daemon's checkpoint keeps.
 
 The file is a header line (what it is, the tailer's version, the cache format, the length
-of the entries, the digest of the rest); the entries as one JSON object, in which each
+of the entries, the CRC-32 of the rest); the entries as one JSON object, in which each
 log's state and each turn's JSON as the report prints it (figures.TurnJson, with its model
 calls and tools most of the bytes) are there by their lengths only; then those texts one
 after another, an entry's state first. Loading it is one parse of the entries and a read
 of each text, never parsed, and a log is then looked at with one stat: a warm report of
 thousands of sessions costs little more than listing them. A file that cannot be read, is damaged
-(its digest says so, whatever the damage) or comes from another version is ignored with
+(its CRC says so, whatever the damage) or comes from another version is ignored with
 one line on stderr and made again. It is replaced in one step (tailer/atomic_file.py), so
 two reports at once each read a whole file; the last to finish wins, and each file is
 right, since every entry is checked against its log before it is trusted.
@@ -37,11 +37,11 @@ MAX_FILES state folders, the file written longest ago is deleted.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import stat
 import time
+import zlib
 from pathlib import Path
 
 from ..records import record
@@ -51,7 +51,7 @@ from ..saved_state import mapping, sequence, whole
 from .figures import PRINTED_AT
 
 KIND = "hydrafusion report cache"
-FORMAT = 4
+FORMAT = 5
 MAX_BYTES = 128 << 20
 MAX_FILES = 4
 # A log modified this close before it was looked at may change again within the file
@@ -67,7 +67,10 @@ def cache_file(environ: dict[str, str], state_dir: Path) -> Path | None:
         if not home:
             return None
         base = os.path.join(home, ".cache")
-    name = hashlib.sha256(os.fsencode(state_dir.resolve())).hexdigest()[:32]
+    path = os.fsencode(state_dir.resolve())
+    # Checksums are enough (and spare every report hashlib's OpenSSL): were two folders'
+    # names the same, each report would find the other's sessions gone and drop them.
+    name = f"{zlib.crc32(path):08x}{zlib.adler32(path):08x}"
     return Path(base, "hydrafusion", "report", f"{name}.json")
 
 
@@ -135,7 +138,7 @@ def load(path: Path) -> tuple[dict[str, LogEntry], str | None]:
 
 def _read(handle) -> tuple[dict[str, LogEntry], str | None]:
     """The file read part by part, each turn's JSON text on its own: the file is never in
-    memory whole beside what is made of it (a month's cache is some 50 MB). The digest is
+    memory whole beside what is made of it (a month's cache is some 50 MB). The CRC is
     known once all is read, so what a damaged file gave is then dropped."""
     try:
         head = mapping(json.loads(handle.readline()), "the cache's header")
@@ -151,22 +154,22 @@ def _read(handle) -> tuple[dict[str, LogEntry], str | None]:
         index_bytes = whole(head.get("index_bytes"), "the length of the cache's entries", left)
         index = handle.read(index_bytes)
         left -= index_bytes
-        digest = hashlib.sha256(index)
+        crc = zlib.crc32(index)
         sessions = mapping(json.loads(index), "the cache's sessions")
         entries = {session_id: LogEntry.from_data(entry) for session_id, entry in sessions.items()}
         for entry in entries.values():
             entry.state = handle.read(whole(entry.state, "the length of a log's state", left))
             left -= len(entry.state)
-            digest.update(entry.state)
+            crc = zlib.crc32(entry.state, crc)
             for row in (*entry.turns, *entry.open_turns):
                 printed = sequence(sequence(row, "a cached turn")[PRINTED_AT], "a turn's JSON")
                 length = whole(printed[0], "the length of a turn's JSON", left)
                 printed[0] = handle.read(length)
                 left -= length
-                digest.update(printed[0])
+                crc = zlib.crc32(printed[0], crc)
     except (ValueError, TypeError, IndexError):
         return {}, "is damaged"
-    if handle.read(1) or digest.hexdigest() != head.get("digest"):
+    if handle.read(1) or f"{crc:08x}" != head.get("crc32"):
         return {}, "is damaged"
     return entries, None
 
@@ -186,12 +189,12 @@ def save(path: Path, entries: dict[str, LogEntry]) -> None:
         size -= len(piece) + sum(map(len, texts))
     # ASCII: json.dumps escapes every other character.
     index = ("{" + ",".join(piece for piece, _ in pieces.values()) + "}").encode("ascii")
-    digest = hashlib.sha256(index)
+    crc = zlib.crc32(index)
     for _, texts in pieces.values():
         for text in texts:
-            digest.update(text)
+            crc = zlib.crc32(text, crc)
     header = json.dumps({"kind": KIND, "version": __version__, "format": FORMAT,
-                         "index_bytes": len(index), "digest": digest.hexdigest()}).encode("utf-8")
+                         "index_bytes": len(index), "crc32": f"{crc:08x}"}).encode("utf-8")
     _make_folder(path.parent)
 
     def write(handle) -> None:

@@ -36,7 +36,6 @@ from ..wording import counted
 from .cache import cache_file
 from .figures import GROUPINGS, snapshot
 from .gather import WorkerFailed, default_jobs, gather
-from .now import in_flight_row
 from .read import Selection
 from ..copilot.problems import folder_problem, state_dir_problem
 
@@ -300,8 +299,12 @@ def _report(args: argparse.Namespace, environ: dict[str, str], state_dir: Path,
             problems[session_id] = folder_problem(session_id, error)
     for problem in sorted(problems.values()):
         print(f"hydrafusion-tailer report: {problem}", file=sys.stderr)
-    in_flight = [in_flight_row(turn, round(now.timestamp() * 1e9), zone)
-                 for turn in gathered.in_flight]
+    in_flight = []
+    if gathered.in_flight:
+        from .now import in_flight_row  # here: turns are seldom running, and it costs start-up
+
+        in_flight = [in_flight_row(turn, round(now.timestamp() * 1e9), zone)
+                     for turn in gathered.in_flight]
     figures = snapshot(gathered.rows, now=now, tz=zone, sessions=len(wanted),
                        skipped={"damaged_lines": gathered.damaged_lines,
                                 "unreadable_logs": len(problems)},

@@ -6,7 +6,6 @@ report_table.py).
 
 from __future__ import annotations
 
-import csv
 import io
 import json
 from typing import Iterator
@@ -47,7 +46,7 @@ def render_csv(snap: Snapshot) -> str:
     `legs`, `model_calls[].leg` and `tools[].leg`. A turn without legs (an ordinary turn, or a fusion turn the CLI
     stopped right after routing) gets one row with the leg columns empty."""
     out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
+    writer = _csv_writer(out)
     writer.writerow(CSV_COLUMNS)
     for turn in snap.turns:
         head = _turn_cells(turn)
@@ -69,7 +68,7 @@ def render_calls_csv(snap: Snapshot) -> str:
     """One row per model call (usage record), fusion and ordinary turns alike; `leg` is the
     index (from 0) of the leg it served in its turn, empty for an ordinary turn's calls."""
     out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
+    writer = _csv_writer(out)
     writer.writerow(CALL_COLUMNS)
     for turn in snap.turns:
         head = _turn_cells(turn)
@@ -119,7 +118,7 @@ def render_groups_csv(snap: Snapshot, by: str, *, order: str = "asc",
     and the router's policy versions first seen in it, space-separated; `breakdown` adds a
     row per model with its credits under each."""
     out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
+    writer = _csv_writer(out)
     writer.writerow(GROUP_COLUMNS)
     groups = getattr(snap, f"by_{by}")
     for group in groups[::-1] if order == "desc" else groups:
@@ -131,3 +130,9 @@ def render_groups_csv(snap: Snapshot, by: str, *, order: str = "asc",
             for model, credits in sorted(group.credits_by_model.items()):
                 writer.writerow(_cells([by, group.key, model, None, credits] + [None] * 6))
     return out.getvalue()
+
+
+def _csv_writer(out: io.StringIO):
+    import csv  # here: the JSON report, the one this module writes most, needs none
+
+    return csv.writer(out, lineterminator="\n")
