@@ -54,6 +54,7 @@ KIND = "hydrafusion report cache"
 FORMAT = 5
 MAX_BYTES = 128 << 20
 MAX_FILES = 4
+READ_BUFFER = 1 << 20
 # A log modified this close before it was looked at may change again within the file
 # system's time granularity, leaving the same time and size: it is checked by reading.
 RECENT_NS = 2_000_000_000
@@ -128,7 +129,8 @@ def load(path: Path) -> tuple[dict[str, LogEntry], str | None]:
     """The entries of the cache at `path`, and why it was ignored (None: it was not, or
     there is none yet)."""
     try:
-        with open(path, "rb") as handle:
+        # A big buffer: the texts are read one at a time, most of them a few kB.
+        with open(path, "rb", buffering=READ_BUFFER) as handle:
             return _read(handle)
     except FileNotFoundError:
         return {}, None
