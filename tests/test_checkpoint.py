@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import dataclasses
 import json
 import os
 import threading
@@ -20,6 +19,7 @@ import pytest
 
 from exposition_helpers import saved_series
 from sessiongen import START, SessionWriter
+from tailer import records
 from tailer.copilot import events
 from tailer.daemon import checkpoint
 from tailer.daemon import service
@@ -322,20 +322,20 @@ def test_the_daemon_moves_a_refused_checkpoint_aside(tmp_path):
 def test_every_field_of_every_record_has_its_check():
     """A record field the checker does not know would refuse every checkpoint."""
     for cls in session_state._RECORD_CHECKS:
-        assert set(session_state._RECORD_CHECKS[cls]) == {f.name for f in dataclasses.fields(cls)}
+        assert set(session_state._RECORD_CHECKS[cls]) == {f.name for f in records.fields(cls)}
 
 
 def test_a_number_field_is_checked_by_what_it_measures_not_by_its_type():
     """An int that is no timestamp must not pass as one: it needs a check of its own."""
-    @dataclasses.dataclass
+    @records.record
     class Counted:
         time_ns: int
         attempts: int
 
-    assert session_state._field_check(Counted, dataclasses.fields(Counted)[0]) is \
+    assert session_state._field_check(Counted, records.fields(Counted)[0]) is \
         session_state._time_ns
     with pytest.raises(TypeError, match="attempts"):
-        session_state._field_check(Counted, dataclasses.fields(Counted)[1])
+        session_state._field_check(Counted, records.fields(Counted)[1])
     with pytest.raises(ValueError):
         session_state._RECORD_CHECKS[events.ModelCall]["duration_ms"](-1.0, "a duration")
 

@@ -5,7 +5,6 @@ and is counted; a key that is no id damages its line; every value the real CLI, 
 fixtures and the session generator write is a code; and docs/TRACES.md's table is the code's.
 """
 
-import dataclasses
 import json
 import re
 from pathlib import Path
@@ -15,6 +14,7 @@ from hypothesis import given, strategies as st
 from exposition_helpers import samples
 from poison import FRAGMENTS, POISON, write_poisoned_sessions
 from sessiongen import every_pattern, whole_session
+from tailer import records
 from tailer import codes
 from tailer.copilot import events
 from tailer.commands import scrub
@@ -120,7 +120,7 @@ def test_a_code_field_holds_a_code_other_or_nothing(field, text):
     """A record made with any text in any code field keeps it only when it is a code."""
     record_type, name = field
     kind = dict(events.CODE_FIELDS[record_type])[name]
-    values = {f.name: _filler(f.type) for f in dataclasses.fields(record_type) if f.init}
+    values = {f.name: _filler(f.type) for f in records.fields(record_type)}
     values[name] = {"tuple": (text,), "dict": {text: events.Usage()}}.get(
         type(values[name]).__name__, text)
     record = record_type(**values)

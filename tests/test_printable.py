@@ -33,6 +33,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from sessiongen import START, SessionWriter, whole_session
+from tailer import records
 from tailer.commands import doctor
 from tailer.outputs import logs
 from tailer.report import figures
@@ -125,15 +126,15 @@ def hostile(value, name: str = "", keep: frozenset = frozenset()):
     if isinstance(value, figures.TurnRow):
         # Its model calls and tools are kept as JSON text (figures.TurnJson): made again of
         # the hostile row and hostile calls and tools, as the report makes it.
-        row = dataclasses.replace(value, **{
+        row = records.replace(value, **{
             field.name: hostile(getattr(value, field.name), field.name, keep)
-            for field in dataclasses.fields(value) if field.name != "printed"})
+            for field in records.fields(value) if field.name != "printed"})
         row.printed = figures.turn_json(row, hostile(value.model_calls, "", keep), hostile(value.tools, "", keep))
         return row
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return dataclasses.replace(value, **{
+    if records.is_record(value) and not isinstance(value, type):
+        return records.replace(value, **{
             field.name: hostile(getattr(value, field.name), field.name, keep)
-            for field in dataclasses.fields(value) if field.init})
+            for field in records.fields(value)})
     return value
 
 

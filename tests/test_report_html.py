@@ -1,6 +1,5 @@
 """The HTML report, opened in headless Chromium: what it shows must be what the data holds."""
 
-import dataclasses
 import re
 import tempfile
 from datetime import datetime, timedelta, timezone
@@ -10,6 +9,7 @@ import pytest
 
 from chromium import Browser, needs_chromium
 from sessiongen import START, SessionWriter, every_pattern, whole_session
+from tailer import records
 from tailer.report import figures as report_figures
 from tailer.report import html as report_html
 from tailer.copilot import events
@@ -175,7 +175,7 @@ def many_turns(count):
     for number in range(count):
         row = rows[number % len(rows)]
         start = datetime.fromisoformat(row.start) + timedelta(minutes=17 * number)
-        made.append(dataclasses.replace(row, fusion_id=f"fusion-{number:05d}",
+        made.append(records.replace(row, fusion_id=f"fusion-{number:05d}",
                                         start=start.isoformat(timespec="milliseconds")))
     return report_figures.snapshot(made, now=NOW, tz=timezone.utc, sessions=1)
 
@@ -268,13 +268,13 @@ def test_classes_come_from_a_fixed_set_whatever_the_log_says(tmp_path):
     every_pattern("classes").write(tmp_path / "state")
     snap = snapshot_of(tmp_path / "state")
     crafted = "incomplete turn open x-injected"
-    turns = [dataclasses.replace(
+    turns = [records.replace(
         turn, outcome=crafted if index % 2 else "incomplete",
-        legs=[dataclasses.replace(leg, verdict=leg.verdict and "reject x-injected")
+        legs=[records.replace(leg, verdict=leg.verdict and "reject x-injected")
               for leg in turn.legs])
         for index, turn in enumerate(snap.turns)]
     assert any(leg.verdict for turn in turns for leg in turn.legs)
-    url = write_page(dataclasses.replace(snap, turns=turns), tmp_path / "report.html")
+    url = write_page(records.replace(snap, turns=turns), tmp_path / "report.html")
     with Browser(tmp_path / "profile") as browser:
         page = browser.open(url)
         page.evaluate("document.querySelectorAll('tr.turn').forEach((row) => row.click()), 0")

@@ -1,7 +1,6 @@
 """The report's table, CSV and JSON."""
 
 import csv
-import dataclasses
 import io
 import json
 import os
@@ -15,6 +14,7 @@ import pytest
 
 from report_helpers import report_json, run_report, write_month
 from sessiongen import START, SessionWriter, every_pattern, whole_session
+from tailer import records
 from tailer.copilot.files import session_logs
 from tailer.report.figures import check_figures, snapshot, turn_row
 from tailer.report.read import Selection, SessionReader, wanted_turns
@@ -193,9 +193,9 @@ def test_a_turns_json_is_its_rows_fields_in_order(tmp_path):
     assert len(document["turns"]) == len(snap.turns) > 0
     for turn, row in zip(document["turns"], snap.turns):
         fields = {name: getattr(row, name) for name in row.__match_args__ if name != "printed"}
-        fields["legs"] = [dataclasses.asdict(leg) for leg in row.legs]
-        fields["model_calls"] = [dataclasses.asdict(call) for call in row.model_calls]
-        fields["tools"] = [dataclasses.asdict(tool) for tool in row.tools]
+        fields["legs"] = [records.as_dict(leg) for leg in row.legs]
+        fields["model_calls"] = [records.as_dict(call) for call in row.model_calls]
+        fields["tools"] = [records.as_dict(tool) for tool in row.tools]
         order = list(row.__match_args__)
         order[order.index("printed"):order.index("printed") + 1] = ["model_calls", "tools"]
         assert list(turn) == order and turn == fields

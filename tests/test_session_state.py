@@ -2,13 +2,13 @@
 code before it owned that state (tests/data/checkpoint-main, made by its make.py from main at
 5ef4d2c): it loads with nothing lost and nothing counted twice."""
 
-import dataclasses
 import json
 import shutil
 from pathlib import Path
 
 import pytest
 
+from tailer import records
 from tailer.daemon import checkpoint
 from tailer.turns import session_state
 from tailer.turns.sessions import Tailer
@@ -117,7 +117,7 @@ def test_main_s_checkpoint_resumes_with_no_turn_lost_or_doubled(saved, tmp_path)
         if turn.session_id == "alive":
             fresh_turn = by_id[turn.key]
             if fresh_turn.resolved is not None:  # main's checkpoint kept no router ids, no plans
-                fresh_turn.resolved = dataclasses.replace(
+                fresh_turn.resolved = records.replace(
                     fresh_turn.resolved, phase_plan=(), **dict.fromkeys(ROUTER_IDS))
             assert turn == fresh_turn
         else:

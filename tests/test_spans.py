@@ -1,6 +1,5 @@
 """The trace shape contract, checked on realistic turns and decoded by the official proto."""
 
-import dataclasses
 import gzip
 import json
 import os
@@ -10,6 +9,7 @@ import pytest
 from otlp_sink import decode_body, plain_attributes, span_dicts
 from assembly import assemble
 from sessiongen import EVERY_PATTERN_KINDS, every_pattern
+from tailer import records
 from tailer.copilot.events import LegEnded, Resolved, Usage
 from tailer.outputs.otlp import attributes_json, encode_request
 from tailer.outputs.spans import span_id, trace_id, turn_spans
@@ -187,7 +187,7 @@ def test_surrogates_and_out_of_range_values_still_make_spans_a_collector_takes()
         duration_ms=1e300, usage=Usage(2**64, 2**80, 2**63, 10**30, 1, 2**62),
         failure_reason="\ud800", degraded_to_phase_id=None,
     )
-    turn = Turn(session, "fusion-\ud800", legs=[leg, dataclasses.replace(leg, phase_id="p2")])
+    turn = Turn(session, "fusion-\ud800", legs=[leg, records.replace(leg, phase_id="p2")])
     turn.resolved = Resolved(-(2**70), fusion_id="fusion-\ud800", pattern="\ud800",
                              synthetic_model=None, policy=None, route_source=None,
                              routing_latency_ms=1e300)

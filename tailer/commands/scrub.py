@@ -45,7 +45,6 @@ import json
 import random
 import re
 import sys
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator
 
@@ -54,6 +53,7 @@ from ..codes import CodeKind
 from ..copilot.events import Kept
 from ..copilot.files import LOG_NAME, find_logs
 from ..printable import printable
+from ..records import field, record
 from ..wording import counted
 from ..copilot.problems import folder_problem
 from ..turns.session_log import SessionLog
@@ -194,13 +194,13 @@ def dumps(event: dict) -> str:
     return json.dumps(event, separators=(",", ":"), ensure_ascii=False)
 
 
-@dataclass
+@record
 class Summary:
     sessions: int = 0
     events: int = 0
     dropped: int = 0  # lines that are not an event with a type and a timestamp
     damaged: int = 0  # of those, the lines the tailer counts as damaged
-    problems: list[str] = field(default_factory=list)  # logs that could not be read
+    problems: list[str] = field(factory=list)  # logs that could not be read
 
 
 def source_logs(src: Path) -> tuple[dict[str, Path], dict[str, OSError]]:

@@ -35,16 +35,14 @@ records), and the record names the field in `not_codes` for the metrics to count
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import json
 import json.scanner
 import math
 import re
-from dataclasses import field
 from datetime import datetime, timedelta, timezone
 
-from ..records import record
+from ..records import field, record, replace
 from ..codes import ENUM, FIELD, IDENTIFIER, MODEL, OTHER, TOOL, VERSION, CodeKind
 
 RESOLVED = "session.fusion_resolved"
@@ -196,11 +194,9 @@ EARLIEST_NS = 946_684_800 * 10**9  # 2000-01-01T00:00:00Z
 LATEST_NS = 7_258_118_400 * 10**9  # 2200-01-01T00:00:00Z
 
 
-# The records are slotted dataclasses but not frozen ones: a frozen dataclass sets each
-# field through object.__setattr__, which made building records the largest cost of
-# parsing after json.loads. Treat them as values all the same (dataclasses.replace).
-# Each has a docstring: for a class without one, @dataclass writes one from
-# inspect.signature, a cost every start-up pays.
+# The records are slotted but not frozen: a frozen record sets each field through
+# object.__setattr__, which made building records the largest cost of parsing after
+# json.loads. Treat them as values all the same (records.replace).
 @record(slots=True)
 class Usage:
     """Token and credit figures of a leg or a whole turn."""
@@ -576,7 +572,7 @@ def _record(event_type: str, obj: dict) -> Event | Malformed | None:
     missing = [k for k in REQUIRED_FIELDS[event_type] if data.get(k) is None]
     if missing or not known.issuperset(data):
         unknown = tuple(sorted(_field_name(k) for k in data if k not in known))
-        record = dataclasses.replace(
+        record = replace(
             record, event_type=event_type, unknown_fields=unknown, missing_fields=tuple(missing)
         )
     return record

@@ -27,11 +27,10 @@ import os
 import stat
 import sys
 import time
-from dataclasses import field
 from pathlib import Path
 from typing import Callable
 
-from ..records import record
+from ..records import field, record
 from .files import LOG_NAME
 from .inotify import (IN_CREATE, IN_DELETE, IN_EXCL_UNLINK, IN_IGNORED, IN_MODIFY, IN_MOVE_SELF,
                       IN_MOVED_FROM, IN_MOVED_TO, IN_ONLYDIR, IN_Q_OVERFLOW, Inotify)
@@ -62,9 +61,9 @@ class Changes:
     call is `touched` (replaced), and one that came and went within a call is not reported.
     """
 
-    appeared: dict[str, Path] = field(default_factory=dict)
-    vanished: set[str] = field(default_factory=set)
-    touched: set[str] = field(default_factory=set)
+    appeared: dict[str, Path] = field(factory=dict)
+    vanished: set[str] = field(factory=set)
+    touched: set[str] = field(factory=set)
 
     def __bool__(self) -> bool:
         return bool(self.appeared or self.vanished or self.touched)

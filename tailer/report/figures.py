@@ -32,14 +32,12 @@ absent rather than 0.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import json
 from collections import Counter, defaultdict
-from dataclasses import field
 from datetime import date, datetime, timezone, tzinfo
 
-from ..records import record
+from ..records import field, is_record, record
 from ..copilot.events import REJECTING_VERDICTS, LegEnded, ModelCall, Usage
 from .read import report_pattern
 from ..turns.assembly import (
@@ -51,10 +49,8 @@ ORDINARY = "ordinary"
 KINDS = ("fusion", "ordinary", "fallback")
 GROUPINGS = ("day", "week", "month", "session")  # GROUP_KEYS's, and the Snapshot's by_ fields
 
-# The figures are slotted dataclasses but not frozen ones, as the event records are: frozen
-# doubles the methods a dataclass compiles when it is made (a cost every report pays at
-# start-up) and sets each field through object.__setattr__. Treat them as values all the same.
-# Each has a docstring: for a class without one, @dataclass writes one from inspect.signature.
+# The figures are slotted records but not frozen ones, as the event records are: a frozen
+# record sets each field through object.__setattr__. Treat them as values all the same.
 
 
 @record(slots=True)
@@ -245,12 +241,12 @@ _FIELD_NAMES: dict[type, tuple[str, ...]] = {}  # a figure's class -> its fields
 
 
 def json_object(value) -> dict:
-    """A figure (a dataclass of this module) as the JSON object of its fields, in their
+    """A figure (a record of this module) as the JSON object of its fields, in their
     order (its __match_args__: every field, a base class's too, where __slots__ has its own
     only). A month's turns ask this for some 200,000 legs, model calls and tools."""
     names = _FIELD_NAMES.get(type(value))
     if names is None:
-        if not dataclasses.is_dataclass(value):
+        if not is_record(value):
             raise TypeError(f"{type(value).__name__} is not a report figure")
         names = _FIELD_NAMES[type(value)] = type(value).__match_args__
     return {name: getattr(value, name) for name in names}
@@ -337,7 +333,7 @@ class Snapshot:
     by_session: list[Group] | None
     reconciliation: list[Check]
     turns: list[TurnRow]
-    in_flight: list = field(default_factory=list)  # report.now.InFlightRow: turns still open
+    in_flight: list = field(factory=list)  # report.now.InFlightRow: turns still open
 
 
 def snapshot(

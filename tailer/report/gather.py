@@ -15,17 +15,15 @@ worker that dies or fails ends the report with WorkerFailed: never a smaller rep
 
 from __future__ import annotations
 
-import dataclasses
 import gc
 import json
 import os
 from contextlib import contextmanager
-from dataclasses import field
 from datetime import tzinfo
 from pathlib import Path
 from typing import Callable, Iterator
 
-from ..records import record
+from ..records import field, record, replace
 from ..printable import printable
 from ..turns import session_state
 from ..turns.assembly import IDLE_TIMEOUT_S, Turn
@@ -94,7 +92,7 @@ def read_log(job: Job) -> LogRead:
             state = None  # not shaped as saved: read the log from its start
     turns = [turn_data(turn) for turn in reader.read(job.session_id, job.path)]
     if state is not None and reader.rewritten(job.session_id):
-        return read_log(dataclasses.replace(job, state=None))
+        return read_log(replace(job, state=None))
     saved = json.dumps(reader.state(job.session_id), separators=(",", ":")).encode("ascii")
     open_turns = [turn_data(turn) for turn in reader.finish(job.session_id)]
     return LogRead(job.session_id, state is None, turns, open_turns,
@@ -193,11 +191,11 @@ def refresh(logs: dict[str, Path], wanted: set[str], entries: dict[str, LogEntry
 class Gathered:
     """The wanted turns of a report and what reading found, in the order of the session ids."""
 
-    rows: list[TurnRow] = field(default_factory=list)
-    in_flight: list[Turn] = field(default_factory=list)  # open at the logs' ends, running
-    checks: list[Check] = field(default_factory=list)
+    rows: list[TurnRow] = field(factory=list)
+    in_flight: list[Turn] = field(factory=list)  # open at the logs' ends, running
+    checks: list[Check] = field(factory=list)
     damaged_lines: int = 0
-    problems: dict[str, str] = field(default_factory=dict)  # session id -> why it was not read
+    problems: dict[str, str] = field(factory=dict)  # session id -> why it was not read
     cache_problem: str | None = None  # one line: the cache was ignored, or not saved
 
 

@@ -31,10 +31,9 @@ session shuts down, or when the caller decides the session has gone idle
 from __future__ import annotations
 
 from collections import Counter, OrderedDict
-from dataclasses import field, replace
 from typing import Callable
 
-from ..records import record
+from ..records import field, fields, record, replace
 from ..copilot.events import (
     CommitStarted,
     Completed,
@@ -101,15 +100,15 @@ class Turn:
     session_id: str
     key: str
     resolved: Resolved | None = None
-    legs: list[LegEnded] = field(default_factory=list)
-    handoffs: list[Handoff] = field(default_factory=list)
+    legs: list[LegEnded] = field(factory=list)
+    handoffs: list[Handoff] = field(factory=list)
     commit: CommitStarted | None = None
     completed: Completed | None = None
     route_failure: RouteFailed | None = None
     ordinary: bool = False
     prompt: Prompt | None = None
-    calls: list[ModelCall] = field(default_factory=list)
-    tool_events: list[ToolStarted | ToolCompleted] = field(default_factory=list)
+    calls: list[ModelCall] = field(factory=list)
+    tool_events: list[ToolStarted | ToolCompleted] = field(factory=list)
     # Placed once by `finish`: a finished turn's tools are read by every output.
     _finished_tools: list[ToolCall] | None = field(default=None, repr=False, compare=False)
 
@@ -432,7 +431,7 @@ def _ms_to_ns(milliseconds: float) -> int:
 def _merge_legs(first: LegEnded, second: LegEnded) -> LegEnded:
     """The later report wins, but keeps what only the earlier one said."""
     merged = {}
-    for name in LegEnded.__dataclass_fields__:
+    for name in (f.name for f in fields(LegEnded)):
         later, earlier = getattr(second, name), getattr(first, name)
         merged[name] = earlier if later in (None, (), Usage()) else later
     return LegEnded(**merged)
@@ -454,8 +453,8 @@ class SessionContext:
     awaiting_prompt: str | None = None  # a routed turn whose user.message is still to come
     run: dict[str, Usage] | None = None
     log: dict[str, Usage] | None = None
-    run_unpriced: set[str] = field(default_factory=set)
-    log_unpriced: set[str] = field(default_factory=set)
+    run_unpriced: set[str] = field(factory=set)
+    log_unpriced: set[str] = field(factory=set)
 
 
 ALL_MODELS = "all models"

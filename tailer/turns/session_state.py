@@ -10,9 +10,9 @@ trusted downstream as much as one just parsed.
 
 from __future__ import annotations
 
-import dataclasses
 
 from ..copilot import events
+from ..records import Field, as_dict, fields
 from ..saved_state import finite, mapping, sequence, text, whole
 from ..copilot.lines import Position
 from .assembly import SessionContext, SessionTurns, Turn
@@ -129,7 +129,7 @@ def context_from_data(data: dict | None) -> SessionContext:
 def _ledger_to_data(ledger: dict[str, events.Usage] | None) -> dict | None:
     if ledger is None:
         return None
-    return {model: dataclasses.asdict(usage) for model, usage in ledger.items()}
+    return {model: as_dict(usage) for model, usage in ledger.items()}
 
 
 def _ledger_from_data(data: dict | None) -> dict[str, events.Usage] | None:
@@ -145,7 +145,7 @@ def _record_to_data(record: events.Event) -> dict:
     `not_codes` is left out: it was counted when the line was read, and a restored record
     must not count it again. An empty phase plan is left out too: a checkpoint written
     before plans were kept is saved again as it was."""
-    values = dataclasses.asdict(record)
+    values = as_dict(record)
     del values["not_codes"]
     if values.get("phase_plan") == ():
         del values["phase_plan"]
@@ -229,7 +229,7 @@ def _plan(value: object, what: str) -> tuple[events.PlannedLeg, ...]:
     return tuple(plan)
 
 
-_USAGE_LIMITS = {field.name: events.MAX_COUNT for field in dataclasses.fields(events.Usage)}
+_USAGE_LIMITS = {field.name: events.MAX_COUNT for field in fields(events.Usage)}
 _USAGE_LIMITS["nano_aiu"] = events.MAX_NANO_AIU
 
 # A number's check goes by what it measures, so by the field's name: a new number field
@@ -250,7 +250,7 @@ _TYPE_CHECKS = {
 }
 
 
-def _field_check(cls: type, field: dataclasses.Field):
+def _field_check(cls: type, field: Field):
     kind, optional = field.type.removesuffix(" | None"), field.type.endswith(" | None")
     if kind in ("int", "float"):
         check = _NUMBER_CHECKS.get(field.name)
@@ -262,6 +262,6 @@ def _field_check(cls: type, field: dataclasses.Field):
 
 
 _RECORD_CHECKS = {
-    cls: {field.name: _field_check(cls, field) for field in dataclasses.fields(cls)}
+    cls: {field.name: _field_check(cls, field) for field in fields(cls)}
     for cls in _RECORD_TYPES.values()
 }
