@@ -34,6 +34,7 @@ from report_helpers import MONTH_START, add_turn, run_report, write_month
 from sessiongen import SessionWriter, every_pattern
 from tailer import __version__
 from tailer.commands import cli
+from tailer.records import replace
 from tailer.report import cache, gather
 from tailerproc import ROOT, tailer_env
 
@@ -407,9 +408,8 @@ def test_the_cache_is_bounded(tmp_path, monkeypatch):
         os.utime(log, ns=(PAST_NS + number * 10**9,) * 2)
     environ = {"XDG_CACHE_HOME": str(tmp_path / "xdg")}
     report(state, environ)
-    sizes = {session_id: len(json.dumps(data, separators=(",", ":"))) + sum(map(len, texts))
-             for session_id, (data, texts) in ((session_id, entry.to_data()) for session_id, entry
-                                               in entries_of(environ, state).items())}
+    sizes = {session_id: len(entry.encoded(session_id)) + 1 + sum(map(len, entry.texts()))
+             for session_id, entry in entries_of(environ, state).items()}
     # Room for two and a half sessions' entries (their sizes are about the same).
     monkeypatch.setattr(cache, "MAX_BYTES", 2 * max(sizes.values()) + min(sizes.values()) // 2)
     every_pattern("bounded-4").write(state)  # a change, so the cache is written again
@@ -493,8 +493,11 @@ def test_watch_starts_from_the_cache_and_writes_it(tmp_path, monkeypatch):
     cold = watching(path)
     assert path.exists()  # a cold watch leaves the cache warm
     read = reading_recorded(monkeypatch)
+    looked_again, identity = [], cache.identity
+    monkeypatch.setattr(cache, "identity", lambda log: looked_again.append(log) or identity(log))
     warm = watching(path)
     assert read == [] and warm.cache_problem is None
+    assert looked_again == []  # the cache is checked with the watcher's stat of each log
     assert shown(warm) == shown(cold)
     assert warm.in_progress() > 0  # the open turn, resumed from the cache's state
     # A log appended to is read on from the cache's state, and gives what reading it all gives.
@@ -564,17 +567,53 @@ def assert_rebuilt(path: Path, state: Path, environ: dict[str, str], expected: d
     assert len(cache_lines(stderr)) == 1 and "the cache is damaged" in stderr
 
 
-def test_turn_texts_that_do_not_add_up_are_damage_even_under_a_right_crc(tmp_path):
-    """After the header come the entries (`index_bytes` long), each turn's JSON there by
-    its length, then those texts back to back: a file whose lengths and texts disagree is
-    damaged, whatever its CRC says, and the report is made from the logs."""
+def with_texts_crc(line: bytes, texts: bytes) -> bytes:
+    """An entry's line, its CRC-32 of its texts made right for `texts`."""
+    session_id, data = json.loads(line)
+    data[-1] = zlib.crc32(texts)
+    return json.dumps([session_id, data], separators=(",", ":")).encode()
+
+
+def test_turn_texts_that_do_not_add_up_are_damage_even_under_right_crcs(tmp_path):
+    """After the header come the entries (`index_bytes` long, a line each), each turn's JSON
+    there by its length, then those texts back to back: a file whose lengths and texts
+    disagree is damaged, whatever its CRCs say, and the report is made from the logs."""
     state, environ, expected = warm_state(tmp_path, "texts")
     path, head, index, texts = cache_parts(environ, state)
-    assert json.loads(index) and texts.startswith(b'{"position":')  # the log's state, then its turns
+    assert index.count(b"\n") == 1 and texts.startswith(b'{"position":')  # the log's state, then its turns
     for cut in (texts[:-1], texts + b"x"):
-        crc = f"{zlib.crc32(index + cut):08x}"
-        path.write_bytes(json.dumps({**head, "crc32": crc}).encode() + b"\n" + index + cut)
+        line = with_texts_crc(index.rstrip(b"\n"), cut) + b"\n"
+        head = {**head, "index_bytes": len(line), "crc32": f"{zlib.crc32(line):08x}"}
+        path.write_bytes(json.dumps(head).encode() + b"\n" + line + cut)
         assert_rebuilt(path, state, environ, expected)
+
+
+def test_a_flipped_byte_anywhere_is_damage(tmp_path):
+    """A CRC-32 over the entries, and one per entry over its texts: a changed byte in any
+    of them is found, whatever the byte."""
+    state, environ, expected = warm_state(tmp_path, "flipped")
+    path = cache.cache_file(environ, state)
+    whole_file = path.read_bytes()
+    header_end = whole_file.index(b"\n") + 1
+    for at in (header_end + 5, len(whole_file) // 2, len(whole_file) - 1):
+        path.write_bytes(whole_file[:at] + bytes([whole_file[at] ^ 0x01]) + whole_file[at + 1:])
+        assert_rebuilt(path, state, environ, expected)
+
+
+def test_entries_not_changed_are_saved_again_as_loaded(tmp_path):
+    """A save writes again the lines of the entries it loaded (encoding a month's entries
+    again was most of a save after a few new turns): the file is the same as one whose
+    every entry is made afresh."""
+    state, environ, _ = warm_state(tmp_path, "as-loaded")
+    every_pattern("another").write(state)
+    report(state, environ)
+    path = cache.cache_file(environ, state)
+    entries, problem = cache.load(path)
+    assert problem is None and all(entry.line is not None for entry in entries.values())
+    cache.save(tmp_path / "again.json", entries)
+    made = {session_id: replace(entry, line=None) for session_id, entry in entries.items()}
+    cache.save(tmp_path / "made.json", made)
+    assert (tmp_path / "again.json").read_bytes() == (tmp_path / "made.json").read_bytes() == path.read_bytes()
 
 
 @pytest.mark.parametrize("index_bytes, turn_length, state_length", [
@@ -588,15 +627,14 @@ def test_a_length_past_the_files_end_is_damage_not_a_memory_error(tmp_path, inde
     state, environ, expected = warm_state(tmp_path, "lengths")
     path, head, index, texts = cache_parts(environ, state)
     if turn_length is not None or state_length is not None:
-        entries = json.loads(index)
-        [entry] = entries.values()
+        session_id, entry = json.loads(index)
         if turn_length is not None:
             entry[3][0][cache.PRINTED_AT][0] = turn_length
         if state_length is not None:
             entry[2] = state_length
-        index = json.dumps(entries, separators=(",", ":")).encode()
+        index = json.dumps([session_id, entry], separators=(",", ":")).encode() + b"\n"
     if index_bytes == "right":
         index_bytes = len(index)
-    head = {**head, "index_bytes": index_bytes, "crc32": f"{zlib.crc32(index + texts):08x}"}
+    head = {**head, "index_bytes": index_bytes, "crc32": f"{zlib.crc32(index):08x}"}
     path.write_bytes(json.dumps(head).encode() + b"\n" + index + texts)
     assert_rebuilt(path, state, environ, expected)

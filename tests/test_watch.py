@@ -117,15 +117,15 @@ def step(watcher, clock, seconds):
 
 
 def test_a_report_names_each_session_once():
-    log = Path("s", LOG_NAME)
+    log, status = Path("s", LOG_NAME), os.stat(".")
     replaced = Changes()
     replaced.vanish("s")
-    replaced.appear("s", log)
+    replaced.appear("s", log, status, 1)
     assert replaced == Changes(touched={"s"})
     fleeting = Changes()
-    fleeting.appear("s", log)
+    fleeting.appear("s", log, status, 1)
     fleeting.touch("s")
-    assert fleeting == Changes(appeared={"s": log})
+    assert fleeting == Changes(appeared={"s": log}, looked={"s": (status, 1)})
     fleeting.vanish("s")
     assert fleeting == Changes()
     gone = Changes(touched={"s"})
@@ -147,9 +147,14 @@ def test_first_call_reports_every_existing_log_without_waiting(
     monkeypatch.setattr(watch.Inotify, "wait", no_waiting)
     watcher = watchers(state_dir, use_inotify=use_inotify)
     assert watcher.mode == ("inotify" if use_inotify else "polling")
+    before_ns = time.time_ns()
     first = started(watcher)
     assert first.appeared == logs
     assert not first.vanished and not first.touched
+    # Each log's stat as the watcher took it, for a caller that would take it again.
+    assert first.looked.keys() == logs.keys()
+    for name, (status, seen_ns) in first.looked.items():
+        assert status.st_ino == os.stat(logs[name]).st_ino and before_ns <= seen_ns <= time.time_ns()
 
 
 def test_a_new_session_appears(state_dir, use_inotify, clock, watchers):

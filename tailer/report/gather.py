@@ -154,27 +154,32 @@ class Refreshed:
 
 def refresh(logs: dict[str, Path], wanted: set[str], entries: dict[str, LogEntry], *,
             workers: int, on_reading: Callable[[list[Path]], None] | None = None,
-            on_read: Callable[[Path], None] | None = None) -> Refreshed:
+            on_read: Callable[[Path], None] | None = None,
+            looked: dict[str, tuple[os.stat_result, int]] | None = None) -> Refreshed:
     """Bring the entries of the `wanted` sessions of `logs` (every log of the state folder)
     up to date, reading only the logs that changed since their entry was made; drop the
     entries of sessions no longer listed. `on_reading` is told which logs will be read,
-    `on_read` when each one was. Raises WorkerFailed."""
+    `on_read` when each one was. `looked`: stats of logs taken already (watch.Changes's),
+    by session id, each with the time just before it; the others are stat'ed here. Raises
+    WorkerFailed."""
+    looked = looked or {}
     kept = {session_id: entries[session_id] for session_id in logs.keys() & entries.keys()}
     refreshed = Refreshed(kept, {}, kept.keys() != entries.keys())
-    looked: dict[str, tuple[list[int], int]] = {}  # session id -> its log's identity, when
+    identities: dict[str, tuple[list[int], int]] = {}  # session id -> its log's identity, when
     jobs = []
     for session_id in sorted(wanted):
         path, entry = logs[session_id], kept.get(session_id)
         try:
-            looked[session_id] = cache.identity(path)
+            identities[session_id] = (cache.identity_of(*looked[session_id]) if session_id in looked
+                                      else cache.identity(path))
         except FileNotFoundError:
             refreshed.changed |= kept.pop(session_id, None) is not None  # gone since listed
             continue
         except OSError:
-            looked[session_id] = [0, 0, 0, 0], 0  # reading it says why
-        if entry is not None and entry.unchanged(looked[session_id][0]):
+            identities[session_id] = [0, 0, 0, 0], 0  # reading it says why
+        if entry is not None and entry.unchanged(identities[session_id][0]):
             continue
-        jobs.append(_job(session_id, path, entry, looked[session_id][0]))
+        jobs.append(_job(session_id, path, entry, identities[session_id][0]))
     if on_reading is not None:
         on_reading([job.path for job in jobs])
     for session_id, read in sorted(read_all(jobs, workers, on_read or (lambda path: None)).items()):
@@ -182,7 +187,7 @@ def refresh(logs: dict[str, Path], wanted: set[str], entries: dict[str, LogEntry
             refreshed.problems[session_id] = read.problem
             kept.pop(session_id, None)  # nothing of a log that cannot be read is reported
         else:
-            kept[session_id] = _merged(kept.get(session_id), read, *looked[session_id])
+            kept[session_id] = _merged(kept.get(session_id), read, *identities[session_id])
         refreshed.changed = True
     return refreshed
 
@@ -225,13 +230,15 @@ def gather(logs: dict[str, Path], wanted: set[str], selection: Selection, tz: tz
 
 def through_cache(cache_path: Path | None, logs: dict[str, Path], wanted: set[str], *, workers: int,
                   on_reading: Callable[[list[Path]], None] | None = None,
-                  on_read: Callable[[Path], None] | None = None) -> tuple[Refreshed, str | None]:
+                  on_read: Callable[[Path], None] | None = None,
+                  looked: dict[str, tuple[os.stat_result, int]] | None = None) -> tuple[Refreshed, str | None]:
     """The cache at `cache_path` (None: none, nothing read or written) brought up to date
     with the logs (`refresh`) and saved when that changed it; with one line when the cache
     was ignored or could not be saved, else None. Raises WorkerFailed."""
     with lasting_objects():
         entries, problem = cache.load(cache_path) if cache_path is not None else ({}, None)
-    refreshed = refresh(logs, wanted, entries, workers=workers, on_reading=on_reading, on_read=on_read)
+    refreshed = refresh(logs, wanted, entries, workers=workers, on_reading=on_reading, on_read=on_read,
+                        looked=looked)
     message = problem and f"the cache {problem}: ignored, and made again (--no-cache reads without it)"
     if cache_path is not None and (refreshed.changed or problem is not None):
         message = save(cache_path, refreshed.entries) or message

@@ -90,7 +90,7 @@ class LiveTurns:
         changes = self.watcher.changes(timeout)
         if self._first:
             self._first = False
-            self._start(changes.appeared)
+            self._start(changes.appeared, changes.looked)
         for session_id, path in changes.appeared.items():
             if self.selection.wants_session(session_id) and session_id not in self._logs:
                 self._logs[session_id] = path
@@ -111,24 +111,26 @@ class LiveTurns:
             if self.selection.wants_session(session_id):
                 self.reader.unreadable_folder(session_id, error)
 
-    def _start(self, logs: dict[str, Path]) -> None:
-        """The first pass: every log through the cache, read where it changed."""
+    def _start(self, logs: dict[str, Path], looked: dict[str, tuple[os.stat_result, int]]) -> None:
+        """The first pass: every log through the cache (checked by the watcher's stat of
+        it), read where it changed."""
         wanted = {session_id for session_id in logs if self.selection.wants_session(session_id)}
         refreshed, self.cache_problem = gather.through_cache(self.cache_path, logs, wanted,
-                                                             workers=gather.default_jobs())
+                                                             workers=gather.default_jobs(), looked=looked)
         self.reader.problems.update(refreshed.problems)
-        for session_id in sorted(wanted & refreshed.entries.keys()):
-            entry = refreshed.entries[session_id]
-            self._logs[session_id] = logs[session_id]
-            self.reader.damaged_lines += entry.damaged_lines
-            self.cached_checks += map(gather.check_from_data, entry.checks)
-            # Not the open turns: they are in progress, as a pass leaves them.
-            for row, end_ns in gather.wanted_rows(entry.turns, self.selection, self.zone):
-                self._keep(row, end_ns)
-            self._resume[session_id] = entry.state
-            if entry.open_turns:  # a row for each open turn of its state
-                self._reader_of(session_id)
-                self._open.add(session_id)
+        with gather.lasting_objects():  # the rows live as long as the watch
+            for session_id in sorted(wanted & refreshed.entries.keys()):
+                entry = refreshed.entries[session_id]
+                self._logs[session_id] = logs[session_id]
+                self.reader.damaged_lines += entry.damaged_lines
+                self.cached_checks += map(gather.check_from_data, entry.checks)
+                # Not the open turns: they are in progress, as a pass leaves them.
+                for row, end_ns in gather.wanted_rows(entry.turns, self.selection, self.zone):
+                    self._keep(row, end_ns)
+                self._resume[session_id] = entry.state
+                if entry.open_turns:  # a row for each open turn of its state
+                    self._reader_of(session_id)
+                    self._open.add(session_id)
 
     def _reader_of(self, session_id: str) -> SessionReader:
         """The reader, with the session's log resumed from its cached state if not yet."""
