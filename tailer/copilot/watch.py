@@ -384,7 +384,7 @@ class SessionWatcher:
         if not self._inotify:
             return
         try:
-            folder.wd = self._inotify.add_watch(os.path.join(self._root, session_id), FOLDER_EVENTS)
+            folder.wd = self._inotify.add_watch(f"{self._prefix}{session_id}", FOLDER_EVENTS)
         except OSError as error:
             if error.errno in (errno.ENOSPC, errno.EACCES):
                 self._unwatched.append(error.errno)

@@ -138,38 +138,43 @@ class LogEntry:
             raise ValueError("a log's identity is not 4 numbers")
         for number in found:
             whole(number, "a log's identity")
-        texts.crc = 0
-        state = texts.read(state)
-        for rows in (sequence(turns, "a log's turns"), sequence(open_turns, "a log's open turns")):
-            for row in rows:
-                printed = sequence(sequence(row, "a cached turn")[PRINTED_AT], "a turn's JSON")
-                printed[0] = texts.read(printed[0])
-        if texts.crc != crc:
+        printed = [sequence(sequence(row, "a cached turn")[PRINTED_AT], "a turn's JSON")
+                   for rows in (sequence(turns, "a log's turns"), sequence(open_turns, "a log's open turns"))
+                   for row in rows]
+        read, read_crc = texts.read([state, *(text[0] for text in printed)])
+        if read_crc != crc:
             raise ValueError("a log's texts are not what its entry says")
+        state = read[0]
+        for text, turn_text in zip(printed, read[1:]):
+            text[0] = turn_text
         return session_id, cls(found, whole(seen_ns, "when a log was seen"), state, turns, open_turns,
                                sequence(checks, "a log's checks"), whole(damaged, "a log's damaged lines"),
                                line)
 
 
 class _Texts:
-    """The texts after the entries, read one at a time, each length at most the bytes left
-    (a damaged one may not ask for more memory), with the CRC-32 of those read."""
+    """The texts after the entries, an entry's in one read: their lengths add up to at most
+    the bytes left (a damaged one may not ask for more memory)."""
 
     def __init__(self, handle, left: int):
-        self.handle, self.left, self.crc = handle, left, 0
+        self.handle, self.left = handle, left
 
-    def read(self, length: object) -> bytes:
-        text = self.handle.read(whole(length, "the length of a text", self.left))
-        self.left -= len(text)
-        self.crc = zlib.crc32(text, self.crc)
-        return text
+    def read(self, lengths: list) -> tuple[list[bytes], int]:
+        """The texts of `lengths`, one after another, and the CRC-32 of them all."""
+        bounds, at = [0], 0  # where each text starts, then where the last ends
+        for length in lengths:
+            at += whole(length, "the length of a text", self.left - at)
+            bounds.append(at)
+        block = self.handle.read(at)
+        self.left -= at
+        return [block[start:end] for start, end in zip(bounds, bounds[1:])], zlib.crc32(block)
 
 
 def load(path: Path) -> tuple[dict[str, LogEntry], str | None]:
     """The entries of the cache at `path`, and why it was ignored (None: it was not, or
     there is none yet)."""
     try:
-        # A big buffer: the texts are read one at a time, most of them a few kB.
+        # A big buffer: most entries and their texts are a few kB.
         with open(path, "rb", buffering=READ_BUFFER) as handle:
             return _read(handle)
     except FileNotFoundError:
@@ -179,8 +184,9 @@ def load(path: Path) -> tuple[dict[str, LogEntry], str | None]:
 
 
 def _read(handle) -> tuple[dict[str, LogEntry], str | None]:
-    """The file read part by part, each turn's JSON text on its own: the file is never in
-    memory whole beside what is made of it (a month's cache is some 50 MB)."""
+    """The file read part by part, the texts an entry at a time: the file is never in memory
+    whole beside what is made of it (a month's cache is some 50 MB), only the texts of one
+    entry twice, while they are cut apart."""
     try:
         head = mapping(json.loads(handle.readline()), "the cache's header")
     except ValueError:
