@@ -22,14 +22,15 @@ of the entries, the CRC-32 of the entries); the entries, a line of JSON each, in
 log's state and each turn's JSON as the report prints it (figures.TurnJson, with its model
 calls and tools most of the bytes) are there by their lengths only, beside the CRC-32 of
 those texts; then the texts one after another, an entry's state first. Loading it is one
-parse per entry and a read of each text, never parsed, and a log is then looked at with
-one stat: a warm report of thousands of sessions costs little more than listing them.
-Saving it writes again, as they were read, the lines of the entries it did not change:
-after a new turn in a few logs of a month, encoding the others again was most of a save.
-A file that cannot be read, is damaged (a CRC says so, whatever the damage) or comes from
-another version is ignored with one line on stderr and made again. It is replaced in one step (tailer/atomic_file.py), so
-two reports at once each read a whole file; the last to finish wins, and each file is
-right, since every entry is checked against its log before it is trusted.
+parse of the entries and a read of each entry's texts, never parsed, and a log is then
+looked at with one stat: a warm report of thousands of sessions costs little more than
+listing them. Saving it writes again, as they were read, the lines of the entries it did
+not change: after a new turn in a few logs of a month, encoding the others again was most
+of a save. A file that cannot be read, is damaged (a CRC says so, whatever the damage) or
+comes from another version is ignored with one line on stderr and made again. It is
+replaced in one step (tailer/atomic_file.py), so two reports at once each read a whole
+file; the last to finish wins, and each file is right, since every entry is checked
+against its log before it is trusted.
 
 Bounded: sessions no longer in the state folder are dropped; past MAX_BYTES, the sessions
 whose logs changed longest ago are left out (and read from their start next time); past
