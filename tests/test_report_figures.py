@@ -5,6 +5,7 @@ import os
 import subprocess
 import sys
 import textwrap
+from collections import Counter
 from datetime import datetime, timedelta, timezone, tzinfo
 from pathlib import Path
 from zoneinfo import ZoneInfo
@@ -148,3 +149,117 @@ def test_a_moment_in_the_machines_zone_is_its_local_time(zone):
                           env={**os.environ, "TZ": zone, "PYTHONPATH": str(REPO)})
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == plain_moment(1_792_893_600 * 10**9, ZoneInfo(zone))
+
+
+# -- The groups, against the headline of each group's own turns --------------------------------
+
+from tailer.report.figures import (  # noqa: E402  (beside the tests that use them)
+    GROUP_KEYS, GROUPINGS, Headline, LegRow, TurnJson, TurnRow,
+)
+
+MODELS = ("gpt-5.6-sol", "mai-code-1.1-flash", "claude-sonnet-5")
+
+
+@st.composite
+def leg_rows(draw) -> LegRow:
+    return LegRow(
+        kind=draw(st.sampled_from(("draft", "judge", "repair", "critic"))), role="r",
+        model=draw(st.sampled_from(MODELS)),
+        status=draw(st.sampled_from(("completed", "failed", "cancelled"))),
+        verdict=draw(st.sampled_from((None, "", "accept", "reject", "revise"))),
+        committed=draw(st.booleans()), start_ms=0.0, duration_ms=1.0,
+        calls=draw(st.integers(0, 5)), credits=draw(st.integers(0, 10**10)) / 1e9,
+        input_tokens=draw(st.integers(0, 10**6)), output_tokens=draw(st.integers(0, 10**5)),
+        cache_read_tokens=draw(st.integers(0, 10**6)), cache_write_tokens=draw(st.integers(0, 10**4)),
+        failure_reason=None)
+
+
+@st.composite
+def fusion_rows(draw, index: int) -> TurnRow:
+    # Across a year's end, so ISO weeks cross years and months; minutes, so days hold many.
+    start = datetime(2026, 12, 20, tzinfo=timezone.utc) + timedelta(
+        minutes=draw(st.integers(0, 60 * 24 * 30)))
+    legs = draw(st.lists(leg_rows(), max_size=4))
+    return TurnRow(
+        session_id=draw(st.sampled_from(("s-a", "s-b", "s-c", "s-d"))), fusion_id=f"f-{index}",
+        kind=draw(st.sampled_from(("fusion", "fusion", "fallback"))), model="hydrafusion",
+        start=start.isoformat(timespec="milliseconds"),
+        pattern=draw(st.sampled_from(("single", "cascade", "critique"))),
+        outcome=draw(st.sampled_from(("completed", "incomplete", "route_failed", "aborted"))),
+        compound=draw(st.booleans()), credits=sum(round(leg.credits * 1e9) for leg in legs) / 1e9,
+        calls=sum(leg.calls for leg in legs), duration_ms=1.0, routing_ms=None,
+        degraded_reason=None, route_failure_reason=None, legs=legs,
+        printed=TurnJson(b"{}", 1, draw(st.integers(0, 3))),
+        policy_version=draw(st.sampled_from((None, "p1", "p2", "p3"))))
+
+
+def headline_of(rows: list[TurnRow]) -> tuple:
+    """Headline's fields of `rows`, as docs/METRICS.md defines them, turn by turn."""
+    legs = [leg for row in rows for leg in row.legs]
+    nano = lambda legs: sum(round(leg.credits * 1e9) for leg in legs)  # noqa: E731
+    ratio = lambda part, whole: part / whole if whole else None  # noqa: E731
+    routed = [row for row in rows if row.outcome != "route_failed"]
+    judged = [row for row in rows if any(leg.verdict for leg in row.legs)]
+    rejected = [row for row in judged if any(leg.verdict in ("reject", "revise") for leg in row.legs)]
+    return (len(rows), sum(round(row.credits * 1e9) for row in rows) / 1e9,
+            sum(leg.calls for leg in legs), list(Counter(row.outcome for row in rows).most_common()),
+            ratio(sum(row.compound for row in routed), len(routed)), len(judged), len(rejected),
+            ratio(len(rejected), len(judged)),
+            ratio(nano(leg for leg in legs if not leg.committed) / 1e9, nano(legs) / 1e9),
+            ratio(sum(leg.cache_read_tokens for leg in legs), sum(leg.input_tokens for leg in legs)),
+            sum(leg.status in ("failed", "cancelled") for leg in legs),
+            sum(row.printed.tool_count for row in rows))
+
+
+def headline_fields(figures) -> tuple:
+    values = [getattr(figures, name) for name in Headline.__match_args__]
+    values[3] = list(values[3].items())  # the outcomes, in their order
+    return tuple(values)
+
+
+@settings(max_examples=200, deadline=None)
+@given(data=st.data(), count=st.integers(0, 40), groupings=st.sets(st.sampled_from(GROUPINGS)))
+def test_the_headline_and_each_group_are_the_figures_of_their_own_turns(data, count, groupings):
+    rows = [data.draw(fusion_rows(index)) for index in range(count)]
+    snap = snapshot(rows, now=datetime(2027, 2, 1, tzinfo=timezone.utc), tz=timezone.utc,
+                    groupings=tuple(sorted(groupings)))
+    ordered = snap.turns
+    firsts: dict[str, TurnRow] = {}
+    for row in ordered:
+        if row.kind == "fusion" and row.policy_version is not None:
+            firsts.setdefault(row.policy_version, row)
+    later = list(firsts.items())[1:]  # the report's first version is new in no group
+    for name in GROUPINGS:
+        groups = getattr(snap, f"by_{name}")
+        if name not in groupings:
+            assert groups is None
+            continue
+        key = GROUP_KEYS[name]
+        members: dict[str, list[TurnRow]] = {}
+        for row in ordered:
+            members.setdefault(key(row), []).append(row)
+        assert [group.key for group in groups] == sorted(members)
+        for group in groups:
+            own = members[group.key]
+            assert headline_fields(group) == headline_of(own)
+            nano: dict[str, int] = {}
+            for leg in (leg for row in own for leg in row.legs):
+                nano[leg.model] = nano.get(leg.model, 0) + round(leg.credits * 1e9)
+            assert group.credits_by_model == {m: n / 1e9 for m, n in sorted(nano.items())}
+            assert list(group.credits_by_model) == sorted(nano)
+            assert group.new_policy_versions == [
+                version for version, first in later if key(first) == group.key]
+    assert headline_fields(snap.headline) == headline_of(ordered)
+    legs = [leg for row in ordered for leg in row.legs]
+    for spends, key in ((snap.by_leg_kind, "kind"), (snap.by_model, "model")):
+        assert [spend.name for spend in spends] == sorted(
+            {getattr(leg, key) for leg in legs},
+            key=lambda name: (-sum(round(leg.credits * 1e9) for leg in legs if getattr(leg, key) == name), name))
+        for spend in spends:
+            own = [leg for leg in legs if getattr(leg, key) == spend.name]
+            assert (spend.legs, spend.calls, spend.credits, spend.input_tokens, spend.output_tokens,
+                    spend.cache_read_tokens, spend.cache_write_tokens) == (
+                len(own), sum(leg.calls for leg in own),
+                sum(round(leg.credits * 1e9) for leg in own) / 1e9,
+                sum(leg.input_tokens for leg in own), sum(leg.output_tokens for leg in own),
+                sum(leg.cache_read_tokens for leg in own), sum(leg.cache_write_tokens for leg in own))

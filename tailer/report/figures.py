@@ -355,7 +355,10 @@ def snapshot(
     rows = sorted(turns, key=lambda row: (datetime.fromisoformat(row.start), row.session_id,
                                           row.fusion_id))
     fusion = [row for row in rows if row.kind != ORDINARY]
-    tallies = [tally(row) for row in fusion]
+    parts = parts_of(fusion, groupings)
+    every = _Sums.merged(list(parts.values())) if parts else _Sums.of([], ())
+    models, kinds = every.spends()
+    grouped = groupings_of(fusion, parts, groupings)
     return Snapshot(
         schema_version=SCHEMA_VERSION,
         generated_at=now.astimezone(tz).isoformat(timespec="seconds"),
@@ -366,14 +369,13 @@ def snapshot(
         skipped={"damaged_lines": 0, "unreadable_logs": 0, **(skipped or {})},
         first_turn=rows[0].start if rows else None,
         last_turn=rows[-1].start if rows else None,
-        headline=Headline(*_headline(fusion, tallies)),
+        headline=every.headline(),
         by_kind=by_kind(rows),
-        by_model=by_model(rows),
-        by_leg_kind=spend_by(fusion, lambda leg: leg.kind),
+        by_model=by_model(rows, models),
+        by_leg_kind=kinds,
         by_pattern=by_pattern(fusion),
         router=router(fusion),
-        **{f"by_{name}": groups(fusion, tallies, key) if name in groupings else None
-           for name, key in GROUP_KEYS.items()},
+        **{f"by_{name}": grouped.get(name) for name in GROUPINGS},
         reconciliation=list(checks),
         turns=rows,
         in_flight=list(in_flight),
@@ -471,50 +473,9 @@ def _tool_row(turn_start_ns: int, tool: ToolCall, leg: int | None) -> ToolRow:
     )
 
 
-def tally(row: TurnRow) -> tuple[int, ...]:
-    """A HydraFusion turn's part of a headline, as whole numbers (credits in nano-credits,
-    as the log counts them), so that the headline of any group of turns is a sum of these
-    in any order: credits, its legs' credits, those of legs that did not produce the answer,
-    calls, input and cache-read tokens, failed legs, tools, and whether it was routed,
-    compound, judged and rejected."""
-    leg_credits = review_credits = calls = input_tokens = cache_read_tokens = failed_legs = 0
-    judged = rejected = False
-    for leg in row.legs:
-        nano = round(leg.credits * 1e9)
-        leg_credits += nano
-        if not leg.committed:
-            review_credits += nano
-        calls += leg.calls
-        input_tokens += leg.input_tokens
-        cache_read_tokens += leg.cache_read_tokens
-        failed_legs += leg.status in ("failed", "cancelled")
-        judged = judged or bool(leg.verdict)
-        rejected = rejected or leg.verdict in REJECTING_VERDICTS
-    routed = row.outcome != ROUTE_FAILED_OUTCOME
-    return (round(row.credits * 1e9), leg_credits, review_credits, calls, input_tokens,
-            cache_read_tokens, failed_legs, row.printed.tool_count, routed, routed and row.compound,
-            judged, judged and rejected)
-
-
 def headline(rows: list[TurnRow]) -> Headline:
     """The figures of HydraFusion's turns (no ordinary ones among `rows`)."""
-    return Headline(*_headline(rows, [tally(row) for row in rows]))
-
-
-def _headline(rows: list[TurnRow], tallies: list[tuple[int, ...]]) -> tuple:
-    """The fields of headline(rows), in order, from their tally()s: a report makes one for
-    every day, week, month and session (10,000 sessions: 10,000), and tallies each turn once."""
-    (credits, leg_credits, review_credits, calls, input_tokens, cache_read_tokens, failed_legs,
-     tools, routed, compound, judged, rejected) = map(sum, zip(*tallies)) if tallies else (0,) * 12
-    outcomes: dict[str, int] = {}
-    for row in rows:
-        outcomes[row.outcome] = outcomes.get(row.outcome, 0) + 1
-    # The most first, ties in the order they came (as Counter.most_common).
-    return (len(rows), _credits(credits), calls,
-            dict(sorted(outcomes.items(), key=lambda item: -item[1])),
-            _ratio(compound, routed), judged, rejected, _ratio(rejected, judged),
-            _ratio(_credits(review_credits), _credits(leg_credits)),
-            _ratio(cache_read_tokens, input_tokens), failed_legs, tools)
+    return _Sums.of(rows, range(len(rows))).headline()
 
 
 def by_kind(rows: list[TurnRow]) -> list[KindFigures]:
@@ -536,32 +497,13 @@ def by_kind(rows: list[TurnRow]) -> list[KindFigures]:
     ]
 
 
-def spend_by(rows: list[TurnRow], key) -> list[Spend]:
-    """The legs of `rows` grouped by key(leg), the biggest spender first."""
-    groups: dict[str, list[LegRow]] = defaultdict(list)
-    for row in rows:
-        for leg in row.legs:
-            groups[key(leg)].append(leg)
-    spends = [
-        Spend(
-            name=name,
-            legs=len(legs),
-            calls=sum(leg.calls for leg in legs),
-            credits=_total(leg.credits for leg in legs),
-            input_tokens=sum(leg.input_tokens for leg in legs),
-            output_tokens=sum(leg.output_tokens for leg in legs),
-            cache_read_tokens=sum(leg.cache_read_tokens for leg in legs),
-            cache_write_tokens=sum(leg.cache_write_tokens for leg in legs),
-        )
-        for name, legs in groups.items()
-    ]
+def _biggest_first(spends: list[Spend]) -> list[Spend]:
     return sorted(spends, key=lambda spend: (-spend.credits, spend.name))
 
 
-def by_model(rows: list[TurnRow]) -> list[ModelUse]:
-    """Every model's whole use, fusion legs and ordinary calls, the biggest spender first."""
-    fusion = {spend.name: spend for spend in
-              spend_by([row for row in rows if row.kind != ORDINARY], lambda leg: leg.model)}
+def by_model(rows: list[TurnRow], fusion: list[Spend]) -> list[ModelUse]:
+    """Every model's whole use: its legs' spends in HydraFusion's turns (`fusion`) and its calls in the
+    ordinary turns of `rows`, the biggest spender first."""
     calls: dict[str, list[CallRow]] = defaultdict(list)
     for row in rows:
         if row.kind == ORDINARY:
@@ -575,16 +517,17 @@ def by_model(rows: list[TurnRow]) -> list[ModelUse]:
                      sum(call.cache_write_tokens for call in group))
         for model, group in calls.items()
     }
+    by_name = {spend.name: spend for spend in fusion}
     uses = []
-    for model in fusion.keys() | ordinary.keys():
-        parts = (fusion.get(model) or Spend(model, 0, 0, 0.0, 0, 0, 0, 0),
+    for model in by_name.keys() | ordinary.keys():
+        parts = (by_name.get(model) or Spend(model, 0, 0, 0.0, 0, 0, 0, 0),
                  ordinary.get(model) or Spend(model, 0, 0, 0.0, 0, 0, 0, 0))
         uses.append(ModelUse(
             model, sum(p.legs for p in parts), sum(p.calls for p in parts),
             _total(p.credits for p in parts), sum(p.input_tokens for p in parts),
             sum(p.output_tokens for p in parts), sum(p.cache_read_tokens for p in parts),
             sum(p.cache_write_tokens for p in parts), *parts))
-    return sorted(uses, key=lambda use: (-use.credits, use.name))
+    return _biggest_first(uses)
 
 
 def by_pattern(rows: list[TurnRow]) -> list[PatternFigures]:
@@ -624,16 +567,6 @@ def router(rows: list[TurnRow]) -> list[PolicyFigures]:
     return figures
 
 
-def _first_appearances(rows: list[TurnRow], keys: list[str]) -> dict[str, str]:
-    """Each policy version that followed another, and the key of the row it first appeared
-    in. `rows` in the order they started, `keys` theirs."""
-    firsts: dict[str, str] = {}
-    for row, key in zip(rows, keys):
-        if row.kind == "fusion" and row.policy_version is not None:
-            firsts.setdefault(row.policy_version, key)
-    return dict(list(firsts.items())[1:])
-
-
 def _week(row: TurnRow) -> str:
     return _iso_week(row.start[:10])
 
@@ -654,28 +587,174 @@ GROUP_KEYS = {
 }
 
 
-def groups(rows: list[TurnRow], tallies: list[tuple[int, ...]], key) -> list[Group]:
-    """The HydraFusion turns of `rows` (in the order they started, with their tally()s)
-    grouped by key(row), the keys in order (a session's group in the order of its id)."""
-    keys = [key(row) for row in rows]
-    grouped: dict[str, tuple[list[TurnRow], list[tuple[int, ...]]]] = defaultdict(lambda: ([], []))
-    for row, row_key, row_tally in zip(rows, keys, tallies):
-        group_rows, group_tallies = grouped[row_key]
-        group_rows.append(row)
-        group_tallies.append(row_tally)
-    firsts = _first_appearances(rows, keys)
-    figures = []
-    for name, (group_rows, group_tallies) in sorted(grouped.items()):
-        by_model: dict[str, float] = defaultdict(float)
-        for row in group_rows:
+class _Sums:
+    """What some HydraFusion turns add up to, in whole numbers (credits in nano-credits, as
+    the log counts them), so that parts merged in any order give the figures of their turns.
+
+    Each turn is added once, to its part (its session's turns on its day, as far as the
+    groupings asked for tell them apart); the headline, the groups and the spends by model
+    and leg kind are merged from the parts, a week's and a month's from days. Making each of
+    them from the turns was most of a report's figures: a month holds some 7,500 turns,
+    14,000 legs and a few hundred parts."""
+
+    __slots__ = ("turns", "counts", "outcomes", "by_model", "by_kind")
+
+    def __init__(self, turns: int, counts: tuple[int, ...], outcomes: dict[str, list[int]],
+                 by_model: dict[str, list[int]], by_kind: dict[str, list[int]]):
+        self.turns = turns
+        # credits, those of legs that did not produce the answer, failed legs, tools, and the
+        # turns routed, compound (of those), judged and rejected (of those)
+        self.counts = counts
+        self.outcomes = outcomes  # outcome -> [turns, the index of its first turn]
+        # model, leg kind -> [legs, calls, nano-credits, input, output, cache read, cache write]
+        self.by_model, self.by_kind = by_model, by_kind
+
+    @classmethod
+    def of(cls, rows: list[TurnRow], indices) -> _Sums:
+        """The sums of the turns rows[i] for i in `indices`, in order."""
+        credits = review_credits = failed_legs = tools = routed = compound = judged = rejected = 0
+        outcomes: dict[str, list[int]] = {}
+        by_model: dict[str, list[int]] = {}
+        by_kind: dict[str, list[int]] = {}
+        for index in indices:
+            row = rows[index]
+            seen = outcomes.get(row.outcome)
+            if seen is None:
+                outcomes[row.outcome] = [1, index]
+            else:
+                seen[0] += 1
+            credits += round(row.credits * 1e9)
+            tools += row.printed.tool_count
+            if row.outcome != ROUTE_FAILED_OUTCOME:
+                routed += 1
+                compound += row.compound
+            verdicts = False
+            rejecting = False
             for leg in row.legs:
-                by_model[leg.model] += leg.credits
-        figures.append(Group(
-            *_headline(group_rows, group_tallies), name,
-            {model: round(c, 9) for model, c in sorted(by_model.items())},
-            [version for version, first in firsts.items() if first == name],
-        ))
+                nano = round(leg.credits * 1e9)
+                if not leg.committed:
+                    review_credits += nano
+                if leg.status in ("failed", "cancelled"):
+                    failed_legs += 1
+                if leg.verdict:
+                    verdicts = True
+                    rejecting = rejecting or leg.verdict in REJECTING_VERDICTS
+                for spends, name in ((by_model, leg.model), (by_kind, leg.kind)):
+                    found = spends.get(name)
+                    if found is None:
+                        spends[name] = [1, leg.calls, nano, leg.input_tokens, leg.output_tokens,
+                                        leg.cache_read_tokens, leg.cache_write_tokens]
+                    else:
+                        found[0] += 1
+                        found[1] += leg.calls
+                        found[2] += nano
+                        found[3] += leg.input_tokens
+                        found[4] += leg.output_tokens
+                        found[5] += leg.cache_read_tokens
+                        found[6] += leg.cache_write_tokens
+            judged += verdicts
+            rejected += rejecting
+        return cls(len(indices), (credits, review_credits, failed_legs, tools, routed, compound,
+                                  judged, rejected), outcomes, by_model, by_kind)
+
+    @classmethod
+    def merged(cls, parts: list[_Sums]) -> _Sums:
+        if len(parts) == 1:
+            return parts[0]
+        outcomes: dict[str, list[int]] = {}
+        for part in parts:
+            for outcome, (turns, first) in part.outcomes.items():
+                seen = outcomes.setdefault(outcome, [0, first])
+                seen[0] += turns
+                seen[1] = min(seen[1], first)
+        return cls(sum(part.turns for part in parts),
+                   tuple(map(sum, zip(*(part.counts for part in parts)))), outcomes,
+                   _summed(part.by_model for part in parts), _summed(part.by_kind for part in parts))
+
+    def headline(self) -> Headline:
+        return Headline(*self._headline())
+
+    def group(self, key: str, new_policy_versions: list[str]) -> Group:
+        return Group(*self._headline(), key,
+                     {model: _credits(sums[2]) for model, sums in sorted(self.by_model.items())},
+                     new_policy_versions)
+
+    def spends(self) -> tuple[list[Spend], list[Spend]]:
+        """Their legs' spends by model and by leg kind, the biggest spender first."""
+        return tuple(_biggest_first([Spend(name, legs, calls, _credits(nano), *tokens)
+                                     for name, (legs, calls, nano, *tokens) in spends.items()])
+                     for spends in (self.by_model, self.by_kind))
+
+    def _headline(self) -> tuple:
+        credits, review_credits, failed_legs, tools, routed, compound, judged, rejected = self.counts
+        _, calls, leg_credits, input_tokens, _, cache_read_tokens, _ = (
+            map(sum, zip(*self.by_model.values())) if self.by_model else (0,) * 7)
+        # The most first, ties in the order they first came (as Counter.most_common).
+        ordered = sorted(self.outcomes.items(), key=lambda item: (-item[1][0], item[1][1]))
+        return (self.turns, _credits(credits), calls, {name: n for name, (n, _) in ordered},
+                _ratio(compound, routed), judged, rejected, _ratio(rejected, judged),
+                _ratio(_credits(review_credits), _credits(leg_credits)),
+                _ratio(cache_read_tokens, input_tokens), failed_legs, tools)
+
+
+def _summed(spends) -> dict[str, list[int]]:
+    """Parts' spends (name -> figures) added up, name by name."""
+    collected: dict[str, list[list[int]]] = {}
+    for part in spends:
+        for name, figures in part.items():
+            collected.setdefault(name, []).append(figures)
+    return {name: list(map(sum, zip(*found))) for name, found in collected.items()}
+
+
+def parts_of(rows: list[TurnRow], groupings: tuple[str, ...]) -> dict[tuple[str, str], _Sums]:
+    """The HydraFusion turns `rows` (in the order they started) in parts, by (day, session
+    id): either is "" where none of `groupings` (GROUPINGS) tells it apart."""
+    by_day = not {"day", "week", "month"}.isdisjoint(groupings)
+    by_session = "session" in groupings
+    indices: dict[tuple[str, str], list[int]] = {}
+    for index, row in enumerate(rows):
+        part = (row.start[:10] if by_day else "", row.session_id if by_session else "")
+        found = indices.get(part)
+        if found is None:
+            indices[part] = [index]
+        else:
+            found.append(index)
+    return {part: _Sums.of(rows, found) for part, found in indices.items()}
+
+
+def groupings_of(rows: list[TurnRow], parts: dict[tuple[str, str], _Sums],
+                 groupings: tuple[str, ...]) -> dict[str, list[Group]]:
+    """The groups of the HydraFusion turns `rows` (in the order they started) by each of
+    `groupings`, from their parts_of: each grouping's keys in order (a session's group in the
+    order of its id)."""
+    made: dict[str, dict[str, _Sums]] = {}
+    if "session" in groupings:
+        made["session"] = _merged(parts, lambda part: part[1])
+    if not {"day", "week", "month"}.isdisjoint(groupings):
+        days = _merged(parts, lambda part: part[0])
+        made.update(day=days, week=_merged(days, _iso_week), month=_merged(days, lambda day: day[:7]))
+    # A version is new in the group of its first turn, but the report's first version.
+    firsts: dict[str, TurnRow] = {}
+    for row in rows:
+        if row.kind == "fusion" and row.policy_version is not None:
+            firsts.setdefault(row.policy_version, row)
+    later = list(firsts.items())[1:]
+    figures = {}
+    for name in groupings:
+        new: dict[str, list[str]] = {}
+        for version, first in later:
+            new.setdefault(GROUP_KEYS[name](first), []).append(version)
+        figures[name] = [sums.group(key, new.get(key, []))
+                         for key, sums in sorted(made[name].items())]
     return figures
+
+
+def _merged(parts: dict, key) -> dict[str, _Sums]:
+    """The parts merged by key(the part's key)."""
+    grouped: dict[str, list[_Sums]] = {}
+    for part, sums in parts.items():
+        grouped.setdefault(key(part), []).append(sums)
+    return {name: _Sums.merged(found) for name, found in grouped.items()}
 
 
 def check_figures(check: Reconciliation) -> Check:
