@@ -165,10 +165,11 @@ class TurnJson:
     CSV of calls and the HTML page show them all: kept as one string per turn in the cache, in a worker's
     answer and in memory, a warm report copies text where it made and walked some 3 million
     objects. Bytes, not str: from the cache's file to the report's output they are never
-    decoded nor encoded. The table and the figures need the count, and an ordinary turn's
-    calls: those rows are made anew from the text where they are asked for."""
+    decoded nor encoded (a turn read from the cache has a view of the bytes the cache read,
+    tailer/report/cache.py). The table and the figures need the count, and an ordinary
+    turn's calls: those rows are made anew from the text where they are asked for."""
 
-    text: bytes
+    text: bytes | memoryview
     start_at: int
     tool_count: int
 
@@ -179,7 +180,7 @@ class TurnJson:
         return [ToolRow(**tool) for tool in self._object()["tools"]]
 
     def _object(self) -> dict:
-        return json.loads(self.text[:self.start_at] + b"null" + self.text[self.start_at:])
+        return json.loads(b"".join((self.text[:self.start_at], b"null", self.text[self.start_at:])))
 
 
 @record(slots=True)

@@ -22,9 +22,13 @@ def render_json(snap: Snapshot) -> Iterator[bytes]:
     head = {name: getattr(snap, name) for name in snap.__slots__ if name != "turns"}
     yield (compact_json(head)[:-1] + ',"turns":[').encode("ascii")
     for index, turn in enumerate(snap.turns):
-        text, at = turn.printed.text, turn.printed.start_at
-        start = json.dumps(turn.start).encode("ascii")
-        yield b"".join((b"," if index else b"", text[:at], start, text[at:]))
+        # Views, not slices: the texts are not copied on their way to the output.
+        text, at = memoryview(turn.printed.text), turn.printed.start_at
+        if index:
+            yield b","
+        yield text[:at]
+        yield json.dumps(turn.start).encode("ascii")
+        yield text[at:]
     yield b"]}\n"
 
 
