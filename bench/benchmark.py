@@ -89,6 +89,7 @@ TIMED_ROUNDS = 3
 # seconds: the best of 3 such runs was often one of a slow spell, where a first read of 7 s
 # evens its spells out. Short runs are cheap, so they take the best of more.
 SHORT_ROUNDS = 9
+WATCH_WARM_ROUNDS = 3  # of `report --watch`'s warm first drawing: each is a start of its own
 APPENDED_SESSIONS = 10  # the sessions that get a new turn between two reports
 IMPORT_RUNS = 9
 POLL_S = 0.05  # how often a report's processes are looked at for their peak RSS
@@ -951,7 +952,7 @@ def measure_idle_and_resume(work: Path, receiver: Receiver, seconds: float) -> d
 def measure_watch_idle(state_dir: Path, work: Path, seconds: float) -> dict:
     """`report --watch` over the idle daemon's 10,000 old sessions: its first drawing with an
     empty cache, then, the cache filled by that run, its first drawing again (the best of
-    SHORT_ROUNDS // 3 runs, for the reason SHORT_ROUNDS gives), and the last run's CPU over
+    WATCH_WARM_ROUNDS runs, for the reason SHORT_ROUNDS gives), and the last run's CPU over
     a window once that is done and it has gone quiet, measured as the daemon is.
 
     It draws on a pseudo-terminal of COLUMNS x LINES (it refuses a pipe), without colour,
@@ -961,7 +962,7 @@ def measure_watch_idle(state_dir: Path, work: Path, seconds: float) -> dict:
     command = report_watch_command(state_dir)
     environ = dict(child_environment(work / "watch-cache"), COLUMNS="100", LINES="40", NO_COLOR="1")
     results = {"command": command}
-    runs = ["cold"] + ["warm"] * (SHORT_ROUNDS // 3)
+    runs = ["cold"] + ["warm"] * WATCH_WARM_ROUNDS
     for number, run in enumerate(runs):
         output = work / f"watch-{number}.out"
         child = start_on_a_terminal(command, environ, output)

@@ -14,7 +14,10 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from exposition_helpers import samples
-from tailer.report.figures import by_kind, headline, moment, snapshot, turn_row
+from tailer.report.figures import (
+    GROUP_KEYS, GROUPINGS, Headline, LegRow, TurnJson, TurnRow, by_kind, headline, moment,
+    snapshot, turn_row,
+)
 from test_metrics import counted, turns_of
 
 
@@ -152,10 +155,6 @@ def test_a_moment_in_the_machines_zone_is_its_local_time(zone):
 
 
 # -- The groups, against the headline of each group's own turns --------------------------------
-
-from tailer.report.figures import (  # noqa: E402  (beside the tests that use them)
-    GROUP_KEYS, GROUPINGS, Headline, LegRow, TurnJson, TurnRow,
-)
 
 MODELS = ("gpt-5.6-sol", "mai-code-1.1-flash", "claude-sonnet-5")
 
