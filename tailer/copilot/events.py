@@ -589,17 +589,18 @@ def _field_name(name: str) -> str:
 # The codes of each kind seen lately: nearly every value (a model, a pattern, a leg's phase
 # id) repeats on many lines, and a set lookup costs a fraction of a match. Bounded: cleared
 # when full. Only accepted values are kept, so a refusal is always decided by the pattern.
+# By the kind's name: hashing a CodeKind hashes its pattern, on every line.
 _SEEN_LIMIT = 4096
-_SEEN: dict[CodeKind, set[str]] = {kind: set() for kind in (ENUM, MODEL, TOOL, IDENTIFIER, VERSION)}
+_SEEN: dict[str, set[str]] = {kind.name: set() for kind in (ENUM, MODEL, TOOL, IDENTIFIER, VERSION)}
 # CODE_FIELDS with each field's set of seen codes, for the loop below.
 _CODE_CHECKS = {
-    record_type: tuple((name, kind, _SEEN[kind]) for name, kind in fields)
+    record_type: tuple((name, kind, _SEEN[kind.name]) for name, kind in fields)
     for record_type, fields in CODE_FIELDS.items()
 }
 
 
 def _is_code(kind: CodeKind, value: str) -> bool:
-    seen = _SEEN[kind]
+    seen = _SEEN[kind.name]
     if value in seen:
         return True
     if kind.pattern.fullmatch(value) is None:
