@@ -14,7 +14,8 @@ from pathlib import Path
 from tailer.commands import demo
 from tailer.copilot.files import session_logs
 from tailer.report.live import LiveTurns
-from tailer.report.read import Selection, SessionReader, wanted_turns
+from tailer.report.read import Selection, SessionReader
+from report_helpers import wanted_turns
 
 
 class Warnings(logging.Handler):

@@ -6,11 +6,14 @@ import json
 import random
 import subprocess
 import sys
+import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 from sessiongen import ExpectedTurn, SessionWriter
 from tailerproc import ROOT, tailer_env
+
+from tailer.report.read import Selection, SessionReader
 
 MODELS = ("gpt-5.6-sol", "claude-sonnet-4.6", "gemini-3.1-pro", "mai-code-1.1-flash",
           "claude-opus-5")
@@ -74,3 +77,13 @@ def report_json(*args: str) -> dict:
     done = run_report("--format", "json", *args)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
+
+
+def wanted_turns(logs: dict[str, Path], selection: Selection, reader: SessionReader):
+    """Every wanted turn of `logs`, each log read to its end, in this process: what a
+    report's reading gives, as Turns (the report itself keeps rows). Open turns end as
+    SessionReader.finish_at_end ends them now."""
+    now = time.time()
+    for session_id, path in sorted(logs.items()):
+        yield from filter(selection.wants, reader.read(session_id, path))
+        yield from filter(selection.wants, reader.finish_at_end(session_id, now))

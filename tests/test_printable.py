@@ -43,7 +43,8 @@ from tailer.report import text as report_text
 from tailer.daemon.checkpoint import claim
 from tailer.copilot.files import session_logs
 from tailer.printable import printable
-from tailer.report.read import Selection, SessionReader, wanted_turns
+from tailer.report.read import Selection, SessionReader
+from report_helpers import wanted_turns
 from tailerproc import ROOT, ctrl_c_quits, tailer_env
 from test_report_live import read_until
 

@@ -28,7 +28,8 @@ from tailer.turns.sessions import Tailer
 from tailer.outputs.exposition import Registry
 from tailer.copilot.files import find_logs
 from tailer.outputs.metrics import Metrics
-from tailer.report.read import Selection, SessionReader, wanted_turns
+from tailer.report.read import Selection, SessionReader
+from report_helpers import wanted_turns
 from tailerproc import ROOT, tailer_env
 
 DENIED = PermissionError(13, "Permission denied")

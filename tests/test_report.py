@@ -11,14 +11,14 @@ import jsonschema
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from report_helpers import report_json, run_report, write_month
+from report_helpers import report_json, run_report, wanted_turns, write_month
 from sessiongen import START, SessionWriter, every_pattern, whole_session
 from tailer.commands import cli
 from tailer.copilot import events
 from tailer.report import command as report
 from tailer.copilot.files import session_logs
 from tailer.report.figures import check_figures, snapshot, turn_row
-from tailer.report.read import Selection, SessionReader, wanted_turns
+from tailer.report.read import Selection, SessionReader
 from tailer.turns.assembly import IDLE_TIMEOUT_S
 from tailerproc import ROOT, tailer_env
 

@@ -14,8 +14,8 @@ from tailer.report import figures as report_figures
 from tailer.report import html as report_html
 from tailer.copilot import events
 from tailer.copilot.files import session_logs
-from tailer.report.read import Selection, SessionReader, wanted_turns
-from report_helpers import run_report
+from tailer.report.read import Selection, SessionReader
+from report_helpers import run_report, wanted_turns
 from tailerproc import ROOT
 
 NOW = datetime(2026, 12, 1, tzinfo=timezone.utc)

@@ -12,12 +12,12 @@ from datetime import datetime, timezone
 
 import pytest
 
-from report_helpers import report_json, run_report, write_month
+from report_helpers import report_json, run_report, wanted_turns, write_month
 from sessiongen import START, SessionWriter, every_pattern, whole_session
 from tailer import records
 from tailer.copilot.files import session_logs
 from tailer.report.figures import check_figures, snapshot, turn_row
-from tailer.report.read import Selection, SessionReader, wanted_turns
+from tailer.report.read import Selection, SessionReader
 from tailer.report.table import render_table
 from tailer.report.text import CSV_COLUMNS, render_calls_csv, render_csv, render_json
 from tailerproc import ROOT, tailer_env

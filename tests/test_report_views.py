@@ -11,7 +11,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from realcli import record
-from report_helpers import report_json, run_report, write_month
+from report_helpers import report_json, run_report, wanted_turns, write_month
 from sessiongen import SessionWriter, whole_session
 from tailerproc import ROOT, tailer_env
 from test_report import figures_of
@@ -19,7 +19,7 @@ from tailer.copilot.events import Usage
 from tailer.report.html import render as render_html
 from tailer.copilot.files import session_logs
 from tailer.report.figures import check_figures, snapshot, turn_row
-from tailer.report.read import Selection, SessionReader, wanted_turns
+from tailer.report.read import Selection, SessionReader
 from tailer.report.table import render_table
 from tailer.report.text import render_calls_csv, render_csv, render_json
 

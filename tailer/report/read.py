@@ -10,7 +10,6 @@ report reads each log to its end and finishes a turn still open there as `incomp
 from __future__ import annotations
 
 import os
-import time
 from pathlib import Path
 from typing import Callable, Iterator
 
@@ -157,18 +156,3 @@ class SessionReader:
 
     def skipped(self) -> dict[str, int]:
         return {"damaged_lines": self.damaged_lines, "unreadable_logs": len(self.problems)}
-
-
-def wanted_turns(logs: dict[str, Path], selection: Selection, reader: SessionReader,
-                 on_log: Callable[[Path], None] | None = None, *,
-                 now: float | None = None) -> Iterator[Turn]:
-    """Every wanted turn of `logs`, as each log is read to its end, where open turns are
-    finished as incomplete when the log has been quiet for the idle timeout at `now` (unix
-    seconds, the clock's by default); the others stay open, in flight. `on_log` is called
-    after each log."""
-    now = time.time() if now is None else now
-    for session_id, path in sorted(logs.items()):
-        yield from filter(selection.wants, reader.read(session_id, path))
-        yield from filter(selection.wants, reader.finish_at_end(session_id, now))
-        if on_log is not None:
-            on_log(path)
