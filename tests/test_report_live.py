@@ -124,6 +124,27 @@ def test_open_turns_wait_and_idle_ones_end_incomplete(tmp_path):
     live.close()
 
 
+def test_an_answered_prompt_without_fusion_is_not_in_progress(tmp_path):
+    """Such a turn stays open until the next prompt (a later call may still be its), but it
+    has answered: the live line counts only what the "now" lines show, turns running."""
+    session = Session(tmp_path)
+    session.add()
+    session.writer.ordinary("gpt-5.6-sol")
+    session.add(turns=0)  # writes its lines
+    live = LiveTurns(tmp_path, Selection(), clock=time.time,
+                     watcher=SessionWatcher(tmp_path, use_inotify=False))
+    live.poll(0)
+    assert live.reader.open_turns("live") == 1 and live.in_flight(time.time_ns()) == []
+    assert live.in_progress() == 0
+    session.add(incomplete=True)
+    deadline = time.monotonic() + 10
+    while not live.in_flight(time.time_ns()) and time.monotonic() < deadline:
+        live.poll(0.5)
+    assert [row.kind for row in live.in_flight(time.time_ns())] == ["fusion"]
+    assert live.in_progress() == 1
+    live.close()
+
+
 def read_until(fd, done, timeout=60):
     """What the terminal shows until done(output) is true."""
     output, deadline = b"", time.monotonic() + timeout

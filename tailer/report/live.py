@@ -78,7 +78,9 @@ class LiveTurns:
         return self.cached_checks + [check_figures(check) for check in self.reader.reconciliations]
 
     def in_progress(self) -> int:
-        return sum(self.reader.open_turns(session_id) for session_id in self._open)
+        """The wanted turns running now, the ones the "now" lines show: an answered prompt
+        without fusion stays open until the next prompt, but is no longer in progress."""
+        return sum(1 for turn in self.reader.in_flight() if self.selection.wants(turn))
 
     def in_flight(self, now_ns: int) -> list[InFlightRow]:
         """The wanted turns open now, for the "now" section, in local time."""
