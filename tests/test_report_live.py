@@ -2,6 +2,7 @@
 
 import fcntl
 import io
+import json
 import os
 import pty
 import re
@@ -12,7 +13,9 @@ import subprocess
 import sys
 import termios
 import time
+from datetime import datetime, timezone
 
+from report_helpers import report_json
 from sessiongen import START, SessionWriter
 from tailer.copilot import events
 from tailer.report import live as report_live
@@ -124,9 +127,10 @@ def test_open_turns_wait_and_idle_ones_end_incomplete(tmp_path):
     live.close()
 
 
-def test_an_answered_prompt_without_fusion_is_not_in_progress(tmp_path):
+def test_an_answered_prompt_without_fusion_is_in_the_table_not_in_progress(tmp_path):
     """Such a turn stays open until the next prompt (a later call may still be its), but it
-    has answered: the live line counts only what the "now" lines show, turns running."""
+    has answered: the table shows it as a report of the same files does, and the live line
+    counts only what the "now" lines show, turns running."""
     session = Session(tmp_path)
     session.add()
     session.writer.ordinary("gpt-5.6-sol")
@@ -136,12 +140,22 @@ def test_an_answered_prompt_without_fusion_is_not_in_progress(tmp_path):
     live.poll(0)
     assert live.reader.open_turns("live") == 1 and live.in_flight(time.time_ns()) == []
     assert live.in_progress() == 0
+    reported = report_json("--state-dir", str(tmp_path), "--no-cache", "--timezone", "UTC")["turns"]
+    shown = [json.loads(bytes(row.printed.text[:row.printed.start_at]) + b'""'
+                        + bytes(row.printed.text[row.printed.start_at:]))
+             for row in live.turns + live.answered()]
+    assert [turn["kind"] for turn in reported] == ["fusion", "ordinary"]
+    assert [dict(turn, start="") for turn in shown] == [dict(turn, start="") for turn in reported]
+    text = report_live.table(live, live.answered(), {}, now=datetime.now(timezone.utc),
+                             columns=100, rows=40, color=False)
+    assert text.startswith("HydraFusion: 1 turn (+1 ordinary), 1 session")
     session.add(incomplete=True)
     deadline = time.monotonic() + 10
     while not live.in_flight(time.time_ns()) and time.monotonic() < deadline:
         live.poll(0.5)
     assert [row.kind for row in live.in_flight(time.time_ns())] == ["fusion"]
     assert live.in_progress() == 1
+    assert [row.kind for row in live.turns] == ["fusion", "ordinary"] and live.answered() == []
     live.close()
 
 

@@ -8,6 +8,10 @@ turn still open is not counted until it finishes: it is drawn above the table, i
 daemon's idle timeout is finished as `incomplete`, by the daemon's own rule
 (SessionLog.finish_if_idle).
 
+An answered prompt without fusion stays open until the next prompt, as a later call may
+still be its: the table shows it as a report would (read.SessionReader.finish_at_end),
+from its turn as it stands at each pass, and keeps it once it finishes.
+
 A redraw moves the cursor home and overwrites the old frame line by line, clearing what
 each line leaves and what lies below the last one: no screen clear, so no flicker. The
 frame is cut to the terminal's size, so it never scrolls. Ctrl-C leaves the last frame
@@ -81,6 +85,12 @@ class LiveTurns:
         """The wanted turns running now, the ones the "now" lines show: an answered prompt
         without fusion stays open until the next prompt, but is no longer in progress."""
         return sum(1 for turn in self.reader.in_flight() if self.selection.wants(turn))
+
+    def answered(self) -> list[TurnRow]:
+        """The rows of the wanted turns that have answered but are still open (see the
+        module docstring), made anew: they may still change."""
+        return [turn_row(turn, self.zone) for turn in self.reader.answered()
+                if self.selection.wants(turn)]
 
     def in_flight(self, now_ns: int) -> list[InFlightRow]:
         """The wanted turns open now, for the "now" section, in local time."""
@@ -171,21 +181,24 @@ class LiveTurns:
         return finished
 
 
-def table(live: LiveTurns, filters: dict[str, str], *, now: datetime, columns: int, rows: int,
-          color: bool) -> str:
-    """The table as it fits under the live lines: the costly part of a frame (its figures
-    are made again from every turn), so it is made only when `table_key` changes."""
-    snap = snapshot(live.turns, now=now, tz=live.zone, sessions=live.sessions, skipped=live.reader.skipped(),
+def table(live: LiveTurns, answered: list[TurnRow], filters: dict[str, str], *, now: datetime,
+          columns: int, rows: int, color: bool) -> str:
+    """The table of the finished turns and the `answered` ones as it fits under the live
+    lines: the costly part of a frame (its figures are made again from every turn), so it
+    is made only when `table_key` changes."""
+    snap = snapshot(live.turns + answered, now=now, tz=live.zone, sessions=live.sessions, skipped=live.reader.skipped(),
                     filters=filters, checks=live.checks(), groupings=("day",))
     return render_table(snap, width=min(MAX_WIDTH, columns), color=color,
                         height=max(rows - 4, 1))
 
 
-def table_key(live: LiveTurns, size: os.terminal_size, now: datetime) -> tuple:
+def table_key(live: LiveTurns, answered: list[TurnRow], size: os.terminal_size,
+              now: datetime) -> tuple:
     """Everything the table shows depends on: the turns, the sessions, what was skipped or
     checked, the terminal's size and the UTC offset (a daylight saving time change).
-    Turns and checks are only ever added, so their numbers tell when they changed."""
-    return (len(live.turns), live.sessions, tuple(live.reader.skipped().values()),
+    Finished turns and checks are only ever added, so their numbers tell when they
+    changed; an answered turn may still grow, so its figures are part of the key."""
+    return (len(live.turns), tuple(answered), live.sessions, tuple(live.reader.skipped().values()),
             len(live.cached_checks) + len(live.reader.reconciliations), tuple(size),
             now.astimezone(live.zone).utcoffset())
 
@@ -248,12 +261,13 @@ def watch(state_dir: Path, selection: Selection, filters: dict[str, str], out: T
             # The turns in flight are drawn above the table, which gives them its rows.
             now_lines = render_now(live.in_flight(round(now.timestamp() * 1e9)),
                                    min(MAX_WIDTH, size.columns))
-            key = table_key(live, size, now) + (len(now_lines),)
+            answered = live.answered()
+            key = table_key(live, answered, size, now) + (len(now_lines),)
             state = (key, live.in_progress(), now.strftime("%H:%M"), tuple(now_lines))
             if state == drawn:
                 continue
             if key != tabled:
-                table_text = table(live, filters, now=now, columns=size.columns,
+                table_text = table(live, answered, filters, now=now, columns=size.columns,
                                    rows=size.lines - len(now_lines), color=color)
                 tabled = key
             out.write(frame(live, table_text, now=now, columns=size.columns, rows=size.lines,

@@ -141,6 +141,12 @@ class SessionReader:
         return [turn for log in self._logs.values() for turn in log.turns.open_turns
                 if running(turn)]
 
+    def answered(self) -> list[Turn]:
+        """The open turns of the logs read so far that have answered but may still grow: an
+        ordinary turn, open until the next prompt (see in_flight.running)."""
+        return [turn for log in self._logs.values() for turn in log.turns.open_turns
+                if not running(turn)]
+
     def finish_at_end(self, session_id: str, now: float) -> list[Turn]:
         """At the end of a log: every open turn when the log is idle, else those that are no
         longer running (an answered ordinary turn, whose next prompt is still to come)."""
