@@ -180,6 +180,12 @@ class TurnJson:
     def tools(self) -> list[ToolRow]:
         return [ToolRow(**tool) for tool in self._object()["tools"]]
 
+    def calls_and_tools(self) -> tuple[list[CallRow], list[ToolRow]]:
+        """Both from one parse of the text, for an output that shows both."""
+        value = self._object()
+        return ([CallRow(**call) for call in value["model_calls"]],
+                [ToolRow(**tool) for tool in value["tools"]])
+
     def _object(self) -> dict:
         return json.loads(b"".join((self.text[:self.start_at], b"null", self.text[self.start_at:])))
 

@@ -19,7 +19,7 @@ from html import escape
 from importlib import resources
 
 from ..wording import counted
-from .figures import Snapshot
+from .figures import Snapshot, TurnRow
 
 # Tableau 10: distinct, and kind to the common colour-vision deficiencies.
 PALETTE = ("#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1",
@@ -278,7 +278,17 @@ def _embedded(snap: Snapshot, colors: dict[str, str]) -> str:
     """The turns for the script, compact (5,000 turns make a few MB), safe inside <script>."""
     models = list(colors)
     index = {model: number for number, model in enumerate(models)}
-    turns = [{
+    turns = [_turn_object(turn, index) for turn in snap.turns]
+    text = json.dumps({"models": models, "colors": [colors[m] for m in models], "turns": turns},
+                      separators=(",", ":"))
+    # Nothing in it may end the script element or start markup.
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
+def _turn_object(turn: TurnRow, index: dict[str, int]) -> dict:
+    """A turn for the script: its figures, legs, calls and tools, models by their index."""
+    calls, tools = turn.printed.calls_and_tools()
+    return {
         "t": turn.start, "s": turn.session_id, "f": turn.fusion_id, "k": turn.kind,
         "p": turn.pattern, "o": turn.outcome, "c": round(turn.credits, 4), "n": turn.calls,
         "d": round(turn.duration_ms, 1), "r": turn.routing_ms,
@@ -291,15 +301,11 @@ def _embedded(snap: Snapshot, colors: dict[str, str]) -> str:
         "calls": [{"g": call.leg, "m": index[call.model], "t": round(call.start_ms, 1),
                    "d": call.duration_ms, "c": round(call.credits, 4), "i": call.input_tokens,
                    "o": call.output_tokens, "h": call.cache_read_tokens, "f": call.finish_reason}
-                  for call in turn.model_calls],
+                  for call in calls],
         "tools": [{"g": tool.leg, "n": tool.name, "ok": tool.success, "t": round(tool.start_ms, 1),
                    "d": round(tool.duration_ms, 1), "w": tool.timing}
-                  for tool in turn.tools],
-    } for turn in snap.turns]
-    text = json.dumps({"models": models, "colors": [colors[m] for m in models], "turns": turns},
-                      separators=(",", ":"))
-    # Nothing in it may end the script element or start markup.
-    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+                  for tool in tools],
+    }
 
 
 def _nice_ceiling(value: float) -> float:
