@@ -149,6 +149,9 @@ def test_an_answered_prompt_without_fusion_is_in_the_table_not_in_progress(tmp_p
     text = report_live.table(live, live.answered(), {}, now=datetime.now(timezone.utc),
                              columns=100, rows=40, color=False)
     assert text.startswith("HydraFusion: 1 turn (+1 ordinary), 1 session")
+    shown = report_live.frame(live, text, now=datetime.now(timezone.utc), columns=100, rows=40,
+                              answered=live.answered())
+    assert shown.split("\n")[1].endswith(" ordinary completed 7.40 credits: gpt-5.6-sol" + report_live.CLEAR_LINE_END)
     session.add(incomplete=True)
     deadline = time.monotonic() + 10
     while not live.in_flight(time.time_ns()) and time.monotonic() < deadline:

@@ -204,23 +204,24 @@ def table_key(live: LiveTurns, answered: list[TurnRow], size: os.terminal_size,
 
 
 def frame(live: LiveTurns, table_text: str, *, now: datetime, columns: int, rows: int,
-          now_lines: list[str] = ()) -> str:
-    """One screenful: what is being watched, the last turn, the turns in flight (the "now"
-    lines of render_now), then the table cut to fit."""
+          now_lines: list[str] = (), answered: list[TurnRow] = ()) -> str:
+    """One screenful: what is being watched, the last turn to end (an `answered` one
+    too), the turns in flight (the "now" lines of render_now), then the table cut to fit."""
     width = min(MAX_WIDTH, columns)
-    head = _live_lines(live, now) + list(now_lines)
+    head = _live_lines(live, answered, now) + list(now_lines)
     lines = [_cut(line, width) for line in head] + [""] + table_text.splitlines()
     return CURSOR_HOME + "".join(line + CLEAR_LINE_END + "\n" for line in lines[:rows - 1]) + CLEAR_BELOW
 
 
-def _live_lines(live: LiveTurns, now: datetime) -> list[str]:
+def _live_lines(live: LiveTurns, answered: list[TurnRow], now: datetime) -> list[str]:
     watching = f"watching {counted(live.sessions, 'session')}"
     if live.in_progress():
         watching += f", {counted(live.in_progress(), 'turn')} in progress"
-    if live.last is None:
+    ended_turns = [row for row in (live.last, *answered) if row is not None]
+    if not ended_turns:
         return [watching + " | Ctrl-C quits", "last turn: none yet"]
-    row = live.last
-    ended = datetime.fromisoformat(row.start) + timedelta(milliseconds=row.duration_ms)
+    row = max(ended_turns, key=_end)
+    ended = _end(row)
     if row.kind == "ordinary":  # call_models and leg_label give printable names
         legs = " -> ".join(call_models(row))
     else:
@@ -271,7 +272,7 @@ def watch(state_dir: Path, selection: Selection, filters: dict[str, str], out: T
                                    rows=size.lines - len(now_lines), color=color)
                 tabled = key
             out.write(frame(live, table_text, now=now, columns=size.columns, rows=size.lines,
-                            now_lines=now_lines))
+                            now_lines=now_lines, answered=answered))
             out.flush()
             drawn = state
     except KeyboardInterrupt:
@@ -280,6 +281,10 @@ def watch(state_dir: Path, selection: Selection, filters: dict[str, str], out: T
         out.write(SHOW_CURSOR)
         out.flush()
         live.close()
+
+
+def _end(row: TurnRow) -> datetime:
+    return datetime.fromisoformat(row.start) + timedelta(milliseconds=row.duration_ms)
 
 
 def _ago(seconds: int) -> str:
