@@ -162,6 +162,33 @@ def test_an_answered_prompt_without_fusion_is_in_the_table_not_in_progress(tmp_p
     live.close()
 
 
+def test_an_idle_watch_makes_no_answered_row_again(tmp_path, monkeypatch):
+    """An answered turn's row is made again only after a pass that read or finished
+    something: an idle watch over many such sessions would make them every second."""
+    session = Session(tmp_path)
+    session.add()
+    session.writer.ordinary("gpt-5.6-sol")
+    session.add(turns=0)
+    made = []
+    turn_row = report_live.turn_row
+    monkeypatch.setattr(report_live, "turn_row", lambda *a: made.append(1) or turn_row(*a))
+    live = LiveTurns(tmp_path, Selection(), watcher=SessionWatcher(tmp_path, use_inotify=False))
+    live.poll(0)
+    assert len(live.answered()) == 1
+    before = len(made)
+    for _ in range(5):
+        live.poll(0.05)
+        assert len(live.answered()) == 1
+    assert len(made) == before
+    session.add()  # the next prompt: the answered turn finishes, a new one comes
+    deadline = time.monotonic() + 10
+    while len(live.turns) < 3 and time.monotonic() < deadline:
+        live.poll(0.5)
+    assert [row.kind for row in live.turns] == ["fusion", "ordinary", "fusion"]
+    assert live.answered() == []
+    live.close()
+
+
 def read_until(fd, done, timeout=60):
     """What the terminal shows until done(output) is true."""
     output, deadline = b"", time.monotonic() + timeout

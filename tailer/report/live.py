@@ -72,6 +72,7 @@ class LiveTurns:
         self._open: set[str] = set()  # sessions with turns still open
         self._first = True
         self._resume: dict[str, bytes] = {}  # session id -> its cached state's JSON, until it changes
+        self._answered: list[TurnRow] | None = None  # until a pass reads or finishes something
 
     @property
     def sessions(self) -> int:
@@ -88,9 +89,12 @@ class LiveTurns:
 
     def answered(self) -> list[TurnRow]:
         """The rows of the wanted turns that have answered but are still open (see the
-        module docstring), made anew: they may still change."""
-        return [turn_row(turn, self.zone) for turn in self.reader.answered()
-                if self.selection.wants(turn)]
+        module docstring), made anew after a pass that read or finished something: they
+        may still change, and an idle watch makes none."""
+        if self._answered is None:
+            self._answered = [turn_row(turn, self.zone) for turn in self.reader.answered()
+                              if self.selection.wants(turn)]
+        return self._answered
 
     def in_flight(self, now_ns: int) -> list[InFlightRow]:
         """The wanted turns open now, for the "now" section, in local time."""
@@ -100,6 +104,8 @@ class LiveTurns:
     def poll(self, timeout: float) -> None:
         """Wait up to `timeout` seconds for a log to change, and read what changed."""
         changes = self.watcher.changes(timeout)
+        if self._first or changes:
+            self._answered = None
         if self._first:
             self._first = False
             self._start(changes.appeared, changes.looked)
@@ -118,7 +124,10 @@ class LiveTurns:
                 self._open.add(session_id)
             else:
                 self._open.discard(session_id)
-        self._take(self._finish_idle())
+        idle = self._finish_idle()
+        if idle:
+            self._answered = None
+            self._take(idle)
         for session_id, error in self.watcher.unreadable.items():
             if self.selection.wants_session(session_id):
                 self.reader.unreadable_folder(session_id, error)
