@@ -505,7 +505,7 @@ def parse_line(line: bytes) -> Event | Malformed | None:
         obj = None
     elif written_type in _READ_TYPES:
         obj = _loads_without_bulk(line, written_type)
-    elif b"fusion_" not in written_type or written_type in _KNOWN_UNUSED_TYPES:
+    elif written_type.find(b"fusion_") < 0 or written_type in _KNOWN_UNUSED_TYPES:
         return None
     else:
         obj = None
@@ -690,6 +690,10 @@ def may_be_read(line: bytes) -> bool:
 
 
 _TYPE_PREFIX = b'{"type":"'
+# Searched as an int: in CPython 3.11, `bytes in bytes` first tries the operand as an
+# int and raises and clears a TypeError inside, several times the cost of the search, on
+# every line of every log.
+_BACKSLASH = ord("\\")
 # The markers as the types they match, for a type already cut out of the line's start:
 # whole types (`"session.shutdown"`) and beginnings (`"session.fusion_`).
 _MARKED_TYPES = frozenset(m[1:-1] for m in MARKERS if m.endswith(b'"'))
@@ -702,7 +706,7 @@ def _leading_type(line: bytes) -> bytes | None:
         return None
     start = len(_TYPE_PREFIX)
     end = line.find(b'"', start, start + MAX_TEXT + 1)
-    if end < 0 or b"\\" in line[start:end]:
+    if end < 0 or _BACKSLASH in line[start:end]:
         return None
     return line[start:end]
 
@@ -1049,6 +1053,9 @@ def _model_call(time_ns: int, key: None, data: dict) -> ModelCall | Malformed:
     figures = []
     for name, limit, required, whole in _CALL_FIGURES:
         value = usage.get(name)
+        if type(value) is int and 0 <= value <= limit:  # nearly every figure: kept as it is
+            figures.append(value)
+            continue
         if value is None and not required:
             value = 0
         figure = _call_figure(value, limit)
@@ -1068,7 +1075,7 @@ def _model_call(time_ns: int, key: None, data: dict) -> ModelCall | Malformed:
         usage=Usage(1, int(input_tokens), int(output_tokens), int(cache_read), int(cache_write),
                     nano_aiu or 0),
         credits_known=nano_aiu is not None,
-        duration_ms=duration,
+        duration_ms=float(duration),
         time_to_first_token_ms=_call_figure(usage.get("timeToFirstTokenMs"), _MAX_CALL_MS),
         finish_reason=_text(usage.get("finishReason")),
         initiator=_text(usage.get("initiator")),
@@ -1105,7 +1112,7 @@ def _fusion_block(block: object) -> tuple[str | None, str | None, str | None]:
 
 def _tool_requests(counts: object) -> tuple[str, ...]:
     """`toolCounts` ({tool name: count}) as one name per request, sorted, bounded."""
-    if not isinstance(counts, dict):
+    if not isinstance(counts, dict) or not counts:
         return ()
     names: list[str] = []
     for name, count in counts.items():
