@@ -667,7 +667,8 @@ def test_the_parsers_json_reading_is_json_loads(raw):
 _TYPES_AND_LOOKALIKES = st.sampled_from([
     "session.fusion_resolved", "session.fusion_", "assistant.fusion_x", "session.shutdown",
     "session.shutdowns", "session.usage_record", "tool.execution_start", "tool.execution_",
-    "user.message", "assistant.message", "", "session.start", 'a\\"b', "x" * 201,
+    "user.message", "assistant.message", "assistant.messages", "assistant.turn_start",
+    "abort", "", "session.start", 'a\\"b', "x" * 201,
 ])
 
 
@@ -684,3 +685,10 @@ def test_may_be_read_decides_by_the_leading_type_as_the_markers_do(event_type, s
     else:
         expected = events._ANY_MARKER.search(raw) is not None
     assert events.may_be_read(raw) == expected
+
+
+def test_no_skipped_type_is_one_the_markers_read():
+    """may_be_read drops a line on its head alone: the head must be of a type never read."""
+    for head in events._SKIPPED_HEADS:
+        raw = head + b',"data":{}}'
+        assert not events._ANY_MARKER.search(raw) and not events.may_be_read(raw)

@@ -459,31 +459,21 @@ def _leg_row(turn: Turn, leg: LegEnded) -> LegRow:
     )
 
 
+# A month's turns have some 200,000 calls and tools: their rows are made with the fields by
+# position, in the order the class lists them (CPython 3.11 makes a record with ten keywords
+# in twice the instructions it takes by position).
 def _call_row(turn_start_ns: int, call: ModelCall, leg: int | None) -> CallRow:
     usage = call.usage
-    return CallRow(
-        leg=leg,
-        model=call.model,
-        start_ms=(call_start_ns(call) - turn_start_ns) / 1e6,
-        duration_ms=call.duration_ms,
-        credits=_credits(usage.nano_aiu),
-        input_tokens=usage.input_tokens,
-        output_tokens=usage.output_tokens,
-        cache_read_tokens=usage.cache_read_tokens,
-        cache_write_tokens=usage.cache_write_tokens,
-        finish_reason=call.finish_reason,
-    )
+    start_ms = (call_start_ns(call) - turn_start_ns) / 1e6
+    return CallRow(leg, call.model, start_ms, call.duration_ms, _credits(usage.nano_aiu),
+                   usage.input_tokens, usage.output_tokens, usage.cache_read_tokens,
+                   usage.cache_write_tokens, call.finish_reason)
 
 
 def _tool_row(turn_start_ns: int, tool: ToolCall, leg: int | None) -> ToolRow:
-    return ToolRow(
-        leg=leg,
-        name=tool.name or "unknown",
-        success=tool.success,
-        start_ms=(tool.start_ns - turn_start_ns) / 1e6,
-        duration_ms=(tool.end_ns - tool.start_ns) / 1e6,
-        timing=tool.timing,
-    )
+    start_ms = (tool.start_ns - turn_start_ns) / 1e6
+    duration_ms = (tool.end_ns - tool.start_ns) / 1e6
+    return ToolRow(leg, tool.name or "unknown", tool.success, start_ms, duration_ms, tool.timing)
 
 
 def headline(rows: list[TurnRow]) -> Headline:

@@ -295,16 +295,14 @@ class Turn:
         for tool_call_id in dict.fromkeys(event.tool_call_id for event in self.tool_events):
             start, end = starts.get(tool_call_id), ends.get(tool_call_id)
             first = start or end
-            tools.append(ToolCall(
-                tool_call_id,
-                name=start.tool_name if start else None,
-                mcp_server=start.mcp_server if start else None,
-                mcp_tool=start.mcp_tool if start else None,
-                success=end.success if end else None,
-                phase_id=first.phase_id or (end.phase_id if end else None),
-                start_ns=first.time_ns,
-                end_ns=max(end.time_ns, first.time_ns) if end else first.time_ns,
-            ))
+            name, mcp_server, mcp_tool = ((start.tool_name, start.mcp_server, start.mcp_tool)
+                                          if start else (None, None, None))
+            success = end.success if end else None
+            phase_id = first.phase_id or (end.phase_id if end else None)
+            end_ns = max(end.time_ns, first.time_ns) if end else first.time_ns
+            # By position, in the order of ToolCall's fields: a month has some 100,000 tools.
+            tools.append(ToolCall(tool_call_id, name, mcp_server, mcp_tool, success, phase_id,
+                                  first.time_ns, end_ns))
         self._place_replayed(tools)
         return tools
 
@@ -329,11 +327,9 @@ class Turn:
         if leg is None:
             return
         calls = sorted(self.leg_calls(leg), key=lambda call: call.time_ns)
-        windows = []
-        for index, call in enumerate(calls):
-            later = calls[index + 1:]
-            until = call_start_ns(later[0]) if later else leg.time_ns
-            windows.append((call, call.time_ns, max(until, call.time_ns)))
+        untils = [call_start_ns(call) for call in calls[1:]] + [leg.time_ns]
+        windows = [(call, call.time_ns, max(until, call.time_ns))
+                   for call, until in zip(calls, untils)]
         position = 0
         placed = []
         for call, start, end in windows:
