@@ -1084,13 +1084,13 @@ def _model_call(time_ns: int, key: None, data: dict) -> ModelCall | Malformed:
     fusion_id, phase_id, phase_kind = _fusion_block(usage.get("fusion"))
     provider = usage.get("provider")
     provider = _text(provider.get("id") if isinstance(provider, dict) else provider)
-    figures = Usage(1, int(input_tokens), int(output_tokens), int(cache_read), int(cache_write),
-                    nano_aiu or 0)
+    call_usage = Usage(1, int(input_tokens), int(output_tokens), int(cache_read),
+                       int(cache_write), nano_aiu or 0)
     time_to_first_token_ms = _call_figure(usage.get("timeToFirstTokenMs"), _MAX_CALL_MS)
     finish_reason, initiator = _text(usage.get("finishReason")), _text(usage.get("initiator"))
     # In the order of ModelCall's fields: by position, as the records of every line are made
     # (see _tool_started).
-    return ModelCall(time_ns, model, provider, figures, nano_aiu is not None, float(duration),
+    return ModelCall(time_ns, model, provider, call_usage, nano_aiu is not None, float(duration),
                      time_to_first_token_ms, finish_reason, initiator, fusion_id, phase_id,
                      phase_kind, _tool_requests(usage.get("toolCounts")))
 
