@@ -567,13 +567,6 @@ def assert_rebuilt(path: Path, state: Path, environ: dict[str, str], expected: d
     assert len(cache_lines(stderr)) == 1 and "the cache is damaged" in stderr
 
 
-def with_texts_crc(line: bytes, texts: bytes) -> bytes:
-    """An entry's line, its CRC-32 of its texts made right for `texts`."""
-    session_id, data = json.loads(line)
-    data[-1] = zlib.crc32(texts)
-    return json.dumps([session_id, data], separators=(",", ":")).encode()
-
-
 def test_turn_texts_that_do_not_add_up_are_damage_even_under_right_crcs(tmp_path):
     """After the header come the entries (`index_bytes` long, a line each), each turn's JSON
     there by its length, then those texts back to back: a file whose lengths and texts
@@ -582,15 +575,14 @@ def test_turn_texts_that_do_not_add_up_are_damage_even_under_right_crcs(tmp_path
     path, head, index, texts = cache_parts(environ, state)
     assert index.count(b"\n") == 1 and texts.startswith(b'{"position":')  # the log's state, then its turns
     for cut in (texts[:-1], texts + b"x"):
-        line = with_texts_crc(index.rstrip(b"\n"), cut) + b"\n"
-        head = {**head, "index_bytes": len(line), "crc32": f"{zlib.crc32(line):08x}"}
-        path.write_bytes(json.dumps(head).encode() + b"\n" + line + cut)
+        head = {**head, "texts_crc32": f"{zlib.crc32(cut):08x}"}
+        path.write_bytes(json.dumps(head).encode() + b"\n" + index + cut)
         assert_rebuilt(path, state, environ, expected)
 
 
 def test_a_flipped_byte_anywhere_is_damage(tmp_path):
-    """A CRC-32 over the entries, and one per entry over its texts: a changed byte in any
-    of them is found, whatever the byte."""
+    """A CRC-32 over the entries, and one over the texts: a changed byte in any of them is
+    found, whatever the byte."""
     state, environ, expected = warm_state(tmp_path, "flipped")
     path = cache.cache_file(environ, state)
     whole_file = path.read_bytes()
@@ -638,3 +630,23 @@ def test_a_length_past_the_files_end_is_damage_not_a_memory_error(tmp_path, inde
     head = {**head, "index_bytes": index_bytes, "crc32": f"{zlib.crc32(index):08x}"}
     path.write_bytes(json.dumps(head).encode() + b"\n" + index + texts)
     assert_rebuilt(path, state, environ, expected)
+
+
+@pytest.mark.parametrize("mapped", [True, False])
+def test_a_loaded_cache_outlives_the_file_it_was_loaded_from(tmp_path, monkeypatch, mapped):
+    """A report maps the cache (read where it cannot be mapped: MAPPED) and its turns' texts
+    are views of it: another report replacing the file meanwhile changes none of them, and
+    either way of loading gives the same entries."""
+    monkeypatch.setattr(cache, "MAPPED", mapped)
+    state, environ, _ = warm_state(tmp_path, "outlives")
+    path = cache.cache_file(environ, state)
+    entries, problem = cache.load(path)
+    texts = {session_id: [bytes(text) for text in entry.texts()] for session_id, entry in entries.items()}
+    every_pattern("another").write(state)
+    assert report(state, environ, "--format", "json")[0] == 0  # replaces the file
+    path.write_bytes(b"overwritten")  # and so does this: the loaded file lives on unlinked
+    assert {session_id: [bytes(text) for text in entry.texts()]
+            for session_id, entry in entries.items()} == texts
+    cache.save(path, entries)
+    monkeypatch.setattr(cache, "MAPPED", not mapped)
+    assert cache.load(path) == (entries, None)

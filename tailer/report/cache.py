@@ -18,16 +18,17 @@ written nowhere. The folder is made 0700 and the file 0600. Per session log it h
 Metadata only: what the report's JSON shows and what the daemon's checkpoint keeps.
 
 The file is a header line (what it is, the tailer's version, the cache format, the length
-of the entries, the CRC-32 of the entries); the entries, a line of JSON each, in which the
-log's state and each turn's JSON as the report prints it (figures.TurnJson, with its model
-calls and tools most of the bytes) are there by their lengths only, beside the CRC-32 of
-those texts; then the texts one after another, an entry's state first. Loading it is one
-parse of the entries and a read of each entry's texts, never parsed, and a log is then
-looked at with one stat: a warm report of thousands of sessions costs little more than
-listing them. Saving it writes again, as they were read, the lines of the entries it did
-not change: after a new turn in a few logs of a month, encoding the others again was most
-of a save. A file that cannot be read, is damaged (a CRC says so, whatever the damage) or
-comes from another version is ignored with one line on stderr and made again. It is
+of the entries, the CRC-32 of the entries, the CRC-32 of the texts); the entries, a line of
+JSON each, in which the log's state and each turn's JSON as the report prints it
+(figures.TurnJson, with its model calls and tools most of the bytes) are there by their
+lengths only; then the texts one after another, an entry's state first. Loading it is one
+parse of the entries while another core checks the texts' CRC (the two took about as
+long), the texts never parsed nor copied, and a log is then looked at with one stat: a
+warm report of thousands of sessions costs little more than listing them. Saving it
+writes again, as they were read, the lines of the entries it did not change: after a new
+turn in a few logs of a month, encoding the others again was most of a save. A file that
+cannot be read, is damaged (a CRC says so, whatever the damage) or comes from another
+version is ignored with one line on stderr and made again. It is
 replaced in one step (tailer/atomic_file.py), so two reports at once each read a whole
 file; the last to finish wins, and each file is right, since every entry is checked
 against its log before it is trusted.
@@ -39,13 +40,16 @@ MAX_FILES state folders, the file written longest ago is deleted.
 
 from __future__ import annotations
 
+import _thread
 import contextlib
 import json
+import mmap
 import os
 import stat
 import time
 import zlib
 from pathlib import Path
+from typing import Callable
 
 from ..records import field, record
 from .. import __version__
@@ -54,10 +58,10 @@ from ..saved_state import mapping, sequence, whole
 from .figures import PRINTED_AT
 
 KIND = "hydrafusion report cache"
-FORMAT = 6
+FORMAT = 7
 MAX_BYTES = 128 << 20
 MAX_FILES = 4
-READ_BUFFER = 1 << 20
+MAPPED = os.name == "posix"  # see _contents
 # A log modified this close before it was looked at may change again within the file
 # system's time granularity, leaving the same time and size: it is checked by reading.
 RECENT_NS = 2_000_000_000
@@ -114,27 +118,24 @@ class LogEntry:
 
     def encoded(self, session_id: str) -> bytes:
         """Its line of the cache's entries: the one it was loaded from, else made, with the
-        turns' texts and its state there by their lengths, beside the CRC-32 of them."""
+        turns' texts and its state there by their lengths."""
         if self.line is not None:
             return self.line
-        crc = 0
-        for text in self.texts():
-            crc = zlib.crc32(text, crc)
         turns, open_turns = ([_with_text_length(row) for row in rows] for rows in (self.turns, self.open_turns))
         data = [self.identity, self.seen_ns, len(self.state), turns, open_turns, self.checks,
-                self.damaged_lines, crc]
+                self.damaged_lines]
         return json.dumps([session_id, data], separators=(",", ":")).encode("ascii")
 
     @classmethod
     def decoded(cls, line: bytes, parsed: object, texts: _Texts) -> tuple[str, LogEntry]:
         """The session id and the entry of a line of the cache's entries (`parsed`: its
-        JSON), its texts read from `texts`. ValueError when the line is not shaped as
-        `encoded` writes it or its texts are not what it says (its state is checked where
-        it is read on: session_state.check)."""
+        JSON), its texts taken from `texts`. ValueError when the line is not shaped as
+        `encoded` writes it (its state is checked where it is read on:
+        session_state.check)."""
         session_id, values = sequence(parsed, "a cache entry")
-        if type(session_id) is not str or len(sequence(values, "a cache entry")) != 8:
-            raise ValueError("a cache entry is not a session id and a list of 8")
-        found, seen_ns, state, turns, open_turns, checks, damaged, crc = values
+        if type(session_id) is not str or len(sequence(values, "a cache entry")) != 7:
+            raise ValueError("a cache entry is not a session id and a list of 7")
+        found, seen_ns, state, turns, open_turns, checks, damaged = values
         if len(sequence(found, "a log's identity")) != 4:
             raise ValueError("a log's identity is not 4 numbers")
         for number in found:
@@ -142,9 +143,7 @@ class LogEntry:
         printed = [sequence(sequence(row, "a cached turn")[PRINTED_AT], "a turn's JSON")
                    for rows in (sequence(turns, "a log's turns"), sequence(open_turns, "a log's open turns"))
                    for row in rows]
-        read, read_crc = texts.read([state, *(text[0] for text in printed)])
-        if read_crc != crc:
-            raise ValueError("a log's texts are not what its entry says")
+        read = texts.take([state, *(text[0] for text in printed)])
         state = bytes(read[0])  # bytes: a worker that reads the log on is sent it
         for text, turn_text in zip(printed, read[1:]):
             text[0] = turn_text
@@ -154,44 +153,58 @@ class LogEntry:
 
 
 class _Texts:
-    """The texts after the entries, an entry's in one read: their lengths add up to at most
-    the bytes left (a damaged one may not ask for more memory). Each text is a view of what
-    was read, never a copy: a month's 42 MB of texts are copied once, from the file to the
-    JSON report's output (on a 2-core machine, each copy of them costs some 25 ms)."""
+    """The texts after the entries, an entry's at a time: their lengths add up to at most
+    the bytes left (a damaged one may not ask for more memory). Each text is a view of the
+    file's bytes, never a copy: a month's 42 MB of texts are copied once, from the file to
+    the JSON report's output (on a 2-core machine, each copy of them costs some 25 ms)."""
 
-    def __init__(self, handle, left: int):
-        self.handle, self.left = handle, left
+    def __init__(self, data: memoryview, start: int):
+        self.data, self.at = data, start
 
-    def read(self, lengths: list) -> tuple[list[memoryview], int]:
-        """The texts of `lengths`, one after another, and the CRC-32 of them all."""
-        bounds, at = [0], 0  # where each text starts, then where the last ends
+    def take(self, lengths: list) -> list[memoryview]:
+        """The next texts, of `lengths`, one after another."""
+        bounds, at = [self.at], self.at  # where each text starts, then where the last ends
         for length in lengths:
-            at += whole(length, "the length of a text", self.left - at)
+            at += whole(length, "the length of a text", len(self.data) - at)
             bounds.append(at)
-        block = memoryview(self.handle.read(at))
-        self.left -= at
-        return [block[start:end] for start, end in zip(bounds, bounds[1:])], zlib.crc32(block)
+        self.at = at
+        return [self.data[start:end] for start, end in zip(bounds, bounds[1:])]
 
 
 def load(path: Path) -> tuple[dict[str, LogEntry], str | None]:
     """The entries of the cache at `path`, and why it was ignored (None: it was not, or
     there is none yet)."""
     try:
-        # A big buffer: most entries and their texts are a few kB.
-        with open(path, "rb", buffering=READ_BUFFER) as handle:
-            return _read(handle)
+        with open(path, "rb") as handle:
+            data = _contents(handle)
     except FileNotFoundError:
         return {}, None
     except OSError as error:
         return {}, f"cannot be read ({error.strerror})"
+    return _read(data)
 
 
-def _read(handle) -> tuple[dict[str, LogEntry], str | None]:
-    """The file read part by part, the texts an entry at a time: the file is never in memory
-    whole beside what is made of it (a month's cache is some 50 MB), only the texts of one
-    entry twice, while they are cut apart."""
+def _contents(handle) -> mmap.mmap | bytes:
+    """The whole file, mapped where the system allows it: a warm report's texts are then
+    the page cache's own bytes, neither read into memory first (a month's 47 MB cost some
+    25 ms to read) nor copied after. A cache is only ever replaced, never written in place
+    (tailer/atomic_file.py), so the mapped file stays whole while mapped: another report's
+    save makes a new file, and the mapped one lives on, unlinked, as long as its texts do.
+    On Windows a mapped file could not be replaced, so there it is read (MAPPED)."""
+    if not MAPPED:
+        return handle.read()
     try:
-        head = mapping(json.loads(handle.readline()), "the cache's header")
+        return mmap.mmap(handle.fileno(), 0, prot=mmap.PROT_READ)
+    except ValueError:  # an empty file cannot be mapped
+        return b""
+
+
+def _read(contents: mmap.mmap | bytes) -> tuple[dict[str, LogEntry], str | None]:
+    """The entries of the cache's `contents`, each turn's text a view of them."""
+    header_end = contents.find(b"\n") + 1
+    data = memoryview(contents)
+    try:
+        head = mapping(json.loads(bytes(data[:header_end])), "the cache's header")
     except ValueError:
         return {}, "is damaged"
     if head.get("kind") != KIND:
@@ -199,22 +212,64 @@ def _read(handle) -> tuple[dict[str, LogEntry], str | None]:
     if head.get("version") != __version__ or head.get("format") != FORMAT:
         return {}, "was written by another version of the tailer"
     try:
-        left = os.fstat(handle.fileno()).st_size - handle.tell()
-        index = handle.read(whole(head.get("index_bytes"), "the length of the cache's entries", left))
-        if f"{zlib.crc32(index):08x}" != head.get("crc32"):
-            return {}, "is damaged"
+        index_end = header_end + whole(head.get("index_bytes"), "the length of the cache's entries",
+                                       len(data) - header_end)
+    except ValueError:
+        return {}, "is damaged"
+    index = bytes(data[header_end:index_end])
+    if f"{zlib.crc32(index):08x}" != head.get("crc32"):
+        return {}, "is damaged"
+    texts_crc = _crc_elsewhere(data[index_end:])
+    entries = _entries(index, data, index_end)
+    if texts_crc() != head.get("texts_crc32") or entries is None:
+        return {}, "is damaged"
+    return entries, None
+
+
+def _entries(index: bytes, data: memoryview, texts_start: int) -> dict[str, LogEntry] | None:
+    """The entries of `index`, their texts the rest of `data` from `texts_start`; None when
+    they are not shaped as `save` writes them."""
+    try:
         lines = index.splitlines()
         # One parse of every line: 10,000 calls of json.loads cost a fifth more.
         parsed = sequence(json.loads(b"[" + b",".join(lines) + b"]"), "the cache's entries")
         if len(parsed) != len(lines) or len(lines) != index.count(b"\n"):
-            return {}, "is damaged"
-        texts = _Texts(handle, left - len(index))
+            return None
+        texts = _Texts(data, texts_start)
         entries = dict(LogEntry.decoded(line, value, texts) for line, value in zip(lines, parsed))
     except (ValueError, TypeError, IndexError):
-        return {}, "is damaged"
-    if handle.read(1) or len(entries) != len(lines):  # bytes after the texts; an id twice
-        return {}, "is damaged"
-    return entries, None
+        return None
+    if texts.at != len(data) or len(entries) != len(lines):  # bytes after the texts; an id twice
+        return None
+    return entries
+
+
+def _crc_elsewhere(data: memoryview) -> Callable[[], str | None]:
+    """The CRC-32 of `data` as the header writes it, worked out in a thread of its own (zlib
+    lets go of the GIL for it, so it runs on another core while this one parses the
+    entries); call what this returns to wait for it (None: it could not be worked out).
+    Waited for before the load returns, whatever it found: no thread outlives it into the
+    workers a report forks next. _thread, not threading: importing threading costs 2 ms of
+    the start-up every report pays."""
+    done = _thread.allocate_lock()
+    done.acquire()
+    found = []
+
+    def work() -> None:
+        try:
+            found.append(f"{zlib.crc32(data):08x}")
+        except Exception:  # MemoryError, say: then nothing is found, and the cache is not trusted
+            pass
+        finally:
+            done.release()
+
+    _thread.start_new_thread(work, ())
+
+    def result() -> str | None:
+        with done:
+            return found[0] if found else None
+
+    return result
 
 
 def save(path: Path, entries: dict[str, LogEntry]) -> None:
@@ -230,8 +285,13 @@ def save(path: Path, entries: dict[str, LogEntry]) -> None:
         line, texts = pieces.pop(session_id)
         size -= len(line) + sum(map(len, texts))
     index = b"".join(line for line, _ in pieces.values())
+    texts_crc = 0
+    for _, texts in pieces.values():
+        for text in texts:
+            texts_crc = zlib.crc32(text, texts_crc)
     header = json.dumps({"kind": KIND, "version": __version__, "format": FORMAT,
-                         "index_bytes": len(index), "crc32": f"{zlib.crc32(index):08x}"}).encode("utf-8")
+                         "index_bytes": len(index), "crc32": f"{zlib.crc32(index):08x}",
+                         "texts_crc32": f"{texts_crc:08x}"}).encode("utf-8")
     _make_folder(path.parent)
 
     def write(handle) -> None:
