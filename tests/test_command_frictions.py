@@ -225,6 +225,18 @@ def test_named_days_are_the_report_zones_days_and_spans_of_time_are_not():
     assert report.parse_when("1w", now, zone=BERLIN) == now - timedelta(weeks=1)
 
 
+@pytest.mark.parametrize("system, option, when", [
+    ("Asia/Tokyo", None, "--since 0001-01-01"),  # in the system's zone, ahead of UTC: UTC's year 0
+    ("UTC", None, "--until 9999-12-31"),  # to the day's end: the year 10000
+    ("America/New_York", "Asia/Tokyo", "--until 9999-12-31")])
+def test_a_date_past_the_calendar_in_the_reports_zone_is_refused_in_words(system, option, when):
+    """Spans of time past it: tests/test_bad_values.py."""
+    zone = ["--timezone", option] if option else []
+    done = run_report("--demo", *when.split(), *zone, env=tailer_env(TZ=system))
+    assert done.returncode == 2
+    assert one_line(done).endswith("is too far back or ahead: a date's year runs from 1 to 9999")
+
+
 @pytest.mark.parametrize("system, option", [("America/New_York", "Europe/Berlin"),
                                             ("Europe/Berlin", None)])
 def test_since_and_until_dates_cut_at_the_report_zones_midnight_across_a_dst_change(

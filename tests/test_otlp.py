@@ -357,6 +357,15 @@ def test_parse_headers_decodes_values_and_skips_malformed_entries(caplog):
     assert "secret" not in caplog.text
 
 
+def test_a_header_http_cannot_carry_is_left_out_not_retried_forever(caplog):
+    """http.client refuses these, or cannot encode them: kept, every export would fail."""
+    parsed = parse_headers("ok=1,x=secret%0Ay,y=secret%0D,z=secret%00,api key=secret,"
+                           "\u00e9=secret,v=\u20ac,latin=caf\u00e9,tab=a%09b")
+    assert parsed == {"ok": "1", "latin": "caf\u00e9", "tab": "a\tb"}
+    assert caplog.text.count("HTTP cannot carry") == 6
+    assert "secret" not in caplog.text
+
+
 def test_parse_resource_attributes():
     parsed = parse_resource_attributes("service.name=hydrafusion,deployment.environment=dev%2Cblue")
     assert parsed == {"service.name": "hydrafusion", "deployment.environment": "dev,blue"}

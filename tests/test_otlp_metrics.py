@@ -5,6 +5,7 @@ import gzip
 import json
 import math
 
+import pytest
 from google.protobuf import json_format
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -229,11 +230,19 @@ def test_the_push_is_off_unless_asked_for_and_follows_the_standard_variables():
     assert config_of(OTEL_METRICS_EXPORTER="otlp", OTEL_EXPORTER_OTLP_HEADERS="a=1") \
         .metrics_push_headers == {"a": "1"}
     assert config_of().metrics_push_url is None
+    assert config_of().metrics_push_interval_s == 60.0
+    assert config_of("--otlp-metrics-interval", "5", OTEL_METRIC_EXPORT_INTERVAL="15000") \
+        .metrics_push_interval_s == 5.0  # the option before the variable
+
+
+def test_a_push_interval_variable_that_is_no_number_is_refused_by_its_name():
+    with pytest.raises(ValueError, match=r"^\$OTEL_METRIC_EXPORT_INTERVAL 'soon' is not a number "):
+        config_of(OTEL_METRIC_EXPORT_INTERVAL="soon")
+    with pytest.raises(ValueError, match="at most 120 s, got 600"):
+        config_of(OTEL_METRIC_EXPORT_INTERVAL="600000")
 
 
 def test_history_labels_come_from_the_push_and_auth_from_the_url_and_variables():
-    import pytest
-
     with pytest.raises(ValueError, match="--history-labels"):
         config_of("--history-url", "http://p:9090/api/v1/write")
     config = config_of("--history-url", "https://ada:s%40cret@p.example/api/v1/write",

@@ -90,6 +90,17 @@ def metrics_push_url(option: str | None, environ: dict[str, str]) -> str | None:
     return otlp_metrics_url(option, environ)
 
 
+def _export_interval_s(environ: dict[str, str]) -> float:
+    """$OTEL_METRIC_EXPORT_INTERVAL, in milliseconds as every OpenTelemetry SDK reads it, as
+    seconds (60 unset). ValueError when it is not a number: a variable has no usage line."""
+    text = environ.get("OTEL_METRIC_EXPORT_INTERVAL") or "60000"
+    try:
+        return float(text) / 1000
+    except ValueError:
+        raise ValueError(f"$OTEL_METRIC_EXPORT_INTERVAL {text!r} is not a number of "
+                         "milliseconds") from None
+
+
 def _signal_setting(environ: dict[str, str], signal: str, setting: str) -> str:
     """OTEL_EXPORTER_OTLP_<SIGNAL>_<SETTING>, else OTEL_EXPORTER_OTLP_<SETTING>."""
     return (environ.get(f"OTEL_EXPORTER_OTLP_{signal}_{setting}")
@@ -269,7 +280,6 @@ def _add_run_options(
     )
     parser.add_argument(
         "--otlp-metrics-interval", type=float, metavar="SECONDS",
-        default=float(environ.get("OTEL_METRIC_EXPORT_INTERVAL") or 60_000) / 1000,
         help="seconds between pushes; one more at exit [$OTEL_METRIC_EXPORT_INTERVAL in "
         "milliseconds, default 60 s]",
     )
@@ -478,11 +488,14 @@ def run_config(args: argparse.Namespace, environ: dict[str, str]) -> Config:
     if is_folder("--checkpoint", args.checkpoint):  # it would be moved aside as unreadable and replaced
         raise ValueError(f"--checkpoint {printable(str(args.checkpoint))} is a folder: give a file name")
     is_folder("--state-dir", args.state_dir)  # one that cannot be looked at is refused now
-    if not 0 < args.otlp_metrics_interval <= ZERO_HOLD_SECONDS:
+    push_interval_s = args.otlp_metrics_interval
+    if push_interval_s is None:
+        push_interval_s = _export_interval_s(environ)
+    if not 0 < push_interval_s <= ZERO_HOLD_SECONDS:
         # A new series is pushed at zero for ZERO_HOLD_SECONDS (Registry.collect_pushed):
         # a longer interval could skip that zero, and increase() would miss the first count.
         raise ValueError(f"the metrics push interval must be above 0 and at most "
-                         f"{ZERO_HOLD_SECONDS:g} s, got {args.otlp_metrics_interval:g}")
+                         f"{ZERO_HOLD_SECONDS:g} s, got {push_interval_s:g}")
     return Config(
         state_dir=args.state_dir,
         checkpoint=args.checkpoint,
@@ -503,7 +516,7 @@ def run_config(args: argparse.Namespace, environ: dict[str, str]) -> Config:
         metrics_push_certificate=_certificate(
             _signal_setting(environ, "METRICS", "CERTIFICATE"),
             "OTEL_EXPORTER_OTLP_METRICS_CERTIFICATE"),
-        metrics_push_interval_s=args.otlp_metrics_interval,
+        metrics_push_interval_s=push_interval_s,
         resource=resource_attributes(environ),
         textfile=args.textfile,
         history_url=history_url,

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import email.utils
 import http.client
+import re
 import socket
 import ssl
 import threading
@@ -34,6 +35,9 @@ from ..printable import printable
 RESPONSE_READ_LIMIT = 64 * 1024
 TEXT_LIMIT = 200
 TOO_LARGE = 413  # a batch answered so is sent again in halves, by each sender
+# RFC 9110: a field name is a token; a value is visible ASCII, Latin-1 text, spaces and tabs.
+_FIELD_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
+_FIELD_VALUE = re.compile(r"[\t\x20-\x7e\x80-\xff]*")
 
 
 class Answer(NamedTuple):
@@ -153,6 +157,12 @@ class Endpoint:
             return (f"the certificate of {self.url} is not trusted ({error.verify_message}): "
                     f"give the CA certificate that signed it in {self._certificate_setting}")
         return one_line(str(error) or type(error).__name__)
+
+
+def can_carry(name: str, value: str) -> bool:
+    """Whether a request can carry this header. http.client refuses any other, or cannot
+    encode it, and every post with it would fail as if the network had."""
+    return bool(_FIELD_NAME.fullmatch(name) and _FIELD_VALUE.fullmatch(value))
 
 
 def one_line(text: str, limit: int = TEXT_LIMIT) -> str:

@@ -25,7 +25,7 @@ import time
 import urllib.parse
 from typing import Callable, NamedTuple
 
-from .http_client import TOO_LARGE, Answer, Endpoint, one_line
+from .http_client import TOO_LARGE, Answer, Endpoint, can_carry, one_line
 
 log = logging.getLogger("tailer.otlp")
 
@@ -68,8 +68,17 @@ def _signal_url(endpoint: str, path: str) -> str:
 
 
 def parse_headers(value: str) -> dict[str, str]:
-    """Headers from OTEL_EXPORTER_OTLP_HEADERS ("k=v,k2=v2", values percent-encoded)."""
-    return _parse_key_values(value, "OTLP headers")
+    """Headers from OTEL_EXPORTER_OTLP_HEADERS ("k=v,k2=v2", values percent-encoded). One
+    that HTTP cannot carry (a newline decoded into its value, a name beyond ASCII) is left
+    out as a malformed entry is: sent, it would fail every export, retried forever."""
+    headers = {}
+    for name, text in _parse_key_values(value, "OTLP headers").items():
+        if can_carry(name, text):
+            headers[name] = text
+        else:  # named neither: header values are often credentials
+            log.warning("ignoring an OTLP header that HTTP cannot carry (a control character, "
+                        "or a name that is not a plain token)")
+    return headers
 
 
 def parse_resource_attributes(value: str) -> dict[str, str]:

@@ -44,6 +44,8 @@ EXIT_USAGE = 2
 FORMATS = ("table", "json", "csv", "csv-calls")
 GROUPINGS = ("day", "week", "month", "session")
 TABLE_WIDTH = 100
+# Wider than any screen: a bar as long as a mistyped $COLUMNS would never finish printing.
+PIPED_WIDEST = 1000
 CHOOSING = ("since", "until", "session", "model", "pattern")  # the options that choose turns
 
 
@@ -104,7 +106,10 @@ def parse_when(text: str, now: datetime, *, zone: tzinfo | None = None,
     ago = re.fullmatch(r"(\d+(?:\.\d+)?)([wdhm])", text)
     if ago:
         unit = {"w": "weeks", "d": "days", "h": "hours", "m": "minutes"}[ago.group(2)]
-        return now - timedelta(**{unit: float(ago.group(1))})
+        try:
+            return now - timedelta(**{unit: float(ago.group(1))})
+        except OverflowError:
+            raise _beyond_the_calendar(text) from None
     days_back = {"today": 0, "yesterday": 1}.get(text.lower())
     if days_back is not None:
         text = (now.astimezone(zone).date() - timedelta(days=days_back)).isoformat()
@@ -113,12 +118,19 @@ def parse_when(text: str, now: datetime, *, zone: tzinfo | None = None,
     except ValueError:
         raise ValueError(f"{text!r} is not a date (2026-11-04, today, yesterday), a date and "
                          "time, or 2w / 7d / 24h / 30m") from None
-    if whole_day_after and re.fullmatch(r"\d{4}-\d\d-\d\d", text):
-        moment += timedelta(days=1)  # on the wall clock, before the offset is known
-    if moment.tzinfo is None:
-        # The zone's offset on that day, daylight saving time included.
-        moment = moment.replace(tzinfo=zone) if zone else moment.astimezone()
+    try:
+        if whole_day_after and re.fullmatch(r"\d{4}-\d\d-\d\d", text):
+            moment += timedelta(days=1)  # on the wall clock, before the offset is known
+        if moment.tzinfo is None:
+            # The zone's offset on that day, daylight saving time included.
+            moment = moment.replace(tzinfo=zone) if zone else moment.astimezone()
+    except (OverflowError, ValueError):  # moved past the calendar's first or last day
+        raise _beyond_the_calendar(text) from None
     return moment
+
+
+def _beyond_the_calendar(text: str) -> ValueError:
+    return ValueError(f"{text!r} is too far back or ahead: a date's year runs from 1 to 9999")
 
 
 def selection_from(args: argparse.Namespace, now: datetime, zone: tzinfo | None = None) -> Selection:
@@ -416,10 +428,10 @@ def _no_turns_hint(found: int, read: int, filters: dict[str, str]) -> str:
 
 def _width(environ: dict[str, str]) -> int:
     """A terminal's width (at most TABLE_WIDTH); piped, $COLUMNS when it is a number, as
-    `COLUMNS=60 report | less` asks, else TABLE_WIDTH."""
+    `COLUMNS=60 report | less` asks (at most PIPED_WIDEST), else TABLE_WIDTH."""
     if not sys.stdout.isatty():
         columns = environ.get("COLUMNS", "").strip()
-        return max(40, int(columns)) if columns.isdigit() else TABLE_WIDTH
+        return max(40, min(PIPED_WIDEST, int(columns))) if columns.isdigit() else TABLE_WIDTH
     return max(60, min(TABLE_WIDTH, os.get_terminal_size(sys.stdout.fileno()).columns))
 
 
