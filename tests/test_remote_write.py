@@ -15,7 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from bad_endpoint import BadEndpoint, answer, redirect, trickle
-from prom import free_port, running_prometheus
+from prom import free_port, push_history, running_prometheus
 from tailer import __version__
 from tailer.outputs.remote_write import (
     RemoteWriteError,
@@ -287,14 +287,14 @@ def selector(labels) -> str:
 @pytest.fixture(scope="module")
 def prometheus(tmp_path_factory):
     """Prometheus holding HISTORY, pushed in requests of 100 samples so each series spans
-    several requests."""
+    several requests, as the history push sends it (newest samples first)."""
     with running_prometheus(
         tmp_path_factory.mktemp("remote-write"), [],
         extra_config={"storage": {"tsdb": {"out_of_order_time_window": "31d"}}},
         extra_flags=["--web.enable-remote-write-receiver"],
     ) as prom:
         writer = RemoteWriter(f"{prom.url}/api/v1/write")
-        writer.push(HISTORY, max_samples_per_request=100)
+        push_history(writer, HISTORY, max_samples_per_request=100)
         yield prom, writer
 
 

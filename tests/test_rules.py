@@ -18,7 +18,7 @@ import pytest
 import yaml
 
 from compose_config import render
-from prom import REPO, running_prometheus
+from prom import REPO, push_history, running_prometheus
 from tailer.outputs.remote_write import RemoteWriter
 
 HOUR = 3600
@@ -141,12 +141,10 @@ def evaluated(tmp_path_factory):
         tmp, [], extra_config={"storage": {"tsdb": {"out_of_order_time_window": "31d"}}},
         extra_flags=["--web.enable-remote-write-receiver", "--storage.tsdb.retention.time=90d"],
     ) as prom:
-        writer = RemoteWriter(f"{prom.url}/api/v1/write")
-        for case in CASES:
-            start = starts[case.name]
-            writer.push([(parse_series(series), [((start + index * case.interval) * 1000, value)
-                                                  for index, value in enumerate(values)])
-                         for series, values in case.series.items()])
+        push_history(RemoteWriter(f"{prom.url}/api/v1/write"), [
+            (parse_series(series), [((starts[case.name] + index * case.interval) * 1000, value)
+                                    for index, value in enumerate(values)])
+            for case in CASES for series, values in case.series.items()])
         results = {}
         for case in CASES:
             results[case.name] = {}
