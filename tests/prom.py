@@ -211,7 +211,7 @@ def push_history(writer, series: list, **push_options) -> None:
     does (tailer/outputs/history.py): every series' newest sample first, so a Prometheus
     that holds nothing yet starts its in-order head there and takes all that is older into
     its out-of-order head. Sent oldest first, its head would span the whole history and be
-    compacted block after block while the rest arrives out of order: where Prometheus 3.14
-    and 3.16 panic (docs/HISTORY.md, "Prometheus under the first start")."""
+    compacted block after block while the rest arrives out of order: where Prometheus
+    panics (docs/HISTORY.md, "Prometheus under the first start")."""
     writer.push([(labels, [max(samples)]) for labels, samples in series if samples])
     writer.push(series, **push_options)
