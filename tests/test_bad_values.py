@@ -61,12 +61,16 @@ WRONG = {
 }
 
 
+def command_parsers() -> dict[str, argparse.ArgumentParser]:
+    """Each command's parser, by the command's name."""
+    return next(action for action in build_parser({})._actions
+                if isinstance(action, argparse._SubParsersAction)).choices
+
+
 def parser_options() -> dict[str, set[str]]:
     """Each command's options that take a value, and its positionals, by name."""
-    commands = next(action for action in build_parser({})._actions
-                    if isinstance(action, argparse._SubParsersAction)).choices
     taken = {}
-    for name, parser in commands.items():
+    for name, parser in command_parsers().items():
         taken[name] = {
             action.option_strings[-1] if action.option_strings else action.metavar or action.dest
             for action in parser._actions
@@ -200,11 +204,8 @@ OPTION_OF = {"COPILOT_STATE_DIR": "--state-dir", "COPILOT_HOME": "--state-dir",
 def variables_a_user_sets() -> set[str]:
     """Those every command's --help names, and those TAILER.md lists as read from the
     environment only."""
-    helps = []
-    for parser in next(action for action in build_parser({})._actions
-                       if isinstance(action, argparse._SubParsersAction)).choices.values():
-        helps.append(parser.format_help())
-    named = set(re.findall(r"\$([A-Z][A-Z0-9_]+)", "\n".join(helps)))
+    helps = "\n".join(parser.format_help() for parser in command_parsers().values())
+    named = set(re.findall(r"\$([A-Z][A-Z0-9_]+)", helps))
     return named | set(re.findall(r"^- `([A-Z][A-Z0-9_]+)`: ", (ROOT / "docs" / "TAILER.md").read_text(),
                                   flags=re.MULTILINE))
 
