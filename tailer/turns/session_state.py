@@ -198,10 +198,14 @@ def _milliseconds(value: object, what: str) -> float:
 
 def _usage(value: object, what: str) -> events.Usage:
     usage = mapping(value, what)
-    if set(usage) != set(_USAGE_LIMITS):
+    if usage.keys() != _USAGE_LIMITS.keys():
         raise ValueError(f"{what} does not hold the usage fields")
-    return events.Usage(**{name: whole(count, f"{what}.{name}", _USAGE_LIMITS[name])
-                           for name, count in usage.items()})
+    for name, count in usage.items():
+        # The field's name is put in words only when it is wrong: the report's check of
+        # the CLI's ledger reads some 2,000 of these over a month of sessions.
+        if type(count) is not int or not 0 <= count <= _USAGE_LIMITS[name]:
+            whole(count, f"{what}.{name}", _USAGE_LIMITS[name])
+    return events.Usage(**usage)
 
 
 def _bool(value: object, what: str) -> bool:
