@@ -126,6 +126,17 @@ def context_from_data(data: dict | None) -> SessionContext:
     )
 
 
+def log_ledger_of(saved: dict) -> tuple[dict[str, events.Usage] | None, set[str]]:
+    """A saved session's whole-log ledger and the models of it whose credits are unknown
+    (SessionContext.log and log_unpriced), checked as context_from_data checks them, without
+    the rest of its context. ValueError, KeyError or TypeError when not shaped as saved."""
+    data = saved.get("context")
+    if data is None:
+        return None, set()
+    mapping(data, "a session's context")
+    return _ledger_from_data(data["log"]), set(_texts(data["log_unpriced"], "a ledger's model"))
+
+
 def _ledger_to_data(ledger: dict[str, events.Usage] | None) -> dict | None:
     if ledger is None:
         return None
