@@ -451,3 +451,57 @@ def test_an_absent_ledger_is_none_and_a_layout_change_its_own_problem(tmp_path):
                  schema=cli_table_sql().replace("total_nano_aiu INTEGER,", ""))
     with pytest.raises(LedgerLayoutChanged, match="no column total_nano_aiu"):
         read_ledger(tmp_path / "session-store.db")
+
+
+def test_a_ledger_the_cli_is_writing_is_read_by_two_reports_at_once(home):
+    """The CLI appends a row per call while reports read (WAL: readers never wait for it):
+    two reports at once each read a whole ledger, and the file is the CLI's still."""
+    state_dir, ledger, sessions = home
+    writer = subprocess.Popen([sys.executable, "-c", (
+        "import sqlite3, sys, time\n"
+        f"c = sqlite3.connect({str(ledger)!r}, isolation_level=None)\n"
+        "print('writing', flush=True)\n"
+        "while True:\n"
+        f"    c.execute(\"INSERT INTO {TABLE} (session_id, model, input_tokens) VALUES "
+        f"('{sessions['plain']}', 'm', 1)\")\n"
+        "    time.sleep(0.001)\n")], stdout=subprocess.PIPE, text=True)
+    try:
+        assert writer.stdout.readline().strip() == "writing"
+        reports = [subprocess.Popen([sys.executable, "-m", "tailer", "report", "--format", "json",
+                                     "--state-dir", str(state_dir)], cwd=ROOT, env=tailer_env(),
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                   for _ in range(2)]
+        for report in reports:
+            out, err = report.communicate(timeout=120)
+            assert report.returncode == 0 and err == "", err
+            found = json.loads(out)["ledger"]
+            assert found["status"] == "checked" and found["sessions_checked"] == 11
+            (differs,) = found["differ"]  # the rows written so far, whole
+            assert differs["session_id"] == sessions["plain"] and differs["cli"]["calls"] > 1
+    finally:
+        writer.kill()
+        writer.wait()
+    connection = sqlite3.connect(ledger)
+    assert connection.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+    connection.close()
+
+
+@settings(max_examples=80)
+@given(st.lists(st.tuples(st.integers(0, 1 << 16), st.binary(min_size=1, max_size=8)),
+                min_size=1, max_size=6))
+def test_any_damage_to_the_file_is_a_ledger_or_one_line(tmp_path_factory, damage):
+    """The real CLI's ledger with bytes overwritten anywhere (its header, its pages): read,
+    or refused with a LedgerProblem; never another exception."""
+    folder = tmp_path_factory.mktemp("damaged")
+    path = record.ledger_database(VERSION, folder)
+    data = bytearray(path.read_bytes())
+    for at, replacement in damage:
+        at %= len(data)
+        data[at:at + len(replacement)] = replacement
+    path.write_bytes(bytes(data))
+    try:
+        found = read_ledger(path)
+    except LedgerProblem as problem:
+        assert "\n" not in str(problem) and str(problem).startswith("the CLI's ledger")
+    else:
+        assert found is not None and all(isinstance(s, LedgerSession) for s in found.values())

@@ -114,6 +114,9 @@ def read_ledger(path: Path, untimed: Collection = ()) -> dict[object, LedgerSess
                                      timeout=BUSY_TIMEOUT_S, isolation_level=None)
     except sqlite3.Error as error:
         raise _problem(error) from None
+    # Text as the file holds it, bytes that are not UTF-8 escaped as a folder's name is
+    # (a session id, a column's name): a damaged file is no reason to fail.
+    connection.text_factory = _text
     try:
         connection.execute("PRAGMA trusted_schema = OFF")
         _check_layout(connection)
@@ -125,11 +128,16 @@ def read_ledger(path: Path, untimed: Collection = ()) -> dict[object, LedgerSess
             marks = ", ".join("?" * len(ids))
             found = connection.execute(f"{TIMES}({marks}) GROUP BY session_id", ids)
             times.update((session_id, (first, last)) for session_id, first, last in found)
-    except sqlite3.Error as error:
+    # SQLite's message about a damaged schema quotes it, and may not be UTF-8 then.
+    except (sqlite3.Error, UnicodeDecodeError) as error:
         raise _problem(error) from None
     finally:
         connection.close()
     return {row[0]: _session(row, *times.get(row[0], (None, None))) for row in sums}
+
+
+def _text(data: bytes) -> str:
+    return data.decode("utf-8", "surrogateescape")
 
 
 def _check_files(path: Path) -> bool:
@@ -210,6 +218,8 @@ def _check_layout(connection) -> None:
 def _problem(error) -> LedgerProblem:
     """SQLite's error in our words: its own message may quote the file's contents."""
     code = (getattr(error, "sqlite_errorcode", None) or 0) & 0xFF
+    if isinstance(error, UnicodeDecodeError):
+        code = _CORRUPT
     if code in (_BUSY, _LOCKED):
         why = f"is busy (locked by another program for over {BUSY_TIMEOUT_S:g} s)"
     elif code in (_CORRUPT, _NOTADB):
