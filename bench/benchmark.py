@@ -19,7 +19,10 @@ a missed one: timings belong to the machine, and docs/PERFORMANCE.md says how to
    empty cache) must take no longer than the backfill and be at least as fast as the naive
    reader; with --jobs 2, 1.6 x faster than with --jobs 1; over the unchanged logs (a
    warm cache) under 1 s and 0.05 x the first read; after a new turn in each of 10
-   sessions, 0.1 x; the peak RSS of its process and of each worker under 120 MB.
+   sessions, 0.1 x; the peak RSS of its process and of each worker under 120 MB. Beside
+   the logs is the CLI's ledger of their calls (`session-store.db`, a row per usage record,
+   in the CLI's layout), which every report reads and checks the logs against: the warm
+   report is measured with it and with `--ledger none`, the difference being its cost.
 2. Idle: the daemon following 10,000 sessions last written days ago; its CPU time (all
    threads, from /proc) over a window once its start-up work is done.
    Then `report --watch` on the same sessions, measured the same way after its first drawing,
@@ -66,6 +69,7 @@ REPO = Path(__file__).resolve().parent.parent
 # SessionWriter writes turns exactly as the CLI does; it has no test dependencies.
 sys.path[:0] = [str(REPO), str(REPO / "tests")]
 
+from ledgergen import rows_of_state, store_schema_sql, write_ledger  # noqa: E402
 from sessiongen import SessionWriter  # noqa: E402
 from tailer.copilot.events import may_be_read  # noqa: E402
 from tailer.copilot.lines import LineReader  # noqa: E402
@@ -399,14 +403,40 @@ def prepare_backfill_data(data_dir: Path, settings: Settings, kind: str) -> Data
         manifest = None
     if manifest and manifest.get("made_with") == wanted:
         progress(f"reusing the data in {data_dir}")
+        make_ledger(data_dir)
         return DataSummary(**manifest["summary"])
     if manifest is None and data_dir.exists() and any(data_dir.iterdir()):
         sys.exit(f"benchmark: {data_dir} holds something else; give an empty or new folder to --data")
     shutil.rmtree(data_dir / "session-state", ignore_errors=True)
     progress(f"generating {settings.size_mb} MB of {kind} data in {settings.sessions} sessions under {data_dir}")
     summary = make_backfill_data(data_dir / "session-state", settings, kind)
+    (data_dir / LEDGER).unlink(missing_ok=True)
+    make_ledger(data_dir)
     manifest_path.write_text(json.dumps({"made_with": wanted, "summary": asdict(summary)}, indent=1))
     return summary
+
+
+LEDGER = "session-store.db"
+
+
+def make_ledger(data_dir: Path) -> None:
+    """The CLI's ledger beside the data's state folder, where a report finds it, unless it
+    is there: a row per usage record of the logs, in the pinned CLI's layout (tests/realcli)."""
+    if (data_dir / LEDGER).is_file():
+        return
+    rows = rows_of_state(data_dir / "session-state")
+    progress(f"writing the CLI's ledger of their {len(rows):,} calls")
+    write_ledger(data_dir / LEDGER, rows, schema=store_schema_sql())
+
+
+def ledger_rows(data_dir: Path) -> int:
+    import sqlite3
+
+    connection = sqlite3.connect(f"file:{data_dir / LEDGER}?mode=ro", uri=True)
+    try:
+        return connection.execute("SELECT count(*) FROM assistant_usage_events").fetchone()[0]
+    finally:
+        connection.close()
 
 
 def idle_writer(index: int) -> SessionWriter:
@@ -668,7 +698,8 @@ import os, subprocess, sys, time
 started = time.perf_counter()
 child = subprocess.Popen(sys.argv[1:], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
 _, status, usage = os.wait4(child.pid, 0)
-print(time.perf_counter() - started, os.waitstatus_to_exitcode(status), usage.ru_maxrss)
+print(time.perf_counter() - started, os.waitstatus_to_exitcode(status), usage.ru_maxrss,
+      usage.ru_utime + usage.ru_stime)
 """
 
 
@@ -687,7 +718,7 @@ def run_backfill(state_dir: Path, work: Path, receiver: Receiver, label: str, *,
         launched = subprocess.run([sys.executable, "-c", LAUNCHER, *tailer_command(*options)], cwd=REPO,
                                   env=child_environment(), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                   stderr=log, check=True, text=True)
-    wall, exit_code, peak_kib = launched.stdout.split()
+    wall, exit_code, peak_kib, _ = launched.stdout.split()
     return {"wall_s": float(wall), "peak_rss_mb": int(peak_kib) * 1024 / MB, "exit_code": int(exit_code),
             "spans": receiver.spans, "root_spans": receiver.root_spans, "turns": len(receiver.roots),
             "warnings": warnings_in(log_path), "command": tailer_command(*options)}
@@ -726,8 +757,9 @@ def peak_rss_mb(pid: int) -> float | None:
 
 
 def run_report(state_dir: Path, cache_home: Path, *options: str) -> dict:
-    """One `report --format json` over the data (its output thrown away): its wall time and
-    the peak RSS of the report's process and of the largest of its workers.
+    """One `report --format json` over the data (its output thrown away): its wall time, the
+    CPU time of its processes, and the peak RSS of the report's process and of the largest
+    of its workers.
 
     The peaks are each process's VmHWM, read from /proc every POLL_S while it runs, so a
     worker's growth in its last moments may be missed; `tree_rss_mb`, from wait4, misses
@@ -744,18 +776,21 @@ def run_report(state_dir: Path, cache_home: Path, *options: str) -> dict:
             for worker in descendants(report_pid):
                 worker_peaks[worker] = max(worker_peaks.get(worker, 0.0), peak_rss_mb(worker) or 0.0)
         time.sleep(POLL_S)
-    wall, exit_code, peak_kib = launcher.stdout.read().split()
-    return {"wall_s": float(wall), "exit_code": int(exit_code), "tree_rss_mb": int(peak_kib) * 1024 / MB,
+    wall, exit_code, peak_kib, cpu = launcher.stdout.read().split()
+    return {"wall_s": float(wall), "cpu_s": float(cpu), "exit_code": int(exit_code),
+            "tree_rss_mb": int(peak_kib) * 1024 / MB,
             "parent_rss_mb": parent_peak, "worker_rss_mb": max(worker_peaks.values(), default=None),
             "workers": len(worker_peaks), "command": command}
 
 
 def _better_report(best: dict | None, run: dict) -> dict:
-    """The faster of two report runs' time, with the worse of their other figures."""
+    """The faster of two report runs' time, and the least CPU time, with the worse of their
+    other figures."""
     if best is None:
         return run
     faster = dict(min(best, run, key=lambda r: r["wall_s"]))
     faster["exit_code"] = best["exit_code"] or run["exit_code"]
+    faster["cpu_s"] = min(best["cpu_s"], run["cpu_s"])
     for peak in ("tree_rss_mb", "parent_rss_mb"):
         faster[peak] = max(best[peak], run[peak])
     workers = [r["worker_rss_mb"] for r in (best, run) if r["worker_rss_mb"] is not None]
@@ -847,8 +882,13 @@ def measure_report(state_dir: Path, work: Path, label: str) -> dict:
     warm_cache = work / f"report-cache-{label}"
     shutil.rmtree(warm_cache, ignore_errors=True)
     run_report(state_dir, warm_cache)  # fills the cache
+    reads_ledger = report_takes("--ledger")
     for _ in range(SHORT_ROUNDS):
         results["warm"] = _better_report(results.get("warm"), run_report(state_dir, warm_cache))
+        if reads_ledger:  # the same, without reading the CLI's ledger
+            results["warm_no_ledger"] = _better_report(results.get("warm_no_ledger"), run_report(
+                state_dir, warm_cache, "--ledger", "none"))
+    results["ledger_rows"] = ledger_rows(state_dir.parent)
     logs = sorted(state_dir.glob("*/events.jsonl"))
     step = max(1, len(logs) // APPENDED_SESSIONS)
     appenders = [Appender(path, random.Random(f"{SEED} {path.parent.name}"))
@@ -909,6 +949,7 @@ def _faster(best: dict | None, run: dict) -> dict:
     faster = dict(min(best, run, key=lambda r: r["wall_s"]))
     faster["peak_rss_mb"] = max(best["peak_rss_mb"], run["peak_rss_mb"])
     faster["exit_code"] = best["exit_code"] or run["exit_code"]
+    faster["cpu_s"] = min(best["cpu_s"], run["cpu_s"])
     for count in ("spans", "root_spans", "turns"):
         faster[count] = min(best[count], run[count])
     faster["warnings"] = best["warnings"] + [w for w in run["warnings"] if w not in best["warnings"]]
@@ -1244,6 +1285,8 @@ def report_rows(backfill: dict, runs: dict) -> list[tuple]:
          f"< {TARGET_WARM_S:.0f} s", warm["wall_s"] < TARGET_WARM_S),
         ("  warm / first read", f"{warm['wall_s'] / first['wall_s']:.3f} x", f"<= {TARGET_WARM_VS_FIRST}",
          warm["wall_s"] / first["wall_s"] <= TARGET_WARM_VS_FIRST),
+        (f"  the CLI's ledger ({runs['ledger_rows']:,} calls): warm report's CPU time beyond "
+         "--ledger none", _ledger_cost(warm, runs.get("warm_no_ledger")), "", None),
         (f"  after a new turn in each of {APPENDED_SESSIONS} sessions / first read",
          f"{appended['wall_s'] / first['wall_s']:.3f} x", f"<= {TARGET_APPENDED_VS_FIRST}",
          appended["wall_s"] / first["wall_s"] <= TARGET_APPENDED_VS_FIRST),
@@ -1276,6 +1319,14 @@ def report_rows(backfill: dict, runs: dict) -> list[tuple]:
         ("  largest peak of any of its processes (wait4)", f"{tree:.1f} MB", "", None),
     ]
     return rows
+
+
+def _ledger_cost(warm: dict, without: dict | None) -> str:
+    """The CPU time the ledger adds to a warm report (the best run of each: its wall time
+    swings by more than the ledger costs on a busy machine)."""
+    if without is None:
+        return "n/a: this report has no --ledger"
+    return f"{1000 * (warm['cpu_s'] - without['cpu_s']):.0f} ms ({1000 * without['cpu_s']:.0f} ms without)"
 
 
 def watch_rows(watch: dict) -> list[tuple]:

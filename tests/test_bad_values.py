@@ -44,7 +44,9 @@ WRONG = {
     "demo": {**RUN_WRONG, "--replay-interval": (WORD, EMPTY, "-1")},
     "scrub": {"SRC": (FILE, MISSING, EMPTY), "DST": (FILE, UNDER_FILE, UNWRITABLE, EMPTY),
               "--seed": (EMPTY,)},
-    "doctor": {"--state-dir": (FILE, MISSING, EMPTY), "--cli": (FILE, FOLDER, MISSING)},
+    # A file that is no ledger is one line and no check, not a usage error (test_ledger.py).
+    "doctor": {"--state-dir": (FILE, MISSING, EMPTY), "--cli": (FILE, FOLDER, MISSING),
+               "--ledger": (FOLDER, MISSING, UNDER_FILE, EMPTY)},
     "report": {
         "--state-dir": (FILE, MISSING, EMPTY),
         # Past the calendar (years 1 to 9999) once moved back, or to the day's end.
@@ -56,6 +58,7 @@ WRONG = {
         "--timezone": (WORD, EMPTY, "Mars/Olympus", "../../etc/passwd"),
         "--turns": (WORD, EMPTY, "-1", "1.5"),
         "--jobs": (WORD, EMPTY, "0", "-1", "1.5"),
+        "--ledger": (FOLDER, MISSING, UNDER_FILE, EMPTY),
     },
     "completion": {"shell": (WORD, EMPTY)},
 }

@@ -14,12 +14,16 @@ every id, and in every key. The tailer runs as a daemon with every output on; ne
 canary nor any part of POISON must be in any of them: OTLP payloads (spans, the CLI's
 telemetry and the tailer's metrics push), the history pushed to Prometheus, /metrics, the
 textfile, the log; nor in any format of the report (table, `--watch`, JSON, CSV, HTML), nor
-in what `scrub` writes.
+in what `scrub` writes. Beside the report's sessions is a copy of the CLI's session store
+(`session-store.db`, its whole layout) with CANARY in every text column of every table:
+the prompts and paths it keeps, and the text columns of its ledger of calls; the report and
+doctor read its ledger, and show none of it.
 """
 
 import io
 import json
 import os
+import sqlite3
 import ssl
 import subprocess
 import sys
@@ -27,6 +31,7 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+from ledgergen import canary_store, rows_of_log
 from otlp_sink import OtlpSink
 from poison import FRAGMENTS, poison_codes, write_poisoned_sessions
 from prom import free_port
@@ -235,8 +240,12 @@ def test_no_text_in_any_report_format(tmp_path):
     state.mkdir(parents=True)
     writers = [every_pattern("report-privacy-0"), whole_session("report-privacy-1", totals_off_by=3),
                retuned("report-privacy-2")]
+    calls = []
     for writer in writers:
         path = writer.write(state)
+        calls += rows_of_log(path)
+    # The CLI's session store beside it, the canary in every text column of every table.
+    canary_store(state.parent / "session-store.db", CANARY, calls[1:])
     with open(path, "ab") as handle:
         for line in DAMAGED:
             handle.write(line.encode("utf-8", "surrogateescape") + b"\n")
@@ -269,6 +278,10 @@ def test_no_text_in_any_report_format(tmp_path):
         for fragment in FRAGMENTS:
             assert fragment not in text, f"{fragment!r} of a code field leaked into {name}"
     assert "other" in outputs["JSON"], "no poisoned turn was reported: the test would prove nothing"
+    ledger = json.loads(outputs["JSON"].partition("\n")[0])["ledger"]
+    assert ledger["status"] == "checked", "the store was not read: the test would prove nothing"
+    assert ledger["sessions_checked"] == 3 and ledger["only_in_ledger_unnamed"] == 1
+    assert "3 sessions checked against the CLI's ledger, " in outputs["table"]
     assert '"policy_version":"2026-11-05"' in outputs["JSON"]
     assert '"policy_version":"other"' in outputs["JSON"]
     assert "2026-11-05" in outputs["table"] and 'data-policy="2026-11-05"' in outputs["HTML"]
@@ -277,6 +290,46 @@ def test_no_text_in_any_report_format(tmp_path):
     assert poisoned and "other" in json.dumps(poisoned), "no poisoned turn in flight: proves nothing"
     now_lines = outputs["--watch"].rpartition("now: ")[2].partition("\n\x1b[K\n")[0]
     assert "poison-i" in now_lines and "other" in now_lines, now_lines
+
+
+def test_no_text_of_the_clis_session_store_reaches_any_output(tmp_path):
+    """The CLI's session-store.db holds the prompts, the conversation's text and paths: with
+    the canary in every text column of every table, the ledger is read (its calls compared,
+    the sessions without a log listed) and no output of the report or doctor holds it. With
+    the canary where a figure should be, the ledger is refused in one line, without it."""
+    from report_helpers import run_report
+
+    state = tmp_path / "copilot" / "session-state"
+    writer = whole_session("0b5e1a2c-3d4e-4f50-8a6b-7c8d9e0f1a2b")
+    calls = rows_of_log(writer.write(state))
+    store = state.parent / "session-store.db"
+    # A call of a session without a log, its id the CLI's shape: listed, and nothing else.
+    canary_store(store, CANARY, calls[1:] + [dict(calls[0], session_id="4c0ffee0-0000-4000-8000-00000000cafe")])
+    page = tmp_path / "page.html"
+    outputs = {}
+    for name, options in (("table", []), ("JSON", ["--format", "json"]),
+                          ("CSV", ["--format", "csv-calls"]), ("HTML", ["--html", str(page)])):
+        done = run_report("--state-dir", str(state), *options)
+        assert done.returncode == 0, done.stderr
+        outputs[name] = done.stdout + done.stderr + (page.read_text() if name == "HTML" else "")
+    done = subprocess.run([sys.executable, "-m", "tailer", "doctor", "--state-dir", str(state)],
+                          cwd=ROOT, env=tailer_env(), capture_output=True, text=True, timeout=120)
+    outputs["doctor"] = done.stdout + done.stderr
+    ledger = json.loads(outputs["JSON"])["ledger"]
+    assert ledger["status"] == "checked" and ledger["sessions_checked"] == 1
+    assert [only["session_id"] for only in ledger["only_in_ledger"]] == ["4c0ffee0-0000-4000-8000-00000000cafe"]
+    assert ledger["only_in_ledger_unnamed"] == 1  # the canary's own row, its id the canary
+    assert "4c0ffee0" in outputs["table"] and "4c0ffee0" in outputs["doctor"] and "4c0ffee0" in outputs["HTML"]
+    # And with the canary where a figure should be: refused, in words of our own.
+    connection = sqlite3.connect(store)
+    connection.execute(f"UPDATE assistant_usage_events SET output_tokens = '{CANARY}'")
+    connection.commit()
+    connection.close()
+    done = run_report("--state-dir", str(state), "--format", "json")
+    assert json.loads(done.stdout)["ledger"]["status"] == "not_read"
+    outputs["JSON, the store refused"] = done.stdout + done.stderr
+    for name, text in outputs.items():
+        assert "CANARY" not in text.upper(), f"the canary leaked into the {name}"
 
 
 def write_poisoned_turn_in_flight(state):

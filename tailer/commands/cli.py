@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Collection
 
 from .. import __version__
-from ..path_options import check_output_file, is_folder, user_path
+from ..path_options import check_output_file, is_folder, ledger_path, user_path
 from ..printable import printable
 
 if TYPE_CHECKING:
@@ -221,6 +221,11 @@ def _doctor_options(parser: argparse.ArgumentParser, environ: dict[str, str]) ->
         "--state-dir", type=user_path, default=default_state_dir(environ),
         help="Copilot session-state folder [$COPILOT_STATE_DIR, else "
         "$COPILOT_HOME/session-state, else ~/.copilot/session-state]",
+    )
+    parser.add_argument(
+        "--ledger", type=ledger_path, metavar="FILE|none",
+        help="the Copilot CLI's own ledger of model calls to check the logs against, or "
+        "`none` [default: session-store.db beside the state folder]",
     )
     parser.add_argument(
         "--cli", nargs="?", const="", metavar="PATH",

@@ -30,12 +30,14 @@ from .. import __version__
 from . import table as report_table
 from . import text as report_text
 from ..copilot.files import find_logs
-from ..path_options import check_output_file, exists, is_folder, user_path
+from ..copilot.ledger import chosen_ledger
+from ..path_options import check_output_file, exists, is_folder, ledger_path, user_path
 from ..printable import printable
 from ..wording import counted
 from .cache import cache_file
 from .figures import GROUPINGS, snapshot
 from .gather import WorkerFailed, default_jobs, gather
+from .ledger import ledger_check
 from .read import Selection
 from ..copilot.problems import folder_problem, state_dir_problem
 
@@ -89,6 +91,9 @@ def add_arguments(parser: argparse.ArgumentParser, state_dir: Path) -> None:
     parser.add_argument("--no-cache", action="store_true",
                         help="read every log from its start, without the report's cache, and "
                         "write none (docs/REPORT.md: the cache)")
+    parser.add_argument("--ledger", type=ledger_path, metavar="FILE|none",
+                        help="the Copilot CLI's own ledger of model calls to check the logs "
+                        "against, or `none` [default: session-store.db beside the state folder]")
     parser.add_argument("--jobs", type=_jobs, metavar="N",
                         help="read the logs in N processes (default: one per CPU; 1: in this one)")
     parser.add_argument("--demo", action="store_true",
@@ -189,8 +194,10 @@ def main(args: argparse.Namespace, environ: dict[str, str], *, state_dir: Path |
         return refused(error)
     # The demo's copy is made afresh each time: a cache of it would only be litter.
     cache_path = None if args.no_cache or state_dir is not None else cache_file(environ, args.state_dir)
+    # Nor has it a ledger (its copy is not in the CLI's folder).
+    ledger = chosen_ledger(args.ledger, args.state_dir) if state_dir is None else None
     return _report(args, environ, state_dir or args.state_dir, selection, now, zone,
-                   cache_path, on_pass=on_pass)
+                   cache_path, ledger, on_pass=on_pass)
 
 
 def checked(args: argparse.Namespace, now: datetime) -> tuple[Selection, tzinfo | None]:
@@ -209,6 +216,11 @@ def checked(args: argparse.Namespace, now: datetime) -> tuple[Selection, tzinfo 
         raise ValueError("--html writes the page: it takes no --format")
     if args.html:
         check_output_file("--html", args.html)
+    if args.ledger is not None:
+        if args.watch or args.demo:
+            raise ValueError("--ledger is checked by a report of the logs: it takes neither "
+                             "--watch nor --demo")
+        chosen_ledger(args.ledger, args.state_dir)
     return selection, zone
 
 
@@ -259,7 +271,7 @@ def sigterm_as_interrupt():
 
 def _report(args: argparse.Namespace, environ: dict[str, str], state_dir: Path,
             selection: Selection, now: datetime, zone, cache_path: Path | None,
-            on_pass=None) -> int:
+            ledger_path: Path | None, on_pass=None) -> int:
     color = sys.stdout.isatty() and not environ.get("NO_COLOR") and not args.no_color
     try:
         found = (is_folder if args.watch else exists)("--state-dir", state_dir)
@@ -311,6 +323,9 @@ def _report(args: argparse.Namespace, environ: dict[str, str], state_dir: Path,
             problems[session_id] = folder_problem(session_id, error)
     for problem in sorted(problems.values()):
         print(f"hydrafusion-tailer report: {problem}", file=sys.stderr)
+    ledger = ledger_check(ledger_path, gathered.states, logs.keys() | unreadable.keys(), selection)
+    if ledger.problem is not None:
+        print(f"hydrafusion-tailer report: {ledger.problem}", file=sys.stderr)
     in_flight = []
     if gathered.in_flight:
         from .now import in_flight_row  # here: turns are seldom running, and it costs start-up
@@ -321,7 +336,7 @@ def _report(args: argparse.Namespace, environ: dict[str, str], state_dir: Path,
                        skipped={"damaged_lines": gathered.damaged_lines,
                                 "unreadable_logs": len(problems)},
                        filters=filters_of(args), checks=gathered.checks, in_flight=in_flight,
-                       groupings=_groupings(args))
+                       groupings=_groupings(args), ledger=ledger)
     if args.html:
         try:
             from . import html as report_html  # imported by --html alone, as live is

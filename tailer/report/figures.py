@@ -45,7 +45,7 @@ from ..turns.assembly import (
     ROUTE_FAILED_OUTCOME, Reconciliation, ToolCall, Turn, call_start_ns, leg_start_ns,
 )
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 ORDINARY = "ordinary"
 KINDS = ("fusion", "ordinary", "fallback")
 GROUPINGS = ("day", "week", "month", "session")  # GROUP_KEYS's, and the Snapshot's by_ fields
@@ -347,6 +347,9 @@ class Snapshot:
     reconciliation: list[Check]
     turns: list[TurnRow]
     in_flight: list = field(factory=list)  # report.now.InFlightRow: turns still open
+    # The logs against the CLI's ledger (turns.ledger_check.LedgerCheck); None: not looked
+    # at (--watch, --demo).
+    ledger: object = None
 
 
 def snapshot(
@@ -360,6 +363,7 @@ def snapshot(
     checks: list[Check] = (),
     in_flight: list = (),
     groupings: tuple[str, ...] = GROUPINGS,
+    ledger=None,
 ) -> Snapshot:
     """The figures of `turns` (finished ones, made by turn_row), listed in the order they
     started. `tz` is the report's time zone, None the machine's local one. Of the groupings
@@ -392,6 +396,7 @@ def snapshot(
         reconciliation=list(checks),
         turns=rows,
         in_flight=list(in_flight),
+        ledger=ledger,
     )
 
 

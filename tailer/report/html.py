@@ -18,6 +18,7 @@ import math
 from html import escape
 from importlib import resources
 
+from ..turns import ledger_check
 from ..wording import counted
 from .figures import Snapshot, TurnRow
 
@@ -38,7 +39,7 @@ def render(snap: Snapshot) -> str:
         subtitle=escape(_subtitle(snap)),
         cards=_cards(snap),
         kinds=_kind_table(snap),
-        checks=_checks(snap),
+        checks=_checks(snap) + _ledger(snap),
         days=_day_chart(snap, colors),
         model_share=_share(snap.by_model, colors, sum(use.credits for use in snap.by_model),
                            parts=True),
@@ -153,6 +154,31 @@ def _checks(snap: Snapshot) -> str:
     return summary + ('<table class="figures"><thead><tr><th>session</th><th>totals</th>'
                       '<th>model</th><th>our credits</th><th>CLI credits</th><th>our calls</th>'
                       f'<th>CLI calls</th></tr></thead><tbody>{rows}</tbody></table>')
+
+
+def _ledger(snap: Snapshot) -> str:
+    """The logs against the CLI's ledger: one line, a row per session that differs, and
+    those it holds without a log; nothing when it was not checked."""
+    found = snap.ledger
+    if found is None or found.status != ledger_check.CHECKED:
+        return ""
+    summary = (f'<p class="checks ledger" data-checked="{found.sessions_checked}" '
+               f'data-differ="{len(found.differ)}">'
+               + (f'<b class="bad">{escape(ledger_check.summary(found))}</b>' if found.differ
+                  else f'<b class="good">{escape(ledger_check.summary(found))}</b>') + "</p>")
+    rows = "".join(
+        f"<tr><td>{escape(differs.session_id[:8])}</td>"
+        f"<td>{escape(ledger_check.described(differs))}</td></tr>" for differs in found.differ)
+    rows += "".join(
+        f"<tr><td>{escape(only.session_id[:8])}</td><td>in the CLI's ledger without a log: "
+        f"{counted(only.cli.calls, 'call')}</td></tr>" for only in found.only_in_ledger)
+    if found.only_in_ledger_unnamed:
+        rows += (f"<tr><td></td><td>{counted(found.only_in_ledger_unnamed, 'more session')} "
+                 "in the CLI's ledger without a log</td></tr>")
+    if not rows:
+        return summary
+    return summary + ('<table class="figures"><thead><tr><th>session</th><th>the log against '
+                      f"the CLI's ledger</th></tr></thead><tbody>{rows}</tbody></table>")
 
 
 def _day_chart(snap: Snapshot, colors: dict[str, str]) -> str:

@@ -14,6 +14,7 @@ import re
 
 from ..printable import printable
 from ..wording import counted
+from ..turns import ledger_check
 from .figures import LegRow, Snapshot, Spend, TurnRow
 
 BOLD, DIM, RED, GREEN, YELLOW, MAGENTA = "1", "2", "31", "32", "33", "35"
@@ -92,7 +93,7 @@ def _sections(snap: Snapshot, width: int, paint) -> list[list[str]]:
                               "median time"], [
             [k.kind, k.turns, _credits(k.credits), _credits(k.median_credits), k.calls, k.tools,
              _duration(k.median_duration_ms)] for k in snap.by_kind
-        ]) + _checks(snap, width, paint),
+        ]) + _paragraph(_checks(snap, width, paint) + _ledger(snap, width, paint)),
         _table(width, paint, ["BY MODEL, all use"] + spend_headers, _model_rows(snap)),
         _table(width, paint, ["BY PATTERN, HydraFusion", "turns", "credits", "median", "range"], [
             [p.pattern, p.turns, _credits(p.credits), _credits(p.median_credits),
@@ -122,7 +123,77 @@ def _checks(snap: Snapshot, width: int, paint) -> list[str]:
                 f"  {check.session_id[:8]} {check.source}: {difference['model']} ours "
                 f"{_credits(ours['credits'])} credits / {ours['calls']} calls, CLI "
                 f"{_credits(cli['credits'])} / {cli['calls']}"), width))
-    return lines + [""]
+    return lines
+
+
+def _paragraph(lines: list[str]) -> list[str]:
+    """Lines with a blank one after them, or none."""
+    return lines + [""] if lines else []
+
+
+LEDGER_ONLY_SHOWN = 10  # sessions of the CLI's ledger without a log named; JSON has them all
+
+
+def _ledger(snap: Snapshot, width: int, paint) -> list[str]:
+    """The logs against the CLI's ledger: one line, one per session that differs, those it
+    holds without a log. Nothing when it was not checked (stderr said why, if it was there)."""
+    found = snap.ledger
+    if found is None or found.status != ledger_check.CHECKED:
+        return []
+    summary = ledger_check.summary(found)
+    lines = [paint(RED, summary) + " (ours vs the ledger's)" if found.differ else summary]
+    for differs in found.differ:
+        lines += _wrapped(f"  {printable(differs.session_id[:8])} ", _differing(differs), width)
+    if found.credits_not_compared:
+        lines.append(f"  credits of {counted(found.credits_not_compared, 'session')} not "
+                     "compared: a call's credits unknown")
+    if found.not_in_ledger:
+        lines.append(f"  {counted(found.not_in_ledger, 'log')} with calls the ledger has none of")
+    if found.logs_without_start:
+        lines.append(f"  {counted(found.logs_without_start, 'log')} read without its start: "
+                     "not compared")
+    only = found.only_in_ledger
+    unnamed = found.only_in_ledger_unnamed
+    if only or unnamed:
+        lines.append("in the CLI's ledger without a log: "
+                     + counted(len(only) + unnamed, "session"))
+    for missing in only[:LEDGER_ONLY_SHOWN]:
+        credits = "unknown" if missing.cli.credits is None else _credits(missing.cli.credits)
+        lines.append(f"  {missing.session_id[:8]}: {counted(missing.cli.calls, 'call')}, "
+                     f"{credits} credits")
+    left = len(only) - LEDGER_ONLY_SHOWN + unnamed if len(only) > LEDGER_ONLY_SHOWN else unnamed
+    if left:
+        lines.append(f"  and {left} more (--format json lists them)")
+    return lines
+
+
+_LEDGER_WORDS = {"calls": "calls", "input_tokens": "input", "output_tokens": "output",
+                 "cache_read_tokens": "cache read", "cache_write_tokens": "cache write",
+                 "credits": "credits"}
+
+
+def _differing(differs) -> list[str]:
+    """`calls 2 vs 3`, `credits 1.75 vs 3.25`: each figure that differs, exact, both sides."""
+    def shown(value):
+        if value is None:
+            return "unknown"
+        return f"{value:.9g}" if isinstance(value, float) else str(value)
+
+    return [f"{_LEDGER_WORDS[name]} {shown(getattr(differs.ours, name))} vs "
+            f"{shown(getattr(differs.cli, name))}" for name in differs.figures]
+
+
+def _wrapped(head: str, parts: list[str], width: int) -> list[str]:
+    """`head` and the parts, comma-separated, on as many lines as `width` needs, the
+    continuation lines indented under the first part."""
+    lines, line = [], head
+    for index, part in enumerate(parts):
+        part += "," if index < len(parts) - 1 else ""
+        if line.strip() and len(line) + len(part) + 1 > width and line != head:
+            lines.append(line.rstrip())
+            line = " " * len(head)
+        line += part + " "
+    return [_cut(text, width) for text in lines + [line.rstrip()]]
 
 
 def _title(snap: Snapshot) -> str:
