@@ -101,8 +101,8 @@ def chosen_ledger(given: Path | str | None, state_dir: Path) -> Path | None:
 def read_ledger(path: Path, untimed: Collection = ()) -> dict[object, LedgerSession] | None:
     """Each session's calls in the ledger at `path`, by session id (as the ledger writes it:
     any text, or another type); None when there is no file there. When its calls were made
-    is read only for the sessions not in `untimed` (first_ns and last_ns None for those).
-    Raises LedgerProblem."""
+    is read only for the sessions not in `untimed` whose ids are of the CLI's shape
+    (first_ns and last_ns None for the others). Raises LedgerProblem."""
     try:
         unchanging = _check_files(path)
     except FileNotFoundError:
@@ -121,7 +121,10 @@ def read_ledger(path: Path, untimed: Collection = ()) -> dict[object, LedgerSess
         connection.execute("PRAGMA trusted_schema = OFF")
         _check_layout(connection)
         sums = connection.execute(SUMS).fetchall()
-        timed = [row[0] for row in sums if row[0] not in untimed]
+        # Only ids of the CLI's shape are asked back: another (text that was not UTF-8,
+        # escaped above) could not be sent as a parameter, and is counted, never named.
+        timed = [row[0] for row in sums if row[0] not in untimed
+                 and type(row[0]) is str and SESSION_ID.fullmatch(row[0])]
         times = {}
         for at in range(0, len(timed), _TIMES_AT_ONCE):
             ids = timed[at:at + _TIMES_AT_ONCE]
