@@ -1405,7 +1405,7 @@ SCRUB_DATA = {
             "inputTokens", "outputTokens", "cacheReadTokens", "cacheWriteTokens",
             "cost", "duration", "timeToFirstTokenMs", "isAuto", "isByok",
         ),
-        **_codes(ENUM, "initiator", "finishReason", "reasoningEffort"),
+        **_codes(ENUM, "initiator", "finishReason", "reasoningEffort", "aiCreditsStatus"),
         "model": MODEL,
         "provider": {"id": TOOL, "kind": ENUM},
         "copilotUsage": _values("totalNanoAiu"),
