@@ -44,8 +44,9 @@ class ExpectedLeg:
     output_tokens: int
     cache_read_tokens: int
     cache_write_tokens: int
-    nano_aiu: int
+    nano_aiu: int  # as the leg's record gives them: its calls' but those of unknown credits
     failure_reason: str | None
+    unknown_calls: int = 0  # calls whose credits the CLI marked unavailable
 
 
 @dataclass
@@ -78,6 +79,7 @@ class ExpectedTurn:
     policy_version: str | None = None
     plan_version: str | None = None
     rule_id: str | None = None
+    unknown_calls: int = 0  # model calls whose credits the CLI marked unavailable
 
 
 @dataclass
@@ -123,13 +125,16 @@ class SessionWriter:
     """
 
     def __init__(self, session_id: str, start: datetime, *, canary: str = CANARY,
-                 copilot_version: str = "1.0.102", call_credits: bool = True, seed: str = ""):
-        """``call_credits=False``: usage records without ``copilotUsage``, as a CLI that did
-        not report each call's credits writes them; legs and totals still give credits.
+                 copilot_version: str = "1.0.102", unpriced: float = 0.0, seed: str = ""):
+        """``unpriced``: the share of model calls (drawn at random, 1: all) whose credits the
+        CLI does not know, as 1.0.102 writes them when the API's answer carries no
+        `copilot_usage`: the usage record says `aiCreditsStatus: unavailable` and has no
+        `copilotUsage`, and the leg's, the rollup's and the run's `totalNanoAiu` leave the
+        call out (0 for a leg whose every call is unpriced). A damaged record is never one.
         ``seed``: a writer that continues a log another writer of the same session wrote
         needs one of its own, or its ids repeat that writer's (and its turns are duplicates)."""
         self.session_id = session_id
-        self.call_credits = call_credits
+        self.unpriced = unpriced
         self.canary = canary
         self.expected: list[ExpectedTurn] = []
         self._rng = random.Random(session_id + seed)
@@ -246,7 +251,7 @@ class SessionWriter:
         self._account(leg, windows)
         expected = ExpectedTurn(self.session_id, turn.fusion_id, "unknown", "completed", [model], [],
                                 leg.nano_aiu, None, None, None, self._timestamp(windows[-1][1]), kind="ordinary",
-                                calls=turn.calls, tools=turn.tools)
+                                calls=turn.calls, tools=turn.tools, unknown_calls=leg.unknown_calls)
         self.expected.append(expected)
         return expected
 
@@ -446,12 +451,14 @@ class SessionWriter:
                       damaged: bool = False, tool_counts: bool = True,
                       tools: tuple[str, ...] = ("bash",)) -> None:
         """One durable session.usage_record per model call; their figures add up to the leg's.
-        Every call but the last asks for the next of ``tools``."""
+        Every call but the last asks for the next of ``tools``. A call of unknown credits
+        (``unpriced``) takes its share of credits off the leg's, as the CLI leaves it out."""
         weights = [self._rng.randint(1, 9) for _ in calls]
         shares = {name: _split(getattr(leg, name), weights) for name in _USAGE_FIELDS[1:]}
         turn.calls += len(calls) - damaged
         turn.damaged_calls += damaged
         for i, (began, done) in enumerate(calls):
+            priced = (damaged and i == 0) or not self._unpriced_call()
             last = i == len(calls) - 1
             asked = {} if last or not tools or not tool_counts else {_tool_name(tools[i % len(tools)]): 1}
             usage = {
@@ -465,13 +472,19 @@ class SessionWriter:
                 "finishReason": "stop" if last else "tool_calls", "reasoningEffort": "medium", "isAuto": True,
                 "isByok": False, "toolCounts": asked, "aiCreditsStatus": "complete",
                 "fusion": turn.fusion_block(leg)}
-            if self.call_credits:
+            if priced:
                 usage["copilotUsage"] = {"model": leg.model, "totalNanoAiu": shares["nano_aiu"][i], "tokenDetails": [
                     {"batchSize": 1, "costPerBatch": 1, "tokenCount": usage[f"{kind}Tokens"], "tokenType": kind}
                     for kind in ("input", "output")]}
             else:
                 usage["aiCreditsStatus"] = "unavailable"
+                leg.nano_aiu -= shares["nano_aiu"][i]
+                leg.unknown_calls += 1
             self._emit(done, "session.usage_record", {"usage": usage})
+
+    def _unpriced_call(self) -> bool:
+        """Whether the next call is one of unknown credits; draws nothing when none is."""
+        return self.unpriced >= 1 or (self.unpriced > 0 and self._rng.random() < self.unpriced)
 
     def _handoff(self, turn: _Turn, source: ExpectedLeg, target_phase_id: str, target_model: str) -> None:
         self._emit(self._clock + 4, "session.fusion_handoff", {
@@ -545,6 +558,7 @@ class SessionWriter:
                                 None, None, None, self._timestamp(end_ms),
                                 kind="fallback" if turn.pattern is None else "fusion", calls=turn.calls,
                                 tools=turn.tools, damaged_calls=turn.damaged_calls,
+                                unknown_calls=sum(leg.unknown_calls for leg in legs),
                                 policy_version=turn.router.get("policyVersion"),
                                 plan_version=turn.router.get("planVersion"),
                                 rule_id=turn.router.get("ruleId"))
@@ -605,11 +619,12 @@ def _live(calls: list[tuple[int, int]]) -> list[tuple[int, int]]:
 START = datetime(2026, 11, 4, 10, tzinfo=timezone.utc)
 
 
-def every_pattern(session_id: str, start: datetime = START) -> SessionWriter:
+def every_pattern(session_id: str, start: datetime = START, *, unpriced: float = 0.0) -> SessionWriter:
     """One session with a turn of every kind the tailer must rebuild, in the CLI's order:
     single, cascade accepted and rejected, critique without and with a revision, a failed
-    leg, a route failure, a turn that never completes, and one more after a resume."""
-    writer = SessionWriter(session_id, start)
+    leg, a route failure, a turn that never completes, and one more after a resume;
+    ``unpriced`` as SessionWriter's."""
+    writer = SessionWriter(session_id, start, unpriced=unpriced)
     writer.single("gpt-5.6-sol")
     writer.cascade("mai-code-1.1-flash", "gpt-5.6-sol")
     writer.cascade("mai-code-1.1-flash", "gpt-5.6-sol", verdict="reject",
@@ -626,13 +641,14 @@ def every_pattern(session_id: str, start: datetime = START) -> SessionWriter:
     return writer
 
 
-def whole_session(session_id: str, start: datetime = START, *, totals_off_by: int = 0) -> SessionWriter:
+def whole_session(session_id: str, start: datetime = START, *, totals_off_by: int = 0,
+                  unpriced: float = 0.0) -> SessionWriter:
     """Fusion and ordinary turns in one session, as a user mixes them: every pattern, a
     `/model` switch to a fixed model and back, ordinary turns with built-in and MCP tools and
     one without tools, a usage checkpoint, a route failure, a shutdown, a resume, a turn whose
     usage records do not name their tools, and a second shutdown whose credits are
-    ``totals_off_by`` nano-AIU off the calls'."""
-    writer = SessionWriter(session_id, start)
+    ``totals_off_by`` nano-AIU off the calls'; ``unpriced`` as SessionWriter's."""
+    writer = SessionWriter(session_id, start, unpriced=unpriced)
     writer.single("gpt-5.6-sol")
     writer.cascade("mai-code-1.1-flash", "gpt-5.6-sol")
     writer.cascade("mai-code-1.1-flash", "gpt-5.6-sol", verdict="reject", repair_model="gpt-5.6-sol")

@@ -60,13 +60,18 @@ def backticked(cell: str) -> set[str]:
 @pytest.fixture(scope="module")
 def turns():
     """One turn of every shape the docs describe, from logs in the real CLI's order: every
-    pattern, ordinary turns, and a leg whose usage records lost a call."""
+    pattern, ordinary turns, a leg whose usage records lost a call, and calls of unknown
+    credits."""
     damaged = SessionWriter(SESSION, START)
     damaged.single("gpt-5.6-sol", damaged_call=True, request_count=2)
     damaged.shutdown()
+    unpriced = SessionWriter(SESSION, START, unpriced=1, seed="unpriced")
+    unpriced.single("gpt-5.6-sol")
+    unpriced.ordinary("claude-sonnet-4.6")
+    unpriced.shutdown()
     return (assemble(every_pattern(SESSION).lines(), SESSION)
             + assemble(whole_session(SESSION).lines(), SESSION)
-            + assemble(damaged.lines(), SESSION))
+            + assemble(damaged.lines(), SESSION) + assemble(unpriced.lines(), SESSION))
 
 
 # -- metrics --------------------------------------------------------------------------

@@ -124,6 +124,6 @@ def test_a_commands_own_parser_reads_as_the_whole_one(argv, environ):
 
 @given(st.lists(st.floats(0, 1e6, allow_nan=False), min_size=1, max_size=30))
 def test_the_median_of_the_figures_is_the_statistics_modules(values):
-    rows = [SimpleNamespace(pattern="cascade", credits=value) for value in values]
+    rows = [SimpleNamespace(pattern="cascade", credits=value, unknown_credit_calls=0) for value in values]
     (pattern,) = figures.by_pattern(rows)
     assert pattern.median_credits == statistics.median(values)

@@ -4,7 +4,8 @@ Every free-text field of the generated sessions (prompts, answers, leg `content`
 `projectionMessage`, `stagedTerminal`, handoff `message`, `errorMessage`, hints, tool
 arguments and results, cwd and file paths) holds CANARY, and so do damaged lines and
 unknown fields. The sessions hold ordinary turns, MCP tools, tool output long enough to be
-read without decoding it, usage records (one damaged), and totals that disagree, so every
+read without decoding it, usage records (one damaged, some of unknown credits, one whose
+`aiCreditsStatus` holds CANARY), and totals that disagree, so every
 span, attribute, metric and log line of the whole turn is covered. The CLI's own telemetry
 export, with its content capture on, holds CANARY in every attribute that is not metadata
 (and a damaged line). Three more sessions hold free text, a path and a password (POISON,
@@ -23,6 +24,7 @@ doctor read its ledger, and show none of it.
 import io
 import json
 import os
+import re
 import sqlite3
 import ssl
 import subprocess
@@ -67,6 +69,7 @@ DAMAGED = [
     json.dumps({"type": "session.usage_record", "timestamp": "2026-11-04T12:00:04Z",
                 "data": {"usage": {"model": "m", "inputTokens": 1, "outputTokens": 1, "cost": 1,
                                    "duration": 5, "note": CANARY, "label": {"why": CANARY},
+                                   "aiCreditsStatus": CANARY,
                                    "copilotUsage": {"totalNanoAiu": 5, "model": CANARY,
                                                     "tokenDetails": [{"tokenType": CANARY}],
                                                     "why": CANARY}}}}),
@@ -151,7 +154,7 @@ def test_no_text_ever_leaves(tmp_path):
     state.mkdir()
     expected = []
     writers = [every_pattern("privacy-0"), whole_session("privacy-1", totals_off_by=3),
-               every_pattern("privacy-2"), retuned("privacy-3")]
+               every_pattern("privacy-2", unpriced=0.5), retuned("privacy-3")]
     for writer in writers:
         path = writer.write(state)
         expected += writer.expected
@@ -217,6 +220,8 @@ def test_no_text_ever_leaves(tmp_path):
     assert {"hydrafusion", "ordinary", "chat", "execute_tool", "route", "invoke_agent"} <= names
     assert sink.metric_requests, "the CLI's metric was not sent: the test would prove nothing"
     assert 'reason="damaged_usage_record"' in outputs["/metrics"]
+    assert "hydrafusion_unknown_credit_calls_total{" in outputs["/metrics"]  # calls of unknown credits
+    assert "aiu>=" in outputs["log"] or "aiu=unknown" in outputs["log"]
     assert "hydrafusion_reconciliations_total" in outputs["/metrics"]
     assert "malformed" in outputs["/metrics"]
     assert '"stringValue":"damaged_usage_record"' in outputs["metrics push (OTLP)"]
@@ -238,7 +243,8 @@ def test_no_text_in_any_report_format(tmp_path):
 
     state = tmp_path / CANARY / "session-state"
     state.mkdir(parents=True)
-    writers = [every_pattern("report-privacy-0"), whole_session("report-privacy-1", totals_off_by=3),
+    writers = [every_pattern("report-privacy-0"),
+               whole_session("report-privacy-1", totals_off_by=3, unpriced=0.5),
                retuned("report-privacy-2")]
     calls = []
     for writer in writers:
@@ -282,6 +288,7 @@ def test_no_text_in_any_report_format(tmp_path):
     assert ledger["status"] == "checked", "the store was not read: the test would prove nothing"
     assert ledger["sessions_checked"] == 3 and ledger["only_in_ledger_unnamed"] == 1
     assert "3 sessions checked against the CLI's ledger, " in outputs["table"]
+    assert re.search(r'"unknown_credit_calls":[1-9]', outputs["JSON"]) and "calls unknown" in outputs["table"]
     assert '"policy_version":"2026-11-05"' in outputs["JSON"]
     assert '"policy_version":"other"' in outputs["JSON"]
     assert "2026-11-05" in outputs["table"] and 'data-policy="2026-11-05"' in outputs["HTML"]

@@ -98,6 +98,40 @@ def test_usage_records_add_up_to_their_leg():
         assert sum(r["cacheReadTokens"] for r in mine) == leg.cache_read_tokens
 
 
+def test_calls_of_unknown_credits_are_left_out_of_every_total_as_the_real_cli_leaves_them():
+    """1.0.102 without `copilot_usage` (tests/data/realcli's `unpriced` scenario): the record
+    says `unavailable` and has no `copilotUsage`; the leg's, the rollup's and the run's
+    credits are the other calls' sum, 0 when none is left."""
+    writer = SessionWriter("unpriced", START, unpriced=0.5)
+    for _ in range(6):
+        writer.cascade("mai-code-1.1-flash", "gpt-5.6-sol", verdict="reject")
+        writer.ordinary("claude-sonnet-4.6", calls=3)
+    writer.shutdown()
+    file = events(writer)
+    records = [e["data"]["usage"] for e in file if e["type"] == "session.usage_record"]
+    unknown = [r for r in records if r["aiCreditsStatus"] == "unavailable"]
+    assert all("copilotUsage" not in r for r in unknown)
+    assert all(r["aiCreditsStatus"] == "complete" and "copilotUsage" in r
+               for r in records if r not in unknown)
+    assert 0 < len(unknown) < len(records)
+    assert sum(turn.unknown_calls for turn in writer.expected) == len(unknown)
+    priced = lambda mine: sum(r["copilotUsage"]["totalNanoAiu"] for r in mine if r not in unknown)  # noqa: E731
+    phases = {e["data"]["phaseId"]: e["data"] for e in file
+              if e["type"] == "assistant.fusion_phase_completed"}
+    for turn in writer.expected:
+        for leg in turn.legs:
+            mine = [r for r in records if r.get("fusion") and r["fusion"]["phaseId"] == leg.phase_id]
+            assert leg.unknown_calls == sum(r in unknown for r in mine)
+            assert phases[leg.phase_id]["usage"]["totalNanoAiu"] == leg.nano_aiu == priced(mine)
+        assert turn.unknown_calls == sum(leg.unknown_calls for leg in turn.legs) or turn.kind == "ordinary"
+    ordinary = [r for r in records if not r.get("fusion")]
+    assert sum(t.nano_aiu for t in writer.expected if t.kind == "ordinary") == priced(ordinary)
+    assert sum(t.unknown_calls for t in writer.expected if t.kind == "ordinary") == sum(
+        r in unknown for r in ordinary)
+    shutdown = next(e["data"] for e in file if e["type"] == "session.shutdown")
+    assert shutdown["totalNanoAiu"] == priced(records) == sum(t.nano_aiu for t in writer.expected)
+
+
 def skeleton(writer):
     """Event types in file order, phases with their kind; usage records and the session's
     start left out, each run of assistant/tool events shown as one "messages"."""

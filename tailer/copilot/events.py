@@ -142,7 +142,7 @@ _READ_CALL = {
     **{f"usage{name}": "object" for name in ("", ".copilotUsage", ".fusion", ".toolCounts")},
     **{f"usage.{name}": "string" for name in (
         "model", "finishReason", "initiator", "provider.id", "fusion.fusionId",
-        "fusion.phaseId", "fusion.phaseKind")},
+        "fusion.phaseId", "fusion.phaseKind", "aiCreditsStatus")},
     **{f"usage.{name}": "number" for name in (
         "inputTokens", "outputTokens", "cacheReadTokens", "cacheWriteTokens", "duration",
         "timeToFirstTokenMs", "copilotUsage.totalNanoAiu")},
@@ -293,7 +293,11 @@ REJECTING_VERDICTS = ("reject", "revise")
 
 @record(slots=True)
 class LegEnded(Event):
-    """A `phase_completed` or `phase_failed`: a leg becomes visible only when it ends."""
+    """A `phase_completed` or `phase_failed`: a leg becomes visible only when it ends.
+
+    `credits_given` is False when its usage has no `totalNanoAiu` (the CLI's schema requires
+    one): `usage.nano_aiu` is 0 then and means "not given". Where the leg's calls' records
+    are, they say what its credits leave out (turns.assembly.Turn.leg_credits)."""
 
     fusion_id: str
     phase_id: str
@@ -307,6 +311,8 @@ class LegEnded(Event):
     usage: Usage
     failure_reason: str | None
     degraded_to_phase_id: str | None
+    # A default: a leg saved open by an older tailer gave its credits as every real one does.
+    credits_given: bool = field(default=True, kw_only=True)
 
 
 @record(slots=True)
@@ -361,7 +367,8 @@ class ModelCall(Event):
     `fusion_id` and `phase_id` name the leg it served; both are None on an ordinary turn.
     `tool_requests` holds the names of the tools the call asked for, one per request.
     `credits_known` is False when the record gives no credits (no `copilotUsage`: a
-    bring-your-own-key model, a CLI that did not report them): `usage.nano_aiu` is 0 then
+    bring-your-own-key model, a CLI that did not report them; or `aiCreditsStatus`
+    `unavailable` or `partial`, whatever figure is beside it): `usage.nano_aiu` is 0 then
     and means "unknown", never "free", so no sum that holds it is checked for credits.
     """
 
@@ -990,6 +997,7 @@ def _leg(time_ns: int, fusion_id: str, data: dict, *, default_status: str) -> Le
         usage=_usage(usage if isinstance(usage, dict) else {}),
         failure_reason=_text(data.get("reason")),
         degraded_to_phase_id=_text(data.get("degradedToPhaseId")),
+        credits_given=isinstance(usage, dict) and _is_number(usage.get("totalNanoAiu")),
     )
 
 
@@ -1081,6 +1089,8 @@ def _model_call(time_ns: int, key: None, data: dict) -> ModelCall | Malformed:
         return _DAMAGED_CALL
     input_tokens, output_tokens, cache_read, cache_write, duration = figures
     nano_aiu = _call_nano_aiu(usage.get("copilotUsage"))
+    if usage.get("aiCreditsStatus") in _CREDITS_NOT_GIVEN:
+        nano_aiu = None
     fusion_id, phase_id, phase_kind = _fusion_block(usage.get("fusion"))
     provider = usage.get("provider")
     provider = _text(provider.get("id") if isinstance(provider, dict) else provider)
@@ -1095,14 +1105,25 @@ def _model_call(time_ns: int, key: None, data: dict) -> ModelCall | Malformed:
                      phase_kind, _tool_requests(usage.get("toolCounts")))
 
 
+# The `aiCreditsStatus` of a call whose credits the CLI does not know: "Missing billing is
+# unavailable, not a zero charge" (its schema). `partial` is a subtotal, of no one call.
+# Any other word (`complete`, one to come) leaves the figure, if there is one, as it is.
+_CREDITS_NOT_GIVEN = ("unavailable", "partial")
+
+
 def _call_nano_aiu(copilot_usage: object) -> int | None:
     """`copilotUsage.totalNanoAiu` range-checked as a leg's; None when the record has none."""
     if not isinstance(copilot_usage, dict):
         return None
     value = copilot_usage.get("totalNanoAiu")
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+    if not _is_number(value):
         return None
     return _count(value, MAX_NANO_AIU, "credits")
+
+
+def _is_number(value: object) -> bool:
+    """A JSON number (true and false are none, though Python's bools are ints)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def _call_figure(value: object, limit: float) -> float | None:
@@ -1405,7 +1426,7 @@ SCRUB_DATA = {
             "inputTokens", "outputTokens", "cacheReadTokens", "cacheWriteTokens",
             "cost", "duration", "timeToFirstTokenMs", "isAuto", "isByok",
         ),
-        **_codes(ENUM, "initiator", "finishReason", "reasoningEffort"),
+        **_codes(ENUM, "initiator", "finishReason", "reasoningEffort", "aiCreditsStatus"),
         "model": MODEL,
         "provider": {"id": TOOL, "kind": ENUM},
         "copilotUsage": _values("totalNanoAiu"),

@@ -51,18 +51,26 @@ def _printable_lines(text: str) -> str:
 
 def turn_line(turn: Turn) -> str:
     if turn.ordinary:
-        aiu = f"{turn.usage.aiu:.2f}" if turn.credits_known else "unknown"
         return (f"ordinary {turn.key[:20]} model={turn.main_model} calls={len(turn.calls)}"
-                f" tools={len(turn.tools)} aiu={aiu}")
+                f" tools={len(turn.tools)} {_aiu(turn)}")
     line = (
         f"fusion {turn.key[:20]} pattern={turn.pattern} legs={len(turn.legs)}"
-        f" models={','.join(turn.models)} aiu={turn.usage.aiu:.2f}"
+        f" models={','.join(turn.models)} {_aiu(turn)}"
     )
     if turn.outcome != "completed":
         line += f" outcome={turn.outcome}"
     if turn.route_failure is not None:
         line += f" reason={turn.route_failure.reason or 'unknown'}"
     return line
+
+
+def _aiu(turn: Turn) -> str:
+    """`aiu=` the turn's credits; `aiu>=` those known when a call gave none, `aiu=unknown`
+    when none is known."""
+    if turn.credits_known:
+        return f"aiu={turn.usage.aiu:.2f}"
+    known = turn.known_nano_aiu
+    return f"aiu>={known / 1e9:.2f}" if known else "aiu=unknown"
 
 
 def policy_line(turn: Turn) -> str:

@@ -154,12 +154,15 @@ def _record_to_data(record: events.Event) -> dict:
     """As JSON will give it back (tuples as lists): a tombstone keeps this in memory.
 
     `not_codes` is left out: it was counted when the line was read, and a restored record
-    must not count it again. An empty phase plan is left out too: a checkpoint written
-    before plans were kept is saved again as it was."""
+    must not count it again. An empty phase plan is left out too, and a leg's
+    `credits_given` when true: a checkpoint written before they were kept is saved again as
+    it was."""
     values = as_dict(record)
     del values["not_codes"]
     if values.get("phase_plan") == ():
         del values["phase_plan"]
+    if values.get("credits_given") is True:
+        del values["credits_given"]
     return {"kind": type(record).__name__,
             **{name: list(value) if type(value) is tuple else value
                for name, value in values.items()}}
