@@ -35,6 +35,8 @@ from tailerproc import ROOT, tailer_env
 
 VERSION = driver.pinned_version()
 A_UUID = "0b5e1a2c-3d4e-4f50-8a6b-7c8d9e0f1a2b"
+# The recorded scenarios' sessions, each in the ledger.
+SESSIONS = len(record.recorded(VERSION)[1])
 
 
 @pytest.fixture
@@ -77,14 +79,15 @@ def test_every_session_of_the_real_cli_matches_its_ledger(home):
     state_dir, _, sessions = home
     found, stderr = ledger_of("--state-dir", str(state_dir))
     assert found["status"] == "checked" and stderr == ""
-    assert found["sessions_checked"] == len(sessions) == 11
+    assert found["sessions_checked"] == len(sessions) == SESSIONS
     assert found["differ"] == [] and found["only_in_ledger"] == []
-    assert (found["credits_not_compared"], found["not_in_ledger"]) == (0, 0)
+    # The `unpriced` scenario's calls have no credits, in the log as in the ledger.
+    assert (found["credits_not_compared"], found["not_in_ledger"]) == (1, 0)
     table = run_report("--state-dir", str(state_dir), "--turns", "0")
-    assert "11 sessions checked against the CLI's ledger, all match" in table.stdout
+    assert f"{SESSIONS} sessions checked against the CLI's ledger, all match" in table.stdout
     done = doctor("--state-dir", str(state_dir))
     assert done.returncode == 0, done.stdout
-    assert "  11 sessions checked against the CLI's ledger, all match" in done.stdout
+    assert f"  {SESSIONS} sessions checked against the CLI's ledger, all match" in done.stdout
 
 
 def test_a_call_the_log_lost_is_named_with_what_differs(home):
@@ -102,11 +105,11 @@ def test_a_call_the_log_lost_is_named_with_what_differs(home):
     assert (differs["ours"]["calls"], differs["cli"]["calls"]) == (3, 4)
     assert differs["cli"]["credits"] - differs["ours"]["credits"] == pytest.approx(0.25)
     table = run_report("--state-dir", str(state_dir), "--turns", "0").stdout
-    assert "11 sessions checked against the CLI's ledger, 1 differ" in table
+    assert f"{SESSIONS} sessions checked against the CLI's ledger, 1 differ" in table
     assert f"  {session[:8]} calls 3 vs 4, input 3600 vs 4800," in table
     done = doctor("--state-dir", str(state_dir))
     assert done.returncode == 1
-    assert "11 sessions checked against the CLI's ledger, 1 differ" in done.stdout
+    assert f"{SESSIONS} sessions checked against the CLI's ledger, 1 differ" in done.stdout
     assert f"  {session}  calls 3, the ledger 4; input tokens 3600, the ledger 4800;" in done.stdout
 
 
@@ -133,7 +136,7 @@ def test_sessions_in_the_ledger_without_a_log_are_listed(home):
            f"total_nano_aiu, created_at) VALUES ('{A_UUID}', 'm', 5, 6, NULL, '2026-12-01T10:00:00Z')",
            f"INSERT INTO {TABLE} (session_id, model, input_tokens) VALUES ('not an id', 'm', 1)")
     found, _ = ledger_of("--state-dir", str(state_dir))
-    assert found["sessions_checked"] == 10 and found["differ"] == []
+    assert found["sessions_checked"] == SESSIONS - 1 and found["differ"] == []
     assert [only["session_id"] for only in found["only_in_ledger"]] == sorted([gone, A_UUID])
     new = next(only for only in found["only_in_ledger"] if only["session_id"] == A_UUID)
     assert new["cli"] == {"calls": 1, "input_tokens": 5, "output_tokens": 6, "cache_read_tokens": 0,
@@ -162,9 +165,9 @@ def test_credits_are_compared_only_where_both_sides_know_them(home, tmp_path):
     change(ledger, f"UPDATE {TABLE} SET total_nano_aiu = NULL WHERE id = (SELECT min(id) "
                    f"FROM {TABLE} WHERE session_id = '{session}')")
     found, _ = ledger_of("--state-dir", str(state_dir))
-    assert found["differ"] == [] and found["credits_not_compared"] == 1
+    assert found["differ"] == [] and found["credits_not_compared"] == 2  # and `unpriced`
     table = run_report("--state-dir", str(state_dir), "--turns", "0").stdout
-    assert "credits of 1 session not compared: a call's credits unknown" in table
+    assert "credits of 2 sessions not compared: a call's credits unknown" in table
     # And one calls more: it differs by its calls and tokens, never by unknown credits.
     change(ledger, f"INSERT INTO {TABLE} (session_id, model, input_tokens) VALUES ('{session}', 'm', 7)")
     found, _ = ledger_of("--state-dir", str(state_dir))
@@ -176,7 +179,7 @@ def test_a_log_without_credits_is_compared_without_them(tmp_path):
     """Usage records that say `aiCreditsStatus: unavailable` (no copilotUsage): the log
     knows no credits, the ledger has nulls; calls and tokens still match."""
     state_dir = tmp_path / "session-state"
-    writer = SessionWriter("a" * 8 + A_UUID[8:], START, call_credits=False)
+    writer = SessionWriter("a" * 8 + A_UUID[8:], START, unpriced=1)
     writer.cascade("mai-code-1.1-flash", "gpt-5.6-sol")
     writer.ordinary("gpt-5.6-sol")
     writer.shutdown()
@@ -210,19 +213,19 @@ def test_the_ledger_is_found_beside_the_state_folder_wherever_it_is(home, tmp_pa
     state_dir, ledger, _ = home
     env = tailer_env(COPILOT_HOME=str(state_dir.parent))
     found, _ = ledger_of(env=env)
-    assert found["status"] == "checked" and found["sessions_checked"] == 11
+    assert found["status"] == "checked" and found["sessions_checked"] == SESSIONS
     moved = tmp_path / "elsewhere" / "state"
     shutil.move(str(state_dir), moved)
     found, _ = ledger_of(env=tailer_env(COPILOT_STATE_DIR=str(moved)))
     assert found["status"] == "absent"  # beside the folder named, not in $COPILOT_HOME
     shutil.copy(ledger, moved.parent / "session-store.db")
     found, _ = ledger_of(env=tailer_env(COPILOT_STATE_DIR=str(moved)))
-    assert found["sessions_checked"] == 11
+    assert found["sessions_checked"] == SESSIONS
     found, _ = ledger_of("--state-dir", str(moved))
-    assert found["sessions_checked"] == 11
+    assert found["sessions_checked"] == SESSIONS
     (moved.parent / "session-store.db").unlink()
     found, _ = ledger_of("--state-dir", str(moved), "--ledger", str(ledger))
-    assert found["sessions_checked"] == 11
+    assert found["sessions_checked"] == SESSIONS
     found, _ = ledger_of("--state-dir", str(moved), "--ledger", "none")
     assert found == {"status": "off", "problem": None, "sessions_checked": 0, "differ": [],
                      "credits_not_compared": 0, "not_in_ledger": 0, "logs_without_start": 0,
@@ -245,7 +248,7 @@ def test_a_warm_report_reads_the_ledger_as_it_is_now(home, tmp_path):
     assert warm == cold and [d["session_id"] for d in warm["differ"]] == [sessions["resumed"]]
     # A log whose session the ledger holds no call of: counted (a session older than the
     # ledger, or one it lost), not compared.
-    assert warm["not_in_ledger"] == 1 and warm["sessions_checked"] == 10
+    assert warm["not_in_ledger"] == 1 and warm["sessions_checked"] == SESSIONS - 1
 
 
 def test_ledger_takes_neither_watch_nor_demo(home):
@@ -266,7 +269,7 @@ def not_read(state_dir: Path, expected: str, status: str = "not_read") -> None:
     assert found["status"] == status and expected in found["problem"], found
     assert stderr == f"hydrafusion-tailer report: {found['problem']}\n"
     table = run_report("--state-dir", str(state_dir))
-    assert table.returncode == 0 and "HydraFusion: 10 turns" in table.stdout
+    assert table.returncode == 0 and f", {SESSIONS} sessions," in table.stdout
     assert "checked against the CLI's ledger" not in table.stdout
     done = doctor("--state-dir", str(state_dir))
     assert f"  {found['problem']}\n" in done.stdout and "Traceback" not in done.stderr
@@ -351,7 +354,7 @@ def test_a_lock_released_within_the_wait_is_waited_for(home):
     try:
         assert ready.wait(30)
         threading.Timer(BUSY_TIMEOUT_S / 4, release.set).start()
-        assert len(read_ledger(ledger)) == 11
+        assert len(read_ledger(ledger)) == SESSIONS
     finally:
         release.set()
         holder.join(30)
@@ -376,7 +379,7 @@ def test_a_symlink_is_followed_to_a_ledger_and_refused_to_anything_else(home, tm
     real = tmp_path / "real.db"
     shutil.move(str(ledger), real)
     ledger.symlink_to(real)
-    assert ledger_of("--state-dir", str(state_dir))[0]["sessions_checked"] == 11
+    assert ledger_of("--state-dir", str(state_dir))[0]["sessions_checked"] == SESSIONS
     ledger.unlink()
     os.mkfifo(tmp_path / "fifo")
     ledger.symlink_to(tmp_path / "fifo")
@@ -404,7 +407,7 @@ def test_reading_changes_nothing_of_the_file(home):
     _, ledger, _ = home
     before = {path.name: (path.read_bytes(), path.stat().st_mtime_ns) for path in ledger.parent.iterdir()
               if path.is_file()}
-    assert len(read_ledger(ledger)) == 11
+    assert len(read_ledger(ledger)) == SESSIONS
     after = {path.name: (path.read_bytes(), path.stat().st_mtime_ns) for path in ledger.parent.iterdir()
              if path.is_file()}
     assert after == before
@@ -416,7 +419,7 @@ def test_a_ledger_in_a_folder_with_odd_characters_is_read(home, tmp_path):
     folder = tmp_path / "a?b#c%20d e"
     folder.mkdir()
     shutil.copy(ledger, folder / "session-store.db")
-    assert len(read_ledger(folder / "session-store.db")) == 11
+    assert len(read_ledger(folder / "session-store.db")) == SESSIONS
 
 
 ROW = st.fixed_dictionaries({
@@ -475,7 +478,7 @@ def test_a_ledger_the_cli_is_writing_is_read_by_two_reports_at_once(home):
             out, err = report.communicate(timeout=120)
             assert report.returncode == 0 and err == "", err
             found = json.loads(out)["ledger"]
-            assert found["status"] == "checked" and found["sessions_checked"] == 11
+            assert found["status"] == "checked" and found["sessions_checked"] == SESSIONS
             (differs,) = found["differ"]  # the rows written so far, whole
             assert differs["session_id"] == sessions["plain"] and differs["cli"]["calls"] > 1
     finally:
