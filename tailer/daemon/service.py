@@ -71,18 +71,29 @@ def holding_checkpoint(config: Config, work) -> int:
 
 
 class Heartbeat:
-    """This run's heartbeat on the checkpoint's lock, and the last one's (checkpoint.beat)."""
+    """This run's heartbeat on the checkpoint's lock, and the last one's (checkpoint.beat).
+
+    It beats only once this run's scrapes show the counters a history covers (`start`):
+    until then Prometheus holds nothing of this run that a history could contradict, so a
+    run killed before then must bound nothing. Taken for alive, it would make the next run
+    place the turns it reads again after this run, rather than at their times."""
 
     def __init__(self, claimed, last_alive_s: float | None):
         self._claimed = claimed
         # The previous run may have been scraped until a heartbeat interval after its last.
         self.previous_ms = (0 if last_alive_s is None
                             else int((last_alive_s + checkpoint.HEARTBEAT_S) * 1000))
-        self._next = 0.0
+        self._next: float | None = None  # None: not beating yet
+
+    def start(self) -> None:
+        """Beat from now on: at once, then every HEARTBEAT_S."""
+        if self._next is None:
+            self._next = 0.0
+            self.beat()
 
     def beat(self) -> None:
         now = time.monotonic()
-        if self._claimed is not None and now >= self._next:
+        if self._claimed is not None and self._next is not None and now >= self._next:
             checkpoint.beat(self._claimed)
             self._next = now + checkpoint.HEARTBEAT_S
 
@@ -110,7 +121,6 @@ def run_holding(config: Config, heartbeat: Heartbeat, on_pass=None) -> int:
             return EXIT_USAGE
         log.info("waiting for the state directory %s to appear", config.state_dir)
         while not _state_dir_found(config.state_dir):
-            heartbeat.beat()
             if stop.wait(POLL_INTERVAL_S):
                 return 0
         # Everything in a folder that appeared after we started is new: read it all.
@@ -172,6 +182,8 @@ class Run:
         self.push = MetricsPush(stages.pusher, self.registry, self.config.resource,
                                 self.identity.start_ns)
         self.history_push = HistoryPush(stages.history)
+        if stages.history is None:
+            heartbeat.start()  # nothing withheld: the scrapes show every counter at once
         self.history_waiting = 0  # series whose history waits, as last counted
         self.backpressure = Backpressure(self.outbox, once=self.config.once)
         self.textfile = Textfile(self.config.textfile, self.registry)
@@ -269,8 +281,14 @@ class Run:
 
     def _push_history(self) -> None:
         """Push the start-up history once reading is over; then scrapes show its families
-        (and, before them, the health gauge at 0)."""
-        pushed = not self.reading_history and self.history_push.try_push()
+        (and, before them, the health gauge at 0).
+
+        Pushed only once this run has saved (its history's bound and cutoff with it, and a
+        new identity): a run killed during or after the push then leaves the next one this
+        history to push again, the same samples, under the same instance. A pending history
+        has a save noted on the pass that counts it (below), so the first comes soon."""
+        allowed = self.saves.published and self.saves.identity_saved
+        pushed = not self.reading_history and self.history_push.try_push(allowed=allowed)
         waiting = self.history_push.pending_series
         self.metrics.history_pending.set(None, waiting)
         if waiting != self.history_waiting:
@@ -284,6 +302,7 @@ class Run:
         # Saved without the history before scrapes show it: a run that starts from a save
         # still holding it would push it again, ending below what the scrapes showed.
         self.save()
+        self.heartbeat.start()
         self.registry.show_all()
 
     def _save_or_refresh_textfile(self) -> None:
@@ -339,6 +358,7 @@ class SaveRhythm:
         self.dirty = TURNS if first_save_due else UNCHANGED
         # Until a save went through, nothing is pushed under a new identity.
         self.identity_saved = not first_save_due
+        self.published = False  # a save was made (or tried: scrapes show it all the same)
         self._saved_at = float("-inf")
         self.failed = False  # the last save did not go through
 
@@ -361,6 +381,7 @@ class SaveRhythm:
             if not self.failed:
                 log.warning("cannot save the checkpoint %s: %s", self.path, error.strerror)
             self.failed = True
+        self.published = True
         self._saved_at = self.clock()
         self.dirty = UNCHANGED
 
@@ -415,8 +436,9 @@ class HistoryPush:
     def over_or_waiting(self) -> bool:
         return self.history is None or self.waits
 
-    def try_push(self) -> bool:
-        """True when the history has just been pushed (or had nothing left to push)."""
+    def try_push(self, *, allowed: bool = True) -> bool:
+        """True when the history has just been pushed (or had nothing left to push). A push
+        begins only when `allowed`."""
         now = self.clock()
         if self.history is None or now < self._next:
             return False
@@ -431,7 +453,7 @@ class HistoryPush:
                 return False
         elif self.history.pending:
             now_ms = time.time_ns() // 1_000_000
-            if self.history.ready(now_ms):
+            if allowed and self.history.ready(now_ms):
                 self._under_way = _InBackground(self.history.push, now_ms)
             return False
         self.history = None
