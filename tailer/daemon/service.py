@@ -34,13 +34,15 @@ from .stages import Saved, build, load_saved
 log = logging.getLogger("tailer")
 
 POLL_INTERVAL_S = 1.0
-EXPORT_FLUSH_TIMEOUT_S = 10.0
 # A stop gives the exporters this long together to deliver what waits, and the metrics
 # push this long for its last request: with the pass under way (at most a poll interval),
 # a SIGTERM ends the run within 10 s whatever the endpoints do. What is not delivered by
-# then stays in the checkpoint for the next run.
+# then stays in the checkpoint for the next run. A --once run that no signal ended waits
+# its Config.once_timeout_s instead: time for a collector's Retry-After.
 STOP_FLUSH_S = 5.0
 STOP_PUSH_S = 2.0
+# A long wait for the exporters is made of waits this long, each ended by a signal's stop.
+FLUSH_STEP_S = 0.25
 CHECKPOINT_TURNS_S = 1.0
 CHECKPOINT_POSITIONS_S = 30.0
 TEXTFILE_REFRESH_S = 10.0
@@ -152,7 +154,7 @@ def run_holding(config: Config, heartbeat: Heartbeat, on_pass=None) -> int:
         log.exception("the tailer stopped on an unexpected error")
         run.abandon()
         return 1
-    return run.stop()
+    return run.stop(signalled=stop)
 
 
 class Run:
@@ -185,7 +187,8 @@ class Run:
         if stages.history is None:
             heartbeat.start()  # nothing withheld: the scrapes show every counter at once
         self.history_waiting = 0  # series whose history waits, as last counted
-        self.backpressure = Backpressure(self.outbox, once=self.config.once)
+        self.backpressure = Backpressure(
+            self.outbox, give_up_after_s=self.config.once_timeout_s if self.config.once else None)
         self.textfile = Textfile(self.config.textfile, self.registry)
         self.sessions_found = self.tailer.start()
         # Turns finished before the tailer first caught up were read at start-up: they are
@@ -223,16 +226,14 @@ class Run:
         self._push_history()
         self._save_or_refresh_textfile()
 
-    def stop(self) -> int:
-        """End cleanly: the last spans out, the last save; the exit code of a --once run."""
+    def stop(self, signalled: threading.Event | None = None) -> int:
+        """End cleanly: the last spans out, the last save; the exit code of a --once run.
+        `signalled`: set when a signal asked the run to stop, which ends any wait here."""
         if self.server is not None:
             self.server.close()  # no scrape after the last save: see History's not_before
         if self.cli is not None:
             self.cli.release(self.outbox)
-        flush_until = time.monotonic() + STOP_FLUSH_S
-        delivered = self.outbox.flush(STOP_FLUSH_S)
-        if self.cli is not None:
-            delivered = self.cli.flush(max(0.0, flush_until - time.monotonic())) and delivered
+        delivered = self._delivered_within(self._flush_s(signalled), signalled)
         pushed_at_ns = time.time_ns()  # before the final save, for the same reason
         self.save(final=True)
         self.push.close(pushed_at_ns)
@@ -243,8 +244,9 @@ class Run:
         self.tailer.close()
         if not delivered:
             log.warning(
-                "%d spans are still waiting for the collector; they are kept for the next run",
+                "%d spans are still waiting for the collector%s; they are kept for the next run",
                 self.outbox.pending_units,
+                " at the end of --once-timeout" if self.config.once else "",
             )
         if self.config.once and self.saves.failed:
             log.error("this --once run could not save the checkpoint %s: the next run reads "
@@ -253,6 +255,28 @@ class Run:
         if self.config.once and (self.lost_spans or not delivered):
             return 1
         return 0
+
+    def _flush_s(self, signalled: threading.Event | None) -> float:
+        """How long the exporters have to deliver what waits: a --once run gives them its
+        timeout (a cron job's run, whose collector may ask it to come back in a few
+        seconds), unless a signal stopped it or the collector already took nothing for
+        that long (Backpressure); any other stop, STOP_FLUSH_S."""
+        if not self.config.once or (signalled is not None and signalled.is_set()):
+            return STOP_FLUSH_S
+        return 0.0 if self.backpressure.stalled_out else self.config.once_timeout_s
+
+    def _delivered_within(self, seconds: float, signalled: threading.Event | None) -> bool:
+        """Whether every exporter delivered what waits within `seconds`, waited for a
+        FLUSH_STEP_S at a time: a signal ends a long wait at once, and no timeout a user
+        gave reaches a lock's wait (which refuses one of some 49 days or more)."""
+        until = time.monotonic() + seconds
+        senders = [self.outbox] if self.cli is None else [self.outbox, self.cli]
+        while True:
+            left = until - time.monotonic()
+            if all(sender.flush(min(max(left, 0.0), FLUSH_STEP_S)) for sender in senders):
+                return True
+            if left <= 0 or (signalled is not None and signalled.is_set()):
+                return False
 
     def abandon(self) -> None:
         """End as a crash would: nothing saved, threads and sockets closed."""
@@ -519,12 +543,14 @@ class Textfile:
 class Backpressure:
     """Reading waits while more than BACKPRESSURE_SPANS spans wait for the collector, so a
     slow or absent one makes the turns wait in the logs rather than be dropped; reading
-    resumes as soon as it takes some, so reading and sending overlap. A --once run whose
-    collector takes nothing for EXPORT_FLUSH_TIMEOUT_S stops (`stalled_out`)."""
+    resumes as soon as it takes some, so reading and sending overlap. A run given
+    `give_up_after_s` (a --once run: its timeout) whose collector takes nothing for that
+    long stops (`stalled_out`)."""
 
-    def __init__(self, outbox: Outbox, *, once: bool, clock=time.monotonic):
+    def __init__(self, outbox: Outbox, *, give_up_after_s: float | None,
+                 clock=time.monotonic):
         self.outbox = outbox
-        self.once = once
+        self.give_up_after_s = give_up_after_s
         self.clock = clock
         self.stalled_out = False
         self._stalled_since: float | None = None
@@ -541,7 +567,8 @@ class Backpressure:
             self._stalled_since = None
         elif self._stalled_since is None:
             self._stalled_since = now
-        elif self.once and now - self._stalled_since > EXPORT_FLUSH_TIMEOUT_S:
+        elif (self.give_up_after_s is not None
+              and now - self._stalled_since >= self.give_up_after_s):
             log.warning("the collector takes no spans: this --once run stops here; "
                         "the next one reads on from where it stopped")
             self.stalled_out = True
