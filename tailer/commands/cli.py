@@ -260,6 +260,7 @@ def _add_run_options(
     demo never takes over the real sessions' state, and sessions of its own: the demo's are
     the bundled ones, wherever the package is installed, not the CLI's folder."""
     from ..daemon import checkpoint
+    from ..daemon.config import ONCE_TIMEOUT_S
     from ..turns.assembly import IDLE_TIMEOUT_S
 
     parser.add_argument("--state-dir", type=user_path, default=state_dir,
@@ -317,6 +318,13 @@ def _add_run_options(
         help="read what is new in every log (logs the saved state does not know: from their "
         "beginning), export, save the state, write the textfile and exit; turns still open "
         "stay in the saved state for the next run [$HYDRAFUSION_ONCE]",
+    )
+    parser.add_argument(
+        "--once-timeout", type=_not_negative, metavar="SECONDS",
+        default=environ.get("HYDRAFUSION_ONCE_TIMEOUT") or f"{ONCE_TIMEOUT_S:g}",
+        help="how long a --once run waits for a collector that does not take its spans "
+        "yet (one asking it to retry later); what is left then is kept for the next run "
+        f"[$HYDRAFUSION_ONCE_TIMEOUT, default {ONCE_TIMEOUT_S:g}]",
     )
     parser.add_argument(
         "--backfill-days", type=_not_negative, metavar="DAYS",
@@ -507,6 +515,7 @@ def run_config(args: argparse.Namespace, environ: dict[str, str]) -> Config:
         idle_timeout_s=args.idle_timeout,
         from_start=args.from_start,
         once=args.once,
+        once_timeout_s=args.once_timeout,
         wait_for_state_dir=args.wait_for_state_dir,
         backfill_days=args.backfill_days,
         metrics_bind=bind if serve else None,
