@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-FIXTURES = REPO / "tailer" / "commands" / "fixtures"
+FIXTURES = REPO / "fixtures"
 
 
 @dataclass

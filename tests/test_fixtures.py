@@ -7,6 +7,7 @@ from datetime import datetime, timedelta
 
 from fixture_truth import CASES, FIXTURES, REPO, case_of, fixture_turns, ordinary_turns, read_lines
 from sessiongen import CANARY
+from tailer.commands import demo
 
 
 def files_under(folder):
@@ -18,6 +19,13 @@ def test_fixtures_are_exactly_what_make_fixtures_produces(tmp_path):
                             capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     assert files_under(tmp_path / "out") == files_under(FIXTURES)
+
+
+def test_the_demo_sessions_live_in_one_place_the_top_level_fixtures_folder():
+    """As the project was founded: the demo replays sessions checked into fixtures/ (which
+    pyproject.toml packages as tailer/fixtures: tests/test_wheel.py)."""
+    assert FIXTURES == REPO / "fixtures" == demo.FIXTURES
+    assert not list((REPO / "tailer").rglob("events.jsonl"))
 
 
 def test_fixtures_hold_no_canary_and_are_small():

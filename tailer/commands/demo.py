@@ -44,9 +44,19 @@ SPREAD = timedelta(days=2)
 PAUSE_S = 5.0
 _NS_PER_MS = 1_000_000
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
-# The example sessions the demos replay by default: package data (pyproject.toml), so an
-# installed wheel has them too; tests/make_fixtures.py writes them.
-FIXTURES = Path(__file__).resolve().parent / "fixtures"
+
+
+def _fixtures() -> Path:
+    """The example sessions the demos replay by default: the clone's top-level fixtures/
+    (tests/make_fixtures.py writes them there), which pyproject.toml packages as
+    tailer/fixtures, so an installed wheel or pipx install has them too."""
+    package = Path(__file__).resolve().parent.parent
+    installed = package / "fixtures"
+    return installed if installed.is_dir() else package.parent / "fixtures"
+
+
+FIXTURES = _fixtures()
+
 # The seed of `report --demo`'s ids, so a run's ids are the next run's.
 REPORT_SEED = "report --demo"
 
