@@ -25,13 +25,18 @@ UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}
 
 
 def ns(timestamp):
-    return events.parse_timestamp(timestamp)
+    """A timestamp, or unix milliseconds as a shutdown's session start gives them."""
+    return int(timestamp) * 1_000_000 if timestamp.isdigit() else events.parse_timestamp(timestamp)
 
 
 def timestamps(line):
-    """Every timestamp of an event: its own, and a start or resume time it carries."""
+    """Every time an event holds, as written: its own, a start or resume time, and a
+    shutdown's session start (unix milliseconds, and in its accounting snapshot)."""
     data = line["data"]
-    return [line["timestamp"]] + [data[name] for name in ("startTime", "resumeTime") if name in data]
+    found = [line["timestamp"]] + [data[name] for name in ("startTime", "resumeTime") if name in data]
+    if line["type"] == events.SHUTDOWN:
+        found += [str(data["sessionStartTime"]), data["accountingSnapshot"]["sessionStartTime"]]
+    return found
 
 
 def sessions_by_start(folder):
@@ -44,7 +49,7 @@ def without_ids(line):
     text = json.dumps(line)
     for old in [line["id"], line["parentId"]] + timestamps(line):
         if old:
-            text = text.replace(old, "")
+            text = text.replace(f'"{old}"', '""').replace(f": {old},", ": 0,")
     return json.loads(UUID.sub("", text))
 
 

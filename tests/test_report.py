@@ -407,8 +407,9 @@ def test_the_installed_package_carries_the_pages_script_and_style(tmp_path):
     import sys
 
     source = tmp_path / "source"
-    shutil.copytree(ROOT / "tailer", source / "tailer",
-                    ignore=shutil.ignore_patterns("__pycache__"))
+    for folder in ("tailer", "fixtures"):  # fixtures/: the demo's sessions, tailer/fixtures
+        shutil.copytree(ROOT / folder, source / folder,
+                        ignore=shutil.ignore_patterns("__pycache__"))
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(ROOT / name, source / name)
     subprocess.run([sys.executable, "-c", "from setuptools import setup; setup()", "-q",

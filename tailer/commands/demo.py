@@ -245,15 +245,8 @@ def _starts_a_turn(event_type: str, turn: list[dict] | None) -> bool:
 def _shift(offset_ns: int) -> Callable[[str], str]:
     def shifted(timestamp: str) -> str:
         moment = events.parse_timestamp(timestamp)
-        return timestamp if moment is None else _format(moment + offset_ns)
+        return timestamp if moment is None else events.format_timestamp(moment + offset_ns)
     return shifted
-
-
-def _format(time_ns: int) -> str:
-    """ISO-8601 UTC with milliseconds, as the CLI writes (it may drop trailing zeros)."""
-    seconds, rest = divmod(time_ns, 1_000_000_000)
-    moment = datetime.fromtimestamp(seconds, timezone.utc)
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{rest // _NS_PER_MS:03d}Z"
 
 
 def _time_ns(event: dict) -> int:
