@@ -117,9 +117,10 @@ def test_the_demo_command_replays_the_bundled_sessions_from_the_installed_wheel(
     run([str(installed), "demo", "--once", "--checkpoint", str(tmp_path / "demo.json"),
          "--otlp-endpoint", "none", "--metrics-address", "none", "--textfile", str(textfile)],
         cwd=tmp_path, env=clean_env(HOME=str(tmp_path)))
-    # Every fixture turn, and the one replayed at once.
-    assert sum(samples(textfile.read_text(), "hydrafusion_turns_total").values()) == (
-        len(fixture_turns()) + 1)
+    # Every fixture turn, and the one whose replay begins at once, in flight.
+    exposition = textfile.read_text()
+    assert sum(samples(exposition, "hydrafusion_turns_total").values()) == len(fixture_turns())
+    assert sum(samples(exposition, "hydrafusion_turns_in_flight").values()) == 1
 
 
 @pytest.mark.skipif(shutil.which("pipx") is None, reason="pipx is not installed (.ci/run installs it)")
