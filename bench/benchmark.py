@@ -1092,7 +1092,7 @@ def measure_imports(work: Path) -> dict:
     commands = {
         "report --demo": ["-m", "tailer", "report", "--demo", "--format", "json"],
         "warm report": ["-m", "tailer", "report", "--format", "json", "--state-dir",
-                        str(REPO / "tailer" / "commands" / "fixtures")],
+                        str(REPO / "fixtures")],
     }
     results = {}
     for name, command in commands.items():

@@ -15,7 +15,7 @@ from sessiongen import START, SessionWriter, every_pattern
 from tailerproc import run_once, running_tailer, tailer_env
 
 TURN_LINE = re.compile(
-    r"INFO fusion (\S{1,20}) pattern=(\S+) legs=(\d+) models=(\S+) aiu=(\d+\.\d\d)$")
+    r"INFO fusion (\S{1,20}) pattern=(\S+) phases=(\d+) models=(\S+) aiu=(\d+\.\d\d)$")
 
 
 def write_sessions(state_dir, count=3):
@@ -63,7 +63,7 @@ def test_once_exports_every_turn_counts_it_and_logs_it(tmp_path):
     for truth in expected:
         line = next(line for line in result.stderr.splitlines()
                     if f"fusion {truth.fusion_id[:20]} " in line)
-        assert f"pattern={truth.pattern} legs={len(truth.legs)} " in line
+        assert f"pattern={truth.pattern} phases={len(truth.legs)} " in line
         assert f"models={','.join(truth.models)} aiu={truth.nano_aiu / 1e9:.2f}" in line
     completed = [t for t in expected if t.outcome == "completed"]
     assert sum(bool(match) for match in logged) == len(completed)

@@ -319,3 +319,43 @@ def test_report_md_samples_are_what_the_report_prints():
             shown = shown[1:]
             printed = printed[len(printed) - len(masked(shown)):]
         assert masked(shown) == printed, command
+
+
+REPO = DOCS.parent
+# Named in the docs, but not in the clone: another project's file, and where an installed
+# package keeps the clone's fixtures/ (pyproject.toml).
+NOT_IN_THIS_REPOSITORY = {"docs/sources/tempo/configuration/manifest.md", "tailer/fixtures"}
+_NAMED = re.compile(r"`([^`\n]+)`|\]\(([^)\s#]+)")
+_PATH = re.compile(r"[\w.*-]+(?:/[\w.*-]+)*")
+
+
+def named_paths(doc: Path) -> list[str]:
+    """The repository paths a doc names that do not exist: a relative link's target; a path
+    in backticks that begins with a top-level entry of the repository (a glob matches
+    something); a Python module in backticks named alone (somewhere in the repository). A
+    path with a placeholder (`<id>`, `NEW`), a home or absolute path, or one under a folder
+    that git does not hold (.cache) is no path of the repository."""
+    tracked = subprocess.run(["git", "ls-files"], cwd=REPO, capture_output=True, text=True,
+                             check=True).stdout.splitlines()
+    top = {name.split("/")[0] for name in tracked}
+    missing = []
+    for code, link in _NAMED.findall(doc.read_text(encoding="utf-8")):
+        if link:
+            if not re.match(r"[a-z]+:", link) and not (doc.parent / link).exists():
+                missing.append(link)
+            continue
+        name = code.strip().rstrip("/")
+        if (not _PATH.fullmatch(name) or name in NOT_IN_THIS_REPOSITORY
+                or any(part.isalpha() and part.isupper() for part in name.split("/"))):
+            continue
+        if "/" in name and name.split("/")[0] in top:
+            if not any(REPO.glob(name)):
+                missing.append(name)
+        elif "/" not in name and name.endswith(".py") and not any(REPO.glob(f"**/{name}")):
+            missing.append(name)
+    return missing
+
+
+@pytest.mark.parametrize("doc", ["README.md"] + sorted(f"docs/{path.name}" for path in DOCS.glob("*.md")))
+def test_every_path_the_readme_and_docs_name_exists(doc):
+    assert named_paths(REPO / doc) == []

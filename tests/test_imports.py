@@ -18,7 +18,7 @@ from tailer.commands.cli import COMMANDS, build_parser, parse_args
 from tailer.report import figures
 from tailerproc import ROOT, tailer_env
 
-FIXTURES = str(ROOT / "tailer" / "commands" / "fixtures")
+FIXTURES = str(ROOT / "fixtures")
 DAEMON = ("tailer.daemon", "tailer.outputs", "tailer.turns.sessions")
 # Not socket: the report's worker processes talk through multiprocessing, which imports it.
 NETWORK = ("http.client", "urllib.request", "ssl")

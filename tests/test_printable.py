@@ -102,7 +102,7 @@ def test_printable_leaves_nothing_unsafe_hides_nothing_and_escapes_once(text):
 
 
 def test_printable_keeps_text_with_nothing_to_escape():
-    line = "fusion fusion-fa51fa07-905f pattern=cascade legs=3 models=gpt-5.6-sol,claude aiu=1.00 café 模型"
+    line = "fusion fusion-fa51fa07-905f pattern=cascade phases=3 models=gpt-5.6-sol,claude aiu=1.00 café 模型"
     assert printable(line) == line
     assert printable("\x1b[2J\r\n\u202e\udc9b\\") == "\\x1b[2J\\x0d\\x0a\\u202e\\udc9b\\"
 

@@ -153,7 +153,7 @@ def test_the_daemon_counts_and_logs_every_turn(logs, tmp_path):
                     "--textfile", str(textfile))
     assert done.returncode == 0, done.stderr
     expected = [turn for scenario in SCENARIOS for turn in scenario.turns]
-    lines = re.findall(r"fusion fusion-\S+ pattern=(\S+) legs=(\d+) .*", done.stderr)
+    lines = re.findall(r"fusion fusion-\S+ pattern=(\S+) phases=(\d+) .*", done.stderr)
     assert Counter(lines) == Counter((t.pattern, str(len(t.legs))) for t in expected)
     text = textfile.read_text()
     turns = samples(text, "hydrafusion_turns_total")

@@ -304,7 +304,7 @@ def test_demo_shows_every_fixture_turn_at_recent_times_and_leaves_nothing(tmp_pa
     done = run_report("--demo", "--format", "json", env=env)
     assert done.returncode == 0, done.stderr
     document = json.loads(done.stdout)
-    fixtures = report_json("--state-dir", str(ROOT / "tailer" / "commands" / "fixtures"))
+    fixtures = report_json("--state-dir", str(ROOT / "fixtures"))
     assert document["headline"] == fixtures["headline"]
     assert document["by_model"] == fixtures["by_model"]
     last = datetime.fromisoformat(document["last_turn"])
@@ -380,7 +380,7 @@ def test_json_document_follows_its_schema(tmp_path):
     (tmp_path / "empty").mkdir()
     every_pattern("empty-but-one").write(tmp_path / "empty")
     documents = [
-        report_json("--state-dir", str(ROOT / "tailer" / "commands" / "fixtures")),
+        report_json("--state-dir", str(ROOT / "fixtures")),
         report_json("--state-dir", str(tmp_path / "month"), "--since", "2026-10-02", "--model", "sol"),
         report_json("--state-dir", str(tmp_path / "empty"), "--pattern", "none-such"),
     ]
@@ -393,7 +393,7 @@ def test_json_document_follows_its_schema(tmp_path):
 
 def test_schema_names_every_field_the_report_writes():
     """additionalProperties is false throughout: a new field must be documented first."""
-    broken = report_json("--state-dir", str(ROOT / "tailer" / "commands" / "fixtures"))
+    broken = report_json("--state-dir", str(ROOT / "fixtures"))
     broken["turns"][0]["legs"][0]["prompt"] = "x"
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate(broken, SCHEMA)
@@ -407,8 +407,9 @@ def test_the_installed_package_carries_the_pages_script_and_style(tmp_path):
     import sys
 
     source = tmp_path / "source"
-    shutil.copytree(ROOT / "tailer", source / "tailer",
-                    ignore=shutil.ignore_patterns("__pycache__"))
+    for folder in ("tailer", "fixtures"):  # fixtures/: the demo's sessions, tailer/fixtures
+        shutil.copytree(ROOT / folder, source / folder,
+                        ignore=shutil.ignore_patterns("__pycache__"))
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(ROOT / name, source / name)
     subprocess.run([sys.executable, "-c", "from setuptools import setup; setup()", "-q",

@@ -156,7 +156,7 @@ def write_twice_judged(state_dir):
 
 
 def test_the_demo_fixtures_give_the_same_numbers(tmp_path):
-    fixtures = ROOT / "tailer" / "commands" / "fixtures"
+    fixtures = ROOT / "fixtures"
     document = report_json("--state-dir", str(fixtures))
     assert document["headline"]["turns"] == 26
     assert_same_numbers(document, metrics_of(fixtures, tmp_path))

@@ -43,7 +43,7 @@ import re
 from datetime import datetime, timedelta, timezone
 
 from ..records import field, record, replace
-from ..codes import ENUM, FIELD, IDENTIFIER, MODEL, OTHER, TOOL, VERSION, CodeKind
+from ..codes import ENUM, FIELD, IDENTIFIER, MODEL, OTHER, TOOL, VERSION, WORDS, CodeKind
 
 RESOLVED = "session.fusion_resolved"
 PHASE_COMPLETED = "assistant.fusion_phase_completed"
@@ -832,6 +832,14 @@ def parse_timestamp(value: object) -> int | None:
     return _parse_text_timestamp(value)
 
 
+def format_timestamp(time_ns: int) -> str:
+    """A time as the CLI writes it: ISO-8601 UTC, always three fraction digits (1.0.102).
+    `time_ns` lies within EARLIEST_NS..LATEST_NS, as any parse_timestamp gives."""
+    seconds, rest = divmod(time_ns, 1_000_000_000)
+    moment = datetime.fromtimestamp(seconds, timezone.utc)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{rest // 1_000_000:03d}Z"
+
+
 # Lines written together share their time (the CLI replays a leg's messages and tools at
 # one instant), so a few remembered answers spare most lines the parsing.
 @functools.lru_cache(maxsize=64)
@@ -1305,6 +1313,7 @@ class Kept:
 
     VALUE = "value"  # a number or a boolean as written (a count, a flag); never a string
     TIMESTAMP = "timestamp"  # as written; the demo moves these to recent times
+    EPOCH_MS = "epoch_ms"  # a time as a number of unix milliseconds; moved as a TIMESTAMP is
     EVENT_ID = "event_id"  # a fresh uuid, the same one for every mention of the old id
     SESSION_ID = "session_id"  # likewise; the session folder is renamed to match
     FUSION_ID = "fusion_id"  # `fusion-<uuid>`; an id written `<fusionId>:<suffix>` keeps its suffix
@@ -1313,6 +1322,9 @@ class Kept:
     # whose name is no code of that kind is dropped.
     ANY_MODEL = "*model"
     ANY_TOOL = "*tool"
+    # As a field name: every entry of a map keyed by session ids, each name replaced as a
+    # SESSION_ID is.
+    ANY_SESSION = "*session"
 
 
 # The kind of name each map marker stands for.
@@ -1349,6 +1361,31 @@ _SCRUB_CALL_FUSION = {
     **_codes(ENUM, "policy", "pattern", "phaseKind", "role", "conversationScope"),
     **_codes(MODEL, "syntheticModel", "sourceModel"),
     "fusionId": Kept.FUSION_ID, "phaseId": Kept.FUSION_ID, "commitId": Kept.FUSION_ID,
+}
+_SCRUB_TOKEN_DETAILS = {kind: {"tokenCount": Kept.VALUE} for kind in ("input", "output")}
+_SCRUB_MODEL_METRIC = {
+    "requests": _values("count", "cost"),
+    "usage": _values("inputTokens", "outputTokens", "cacheReadTokens", "cacheWriteTokens",
+                     "reasoningTokens"),
+    "totalNanoAiu": Kept.VALUE, "aiCreditsStatus": ENUM, "cacheExpiresAt": Kept.TIMESTAMP,
+    "tokenDetails": _SCRUB_TOKEN_DETAILS,
+}
+# What a shutdown and its accounting snapshot both total: numbers, model names and codes.
+# Of the code changes only the counts: `filesModified` keeps no entry, since [{}] keeps the
+# objects of a list and its entries are paths.
+_SCRUB_SESSION_TOTALS = {
+    **_values("totalPremiumRequests", "totalPremiumRequestCost", "totalUserRequests",
+              "totalNanoAiu", "totalApiDurationMs", "lastCallInputTokens", "lastCallOutputTokens"),
+    "aiCreditsStatus": ENUM, "currentModel": MODEL, "tokenDetails": _SCRUB_TOKEN_DETAILS,
+    "codeChanges": {**_values("linesAdded", "linesRemoved", "filesModifiedCount"),
+                    "filesModified": [{}]},
+    "modelMetrics": {Kept.ANY_MODEL: _SCRUB_MODEL_METRIC},
+    # The main conversation's; a sub-agent's key may be a name someone chose.
+    "agentMetrics": {"main": {**_values("totalApiDurationMs", "totalNanoAiu"),
+                              "modelMetrics": {Kept.ANY_MODEL: _SCRUB_MODEL_METRIC}}},
+    "providerModelMetrics": [{"provider": {"id": TOOL, "label": WORDS, "kind": ENUM},
+                              "modelId": MODEL, "modelDisplayName": MODEL,
+                              "metrics": _SCRUB_MODEL_METRIC}],
 }
 SCRUB_DATA = {
     RESOLVED: {
@@ -1399,16 +1436,13 @@ SCRUB_DATA = {
     },
     SESSION_RESUME: {"resumeTime": Kept.TIMESTAMP, "eventCount": Kept.VALUE},
     SHUTDOWN: {
+        **_SCRUB_SESSION_TOTALS,
         "shutdownType": ENUM,
-        **_values(
-            "totalPremiumRequests", "totalNanoAiu", "totalApiDurationMs",
-            "currentTokens", "systemTokens", "conversationTokens", "toolDefinitionsTokens",
-        ),
-        "modelMetrics": {Kept.ANY_MODEL: {
-            "requests": _values("count", "cost"),
-            "usage": _values("inputTokens", "outputTokens", "cacheReadTokens", "cacheWriteTokens"),
-            "totalNanoAiu": Kept.VALUE,
-        }},
+        **_values("eventsFileSizeBytes", "currentTokens", "systemTokens", "conversationTokens",
+                  "toolDefinitionsTokens"),
+        "sessionStartTime": Kept.EPOCH_MS,
+        "usageAccountingWatermarks": {Kept.ANY_SESSION: Kept.VALUE},
+        "accountingSnapshot": {**_SCRUB_SESSION_TOTALS, "sessionStartTime": Kept.TIMESTAMP},
     },
     USAGE_CHECKPOINT: _values("totalNanoAiu"),
     "session.model_change": _codes(MODEL, "newModel", "previousModel"),
@@ -1428,7 +1462,7 @@ SCRUB_DATA = {
         ),
         **_codes(ENUM, "initiator", "finishReason", "reasoningEffort", "aiCreditsStatus"),
         "model": MODEL,
-        "provider": {"id": TOOL, "kind": ENUM},
+        "provider": {"id": TOOL, "kind": ENUM, "label": WORDS},
         "copilotUsage": _values("totalNanoAiu"),
         "toolCounts": {Kept.ANY_TOOL: Kept.VALUE},
         "fusion": _SCRUB_CALL_FUSION,

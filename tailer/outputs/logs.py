@@ -1,9 +1,10 @@
 """What the tailer writes to its own log for each turn (warnings that cannot flood: log_limit).
 
 The per-turn line is what a user greps for to see that the tailer works, so its shape is
-fixed: `fusion {id[:20]} pattern=... legs=... models=... aiu=...`, and for a prompt
-answered without fusion `ordinary {key[:20]} model=... calls=... tools=... aiu=...`
-(`aiu=unknown` when a call's usage record gives no credits). The first turn of a version
+fixed, as the project's post documents it: `fusion {id[:20]} pattern=... phases=...
+models=... aiu=...` (phases: the turn's legs), and for a prompt answered without fusion
+`ordinary {key[:20]} model=... calls=... tools=... aiu=...` (`aiu=unknown` when a call's
+usage record gives no credits). The first turn of a version
 of the router's policy adds `router policy_version=... first seen: plan_version=...
 rule_id=... turn {id[:20]} at {start, UTC}` (tailer/outputs/policy_versions.py). Warnings
 about damaged lines name the file and line number and the reason, never the line's text,
@@ -54,7 +55,7 @@ def turn_line(turn: Turn) -> str:
         return (f"ordinary {turn.key[:20]} model={turn.main_model} calls={len(turn.calls)}"
                 f" tools={len(turn.tools)} {_aiu(turn)}")
     line = (
-        f"fusion {turn.key[:20]} pattern={turn.pattern} legs={len(turn.legs)}"
+        f"fusion {turn.key[:20]} pattern={turn.pattern} phases={len(turn.legs)}"
         f" models={','.join(turn.models)} {_aiu(turn)}"
     )
     if turn.outcome != "completed":
