@@ -14,7 +14,8 @@ every id, and in every key. The tailer runs as a daemon with every output on; ne
 canary nor any part of POISON must be in any of them: OTLP payloads (spans, the CLI's
 telemetry and the tailer's metrics push), the history pushed to Prometheus, /metrics, the
 textfile, the log; nor in any format of the report (table, `--watch`, JSON, CSV, HTML), nor
-in what `scrub` writes.
+in what `scrub` writes, nor in the footer's `statusline` (given the CLI's JSON with the canary
+in its paths and its session name) or the state it saves.
 """
 
 import io
@@ -252,7 +253,12 @@ def test_no_text_in_any_report_format(tmp_path):
             done = run_report("--state-dir", str(state), *options, env=env)
             assert done.returncode == 0, done.stderr
             outputs[name + run] = page.read_text() if name == "HTML" else done.stdout + done.stderr
-    caches = sorted(path for path in (tmp_path / "cache").rglob("*") if path.is_file())
+    footer = statusline_lines(state, env)
+    footer_states = sorted((tmp_path / "cache" / "hydrafusion" / "statusline").iterdir())
+    assert footer_states, "no state of the footer's line was saved: the test would prove nothing"
+    footer += "".join(path.read_text() for path in footer_states)
+    caches = sorted(path for path in (tmp_path / "cache").rglob("*")
+                    if path.is_file() and path not in footer_states)
     assert caches, "no cache was written: the test would prove nothing"
     for path in caches:
         outputs[f"the cache file {path.name}"] = path.read_text()
@@ -268,6 +274,10 @@ def test_no_text_in_any_report_format(tmp_path):
         assert "CANARY" not in text.upper(), f"the canary leaked into the report's {name}"
         for fragment in FRAGMENTS:
             assert fragment not in text, f"{fragment!r} of a code field leaked into {name}"
+    assert "5.6-sol" in footer and "other" in footer, "no turn in the footer's lines: proves nothing"
+    assert "CANARY" not in footer.upper(), "the canary leaked into the footer's line"
+    for fragment in FRAGMENTS:
+        assert fragment not in footer, f"{fragment!r} of a code field leaked into the footer's line"
     assert "other" in outputs["JSON"], "no poisoned turn was reported: the test would prove nothing"
     assert '"policy_version":"2026-11-05"' in outputs["JSON"]
     assert '"policy_version":"other"' in outputs["JSON"]
@@ -277,6 +287,27 @@ def test_no_text_in_any_report_format(tmp_path):
     assert poisoned and "other" in json.dumps(poisoned), "no poisoned turn in flight: proves nothing"
     now_lines = outputs["--watch"].rpartition("now: ")[2].partition("\n\x1b[K\n")[0]
     assert "poison-i" in now_lines and "other" in now_lines, now_lines
+
+
+def statusline_lines(state, env) -> str:
+    """`statusline`'s lines (the default template and every field, read afresh and from
+    its saved state) for every session, given the CLI's JSON with the canary in its paths
+    and the session's name, as the CLI gives the first prompt's words there."""
+    from tailer.statusline.options import FIELDS
+
+    every_field = " ".join("{%s}" % name for name in FIELDS)
+    lines = []
+    for folder in sorted(path.parent for path in state.glob("*/events.jsonl")):
+        status = json.dumps({"session_id": folder.name, "transcript_path": str(folder),
+                             "session_name": CANARY, "cwd": f"/home/{CANARY}",
+                             "workspace": {"current_dir": f"/home/{CANARY}"}}).encode()
+        for template in ("HydraFusion {turn} · {session}", every_field, every_field):
+            done = subprocess.run([sys.executable, "-m", "tailer", "statusline", "--format", template,
+                                   "--width", "1000"], cwd=ROOT, env=env, input=status,
+                                  capture_output=True, timeout=120, start_new_session=True)
+            assert done.returncode == 0 and done.stderr == b"", done
+            lines.append(done.stdout.decode())
+    return "".join(lines)
 
 
 def write_poisoned_turn_in_flight(state):
