@@ -99,11 +99,14 @@ def test_doctor_and_scrub_import_neither_the_daemon_nor_the_report(tmp_path, arg
 
 
 def footer_imports(tmp_path, stdin: bytes) -> set[str]:
-    """The modules `statusline` imports, as the CLI runs it (its JSON on stdin), beyond
-    those a bare interpreter imports (this machine's site-packages may import pathlib)."""
+    """The modules `statusline` imports, as the CLI runs the command --install sets (its
+    JSON on stdin), beyond those a bare interpreter imports (this machine's site-packages
+    may import pathlib)."""
+    from tailer.statusline.settings import LAUNCH
+
     env = tailer_env(XDG_CACHE_HOME=str(tmp_path / "cache"))
     names = []
-    for command in (["-c", "pass"], ["-m", "tailer", "statusline"]):
+    for command in (["-c", "pass"], ["-P", "-c", LAUNCH, "statusline"]):
         done = subprocess.run([sys.executable, "-X", "importtime", *command], cwd=tmp_path, env=env,
                               input=stdin, capture_output=True, timeout=120, start_new_session=True)
         assert done.returncode == 0, done
@@ -116,7 +119,8 @@ def footer_imports(tmp_path, stdin: bytes) -> set[str]:
 def test_the_footer_imports_no_parser_and_an_unchanged_log_not_the_reading_stages(tmp_path):
     """The CLI runs `statusline` on every refresh: argparse and pathlib are not loaded for
     it, nor the report, the daemon or the network; and when the log is as it was at the
-    last refresh, not the stages that read logs either (tailer/statusline/saved.py)."""
+    last refresh, not the stages that read logs either (tailer/statusline/saved.py), nor
+    json's `re` (tailer/fast_json.py) or `-m`'s runpy."""
     import json
     import os
     import time
@@ -131,7 +135,8 @@ def test_the_footer_imports_no_parser_and_an_unchanged_log_not_the_reading_stage
     os.utime(log, ns=(at, at))
     footer_imports(tmp_path, stdin)  # reads the log's new identity: from now on, unchanged
     unchanged = footer_imports(tmp_path, stdin)
-    assert of(unchanged, ("tailer.copilot", "tailer.turns", "tailer.records")) == set()
+    assert of(unchanged, ("tailer.copilot", "tailer.turns", "tailer.records", "re", "enum", "json",
+                          "runpy", "typing")) == set()
     for names in (reading, unchanged):
         assert of(names, (*DAEMON, *REPORT, *NETWORK, "argparse", "pathlib", "subprocess",
                           "tailer.commands.cli", "dataclasses", "logging")) == set()

@@ -947,3 +947,51 @@ def test_the_width_is_the_terminals_even_with_stdin_and_stdout_piped(tmp_path):
     assert len(shown) == 33 and shown.endswith("…"), shown
     columns = assert_footer_safe(run_statusline(stdin=status_input(log.parent), env=dict(env, COLUMNS="41")))
     assert len(columns) == 41
+
+
+# -- JSON without `import json` ----------------------------------------------------------------
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(),
+    lambda children: st.lists(children, max_size=5) | st.dictionaries(st.text(max_size=5), children, max_size=5),
+    max_leaves=25)
+
+
+def decoded_both_ways(text):
+    """What tailer/fast_json.py and json make of `text`: (value or the error's kind) each."""
+    from tailer import fast_json
+
+    found = []
+    for loads in (fast_json.loads, json.loads):
+        try:
+            found.append(json.dumps(loads(text)))  # NaN != NaN: compared as written again
+        except ValueError:  # json's JSONDecodeError is one
+            found.append("ValueError")
+        except RecursionError:
+            found.append("RecursionError")
+    return found
+
+
+@settings(max_examples=300)
+@given(value=JSON_VALUES, indent=st.none() | st.integers(0, 3), space=st.sampled_from(["", " ", "\n\t\r "]))
+def test_fast_json_reads_what_json_writes_as_json_reads_it(value, indent, space):
+    text = space + json.dumps(value, indent=indent) + space
+    fast, slow = decoded_both_ways(text)
+    assert fast == slow
+    assert decoded_both_ways(text.encode()) == [slow, slow]
+
+
+@settings(max_examples=300)
+@given(text=st.text(alphabet='{}[]",:0123456789.eE+-tfnrulaxNIy \\\n', max_size=30) | st.binary(max_size=30))
+def test_fast_json_refuses_what_json_refuses(text):
+    if isinstance(text, bytes):
+        try:
+            text.decode("utf-8")
+        except UnicodeDecodeError:
+            from tailer import fast_json
+
+            with pytest.raises(ValueError):
+                fast_json.loads(text)
+            return
+    fast, slow = decoded_both_ways(text)
+    assert fast == slow, text

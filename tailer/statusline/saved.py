@@ -18,8 +18,9 @@ is read only when it is a regular file of this user's that nobody else may write
 else at its path is refused without being opened for reading, and never replaced), and
 whatever its bytes, a line that is not what `encode` writes is ignored: the log is read
 again, so the line shows the same, or the neutral "reading" while it catches up. A save is
-a new file renamed over the old one, so a reader sees a whole file; one killed before its
-rename leaves a `.*.tmp` file, removed by a later save once it is a minute old. Only the
+a whole new file renamed into place (`save`), so a reader sees a whole file or none; one
+killed before its rename leaves a `.*.tmp` file, removed by a later save once it is a
+minute old. Only the
 files this module names are ever removed: `MAX_FILES` states (the sessions looked at
 longest ago go first) and those leftovers.
 """
@@ -164,19 +165,19 @@ def encode(identity: list[int], seen_ns: int, caught_up: bool, snapshot: list,
 
 def decode(data: bytes) -> Stored | None:
     """The state in `data`, or None when it is not what `encode` wrote for this version."""
-    import json
+    from ..fast_json import loads
 
     parts = data.split(b"\n")
     if len(parts) != 4 or parts[3]:
         return None
     header, view, reading, _ = parts
     try:
-        head = json.loads(header)
+        head = loads(header)
         if (type(head) is not dict or head.get("kind") != KIND or head.get("format") != FORMAT
                 or head.get("version") != __version__ or head.get("view_crc") != _crc(view)
                 or type(head.get("reading_crc")) is not str):
             return None
-        identity, seen_ns, caught_up, snapshot = json.loads(view)
+        identity, seen_ns, caught_up, snapshot = loads(view)
     except (ValueError, TypeError, RecursionError):
         return None
     if (type(identity) is not list or len(identity) != 4
@@ -192,7 +193,13 @@ def _crc(data: bytes) -> str:
 
 def save(folder: int, name: str, data: bytes) -> bool:
     """Replace the state `name` with `data`; False when it was not saved: the disk is full,
-    the folder cannot be written, or something not ours stands at its path (left alone)."""
+    the folder cannot be written, or something not ours stands at its path (left alone).
+
+    The new file is written whole under a temporary name, then the old one is removed and
+    the new one renamed into its place: a reader finds the old state, none (and reads the
+    log again), or the new one, never part of one. Not renamed over the old one: ext4 (by
+    default, auto_da_alloc) then writes the new file's blocks out before the rename returns,
+    some 3 ms of a refresh whose state changed."""
     if len(data) > MAX_STATE_BYTES:
         return False
     try:
@@ -215,13 +222,11 @@ def save(folder: int, name: str, data: bytes) -> bool:
                 view = view[os.write(fd, view):]
         finally:
             os.close(fd)
+        _remove(folder, name)
         os.replace(temporary, name, src_dir_fd=folder, dst_dir_fd=folder)
         return True
     except OSError:
-        try:
-            os.unlink(temporary, dir_fd=folder)
-        except OSError:
-            pass
+        _remove(folder, temporary)
         return False
 
 

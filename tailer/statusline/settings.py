@@ -32,6 +32,10 @@ MAX_SETTINGS_BYTES = 1 << 20
 BACKUP_SUFFIX = ".hydrafusion-backup"
 SUBCOMMAND = "statusline"
 SCRIPT = "hydrafusion-tailer"
+# What the installed command runs: `-P -c` starts the tailer without `-m`'s runpy, and the
+# `hydrafusion-tailer` script pip writes imports `re`: each some 6 ms of every refresh
+# (bench/benchmark.py, measure_statusline). -P: never a `tailer` of the session's folder.
+LAUNCH = "import sys; from tailer.commands.launch import main; sys.exit(main())"
 
 
 class SettingsError(Exception):
@@ -44,20 +48,15 @@ def settings_path(environ: dict[str, str]) -> Path:
 
 
 def our_command(options: list[str]) -> str:
-    """The command the CLI is to run: the `hydrafusion-tailer` script beside this Python
-    when the tailer is installed there (it starts a little faster than `-m`), else this
-    Python with `-P -m tailer` (-P: never a `tailer` of the folder the CLI runs it in),
-    the tailer's folder on PYTHONPATH when this Python would not find it itself (a clone).
-    The CLI runs it through /bin/sh, as a command that is no file."""
+    """The command the CLI is to run: this Python, started on LAUNCH, with the tailer's
+    folder on PYTHONPATH when this Python would not find it itself (a clone). The CLI runs
+    it through /bin/sh, as a command that is no file."""
     root = str(Path(__file__).resolve().parents[2])
-    words = " ".join(shlex.quote(option) for option in [SUBCOMMAND, *options])
+    words = " ".join(shlex.quote(word) for word in [LAUNCH, SUBCOMMAND, *options])
     installed = any(os.path.normcase(os.path.abspath(folder)) == os.path.normcase(root)
                     for folder in _package_folders())
-    script = Path(sys.executable).with_name(SCRIPT)
-    if installed and script.is_file():
-        return f"{shlex.quote(str(script))} {words}"
     prefix = "" if installed else f"PYTHONPATH={shlex.quote(root)} "
-    return f"{prefix}{shlex.quote(sys.executable)} -P -m tailer {words}"
+    return f"{prefix}{shlex.quote(sys.executable)} -P -c {words}"
 
 
 def _package_folders() -> list[str]:
@@ -69,14 +68,16 @@ def _package_folders() -> list[str]:
 
 
 def is_ours(command: object) -> bool:
-    """Whether a status line command is one `our_command` made."""
+    """Whether a status line command runs ours: as `our_command` makes it, or as a user
+    would write it (`hydrafusion-tailer statusline`, `python3 -m tailer statusline`)."""
     if not isinstance(command, str):
         return False
     try:
         words = shlex.split(command)
     except ValueError:
         return False
-    return any(word == SUBCOMMAND and (os.path.basename(words[index - 1]) == SCRIPT
+    return any(word == SUBCOMMAND and (words[index - 1] == LAUNCH
+                                       or os.path.basename(words[index - 1]) == SCRIPT
                                        or words[index - 2:index] == ["-m", "tailer"])
                for index, word in enumerate(words) if index)
 

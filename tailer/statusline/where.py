@@ -54,10 +54,10 @@ def log_of(data: bytes | None, environ: dict[str, str]) -> str | None:
     ($COPILOT_HOME/session-state, else ~/.copilot/session-state); None when it names none."""
     if not data:
         return None
-    import json
+    from ..fast_json import loads
 
     try:
-        status = json.loads(data)
+        status = loads(data)
     except (ValueError, RecursionError):  # RecursionError: 64 KiB of nested brackets
         return None
     if type(status) is not dict:
