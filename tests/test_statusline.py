@@ -484,12 +484,15 @@ def saved_state(tmp_path: Path, log: Path) -> bytes:
 DAMAGE_LOG_LINES = every_pattern("sl-damaged").lines()
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=100, deadline=None, suppress_health_check=list(HealthCheck))
 @given(data=st.data())
 def test_any_bytes_in_the_state_give_the_same_line_or_the_neutral_one(tmp_path_factory, data):
     """Random bytes, the saved state cut or with a byte changed, or its view replaced by any
-    JSON under a header that matches it: the line is the one a fresh read gives (or the
-    neutral `reading` on the way to it), and no exception leaves the command."""
+    JSON under a header whose CRC matches it: the line is the one a fresh read gives (or
+    the neutral `reading` on the way to it). A state forged with care (one value of its
+    view changed, its CRC made again: only the user can write the folder) may change the
+    figures, but the line still holds only printable text (every value is checked as it is
+    read back), and no exception leaves the command."""
     tmp_path = tmp_path_factory.mktemp("damaged")
     cut = data.draw(st.integers(20, len(DAMAGE_LOG_LINES)))
     log = tmp_path / "state" / "sl-damaged" / "events.jsonl"
@@ -499,7 +502,7 @@ def test_any_bytes_in_the_state_give_the_same_line_or_the_neutral_one(tmp_path_f
     good = saved_state(tmp_path, log)
     json_values = st.recursive(st.none() | st.booleans() | st.integers(-2, 2**64) | st.text(max_size=8),
                                lambda children: st.lists(children, max_size=9), max_leaves=30)
-    how = data.draw(st.sampled_from(["bytes", "cut", "changed byte", "any view"]))
+    how = data.draw(st.sampled_from(["bytes", "cut", "changed byte", "any view", "a value changed"]))
     if how == "bytes":
         damaged = data.draw(st.binary(max_size=400))
     elif how == "cut":
@@ -509,15 +512,49 @@ def test_any_bytes_in_the_state_give_the_same_line_or_the_neutral_one(tmp_path_f
         damaged = good[:at] + bytes([data.draw(st.integers(0, 255).filter(lambda b: b != good[at]))]) + good[at + 1:]
     else:
         header, view, reading, _ = good.split(b"\n")
-        view = json.dumps(data.draw(json_values)).encode()
+        if how == "any view":
+            view = json.dumps(data.draw(json_values)).encode()
+        else:
+            value = json.loads(view)
+            place = data.draw(st.sampled_from(list(paths_of(value))))
+            old = value_at(value, place)
+            unlike = {str: st.sampled_from(["\x1b[2J", "a\u202eb", "\n", "", "x" * 300]) | st.text(max_size=6),
+                      int: st.sampled_from([-1, 2**63, 2**64]) | st.integers(-1, 2**64),
+                      bool: st.integers(0, 1) | st.none()}.get(type(old), json_values)
+            view = json.dumps(replace_at(value, place, data.draw(unlike | json_values))).encode()
         head = json.loads(header)
         head["view_crc"] = f"{__import__('zlib').crc32(view):08x}"
         damaged = b"\n".join((json.dumps(head).encode(), view, reading)) + b"\n"
     state_file(tmp_path, log).write_bytes(damaged)
     fresh = line_of(log.parent, dict(environ(tmp_path), XDG_CACHE_HOME=str(tmp_path / "fresh")))
     shown = line_of(log.parent, environ(tmp_path))
+    if how == "a value changed":
+        assert shown.isprintable() and len(shown) < 10_000, shown
+        return
     assert shown == fresh or shown.startswith("HydraFusion: reading the log"), (how, shown, fresh)
     assert settled_line(log.parent, environ(tmp_path)) == fresh
+
+
+def paths_of(value, path=()):
+    """The path (indices) of every value inside a JSON list tree, the lists themselves too."""
+    yield path
+    if isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from paths_of(item, (*path, index))
+
+
+def value_at(value, path):
+    for index in path:
+        value = value[index]
+    return value
+
+
+def replace_at(value, path, new):
+    if not path:
+        return new
+    copy = list(value)
+    copy[path[0]] = replace_at(value[path[0]], path[1:], new)
+    return copy
 
 
 def test_a_disk_that_takes_no_write_costs_the_state_not_the_line(tmp_path, monkeypatch):
@@ -995,3 +1032,28 @@ def test_fast_json_refuses_what_json_refuses(text):
             return
     fast, slow = decoded_both_ways(text)
     assert fast == slow, text
+
+
+@pytest.mark.parametrize("kind", [str, int, bool, list])
+def test_a_forged_state_still_prints_only_printable_text(tmp_path, kind):
+    """Each value of a saved view in turn, of one kind, made what no state of ours holds (a
+    terminal's escape, a number out of range, another type), its CRC made again, the log
+    as it was (so the view is what the line is drawn from): the line stays printable and
+    the command ends well; with a turn in flight, and with the log idle."""
+    log = tmp_path / "state" / "sl-damaged" / "events.jsonl"
+    log.parent.mkdir(parents=True)
+    log.write_text("".join(line + "\n" for line in DAMAGE_LOG_LINES[:60]))
+    forged = {str: "\x1b]0;title\x07\x1b[2J", int: 2**64, bool: "yes", list: {"a": 1}}[kind]
+    for quiet_for in (60, 3 * 3600):
+        quiet(log, quiet_for)
+        header, view, reading, _ = saved_state(tmp_path, log).split(b"\n")
+        value = json.loads(view)
+        places = [place for place in paths_of(value) if type(value_at(value, place)) is kind and place]
+        assert places and line_of(log.parent, environ(tmp_path)).startswith("running" if quiet_for == 60 else "last")
+        for place in places:
+            new_view = json.dumps(replace_at(value, place, forged)).encode()
+            head = json.loads(header)
+            head["view_crc"] = f"{__import__('zlib').crc32(new_view):08x}"
+            state_file(tmp_path, log).write_bytes(b"\n".join((json.dumps(head).encode(), new_view, reading)) + b"\n")
+            shown = line_of(log.parent, environ(tmp_path))
+            assert shown.isprintable() and "\x1b" not in shown, (place, shown)

@@ -86,7 +86,9 @@ def install(path: Path, options: list[str]) -> str:
     """Set ours as the status line command (keeping one already set as --then); the line to
     print. Raises SettingsError."""
     settings, original, mode = _load(path)
-    status_line = settings.setdefault("statusLine", {})
+    if settings.get("statusLine") is None:  # absent, or null as the CLI reads it: none set
+        settings["statusLine"] = {}
+    status_line = settings["statusLine"]
     if not isinstance(status_line, dict):
         raise SettingsError(f"{_shown(path)}: statusLine is not an object; nothing changed")
     existing = status_line.get("command")
