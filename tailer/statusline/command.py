@@ -23,7 +23,7 @@ from .options import DEFAULT_FORMAT, DEFAULT_THEN_TIMEOUT_S, MAX_THEN_TIMEOUT_S,
 from .render import line, neutral
 from .view import Snapshot, snapshot_from_data
 
-READ_BUDGET_S = 0.03  # of reading the log per refresh: see summary.py
+READ_BUDGET_S = 0.025  # of reading the log per refresh: see summary.py
 EXIT_USAGE = 2
 NO_TURN = Snapshot()
 UNREADABLE = "HydraFusion: the session log cannot be read"
