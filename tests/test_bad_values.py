@@ -7,6 +7,7 @@ test_every_option_is_fed_wrong_values until its wrong values are written here.
 """
 
 import argparse
+import json
 import re
 import subprocess
 import sys
@@ -61,6 +62,13 @@ WRONG = {
         "--jobs": (WORD, EMPTY, "0", "-1", "1.5"),
         "--ledger": (FOLDER, MISSING, UNDER_FILE, EMPTY),
     },
+    "statusline": {
+        # Braces doubled: made_real formats every value (a field, a lone brace, ESC, too long).
+        "--format": (EMPTY, "{{nope}}", "{{turn", "turn}}", "\x1b[31m{{turn}}", "x" * 501),
+        "--width": (WORD, EMPTY, "0", "-1", "1001", "1.5"),
+        "--then": (EMPTY,),
+        "--then-timeout": (WORD, EMPTY, "0", "-1", "nan", "9"),
+    },
     "completion": {"shell": (WORD, EMPTY)},
 }
 
@@ -105,6 +113,8 @@ def command_line(command: str, option: str, value: str, tmp_path) -> list[str]:
         return [command, source, target]
     if command == "completion":
         return [command, value]
+    if command == "statusline":
+        return [command, option, value]
     return [command, "--state-dir", logs, option, value]
 
 
@@ -179,11 +189,11 @@ RUN_VARIABLES = {
 ENV_WRONG = {
     **{name: (("run",), values) for name, values in RUN_VARIABLES.items()},
     "COPILOT_STATE_DIR": (("run", "report", "doctor"), PATH),
-    "COPILOT_HOME": (("run", "report", "doctor"), PATH),
+    "COPILOT_HOME": (("run", "report", "doctor", "statusline"), PATH),
     "HYDRAFUSION_REPLAY_INTERVAL": (("demo",), NUMBER),
-    "XDG_CACHE_HOME": (("report",), PATH),
-    "NO_COLOR": (("report",), SWITCH),
-    "COLUMNS": (("report",), NUMBER),
+    "XDG_CACHE_HOME": (("report", "statusline"), PATH),
+    "NO_COLOR": (("report", "statusline"), SWITCH),
+    "COLUMNS": (("report", "statusline"), NUMBER),
 }
 # Read only when another variable asks for what they shape; a dead port, should one be sent.
 ALONGSIDE = {
@@ -220,7 +230,11 @@ def test_every_variable_is_fed_wrong_values():
 
 
 def environment_line(command: str, variable: str, tmp_path) -> list[str]:
-    """A right command line for `command` that leaves `variable` to decide what it shapes."""
+    """A right command line for `command` that leaves `variable` to decide what it shapes:
+    `statusline` (given the CLI's JSON naming the session only by its id, see
+    status_input) shows the session's line, or installs itself where $COPILOT_HOME says."""
+    if command == "statusline":
+        return [command, "--install"] if variable == "COPILOT_HOME" else [command]
     right = {"--state-dir": str(tmp_path / "logs")}
     if command in ("run", "demo"):
         right.update({"--otlp-endpoint": "none", "--metrics-address": "none",
@@ -228,6 +242,12 @@ def environment_line(command: str, variable: str, tmp_path) -> list[str]:
     right.pop(OPTION_OF.get(variable), None)
     once = ["--once"] if command in ("run", "demo") else []
     return [command, *once, *(part for pair in right.items() for part in pair)]
+
+
+def status_input(tmp_path) -> str:
+    """What Copilot CLI pipes to `statusline`, naming the right session by its id alone: its
+    log is then found in $COPILOT_HOME/session-state, else ~/.copilot/session-state."""
+    return json.dumps({"session_id": "bad-values"})
 
 
 ENV_CASES = [(command, variable, value) for variable, (commands, values) in ENV_WRONG.items()
@@ -241,7 +261,8 @@ def test_a_wrong_variable_is_refused_in_words_or_does_not_matter(tmp_path, comma
     env = tailer_env(**ALONGSIDE.get(variable, {}), **{variable: value})
     done = subprocess.run([sys.executable, "-m", "tailer",
                            *environment_line(command, variable, tmp_path)],
-                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60,
+                          input=status_input(tmp_path) if command == "statusline" else None)
     assert "Traceback" not in done.stderr
     # 1: no session log there, when the variable chose the state folder (doctor says so on
     # its report, stdout)

@@ -220,6 +220,26 @@ def test_every_option_and_variable_is_documented(command_help):
     assert {v for v in variables if f"`{v}`" not in text} == set()
 
 
+def test_every_statusline_option_field_and_variable_is_documented(monkeypatch):
+    """docs/STATUSLINE.md's tables name every option of `statusline --help` and every field
+    a --format template may name, and nothing else; its text names every variable."""
+    from tailer.statusline.options import FIELDS
+
+    monkeypatch.setenv("COLUMNS", "200")
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), pytest.raises(SystemExit):
+        build_parser({}).parse_args(["statusline", "--help"])
+    options = set(re.findall(r"(?<![\w-])--[a-z][a-z-]*", out.getvalue())) - {"--help"}
+    rows = table_rows("STATUSLINE.md")
+    assert {"--format", "--then", "--install", "--uninstall"} <= options
+    assert options == {name for name in rows if name.startswith("--")}
+    assert {"{" + field + "}" for field in FIELDS} == {name for name in rows if name.startswith("{")}
+    text = read_doc("STATUSLINE.md")
+    variables = set(re.findall(r"\$([A-Z][A-Z0-9_]+)", out.getvalue())) | {"NO_COLOR", "XDG_CACHE_HOME"}
+    assert {"COPILOT_HOME", "COLUMNS"} <= variables
+    assert {variable for variable in variables if variable not in text} == set()
+
+
 # -- a team's central stack (TEAM.md) --------------------------------------------------
 
 

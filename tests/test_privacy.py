@@ -15,10 +15,11 @@ every id, and in every key. The tailer runs as a daemon with every output on; ne
 canary nor any part of POISON must be in any of them: OTLP payloads (spans, the CLI's
 telemetry and the tailer's metrics push), the history pushed to Prometheus, /metrics, the
 textfile, the log; nor in any format of the report (table, `--watch`, JSON, CSV, HTML), nor
-in what `scrub` writes. Beside the report's sessions is a copy of the CLI's session store
-(`session-store.db`, its whole layout) with CANARY in every text column of every table:
-the prompts and paths it keeps, and the text columns of its ledger of calls; the report and
-doctor read its ledger, and show none of it.
+in what `scrub` writes, nor in the footer's `statusline` (given the CLI's JSON with the canary
+in its paths and its session name) or the state it saves. Beside the report's sessions is a
+copy of the CLI's session store (`session-store.db`, its whole layout) with CANARY in every
+text column of every table: the prompts and paths it keeps, and the text columns of its
+ledger of calls; the report and doctor read its ledger, and show none of it.
 """
 
 import io
@@ -267,7 +268,12 @@ def test_no_text_in_any_report_format(tmp_path):
             done = run_report("--state-dir", str(state), *options, env=env)
             assert done.returncode == 0, done.stderr
             outputs[name + run] = page.read_text() if name == "HTML" else done.stdout + done.stderr
-    caches = sorted(path for path in (tmp_path / "cache").rglob("*") if path.is_file())
+    footer = statusline_lines(state, env)
+    footer_states = sorted((tmp_path / "cache" / "hydrafusion" / "statusline").iterdir())
+    assert footer_states, "no state of the footer's line was saved: the test would prove nothing"
+    footer += "".join(path.read_text() for path in footer_states)
+    caches = sorted(path for path in (tmp_path / "cache").rglob("*")
+                    if path.is_file() and path not in footer_states)
     assert caches, "no cache was written: the test would prove nothing"
     for path in caches:
         outputs[f"the cache file {path.name}"] = path.read_text()
@@ -283,6 +289,10 @@ def test_no_text_in_any_report_format(tmp_path):
         assert "CANARY" not in text.upper(), f"the canary leaked into the report's {name}"
         for fragment in FRAGMENTS:
             assert fragment not in text, f"{fragment!r} of a code field leaked into {name}"
+    assert "5.6-sol" in footer and "other" in footer, "no turn in the footer's lines: proves nothing"
+    assert "CANARY" not in footer.upper(), "the canary leaked into the footer's line"
+    for fragment in FRAGMENTS:
+        assert fragment not in footer, f"{fragment!r} of a code field leaked into the footer's line"
     assert "other" in outputs["JSON"], "no poisoned turn was reported: the test would prove nothing"
     ledger = json.loads(outputs["JSON"].partition("\n")[0])["ledger"]
     assert ledger["status"] == "checked", "the store was not read: the test would prove nothing"
@@ -337,6 +347,27 @@ def test_no_text_of_the_clis_session_store_reaches_any_output(tmp_path):
     outputs["JSON, the store refused"] = done.stdout + done.stderr
     for name, text in outputs.items():
         assert "CANARY" not in text.upper(), f"the canary leaked into the {name}"
+
+
+def statusline_lines(state, env) -> str:
+    """`statusline`'s lines (the default template and every field, read afresh and from
+    its saved state) for every session, given the CLI's JSON with the canary in its paths
+    and the session's name, as the CLI gives the first prompt's words there."""
+    from tailer.statusline.options import FIELDS
+
+    every_field = " ".join("{%s}" % name for name in FIELDS)
+    lines = []
+    for folder in sorted(path.parent for path in state.glob("*/events.jsonl")):
+        status = json.dumps({"session_id": folder.name, "transcript_path": str(folder),
+                             "session_name": CANARY, "cwd": f"/home/{CANARY}",
+                             "workspace": {"current_dir": f"/home/{CANARY}"}}).encode()
+        for template in ("HydraFusion {turn} · {session}", every_field, every_field):
+            done = subprocess.run([sys.executable, "-m", "tailer", "statusline", "--format", template,
+                                   "--width", "1000"], cwd=ROOT, env=env, input=status,
+                                  capture_output=True, timeout=120, start_new_session=True)
+            assert done.returncode == 0 and done.stderr == b"", done
+            lines.append(done.stdout.decode())
+    return "".join(lines)
 
 
 def write_poisoned_turn_in_flight(state):

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from exposition_helpers import samples
-from realcli import backend, driver, reading, record
+from realcli import backend, driver, footer, reading, record
 from realcli.scenarios import BY_NAME, SCENARIOS
 from tailer.outputs.spans import turn_spans
 from tailerproc import ROOT, run_once, tailer_env
@@ -428,3 +428,31 @@ def test_the_clis_own_telemetry_is_sent_on_without_its_content_and_linked_both_w
         assert (back["traceId"], back["spanId"]) == (trace, root["spanId"])
         by_session[session] += 1
     assert by_session == Counter({sessions[s.name]: len(s.prompts) for s in SCENARIOS})
+
+
+def test_the_status_line_shows_the_turn_in_the_real_clis_footer(tmp_path):
+    """Copilot CLI run interactively in tmux, offline, with `statusline --install` as its
+    footer's command: after a cascade, the footer's last row is our line for that turn (its
+    legs as the fake routed and judged them); the JSON the CLI piped is what the tests take
+    for it (tests/data/realcli/<version>/statusline-input.json), and the prompt the CLI puts
+    in it as the session's name is nowhere in the line."""
+    prompt = "REALCLI-CANARY prompt: say hello"
+    try:
+        run = footer.run_footer(VERSION, tmp_path, BY_NAME["cascade_accept"].prompts[0].plan, prompt,
+                                seen="HydraFusion last cascade")
+    except driver.Unavailable as error:
+        pytest.skip(f"Copilot CLI {VERSION} cannot be installed: {error}")
+    except footer.NoTmux as error:
+        pytest.skip(str(error))
+    screen = run.screens[0]
+    rows = [row.rstrip() for row in screen.splitlines() if row.strip()]
+    assert rows[-1].startswith("HydraFusion last cascade: primary 1.1-flash"), screen
+    assert "judge 5.6-sol accept" in rows[-1] and " cr, review " in rows[-1], rows[-1]
+    assert "CANARY" not in rows[-1] and len(rows[-1]) <= footer.COLUMNS
+    assert "--then" in run.setting["command"] and run.setting["refreshInterval"] == 1
+    sample = json.loads((ROOT / "tests" / "data" / "realcli" / VERSION / "statusline-input.json").read_text())
+    assert run.piped is not None and set(run.piped) == set(sample)
+    assert {key: type(value) for key, value in run.piped.items() if value is not None} == \
+        {key: type(value) for key, value in sample.items() if value is not None and run.piped.get(key) is not None}
+    assert Path(run.piped["transcript_path"], "events.jsonl").is_file()
+    assert "CANARY" in run.piped["session_name"]  # the CLI's: never printed

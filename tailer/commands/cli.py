@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 # (in the functions below), never at the top here: `report` loads neither the daemon nor
 # the exporters, `run` not the report, `--version` nothing (tests/test_imports.py).
 
-COMMANDS = ("run", "demo", "scrub", "doctor", "report", "completion")
+COMMANDS = ("run", "demo", "scrub", "doctor", "report", "statusline", "completion")
 EXIT_INTERRUPTED = 130  # the shells' code for a command ended by Ctrl-C
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 # The tailer's own setting, and the CLI's (README.md, "The CLI's own telemetry").
@@ -177,6 +177,8 @@ COMMAND_HELP = {
     "doctor": "report whether the tailer still understands the session logs",
     "report": "print what HydraFusion did, read straight from the session logs "
     "(no daemon; nothing written but its cache; docs/REPORT.md)",
+    "statusline": "print HydraFusion's line for Copilot CLI's footer, from the JSON the CLI "
+    "pipes to its status line command; --install sets it up (docs/STATUSLINE.md)",
     "completion": "print a shell completion script (README.md: Shell completion)",
 }
 
@@ -241,6 +243,12 @@ def _report_options(parser: argparse.ArgumentParser, environ: dict[str, str]) ->
     report.add_arguments(parser, default_state_dir(environ))
 
 
+def _statusline_options(parser: argparse.ArgumentParser, environ: dict[str, str]) -> None:
+    from ..statusline import command as statusline
+
+    statusline.add_arguments(parser, environ)
+
+
 def _completion_options(parser: argparse.ArgumentParser, environ: dict[str, str]) -> None:
     from . import completion
 
@@ -249,7 +257,7 @@ def _completion_options(parser: argparse.ArgumentParser, environ: dict[str, str]
 
 _OPTIONS = {"run": _run_options, "demo": _demo_options, "scrub": _scrub_options,
             "doctor": _doctor_options, "report": _report_options,
-            "completion": _completion_options}
+            "statusline": _statusline_options, "completion": _completion_options}
 
 
 def _add_run_options(
@@ -431,6 +439,10 @@ def main(argv: list[str] | None = None, environ: dict[str, str] | None = None) -
         return scrub.main(args)
     if args.command == "report":
         return _report(args, environ)
+    if args.command == "statusline":
+        from ..statusline import command as statusline
+
+        return statusline.main(args, environ)
     if args.command == "completion":
         from . import completion
 

@@ -22,14 +22,16 @@ from __future__ import annotations
 
 import os
 from collections import Counter
-from pathlib import Path
-from typing import Iterator, NamedTuple
+from typing import TYPE_CHECKING, Iterator, NamedTuple
 
 from ..copilot import events
 from . import session_state
 from ..copilot.lines import Line, LineReader, Position
 from ..copilot.problems import log_problem
 from .assembly import IDLE_TIMEOUT_S, SessionTurns, Turn
+
+if TYPE_CHECKING:  # as in copilot/lines.py: a path is all it needs
+    from pathlib import Path
 
 INTERNAL_ERROR = "internal_error"
 
