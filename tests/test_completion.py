@@ -3,6 +3,8 @@
 import shutil
 import subprocess
 import sys
+import time
+import uuid
 
 import pytest
 
@@ -43,16 +45,101 @@ def test_the_reports_options_and_their_values_complete(tmp_path):
     assert "--once" not in offered  # run's, not the report's
     assert completions(tmp_path, "report", "--for") == ["--format"]
     assert completions(tmp_path, "report", "--format", "") == ["table", "json", "csv", "csv-calls"]
-    (tmp_path / "page.html").write_text("")
-    assert completions(tmp_path, "report", "--html", "pa") == ["page.html"]
     assert {"bash", "zsh"} <= set(completions(tmp_path, "completion", ""))
 
 
+# -- File names, as bash in a terminal completes them ----------------------------------------
+# Names a list of words would split or glob: a space, a `*` (globbed, it became every name of
+# the folder), a newline, quotes.
+AWKWARD = ["my file.html", "*", "new\nline.html", 'a"q.html', "b'q.html", "plain.html"]
+
+
+def typed_in_a_terminal(tmp_path, typed: str, keys: list[str]) -> list[str]:
+    """The arguments `hydrafusion-tailer` gets when `typed` is typed into an interactive bash
+    (in tmux, the script loaded as the README says), then `keys`, then Enter: what Tab or
+    Alt-* (readline's insert-completions: every completion, quoted as bash quotes it) put
+    on the line. The command is a function writing its arguments to a file."""
+    made = subprocess.run([sys.executable, "-m", "tailer", "completion", "bash"], cwd=ROOT,
+                          env=tailer_env(), capture_output=True, text=True, timeout=60, check=True)
+    (tmp_path / "completion.bash").write_text(made.stdout)
+    out = tmp_path / "arguments"
+    server = ["tmux", "-L", f"hydrafusion-{uuid.uuid4().hex[:12]}"]
+    environment = {"PATH": "/usr/bin:/bin", "TERM": "xterm", "INPUTRC": "/dev/null",
+                   "HOME": str(tmp_path), "LANG": "C.UTF-8"}
+    subprocess.run([*server, "new-session", "-d", "-x", "200", "-y", "50", "-c", str(tmp_path / "names"),
+                    "env", "-i", *(f"{k}={v}" for k, v in environment.items()),
+                    "bash", "--norc", "--noprofile"], check=True, timeout=30)
+    try:
+        setup = (f"source {tmp_path}/completion.bash; PS1='ready$ '; "
+                 f"hydrafusion-tailer() {{ printf '%s\\0' \"$@\" > {out}; }}")
+        subprocess.run([*server, "send-keys", "-l", setup], check=True, timeout=30)
+        subprocess.run([*server, "send-keys", "Enter"], check=True, timeout=30)
+        wait_for(lambda: "ready$ " in screen(server))
+        subprocess.run([*server, "send-keys", "-l", typed], check=True, timeout=30)
+        for key in keys:
+            subprocess.run([*server, "send-keys", key], check=True, timeout=30)
+            time.sleep(0.3)  # readline takes each key in its turn (Escape then * is Alt-*)
+        subprocess.run([*server, "send-keys", "Enter"], check=True, timeout=30)
+        wait_for(out.exists)
+        time.sleep(0.2)
+        return out.read_bytes().decode().split("\0")[:-1]
+    finally:
+        subprocess.run([*server, "kill-server"], timeout=30)
+
+
+def screen(server: list[str]) -> str:
+    return subprocess.run([*server, "capture-pane", "-p"], capture_output=True, text=True,
+                          timeout=30).stdout
+
+
+def wait_for(done, within_s: float = 30) -> None:
+    deadline = time.monotonic() + within_s
+    while not done():
+        assert time.monotonic() < deadline, "bash in tmux did not answer"
+        time.sleep(0.05)
+
+
+@pytest.fixture
+def awkward_names(tmp_path):
+    names = tmp_path / "names"
+    names.mkdir()
+    for name in AWKWARD:
+        (names / name).write_text("")
+    (names / "sub dir").mkdir()
+    return names
+
+
+needs_tmux = pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux")
+
+
+@needs_tmux
+@pytest.mark.parametrize("typed, given", [("report --html ", ["report", "--html"]),
+                                          ("scrub ", ["scrub"])])
+def test_every_file_name_is_offered_exactly_as_it_is(tmp_path, awkward_names, typed, given):
+    offered = typed_in_a_terminal(tmp_path, f"hydrafusion-tailer {typed}", ["Escape", "*"])
+    assert offered[:len(given)] == given
+    assert sorted(offered[len(given):]) == sorted([*AWKWARD, "sub dir"])
+
+
+@needs_tmux
+@pytest.mark.parametrize("start, name", [("my", "my file.html"), ("ne", "new\nline.html"),
+                                         ("a", 'a"q.html'), ("b", "b'q.html"), ("su", "sub dir/")])
+def test_a_file_name_completes_to_itself(tmp_path, awkward_names, start, name):
+    typed = f"hydrafusion-tailer report --state-dir {start}"
+    assert typed_in_a_terminal(tmp_path, typed, ["Tab"]) == ["report", "--state-dir", name]
+
+
 def test_zsh_loads_the_same_function_through_bashcompinit():
+    """zsh has no compopt: registered with -o default, its bashcompinit completes file names
+    itself (_default) where the function offers no words."""
+    def function(text):
+        return text.partition("\n_hydrafusion_tailer()")[2].rpartition("\ncomplete ")[0]
+
     text = script(build_parser({}), "zsh")
     assert text.splitlines()[1] == "autoload -U +X bashcompinit && bashcompinit"
-    assert text.partition("\n_hydrafusion_tailer()")[2] == script(build_parser({}), "bash").partition(
-        "\n_hydrafusion_tailer()")[2]
+    assert function(text) == function(script(build_parser({}), "bash"))
+    assert text.splitlines()[-1] == ("complete -o filenames -o default -F _hydrafusion_tailer "
+                                     "hydrafusion-tailer")
 
 
 def test_the_readme_says_how_to_load_it():
