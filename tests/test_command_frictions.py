@@ -1,14 +1,17 @@
 """The frictions a new user met in the commands (issue 22), each reproduced as they met it."""
 
+import contextlib
 import fcntl
 import json
 import os
 import pty
+import random
 import signal
 import struct
 import subprocess
 import sys
 import termios
+import time
 from datetime import datetime, timedelta, timezone
 from zoneinfo import ZoneInfo
 
@@ -22,6 +25,7 @@ from tailer.report import command as report
 from tailer.report import live as report_live
 from tailerproc import ROOT, tailer_env
 from test_report_live import Session, read_until
+from tmux import Terminal, needs_tmux
 
 
 def run_tailer(*args, env=None):
@@ -65,8 +69,9 @@ def watch_in_a_terminal(tmp_path, *args, **env):
     return process, leader, output.decode()
 
 
+@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT], ids=lambda stop: stop.name)
 @pytest.mark.parametrize("demo", [True, False])
-def test_sigterm_ends_a_watch_as_ctrl_c_does(tmp_path, demo):
+def test_a_stop_signal_ends_a_watch_as_ctrl_c_does(tmp_path, demo, stop):
     (tmp_path / "tmp").mkdir()
     args = ["--demo"]
     if not demo:
@@ -74,7 +79,7 @@ def test_sigterm_ends_a_watch_as_ctrl_c_does(tmp_path, demo):
         args = ["--state-dir", str(tmp_path / "state")]
     process, leader, _ = watch_in_a_terminal(tmp_path, *args)
     try:
-        process.send_signal(signal.SIGTERM)
+        process.send_signal(stop)
         ending = read_until(leader, lambda out: report_live.SHOW_CURSOR.encode() in out)
         assert report_live.SHOW_CURSOR.encode() in ending, "the cursor was left hidden"
         assert process.wait(timeout=60) == 0
@@ -300,6 +305,50 @@ def test_each_command_keeps_the_exit_code_convention(tmp_path, command, answered
     assert codes == [answered, empty, missing]
     docs = (ROOT / "docs" / "REPORT.md").read_text().partition("## Exit codes")[2]
     assert f"`{command}`" in docs.partition("\n\n## ")[0]
+
+
+@needs_tmux
+@pytest.mark.parametrize("how", ["the shell killed", "the terminal closed"])
+def test_a_demo_watch_whose_terminal_goes_leaves_no_copy(tmp_path, how):
+    """The shell that ran it killed (SIGKILL: it passes nothing on) or the terminal closed
+    (tmux's server killed): the report is sent SIGHUP, twice in the second case."""
+    (tmp_path / "tmp").mkdir()
+    terminal = Terminal(ROOT, {**tailer_env(TMPDIR=str(tmp_path / "tmp")), "HOME": str(tmp_path)})
+    try:
+        terminal.type(f"{sys.executable} -m tailer report --demo --watch 2> {tmp_path}/stderr")
+        terminal.keys("Enter")
+        terminal.wait_for(lambda: "Ctrl-C quits" in terminal.screen())
+        copy = next((tmp_path / "tmp").iterdir())
+        if how == "the shell killed":
+            os.kill(terminal.shell_pid(), signal.SIGKILL)
+        else:
+            terminal.kill()
+        Terminal.wait_for(lambda: not copy.exists(), within_s=30)
+    finally:
+        terminal.kill()
+    assert list((tmp_path / "tmp").iterdir()) == []
+    assert (tmp_path / "stderr").read_text() == ""  # no traceback for the terminal gone
+
+
+def test_stop_signals_in_a_burst_leave_no_copy_and_no_traceback(tmp_path):
+    """SIGHUP, SIGTERM and SIGINT a moment apart, at random moments of a demo report: the
+    first ends it, the others cannot cut its clean-up short."""
+    rng = random.Random(39)
+    for _ in range(12):
+        process = subprocess.Popen([sys.executable, "-m", "tailer", "report", "--demo"], cwd=ROOT,
+                                   env=tailer_env(TMPDIR=str(tmp_path)), stdout=subprocess.DEVNULL,
+                                   stderr=subprocess.PIPE)
+        while process.poll() is None and not list(tmp_path.iterdir()):
+            pass  # until the copy is being made
+        time.sleep(rng.random() * 0.15)
+        for stop in (signal.SIGHUP, signal.SIGTERM, signal.SIGINT):
+            with contextlib.suppress(ProcessLookupError):
+                process.send_signal(stop)
+            time.sleep(rng.random() * 0.002)
+        stderr = process.stderr.read().decode()
+        # 130: cut short; 0 or killed by a late signal: it had ended, the copy removed.
+        assert process.wait(timeout=60) in (0, 130, -signal.SIGTERM, -signal.SIGINT)
+        assert stderr == "" and list(tmp_path.iterdir()) == []
 
 
 def test_sigterm_during_a_demo_report_leaves_no_copy(tmp_path):

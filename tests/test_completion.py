@@ -3,14 +3,13 @@
 import shutil
 import subprocess
 import sys
-import time
-import uuid
 
 import pytest
 
 from tailer.commands.cli import COMMANDS, build_parser
 from tailer.commands.completion import script
 from tailerproc import ROOT, tailer_env
+from tmux import Terminal, needs_tmux
 
 pytestmark = pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
 
@@ -56,47 +55,24 @@ AWKWARD = ["my file.html", "*", "new\nline.html", 'a"q.html', "b'q.html", "plain
 
 def typed_in_a_terminal(tmp_path, typed: str, keys: list[str]) -> list[str]:
     """The arguments `hydrafusion-tailer` gets when `typed` is typed into an interactive bash
-    (in tmux, the script loaded as the README says), then `keys`, then Enter: what Tab or
-    Alt-* (readline's insert-completions: every completion, quoted as bash quotes it) put
+    in a terminal (the script loaded as the README says), then `keys`, then Enter: what Tab
+    or Alt-* (readline's insert-completions: every completion, quoted as bash quotes it) put
     on the line. The command is a function writing its arguments to a file."""
     made = subprocess.run([sys.executable, "-m", "tailer", "completion", "bash"], cwd=ROOT,
                           env=tailer_env(), capture_output=True, text=True, timeout=60, check=True)
     (tmp_path / "completion.bash").write_text(made.stdout)
     out = tmp_path / "arguments"
-    server = ["tmux", "-L", f"hydrafusion-{uuid.uuid4().hex[:12]}"]
-    environment = {"PATH": "/usr/bin:/bin", "TERM": "xterm", "INPUTRC": "/dev/null",
-                   "HOME": str(tmp_path), "LANG": "C.UTF-8"}
-    subprocess.run([*server, "new-session", "-d", "-x", "200", "-y", "50", "-c", str(tmp_path / "names"),
-                    "env", "-i", *(f"{k}={v}" for k, v in environment.items()),
-                    "bash", "--norc", "--noprofile"], check=True, timeout=30)
+    terminal = Terminal(tmp_path / "names", {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)})
     try:
-        setup = (f"source {tmp_path}/completion.bash; PS1='ready$ '; "
-                 f"hydrafusion-tailer() {{ printf '%s\\0' \"$@\" > {out}; }}")
-        subprocess.run([*server, "send-keys", "-l", setup], check=True, timeout=30)
-        subprocess.run([*server, "send-keys", "Enter"], check=True, timeout=30)
-        wait_for(lambda: "ready$ " in screen(server))
-        subprocess.run([*server, "send-keys", "-l", typed], check=True, timeout=30)
-        for key in keys:
-            subprocess.run([*server, "send-keys", key], check=True, timeout=30)
-            time.sleep(0.3)  # readline takes each key in its turn (Escape then * is Alt-*)
-        subprocess.run([*server, "send-keys", "Enter"], check=True, timeout=30)
-        wait_for(out.exists)
-        time.sleep(0.2)
+        terminal.type(f"source {tmp_path}/completion.bash; "
+                      f"hydrafusion-tailer() {{ printf '%s\\0' \"$@\" > {out}.new; mv {out}.new {out}; }}")
+        terminal.keys("Enter")
+        terminal.type(typed)
+        terminal.keys(*keys, "Enter")
+        terminal.wait_for(out.exists)
         return out.read_bytes().decode().split("\0")[:-1]
     finally:
-        subprocess.run([*server, "kill-server"], timeout=30)
-
-
-def screen(server: list[str]) -> str:
-    return subprocess.run([*server, "capture-pane", "-p"], capture_output=True, text=True,
-                          timeout=30).stdout
-
-
-def wait_for(done, within_s: float = 30) -> None:
-    deadline = time.monotonic() + within_s
-    while not done():
-        assert time.monotonic() < deadline, "bash in tmux did not answer"
-        time.sleep(0.05)
+        terminal.kill()
 
 
 @pytest.fixture
@@ -107,9 +83,6 @@ def awkward_names(tmp_path):
         (names / name).write_text("")
     (names / "sub dir").mkdir()
     return names
-
-
-needs_tmux = pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux")
 
 
 @needs_tmux

@@ -452,11 +452,12 @@ def _run(args: argparse.Namespace, environ: dict[str, str]) -> int:
 
 
 def _report(args: argparse.Namespace, environ: dict[str, str]) -> int:
-    """The report, which SIGTERM ends as Ctrl-C does: the demo's copy removed, no traceback."""
+    """The report, which SIGTERM and SIGHUP end as Ctrl-C does: the demo's copy removed, no
+    traceback."""
     from ..report import command as report
 
     try:
-        with report.sigterm_as_interrupt():
+        with report.stops_as_interrupt():
             if args.demo:
                 from .demo_report import report_demo
 

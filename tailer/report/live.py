@@ -287,8 +287,11 @@ def watch(state_dir: Path, selection: Selection, filters: dict[str, str], out: T
     except KeyboardInterrupt:
         return 0
     finally:
-        out.write(SHOW_CURSOR)
-        out.flush()
+        try:
+            out.write(SHOW_CURSOR)
+            out.flush()
+        except OSError:
+            pass  # the terminal hung up: no cursor to show, and nobody to tell
         live.close()
 
 
