@@ -20,7 +20,7 @@ import pytest
 from report_helpers import run_report
 from sessiongen import SessionWriter
 from tailer.commands import demo, demo_report
-from tailer.commands.cli import parse_args
+from tailer.commands.cli import COMMANDS, parse_args
 from tailer.report import command as report
 from tailer.report import live as report_live
 from tailerproc import ROOT, tailer_env
@@ -144,9 +144,56 @@ def test_a_tilde_in_the_state_folder_is_the_home_folder(tmp_path):
 # -- The command line's own options -------------------------------------------------------
 
 
-def test_no_command_prints_the_usage_instead_of_starting_the_daemon():
+def test_no_command_lists_the_commands_instead_of_starting_the_daemon():
+    """`run` is what options alone run; nothing at all is the commands and what each does."""
     done = run_tailer()
-    assert done.returncode == 2 and done.stderr.startswith("usage: hydrafusion-tailer")
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.startswith(f"usage: {sys.executable} -m tailer COMMAND")
+    listed = [line.split()[0] for line in done.stderr.splitlines() if line.startswith("  ") and
+              not line.startswith("   ")]
+    assert listed == list(COMMANDS)
+    assert "follow the session logs (also what options alone run: `--once` is `run --once`)" in done.stderr
+    assert f"`{sys.executable} -m tailer COMMAND --help` lists a command's options." in done.stderr
+
+
+# -- Hints name the command as the user ran it -----------------------------------------------
+
+
+def test_hints_name_the_command_as_it_was_run(tmp_path):
+    """`python3 -m tailer` from a checkout, the interpreter as it was typed; the installed
+    script's name otherwise (tests/test_wheel.py runs the real one)."""
+    (tmp_path / "empty").mkdir()
+    as_module = run_report("--state-dir", str(tmp_path / "empty"))
+    assert f"`{sys.executable} -m tailer report --demo`" in as_module.stderr
+    as_script = subprocess.run(
+        [sys.executable, "-c", "import sys; from tailer.commands.cli import main; sys.exit(main())",
+         "report", "--state-dir", str(tmp_path / "empty")],
+        cwd=ROOT, env=tailer_env(), capture_output=True, text=True, timeout=60)
+    assert "`hydrafusion-tailer report --demo`" in as_script.stderr
+    assert "-m tailer" not in as_script.stderr
+
+
+# -- A mistyped word: one line naming the closest, and where the rest are listed ---------------
+
+
+@pytest.mark.parametrize("typed, said", [
+    ("report --sinse 1d", "hydrafusion-tailer report: no option --sinse; did you mean --since?"),
+    ("report --sesion=x", "hydrafusion-tailer report: no option --sesion; did you mean --session?"),
+    ("doctor --stat-dir x", "hydrafusion-tailer doctor: no option --stat-dir; did you mean --state-dir?"),
+    ("--once --textflie x", "hydrafusion-tailer run: no option --textflie; did you mean --textfile?"),
+    ("reprot", "hydrafusion-tailer: no command reprot; did you mean report?"),
+    ("report --qqq", "hydrafusion-tailer report: no option --qqq"),
+    ("report extra", "hydrafusion-tailer report: unexpected argument extra"),
+    ("report --jobs x", "hydrafusion-tailer report: argument --jobs: 'x' is not a whole number of "
+                        "processes (1 or more)"),
+])
+def test_a_mistyped_word_is_named_with_the_closest_in_two_lines(typed, said):
+    done = run_tailer(*typed.split())
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    command = typed.split()[0] if not typed.startswith("-") else "run"
+    listed = "commands" if typed == "reprot" else "options"
+    where = "" if typed == "reprot" else f" {command}"
+    assert done.stderr.splitlines() == [said, f"  (`{sys.executable} -m tailer{where} --help` lists the {listed})"]
 
 
 def test_report_takes_version_and_no_color():

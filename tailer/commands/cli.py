@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Collection
 
-from .. import __version__
+from .. import __version__, invocation
 from ..path_options import check_output_file, is_folder, user_path
 from ..printable import printable
 
@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 
 COMMANDS = ("run", "demo", "scrub", "doctor", "report", "completion")
 EXIT_INTERRUPTED = 130  # the shells' code for a command ended by Ctrl-C
+EXIT_USAGE = 2
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 # The tailer's own setting, and the CLI's (README.md, "The CLI's own telemetry").
 CLI_OTEL_ENV = "HYDRAFUSION_CLI_OTEL_PATH"
@@ -153,7 +154,7 @@ def build_parser(environ: dict[str, str],
     command builds its options alone (parse_args), so it imports nothing of the others';
     the completion script and the docs take the whole parser.
     """
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="hydrafusion-tailer",
         description=(
             "Follow GitHub Copilot CLI session logs and turn every HydraFusion turn into an "
@@ -169,8 +170,18 @@ def build_parser(environ: dict[str, str],
     return parser
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse's parser, whose errors are a line and a hint, not the whole usage: a wrong
+    value or option is named, with the command that lists the options as the user ran it."""
+
+    def error(self, message: str):
+        command = " ".join([invocation.command(), *self.prog.split()[1:]])
+        self.exit(EXIT_USAGE, printable(f"{self.prog}: {message}") +
+                  f"\n  (`{command} --help` lists the options)\n")
+
+
 COMMAND_HELP = {
-    "run": "follow the session logs (the default command)",
+    "run": "follow the session logs (also what options alone run: `--once` is `run --once`)",
     "demo": "replay the fixture sessions in --state-dir at recent times, then a turn every "
     "--replay-interval seconds (what `docker compose --env-file demo.env up` runs)",
     "scrub": "copy session logs keeping only metadata that is safe to share",
@@ -386,15 +397,63 @@ def _log_level(value: str) -> str:
 
 
 def parse_args(argv: list[str], environ: dict[str, str]) -> argparse.Namespace:
-    """`run` is the default command when options are given, so `hydrafusion-tailer --once`
-    works too; with nothing at all, the usage (exit 2): a daemon started by a bare
-    `python3 -m tailer` surprises. The image names `run` (tailer/Dockerfile)."""
-    if argv and argv[0] not in (*COMMANDS, "-h", "--help", "--version"):
+    """`run` is the command when options come first, so `hydrafusion-tailer --once` works
+    too; with nothing at all, the commands and what each does (exit 2): a daemon started by
+    a bare `python3 -m tailer` surprises. The image names `run` (tailer/Dockerfile). A word
+    that is no command, or an option the command does not have, is named with the closest
+    one there is. SystemExit for each of these, and for argparse's own errors."""
+    if not argv:
+        sys.exit(print(commands_text(), file=sys.stderr) or EXIT_USAGE)
+    if argv[0] not in (*COMMANDS, "-h", "--help", "--version"):
+        if not argv[0].startswith("-"):
+            _unknown("hydrafusion-tailer", "command", argv[0], COMMANDS, "")
         argv = ["run", *argv]
     parser = build_parser(environ, options_of=argv[:1])
-    if not argv:
-        parser.error("give a command")
-    return parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        command = _subparsers(parser)[args.command]
+        name = unknown[0].partition("=")[0] if unknown[0].startswith("-") else unknown[0]
+        if not name.startswith("-"):
+            _usage_error(f"{command.prog}: unexpected argument {name}", f" {args.command}")
+        options = [flag for action in command._actions for flag in action.option_strings]
+        _unknown(command.prog, "option", name, options, f" {args.command}")
+    return args
+
+
+def commands_text() -> str:
+    """What a bare command prints: the commands, what each does, where to read more."""
+    import textwrap
+
+    command = invocation.command()
+    lines = [f"usage: {command} COMMAND [OPTION...]", "", "commands:"]
+    for name in COMMANDS:
+        lines += textwrap.wrap(COMMAND_HELP[name], 98, initial_indent=f"  {name:<12}",
+                               subsequent_indent=" " * 14)
+    return "\n".join(lines + ["", f"`{command} COMMAND --help` lists a command's options."])
+
+
+def _unknown(prog: str, what: str, name: str, known, command: str) -> None:
+    """Exit 2 naming `name`, which is no `what` of `prog`, and the closest of `known` (by
+    their names without dashes, which every option shares)."""
+    import difflib
+
+    names = {option.lstrip("-"): option for option in known}
+    closest = difflib.get_close_matches(name.lstrip("-"), names, n=1)
+    guess = f"; did you mean {names[closest[0]]}?" if closest else ""
+    _usage_error(f"{prog}: no {what} {name}{guess}", command,
+                 "commands" if what == "command" else "options")
+
+
+def _usage_error(message: str, command: str, listed: str = "options") -> None:
+    print(printable(message) + f"\n  (`{invocation.command()}{command} --help` lists the {listed})",
+          file=sys.stderr)
+    sys.exit(EXIT_USAGE)
+
+
+def _subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    # argparse has no public way to reach a subcommand's parser (completion.py reads the same)
+    return next(action.choices for action in parser._actions
+                if isinstance(action, argparse._SubParsersAction))
 
 
 def parse_address(value: str) -> tuple[str, int]:

@@ -26,7 +26,7 @@ from datetime import datetime, timedelta, timezone, tzinfo
 from pathlib import Path
 from typing import TextIO
 
-from .. import __version__
+from .. import __version__, invocation
 from . import table as report_table
 from . import text as report_text
 from ..copilot.files import find_logs
@@ -445,7 +445,8 @@ def _nothing_found(state_dir: Path, *, exists: bool) -> int:
         "  Copilot CLI keeps its sessions in ~/.copilot/session-state (or "
         "$COPILOT_HOME/session-state).\n"
         "  Elsewhere? Give --state-dir DIR or set COPILOT_STATE_DIR.\n"
-        "  No sessions yet? `python3 -m tailer report --demo` shows a report of example sessions.",
+        f"  No sessions yet? `{invocation.command()} report --demo` shows a report of example "
+        "sessions.",
         file=sys.stderr,
     )
     # A folder that is not there is input the user must mend; an empty one is nothing to report.
