@@ -173,6 +173,36 @@ def test_hints_name_the_command_as_it_was_run(tmp_path):
     assert "-m tailer" not in as_script.stderr
 
 
+# -- Words the command line knows, in any case -------------------------------------------------
+
+
+@pytest.mark.parametrize("options", [
+    "--format JSON", "--format Csv-Calls", "--by DAY", "--by Week --order DESC", "--timezone utc",
+    "--timezone europe/berlin --format json", "--pattern CASCADE --format json"])
+def test_a_reports_words_take_any_case(options):
+    done = run_report("--demo", *options.split())
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    if "JSON" in options or "json" in options:
+        document = json.loads(done.stdout)
+        assert document["turns"]
+        if "europe/berlin" in options:
+            assert document["timezone"] == "Europe/Berlin"  # as the IANA spells it
+    if "utc" in options:
+        assert done.stdout.splitlines()[0].endswith(" UTC")
+
+
+def test_the_other_commands_words_take_any_case(tmp_path):
+    Session(tmp_path / "state").add()
+    done = run_tailer("completion", "BASH")
+    assert done.returncode == 0 and done.stdout.startswith("# hydrafusion-tailer completion for bash")
+    done = run_tailer("run", "--once", "--otlp-endpoint", "NONE", "--metrics-address", "None",
+                      "--history-url", "NONE", "--log-level", "info", "--state-dir",
+                      str(tmp_path / "state"), "--checkpoint", str(tmp_path / "checkpoint.json"),
+                      "--textfile", str(tmp_path / "m.prom"))
+    assert done.returncode == 0, done.stderr
+    assert "fusion" in done.stderr and "4318" not in done.stderr  # nothing sent anywhere
+
+
 # -- A mistyped word: one line naming the closest, and where the rest are listed ---------------
 
 

@@ -59,7 +59,7 @@ def otlp_metrics_url(option: str | None, environ: dict[str, str]) -> str | None:
 
 
 def _signal_url(option: str | None, environ: dict[str, str], variable: str, url) -> str | None:
-    if option == "none":
+    if _is_none(option):
         return None
     if option is not None:  # given, even empty: an empty URL is refused, not the default
         return url(option)
@@ -85,7 +85,7 @@ def metrics_push_url(option: str | None, environ: dict[str, str]) -> str | None:
     tailer that only sends traces to OTEL_EXPORTER_OTLP_ENDPOINT starts pushing nothing
     new. The endpoint is then found as otlp_metrics_url finds it.
     """
-    exporters = {name.strip() for name in environ.get("OTEL_METRICS_EXPORTER", "").split(",")}
+    exporters = {name.strip().lower() for name in environ.get("OTEL_METRICS_EXPORTER", "").split(",")}
     if option is None and "otlp" not in exporters:
         return None
     return otlp_metrics_url(option, environ)
@@ -250,7 +250,7 @@ def _report_options(parser: argparse.ArgumentParser, environ: dict[str, str]) ->
 def _completion_options(parser: argparse.ArgumentParser, environ: dict[str, str]) -> None:
     from . import completion
 
-    parser.add_argument("shell", choices=completion.SHELLS)
+    parser.add_argument("shell", choices=completion.SHELLS, type=str.lower)
 
 
 _OPTIONS = {"run": _run_options, "demo": _demo_options, "scrub": _scrub_options,
@@ -356,6 +356,11 @@ def _add_run_options(
         "--log-level", type=_log_level, default=environ.get("HYDRAFUSION_LOG_LEVEL") or "INFO",
         help="DEBUG, INFO, WARNING or ERROR [$HYDRAFUSION_LOG_LEVEL, default INFO]",
     )
+
+
+def _is_none(value: str | None) -> bool:
+    """`none`, the word that turns an output off, in any case (`--otlp-endpoint NONE`)."""
+    return value is not None and value.strip().lower() == "none"
 
 
 def _cli_otel_path(value: str) -> Path | None:
@@ -533,11 +538,11 @@ def run_config(args: argparse.Namespace, environ: dict[str, str]) -> Config:
     from ..outputs.otlp import parse_headers
 
     # A metrics server would live for a moment only under --once: the textfile serves.
-    bind = None if args.metrics_address == "none" else parse_address(args.metrics_address)
+    bind = None if _is_none(args.metrics_address) else parse_address(args.metrics_address)
     serve = bind is not None and not args.once
     push_url = metrics_push_url(args.otlp_metrics_endpoint, environ)
     history_url, history_headers = None, {}
-    if args.history_url != "none":
+    if not _is_none(args.history_url):
         history_url, history_headers = history_endpoint(args.history_url, environ)
         pushed = push_url is not None and not args.history_labels
         if not pushed and not {"job", "instance"} <= set(args.history_labels):

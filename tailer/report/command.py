@@ -70,23 +70,23 @@ def add_arguments(parser: argparse.ArgumentParser, state_dir: Path) -> None:
     parser.add_argument("--model", help="turns with a leg on this model (part of its name, any case)")
     parser.add_argument("--pattern", help="turns of this pattern, any case (single, cascade, critique, ...; "
                         "fallback: route failures; ordinary: prompts without fusion)")
-    parser.add_argument("--format", choices=FORMATS, default="table",
+    parser.add_argument("--format", choices=FORMATS, default="table", type=str.lower,
                         help="what to print: a table (default), one JSON document, CSV with "
                         "one row per leg, or CSV with one row per model call")
     parser.add_argument("--html", type=user_path, metavar="FILE",
                         help="write one self-contained HTML page to FILE instead")
     parser.add_argument("--watch", action="store_true",
                         help="keep the table on screen, redrawn as turns arrive (Ctrl-C ends)")
-    parser.add_argument("--by", choices=GROUPINGS,
+    parser.add_argument("--by", choices=GROUPINGS, type=str.lower,
                         help="one table (or CSV) of the HydraFusion turns by day, ISO week, "
                         "month or session")
-    parser.add_argument("--order", choices=("asc", "desc"),
+    parser.add_argument("--order", choices=("asc", "desc"), type=str.lower,
                         help="with --by: oldest first (asc, default) or newest first (desc)")
     parser.add_argument("--breakdown", action="store_true",
                         help="with --by: a row per model inside each group")
     parser.add_argument("--timezone", metavar="NAME",
                         help="the time zone of days, weeks, months and times shown: an IANA "
-                        "name (Europe/Berlin); default the system's")
+                        "name, any case (Europe/Berlin, utc); default the system's")
     parser.add_argument("--turns", type=_count, metavar="N",
                         help="the table lists only the newest N turns (0: the summary alone)")
     parser.add_argument("--no-cache", action="store_true",
@@ -234,8 +234,8 @@ def _check_views(args: argparse.Namespace) -> None:
 
 
 def time_zone(name: str | None) -> tzinfo | None:
-    """The report's time zone: an IANA zone, or None for the system's (daylight saving
-    included). Raises ValueError for an unknown name."""
+    """The report's time zone: an IANA zone named in any case, or None for the system's
+    (daylight saving included). Raises ValueError for an unknown name."""
     if name is None:
         return None
     import zoneinfo  # here: finding the zone files' folders costs every start-up otherwise
@@ -243,8 +243,14 @@ def time_zone(name: str | None) -> tzinfo | None:
     try:
         return zoneinfo.ZoneInfo(name)
     except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+        pass
+    # In another case (`utc`, `europe/berlin`): the zone of that name, as the IANA spells it.
+    # Listing the zones reads the zone files' folders, so only a name not found costs it.
+    spelled = {zone.lower(): zone for zone in zoneinfo.available_timezones()}.get(name.lower())
+    if spelled is None:
         raise ValueError(f"--timezone {printable(name)!r} is not a time zone name "
-                         "(e.g. Europe/Berlin, UTC)") from None
+                         "(e.g. Europe/Berlin, UTC)")
+    return zoneinfo.ZoneInfo(spelled)
 
 
 @contextlib.contextmanager
