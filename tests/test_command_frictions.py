@@ -173,6 +173,68 @@ def test_hints_name_the_command_as_it_was_run(tmp_path):
     assert "-m tailer" not in as_script.stderr
 
 
+# -- Options that would do nothing are refused ------------------------------------------------
+
+RUN = ["--otlp-endpoint", "none", "--state-dir", "{state}", "--checkpoint", "{tmp}/checkpoint.json"]
+
+
+@pytest.mark.parametrize("command, named", [
+    (["report", "--demo", "--state-dir", "{state}"], "--state-dir"),
+    (["doctor", "--cli", "{tmp}", "--state-dir", "{state}"], "--state-dir"),
+    (["run", *RUN, "--metrics-address", "none", "--once", "--wait-for-state-dir"],
+     "--wait-for-state-dir"),
+    (["run", *RUN, "--once", "--metrics-address", "127.0.0.1:0"], "--metrics-address"),
+    (["run", *RUN, "--metrics-address", "none", "--once", "--otlp-metrics-interval", "5"],
+     "--otlp-metrics-interval"),
+    (["run", *RUN, "--metrics-address", "none", "--once", "--history-labels", "job=a,instance=b"],
+     "--history-labels"),
+    (["run", *RUN, "--metrics-address", "none", "--once", "--cli-otel", "{tmp}/otel.jsonl"],
+     "--cli-otel"),
+    (["demo", *RUN, "--metrics-address", "none", "--once", "--otlp-metrics-interval", "5"],
+     "--otlp-metrics-interval"),
+])
+def test_an_option_that_would_do_nothing_is_refused(tmp_path, command, named):
+    Session(tmp_path / "state").add()
+    done = subprocess.run([sys.executable, "-m", "tailer",
+                           *(word.format(state=tmp_path / "state", tmp=tmp_path) for word in command)],
+                          cwd=ROOT, env=tailer_env(), capture_output=True, text=True, timeout=30)
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert named in done.stderr.splitlines()[0]
+    assert not (tmp_path / "checkpoint.json").exists()
+
+
+def test_what_a_variable_sets_is_not_refused_with_the_options_it_does_not_matter_to(tmp_path):
+    """$COPILOT_STATE_DIR with --demo, $HYDRAFUSION_METRICS_ADDRESS with --once: set for
+    every run, they are no mistake of this one."""
+    Session(tmp_path / "state").add()
+    done = run_report("--demo", "--format", "json", env=tailer_env(COPILOT_STATE_DIR=str(tmp_path)))
+    assert done.returncode == 0, done.stderr
+    done = run_tailer("run", "--once", "--otlp-endpoint", "none", "--metrics-address", "none",
+                      "--state-dir", str(tmp_path / "state"), "--checkpoint", str(tmp_path / "c.json"),
+                      env=tailer_env(HYDRAFUSION_METRICS_ADDRESS="127.0.0.1:0",
+                                     HYDRAFUSION_WAIT_FOR_STATE_DIR="1"))
+    assert done.returncode == 0, done.stderr
+
+
+def test_a_watch_reads_in_the_processes_jobs_asks_for(tmp_path, monkeypatch):
+    """--jobs was ignored by --watch, which always read in one process per CPU."""
+    Session(tmp_path / "state").add()
+    asked = []
+    through_cache = report_live.gather.through_cache
+
+    def recorded(*args, workers, **kwargs):
+        asked.append(workers)
+        return through_cache(*args, workers=workers, **kwargs)
+
+    monkeypatch.setattr(report_live.gather, "through_cache", recorded)
+    live = report_live.LiveTurns(tmp_path / "state", report.Selection(), workers=3)
+    try:
+        live.poll(0)
+    finally:
+        live.close()
+    assert asked == [3] and len(live.turns) == 1
+
+
 # -- Words the command line knows, in any case -------------------------------------------------
 
 

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 COMMANDS = ("run", "demo", "scrub", "doctor", "report", "completion")
 EXIT_INTERRUPTED = 130  # the shells' code for a command ended by Ctrl-C
 EXIT_USAGE = 2
+DEFAULT_METRICS_ADDRESS = "127.0.0.1:9464"
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 # The tailer's own setting, and the CLI's (README.md, "The CLI's own telemetry").
 CLI_OTEL_ENV = "HYDRAFUSION_CLI_OTEL_PATH"
@@ -296,7 +297,7 @@ def _add_run_options(
     )
     parser.add_argument(
         "--metrics-address", metavar="HOST:PORT|none",
-        default=environ.get("HYDRAFUSION_METRICS_ADDRESS") or "127.0.0.1:9464",
+        default=environ.get("HYDRAFUSION_METRICS_ADDRESS") or DEFAULT_METRICS_ADDRESS,
         help="where to serve /metrics, or `none` [$HYDRAFUSION_METRICS_ADDRESS, "
         "default 127.0.0.1:9464]",
     )
@@ -475,6 +476,9 @@ def main(argv: list[str] | None = None, environ: dict[str, str] | None = None) -
     if args.command == "doctor":
         from . import doctor
 
+        if args.cli is not None and args.state_dir != default_state_dir(environ):
+            _usage_error("hydrafusion-tailer doctor: --cli checks the CLI's event schema, no "
+                         "session logs: it takes no --state-dir", " doctor")
         return doctor.main(args, environ)
     if args.command == "scrub":
         from . import scrub
@@ -520,6 +524,10 @@ def _report(args: argparse.Namespace, environ: dict[str, str]) -> int:
     traceback."""
     from ..report import command as report
 
+    if args.demo and args.state_dir != default_state_dir(environ):
+        # Judged by its value: $COPILOT_STATE_DIR, set for every report, is no mistake.
+        return report.refused(ValueError("--demo reports on the bundled example sessions: "
+                                         "it takes no --state-dir"))
     try:
         with report.stops_as_interrupt():
             if args.demo:
@@ -529,6 +537,33 @@ def _report(args: argparse.Namespace, environ: dict[str, str]) -> int:
             return report.main(args, environ)
     except KeyboardInterrupt:  # outside --watch, which ends on it with 0: cut short
         return EXIT_INTERRUPTED
+
+
+def _ignored(args: argparse.Namespace, environ: dict[str, str], push_url: str | None,
+             history_url: str | None) -> str | None:
+    """Why an option typed for `run` or `demo` would do nothing in this run, or None. An
+    option its variable could have set is judged only when the variable is not set: one is
+    often set for every run (the stack sets several), and is no mistake of the run's."""
+    if args.once and args.wait_for_state_dir and not _flag(environ, "HYDRAFUSION_WAIT_FOR_STATE_DIR"):
+        return "--once does not wait for the state folder: leave --wait-for-state-dir out"
+    if (args.once and not _is_none(args.metrics_address)
+            and not environ.get("HYDRAFUSION_METRICS_ADDRESS")
+            and args.metrics_address != DEFAULT_METRICS_ADDRESS):
+        return ("--once serves no /metrics (its figures go to --textfile): leave "
+                "--metrics-address out")
+    if args.otlp_metrics_interval is not None and push_url is None:
+        return ("--otlp-metrics-interval is how often the metrics are pushed: it needs "
+                "--otlp-metrics-endpoint (or OTEL_METRICS_EXPORTER=otlp)")
+    if (args.history_labels and not environ.get("HYDRAFUSION_HISTORY_LABELS")
+            and history_url is None and push_url is None):
+        return ("--history-labels label the history (--history-url) or the pushed metrics "
+                "(--otlp-metrics-endpoint): give one of them, or leave it out")
+    cli_otel = getattr(args, "cli_otel", "none")
+    if (not _is_none(cli_otel) and cli_otel != default_cli_otel(environ)
+            and _is_none(args.otlp_endpoint)):
+        return ("--cli-otel relays the CLI's telemetry with the traces: it takes no "
+                "--otlp-endpoint none")
+    return None
 
 
 def run_config(args: argparse.Namespace, environ: dict[str, str]) -> Config:
@@ -548,6 +583,9 @@ def run_config(args: argparse.Namespace, environ: dict[str, str]) -> Config:
         if not pushed and not {"job", "instance"} <= set(args.history_labels):
             raise ValueError("--history-url needs --history-labels job=...,instance=..., "
                              "or the metrics pushed (--otlp-metrics-endpoint)")
+    ignored = _ignored(args, environ, push_url, history_url)
+    if ignored:
+        raise ValueError(ignored)
     if args.textfile is not None:
         check_output_file("--textfile", args.textfile)
     if is_folder("--checkpoint", args.checkpoint):  # it would be moved aside as unreadable and replaced

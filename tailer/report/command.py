@@ -316,7 +316,8 @@ def _report(args: argparse.Namespace, environ: dict[str, str], state_dir: Path,
         from . import live  # imported by --watch alone: the inotify watcher costs start-up
 
         return live.watch(state_dir, selection, filters_of(args), sys.stdout,
-                          color=color, zone=zone, on_pass=on_pass, cache_path=cache_path)
+                          color=color, zone=zone, on_pass=on_pass, cache_path=cache_path,
+                          jobs=args.jobs)
     if not found:
         return _nothing_found(state_dir, exists=False)
     try:
