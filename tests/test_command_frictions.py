@@ -12,6 +12,7 @@ import subprocess
 import sys
 import termios
 import time
+from collections import Counter
 from datetime import datetime, timedelta, timezone
 from zoneinfo import ZoneInfo
 
@@ -171,6 +172,59 @@ def test_hints_name_the_command_as_it_was_run(tmp_path):
         cwd=ROOT, env=tailer_env(), capture_output=True, text=True, timeout=60)
     assert "`hydrafusion-tailer report --demo`" in as_script.stderr
     assert "-m tailer" not in as_script.stderr
+
+
+# -- A filter that matches nothing names what there is -----------------------------------------
+
+
+def demo_truth() -> list[dict]:
+    done = run_report("--demo", "--format", "json")
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)["turns"]
+
+
+@pytest.mark.parametrize("options", [["--pattern", "foo"], ["--session", "nope"], ["--model", "x"],
+                                     ["--since", "2020-01-01", "--until", "2020-02-01"],
+                                     ["--session", "c523b6e0", "--pattern", "foo"]])
+def test_a_filter_that_matches_nothing_names_what_there_is(options):
+    """Exit 1 and what the logs hold, per filter, where a table of zeros (and the CLI totals
+    of every session) said nothing, exit 0."""
+    turns = demo_truth()
+    done = run_report("--demo", *options)
+    assert done.returncode == 1 and done.stdout == "" and "Traceback" not in done.stderr
+    first, *named = done.stderr.splitlines()
+    assert first.startswith(f"No turn matches {' '.join(options)} (")
+    if "--session" in options and "c523b6e0" in options:
+        turns = [turn for turn in turns if turn["session_id"].startswith("c523b6e0")]
+    expected = []
+    if "nope" in options:
+        ids = sorted({turn["session_id"] for turn in turns})
+        assert named[0].startswith(f"  --session nope: no session id starts with it; the closest "
+                                   f"of {len(ids)} sessions: ")
+        assert set(named[0].split(": ")[-1].split(", ")) <= set(ids) and len(named) == 1
+        return
+    if "--pattern" in options:
+        seen = Counter(turn["pattern"] for turn in turns)
+        expected.append("  --pattern foo: the patterns seen: " + ", ".join(
+            f"{pattern} ({count})" for pattern, count in sorted(seen.items(), key=lambda i: (-i[1], i[0]))))
+    if "--model" in options:
+        models = {leg["model"] for turn in turns for leg in turn["legs"]} | {
+            turn["model"] for turn in turns if turn["kind"] != "fusion"}
+        assert named[0].startswith("  --model x: the models seen: ")
+        assert set(named[0].partition("seen: ")[2].split(", ")) == models
+        return
+    if "--since" in options:
+        starts = sorted(datetime.fromisoformat(turn["start"]) for turn in turns)
+        expected.append(f"  --since 2020-01-01 --until 2020-02-01: the turns began from "
+                        f"{starts[0]:%Y-%m-%d %H:%M} to {starts[-1]:%Y-%m-%d %H:%M}")
+    assert named == expected
+
+
+def test_a_program_still_gets_its_document_when_nothing_matches():
+    done = run_report("--demo", "--format", "json", "--pattern", "foo")
+    assert done.returncode == 1 and json.loads(done.stdout)["turns"] == []
+    done = run_report("--demo", "--format", "csv", "--pattern", "foo")
+    assert done.returncode == 1 and done.stdout.startswith("session_id,")
 
 
 # -- Options that would do nothing are refused ------------------------------------------------

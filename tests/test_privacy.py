@@ -252,6 +252,11 @@ def test_no_text_in_any_report_format(tmp_path):
             done = run_report("--state-dir", str(state), *options, env=env)
             assert done.returncode == 0, done.stderr
             outputs[name + run] = page.read_text() if name == "HTML" else done.stdout + done.stderr
+    # Filters matching nothing: what there is instead, named (sessions, patterns, models, times).
+    done = run_report("--state-dir", str(state), "--session", "none-such", "--pattern", "none-such",
+                      "--model", "none-such", "--since", "2000-01-01", "--until", "2000-01-02", env=env)
+    assert done.returncode == 1, done.stderr
+    outputs["no match"] = done.stdout + done.stderr
     caches = sorted(path for path in (tmp_path / "cache").rglob("*") if path.is_file())
     assert caches, "no cache was written: the test would prove nothing"
     for path in caches:

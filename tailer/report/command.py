@@ -39,7 +39,7 @@ from .gather import WorkerFailed, default_jobs, gather
 from .read import Selection
 from ..copilot.problems import folder_problem, state_dir_problem
 
-EXIT_NO_SESSIONS = 1
+EXIT_NO_SESSIONS = 1  # and no turn that the filters choose: nothing to report either way
 EXIT_USAGE = 2
 FORMATS = ("table", "json", "csv", "csv-calls")
 GROUPINGS = ("day", "week", "month", "session")
@@ -353,6 +353,15 @@ def _report(args: argparse.Namespace, environ: dict[str, str], state_dir: Path,
             problems[session_id] = folder_problem(session_id, error)
     for problem in sorted(problems.values()):
         print(f"hydrafusion-tailer report: {problem}", file=sys.stderr)
+    def matched_nothing() -> int:
+        return _matched_nothing(args, logs, len(wanted), lambda chosen: gather(
+            logs, {sid for sid in logs if chosen.wants_session(sid)}, chosen, zone,
+            now=now.timestamp(), cache_path=cache_path, workers=args.jobs or default_jobs()).rows)
+
+    # A table or page of zeros says nothing; a program's JSON or CSV is still a document.
+    nothing = bool(filters_of(args)) and not gathered.rows and not gathered.in_flight
+    if nothing and (args.html or args.format == "table"):
+        return matched_nothing()
     in_flight = []
     if gathered.in_flight:
         from .now import in_flight_row  # here: turns are seldom running, and it costs start-up
@@ -401,6 +410,8 @@ def _report(args: argparse.Namespace, environ: dict[str, str], state_dir: Path,
     except BrokenPipeError:
         # `report | head`: the reader has all it wanted.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    if nothing:
+        return matched_nothing()
     if not figures.turns and args.format == "table":
         print(_no_turns_hint(len(logs), len(wanted), filters_of(args)), file=sys.stderr)
     return 0
@@ -458,6 +469,18 @@ def _nothing_found(state_dir: Path, *, exists: bool) -> int:
     )
     # A folder that is not there is input the user must mend; an empty one is nothing to report.
     return EXIT_NO_SESSIONS if exists else EXIT_USAGE
+
+
+def _matched_nothing(args: argparse.Namespace, logs: dict[str, Path], read: int, rows_of) -> int:
+    """The filters chose no turn: what there is instead (no_match.py), and exit 1, nothing
+    to report."""
+    from .no_match import what_there_is  # here: only a report that matched nothing needs it
+
+    filters = filters_of(args)
+    lines = what_there_is(filters, sorted(logs), rows_of)
+    print(_no_turns_hint(len(logs), read, filters), *(f"  {line}" for line in lines),
+          sep="\n", file=sys.stderr)
+    return EXIT_NO_SESSIONS
 
 
 def _no_turns_hint(found: int, read: int, filters: dict[str, str]) -> str:
