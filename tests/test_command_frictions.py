@@ -6,6 +6,7 @@ import json
 import os
 import pty
 import random
+import re
 import signal
 import struct
 import subprocess
@@ -225,6 +226,47 @@ def test_a_program_still_gets_its_document_when_nothing_matches():
     assert done.returncode == 1 and json.loads(done.stdout)["turns"] == []
     done = run_report("--demo", "--format", "csv", "--pattern", "foo")
     assert done.returncode == 1 and done.stdout.startswith("session_id,")
+
+
+# -- A log of random bytes is named as damaged, not counted as lines of no type -----------------
+
+
+def random_bytes_beside_a_real_log(state):
+    Session(state).add()  # a real session, with a turn
+    rng = random.Random(40)
+    for name, data in (("noise", bytes(rng.randrange(256) for _ in range(20_000))),
+                       ("nul-padded", b"\0" * 4096 + b"\n" + b"\xff\xfe garbage\n" * 50)):
+        (state / name).mkdir()
+        (state / name / "events.jsonl").write_bytes(data.replace(b'{"type"', b"{"))
+    started = SessionWriter("started-only", datetime(2026, 11, 4, 9, tzinfo=timezone.utc))
+    started.write(state)  # session.start alone: a log of events, with no turn
+    return state
+
+
+def test_doctor_names_a_log_of_random_bytes_as_damaged(tmp_path):
+    state = random_bytes_beside_a_real_log(tmp_path / "state")
+    done = run_tailer("doctor", "--state-dir", str(state))
+    assert done.returncode == 1 and "Traceback" not in done.stderr  # drift
+    out = done.stdout
+    for name in ("noise", "nul-padded"):
+        assert (f"  session {name}: no line of its log is an event (damaged, or not a Copilot CLI "
+                "log); skipped") in out.partition("Damaged logs\n")[2].partition("\n\n")[0]
+    assert "started-only" not in out.partition("Damaged logs\n")[2].partition("\n\n")[0]
+    assert re.search(r"\n  damaged logs \(no line an event\) +2\n", out)
+    assert "(no type)" not in out.partition("Event types (lines)")[2].partition("\n\n")[0]
+    assert "session.start" in out.partition("Event types (lines)")[2]
+
+
+def test_the_report_names_a_log_of_random_bytes_as_damaged(tmp_path):
+    state = random_bytes_beside_a_real_log(tmp_path / "state")
+    for options in ([], ["--format", "json"]):
+        done = run_report("--state-dir", str(state), "--no-cache", *options)
+        assert done.returncode == 0 and "Traceback" not in done.stderr
+        named = [line for line in done.stderr.splitlines() if "no line of its log is an event" in line]
+        assert named == [f"hydrafusion-tailer report: session {name}: no line of its log is an event "
+                         "(damaged, or not a Copilot CLI log); skipped" for name in ("noise", "nul-padded")]
+    document = json.loads(done.stdout)
+    assert document["skipped"]["unreadable_logs"] == 2 and len(document["turns"]) == 1
 
 
 # -- Options that would do nothing are refused ------------------------------------------------

@@ -37,7 +37,8 @@ from .cache import cache_file
 from .figures import GROUPINGS, snapshot
 from .gather import WorkerFailed, default_jobs, gather
 from .read import Selection
-from ..copilot.problems import folder_problem, state_dir_problem
+from ..copilot.problems import folder_problem, no_event_problem, state_dir_problem
+from ..turns.session_log import holds_no_event
 
 EXIT_NO_SESSIONS = 1  # and no turn that the filters choose: nothing to report either way
 EXIT_USAGE = 2
@@ -351,6 +352,12 @@ def _report(args: argparse.Namespace, environ: dict[str, str], state_dir: Path,
     for session_id, error in unreadable.items():
         if selection.wants_session(session_id):
             problems[session_id] = folder_problem(session_id, error)
+    # A log that gave nothing may be no log at all (random bytes): named, not a quiet zero.
+    quiet = wanted - problems.keys() - {row.session_id for row in gathered.rows} - {
+        turn.session_id for turn in gathered.in_flight}
+    for session_id in sorted(quiet):
+        if holds_no_event(logs[session_id]):
+            problems[session_id] = no_event_problem(session_id)
     for problem in sorted(problems.values()):
         print(f"hydrafusion-tailer report: {problem}", file=sys.stderr)
     def matched_nothing() -> int:
