@@ -409,7 +409,8 @@ def parse_args(argv: list[str], environ: dict[str, str]) -> argparse.Namespace:
     that is no command, or an option the command does not have, is named with the closest
     one there is. SystemExit for each of these, and for argparse's own errors."""
     if not argv:
-        sys.exit(print(commands_text(), file=sys.stderr) or EXIT_USAGE)
+        print(commands_text(), file=sys.stderr)
+        sys.exit(EXIT_USAGE)
     if argv[0] not in (*COMMANDS, "-h", "--help", "--version"):
         if not argv[0].startswith("-"):
             _unknown("hydrafusion-tailer", "command", argv[0], COMMANDS, "")
@@ -438,7 +439,7 @@ def commands_text() -> str:
     return "\n".join(lines + ["", f"`{command} COMMAND --help` lists a command's options."])
 
 
-def _unknown(prog: str, what: str, name: str, known, command: str) -> None:
+def _unknown(prog: str, what: str, name: str, known: Collection[str], command: str) -> None:
     """Exit 2 naming `name`, which is no `what` of `prog`, and the closest of `known` (by
     their names without dashes, which every option shares)."""
     import difflib

@@ -352,14 +352,10 @@ def _report(args: argparse.Namespace, environ: dict[str, str], state_dir: Path,
     for session_id, error in unreadable.items():
         if selection.wants_session(session_id):
             problems[session_id] = folder_problem(session_id, error)
-    # A log that gave nothing may be no log at all (random bytes): named, not a quiet zero.
-    quiet = wanted - problems.keys() - {row.session_id for row in gathered.rows} - {
-        turn.session_id for turn in gathered.in_flight}
-    for session_id in sorted(quiet):
-        if holds_no_event(logs[session_id]):
-            problems[session_id] = no_event_problem(session_id)
+    problems.update(_no_event_logs(logs, wanted - problems.keys(), gathered))
     for problem in sorted(problems.values()):
         print(f"hydrafusion-tailer report: {problem}", file=sys.stderr)
+
     def matched_nothing() -> int:
         return _matched_nothing(args, logs, len(wanted), lambda chosen: gather(
             logs, {sid for sid in logs if chosen.wants_session(sid)}, chosen, zone,
@@ -476,6 +472,16 @@ def _nothing_found(state_dir: Path, *, exists: bool) -> int:
     )
     # A folder that is not there is input the user must mend; an empty one is nothing to report.
     return EXIT_NO_SESSIONS if exists else EXIT_USAGE
+
+
+def _no_event_logs(logs: dict[str, Path], read: set[str], gathered) -> dict[str, str]:
+    """Of the logs `read` that gave no turn, those that hold no event (random bytes, another
+    program's file), each with its one line: named as damaged, not taken for a session that
+    did nothing. Only their heads are looked at (session_log.holds_no_event)."""
+    quiet = read - {row.session_id for row in gathered.rows} - {
+        turn.session_id for turn in gathered.in_flight}
+    return {session_id: no_event_problem(session_id) for session_id in sorted(quiet)
+            if holds_no_event(logs[session_id])}
 
 
 def _matched_nothing(args: argparse.Namespace, logs: dict[str, Path], read: int, rows_of) -> int:
