@@ -253,8 +253,8 @@ def test_a_warm_report_reads_the_ledger_as_it_is_now(home, tmp_path):
 
 def test_ledger_takes_neither_watch_nor_demo(home):
     state_dir, ledger, _ = home
-    for extra in (["--watch"], ["--demo"]):
-        done = run_report("--state-dir", str(state_dir), "--ledger", str(ledger), *extra)
+    for extra in (["--state-dir", str(state_dir), "--watch"], ["--demo"]):
+        done = run_report("--ledger", str(ledger), *extra)
         assert done.returncode == 2 and "--ledger" in done.stderr and "Traceback" not in done.stderr
     demo = json.loads(run_report("--demo", "--format", "json").stdout)
     assert demo["ledger"]["status"] == "off"

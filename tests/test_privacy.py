@@ -268,6 +268,11 @@ def test_no_text_in_any_report_format(tmp_path):
             done = run_report("--state-dir", str(state), *options, env=env)
             assert done.returncode == 0, done.stderr
             outputs[name + run] = page.read_text() if name == "HTML" else done.stdout + done.stderr
+    # Filters matching nothing: what there is instead, named (sessions, patterns, models, times).
+    done = run_report("--state-dir", str(state), "--session", "none-such", "--pattern", "none-such",
+                      "--model", "none-such", "--since", "2000-01-01", "--until", "2000-01-02", env=env)
+    assert done.returncode == 1, done.stderr
+    outputs["no match"] = done.stdout + done.stderr
     footer = statusline_lines(state, env)
     footer_states = sorted((tmp_path / "cache" / "hydrafusion" / "statusline").iterdir())
     assert footer_states, "no state of the footer's line was saved: the test would prove nothing"

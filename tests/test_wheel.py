@@ -130,3 +130,16 @@ def test_report_demo_works_when_installed_with_pipx(wheel, tmp_path):
     run(["pipx", "install", "--pip-args=--no-index --no-deps", str(wheel)], cwd=tmp_path,
         env=env)
     assert_is_the_fixtures(demo_report(tmp_path / "bin" / "hydrafusion-tailer", tmp_path))
+
+
+def test_the_installed_commands_hints_name_it_as_installed(installed, tmp_path):
+    """A hint names the command the user ran: `hydrafusion-tailer`, not `python3 -m tailer`,
+    which fails where only the script is on PATH."""
+    (tmp_path / "empty").mkdir()
+    done = subprocess.run([str(installed), "report", "--state-dir", str(tmp_path / "empty")],
+                          cwd=tmp_path, env=clean_env(), capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1 and "`hydrafusion-tailer report --demo`" in done.stderr, done.stderr
+    assert "-m tailer" not in done.stderr
+    bare = subprocess.run([str(installed)], cwd=tmp_path, env=clean_env(), capture_output=True,
+                          text=True, timeout=60)
+    assert bare.returncode == 2 and bare.stderr.startswith("usage: hydrafusion-tailer COMMAND")

@@ -34,7 +34,7 @@ from ..copilot.files import find_logs
 from ..copilot.ledger import chosen_ledger
 from ..path_options import is_folder
 from ..printable import printable
-from ..copilot.problems import folder_problem, state_dir_problem
+from ..copilot.problems import folder_problem, no_event_problem, state_dir_problem
 from ..turns.session_log import Read, SessionLog
 from ..turns.assembly import Reconciliation
 from ..turns import ledger_check
@@ -57,6 +57,7 @@ class Findings:
     sessions: int = 0
     lines: int = 0
     unreadable: dict[str, str] = field(default_factory=dict)  # session id -> its problem
+    damaged: dict[str, str] = field(default_factory=dict)  # logs with lines, none an event
     versions: Counter = field(default_factory=Counter)  # CLI version -> sessions
     fusion_ids: set[str] = field(default_factory=set)
     route_failures: int = 0
@@ -72,7 +73,7 @@ class Findings:
     @property
     def drift(self) -> bool:
         return bool(self.unknown_types or self.unknown_fields or self.missing_fields
-                    or self.malformed or self.disagreements or self.ledger.differ
+                    or self.malformed or self.disagreements or self.damaged or self.ledger.differ
                     or self.ledger.status == ledger_check.UNKNOWN_LAYOUT)
 
 
@@ -118,12 +119,18 @@ def examine(state_dir: Path, ledger: Path | None = None) -> Findings:
         findings.unreadable[session_id] = folder_problem(session_id, error)
     for session_id, path in sorted(logs.items()):
         versions: set[str] = set()
+        types: Counter = Counter()  # the session's lines by type, added once it is read
         # Every line: unlike the daemon, doctor tallies the types of lines that are not fusion.
         session = SessionLog(session_id, path, every_line=True)
         for read in session.read():
-            version = _examine_line(findings, read)
+            version = _examine_line(findings, read, types)
             if version is not None:
                 versions.add(version)
+        if types.keys() == {NO_TYPE}:  # lines, and none an event: no log, not a log's lines
+            findings.damaged[session_id] = no_event_problem(session_id)
+        else:
+            for name, count in types.items():
+                _tally(findings.event_types, name, count)
         if session.problem is not None:
             findings.unreadable[session_id] = session.problem
         else:
@@ -139,13 +146,14 @@ def examine(state_dir: Path, ledger: Path | None = None) -> Findings:
     return findings
 
 
-def _examine_line(findings: Findings, read: Read) -> str | None:
+def _examine_line(findings: Findings, read: Read, types: Counter) -> str | None:
     """Count one line (its record judged and fed to its turns by SessionLog, as the daemon
-    reads it); return the CLI version when it is a `session.start` naming one."""
+    reads it) and its type into its session's `types`; return the CLI version when it is a
+    `session.start` naming one."""
     line, record = read.line, read.record
     findings.lines += 1
     event_type = events.event_type_of(line.data)
-    _tally(findings.event_types, event_type or NO_TYPE)
+    _tally(types, event_type or NO_TYPE)
     if isinstance(record, events.Malformed):
         findings.malformed[record.reason] += 1
     elif isinstance(record, events.Event):
@@ -165,11 +173,11 @@ def _examine_line(findings: Findings, read: Read) -> str | None:
     return None
 
 
-def _tally(counter: Counter, key, *, others=OTHERS) -> None:
+def _tally(counter: Counter, key, count: int = 1, *, others=OTHERS) -> None:
     if key in counter or len(counter) < MAX_NAMES:
-        counter[key] += 1
+        counter[key] += count
     else:
-        counter[others] += 1
+        counter[others] += count
 
 
 def render(state_dir: Path, findings: Findings) -> str:
@@ -179,10 +187,13 @@ def render(state_dir: Path, findings: Findings) -> str:
         ("sessions found", findings.sessions),
         ("lines read", findings.lines),
         ("unreadable logs", len(findings.unreadable)),
+        ("damaged logs (no line an event)", len(findings.damaged)),
     ])
     if findings.unreadable:
         out += _table("Unreadable logs", [(problem,) for _, problem in
                                           sorted(findings.unreadable.items())])
+    if findings.damaged:
+        out += _table("Damaged logs", [(problem,) for _, problem in sorted(findings.damaged.items())])
     out += _table("Copilot CLI versions (sessions)", _by_count(findings.versions))
     out += _table("Fusion turns", [
         ("turns (distinct fusion ids)", len(findings.fusion_ids)),
@@ -205,7 +216,7 @@ def render(state_dir: Path, findings: Findings) -> str:
     out += _ledger_lines(findings.ledger)
     if findings.drift:
         out.append("Drift found: the tailer may miss or misread turns in these logs "
-                   "(a CLI upgrade, damaged lines or sums that differ from the CLI's "
+                   "(a CLI upgrade, damaged lines or logs, or sums that differ from the CLI's "
                    "totals or ledger; see above).")
     elif not findings.sessions:
         out.append("Nothing to check: no session logs (*/events.jsonl) in this folder.")

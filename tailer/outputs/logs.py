@@ -6,7 +6,8 @@ models=... aiu=...` (phases: the turn's legs), and for a prompt answered without
 `ordinary {key[:20]} model=... calls=... tools=... aiu=...` (`aiu=unknown` when a call's
 usage record gives no credits). The first turn of a version
 of the router's policy adds `router policy_version=... first seen: plan_version=...
-rule_id=... turn {id[:20]} at {start, UTC}` (tailer/outputs/policy_versions.py). Warnings
+rule_id=... turn {id[:20]} at {start, UTC}` (tailer/outputs/policy_versions.py); past the
+first 32 versions, `router: N more policy versions first seen ...` once a day. Warnings
 about damaged lines name the file and line number and the reason, never the line's text,
 which may hold a prompt or an answer.
 
@@ -82,6 +83,20 @@ def policy_line(turn: Turn) -> str:
             f" plan_version={resolved.plan_version or 'unknown'}"
             f" rule_id={resolved.rule_id or 'unknown'} turn {turn.key[:20]}"
             f" at {start:%Y-%m-%dT%H:%M:%SZ}")
+
+
+def held_policies_line(count: int, newest: str, logged: int, since_s: int | None) -> str:
+    """The day's line for the new policy versions past the first `logged`, each of which
+    had no line of its own; `since_s`: the last such line (unix seconds), None if none."""
+    since = "" if since_s is None else f" since {_utc(since_s)}"
+    versions = "version" if count == 1 else "versions"
+    return (f"router: {count} more policy {versions} first seen{since}, the newest "
+            f"policy_version={newest}; past the first {logged}, new versions are counted "
+            "in one line a day")
+
+
+def _utc(seconds: int) -> str:
+    return f"{datetime.fromtimestamp(seconds, timezone.utc):%Y-%m-%dT%H:%M:%SZ}"
 
 
 def log_turn(turn: Turn) -> None:

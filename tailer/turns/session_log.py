@@ -164,6 +164,28 @@ class SessionLog:
         return self.turns.finish_open() if now - modified >= idle_timeout_s else []
 
 
+HEAD_LINES, HEAD_BYTES = 8, 65_536
+
+
+def holds_no_event(path: Path) -> bool:
+    """Whether the log has lines and none of its first HEAD_LINES (within HEAD_BYTES) is an
+    event: random bytes, or another program's file, where the CLI starts every log with
+    `session.start`. For a log that gave a command nothing (a fuller test, every line, is
+    doctor's); cheap: a real log decides on its first line. False when it cannot be read
+    (reading it says why)."""
+    try:
+        with open(path, "rb") as log:
+            head = log.read(HEAD_BYTES)
+            whole = not log.read(1)
+    except OSError:
+        return False
+    lines = head.split(b"\n")
+    if not whole:
+        lines.pop()  # cut short by HEAD_BYTES: not a line
+    lines = [line for line in lines if line.strip()][:HEAD_LINES]
+    return bool(lines) and not any(events.event_type_of(line.strip(b"\0 \t\r")) for line in lines)
+
+
 def finish_tombstone(session_id: str, saved: dict) -> list[Turn]:
     """Finish the open turns of a session whose log vanished, in its saved state too."""
     turns = session_state.turns_from_state(session_id, saved)
