@@ -109,8 +109,9 @@ def run_backfill(state_dir: Path, work: Path, receiver: Receiver, label: str, *,
         launched = subprocess.run([sys.executable, "-c", LAUNCHER, *tailer_command(*options)], cwd=REPO,
                                   env=child_environment(), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                   stderr=log, check=True, text=True)
-    wall, exit_code, peak_kib, _ = launched.stdout.split()
-    return {"wall_s": float(wall), "peak_rss_mb": int(peak_kib) * 1024 / MB, "exit_code": int(exit_code),
+    wall, exit_code, peak_kib, cpu = launched.stdout.split()
+    return {"wall_s": float(wall), "cpu_s": float(cpu), "peak_rss_mb": int(peak_kib) * 1024 / MB,
+            "exit_code": int(exit_code),
             "spans": receiver.spans, "root_spans": receiver.root_spans, "turns": len(receiver.roots),
             "warnings": warnings_in(log_path), "command": tailer_command(*options)}
 
