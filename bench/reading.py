@@ -3,6 +3,7 @@
     python bench/reading.py                  # the full run: 1,000 MB escape-heavy, 500 MB plain
     python bench/reading.py --size-mb 40     # a quick run: 40 MB escape-heavy, 20 MB plain
     python bench/reading.py --update-doc     # and write the table into docs/PERFORMANCE.md
+    python bench/reading.py --prepare-only   # only generate the data, to measure later
 
 On the two kinds of generated data (datagen.py; the plain set half the size of the
 escape-heavy one), each figure the best of --rounds rounds, every reader once a round:
@@ -250,6 +251,8 @@ def main() -> int:
     parser.add_argument("--markdown", type=Path, metavar="FILE", help="also write the table to FILE")
     parser.add_argument("--update-doc", action="store_true",
                         help="also write the table into docs/PERFORMANCE.md, between its markers")
+    parser.add_argument("--prepare-only", action="store_true",
+                        help="generate the data (or find it kept) and stop: measure later, on a quiet machine")
     options = parser.parse_args()
     for name in ("size_mb", "watch_sessions", "rounds"):
         if getattr(options, name) < 1:
@@ -261,6 +264,9 @@ def main() -> int:
         runner.use_bare_python(work / "python")
         sets = [prepare(options.data.resolve(), kind, sizes[kind]) for kind in DATA_KINDS]
         watch_state = old_sessions(options.data.resolve(), options.watch_sessions)
+        if options.prepare_only:
+            progress(f"the data is in {options.data.resolve()}")
+            return 0
         for data in sets:
             warm_up(data, work, ccusage)
         for number in range(1, options.rounds + 1):
