@@ -108,9 +108,15 @@ def ccusage_launcher() -> Path | str:
         return f"not installed: {error}"
 
 
-def ccusage_environment(data: DataSet, home: Path) -> dict[str, str]:
-    """As tests/ccusage.py runs it, with the data set's folder as COPILOT_HOME (its
-    session-state/ is the data; nothing is copied)."""
+def ccusage_command(launcher: Path) -> list[str]:
+    return [str(launcher), "copilot", "session", "--json", "--offline"]
+
+
+def ccusage_environment(data: DataSet, work: Path) -> dict[str, str]:
+    """As tests/ccusage.py runs it, under a HOME of its own (work/ccusage-home, also its
+    working folder), with the data set's folder as COPILOT_HOME (its session-state/ is the
+    data; nothing is copied)."""
+    home = work / "ccusage-home"
     home.mkdir(parents=True, exist_ok=True)
     return {"PATH": os.environ.get("PATH", ""), "HOME": str(home), "NO_COLOR": "1",
             "COPILOT_HOME": str(data.folder)}
@@ -125,8 +131,7 @@ def one_round(data: DataSet, work: Path, ccusage: Path | str) -> None:
     figures.keep("naive", time.perf_counter() - started)
     figures.keep("cat", timed_command(["cat", *map(str, logs)], os.environ.copy()))
     if isinstance(ccusage, Path):
-        figures.keep("ccusage", timed_command([str(ccusage), "copilot", "session", "--json", "--offline"],
-                                              ccusage_environment(data, work / "ccusage-home"),
+        figures.keep("ccusage", timed_command(ccusage_command(ccusage), ccusage_environment(data, work),
                                               cwd=work / "ccusage-home"))
     else:
         figures.keep("ccusage", ccusage)
@@ -156,9 +161,8 @@ def warm_up(data: DataSet, work: Path, ccusage: Path | str) -> None:
     page cache. What each found is checked against the data: the figure of a reader that
     misses turns or sessions would not be one."""
     if isinstance(ccusage, Path):
-        home = work / "ccusage-home"
-        done = subprocess.run([str(ccusage), "copilot", "session", "--json", "--offline"], cwd=home,
-                              env=ccusage_environment(data, home), capture_output=True, text=True)
+        done = subprocess.run(ccusage_command(ccusage), cwd=work / "ccusage-home",
+                              env=ccusage_environment(data, work), capture_output=True, text=True)
         found = len(json.loads(done.stdout)["sessions"]) if done.returncode == 0 else None
         if found != data.summary.files:
             data.notes.append(f"{data.kind}: ccusage found {found} sessions of the data's "
@@ -239,7 +243,7 @@ def preamble(sets: list[DataSet], rounds: int, watch_sessions: int) -> list[str]
             f"Data: {described}; for `--watch`, {watch_sessions:,} one-turn sessions last written days ago."]
 
 
-def main() -> int:
+def parse_options() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size-mb", type=int, default=1000, metavar="MB",
                         help="the escape-heavy data's size; the plain data is half of it (default 1000)")
@@ -257,31 +261,40 @@ def main() -> int:
     for name in ("size_mb", "watch_sessions", "rounds"):
         if getattr(options, name) < 1:
             parser.error(f"--{name.replace('_', '-')}: at least 1")
+    options.data = options.data.resolve()
+    return options
+
+
+def measure(sets: list[DataSet], watch_state: Path, work: Path, rounds: int, ccusage: Path | str) -> float | str:
+    """Every figure of every data set, the best of `rounds` rounds, after a warm-up; then
+    --watch's first drawing, which it returns."""
+    for data in sets:
+        warm_up(data, work, ccusage)
+    for number in range(1, rounds + 1):
+        for data in sets:
+            one_round(data, work, ccusage)
+            progress(f"round {number}, {data.kind}: " + ", ".join(
+                f"{name} {value:.2f}" if isinstance(value, float) else f"{name} failed"
+                for name, value in data.figures.best.items()) + " s (best so far)")
+    return watch_first_drawing(watch_state, work, rounds)
+
+
+def main() -> int:
+    options = parse_options()
     ccusage = ccusage_launcher()
     sizes = {"escape-heavy": options.size_mb, "plain": max(1, options.size_mb // 2)}
     with tempfile.TemporaryDirectory(prefix="tailer-reading-") as temp:
         work = Path(temp)
         runner.use_bare_python(work / "python")
-        sets = [prepare(options.data.resolve(), kind, sizes[kind]) for kind in DATA_KINDS]
-        watch_state = old_sessions(options.data.resolve(), options.watch_sessions)
+        sets = [prepare(options.data, kind, sizes[kind]) for kind in DATA_KINDS]
+        watch_state = old_sessions(options.data, options.watch_sessions)
         if options.prepare_only:
-            progress(f"the data is in {options.data.resolve()}")
+            progress(f"the data is in {options.data}")
             return 0
-        for data in sets:
-            warm_up(data, work, ccusage)
-        for number in range(1, options.rounds + 1):
-            for data in sets:
-                one_round(data, work, ccusage)
-                progress(f"round {number}, {data.kind}: " + ", ".join(
-                    f"{name} {value:.2f}" if isinstance(value, float) else f"{name} failed"
-                    for name, value in data.figures.best.items()) + " s (best so far)")
-        watch = watch_first_drawing(watch_state, work, options.rounds)
+        watch = measure(sets, watch_state, work, options.rounds, ccusage)
     columns = [Column(f"{data.kind}, {data.summary.bytes / MB:,.0f} MB", data.figures) for data in sets]
-    notes = [note for data in sets for note in data.notes]
-    if isinstance(ccusage, str):
-        notes.append(f"ccusage {CCUSAGE_VERSION}: {ccusage}")
     block = markdown(preamble(sets, options.rounds, options.watch_sessions), columns, watch,
-                     options.watch_sessions, CCUSAGE_VERSION, notes)
+                     options.watch_sessions, CCUSAGE_VERSION, [note for data in sets for note in data.notes])
     print(block)
     if options.markdown:
         options.markdown.write_text(block)
