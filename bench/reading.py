@@ -72,9 +72,10 @@ class DataSet:
 
 
 def shape_of(size_mb: int) -> DataShape:
-    """The data of `size_mb`: at 500 MB and over, benchmark.py's full shape (200 sessions,
-    a 50 MB line), so the 1 GB set is the very one it measures; smaller sets have fewer
-    sessions and, under 100 MB, no line of several MB (it would be most of the data)."""
+    """The data of `size_mb`: a session for every 5 MB (10 to 200), so the 1 GB set is the
+    very one benchmark.py measures (200 sessions, a 50 MB line); a 50 MB line from 500 MB
+    up, a 10 MB one from 100 MB, and under that no line of several MB (it would be most of
+    the data)."""
     sessions = max(10, min(200, size_mb // 5))
     huge_line_mb = 50 if size_mb >= 500 else 10 if size_mb >= 100 else 0
     return DataShape(size_mb, sessions, huge_line_mb)
