@@ -1,0 +1,337 @@
+"""Was fusion worth it (issue 42): the prices fitted from the user's calls, the same work on
+one model, the gate and the review, against the truth of generated calls and sessions.
+
+The fit (tailer/report/prices.py) is exact: calls priced by a known linear rule give those
+prices back, and what any tokens would cost at them, to the last nano-credit; noise shows as
+the fit's error, and too few calls, or calls that cannot tell the prices apart, are refused.
+The report's figures are then held to the truth of sessions whose calls cost their tokens
+at known prices (tests/sessiongen.py's `prices`), computed from what the writer chose.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import tempfile
+from collections import defaultdict
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from report_helpers import wanted_turns
+from sessiongen import START, SessionWriter, priced_nano
+from tailer.copilot.files import session_logs
+from tailer.report import prices
+from tailer.report.figures import check_figures, snapshot, turn_row
+from tailer.report.prices import Fit, call_sums
+from tailer.report.read import Selection, SessionReader
+
+NOW = datetime(2026, 12, 1, tzinfo=timezone.utc)
+TYPES = prices.TOKEN_TYPES
+
+
+def fit_of(calls, model="m") -> Fit:
+    """The fit of calls given as (token counts, nano-credits or None)."""
+    return Fit(model, prices.added([call_sums(counts, nano) for counts, nano in calls]))
+
+
+def cost(rule, counts) -> int:
+    return sum(price * count for price, count in zip(rule, counts))
+
+
+token_counts = st.tuples(st.integers(0, 200_000), st.integers(0, 400_000), st.integers(0, 8_000),
+                         st.integers(0, 16_000))
+rules = st.tuples(*[st.integers(0, 20_000)] * 4)  # nano-credits per token, by type
+
+
+def basis(scale: int = 1000) -> list[tuple[int, int, int, int]]:
+    """A call of each type alone: with them, no set of calls leaves two prices alike."""
+    return [tuple(scale * (i == j) for j in range(4)) for i in range(4)]
+
+
+@settings(max_examples=300, deadline=None)
+@given(rule=rules, calls=st.lists(token_counts, min_size=8, max_size=60), asked=token_counts)
+def test_prices_of_a_linear_rule_come_back_exactly(rule, calls, asked):
+    """Each call costs its tokens at `rule`: the fit gives `rule` back to the last digit, no
+    error, and prices any tokens at exactly what the rule says."""
+    counts = basis() + calls
+    fit = fit_of([(c, cost(rule, c)) for c in counts])
+    figures = fit.figures()
+    assert figures.fit == "fitted" and figures.calls == len(counts)
+    assert figures.prices == {name: price / 1e9 for name, price in zip(TYPES, rule)}
+    assert figures.error == 0 and figures.price_errors == dict.fromkeys(TYPES, 0.0)
+    assert figures.relative_error in (0.0, None)
+    assert fit.estimate(asked) == (cost(rule, asked), 0.0)
+
+
+@settings(max_examples=100, deadline=None)
+@given(rule=rules, calls=st.lists(token_counts, min_size=12, max_size=60),
+       seed=st.integers(0, 2**32))
+def test_noise_in_the_credits_shows_as_the_fits_error(rule, calls, seed):
+    """Credits off the rule by up to 5%: the error shown is the spread of the calls around
+    the fitted prices (the residual standard error), and every estimate carries one."""
+    rng = random.Random(seed)
+    counts = basis(10_000) + calls
+    credits = [round(cost(rule, c) * rng.uniform(0.95, 1.05)) + rng.randint(0, 5) for c in counts]
+    fit = fit_of(list(zip(counts, credits)))
+    figures = fit.figures()
+    assert figures.fit == "fitted"
+    fitted = [figures.prices[name] * 1e9 for name in TYPES]
+    residuals = [nano - sum(p * n for p, n in zip(fitted, c)) for c, nano in zip(counts, credits)]
+    spread = math.sqrt(sum(r * r for r in residuals) / (len(counts) - 4)) / 1e9
+    assert figures.error == pytest.approx(spread, rel=1e-6, abs=1e-15)
+    if any(residuals):
+        assert figures.error > 0 and fit.estimate((1000, 1000, 1000, 1000))[1] > 0
+        assert figures.relative_error == pytest.approx(
+            figures.error / (sum(credits) / len(counts) / 1e9), rel=1e-9)
+
+
+@pytest.mark.parametrize("types", [4, 3, 2, 1])
+def test_too_few_calls_are_refused_not_guessed(types):
+    """Three calls per price at the least: one fewer is `too_few_calls`, no price at all."""
+    rule = (3000, 300, 3750, 15000)
+    rng = random.Random(types)
+    calls = [tuple(rng.randint(1, 9000) if i < types else 0 for i in range(4)) for _ in range(3 * types)]
+    enough = fit_of([(c, cost(rule, c)) for c in calls]).figures()
+    assert enough.fit == "fitted"
+    assert [enough.prices[name] for name in TYPES] == [
+        price / 1e9 if i < types else None for i, price in enumerate(rule)]
+    short = fit_of([(c, cost(rule, c)) for c in calls[1:]]).figures()
+    assert (short.fit, short.prices, short.error, short.calls) == ("too_few_calls", None, None, len(calls) - 1)
+
+
+def test_calls_that_cannot_tell_the_prices_apart_are_refused():
+    """Every call alike, or cache reads always twice the uncached input: `singular`, exactly
+    (the determinant is 0, not a small float); two types that agree to within a few parts in
+    a million: `ill_conditioned`."""
+    rule = (3000, 300, 3750, 15000)
+    alike = [((1000, 4000, 0, 200), cost(rule, (1000, 4000, 0, 200)))] * 20
+    assert fit_of(alike).status == "singular"
+    rng = random.Random(1)
+    tied = [(u, 2 * u, 0, rng.randint(1, 999)) for u in (rng.randint(1, 10**5) for _ in range(20))]
+    assert fit_of([(c, cost(rule, c)) for c in tied]).status == "singular"
+    near = [(u, 2 * u + (u % 3 == 0), 0, rng.randint(1, 999))
+            for u in (rng.randint(10**5, 10**6) for _ in range(20))]
+    refused = fit_of([(c, cost(rule, c)) for c in near])
+    assert refused.status == "ill_conditioned" and refused.figures().prices is None
+    assert not refused.covers((1, 1, 0, 1))
+
+
+def test_a_type_no_call_had_has_no_price_and_tokens_of_it_are_not_priced():
+    rule = (3000, 300, 3750, 15000)
+    rng = random.Random(2)
+    calls = [(rng.randint(1, 9000), rng.randint(1, 9000), 0, rng.randint(1, 900)) for _ in range(12)]
+    fit = fit_of([(c, cost(rule, c)) for c in calls])
+    assert fit.figures().prices["cache_write"] is None
+    assert fit.covers((5, 5, 0, 5)) and not fit.covers((5, 5, 1, 5))
+
+
+def test_calls_of_unknown_credits_are_left_out_of_the_fit_and_counted():
+    rule = (3000, 300, 3750, 15000)
+    rng = random.Random(3)
+    calls = [tuple(rng.randint(1, 9000) for _ in range(4)) for _ in range(16)]
+    known = fit_of([(c, cost(rule, c)) for c in calls]).figures()
+    both = fit_of([(c, cost(rule, c)) for c in calls] + [(c, None) for c in calls[:5]]).figures()
+    assert (both.calls, both.unknown_credit_calls) == (16, 5)
+    assert (both.prices, both.error) == (known.prices, known.error)
+
+
+# -- The report's figures, on sessions whose calls cost their tokens at known prices ----------
+
+MODELS = ("gpt-5.6-sol", "mai-code-1.1-flash", "claude-opus-5")
+TURN_KINDS = ("single", "accept", "reject", "degraded", "incomplete", "critique", "revise",
+              "fallback")
+
+
+def write_turn(writer: SessionWriter, kind: str, models: tuple[str, str, str]) -> str | None:
+    """One turn of `kind` on `models`; the model the report must price it on (None: none)."""
+    draft, judge, repair = models
+    if kind == "single":
+        writer.single(draft)
+        return draft
+    if kind == "accept":
+        writer.cascade(draft, judge, repair_model=repair)
+        return repair  # the plan's repair model: what the kept draft saved is priced on it
+    if kind == "reject":
+        writer.cascade(draft, judge, verdict="reject", repair_model=repair)
+        return repair
+    if kind == "degraded":
+        writer.degraded(draft, judge)  # the plan names the draft's model for the repair
+        return draft
+    if kind == "incomplete":
+        writer.incomplete(draft, judge)
+        return draft
+    if kind == "critique":
+        writer.critique(draft, [judge, repair])
+        return draft
+    if kind == "revise":
+        writer.critique(draft, [judge], revision_model=draft)
+        return draft
+    writer.route_failed(draft)
+    return None
+
+
+def snap_of(state: Path, **options):
+    reader = SessionReader()
+    turns = list(wanted_turns(session_logs(state), Selection(), reader))
+    return snapshot([turn_row(turn, timezone.utc) for turn in turns], now=NOW, tz=timezone.utc,
+                    checks=list(map(check_figures, reader.reconciliations)), **options)
+
+
+def counts_of(leg) -> tuple[int, int, int, int]:
+    return (leg.input_tokens - leg.cache_read_tokens, leg.cache_read_tokens,
+            leg.cache_write_tokens, leg.output_tokens)
+
+
+def fitted_models(turns) -> dict[str, set[int]]:
+    """The models the fit must price, with the token types their calls had: three calls of
+    known credits per type at the least (every call is known here)."""
+    calls, seen = defaultdict(int), defaultdict(set)
+    for turn in turns:
+        for leg in turn.legs:
+            calls[leg.model] += leg.request_count
+            seen[leg.model] |= {i for i, count in enumerate(counts_of(leg)) if count}
+    return {model: seen[model] for model in calls
+            if calls[model] >= 3 * len(seen[model]) and calls[model] > len(seen[model])}
+
+
+def truth_of(turns, answers: dict[str, str | None], rules: dict) -> dict:
+    """{figure: value} of `turns` (sessiongen's ExpectedTurn), figured turn by turn."""
+    fitted = fitted_models(turns)
+    truth = defaultdict(lambda: [0, 0, 0, 0, 0])  # turns, estimated, not, measured nano, alone nano
+    gates = defaultdict(lambda: [0, 0, 0])  # turns, kept nano, not kept nano
+    for turn in turns:
+        if turn.kind == "ordinary":
+            continue
+        kept = [leg for leg in turn.legs if leg.committed]
+        model = answers[turn.fusion_id]
+        counts = counts_of(kept[0]) if kept and turn.kind == "fusion" else None
+        priced = (counts is not None and model in fitted
+                  and all(count == 0 or i in fitted[model] for i, count in enumerate(counts)))
+        for key in (("pattern", turn.pattern), ("policy", turn.policy_version) if turn.kind == "fusion" else None):
+            if key is None:
+                continue
+            figures = truth[key]
+            figures[0] += 1
+            figures[1 if priced else 2] += 1
+            if priced:
+                figures[3] += sum(leg.nano_aiu for leg in turn.legs)
+                figures[4] += cost(rules[model], counts)
+        if turn.pattern == "cascade" and turn.kind == "fusion":
+            verdicts = {leg.verdict for leg in turn.legs if leg.verdict}
+            gate = "rejected" if verdicts & {"reject", "revise"} else "accepted" if verdicts else "unjudged"
+            gates[gate][0] += 1
+            gates[gate][1] += sum(leg.nano_aiu for leg in turn.legs if leg.committed)
+            gates[gate][2] += sum(leg.nano_aiu for leg in turn.legs if not leg.committed)
+    return {"groups": dict(truth), "gates": dict(gates), "fitted": fitted}
+
+
+def shown(group) -> list:
+    estimate = group.one_model
+    alone = round(estimate.alone * 1e9) if estimate.alone is not None else 0
+    measured = round(estimate.credits * 1e9) if estimate.credits is not None else 0
+    return [group.turns, estimate.turns, estimate.not_estimated, measured, alone]
+
+
+@settings(max_examples=25, deadline=None)
+@given(turns=st.lists(st.tuples(st.sampled_from(TURN_KINDS), st.permutations(MODELS)),
+                      min_size=1, max_size=24),
+       rules=st.fixed_dictionaries({model: rules for model in MODELS}),
+       retune_at=st.integers(0, 24))
+def test_the_same_work_on_one_model_is_the_truth_on_known_prices(turns, rules, retune_at):
+    """By pattern and by policy version: the turns estimated and not (no leg kept, no fit for
+    the answering model, or tokens of a type its calls never had), their measured credits
+    and the kept legs' tokens at the answering model's prices, to the nano-credit; the gate's
+    credits kept and not kept; each model's fit exact, or refused where the truth has too
+    few calls."""
+    with tempfile.TemporaryDirectory() as state:
+        writer = SessionWriter("worth-0", START, prices=rules)
+        answers = {}
+        for index, (kind, models) in enumerate(turns):
+            if index == retune_at:
+                writer.retune("2026-11-05")
+            model = write_turn(writer, kind, models)
+            answers[writer.expected[-1].fusion_id] = model
+        writer.shutdown()
+        writer.write(Path(state))
+        snap = snap_of(Path(state))
+    truth = truth_of(writer.expected, answers, rules)
+    worth = snap.worth
+    groups = truth["groups"]
+    assert {group.key: shown(group) for group in worth.by_pattern} == {
+        key: figures for (kind, key), figures in groups.items() if kind == "pattern"}
+    assert {group.key: shown(group) for group in worth.by_policy_version} == {
+        key: figures for (kind, key), figures in groups.items() if kind == "policy"}
+    assert {group.key: [group.turns, round((group.answer.credits or 0) * 1e9),
+                        round((group.review.credits or 0) * 1e9)] for group in worth.gate} == truth["gates"]
+    fitted = {model.model: model for model in worth.prices if model.fit == "fitted"}
+    assert fitted.keys() == truth["fitted"].keys()
+    for name, model in fitted.items():
+        assert model.error == 0
+        assert model.prices == {kind: price / 1e9 if i in truth["fitted"][name] else None
+                                for i, (kind, price) in enumerate(zip(TYPES, rules[name]))}
+    # Every day together is every pattern together: the same turns, the same estimate.
+    assert sum(shown(day)[4] for day in worth.by_day) == sum(shown(group)[4] for group in worth.by_pattern)
+
+
+def test_calls_of_unknown_credits_are_counted_per_model_and_the_fit_stays_exact(tmp_path):
+    """A third of the calls of unknown credits (`aiCreditsStatus: unavailable`), ordinary
+    prompts' among them: each model's fit leaves them out and counts them, and the prices
+    of the known calls still come back exactly; an ordinary prompt's calls count in the fit."""
+    rules = {"gpt-5.6-sol": (2500, 250, 3125, 10000), "mai-code-1.1-flash": (500, 50, 625, 2000),
+             "claude-opus-5": (5000, 500, 6250, 25000)}
+    writer = SessionWriter("worth-unknown", START, prices=rules, unpriced=0.3)
+    rng = random.Random(4)
+    for _ in range(12):
+        draft, judge, repair = rng.sample(list(rules), 3)
+        write_turn(writer, rng.choice(TURN_KINDS), (draft, judge, repair))
+        writer.ordinary("gpt-5.6-sol", calls=3)
+    writer.shutdown()
+    writer.write(tmp_path)
+    worth = snap_of(tmp_path).worth
+    unknown, known = defaultdict(int), defaultdict(int)
+    for turn in writer.expected:
+        if turn.kind == "ordinary":
+            unknown[turn.models[0]] += turn.unknown_calls
+            known[turn.models[0]] += turn.calls - turn.unknown_calls
+        for leg in turn.legs:
+            unknown[leg.model] += leg.unknown_calls
+            known[leg.model] += leg.request_count - leg.unknown_calls
+    assert sum(unknown.values()) > 0
+    assert {model.model: (model.calls, model.unknown_credit_calls) for model in worth.prices} == {
+        model: (known[model], unknown[model]) for model in known}
+    fitted = [model for model in worth.prices if model.fit == "fitted"]
+    assert {model.model for model in fitted} >= {"gpt-5.6-sol"}
+    for model in fitted:
+        assert model.error == 0
+        assert {kind: price for kind, price in model.prices.items() if price is not None} == {
+            kind: rules[model.model][i] / 1e9 for i, kind in enumerate(TYPES)
+            if model.prices[kind] is not None}
+
+
+def test_the_answering_model_and_the_median_single_turn_on_it():
+    """A cascade whose draft was kept is compared on the model its repair would have run
+    on, with the single turns answered there: the post's "a fifth of a comparable
+    single-model turn"."""
+    with tempfile.TemporaryDirectory() as state:
+        writer = SessionWriter("worth-versus", START)
+        cascades = [writer.cascade("mai-code-1.1-flash", "gpt-5.6-sol", repair_model="gpt-5.6-sol")
+                    for _ in range(3)]
+        singles = [writer.single("gpt-5.6-sol") for _ in range(4)] + [writer.single("claude-opus-5")]
+        writer.write(Path(state))
+        worth = snap_of(Path(state)).worth
+
+    def median(values):
+        values = sorted(values)
+        middle = len(values) // 2
+        return values[middle] if len(values) % 2 else (values[middle - 1] + values[middle]) / 2
+
+    (versus,) = worth.versus_single
+    cascade = median([turn.nano_aiu / 1e9 for turn in cascades])
+    single = median([turn.nano_aiu / 1e9 for turn in singles[:4]])
+    assert (versus.pattern, versus.model, versus.turns, versus.single_turns) == (
+        "cascade", "gpt-5.6-sol", 3, 4)
+    assert (versus.median_credits, versus.single_median_credits, versus.ratio) == (
+        pytest.approx(cascade), pytest.approx(single), pytest.approx(cascade / single))
