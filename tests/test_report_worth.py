@@ -335,3 +335,77 @@ def test_the_answering_model_and_the_median_single_turn_on_it():
         "cascade", "gpt-5.6-sol", 3, 4)
     assert (versus.median_credits, versus.single_median_credits, versus.ratio) == (
         pytest.approx(cascade), pytest.approx(single), pytest.approx(cascade / single))
+
+
+# -- The outputs: the table (and --by), CSV, HTML -------------------------------------------
+
+RULES = {"gpt-5.6-sol": (2500, 250, 3125, 10000), "mai-code-1.1-flash": (500, 50, 625, 2000),
+         "claude-opus-5": (5000, 500, 6250, 25000)}
+
+
+def priced_state(state: Path, *, seed: int = 5, turns: int = 30, extra=None) -> None:
+    """Sessions of every kind of turn, their calls priced by RULES; `extra` writes more."""
+    writer = SessionWriter("worth-out", START, prices=RULES)
+    rng = random.Random(seed)
+    for _ in range(turns):
+        write_turn(writer, rng.choice(TURN_KINDS), tuple(rng.sample(MODELS, 3)))
+    if extra is not None:
+        extra(writer)
+    writer.shutdown()
+    writer.write(state)
+
+
+def section(table: str, title: str) -> dict[str, list[str]]:
+    """The rows of one of the table's sections, by their first cell."""
+    lines = table.split("\n" + title, 1)[1].split("\n\n", 1)[0].splitlines()[1:]
+    return {line.split()[0]: line.split()[1:] for line in lines if not line.startswith("  ")}
+
+
+def test_the_table_shows_the_worth_figures_and_labels_every_estimate(tmp_path):
+    """WORTH IT by pattern, the median turn against single, the gate, ONE MODEL ALONE and
+    PRICES: each figure as Snapshot.worth holds it; each column holding an estimate starred,
+    with the line saying it is one; a model the fit refused says why, never a price."""
+    from tailer.report.table import render_table
+
+    priced_state(tmp_path, extra=lambda writer: writer.single("claude-sonnet-4.6"))
+    worth = snap_of(tmp_path).worth
+    table = render_table(snap_of(tmp_path), width=200)
+    patterns = section(table, "WORTH IT, by pattern")
+    assert list(patterns) == [group.key for group in worth.by_pattern]
+    for group in worth.by_pattern:
+        assert patterns[group.key][:4] == [str(group.turns), f"{group.credits:.2f}",
+                                           f"{group.answer.credits:.2f}", f"{group.review.credits:.2f}"]
+    gates = section(table, "THE GATE, cascade")
+    for group in worth.gate:
+        estimate = group.one_model
+        assert gates[group.key] == [str(group.turns), f"{group.credits:.2f}",
+                                    f"{group.answer.credits:.2f}", f"{group.review.credits:.2f}",
+                                    f"{estimate.turns}/{estimate.turns + estimate.not_estimated}",
+                                    f"{estimate.alone:.2f}", f"{estimate.alone - estimate.credits:+.2f}"]
+    alone = table.split("\nONE MODEL ALONE*", 1)[1].split("\n\n", 1)[0]
+    for group in worth.by_pattern:
+        estimate = group.one_model
+        if estimate.alone is not None:
+            assert f"  {group.key} " in alone and f" {estimate.alone:.2f} " in alone
+    assert "* an estimate" in alone
+    fitted = section(table, "PRICES*, credits per 1M tokens")
+    for model in worth.prices:
+        if model.fit == "fitted":
+            assert fitted[model.model][2:6] == [
+                "-" if price is None else f"{price * 1e6:.4g}" for price in model.prices.values()]
+        else:
+            assert f"  {model.model}: not fitted, too few calls" in table
+    assert "claude-sonnet-4.6: not fitted" in table and "claude-sonnet-4.6 " not in fitted
+    versus = table.split("\nMEDIAN TURN vs SINGLE, on", 1)[1].split("\n\n", 1)[0]
+    for item in worth.versus_single:
+        assert f"{item.pattern} on {item.model}" in versus
+
+
+def test_no_fusion_no_worth_section(tmp_path):
+    from tailer.report.table import render_table
+
+    writer = SessionWriter("worth-none", START)
+    writer.ordinary("gpt-5.6-sol", calls=3)
+    writer.shutdown()
+    writer.write(tmp_path)
+    assert "WORTH IT" not in render_table(snap_of(tmp_path), width=200)

@@ -113,6 +113,7 @@ class Fit:
         matrix = _matrix(sums)
         # The types some call had; a type none had would make the matrix singular.
         self.types = [i for i in range(PRICES) if matrix[i][i]]
+        self.unseen = tuple(i for i in range(PRICES) if not matrix[i][i])
         self.status, self.solved = self._solve(matrix)
 
     @property
@@ -139,34 +140,38 @@ class Fit:
 
     def covers(self, counts) -> bool:
         """Whether these token counts can be priced: fitted, and no count of a type no call had."""
-        return self.fitted and all(counts[i] == 0 for i in range(PRICES) if i not in self.types)
+        return self.fitted and not any(counts[i] for i in self.unseen)
 
     def estimate(self, counts) -> tuple[float, float]:
         """What tokens (the sums of token_counts, all covered) cost at the fitted prices, and
-        the standard error of that figure, both in nano-credits: exact but for one division
-        (a whole number where the prices are, as the log's credits are)."""
-        determinant, numerators, inverse, residual = self.solved
+        the standard error of that figure, both in nano-credits. The figure is exact but for
+        one division (a whole number where the prices are, as the log's credits are); its
+        error is s^2 . c' (A^-1) c in floats, as only an error needs."""
+        determinant, numerators, inverse, _ = self.solved
         picked = [counts[i] for i in self.types]
         nano = sum(n * c for n, c in zip(numerators, picked)) / determinant
-        spread = sum(picked[i] * inverse[j][i] * picked[j]
-                     for i in range(len(picked)) for j in range(len(picked)))
-        variance = residual * spread / (determinant * determinant * self._freedom())
-        return nano, math.sqrt(max(variance, 0.0))
+        if not self._variance:
+            return nano, 0.0
+        spread = sum(a * b * inverse[i][j] for i, a in enumerate(picked) for j, b in enumerate(picked))
+        return nano, math.sqrt(max(spread * self._variance / determinant, 0.0))
 
-    def _freedom(self) -> int:
-        return self.calls - len(self.types)
+    @property
+    def _variance(self) -> float:
+        """s^2: the residual variance of one call (nano-credits squared), 0 when exact."""
+        determinant, _, _, residual = self.solved
+        return residual / determinant / (self.calls - len(self.types)) if residual else 0.0
 
     def figures(self) -> ModelPrices:
         if not self.fitted:
             return ModelPrices(self.model, self.calls, self.unknown, self.status, None, None,
                                None, None)
-        determinant, numerators, inverse, residual = self.solved
-        variance = residual / determinant / self._freedom()  # of one call, nano-credits squared
+        determinant, numerators, inverse, _ = self.solved
+        variance = self._variance
         prices, errors = dict.fromkeys(TOKEN_TYPES), dict.fromkeys(TOKEN_TYPES)
         for at, i in enumerate(self.types):
             prices[TOKEN_TYPES[i]] = numerators[at] / determinant / 1e9
             errors[TOKEN_TYPES[i]] = math.sqrt(max(variance * inverse[at][at] / determinant, 0.0)) / 1e9
-        error = math.sqrt(max(variance, 0.0)) / 1e9
+        error = math.sqrt(variance) / 1e9
         mean = self.sums[2] / self.calls / 1e9
         return ModelPrices(self.model, self.calls, self.unknown, FITTED, prices, errors, error,
                            error / mean if mean else None)

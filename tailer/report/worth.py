@@ -46,7 +46,7 @@ class TurnWorth:
     answer_model: str | None  # None: not a fusion turn, or none could be told
     answer_tokens: list[int] | None  # the kept leg's prices.token_counts; None: no leg kept
     gate: str | None  # Turn.gate_outcome
-    calls: list[list]  # per model of its calls: [model, *prices.call_sums added up]
+    calls: list[list]  # per model of its calls: [model, its calls' prices.call_sums added up]
 
 
 def turn_worth(turn: Turn) -> list:
@@ -65,7 +65,7 @@ def turn_worth(turn: Turn) -> list:
         by_model.setdefault(call.model, []).append(
             prices.call_sums(counts, usage.nano_aiu if call.credits_known else None))
     return [_answer_model(turn, committed), tokens, turn.gate_outcome,
-            [[model, *prices.added(sums)] for model, sums in by_model.items()]]
+            [[model, prices.added(sums)] for model, sums in by_model.items()]]
 
 
 def _answer_model(turn: Turn, committed) -> str | None:
@@ -113,7 +113,6 @@ class WorthGroup:
     answer: Part
     review: Part
     review_share: float | None  # review credits over all (known) credits
-    median_credits: float | None  # of the turns whose credits are all known
     one_model: Estimate
 
 
@@ -146,67 +145,42 @@ class Worth:
 
 
 class _Tally:
-    """What some turns add up to, in whole numbers, so parts merge in any order: [answer
-    legs, nano-credits, calls of unknown credits; the same of review; turns estimated, their
-    nano-credits and unknown calls; turns not estimated], the known credits of each turn
-    whose credits are all known (for medians), and the estimated turns' kept token counts by
-    answering model."""
+    """What some turns add up to, in whole numbers, so parts merge in any order (FIGURES),
+    and the kept token counts of the turns estimated, by answering model: added up where a
+    group is priced, in one pass over each column."""
 
-    __slots__ = ("turns", "figures", "known", "tokens")
+    __slots__ = ("figures", "tokens")
+    FIGURES = ("turns", "answer legs", "answer nano-credits", "answer unknown calls",
+               "review legs", "review nano-credits", "review unknown calls", "turns estimated",
+               "their nano-credits", "their unknown calls", "turns not estimated")
 
     def __init__(self):
-        self.turns, self.figures, self.known, self.tokens = 0, [0] * 10, [], {}
-
-    def add(self, answer: list[int], review: list[int], credits: float | None, unknown: int,
-            estimated: tuple | None) -> None:
-        figures = self.figures
-        self.turns += 1
-        for at, value in enumerate(answer + review):
-            figures[at] += value
-        if not unknown:
-            self.known.append(credits)
-        if estimated is None:
-            figures[9] += 1
-            return
-        model, counts = estimated
-        figures[6] += 1
-        figures[7] += answer[1] + review[1]
-        figures[8] += unknown
-        found = self.tokens.get(model)
-        if found is None:
-            self.tokens[model] = list(counts)
-        else:
-            for at, count in enumerate(counts):
-                found[at] += count
+        self.figures, self.tokens = [0] * len(self.FIGURES), {}
 
     @classmethod
     def merged(cls, parts: list[_Tally]) -> _Tally:
         whole = cls()
+        whole.figures = [sum(column) for column in zip(*(part.figures for part in parts))]
         for part in parts:
-            whole.turns += part.turns
-            whole.figures = [a + b for a, b in zip(whole.figures, part.figures)]
-            whole.known += part.known
             for model, counts in part.tokens.items():
-                found = whole.tokens.setdefault(model, [0] * prices.PRICES)
-                for at, count in enumerate(counts):
-                    found[at] += count
+                whole.tokens.setdefault(model, []).extend(counts)
         return whole
 
     def group(self, key: str, fits: dict[str, Fit]) -> WorthGroup:
-        (answer_legs, answer_nano, answer_unknown, review_legs, review_nano, review_unknown,
-         estimated, estimated_nano, estimated_unknown, left) = self.figures
+        (turns, answer_legs, answer_nano, answer_unknown, review_legs, review_nano,
+         review_unknown, estimated, estimated_nano, estimated_unknown, left) = self.figures
         unknown = answer_unknown + review_unknown
         alone = error = None
         if estimated:
-            found = [fits[model].estimate(counts) for model, counts in sorted(self.tokens.items())]
+            found = [fits[model].estimate([sum(column) for column in zip(*counts)])
+                     for model, counts in sorted(self.tokens.items())]
             alone = sum(nano for nano, _ in found) / 1e9
             error = math.sqrt(sum(spread * spread for _, spread in found)) / 1e9
         return WorthGroup(
-            key, self.turns, _shown(answer_nano + review_nano, unknown), unknown,
+            key, turns, _shown(answer_nano + review_nano, unknown), unknown,
             Part(answer_legs, _shown(answer_nano, answer_unknown), answer_unknown),
             Part(review_legs, _shown(review_nano, review_unknown), review_unknown),
             review_nano / (answer_nano + review_nano) if answer_nano + review_nano else None,
-            _median(self.known) if self.known else None,
             Estimate(estimated, _shown(estimated_nano, estimated_unknown) if estimated else None,
                      estimated_unknown, alone, error, left))
 
@@ -214,29 +188,57 @@ class _Tally:
 def figures(rows: list, fusion: list, groupings: tuple[str, ...]) -> Worth:
     """The worth figures of the report's turns: `rows` every turn (the fit takes every call
     of known credits, ordinary prompts' too), `fusion` HydraFusion's in the order they
-    started (figures.TurnRow); by day, week, month and session only those in `groupings`."""
+    started (figures.TurnRow); by day, week, month and session only those in `groupings`.
+
+    One pass over the turns, each added to its part (the turns of one pattern, gate,
+    policy version, day and, where asked for, session), in whole numbers; every grouping is
+    merged from the parts: a month's 7,500 turns make a few hundred parts."""
     fits = _fits(rows)
+    # Per model, the token types its calls never had; no entry: no fitted price at all.
+    unpriced = {model: fit.unseen for model, fit in fits.items() if fit.fitted}
     by_session = "session" in groupings
     parts: dict[tuple, _Tally] = {}
     medians: dict[tuple[str, str], list[float]] = {}
     turns_on: dict[tuple[str, str], int] = {}
     for row in fusion:
         worth = row.worth or _NO_WORTH
-        answer, review = [0, 0, 0], [0, 0, 0]
+        answer_legs = answer_nano = answer_unknown = review_legs = review_nano = review_unknown = 0
         for leg in row.legs:
-            part = answer if leg.committed else review
-            part[0] += 1
-            part[1] += round((leg.credits or 0.0) * 1e9)
-            part[2] += leg.unknown_credit_calls
-        model, counts = worth.answer_model, worth.answer_tokens
-        fit = fits.get(model)
-        estimated = (model, counts) if counts is not None and fit is not None and fit.covers(counts) else None
+            nano = round(leg.credits * 1e9) if leg.credits else 0
+            if leg.committed:
+                answer_legs += 1
+                answer_nano += nano
+                answer_unknown += leg.unknown_credit_calls
+            else:
+                review_legs += 1
+                review_nano += nano
+                review_unknown += leg.unknown_credit_calls
         key = (row.kind, row.pattern, worth.gate, row.policy_version, row.start[:10],
                row.session_id if by_session else "")
         tally = parts.get(key)
         if tally is None:
             tally = parts[key] = _Tally()
-        tally.add(answer, review, row.credits, row.unknown_credit_calls, estimated)
+        figures = tally.figures
+        figures[0] += 1
+        figures[1] += answer_legs
+        figures[2] += answer_nano
+        figures[3] += answer_unknown
+        figures[4] += review_legs
+        figures[5] += review_nano
+        figures[6] += review_unknown
+        model, counts = worth.answer_model, worth.answer_tokens
+        unseen = unpriced.get(model)
+        if counts is not None and unseen is not None and not any(counts[i] for i in unseen):
+            figures[7] += 1
+            figures[8] += answer_nano + review_nano
+            figures[9] += answer_unknown + review_unknown
+            found = tally.tokens.get(model)
+            if found is None:
+                tally.tokens[model] = [counts]
+            else:
+                found.append(counts)
+        else:
+            figures[10] += 1
         if model is not None:
             on = (row.pattern, model)
             turns_on[on] = turns_on.get(on, 0) + 1
@@ -255,7 +257,7 @@ def figures(rows: list, fusion: list, groupings: tuple[str, ...]) -> Worth:
         return [tallies[name].group(name, fits) for name in names]
 
     patterns = listed(grouped(lambda part: part[1]),
-                      lambda found: sorted(found, key=lambda name: (-found[name].turns, name)))
+                      lambda found: sorted(found, key=lambda name: (-found[name].figures[0], name)))
     days = grouped(lambda part: part[4])
     made = {"day": days, "week": _by(days, _week), "month": _by(days, lambda day: day[:7])}
     if by_session:
@@ -282,7 +284,7 @@ def _fits(rows: list) -> dict[str, Fit]:
     sums: dict[str, list[list[int]]] = {}
     for row in rows:
         if row.worth is not None:
-            for model, *found in row.worth.calls:
+            for model, found in row.worth.calls:
                 sums.setdefault(model, []).append(found)
     return {model: Fit(model, prices.added(found)) for model, found in sums.items()}
 
