@@ -409,3 +409,121 @@ def test_no_fusion_no_worth_section(tmp_path):
     writer.shutdown()
     writer.write(tmp_path)
     assert "WORTH IT" not in render_table(snap_of(tmp_path), width=200)
+
+
+def test_json_and_csv_hold_the_same_worth_figures(tmp_path):
+    """The JSON's `worth` is Snapshot.worth, field for field; `--format csv-worth` has a row
+    per group (by pattern, gate, policy version, day; with --by, by that alone, in --order),
+    per pattern on each answering model, and per model's prices, the estimate only in the
+    columns named so."""
+    import csv
+    import io
+    import json
+
+    from report_helpers import run_report
+    from tailer import records
+
+    priced_state(tmp_path)
+    worth = snap_of(tmp_path).worth
+    document = json.loads(run_report("--state-dir", str(tmp_path), "--format", "json",
+                                     "--timezone", "UTC").stdout)
+    assert document["worth"] == json.loads(json.dumps(records.as_dict(worth)))
+    done = run_report("--state-dir", str(tmp_path), "--format", "csv-worth", "--timezone", "UTC")
+    assert done.returncode == 0, done.stderr
+    rows = list(csv.DictReader(io.StringIO(done.stdout)))
+
+    def number(cell):
+        return None if cell == "" else float(cell)
+
+    for section, groups in (("pattern", worth.by_pattern), ("gate", worth.gate),
+                            ("policy_version", worth.by_policy_version), ("day", worth.by_day)):
+        found = [row for row in rows if row["section"] == section]
+        assert [row["key"] for row in found] == [group.key for group in groups]
+        for row, group in zip(found, groups):
+            assert [int(row["turns"]), number(row["credits"]), number(row["answer_credits"]),
+                    number(row["review_credits"]), int(row["estimated_turns"]),
+                    int(row["not_estimated_turns"]), number(row["estimated_turns_credits"]),
+                    number(row["one_model_estimate"]), number(row["one_model_estimate_error"])] == [
+                group.turns, group.credits, group.answer.credits, group.review.credits,
+                group.one_model.turns, group.one_model.not_estimated, group.one_model.credits,
+                group.one_model.alone, group.one_model.error]
+    versus = [row for row in rows if row["section"] == "versus_single"]
+    assert [(row["key"], row["model"], number(row["median_credits"]),
+             number(row["single_median_credits"])) for row in versus] == [
+        (item.pattern, item.model, item.median_credits, item.single_median_credits)
+        for item in worth.versus_single]
+    fitted = {row["model"]: row for row in rows if row["section"] == "prices"}
+    assert list(fitted) == [model.model for model in worth.prices]
+    for model in worth.prices:
+        row = fitted[model.model]
+        assert (row["fit"], int(row["fit_calls"]), int(row["unknown_credit_calls"])) == (
+            model.fit, model.calls, model.unknown_credit_calls)
+        if model.fit == "fitted":
+            assert [number(row["price_" + kind]) for kind in TYPES] == list(model.prices.values())
+            assert [number(row["price_" + kind]) * 1e9 for kind in TYPES if row["price_" + kind]] == [
+                pytest.approx(price) for i, price in enumerate(RULES[model.model])
+                if model.prices[TYPES[i]] is not None]
+    weeks = list(csv.DictReader(io.StringIO(run_report(
+        "--state-dir", str(tmp_path), "--format", "csv-worth", "--by", "week", "--order", "desc",
+        "--timezone", "UTC").stdout)))
+    assert {row["section"] for row in weeks} == {"week"}
+    assert [row["key"] for row in weeks] == [group.key for group in snap_of(tmp_path, groupings=("week",)).worth.by_week][::-1]
+
+
+def test_the_page_shows_the_worth_figures_and_labels_every_estimate(tmp_path):
+    """The HTML page's panel: the same figures as the table, each table holding an estimate
+    of class `estimate` and captioned as one, a model the fit refused named with why."""
+    from html.parser import HTMLParser
+
+    from tailer.report.html import render
+
+    class Tables(HTMLParser):
+        def __init__(self):
+            super().__init__()
+            self.tables, self.cell, self.items = [], None, []
+
+        def handle_starttag(self, tag, attrs):
+            if tag == "table":
+                self.tables.append({"class": dict(attrs).get("class", ""), "caption": "", "rows": []})
+            elif tag == "tr" and self.tables:
+                self.tables[-1]["rows"].append([])
+            elif tag in ("td", "th", "caption", "li"):
+                self.cell = tag
+
+        def handle_data(self, data):
+            if self.cell == "caption":
+                self.tables[-1]["caption"] += data
+            elif self.cell in ("td", "th"):
+                self.tables[-1]["rows"][-1].append(data)
+            elif self.cell == "li":
+                self.items.append(data)
+
+        def handle_endtag(self, tag):
+            if tag in ("td", "th", "caption", "li"):
+                self.cell = None
+
+    priced_state(tmp_path, extra=lambda writer: writer.single("claude-sonnet-4.6"))
+    snap = snap_of(tmp_path)
+    worth = snap.worth
+    page = Tables()
+    page.feed(render(snap))
+    by_caption = {table["caption"].split(" ")[0] + " " + table["caption"].split(" ")[1]: table
+                  for table in page.tables if table["caption"]}
+    kept = by_caption["Credits kept"]["rows"][1:]
+    assert kept == [[group.key, str(group.turns), f"{group.credits:.2f}", f"{group.answer.credits:.2f}",
+                     f"{group.review.credits:.2f}", f"{100 * group.review_share:.1f}%"]
+                    for group in worth.by_pattern]
+    gate = by_caption["The gate"]
+    assert [row[:2] + row[5:7] for row in gate["rows"][1:]] == [
+        [group.key, str(group.turns), f"{group.one_model.turns}/{group.turns}",
+         f"{group.one_model.credits:.2f}"] for group in worth.gate]
+    for caption in ("The gate", "The same", "Prices per"):
+        assert "estimate" in by_caption[caption]["class"] and "estimate" in by_caption[caption]["caption"]
+    assert "estimate" not in by_caption["Credits kept"]["class"]
+    alone = {row[0]: row for row in by_caption["The same"]["rows"][1:]}
+    for group in worth.by_pattern:
+        if group.one_model.alone is not None:
+            assert alone[group.key][3] == f"{group.one_model.alone:.2f}"
+    prices = {row[0]: row for row in by_caption["Prices per"]["rows"][1:]}
+    assert set(prices) == {model.model for model in worth.prices if model.fit == "fitted"}
+    assert any(item.startswith("claude-sonnet-4.6: not fitted (too few calls") for item in page.items)
