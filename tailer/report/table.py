@@ -111,10 +111,10 @@ def _sections(snap: Snapshot, width: int, paint) -> list[list[str]]:
         ]),
         _table(width, paint, ["BY LEG KIND, HydraFusion"] + spend_headers,
                _spend_rows(snap.by_leg_kind, head.credits)),
+        worth_section(snap, width, paint),
         _table(width, paint, ["ROUTER, policy version", "first seen", "last seen", "turns",
                               "compound", "median"], _router_rows(snap)),
         _day_table(snap, width, paint),
-        worth_section(snap, width, paint),
     ]
 
 
@@ -370,8 +370,8 @@ def _prices_table(prices: list, width: int, paint) -> list[str]:
                        ("input", "cache_read", "cache_write", "output")),
                      "-" if model.relative_error is None else f"{100 * model.relative_error:.1f}%"]
                     for model in fitted], blank=False)
-    lines += [_cut(printable(f"  {model.model}: not fitted, {_REFUSED[model.fit]} "
-                             f"({counted(model.calls, 'call')} of known credits)"), width)
+    lines += [_cut(printable(f"  {model.model}: not fitted, {_REFUSED[model.fit]}; "
+                             f"{counted(model.calls, 'call')} of known credits"), width)
               for model in prices if model.fit != "fitted"]
     if lines:
         lines.append(paint(DIM, _cut("  * least squares over your calls of known credits; input: "
