@@ -527,3 +527,27 @@ def test_the_page_shows_the_worth_figures_and_labels_every_estimate(tmp_path):
     prices = {row[0]: row for row in by_caption["Prices per"]["rows"][1:]}
     assert set(prices) == {model.model for model in worth.prices if model.fit == "fitted"}
     assert any(item.startswith("claude-sonnet-4.6: not fitted (too few calls") for item in page.items)
+
+
+def test_csv_worth_takes_by_and_order_and_refuses_breakdown_in_one_line(tmp_path):
+    from report_helpers import run_report
+
+    priced_state(tmp_path, turns=4)
+    done = run_report("--state-dir", str(tmp_path), "--format", "csv-worth", "--by", "day", "--breakdown")
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.count("\n") == 1 and "--breakdown" in done.stderr and "Traceback" not in done.stderr
+    assert run_report("--state-dir", str(tmp_path), "--format", "csv-worth", "--watch").returncode == 2
+
+
+def test_report_md_says_how_each_worth_figure_is_made_and_what_it_cannot_tell():
+    from tailerproc import ROOT
+
+    text = (ROOT / "docs" / "REPORT.md").read_text()
+    section = text.split("\n## Was fusion worth it\n", 1)[1].split("\n## ", 1)[0]
+    for named in ("WORTH IT, by pattern", "MEDIAN TURN vs SINGLE", "THE GATE, cascade", "PRICES\\*",
+                  "ONE MODEL ALONE\\*", "answering model", "least squares", "too few calls",
+                  "unknown", "estimate", "csv-worth", "`worth`"):
+        assert named in section, named
+    limits = section.split("What it cannot tell:", 1)[1]
+    assert "One model\n  alone might have answered differently" in limits
+    assert "the repair leg\n  saw the draft" in limits

@@ -239,6 +239,8 @@ def _check_views(args: argparse.Namespace) -> None:
     """The view options with what they shape, or a one-line reason (ValueError)."""
     if (args.order or args.breakdown) and not args.by:
         raise ValueError("--order and --breakdown shape the table of --by day|week|month|session")
+    if args.breakdown and args.format == "csv-worth":
+        raise ValueError("--breakdown adds rows per model to --by's table or CSV, not to --format csv-worth")
     if args.by and (args.watch or args.html or args.format not in ("table", "csv", "csv-worth")):
         raise ValueError("--by prints a table or, with --format csv or csv-worth, CSV (the JSON holds every "
                          "grouping): it takes neither --watch, --html nor another --format")
