@@ -77,7 +77,7 @@ sys.path[:0] = [str(REPO), str(REPO / "tests")]
 
 from ledgergen import rows_of_state, store_schema_sql, write_ledger  # noqa: E402
 from sessiongen import SessionWriter  # noqa: E402
-from tailer.copilot.events import may_be_read  # noqa: E402
+from tailer.copilot.event_types import may_be_read  # noqa: E402
 from tailer.copilot.lines import LineReader  # noqa: E402
 from tailer.statusline.settings import LAUNCH  # noqa: E402
 

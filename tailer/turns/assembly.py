@@ -34,22 +34,9 @@ from collections import Counter, OrderedDict
 from typing import Callable
 
 from ..records import field, fields, record, replace
-from ..copilot.events import (
-    CommitStarted,
-    Completed,
-    Event,
-    Handoff,
-    LegEnded,
-    ModelCall,
-    Prompt,
-    Resolved,
-    RouteFailed,
-    RunStarted,
-    SessionEnded,
-    SessionTotals,
-    ToolCompleted,
-    ToolStarted,
-    Usage,
+from ..copilot.event_records import (
+    CommitStarted, Completed, Event, Handoff, LegEnded, ModelCall, Prompt, Resolved,
+    RouteFailed, RunStarted, SessionEnded, SessionTotals, ToolCompleted, ToolStarted, Usage,
 )
 
 # How many finished fusion ids a session remembers, so a late or repeated event of a turn
