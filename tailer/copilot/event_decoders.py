@@ -48,6 +48,7 @@ def _resolved(time_ns: int, fusion_id: str, data: dict) -> Resolved:
         model_universe_version=read_text(data.get("modelUniverseVersion")),
         rule_id=read_text(data.get("ruleId")),
         selected_rule_id=read_text(data.get("selectedRuleId")),
+        repair_model=read_text(data.get("repairModel")),
         phase_plan=_phase_plan(data.get("phasePlan")),
     )
 

@@ -85,7 +85,7 @@ READ_AS = {
     RESOLVED: {
         **dict.fromkeys(("fusionId", "pattern", "syntheticModel", "policy", "routeSource",
                          "policyVersion", "planVersion", "modelUniverseVersion", "ruleId",
-                         "selectedRuleId"), "string"),
+                         "selectedRuleId", "repairModel"), "string"),
         "routingLatencyMs": "number",
     },
     PHASE_COMPLETED: {**_READ_LEG, "verdict": "string"},

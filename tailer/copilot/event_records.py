@@ -101,6 +101,9 @@ class Resolved(Event):
     model_universe_version: str | None = None
     rule_id: str | None = None
     selected_rule_id: str | None = None
+    # The model the plan names for a cascade's repair: what a kept draft saved is priced on
+    # it (the report's "worth it", docs/REPORT.md). None where the plan names none.
+    repair_model: str | None = None
     phase_plan: tuple[PlannedLeg, ...] = field(default=(), kw_only=True)
 
 
@@ -282,7 +285,7 @@ CODE_FIELDS: dict[type, tuple[tuple[str, CodeKind], ...]] = {
     Resolved: (("pattern", ENUM), ("synthetic_model", MODEL), ("policy", ENUM),
                ("route_source", ENUM), ("policy_version", VERSION), ("plan_version", VERSION),
                ("model_universe_version", VERSION), ("rule_id", VERSION),
-               ("selected_rule_id", VERSION)),
+               ("selected_rule_id", VERSION), ("repair_model", MODEL)),
     LegEnded: (("phase_kind", ENUM), ("role", ENUM), ("scope", ENUM), ("model", MODEL),
                ("status", ENUM), ("verdict", ENUM), ("failure_reason", ENUM),
                ("degraded_to_phase_id", IDENTIFIER)),
