@@ -26,7 +26,7 @@ from runner import (LAUNCHER, POLL_S, Receiver, child_environment, children_of, 
                     report_command, tailer_command, warnings_in)
 
 from sessiongen import SessionWriter
-from tailer.copilot.events import may_be_read
+from tailer.copilot.event_types import may_be_read
 from tailer.copilot.lines import LineReader
 
 READ_CHUNK = 1 << 20
