@@ -36,14 +36,12 @@ def render_table(snap: Snapshot, *, width: int = 100, color: bool = False,
     drawable = shown if height is None else shown[-height:] if height else []
     blocks = _turn_blocks(drawable, columns, width, paint,
                           shown[-len(drawable) - 1].start[:10] if len(drawable) < len(shown) else None)
-    newest = f"  the newest {len(shown)} of {len(snap.turns)}" if len(shown) < len(snap.turns) else ""
-    turns_heading = [paint(BOLD, "TURNS") + paint(
-        DIM, newest + "  (* the leg whose answer was kept; ordinary: the models of its calls)")]
+    turns_heading = _turns_heading(len(shown), len(snap.turns), width, paint)
     dropped = []
     if shown:
-        header, note = _turn_header(columns, width)
+        header, note = _turn_header(columns, width, any(block.beside for block in blocks))
         turns_heading.append(paint(BOLD, header))
-        dropped = [paint(DIM, note)] if note else []
+        dropped = [paint(DIM, line) for line in note]
     if height is None:
         turn_lines = _headed(blocks)
     else:
@@ -59,39 +57,47 @@ def render_table(snap: Snapshot, *, width: int = 100, color: bool = False,
     return "".join(_fit(line, width) + "\n" for line in lines[:height])
 
 
+def _turns_heading(shown: int, turns: int, width: int, paint) -> list[str]:
+    """`TURNS  the newest 3 of 29  (* the leg ...)`, on as many lines as `width` needs."""
+    parts = ["TURNS"] + ([f" the newest {shown:,} of {turns:,}"] if shown < turns else [])
+    parts += [" (* the leg whose answer was kept; ordinary: the models of its calls)"]
+    first, *rest = flow(parts, width)
+    return [paint(BOLD, "TURNS") + paint(DIM, first[len("TURNS"):])] + [paint(DIM, line)
+                                                                        for line in rest]
+
+
 def _sections(snap: Snapshot, width: int, paint) -> list[list[str]]:
     """The summary, one list of lines per section, the ones to keep longest first."""
     head = snap.headline
-    lines = [paint(BOLD, _cut(_title(snap), width))]
+    lines = _title_lines(snap, width, paint)
     if snap.filters:
-        lines.append(_cut(printable("only " + " ".join(f"--{k} {v}" for k, v in snap.filters.items())),
-                          width))
+        lines += flow(["only"] + [printable(f"--{k} {v}") for k, v in snap.filters.items()], width)
     lines.append("")
     lines += _cards([
-        ("turns", str(head.turns)),
+        ("turns", f"{head.turns:,}"),
         ("credits", _credits(head.credits) + (
             f" ({counted(head.unknown_credit_calls, 'call')} unknown)"
             if head.unknown_credit_calls else "")),
         ("compound rate", _percent(head.compound_rate)),
         ("judge rejections", _percent(head.judge_rejection_rate)
-         + (f" ({head.rejected_turns}/{head.judged_turns})" if head.judged_turns else "")),
+         + (f" ({head.rejected_turns:,}/{head.judged_turns:,})" if head.judged_turns else "")),
         ("review share", _percent(head.review_share)),
         ("cache share of input", _percent(head.cache_share)),
     ], width, paint)
-    notes = [f"{count} {printable(outcome)}" for outcome, count in head.outcomes.items()]
+    notes = [f"{count:,} {printable(outcome)}" for outcome, count in head.outcomes.items()]
     notes += [counted(head.calls, "call"), counted(head.tools, "tool")]
     if head.failed_legs:
         notes.append(f"{counted(head.failed_legs, 'failed or cancelled leg')}")
     skipped = snap.skipped
     if skipped["damaged_lines"]:
-        notes.append(f"{skipped['damaged_lines']} damaged lines skipped")
+        notes.append(f"{skipped['damaged_lines']:,} damaged lines skipped")
     if skipped["unreadable_logs"]:
         notes.append(f"{counted(skipped['unreadable_logs'], 'log')} unreadable")
-    lines += [_cut("above, HydraFusion turns only: " + ", ".join(notes), width)]
+    lines += flow(["above, HydraFusion turns only:"] + _commas(notes), width)
     unknown = sum(kind.unknown_credit_calls for kind in snap.by_kind)
     if unknown:
-        lines.append(_cut(f"credits leave out {counted(unknown, 'call')} whose credits the CLI "
-                          "did not give: >= at least, - none known", width))
+        lines += _prose(f"credits leave out {counted(unknown, 'call')} whose credits the CLI "
+                        "did not give: >= at least, - none known", width)
     lines.append("")
     spend_headers = ["legs", "calls", "credits", "share", "input", "output", "cache read"]
     return [
@@ -102,7 +108,8 @@ def _sections(snap: Snapshot, width: int, paint) -> list[list[str]]:
              _credits(k.median_credits), k.calls, k.tools, _duration(k.median_duration_ms)]
             for k in snap.by_kind
         ]) + _paragraph(_checks(snap, width, paint) + _ledger(snap, width, paint)),
-        _table(width, paint, ["BY MODEL, all use"] + spend_headers, _model_rows(snap)),
+        _table(width, paint, ["BY MODEL, all use"] + spend_headers, _model_rows(snap),
+               left_out_first=SPEND_LEFT_OUT_FIRST),
         _table(width, paint, ["BY PATTERN, HydraFusion", "turns", "credits", "median", "range"], [
             [p.pattern, p.turns, _credits(p.credits, p.unknown_credit_calls),
              _credits(p.median_credits),
@@ -110,9 +117,10 @@ def _sections(snap: Snapshot, width: int, paint) -> list[list[str]]:
             for p in snap.by_pattern
         ]),
         _table(width, paint, ["BY LEG KIND, HydraFusion"] + spend_headers,
-               _spend_rows(snap.by_leg_kind, head.credits)),
+               _spend_rows(snap.by_leg_kind, head.credits), left_out_first=SPEND_LEFT_OUT_FIRST),
         _table(width, paint, ["ROUTER, policy version", "first seen", "last seen", "turns",
-                              "compound", "median"], _router_rows(snap)),
+                              "compound", "median"], _router_rows(snap),
+               left_out_first=("last seen", "first seen")),
         _day_table(snap, width, paint),
     ]
 
@@ -123,16 +131,15 @@ def _checks(snap: Snapshot, width: int, paint) -> list[str]:
     if not checks:
         return []
     wrong = [check for check in checks if not check.agrees]
-    line = (f"CLI totals: {len(checks)} checked, "
-            + (paint(RED, f"{len(wrong)} differ") if wrong else "all match our sums"))
-    lines = [line]
+    lines = flow(["CLI totals:", f"{len(checks):,} checked,",
+                  paint(RED, f"{len(wrong):,} differ") if wrong else "all match our sums"], width)
     for check in wrong:
         for difference in check.differences:
             ours, cli = difference["ours"], difference["cli"]
-            lines.append(_cut(printable(
+            lines += _prose(printable(
                 f"  {check.session_id[:8]} {check.source}: {difference['model']} ours "
-                f"{_credits(ours['credits'])} credits / {ours['calls']} calls, CLI "
-                f"{_credits(cli['credits'])} / {cli['calls']}"), width))
+                f"{_credits(ours['credits'])} credits / {ours['calls']:,} calls, CLI "
+                f"{_credits(cli['credits'])} / {cli['calls']:,}"), width)
     return lines
 
 
@@ -150,31 +157,35 @@ def _ledger(snap: Snapshot, width: int, paint) -> list[str]:
     found = snap.ledger
     if found is None or found.status != ledger_check.CHECKED:
         return []
-    summary = ledger_check.summary(found)
-    lines = [paint(RED, summary) + " (ours vs the ledger's)" if found.differ else summary]
+    summary = ledger_check.summary(found).split(" ")
+    # Each word painted, so the colour holds on whichever line a word lands.
+    lines = flow([paint(RED, word) for word in summary] + ["(ours vs the ledger's)"]
+                 if found.differ else summary, width)
     for differs in found.differ:
-        lines += _wrapped(f"  {printable(differs.session_id[:8])} ", _differing(differs), width)
+        head = f"  {printable(differs.session_id[:8])}"
+        lines += flow([head] + _commas(_differing(differs)), width, " " * (len(head) + 1))
+    said = []
     if found.credits_not_compared:
-        lines.append(f"  credits of {counted(found.credits_not_compared, 'session')} not "
-                     "compared: a call's credits unknown")
+        said.append(f"  credits of {counted(found.credits_not_compared, 'session')} not "
+                    "compared: a call's credits unknown")
     if found.not_in_ledger:
-        lines.append(f"  {counted(found.not_in_ledger, 'log')} with calls the ledger has none of")
+        said.append(f"  {counted(found.not_in_ledger, 'log')} with calls the ledger has none of")
     if found.logs_without_start:
-        lines.append(f"  {counted(found.logs_without_start, 'log')} read without its start: "
-                     "not compared")
+        said.append(f"  {counted(found.logs_without_start, 'log')} read without its start: "
+                    "not compared")
     only = found.only_in_ledger
     unnamed = found.only_in_ledger_unnamed
     if only or unnamed:
-        lines.append("in the CLI's ledger without a log: "
-                     + counted(len(only) + unnamed, "session"))
+        said.append("in the CLI's ledger without a log: "
+                    + counted(len(only) + unnamed, "session"))
     for missing in only[:LEDGER_ONLY_SHOWN]:
         credits = "unknown" if missing.cli.credits is None else _credits(missing.cli.credits)
-        lines.append(f"  {missing.session_id[:8]}: {counted(missing.cli.calls, 'call')}, "
-                     f"{credits} credits")
+        said.append(f"  {missing.session_id[:8]}: {counted(missing.cli.calls, 'call')}, "
+                    f"{credits} credits")
     left = len(only) - LEDGER_ONLY_SHOWN + unnamed if len(only) > LEDGER_ONLY_SHOWN else unnamed
     if left:
-        lines.append(f"  and {left} more (--format json lists them)")
-    return lines
+        said.append(f"  and {left:,} more (--format json lists them)")
+    return lines + [line for text in said for line in _prose(text, width)]
 
 
 _LEDGER_WORDS = {"calls": "calls", "input_tokens": "input", "output_tokens": "output",
@@ -187,34 +198,23 @@ def _differing(differs) -> list[str]:
     def shown(value):
         if value is None:
             return "unknown"
-        return f"{value:.9g}" if isinstance(value, float) else str(value)
+        return f"{value:,.9g}" if isinstance(value, float) else f"{value:,}"
 
     return [f"{_LEDGER_WORDS[name]} {shown(getattr(differs.ours, name))} vs "
             f"{shown(getattr(differs.cli, name))}" for name in differs.figures]
 
 
-def _wrapped(head: str, parts: list[str], width: int) -> list[str]:
-    """`head` and the parts, comma-separated, on as many lines as `width` needs, the
-    continuation lines indented under the first part."""
-    lines, line = [], head
-    for index, part in enumerate(parts):
-        part += "," if index < len(parts) - 1 else ""
-        if line.strip() and len(line) + len(part) + 1 > width and line != head:
-            lines.append(line.rstrip())
-            line = " " * len(head)
-        line += part + " "
-    return [_cut(text, width) for text in lines + [line.rstrip()]]
-
-
-def _title(snap: Snapshot) -> str:
+def _title_lines(snap: Snapshot, width: int, paint) -> list[str]:
+    """`HydraFusion: 26 turns (+3 ordinary), 5 sessions, 2026-11-30 15:36 - 2026-12-01 22:00
+    Europe/Berlin`, broken between its parts where `width` needs (the time span kept whole)."""
     ordinary = sum(kind.turns for kind in snap.by_kind if kind.kind == "ordinary")
-    title = f"HydraFusion: {counted(snap.headline.turns, 'turn')}"
-    if ordinary:
-        title += f" (+{ordinary} ordinary)"
-    title += f", {counted(snap.sessions, 'session')}"
+    parts = [f"HydraFusion: {counted(snap.headline.turns, 'turn')}"
+             + (f" (+{ordinary:,} ordinary)," if ordinary else ","),
+             counted(snap.sessions, "session") + ("," if snap.first_turn else "")]
     if snap.first_turn:
-        title += f", {_minute(snap.first_turn)} - {_minute(snap.last_turn)}"
-    return title + f" {printable(snap.timezone)}"
+        parts.append(f"{_minute(snap.first_turn)} - {_minute(snap.last_turn)}")
+    parts.append(printable(snap.timezone))
+    return [paint(BOLD, line) for line in flow(parts, width)]
 
 
 def _cards(cards: list[tuple[str, str]], width: int, paint) -> list[str]:
@@ -282,29 +282,39 @@ def _day_table(snap: Snapshot, width: int, paint) -> list[str]:
 
 
 FIRST_COLUMN_KEPT = 24  # a name column is cut below this only when no other column is left
+# The columns of the tables by model and by leg kind a narrow terminal leaves out before the
+# others: a share is the credits column over its total, and a model's legs are HydraFusion's.
+SPEND_LEFT_OUT_FIRST = ("share", "legs")
 
 
-def _table(width: int, paint, headers: list[str], rows: list[list], blank: bool = True) -> list[str]:
-    """Left-aligned first column, the rest right-aligned. Where it does not fit, the last
-    columns are left out first (a line under the table names them), so the names keep up
-    to FIRST_COLUMN_KEPT characters; only then is the first column cut."""
+def _table(width: int, paint, headers: list[str], rows: list[list], blank: bool = True,
+           left_out_first: tuple[str, ...] = ()) -> list[str]:
+    """Left-aligned first column, the rest right-aligned; a whole number with thousands
+    separators. Where it does not fit, columns are left out, those `left_out_first` names
+    first (in that order), then the others from the right (a line under the table names
+    them), so the names keep up to FIRST_COLUMN_KEPT characters; only then is the first
+    column cut. At least one column beside the names is kept."""
     if not rows:
         return []
-    cells = [[printable(str(cell)) for cell in row] for row in rows]
+    cells = [[f"{cell:,}" if isinstance(cell, int) else printable(str(cell)) for cell in row]
+             for row in rows]
     widths = [max(len(row[i]) for row in [headers] + cells) for i in range(len(headers))]
+    order = [headers.index(name) for name in left_out_first if name in headers]
+    order += [index for index in range(len(headers) - 1, 0, -1) if index not in order]
+    kept, left_out = list(range(len(headers))), []
     first = min(widths[0], FIRST_COLUMN_KEPT)
-    while len(widths) > 2 and first + sum(widths[1:]) + 2 * (len(widths) - 1) > width:
-        widths.pop()
-    widths[0] = max(8, min(widths[0], width - sum(widths[1:]) - 2 * (len(widths) - 1)))
+    while len(kept) > 2 and first + sum(widths[i] + 2 for i in kept[1:]) > width:
+        left_out.append(order[len(left_out)])
+        kept.remove(left_out[-1])
+    widths[0] = max(8, min(widths[0], width - sum(widths[i] + 2 for i in kept[1:])))
 
     def line(row: list[str]) -> str:
-        first = _cut(row[0], widths[0]).ljust(widths[0])
-        return "  ".join([first] + [cell.rjust(w) for cell, w in zip(row[1:], widths[1:])])
+        return "  ".join([_cut(row[0], widths[0]).ljust(widths[0])]
+                         + [row[i].rjust(widths[i]) for i in kept[1:]])
 
     lines = [paint(BOLD, line(headers))] + [line(row) for row in cells]
-    if len(widths) < len(headers):
-        lines.append(paint(DIM, _cut("  (too narrow for: " + ", ".join(headers[len(widths):])
-                                     + ")", width)))
+    if left_out:
+        lines += [paint(DIM, text) for text in _too_narrow([headers[i] for i in left_out], width)]
     return lines + ([""] if blank else [])
 
 
@@ -312,10 +322,11 @@ def _table(width: int, paint, headers: list[str], rows: list[list], blank: bool 
 
 
 class _TurnBlock:
-    """The lines of one turn, and the day it belongs to (the table heads each day)."""
+    """The lines of one turn, the day it belongs to (the table heads each day), and whether
+    its legs are beside its columns."""
 
-    def __init__(self, day: str, first_of_day: bool, lines: list[str]):
-        self.day, self.first_of_day, self._lines = day, first_of_day, lines
+    def __init__(self, day: str, first_of_day: bool, lines: list[str], beside: bool):
+        self.day, self.first_of_day, self._lines, self.beside = day, first_of_day, lines, beside
 
     def lines(self, with_day: bool) -> list[str]:
         heading = [self.day] if self.first_of_day or with_day else []
@@ -324,9 +335,8 @@ class _TurnBlock:
 
 # The turn list's columns: header, cell of a turn, right-aligned. Where the fixed columns
 # do not fit, TURN_COLUMNS_DROPPED are left out in that order (a line under the list says
-# which); the legs go below the columns when fewer than LEGS_BESIDE characters are left
-# beside them (a leg's label is some 30: `gpt-5.6-sol judge:reject`).
-LEGS_BESIDE = 32
+# which). A turn's legs go beside the columns where each of their labels fits there (they
+# wrap after an arrow, under each other), else on the lines below.
 TURN_COLUMNS = (
     ("started", lambda turn: turn.start[11:19], False),
     ("session", lambda turn: printable(turn.session_id)[:8], False),
@@ -353,16 +363,17 @@ def _turn_columns(turns: list[TurnRow], width: int) -> list[tuple[str, int, obje
     return columns
 
 
-def _turn_header(columns: list[tuple[str, int, object, bool]], width: int) -> tuple[str, str | None]:
-    """The turn list's header line, and the line naming the columns left out (or None)."""
+def _turn_header(columns: list[tuple[str, int, object, bool]], width: int,
+                 beside: bool) -> tuple[str, list[str]]:
+    """The turn list's header line (`legs` at its end when a turn's legs are `beside` the
+    columns), and the lines naming the columns left out (none when all fit)."""
     head = "  " + "".join((name.rjust(w) if right else name.ljust(w)) + "  "
                           for name, w, _, right in columns)
-    legs = "legs" if width - len(head) >= LEGS_BESIDE else "(legs below)"
+    legs = "legs" if beside else "(legs below)"
     head = head + legs if len(head) + len(legs) <= width else head.rstrip()
     shown = {column[0] for column in columns}
     dropped = [name for name in TURN_COLUMNS_DROPPED if name not in shown]
-    return _cut(head, width), (_cut(f"  (too narrow for: {', '.join(dropped)})", width)
-                               if dropped else None)
+    return _cut(head, width), _too_narrow(dropped, width) if dropped else []
 
 
 def _turn_blocks(turns: list[TurnRow], columns: list[tuple[str, int, object, bool]], width: int,
@@ -384,13 +395,15 @@ def _turn_blocks(turns: list[TurnRow], columns: list[tuple[str, int, object, boo
         else:
             labels = [leg_label(leg, turn.kind == "fallback") for leg in turn.legs]
             colors = [_leg_color(leg) for leg in turn.legs]
-        if width - indent < LEGS_BESIDE:  # the legs go underneath
+        beside = bool(labels) and all(len(label) + 3 * (index < len(labels) - 1) <= width - indent
+                                      for index, label in enumerate(labels))
+        if beside:
+            legs = _wrap(labels, colors, width - indent, paint)
+            lines = [head + legs[0]] + [" " * indent + line for line in legs[1:]]
+        else:
             legs = _wrap(labels, colors, width - 6, paint)
             lines = [head.rstrip()] + ["      " + line for line in legs]
-        else:
-            legs = _wrap(labels, colors, width - indent, paint) or [""]
-            lines = [head + legs[0]] + [" " * indent + line for line in legs[1:]]
-        blocks.append(_TurnBlock(turn.start[:10], turn.start[:10] != day, lines))
+        blocks.append(_TurnBlock(turn.start[:10], turn.start[:10] != day, lines, beside))
         day = turn.start[:10]
     return blocks
 
@@ -418,7 +431,7 @@ def _pattern(turn: TurnRow) -> str:
 
 
 def _counts(turn: TurnRow) -> str:
-    return f"{turn.calls}/{turn.printed.tool_count}"
+    return f"{turn.calls:,}/{turn.printed.tool_count:,}"
 
 
 def call_models(turn: TurnRow) -> list[str]:
@@ -455,13 +468,13 @@ def _wrap(labels: list[str], colors: list, width: int, paint) -> list[str]:
     """`a -> b -> c` broken after an arrow where it would pass `width`; each label cut to fit."""
     lines, line, used = [], "", 0
     for index, (label, color) in enumerate(zip(labels, colors)):
-        text = _cut(label, width - 3) + (" ->" if index < len(labels) - 1 else "")
+        arrow = index < len(labels) - 1
+        text = _cut(label, width - 3 * arrow) + (" ->" if arrow else "")
         if used and used + 1 + len(text) > width:
             lines.append(line)
             line, used = "", 0
         if used:
             line, used = line + " ", used + 1
-        arrow = text.endswith(" ->")
         body = text[:-3] if arrow else text
         line += (paint(color, body) if color else body) + (" ->" if arrow else "")
         used += len(text)
@@ -482,12 +495,15 @@ def _painter(color: bool):
     return paint
 
 
-def _credits(value: float | None, unknown: int = 0) -> str:
-    """`12.50`; `>=12.50` when it leaves out `unknown` calls of unknown credits; `-` when
+def credits_text(value: float | None, unknown: int = 0) -> str:
+    """`2,212.50`; `>=12.50` when it leaves out `unknown` calls of unknown credits; `-` when
     nothing of its credits is known (figures.py: None)."""
     if value is None:
         return "-"
-    return f">={value:.2f}" if unknown else f"{value:.2f}"
+    return f">={value:,.2f}" if unknown else f"{value:,.2f}"
+
+
+_credits = credits_text
 
 
 def _percent(value: float | None) -> str:
@@ -532,6 +548,58 @@ def _cut(text: str, width: int) -> str:
     return text if len(text) <= width else text[:max(width - 1, 0)] + "~"
 
 
+def flow(parts: list[str], width: int, indent: str = "  ") -> list[str]:
+    """The parts, a space between each two, on as many lines as `width` needs, the lines
+    after the first beginning with `indent`. A line breaks between two parts; a part too
+    long for any line breaks between its words, and a word longer than a line inside it:
+    nothing is cut. A part may be painted: its length is what shows of it."""
+    lines, line, pending = [], "", list(parts)
+    while pending:
+        part = pending.pop(0)
+        joined = f"{line} {part}" if line.strip() else line + part
+        if _shown(joined) <= width:
+            line = joined
+        elif line.strip() and len(indent) + _shown(part.lstrip()) <= width:
+            lines.append(line)
+            line = indent + part.lstrip()
+        elif len(part.split()) > 1:  # too long for any line: word by word
+            words = part.split()
+            pending[:0] = [part[:len(part) - len(part.lstrip())] + words[0]] + words[1:]
+        else:  # a word longer than a line: broken, from a line of its own
+            if line.strip():
+                lines.append(line)
+                line = indent
+            room = max(1, width - len(line))
+            lines.append(line + part[:room])
+            line = indent
+            if part[room:]:
+                pending.insert(0, part[room:])
+    return lines + [line] if line.strip() or not lines else lines
+
+
+def _prose(text: str, width: int) -> list[str]:
+    """A sentence on as many lines as `width` needs, broken between words, the lines after
+    the first indented two more than it."""
+    lead = " " * (len(text) - len(text.lstrip(" ")))
+    words = text.split()
+    return flow([lead + words[0]] + words[1:], width, lead + "  ")
+
+
+def _too_narrow(names: list[str], width: int) -> list[str]:
+    """`  (too narrow for: duration, calls/tools)`: the columns left out, in that order."""
+    return flow(["  (too narrow for:"] + _commas(names[:-1] + [names[-1] + ")"]), width, "   ")
+
+
+def _commas(items: list[str]) -> list[str]:
+    """Each item but the last with a comma: parts of a list for flow."""
+    return [item + "," for item in items[:-1]] + items[-1:]
+
+
+def _shown(text: str) -> int:
+    """What shows of `text` on a terminal: its length without its colour codes."""
+    return len(_COLOR_CODE.sub("", text)) if "\x1b[" in text else len(text)
+
+
 # -- --by day|week|month|session ------------------------------------------------------------
 
 GROUP_HEADERS = ["turns", "credits", "compound", "judge rej.", "review", "calls", "tools"]
@@ -557,6 +625,6 @@ def render_groups(snap: Snapshot, by: str, *, order: str = "asc", breakdown: boo
             rows += [["  " + model, "", _credits(credits), "", "", "", "", ""]
                      for model, credits in sorted(group.credits_by_model.items(),
                                                   key=lambda item: (-(item[1] or 0.0), item[0]))]
-    lines = [paint(BOLD, _cut(_title(snap), width)), ""]
+    lines = _title_lines(snap, width, paint) + [""]
     lines += _table(width, paint, [f"BY {by.upper()}, HydraFusion"] + GROUP_HEADERS, rows)
     return "".join(_fit(line, width).rstrip() + "\n" for line in lines)
