@@ -364,6 +364,15 @@ def test_the_table_groups_thousands_and_csv_and_json_do_not(month):
     row = next(line for line in table.splitlines() if line.startswith(model["name"] + " "))
     assert row.split()[1:4] == [f"{model['legs']:,}", f"{model['calls']:,}", f"{model['credits']:,.2f}"]
     assert f"the newest 3 of {len(document['turns']):,}" in table
+    # Was fusion worth it: a pattern's turns and credits, and the turns estimated of all.
+    worth = max(document["worth"]["by_pattern"], key=lambda group: group["turns"])
+    assert worth["turns"] >= 1000
+    lines = table.splitlines()
+    section = next(i for i, line in enumerate(lines) if line.startswith("WORTH IT"))
+    row = next(line for line in lines[section:] if line.startswith(worth["key"] + " "))
+    assert row.split()[1:3] == [f"{worth['turns']:,}", f"{worth['credits']:,.2f}"]
+    alone = worth["one_model"]
+    assert f"{alone['turns']:,}/{alone['turns'] + alone['not_estimated']:,}" in table
     # --by: a month's turns and credits.
     biggest = max(document["by_month"], key=lambda group: group["turns"])
     assert biggest["turns"] >= 1000

@@ -32,7 +32,12 @@ DATE = re.compile(r"\b\d{4}-\d\d-\d\d\b")
 TURN_LINE = re.compile(r"^  \d\d:\d\d:\d\d  ")
 # The lines of prose a report prints: each a sentence that wraps, never cut.
 PROSE = ("HydraFusion:", "only ", "above, HydraFusion turns only:", "credits leave out",
-         "CLI totals:", "TURNS")
+         "CLI totals:", "TURNS", "  kept:", "  accepted:", "  * an estimate", "  * least squares")
+
+
+def is_prose(line: str) -> bool:
+    """A sentence of the report: PROSE's, or a model the price fit refused, with why."""
+    return line.startswith(PROSE) or ": not fitted, " in line
 
 
 def words(lines: list[str]) -> str:
@@ -109,7 +114,7 @@ def test_no_line_is_wider_than_the_terminal_and_no_sentence_is_cut(source, colum
     assert max(map(len, whole)) > columns  # else there was nothing to fit
     # Every sentence of the title and the summary, word for word, wrapped or not.
     for line in whole:
-        if line.startswith(PROSE):
+        if is_prose(line):
             assert words([line]) in words(shown), line
 
 
@@ -196,10 +201,11 @@ def test_every_sentence_of_the_summary_is_whole_at_any_width(home_that_differs):
 
     whole = report(1000)
     paragraph = whole.index(next(line for line in whole if line.startswith("CLI totals:")))
-    sentences = [line for line in whole if line.startswith(PROSE)]
+    sentences = [line for line in whole if is_prose(line)]
     sentences += whole[paragraph:whole.index("", paragraph)]
     assert any("differ" in line for line in sentences)
     assert any("without a log" in line for line in sentences)
+    assert any(line.startswith("  * an estimate") for line in sentences)
     assert len(whole[0]) > 90 and any(len(line) > 90 for line in sentences[1:])
     for columns in (40, 47, 60, 73, 100, 133, 200):
         shown = report(columns)

@@ -284,6 +284,7 @@ def _day_table(snap: Snapshot, width: int, paint) -> list[str]:
 
 # -- Was fusion worth it (tailer/report/worth.py) ---------------------------------------------
 
+_ESTIMATE_NOTE = "  * an estimate: the kept leg's tokens at the answering model's fitted prices"
 _REFUSED = {
     "too_few_calls": "too few calls (3 a price at least)",
     "singular": "its calls cannot tell the prices apart",
@@ -301,8 +302,8 @@ def worth_section(snap: Snapshot, width: int, paint) -> list[str]:
     lines = _table(width, paint, ["WORTH IT, by pattern", "turns", "credits", "kept",
                                   "not kept", "review"],
                    [_worth_row(group) for group in worth.by_pattern], blank=False)
-    lines.append(paint(DIM, _cut("  kept: the leg whose answer the user got; not kept: judges, "
-                                 "critics, drafts, failed legs", width)))
+    lines += _note("  kept: the leg whose answer the user got; not kept: judges, critics, "
+                   "drafts, failed legs", width, paint)
     lines.append("")
     lines += _table(width, paint, ["MEDIAN TURN vs SINGLE, on", "turns", "median",
                                    "single turns", "single median", "x single"],
@@ -315,8 +316,8 @@ def worth_section(snap: Snapshot, width: int, paint) -> list[str]:
         lines += _table(width, paint, ["THE GATE, cascade", "turns", "credits", "kept",
                                        "not kept", "estimated", "one model*", "saved*"],
                         [_gate_row(group) for group in worth.gate], blank=False)
-        lines.append(paint(DIM, _cut("  accepted: the draft kept, its judge not; rejected: the "
-                                     "repair kept, the draft and judge on top", width)))
+        lines += _note("  accepted: the draft kept, its judge not; rejected: the repair kept, "
+                       "the draft and judge on top", width, paint)
         lines.append("")
     rows = []
     for label, groups in (("by pattern", worth.by_pattern),
@@ -327,9 +328,7 @@ def worth_section(snap: Snapshot, width: int, paint) -> list[str]:
             rows += [["  " + group.key, *_estimated(group.one_model)] for group in groups]
     lines += _table(width, paint, ["ONE MODEL ALONE*", "estimated", "measured", "one model*",
                                    "+/-", "saved*"], rows, blank=False)
-    lines.append(paint(DIM, _cut("  * an estimate: the kept leg's tokens at the answering model's "
-                                 "fitted prices", width)))
-    lines.append("")
+    lines += _note(_ESTIMATE_NOTE, width, paint) + [""]
     return lines + _prices_table(worth.prices, width, paint)
 
 
@@ -350,13 +349,13 @@ def _gate_row(group) -> list:
 def _estimated(estimate) -> list:
     """The turns estimated of all, their measured credits, the estimate, its error, and
     what fusion saved against it: the estimate less the measured credits of those turns."""
-    turns = f"{estimate.turns}/{estimate.turns + estimate.not_estimated}"
+    turns = f"{estimate.turns:,}/{estimate.turns + estimate.not_estimated:,}"
     if estimate.alone is None:
         return [turns, "-", "-", "-", "-"]
     saved = None if estimate.credits is None else estimate.alone - estimate.credits
     return [turns, _credits(estimate.credits, estimate.unknown_credit_calls),
-            _credits(estimate.alone), f"{estimate.error:.2f}",
-            "-" if saved is None else f"{saved:+.2f}"]
+            _credits(estimate.alone), f"{estimate.error:,.2f}",
+            "-" if saved is None else f"{saved:+,.2f}"]
 
 
 def _prices_table(prices: list, width: int, paint) -> list[str]:
@@ -370,14 +369,18 @@ def _prices_table(prices: list, width: int, paint) -> list[str]:
                        ("input", "cache_read", "cache_write", "output")),
                      "-" if model.relative_error is None else f"{100 * model.relative_error:.1f}%"]
                     for model in fitted], blank=False)
-    lines += [_cut(printable(f"  {model.model}: not fitted, {_REFUSED[model.fit]}; "
-                             f"{counted(model.calls, 'call')} of known credits"), width)
-              for model in prices if model.fit != "fitted"]
+    lines += [line for model in prices if model.fit != "fitted"
+              for line in _prose(printable(f"  {model.model}: not fitted, {_REFUSED[model.fit]}; "
+                                           f"{counted(model.calls, 'call')} of known credits"), width)]
     if lines:
-        lines.append(paint(DIM, _cut("  * least squares over your calls of known credits; input: "
-                                     "uncached; error: a call's, over its mean", width)))
-        lines.append("")
+        lines += _note("  * least squares over your calls of known credits; input: uncached; "
+                       "error: a call's, over its mean", width, paint) + [""]
     return lines
+
+
+def _note(text: str, width: int, paint) -> list[str]:
+    """A dimmed note under a table, wrapped between words (_prose), never cut."""
+    return [paint(DIM, line) for line in _prose(text, width)]
 
 
 def _per_million(price: float | None) -> str:
@@ -745,5 +748,4 @@ def _worth_groups(snap: Snapshot, by: str, order: str, width: int, paint) -> lis
     lines = _table(width, paint, [f"WORTH IT, by {by}", "turns", "credits", "kept", "not kept",
                                   "estimated", "measured", "one model*", "+/-", "saved*"], rows,
                    blank=False)
-    return lines + [paint(DIM, _cut("  * an estimate: the kept leg's tokens at the answering "
-                                    "model's fitted prices", width)), ""]
+    return lines + _note(_ESTIMATE_NOTE, width, paint) + [""]
