@@ -609,6 +609,7 @@ def credits_text(value: float | None, unknown: int = 0) -> str:
     return f">={value:,.2f}" if unknown else f"{value:,.2f}"
 
 
+# The name this module's code uses; credits_text is the public one (--watch's lines).
 _credits = credits_text
 
 
