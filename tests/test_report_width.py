@@ -22,7 +22,8 @@ from ledgergen import TABLE
 from realcli import record
 from tailerproc import ROOT, tailer_env
 from tmux import Terminal, needs_tmux
-from tailer.report.table import TURN_COLUMNS_DROPPED, flow
+from tailer.report.table import TURN_COLUMNS_DROPPED
+from tailer.report.wrap import flow
 
 VERSION = (ROOT / "tests" / "realcli" / "VERSION").read_text().strip()
 REALCLI, _ = record.recorded(VERSION)

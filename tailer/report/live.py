@@ -35,7 +35,8 @@ from . import gather
 from .figures import Check, TurnRow, check_figures, snapshot, turn_row
 from .now import InFlightRow, in_flight_row, render_now
 from .read import Selection, SessionReader
-from .table import call_models, credits_text, flow, leg_label, render_table
+from .table import call_models, credits_text, leg_label, render_table
+from .wrap import cut, flow
 from ..turns.assembly import IDLE_TIMEOUT_S, Turn
 from ..copilot.watch import SessionWatcher
 
@@ -230,7 +231,7 @@ def head_lines(live: LiveTurns, answered: list[TurnRow], now: datetime, columns:
     lines = flow(watching + ["| Ctrl-C quits"], columns)
     ended_turns = [row for row in (live.last, *answered) if row is not None]
     if not ended_turns:
-        return lines + ["last turn: none yet"] + [_cut(line, columns) for line in now_lines]
+        return lines + ["last turn: none yet"] + [cut(line, columns) for line in now_lines]
     row = max(ended_turns, key=_end)
     if row.kind == "ordinary":  # call_models and leg_label give printable names
         legs = call_models(row)
@@ -241,7 +242,7 @@ def head_lines(live: LiveTurns, answered: list[TurnRow], now: datetime, columns:
                    printable(row.outcome),
                    f"{credits_text(row.credits, row.unknown_credit_calls)} credits:"]
                   + [leg + " ->" for leg in legs[:-1]] + legs[-1:], columns)
-    return lines + [_cut(line, columns) for line in now_lines]
+    return lines + [cut(line, columns) for line in now_lines]
 
 
 def watch(state_dir: Path, selection: Selection, filters: dict[str, str], out: TextIO, *,
@@ -311,7 +312,3 @@ def _ago(seconds: int) -> str:
     if seconds < 2 * 86400:
         return f"{seconds // 3600} h ago"
     return f"{seconds // 86400} days ago"
-
-
-def _cut(text: str, width: int) -> str:
-    return text if len(text) <= width else text[:width - 1] + "~"

@@ -10,12 +10,11 @@ terminal nor break a row, and the escapes it shows instead count in the column w
 
 from __future__ import annotations
 
-import re
-
 from ..printable import printable
 from ..wording import counted
 from ..turns import ledger_check
 from .figures import LegRow, Snapshot, Spend, TurnRow
+from .wrap import commas, cut as _cut, fit as _fit, flow, prose as _prose
 
 BOLD, DIM, RED, GREEN, YELLOW, MAGENTA = "1", "2", "31", "32", "33", "35"
 # The leg kinds a reader takes for granted: a turn's first answer. Others are named.
@@ -93,7 +92,7 @@ def _sections(snap: Snapshot, width: int, paint) -> list[list[str]]:
         notes.append(f"{skipped['damaged_lines']:,} damaged lines skipped")
     if skipped["unreadable_logs"]:
         notes.append(f"{counted(skipped['unreadable_logs'], 'log')} unreadable")
-    lines += flow(["above, HydraFusion turns only:"] + _commas(notes), width)
+    lines += flow(["above, HydraFusion turns only:"] + commas(notes), width)
     unknown = sum(kind.unknown_credit_calls for kind in snap.by_kind)
     if unknown:
         lines += _prose(f"credits leave out {counted(unknown, 'call')} whose credits the CLI "
@@ -164,7 +163,7 @@ def _ledger(snap: Snapshot, width: int, paint) -> list[str]:
                  if found.differ else summary, width)
     for differs in found.differ:
         head = f"  {printable(differs.session_id[:8])}"
-        lines += flow([head] + _commas(_differing(differs)), width, " " * (len(head) + 1))
+        lines += flow([head] + commas(_differing(differs)), width, " " * (len(head) + 1))
     said = []
     if found.credits_not_compared:
         said.append(f"  credits of {counted(found.credits_not_compared, 'session')} not "
@@ -633,78 +632,9 @@ def _duration(milliseconds: float) -> str:
     return f"{int(seconds // 3600)}h{int(seconds % 3600 // 60):02d}m"
 
 
-def _fit(line: str, width: int) -> str:
-    """The line cut to `width` visible characters, its colour codes kept and closed."""
-    if len(line) <= width:
-        return line
-    kept, seen = [], 0
-    for part in _COLOR_CODE.split(line):
-        if _COLOR_CODE.fullmatch(part):
-            kept.append(part)
-        else:
-            kept.append(part[:max(width - seen, 0)])
-            seen += len(part)
-    text = "".join(kept)
-    return text + "\x1b[0m" if "\x1b[" in text else text
-
-
-_COLOR_CODE = re.compile(r"(\x1b\[[0-9;]*m)")
-
-
-def _cut(text: str, width: int) -> str:
-    return text if len(text) <= width else text[:max(width - 1, 0)] + "~"
-
-
-def flow(parts: list[str], width: int, indent: str = "  ") -> list[str]:
-    """The parts, a space between each two, on as many lines as `width` needs, the lines
-    after the first beginning with `indent`. A line breaks between two parts; a part too
-    long for any line breaks between its words, and a word longer than a line inside it:
-    nothing is cut. A part may be painted: its length is what shows of it."""
-    lines, line, pending = [], "", list(parts)
-    while pending:
-        part = pending.pop(0)
-        joined = f"{line} {part}" if line.strip() else line + part
-        if _shown(joined) <= width:
-            line = joined
-        elif line.strip() and len(indent) + _shown(part.lstrip()) <= width:
-            lines.append(line)
-            line = indent + part.lstrip()
-        elif len(part.split()) > 1:  # too long for any line: word by word
-            words = part.split()
-            pending[:0] = [part[:len(part) - len(part.lstrip())] + words[0]] + words[1:]
-        else:  # a word longer than a line: broken, from a line of its own
-            if line.strip():
-                lines.append(line)
-                line = indent
-            room = max(1, width - len(line))
-            lines.append(line + part[:room])
-            line = indent
-            if part[room:]:
-                pending.insert(0, part[room:])
-    return lines + [line] if line.strip() or not lines else lines
-
-
-def _prose(text: str, width: int) -> list[str]:
-    """A sentence on as many lines as `width` needs, broken between words, the lines after
-    the first indented two more than it."""
-    lead = " " * (len(text) - len(text.lstrip(" ")))
-    words = text.split()
-    return flow([lead + words[0]] + words[1:], width, lead + "  ")
-
-
 def _too_narrow(names: list[str], width: int) -> list[str]:
     """`  (too narrow for: duration, calls/tools)`: the columns left out, in that order."""
-    return flow(["  (too narrow for:"] + _commas(names[:-1] + [names[-1] + ")"]), width, "   ")
-
-
-def _commas(items: list[str]) -> list[str]:
-    """Each item but the last with a comma: parts of a list for flow."""
-    return [item + "," for item in items[:-1]] + items[-1:]
-
-
-def _shown(text: str) -> int:
-    """What shows of `text` on a terminal: its length without its colour codes."""
-    return len(_COLOR_CODE.sub("", text)) if "\x1b[" in text else len(text)
+    return flow(["  (too narrow for:"] + commas(names[:-1] + [names[-1] + ")"]), width, "   ")
 
 
 # -- --by day|week|month|session ------------------------------------------------------------
