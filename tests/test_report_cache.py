@@ -316,16 +316,16 @@ def test_a_worker_that_dies_or_fails_stops_the_report(month, monkeypatch, kill):
 
 
 def test_a_huge_jobs_starts_a_few_workers_per_cpu_and_no_more_than_logs(month, monkeypatch):
-    import concurrent.futures
+    from tailer.report import workers
 
     started = []
 
-    class CountedPool(concurrent.futures.ProcessPoolExecutor):
-        def __init__(self, max_workers, **options):
-            started.append(max_workers)
-            super().__init__(max_workers, **options)
+    class CountedPool(workers.Pool):
+        def __init__(self, size, function):
+            started.append(size)
+            super().__init__(size, function)
 
-    monkeypatch.setattr(concurrent.futures, "ProcessPoolExecutor", CountedPool)
+    monkeypatch.setattr(workers, "Pool", CountedPool)
     monkeypatch.setattr(gather, "default_jobs", lambda: 1)
     logs = len(list(month.glob("*/events.jsonl")))
     assert logs > gather.JOBS_PER_CPU

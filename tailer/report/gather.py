@@ -10,7 +10,8 @@ way the one reading path is SessionReader over SessionLog (tailer/report/read.py
 A worker sends back a LogRead: rows, the state to resume from and counts, never Turns with
 their records, so parent and workers stay small. Results are merged in the order of the
 session ids, whatever order they came in, so the report is the same for any --jobs. A
-worker that dies or fails ends the report with WorkerFailed: never a smaller report.
+worker that dies or fails ends the report with WorkerFailed: never a smaller report; and
+the workers end with the report, however it ends (tailer/report/workers.py).
 """
 
 from __future__ import annotations
@@ -101,46 +102,38 @@ def read_log(job: Job) -> LogRead:
 
 
 def read_all(jobs: list[Job], workers: int, on_read: Callable[[Path], None]) -> dict[str, LogRead]:
-    """Every job's LogRead, by session id: in `workers` processes, or in this one when
-    there is one worker or one job. Raises WorkerFailed."""
+    """Every job's LogRead, by session id: in `workers` processes (tailer/report/workers.py),
+    the biggest jobs first, or in this one when there is one worker or one job. Raises
+    WorkerFailed."""
     if workers == 1 or len(jobs) < 2 or not CAN_FORK:
         reads = {}
         for job in jobs:
             reads[job.session_id] = read_log(job)
             on_read(job.path)
         return reads
-    # Imported here, where workers start: multiprocessing and concurrent.futures cost some
-    # 10 ms of start-up that a warm report, which reads in this process, would pay for nothing.
-    import multiprocessing
-    from concurrent.futures import FIRST_EXCEPTION, ProcessPoolExecutor, wait
+    # Imported here, where workers start: pickle and the rest cost start-up that a warm
+    # report, which reads in this process, would pay for nothing.
+    from .workers import JobFailed, Pool, WorkerDied
 
-    pool = ProcessPoolExecutor(pool_size(workers, len(jobs)), mp_context=multiprocessing.get_context("fork"))
     try:
-        pending = {pool.submit(read_log, job): job
-                   for job in sorted(jobs, key=lambda job: -job.to_read)}
-        reads = {}
-        while pending:
-            done, _ = wait(pending, return_when=FIRST_EXCEPTION)
-            for future in done:
-                job = pending.pop(future)
-                reads[job.session_id] = _result(future, job)
+        pool = Pool(pool_size(workers, len(jobs)), read_log)
+    except OSError as error:  # no process or pipe could be made
+        raise WorkerFailed(f"cannot start the processes that read the session logs "
+                           f"({error.strerror}): no report; --jobs 1 reads in one process") from None
+    reads = {}
+    try:
+        with pool:
+            for job, read in pool.run(sorted(jobs, key=lambda job: -job.to_read)):
+                reads[job.session_id] = read
                 on_read(job.path)
-        return reads
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
-
-
-def _result(future, job: Job) -> LogRead:
-    from concurrent.futures.process import BrokenProcessPool  # imported by read_all already
-
-    try:
-        return future.result()
-    except BrokenProcessPool:
-        raise WorkerFailed("a process reading the session logs stopped (killed, or out of "
-                           "memory): no report; --jobs 1 reads in one process") from None
-    except Exception as error:
-        raise WorkerFailed(f"reading session {printable(job.session_id)} failed "
-                           f"({type(error).__name__}): no report") from None
+    except WorkerDied as error:
+        raise WorkerFailed(f"a process reading the session logs stopped ({error}): no report; "
+                           "--jobs 1 reads in one process") from None
+    except JobFailed as error:
+        job, name = error.args
+        raise WorkerFailed(f"reading session {printable(job.session_id)} failed ({name}): "
+                           "no report") from None
+    return reads
 
 
 @record
