@@ -13,6 +13,7 @@ Bounded for CI; HYDRAFUSION_LONG_TESTS=1 runs many more and longer sequences.
 """
 
 import contextlib
+import errno
 import io
 import json
 import os
@@ -313,6 +314,28 @@ def test_a_worker_that_dies_or_fails_stops_the_report(month, monkeypatch, kill):
         assert f"reading session {session_id} failed (RuntimeError)" in stderr
     # In one process the same logs give the whole report.
     assert report(month, {}, "--format", "json", "--jobs", "1")[0] == 0
+
+
+def test_workers_that_cannot_start_cost_one_line_and_leave_nothing(month, monkeypatch):
+    """The system refuses the second worker (EAGAIN: too many processes): one line, exit 2,
+    the first worker killed and reaped, and no pipe left open."""
+    forks, fork = [], os.fork
+
+    def second_fails():
+        if forks:
+            raise BlockingIOError(errno.EAGAIN, os.strerror(errno.EAGAIN))
+        forks.append(fork())
+        return forks[-1]
+    monkeypatch.setattr(os, "fork", second_fails)
+    open_before = set(os.listdir("/proc/self/fd")) if os.path.isdir("/proc/self/fd") else set()
+    code, stdout, stderr = report(month, {}, "--format", "json", "--jobs", "2")
+    assert (code, stdout) == (2, "")
+    assert stderr == ("hydrafusion-tailer report: cannot start the processes that read the session "
+                      f"logs ({os.strerror(errno.EAGAIN)}): no report; --jobs 1 reads in one process\n")
+    with pytest.raises(ChildProcessError):
+        os.waitpid(forks[0], os.WNOHANG)  # the first worker was killed and reaped
+    if open_before:
+        assert set(os.listdir("/proc/self/fd")) <= open_before
 
 
 def test_a_huge_jobs_starts_a_few_workers_per_cpu_and_no_more_than_logs(month, monkeypatch):

@@ -109,23 +109,27 @@ class Pool:
             signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
     def _start(self) -> None:
-        jobs_out, jobs_in = os.pipe()
-        answers_out, answers_in = os.pipe()
-        # Held across the fork: the child must not run the report's handlers before it
-        # has put its own in place.
-        previous = signal.pthread_sigmask(signal.SIG_BLOCK, _HELD)
+        job_reader, job_writer = os.pipe()
+        self.jobs_fds.append(job_writer)
+        theirs = [job_reader]  # the new worker's ends of its pipes: closed here once it has them
         try:
-            pid = os.fork()
-            if pid == 0:
-                others = (*self.jobs_fds, *self.answers_fds, self._lifeline_end, jobs_in, answers_out)
-                _serve(self.function, jobs_out, answers_in, self.lifeline, previous, others)
+            answer_reader, answer_writer = os.pipe()
+            self.answers_fds.append(answer_reader)
+            theirs.append(answer_writer)
+            # Held across the fork: the child must not run the report's handlers before it
+            # has put its own in place.
+            previous = signal.pthread_sigmask(signal.SIG_BLOCK, _HELD)
+            try:
+                pid = os.fork()
+                if pid == 0:
+                    _serve(self.function, job_reader, answer_writer, self.lifeline, previous,
+                           (*self.jobs_fds, *self.answers_fds, self._lifeline_end))
+            finally:
+                signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+            self.pids.append(pid)
         finally:
-            signal.pthread_sigmask(signal.SIG_SETMASK, previous)
-        self.pids.append(pid)
-        os.close(jobs_out)
-        os.close(answers_in)
-        self.jobs_fds.append(jobs_in)
-        self.answers_fds.append(answers_out)
+            for fd in theirs:
+                os.close(fd)
 
     def _send(self, index: int, job):
         try:
