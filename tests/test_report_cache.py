@@ -316,6 +316,21 @@ def test_a_worker_that_dies_or_fails_stops_the_report(month, monkeypatch, kill):
     assert report(month, {}, "--format", "json", "--jobs", "1")[0] == 0
 
 
+def test_a_worker_that_dies_under_watch_costs_one_line(month, monkeypatch):
+    """--watch's first pass reads through the cache and the workers, as a report does: a
+    worker that dies there ends it with the same line and exit code, not a traceback."""
+    def died(*args, **options):
+        raise gather.WorkerFailed("a process reading the session logs stopped (killed by SIGKILL)")
+    monkeypatch.setattr(gather, "through_cache", died)
+    out, err = io.StringIO(), io.StringIO()
+    out.isatty = lambda: True
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = cli.main(["report", "--state-dir", str(month), "--watch"], {})
+    assert code == 2
+    assert err.getvalue() == ("hydrafusion-tailer report: a process reading the session logs stopped "
+                              "(killed by SIGKILL)\n")
+
+
 def test_workers_that_cannot_start_cost_one_line_and_leave_nothing(month, monkeypatch):
     """The system refuses the second worker (EAGAIN: too many processes): one line, exit 2,
     the first worker killed and reaped, and no pipe left open."""
