@@ -19,7 +19,10 @@ a missed one: timings belong to the machine, and docs/PERFORMANCE.md says how to
    empty cache) must take no longer than the backfill and be at least as fast as the naive
    reader; with --jobs 2, 1.6 x faster than with --jobs 1; over the unchanged logs (a
    warm cache) under 1 s and 0.05 x the first read; after a new turn in each of 10
-   sessions, 0.1 x; the peak RSS of its process and of each worker under 120 MB.
+   sessions, 0.1 x; the peak RSS of its process and of each worker under 120 MB. Beside
+   the logs is the CLI's ledger of their calls (`session-store.db`, a row per usage record,
+   in the CLI's layout), which every report reads and checks the logs against: the warm
+   report is measured with it and with `--ledger none`, the difference being its cost.
 2. Idle: the daemon following 10,000 sessions last written days ago; its CPU time (all
    threads, from /proc) over a window once its start-up work is done.
    Then `report --watch` on the same sessions, measured the same way after its first drawing,
@@ -29,6 +32,12 @@ a missed one: timings belong to the machine, and docs/PERFORMANCE.md says how to
 4. Resume: one of the 10,000 old sessions gets a new turn; time until that turn is exported.
 5. Start-up: the imports `report --demo` and a warm report pay beyond a bare interpreter,
    at most 40 ms (measure_imports says how they are counted).
+6. The footer (issue 41): `statusline` as Copilot CLI runs it on each refresh, on a session
+   log of 200 MB (quick: 60), from start to exit beside `python -c pass`: p95 under 50 ms
+   and median under 30 ms with the log unchanged since the last refresh and with a turn in
+   flight appended to it between refreshes; its first look at the log (refreshes until it
+   has caught up); and what can go wrong (stdin empty, binary, of 100 MB; a missing log;
+   a damaged state), each under 100 ms (measure_statusline).
 
 Every child runs with its bytecode cached, as an installed tailer does (child_environment),
 from a virtual environment of this Python with no package in it (bare_python), and the
@@ -66,9 +75,11 @@ REPO = Path(__file__).resolve().parent.parent
 # SessionWriter writes turns exactly as the CLI does; it has no test dependencies.
 sys.path[:0] = [str(REPO), str(REPO / "tests")]
 
+from ledgergen import rows_of_state, store_schema_sql, write_ledger  # noqa: E402
 from sessiongen import SessionWriter  # noqa: E402
 from tailer.copilot.events import may_be_read  # noqa: E402
 from tailer.copilot.lines import LineReader  # noqa: E402
+from tailer.statusline.settings import LAUNCH  # noqa: E402
 
 MB = 1_000_000  # every size and rate here is in decimal megabytes
 SEED = 20261103
@@ -117,6 +128,12 @@ TARGET_FIRST_VS_NAIVE = 1.0
 TARGET_REPORT_RSS_MB = 120.0  # the report's process and each of its workers
 TARGET_WATCH_FIRST_S = 1.0  # --watch's first table over the idle sessions, warm cache
 TARGET_IMPORT_MS = 40.0
+# Issue 41: the footer's command, from start to exit, interpreter included.
+STATUSLINE_LOG_MB = 200
+STATUSLINE_ROUNDS = 60
+TARGET_STATUSLINE_P95_MS = 50.0
+TARGET_STATUSLINE_MEDIAN_MS = 30.0
+TARGET_STATUSLINE_FAULT_MS = 100.0
 
 
 @dataclass(frozen=True)
@@ -399,14 +416,40 @@ def prepare_backfill_data(data_dir: Path, settings: Settings, kind: str) -> Data
         manifest = None
     if manifest and manifest.get("made_with") == wanted:
         progress(f"reusing the data in {data_dir}")
+        make_ledger(data_dir)
         return DataSummary(**manifest["summary"])
     if manifest is None and data_dir.exists() and any(data_dir.iterdir()):
         sys.exit(f"benchmark: {data_dir} holds something else; give an empty or new folder to --data")
     shutil.rmtree(data_dir / "session-state", ignore_errors=True)
     progress(f"generating {settings.size_mb} MB of {kind} data in {settings.sessions} sessions under {data_dir}")
     summary = make_backfill_data(data_dir / "session-state", settings, kind)
+    (data_dir / LEDGER).unlink(missing_ok=True)
+    make_ledger(data_dir)
     manifest_path.write_text(json.dumps({"made_with": wanted, "summary": asdict(summary)}, indent=1))
     return summary
+
+
+LEDGER = "session-store.db"
+
+
+def make_ledger(data_dir: Path) -> None:
+    """The CLI's ledger beside the data's state folder, where a report finds it, unless it
+    is there: a row per usage record of the logs, in the pinned CLI's layout (tests/realcli)."""
+    if (data_dir / LEDGER).is_file():
+        return
+    rows = rows_of_state(data_dir / "session-state")
+    progress(f"writing the CLI's ledger of their {len(rows):,} calls")
+    write_ledger(data_dir / LEDGER, rows, schema=store_schema_sql())
+
+
+def ledger_rows(data_dir: Path) -> int:
+    import sqlite3
+
+    connection = sqlite3.connect(f"file:{data_dir / LEDGER}?mode=ro", uri=True)
+    try:
+        return connection.execute("SELECT count(*) FROM assistant_usage_events").fetchone()[0]
+    finally:
+        connection.close()
 
 
 def idle_writer(index: int) -> SessionWriter:
@@ -668,7 +711,8 @@ import os, subprocess, sys, time
 started = time.perf_counter()
 child = subprocess.Popen(sys.argv[1:], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
 _, status, usage = os.wait4(child.pid, 0)
-print(time.perf_counter() - started, os.waitstatus_to_exitcode(status), usage.ru_maxrss)
+print(time.perf_counter() - started, os.waitstatus_to_exitcode(status), usage.ru_maxrss,
+      usage.ru_utime + usage.ru_stime)
 """
 
 
@@ -687,7 +731,7 @@ def run_backfill(state_dir: Path, work: Path, receiver: Receiver, label: str, *,
         launched = subprocess.run([sys.executable, "-c", LAUNCHER, *tailer_command(*options)], cwd=REPO,
                                   env=child_environment(), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                   stderr=log, check=True, text=True)
-    wall, exit_code, peak_kib = launched.stdout.split()
+    wall, exit_code, peak_kib, _ = launched.stdout.split()
     return {"wall_s": float(wall), "peak_rss_mb": int(peak_kib) * 1024 / MB, "exit_code": int(exit_code),
             "spans": receiver.spans, "root_spans": receiver.root_spans, "turns": len(receiver.roots),
             "warnings": warnings_in(log_path), "command": tailer_command(*options)}
@@ -726,8 +770,9 @@ def peak_rss_mb(pid: int) -> float | None:
 
 
 def run_report(state_dir: Path, cache_home: Path, *options: str) -> dict:
-    """One `report --format json` over the data (its output thrown away): its wall time and
-    the peak RSS of the report's process and of the largest of its workers.
+    """One `report --format json` over the data (its output thrown away): its wall time, the
+    CPU time of its processes, and the peak RSS of the report's process and of the largest
+    of its workers.
 
     The peaks are each process's VmHWM, read from /proc every POLL_S while it runs, so a
     worker's growth in its last moments may be missed; `tree_rss_mb`, from wait4, misses
@@ -744,18 +789,21 @@ def run_report(state_dir: Path, cache_home: Path, *options: str) -> dict:
             for worker in descendants(report_pid):
                 worker_peaks[worker] = max(worker_peaks.get(worker, 0.0), peak_rss_mb(worker) or 0.0)
         time.sleep(POLL_S)
-    wall, exit_code, peak_kib = launcher.stdout.read().split()
-    return {"wall_s": float(wall), "exit_code": int(exit_code), "tree_rss_mb": int(peak_kib) * 1024 / MB,
+    wall, exit_code, peak_kib, cpu = launcher.stdout.read().split()
+    return {"wall_s": float(wall), "cpu_s": float(cpu), "exit_code": int(exit_code),
+            "tree_rss_mb": int(peak_kib) * 1024 / MB,
             "parent_rss_mb": parent_peak, "worker_rss_mb": max(worker_peaks.values(), default=None),
             "workers": len(worker_peaks), "command": command}
 
 
 def _better_report(best: dict | None, run: dict) -> dict:
-    """The faster of two report runs' time, with the worse of their other figures."""
+    """The faster of two report runs' time, and the least CPU time, with the worse of their
+    other figures."""
     if best is None:
         return run
     faster = dict(min(best, run, key=lambda r: r["wall_s"]))
     faster["exit_code"] = best["exit_code"] or run["exit_code"]
+    faster["cpu_s"] = min(best["cpu_s"], run["cpu_s"])
     for peak in ("tree_rss_mb", "parent_rss_mb"):
         faster[peak] = max(best[peak], run[peak])
     workers = [r["worker_rss_mb"] for r in (best, run) if r["worker_rss_mb"] is not None]
@@ -847,8 +895,13 @@ def measure_report(state_dir: Path, work: Path, label: str) -> dict:
     warm_cache = work / f"report-cache-{label}"
     shutil.rmtree(warm_cache, ignore_errors=True)
     run_report(state_dir, warm_cache)  # fills the cache
+    reads_ledger = report_takes("--ledger")
     for _ in range(SHORT_ROUNDS):
         results["warm"] = _better_report(results.get("warm"), run_report(state_dir, warm_cache))
+        if reads_ledger:  # the same, without reading the CLI's ledger
+            results["warm_no_ledger"] = _better_report(results.get("warm_no_ledger"), run_report(
+                state_dir, warm_cache, "--ledger", "none"))
+    results["ledger_rows"] = ledger_rows(state_dir.parent)
     logs = sorted(state_dir.glob("*/events.jsonl"))
     step = max(1, len(logs) // APPENDED_SESSIONS)
     appenders = [Appender(path, random.Random(f"{SEED} {path.parent.name}"))
@@ -909,6 +962,7 @@ def _faster(best: dict | None, run: dict) -> dict:
     faster = dict(min(best, run, key=lambda r: r["wall_s"]))
     faster["peak_rss_mb"] = max(best["peak_rss_mb"], run["peak_rss_mb"])
     faster["exit_code"] = best["exit_code"] or run["exit_code"]
+    faster["cpu_s"] = min(best["cpu_s"], run["cpu_s"])
     for count in ("spans", "root_spans", "turns"):
         faster[count] = min(best[count], run[count])
     faster["warnings"] = best["warnings"] + [w for w in run["warnings"] if w not in best["warnings"]]
@@ -1051,7 +1105,7 @@ def measure_imports(work: Path) -> dict:
     commands = {
         "report --demo": ["-m", "tailer", "report", "--demo", "--format", "json"],
         "warm report": ["-m", "tailer", "report", "--format", "json", "--state-dir",
-                        str(REPO / "tailer" / "commands" / "fixtures")],
+                        str(REPO / "fixtures")],
     }
     results = {}
     for name, command in commands.items():
@@ -1127,6 +1181,112 @@ def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return probe.getsockname()[1]
+
+
+def statusline_log(path: Path, size_mb: int) -> tuple[SessionWriter, LogFile]:
+    """One session's log of `size_mb`: turns padded with model calls and tool output, as a
+    long day's session is; the writer and the file, left open for the turns to come."""
+    rng = random.Random(SEED + 41)
+    writer = SessionWriter("statusline-bench", datetime(2026, 10, 1, tzinfo=timezone.utc))
+    path.parent.mkdir(parents=True)
+    log = LogFile(path, Padding(rng), DataSummary())
+    while log.size < size_mb * MB:
+        add_turn(writer, rng, rolled_up=True)
+        log.take(writer)
+    log.out.flush()
+    return writer, log
+
+
+def run_statusline(stdin: bytes, environ: dict[str, str], *options: str) -> tuple[float, bytes]:
+    """One run as the CLI's refresh runs it (the command --install sets): its JSON on stdin,
+    stdout piped; seconds from start to exit, and what it printed."""
+    started = time.perf_counter()
+    done = subprocess.run(statusline_command(*options), cwd=REPO, env=environ, input=stdin, capture_output=True)
+    return time.perf_counter() - started, done.stdout
+
+
+def statusline_command(*options: str) -> list[str]:
+    """As `statusline --install` sets it (tailer/statusline/settings.py, our_command)."""
+    return [PYTHON, "-P", "-c", LAUNCH, "statusline", *options]
+
+
+def timed_runs(rounds: int, run) -> list[float]:
+    return sorted(run() for _ in range(rounds))
+
+
+def measure_statusline(work: Path, size_mb: int, rounds: int) -> dict:
+    """The footer's command on a log of `size_mb` (see the module docstring, 6.)."""
+    progress(f"statusline: a session log of {size_mb} MB")
+    log_path = work / "statusline" / "state" / "statusline-bench" / "events.jsonl"
+    writer, log = statusline_log(log_path, size_mb)
+    environ = child_environment(work / "statusline" / "cache")
+    environ["NO_COLOR"] = "1"
+    stdin = json.dumps({"session_id": "statusline-bench", "transcript_path": str(log_path.parent),
+                        "cwd": str(work), "model": {"id": "auto"}}).encode()
+    results: dict = {"log_mb": log.size / MB}
+    first = []
+    while not first or first[-1][1].startswith(b"HydraFusion: reading the log"):
+        first.append(run_statusline(stdin, environ))
+    results["first_refreshes"], results["first_max_s"] = len(first), max(seconds for seconds, _ in first)
+    results["first_total_s"] = sum(seconds for seconds, _ in first)
+
+    def unchanged() -> float:
+        return run_statusline(stdin, environ)[0]
+
+    old = time.time_ns() - 60 * 10**9
+    os.utime(log_path, ns=(old, old))
+    unchanged()  # the refresh that notes the log's identity, now trusted
+    results["unchanged_s"] = timed_runs(rounds, unchanged)
+    # A turn in flight: each refresh follows a few more of its lines.
+    rng = random.Random(SEED + 42)
+    pending: list[str] = []
+
+    def appended() -> float:
+        while not pending:
+            before = len(writer.lines())
+            add_turn(writer, rng, rolled_up=True)
+            pending.extend(writer.lines()[before:])
+        with open(log_path, "ab") as handle:
+            for _ in range(min(len(pending), rng.randint(1, 4))):
+                handle.write(pending.pop(0).encode() + b"\n")
+        return run_statusline(stdin, environ)[0]
+
+    results["appended_s"] = timed_runs(rounds, appended)
+    results["bare_s"] = timed_runs(rounds, lambda: run_bare(environ))
+    results["faults"] = statusline_faults(work, environ, stdin, log_path)
+    return results
+
+
+def run_bare(environ: dict[str, str]) -> float:
+    started = time.perf_counter()
+    subprocess.run([PYTHON, "-c", "pass"], cwd=REPO, env=environ, stdout=subprocess.DEVNULL)
+    return time.perf_counter() - started
+
+
+def statusline_faults(work: Path, environ: dict[str, str], stdin: bytes, log_path: Path) -> dict[str, float]:
+    """The slowest of IMPORT_RUNS runs of each case that must cost the footer nothing."""
+    big = work / "statusline" / "stdin-100mb"
+    with open(big, "wb") as handle:
+        handle.truncate(100 * MB)
+    state = next((work / "statusline" / "cache" / "hydrafusion" / "statusline").glob("*.json"))
+
+    def damaged() -> float:
+        state.write_bytes(os.urandom(4096))
+        return run_statusline(stdin, environ)[0]
+
+    def from_file() -> float:
+        with open(big, "rb") as handle:
+            started = time.perf_counter()
+            subprocess.run(statusline_command(), cwd=REPO, env=environ, stdin=handle, capture_output=True)
+            return time.perf_counter() - started
+
+    missing = json.dumps({"transcript_path": str(work / "statusline" / "no-such-session")}).encode()
+    cases = {"empty stdin": lambda: run_statusline(b"", environ)[0],
+             "binary stdin": lambda: run_statusline(bytes(range(256)) * 64, environ)[0],
+             "100 MB of stdin": from_file,
+             "a missing log": lambda: run_statusline(missing, environ)[0],
+             "a damaged state (the log then read again, within its budget)": damaged}
+    return {name: max(case() for _ in range(IMPORT_RUNS)) for name, case in cases.items()}
 
 
 def measure_latency(work: Path, receiver: Receiver, turns: int) -> dict:
@@ -1244,6 +1404,8 @@ def report_rows(backfill: dict, runs: dict) -> list[tuple]:
          f"< {TARGET_WARM_S:.0f} s", warm["wall_s"] < TARGET_WARM_S),
         ("  warm / first read", f"{warm['wall_s'] / first['wall_s']:.3f} x", f"<= {TARGET_WARM_VS_FIRST}",
          warm["wall_s"] / first["wall_s"] <= TARGET_WARM_VS_FIRST),
+        (f"  the CLI's ledger ({runs['ledger_rows']:,} calls): warm report's CPU time beyond "
+         "--ledger none", _ledger_cost(warm, runs.get("warm_no_ledger")), "", None),
         (f"  after a new turn in each of {APPENDED_SESSIONS} sessions / first read",
          f"{appended['wall_s'] / first['wall_s']:.3f} x", f"<= {TARGET_APPENDED_VS_FIRST}",
          appended["wall_s"] / first["wall_s"] <= TARGET_APPENDED_VS_FIRST),
@@ -1278,6 +1440,14 @@ def report_rows(backfill: dict, runs: dict) -> list[tuple]:
     return rows
 
 
+def _ledger_cost(warm: dict, without: dict | None) -> str:
+    """The CPU time the ledger adds to a warm report (the best run of each: its wall time
+    swings by more than the ledger costs on a busy machine)."""
+    if without is None:
+        return "n/a: this report has no --ledger"
+    return f"{1000 * (warm['cpu_s'] - without['cpu_s']):.0f} ms ({1000 * without['cpu_s']:.0f} ms without)"
+
+
 def watch_rows(watch: dict) -> list[tuple]:
     """`report --watch` beside the idle daemon, each row (name, measured, target, met)."""
     if "error" in watch:
@@ -1305,8 +1475,40 @@ def import_rows(imports: dict) -> list[tuple]:
     return rows
 
 
+def statusline_rows(footer: dict) -> list[tuple]:
+    """The footer's command (see measure_statusline), each row (name, measured, target, met)."""
+    rows = [(f"statusline on a {footer['log_mb']:.0f} MB log, its first look: {footer['first_refreshes']} "
+             f"refreshes, {footer['first_total_s']:.2f} s in all, the slowest",
+             f"{1000 * footer['first_max_s']:.0f} ms", "", None)]
+    for key, what in (("unchanged_s", "the log unchanged"), ("appended_s", "a turn in flight appended")):
+        values = footer[key]
+        median, p95 = 1000 * percentile(values, 0.5), 1000 * percentile(values, 0.95)
+        rows += [(f"statusline, {what}, median ({len(values)} refreshes)", f"{median:.1f} ms",
+                  f"< {TARGET_STATUSLINE_MEDIAN_MS:.0f} ms", median < TARGET_STATUSLINE_MEDIAN_MS),
+                 (f"statusline, {what}, p95", f"{p95:.1f} ms", f"< {TARGET_STATUSLINE_P95_MS:.0f} ms",
+                  p95 < TARGET_STATUSLINE_P95_MS)]
+    bare = footer["bare_s"]
+    rows.append(("  `python -c pass`, the same way, median / p95",
+                 f"{1000 * percentile(bare, 0.5):.1f} / {1000 * percentile(bare, 0.95):.1f} ms", "", None))
+    rows += [(f"statusline, {name}, the slowest of {IMPORT_RUNS}", f"{1000 * seconds:.0f} ms",
+              f"< {TARGET_STATUSLINE_FAULT_MS:.0f} ms", 1000 * seconds < TARGET_STATUSLINE_FAULT_MS)
+             for name, seconds in footer["faults"].items()]
+    return rows
+
+
+def print_table(rows: list[tuple]) -> None:
+    """The figures, each (name, measured, target, met), one a line."""
+    print()
+    width = max(len(row[0]) for row in rows)
+    measured_width = max(len(row[1]) for row in rows)
+    print(f"{'figure':{width}}  {'measured':>{measured_width}}  {'target':>10}")
+    for name, measured, target, met in rows:
+        print(f"{name:{width}}  {measured:>{measured_width}}  {target:>10}  {verdict(met) if target else ''}".rstrip())
+    print()
+
+
 def report(backfills: list[tuple[str, DataSummary, dict, dict]], idle: dict, watch: dict, latency: dict,
-           imports: dict) -> None:
+           imports: dict, footer: dict) -> None:
     rows = [row for kind, _, backfill, report_runs in backfills
             for row in backfill_rows(kind, backfill, report_runs)]
     if "error" in idle:
@@ -1335,6 +1537,7 @@ def report(backfills: list[tuple[str, DataSummary, dict, dict]], idle: dict, wat
              p99 < TARGET_P99_S),
         ]
     rows += import_rows(imports)
+    rows += statusline_rows(footer)
 
     print()
     print(f"command: python {' '.join(sys.argv)}")
@@ -1345,13 +1548,7 @@ def report(backfills: list[tuple[str, DataSummary, dict, dict]], idle: dict, wat
               f"largest file {data.largest_file / MB:.0f} MB, largest line {data.largest_line / MB:.1f} MB, "
               f"{data.lines_over_1mb} lines over 1 MB")
         print(f"backfill command: {' '.join(backfill['tailer']['command'])}")
-    print()
-    width = max(len(row[0]) for row in rows)
-    measured_width = max(len(row[1]) for row in rows)
-    print(f"{'figure':{width}}  {'measured':>{measured_width}}  {'target':>10}")
-    for name, measured, target, met in rows:
-        print(f"{name:{width}}  {measured:>{measured_width}}  {target:>10}  {verdict(met) if target else ''}".rstrip())
-    print()
+    print_table(rows)
     notes = []
     for kind, data, backfill, report_runs in backfills:
         tailer, no_export = backfill["tailer"], backfill["tailer_no_export"]
@@ -1393,6 +1590,8 @@ def main() -> int:
                         help="make (or reuse) the backfill data in DIR and keep it; default: a temporary folder")
     parser.add_argument("--size-mb", type=int, metavar="MB", help="size of the backfill data (default 1000, quick 60)")
     parser.add_argument("--idle-seconds", type=float, metavar="S", help="idle window (default 60, quick 10)")
+    parser.add_argument("--only", choices=["statusline"],
+                        help="measure only this part (statusline: the footer's command, item 6)")
     options = parser.parse_args()
     settings = QUICK if options.quick else FULL
     if options.size_mb is not None:
@@ -1407,9 +1606,15 @@ def main() -> int:
                             settings.latency_turns)
 
     global PYTHON
+    footer_rounds = SHORT_ROUNDS * 2 if options.quick else STATUSLINE_ROUNDS
     with tempfile.TemporaryDirectory(prefix="tailer-bench-") as temp:
         work = Path(temp)
         PYTHON = bare_python(work / "python")
+        if options.only == "statusline":
+            footer = measure_statusline(work, min(STATUSLINE_LOG_MB, settings.size_mb), footer_rounds)
+            print(f"\ncommand: python {' '.join(sys.argv)}\nmachine: {machine()}")
+            print_table(statusline_rows(footer))
+            return 0
         data_root = options.data.resolve() if options.data else work / "data"
         receiver = Receiver()
         backfills = []
@@ -1426,9 +1631,10 @@ def main() -> int:
             latency = measure_latency(work, receiver, settings.latency_turns)
             progress("start-up: the imports of a report")
             imports = measure_imports(work)
+            footer = measure_statusline(work, min(STATUSLINE_LOG_MB, settings.size_mb), footer_rounds)
         finally:
             receiver.close()
-        report(backfills, idle, watch, latency, imports)
+        report(backfills, idle, watch, latency, imports, footer)
     return 0
 
 

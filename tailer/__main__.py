@@ -1,5 +1,5 @@
 import sys
 
-from .commands.cli import main
+from .commands.launch import main
 
 sys.exit(main())

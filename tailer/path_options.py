@@ -22,6 +22,14 @@ def user_path(text: str) -> Path:
     return Path(text).expanduser()
 
 
+NO_LEDGER = "none"
+
+
+def ledger_path(text: str) -> Path | str:
+    """`--ledger`'s value: a file, or NO_LEDGER (`none`) for none."""
+    return NO_LEDGER if text.strip() == NO_LEDGER else user_path(text)
+
+
 def exists(option: str, path: Path) -> bool:
     """Whether anything is at the path a user gave for `option`; ValueError, with the
     one-line reason, when it cannot be looked at (a folder above it closed to this user),
@@ -42,6 +50,15 @@ def _status(option: str, path: Path) -> os.stat_result | None:
         return None
     except OSError as error:
         raise ValueError(f"{option} {printable(str(path))}: {error.strerror}") from None
+
+
+def check_input_file(option: str, path: Path) -> None:
+    """A file a user gave a command to read, refused now (ValueError) when it is not there
+    or is a folder."""
+    if not exists(option, path):
+        raise ValueError(f"{option} {printable(str(path))} does not exist")
+    if is_folder(option, path):
+        raise ValueError(f"{option} {printable(str(path))} is a folder: give a file")
 
 
 def check_output_file(option: str, path: Path) -> None:

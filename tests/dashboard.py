@@ -32,6 +32,7 @@ CONTRACT_COUNTERS_AND_GAUGES = frozenset({
     "hydrafusion_prompts_total",
     "hydrafusion_prompt_aiu_total",
     "hydrafusion_prompt_model_calls_total",
+    "hydrafusion_unknown_credit_calls_total",
     "hydrafusion_router_turns_total",
     "hydrafusion_router_aiu_total",
     "hydrafusion_router_policy_first_seen_timestamp_seconds",

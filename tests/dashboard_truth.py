@@ -28,7 +28,8 @@ def share(part, whole):
 
 def headline_truth(turns) -> dict[str, list[float | None]]:
     """The headline panels' figures for these turns (tests/sessiongen.py's ExpectedTurn),
-    one per target of each panel; None where the panel shows nothing."""
+    one per target of each panel; None where the panel shows nothing. Credits are the known
+    ones (a leg's figure leaves out its calls of unknown credits), beside the count of those."""
     turns = [turn for turn in turns if turn.kind != "ordinary"]
     routed = [turn for turn in turns if turn.outcome != "route_failed"]
     legs = [leg for turn in turns for leg in turn.legs]
@@ -38,7 +39,7 @@ def headline_truth(turns) -> dict[str, list[float | None]]:
     multi = sum(leg.nano_aiu for turn in turns if len(set(turn.models)) > 1 for leg in turn.legs) / 1e9
     unkept = [leg for leg in legs if not leg.committed]
     return {
-        "Credits": [credits],
+        "Credits": [credits, sum(turn.unknown_calls for turn in turns)],
         "Credits on multi-model turns": [multi, share(multi, credits)],
         "Compound rate": [share(sum(len(set(turn.models)) > 1 for turn in routed), len(routed))],
         "Rejection rate": [share(sum(bool(verdicts & {"reject", "revise"}) for verdicts in judged), len(judged))],
@@ -83,7 +84,8 @@ def series_truth(turns, day_starts) -> dict:
         inside = [t for t in turns if t.kind != "ordinary" and start < turn_end(t) <= start + DAY]
         for turn in inside:
             for leg in turn.legs:
-                credits[leg.model][index] += leg.nano_aiu / 1e9
+                if leg.nano_aiu or not leg.unknown_calls:  # else no credit sample, not a 0
+                    credits[leg.model][index] += leg.nano_aiu / 1e9
         figures = headline_truth(inside) if inside else {"Compound rate": [None], "Rejection rate": [None]}
         compound += figures["Compound rate"]
         rejection += figures["Rejection rate"]

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-FIXTURES = REPO / "tailer" / "commands" / "fixtures"
+FIXTURES = REPO / "fixtures"
 
 
 @dataclass
@@ -161,6 +161,24 @@ def ordinary_turns(fixtures: Path = FIXTURES) -> list[OrdinaryTurn]:
 def tool_calls(fixtures: Path = FIXTURES) -> int:
     return sum(len([line for line in read_lines(folder / "events.jsonl")
                     if line["type"] == "tool.execution_start"]) for folder in sorted(fixtures.iterdir()))
+
+
+TOKEN_KINDS = ("inputTokens", "outputTokens", "cacheReadTokens", "cacheWriteTokens")
+
+
+def call_tokens(fixtures: Path = FIXTURES) -> dict[str, dict[str, dict[str, int]]]:
+    """Session id -> model -> the sum of each token kind over its calls' usage records (the
+    CLI's kinds: its input tokens include the cache reads and writes)."""
+    sessions = {}
+    for folder in sorted(fixtures.iterdir()):
+        models = sessions[folder.name] = {}
+        for line in read_lines(folder / "events.jsonl"):
+            if line["type"] == "session.usage_record":
+                usage = line["data"]["usage"]
+                sums = models.setdefault(usage["model"], dict.fromkeys(TOKEN_KINDS, 0))
+                for kind in TOKEN_KINDS:
+                    sums[kind] += usage[kind]
+    return sessions
 
 
 def model_calls(fixtures: Path = FIXTURES) -> int:

@@ -149,6 +149,19 @@ class OtlpSink:
                 raise AssertionError(f"expected {count} spans, received {len(self.spans())}")
             return self.spans()
 
+    def wait_for_roots(self, fusion_ids: set[str], timeout: float = 5.0) -> list[dict]:
+        """Blocks until a root span of each of `fusion_ids` was accepted; fails the test on
+        timeout. Where the tailer was killed and restarted, spans sent again count twice in
+        wait_for_spans, so a count can be reached while a turn's spans are still on the way."""
+        def roots() -> set[str]:
+            return {plain_attributes(span["attributes"]).get("hydrafusion.fusion_id")
+                    for span in self.spans() if "parentSpanId" not in span}
+
+        with self._changed:
+            if not self._changed.wait_for(lambda: fusion_ids <= roots(), timeout):
+                raise AssertionError(f"no root span yet of {sorted(fusion_ids - roots())}")
+            return self.spans()
+
     def receive(self, headers: dict[str, str], body: bytes) -> Reply:
         """Handles one POST body; called by the server thread."""
         with self._changed:

@@ -44,8 +44,9 @@ class ExpectedLeg:
     output_tokens: int
     cache_read_tokens: int
     cache_write_tokens: int
-    nano_aiu: int
+    nano_aiu: int  # as the leg's record gives them: its calls' but those of unknown credits
     failure_reason: str | None
+    unknown_calls: int = 0  # calls whose credits the CLI marked unavailable
 
 
 @dataclass
@@ -78,6 +79,7 @@ class ExpectedTurn:
     policy_version: str | None = None
     plan_version: str | None = None
     rule_id: str | None = None
+    unknown_calls: int = 0  # model calls whose credits the CLI marked unavailable
 
 
 @dataclass
@@ -123,13 +125,16 @@ class SessionWriter:
     """
 
     def __init__(self, session_id: str, start: datetime, *, canary: str = CANARY,
-                 copilot_version: str = "1.0.102", call_credits: bool = True, seed: str = ""):
-        """``call_credits=False``: usage records without ``copilotUsage``, as a CLI that did
-        not report each call's credits writes them; legs and totals still give credits.
+                 copilot_version: str = "1.0.102", unpriced: float = 0.0, seed: str = ""):
+        """``unpriced``: the share of model calls (drawn at random, 1: all) whose credits the
+        CLI does not know, as 1.0.102 writes them when the API's answer carries no
+        `copilot_usage`: the usage record says `aiCreditsStatus: unavailable` and has no
+        `copilotUsage`, and the leg's, the rollup's and the run's `totalNanoAiu` leave the
+        call out (0 for a leg whose every call is unpriced). A damaged record is never one.
         ``seed``: a writer that continues a log another writer of the same session wrote
         needs one of its own, or its ids repeat that writer's (and its turns are duplicates)."""
         self.session_id = session_id
-        self.call_credits = call_credits
+        self.unpriced = unpriced
         self.canary = canary
         self.expected: list[ExpectedTurn] = []
         self._rng = random.Random(session_id + seed)
@@ -140,6 +145,8 @@ class SessionWriter:
         self._assistant_turns = 0
         self._prompted = False
         self._models: dict[str, dict[str, int]] = {}  # the current run's calls, per model
+        self._usage_records = 0  # the session's, as the shutdown's accounting watermark counts
+        self._last_call: dict | None = None  # the last usage record's `usage`
         self._model = "auto"
         self._router = {"policyVersion": "2026-09-01", "planVersion": "2", "ruleId": None}
         self.cwd = f"/home/dev/src/{canary}/webapp"
@@ -246,7 +253,7 @@ class SessionWriter:
         self._account(leg, windows)
         expected = ExpectedTurn(self.session_id, turn.fusion_id, "unknown", "completed", [model], [],
                                 leg.nano_aiu, None, None, None, self._timestamp(windows[-1][1]), kind="ordinary",
-                                calls=turn.calls, tools=turn.tools)
+                                calls=turn.calls, tools=turn.tools, unknown_calls=leg.unknown_calls)
         self.expected.append(expected)
         return expected
 
@@ -267,38 +274,68 @@ class SessionWriter:
     # -- session lifecycle and output -------------------------------------------------
 
     def shutdown(self, *, nano_aiu_off_by: int = 0) -> None:
-        """session.shutdown with the totals of this CLI run (since the start or the last
-        resume); ``nano_aiu_off_by`` makes the first model's credits disagree with the calls."""
+        """session.shutdown, keys and all, as CLI 1.0.102 writes it: the totals of this CLI
+        run (since the start or the last resume; of the whole session after a
+        ``resume(carry_totals=True)``), per model, per provider and per agent, and again in
+        its accounting snapshot; ``nano_aiu_off_by`` makes the first model's credits
+        disagree with the calls."""
         self._flush()
-        metrics = {model: {"requests": {"count": m["request_count"],
-                                        "cost": m["request_count"] * PREMIUM_MULTIPLIER},
-                           "usage": {"inputTokens": m["input_tokens"], "outputTokens": m["output_tokens"],
-                                     "cacheReadTokens": m["cache_read_tokens"],
-                                     "cacheWriteTokens": m["cache_write_tokens"]},
-                           "totalNanoAiu": m["nano_aiu"]} for model, m in sorted(self._models.items())}
-        if metrics and nano_aiu_off_by:
-            metrics[min(metrics)]["totalNanoAiu"] += nano_aiu_off_by
+        models = dict(sorted(self._models.items()))
+        nano = {model: m["nano_aiu"] for model, m in models.items()}
+        if nano and nano_aiu_off_by:
+            nano[min(nano)] += nano_aiu_off_by
+        status = "complete" if not self.unpriced else "unavailable"
+        snapshot = {model: _model_metric(m, nano[model], float, aiCreditsStatus=status)
+                    for model, m in models.items()}
+        premium = sum(m["user_requests"] for m in models.values()) * PREMIUM_MULTIPLIER
+        tokens = _token_details(sum(m["input_tokens"] for m in models.values()),
+                                sum(m["output_tokens"] for m in models.values()))
+        api_ms = sum(m["api_ms"] for m in models.values())
+        started = json.loads(self._lines[0])["data"]["startTime"]
+        changes = {"linesAdded": 42, "linesRemoved": 7, "filesModified": [f"{self.cwd}/src/app.py"]}
+        agents = {"main": {"totalApiDurationMs": api_ms, "totalNanoAiu": float(sum(nano.values())),
+                           "modelMetrics": {model: _model_metric(m, nano[model], float)
+                                            for model, m in models.items()}}}
+        providers = [{"provider": {"id": "copilot", "label": "GitHub Copilot", "kind": "copilot"},
+                      "modelId": model, "metrics": metric, "modelDisplayName": model}
+                     for model, metric in snapshot.items()]
+        last = self._last_call or {}
         self._emit(self._after(self._clock, 800, 4_000), "session.shutdown", {
-            "shutdownType": "routine", "totalPremiumRequests": len(self.expected),
-            "totalNanoAiu": sum(m["nano_aiu"] for m in self._models.values()) + nano_aiu_off_by,
-            "totalApiDurationMs": sum(m["api_ms"] for m in self._models.values()),
-            "sessionStartTime": json.loads(self._lines[0])["data"]["startTime"],
+            "accountingSnapshot": {
+                "totalPremiumRequestCost": premium, "totalUserRequests": round(premium),
+                "totalNanoAiu": float(sum(nano.values())), "aiCreditsStatus": status,
+                "tokenDetails": tokens, "totalApiDurationMs": api_ms, "sessionStartTime": started,
+                "codeChanges": changes | {"filesModifiedCount": len(changes["filesModified"])},
+                "modelMetrics": snapshot, "agentMetrics": agents, "providerModelMetrics": providers,
+                "currentModel": last.get("model", self._model),
+                "lastCallInputTokens": last.get("inputTokens", 0),
+                "lastCallOutputTokens": last.get("outputTokens", 0)},
+            "providerModelMetrics": providers,
+            "usageAccountingWatermarks": {self.session_id: self._usage_records},
+            "shutdownType": "routine", "totalPremiumRequests": round(premium),
+            "totalNanoAiu": sum(nano.values()), "tokenDetails": tokens, "totalApiDurationMs": api_ms,
+            "sessionStartTime": self._ms(started),
             "eventsFileSizeBytes": sum(len(line.encode()) + 1 for line in self._lines),
-            "codeChanges": {"linesAdded": 42, "linesRemoved": 7, "filesModified": [f"{self.cwd}/src/app.py"]},
-            "modelMetrics": metrics, "providerModelMetrics": {}, "accountingSnapshot": None,
-            "usageAccountingWatermarks": {}, "agentMetrics": {}, "currentModel": "auto",
+            "codeChanges": changes,
+            "modelMetrics": {model: _model_metric(m, nano[model], int) for model, m in models.items()},
+            "agentMetrics": agents, "currentModel": last.get("model", self._model),
             "currentTokens": 48_113, "systemTokens": 9_870, "conversationTokens": 31_202,
             "toolDefinitionsTokens": 7_041})
         self._flush()
 
-    def resume(self) -> None:
-        """The user comes back hours later; assistant turn ids restart at "0"."""
+    def resume(self, *, carry_totals: bool = False) -> None:
+        """The user comes back hours later; assistant turn ids restart at "0".
+
+        ``carry_totals``: the resumed run's shutdown totals the whole session, as CLI 1.0.102
+        writes it; without, it totals the resumed run alone. The tailer checks the CLI's
+        totals either way (tailer/turns/assembly.py, Reconciliation)."""
         self._flush()
         resumed = self._after(self._clock, 3_600_000, 6 * 3_600_000)
         self._emit(resumed, "session.resume", {"resumeTime": self._timestamp(resumed),
                                                "eventCount": len(self._lines)})
         self._assistant_turns = 0
-        self._models = {}
+        if not carry_totals:
+            self._models = {}
         self._flush()
 
     def lines(self) -> list[str]:
@@ -423,11 +460,14 @@ class SessionWriter:
         return calls
 
     def _account(self, leg: ExpectedLeg, calls: list[tuple[int, int]]) -> None:
-        """What the CLI adds to the run's totals for this leg's calls."""
-        totals = self._models.setdefault(leg.model, dict.fromkeys(_USAGE_FIELDS + ("api_ms",), 0))
+        """What the CLI adds to the run's totals for this leg's calls (the first of which the
+        user's prompt began: _record_calls)."""
+        totals = self._models.setdefault(
+            leg.model, dict.fromkeys(_USAGE_FIELDS + ("api_ms", "user_requests"), 0))
         for name in _USAGE_FIELDS:
             totals[name] += getattr(leg, name)
         totals["api_ms"] += sum(done - began for began, done in calls)
+        totals["user_requests"] += 1
 
     def _usage(self, scope: str, failure: str | None, overrides: dict) -> dict:
         unknown = overrides.keys() - set(_USAGE_FIELDS)
@@ -446,16 +486,18 @@ class SessionWriter:
                       damaged: bool = False, tool_counts: bool = True,
                       tools: tuple[str, ...] = ("bash",)) -> None:
         """One durable session.usage_record per model call; their figures add up to the leg's.
-        Every call but the last asks for the next of ``tools``."""
+        Every call but the last asks for the next of ``tools``. A call of unknown credits
+        (``unpriced``) takes its share of credits off the leg's, as the CLI leaves it out."""
         weights = [self._rng.randint(1, 9) for _ in calls]
         shares = {name: _split(getattr(leg, name), weights) for name in _USAGE_FIELDS[1:]}
         turn.calls += len(calls) - damaged
         turn.damaged_calls += damaged
         for i, (began, done) in enumerate(calls):
+            priced = (damaged and i == 0) or not self._unpriced_call()
             last = i == len(calls) - 1
             asked = {} if last or not tools or not tool_counts else {_tool_name(tools[i % len(tools)]): 1}
             usage = {
-                "model": leg.model, "provider": {"id": "github", "kind": "capi", "label": "GitHub Copilot"},
+                "model": leg.model, "provider": {"id": "copilot", "kind": "copilot", "label": "GitHub Copilot"},
                 "inputTokens": -1 if damaged and i == 0 else shares["input_tokens"][i],
                 "outputTokens": shares["output_tokens"][i],
                 "cacheReadTokens": shares["cache_read_tokens"][i],
@@ -463,15 +505,25 @@ class SessionWriter:
                 "duration": done - began, "timeToFirstTokenMs": min(done - began, self._rng.randint(300, 1_400)),
                 "initiator": "user" if i == 0 else "agent", "apiCallId": str(self._uuid()),
                 "finishReason": "stop" if last else "tool_calls", "reasoningEffort": "medium", "isAuto": True,
-                "isByok": False, "toolCounts": asked, "aiCreditsStatus": "complete",
-                "fusion": turn.fusion_block(leg)}
-            if self.call_credits:
+                "isByok": False, "toolCounts": asked, "aiCreditsStatus": "complete"}
+            fusion = turn.fusion_block(leg)
+            if fusion is not None:  # an ordinary turn's calls have no fusion block at all
+                usage["fusion"] = fusion
+            if priced:
                 usage["copilotUsage"] = {"model": leg.model, "totalNanoAiu": shares["nano_aiu"][i], "tokenDetails": [
                     {"batchSize": 1, "costPerBatch": 1, "tokenCount": usage[f"{kind}Tokens"], "tokenType": kind}
                     for kind in ("input", "output")]}
             else:
                 usage["aiCreditsStatus"] = "unavailable"
+                leg.nano_aiu -= shares["nano_aiu"][i]
+                leg.unknown_calls += 1
             self._emit(done, "session.usage_record", {"usage": usage})
+            self._last_call = usage
+        self._usage_records += len(calls)
+
+    def _unpriced_call(self) -> bool:
+        """Whether the next call is one of unknown credits; draws nothing when none is."""
+        return self.unpriced >= 1 or (self.unpriced > 0 and self._rng.random() < self.unpriced)
 
     def _handoff(self, turn: _Turn, source: ExpectedLeg, target_phase_id: str, target_model: str) -> None:
         self._emit(self._clock + 4, "session.fusion_handoff", {
@@ -545,6 +597,7 @@ class SessionWriter:
                                 None, None, None, self._timestamp(end_ms),
                                 kind="fallback" if turn.pattern is None else "fusion", calls=turn.calls,
                                 tools=turn.tools, damaged_calls=turn.damaged_calls,
+                                unknown_calls=sum(leg.unknown_calls for leg in legs),
                                 policy_version=turn.router.get("policyVersion"),
                                 plan_version=turn.router.get("planVersion"),
                                 rule_id=turn.router.get("ruleId"))
@@ -554,19 +607,23 @@ class SessionWriter:
     # -- time, ids, text, output ----------------------------------------------------------
 
     def _after(self, moment: int, low: int, high: int) -> int:
-        """A time ``low``..``high`` ms after ``moment``, rounded up to 1, 2 or 3 fraction digits.
-
-        The real CLI drops trailing zeros (``27.96Z``); rounding here makes that happen
-        often, while every written timestamp stays exact.
-        """
+        """A time ``low``..``high`` ms after ``moment``, often rounded up to a tenth or a
+        hundredth of a second, so written timestamps end in zeros (``27.960Z``) too."""
         later = moment + self._rng.randint(low, high)
         step = self._rng.choice((100, 10, 1, 1))
         return later + (-later) % step
 
     def _timestamp(self, ms: int) -> str:
+        """As CLI 1.0.102 writes every timestamp: UTC, always three fraction digits."""
         seconds, millis = divmod(ms, 1000)
-        fraction = f"{millis:03d}".rstrip("0") or "0"
-        return datetime.fromtimestamp(seconds, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.") + fraction + "Z"
+        return (datetime.fromtimestamp(seconds, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.")
+                + f"{millis:03d}Z")
+
+    @staticmethod
+    def _ms(timestamp: str) -> int:
+        """Unix milliseconds of a timestamp _timestamp wrote."""
+        moment = datetime.fromisoformat(timestamp.replace("Z", "+00:00"))
+        return round(moment.timestamp() * 1000)
 
     def _uuid(self) -> uuid.UUID:
         return uuid.UUID(int=self._rng.getrandbits(128), version=4)
@@ -592,6 +649,22 @@ class SessionWriter:
         self._pending.clear()
 
 
+def _token_details(input_tokens: int, output_tokens: int) -> dict:
+    return {"input": {"tokenCount": input_tokens}, "output": {"tokenCount": output_tokens}}
+
+
+def _model_metric(totals: dict[str, int], nano_aiu: int, number: type, **extra) -> dict:
+    """One model's entry of a shutdown's metrics: the top level writes its cost and credits
+    as integers, the accounting snapshot and the agents' metrics as floats (`number`)."""
+    return {"requests": {"count": totals["request_count"],
+                         "cost": number(totals["user_requests"] * PREMIUM_MULTIPLIER)},
+            "usage": {"inputTokens": totals["input_tokens"], "outputTokens": totals["output_tokens"],
+                      "cacheReadTokens": totals["cache_read_tokens"],
+                      "cacheWriteTokens": totals["cache_write_tokens"]},
+            "totalNanoAiu": number(nano_aiu), **extra,
+            "tokenDetails": _token_details(totals["input_tokens"], totals["output_tokens"])}
+
+
 def _tool_name(name: str) -> str:
     """The CLI names an MCP tool ``server-tool``; a built-in one by itself."""
     return name.replace("/", "-")
@@ -605,11 +678,12 @@ def _live(calls: list[tuple[int, int]]) -> list[tuple[int, int]]:
 START = datetime(2026, 11, 4, 10, tzinfo=timezone.utc)
 
 
-def every_pattern(session_id: str, start: datetime = START) -> SessionWriter:
+def every_pattern(session_id: str, start: datetime = START, *, unpriced: float = 0.0) -> SessionWriter:
     """One session with a turn of every kind the tailer must rebuild, in the CLI's order:
     single, cascade accepted and rejected, critique without and with a revision, a failed
-    leg, a route failure, a turn that never completes, and one more after a resume."""
-    writer = SessionWriter(session_id, start)
+    leg, a route failure, a turn that never completes, and one more after a resume;
+    ``unpriced`` as SessionWriter's."""
+    writer = SessionWriter(session_id, start, unpriced=unpriced)
     writer.single("gpt-5.6-sol")
     writer.cascade("mai-code-1.1-flash", "gpt-5.6-sol")
     writer.cascade("mai-code-1.1-flash", "gpt-5.6-sol", verdict="reject",
@@ -626,13 +700,14 @@ def every_pattern(session_id: str, start: datetime = START) -> SessionWriter:
     return writer
 
 
-def whole_session(session_id: str, start: datetime = START, *, totals_off_by: int = 0) -> SessionWriter:
+def whole_session(session_id: str, start: datetime = START, *, totals_off_by: int = 0,
+                  unpriced: float = 0.0) -> SessionWriter:
     """Fusion and ordinary turns in one session, as a user mixes them: every pattern, a
     `/model` switch to a fixed model and back, ordinary turns with built-in and MCP tools and
     one without tools, a usage checkpoint, a route failure, a shutdown, a resume, a turn whose
     usage records do not name their tools, and a second shutdown whose credits are
-    ``totals_off_by`` nano-AIU off the calls'."""
-    writer = SessionWriter(session_id, start)
+    ``totals_off_by`` nano-AIU off the calls'; ``unpriced`` as SessionWriter's."""
+    writer = SessionWriter(session_id, start, unpriced=unpriced)
     writer.single("gpt-5.6-sol")
     writer.cascade("mai-code-1.1-flash", "gpt-5.6-sol")
     writer.cascade("mai-code-1.1-flash", "gpt-5.6-sol", verdict="reject", repair_model="gpt-5.6-sol")

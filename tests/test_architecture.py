@@ -20,7 +20,8 @@ MAY_IMPORT = {
     "outputs": {"base", "copilot", "turns"},
     "daemon": {"base", "copilot", "turns", "outputs"},
     "report": {"base", "copilot", "turns"},
-    "commands": {"base", "copilot", "turns", "outputs", "daemon", "report"},
+    "statusline": {"base", "copilot", "turns"},
+    "commands": {"base", "copilot", "turns", "outputs", "daemon", "report", "statusline"},
 }
 
 

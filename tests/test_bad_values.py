@@ -7,6 +7,7 @@ test_every_option_is_fed_wrong_values until its wrong values are written here.
 """
 
 import argparse
+import json
 import re
 import subprocess
 import sys
@@ -31,6 +32,7 @@ RUN_WRONG = {
     "--metrics-address": (WORD, EMPTY, "host:port"),
     "--textfile": (FOLDER, MISSING, UNDER_FILE, UNWRITABLE, EMPTY),
     "--checkpoint": (FOLDER, UNDER_FILE, EMPTY),
+    "--once-timeout": (WORD, EMPTY, "-1", "nan", "inf"),
     "--backfill-days": (WORD, EMPTY, "-1", "nan"),
     "--history-url": (WORD, "ftp://x"),
     "--history-labels": (WORD, "=x"),
@@ -44,7 +46,9 @@ WRONG = {
     "demo": {**RUN_WRONG, "--replay-interval": (WORD, EMPTY, "-1")},
     "scrub": {"SRC": (FILE, MISSING, EMPTY), "DST": (FILE, UNDER_FILE, UNWRITABLE, EMPTY),
               "--seed": (EMPTY,)},
-    "doctor": {"--state-dir": (FILE, MISSING, EMPTY), "--cli": (FILE, FOLDER, MISSING)},
+    # A file that is no ledger is one line and no check, not a usage error (test_ledger.py).
+    "doctor": {"--state-dir": (FILE, MISSING, EMPTY), "--cli": (FILE, FOLDER, MISSING),
+               "--ledger": (FOLDER, MISSING, UNDER_FILE, EMPTY)},
     "report": {
         "--state-dir": (FILE, MISSING, EMPTY),
         # Past the calendar (years 1 to 9999) once moved back, or to the day's end.
@@ -56,6 +60,14 @@ WRONG = {
         "--timezone": (WORD, EMPTY, "Mars/Olympus", "../../etc/passwd"),
         "--turns": (WORD, EMPTY, "-1", "1.5"),
         "--jobs": (WORD, EMPTY, "0", "-1", "1.5"),
+        "--ledger": (FOLDER, MISSING, UNDER_FILE, EMPTY),
+    },
+    "statusline": {
+        # Braces doubled: made_real formats every value (a field, a lone brace, ESC, too long).
+        "--format": (EMPTY, "{{nope}}", "{{turn", "turn}}", "\x1b[31m{{turn}}", "x" * 501),
+        "--width": (WORD, EMPTY, "0", "-1", "1001", "1.5"),
+        "--then": (EMPTY,),
+        "--then-timeout": (WORD, EMPTY, "0", "-1", "nan", "9"),
     },
     "completion": {"shell": (WORD, EMPTY)},
 }
@@ -101,6 +113,8 @@ def command_line(command: str, option: str, value: str, tmp_path) -> list[str]:
         return [command, source, target]
     if command == "completion":
         return [command, value]
+    if command == "statusline":
+        return [command, option, value]
     return [command, "--state-dir", logs, option, value]
 
 
@@ -161,6 +175,7 @@ RUN_VARIABLES = {
     "HYDRAFUSION_CHECKPOINT": PATH,
     "XDG_STATE_HOME": PATH,
     "HYDRAFUSION_ONCE": SWITCH,
+    "HYDRAFUSION_ONCE_TIMEOUT": NUMBER,
     "HYDRAFUSION_BACKFILL_DAYS": NUMBER,
     "HYDRAFUSION_HISTORY_URL": URL,
     "HYDRAFUSION_HISTORY_LABELS": PAIRS,
@@ -174,11 +189,11 @@ RUN_VARIABLES = {
 ENV_WRONG = {
     **{name: (("run",), values) for name, values in RUN_VARIABLES.items()},
     "COPILOT_STATE_DIR": (("run", "report", "doctor"), PATH),
-    "COPILOT_HOME": (("run", "report", "doctor"), PATH),
+    "COPILOT_HOME": (("run", "report", "doctor", "statusline"), PATH),
     "HYDRAFUSION_REPLAY_INTERVAL": (("demo",), NUMBER),
-    "XDG_CACHE_HOME": (("report",), PATH),
-    "NO_COLOR": (("report",), SWITCH),
-    "COLUMNS": (("report",), NUMBER),
+    "XDG_CACHE_HOME": (("report", "statusline"), PATH),
+    "NO_COLOR": (("report", "statusline"), SWITCH),
+    "COLUMNS": (("report", "statusline"), NUMBER),
 }
 # Read only when another variable asks for what they shape; a dead port, should one be sent.
 ALONGSIDE = {
@@ -215,7 +230,11 @@ def test_every_variable_is_fed_wrong_values():
 
 
 def environment_line(command: str, variable: str, tmp_path) -> list[str]:
-    """A right command line for `command` that leaves `variable` to decide what it shapes."""
+    """A right command line for `command` that leaves `variable` to decide what it shapes:
+    `statusline` (given the CLI's JSON naming the session only by its id, see
+    status_input) shows the session's line, or installs itself where $COPILOT_HOME says."""
+    if command == "statusline":
+        return [command, "--install"] if variable == "COPILOT_HOME" else [command]
     right = {"--state-dir": str(tmp_path / "logs")}
     if command in ("run", "demo"):
         right.update({"--otlp-endpoint": "none", "--metrics-address": "none",
@@ -223,6 +242,12 @@ def environment_line(command: str, variable: str, tmp_path) -> list[str]:
     right.pop(OPTION_OF.get(variable), None)
     once = ["--once"] if command in ("run", "demo") else []
     return [command, *once, *(part for pair in right.items() for part in pair)]
+
+
+def status_input(tmp_path) -> str:
+    """What Copilot CLI pipes to `statusline`, naming the right session by its id alone: its
+    log is then found in $COPILOT_HOME/session-state, else ~/.copilot/session-state."""
+    return json.dumps({"session_id": "bad-values"})
 
 
 ENV_CASES = [(command, variable, value) for variable, (commands, values) in ENV_WRONG.items()
@@ -236,7 +261,8 @@ def test_a_wrong_variable_is_refused_in_words_or_does_not_matter(tmp_path, comma
     env = tailer_env(**ALONGSIDE.get(variable, {}), **{variable: value})
     done = subprocess.run([sys.executable, "-m", "tailer",
                            *environment_line(command, variable, tmp_path)],
-                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60,
+                          input=status_input(tmp_path) if command == "statusline" else None)
     assert "Traceback" not in done.stderr
     # 1: no session log there, when the variable chose the state folder (doctor says so on
     # its report, stdout)

@@ -34,7 +34,7 @@ def records_of(path: Path) -> list:
 
 def real_logs(tmp_path: Path) -> list[Path]:
     """The fixtures, the real CLI's recorded sessions and the generator's every pattern."""
-    paths = sorted((ROOT / "tailer" / "commands" / "fixtures").rglob("events.jsonl"))
+    paths = sorted((ROOT / "fixtures").rglob("events.jsonl"))
     paths += sorted((ROOT / "tests" / "data" / "realcli").glob("*/sessions/*/events.jsonl"))
     for writer in (every_pattern("gen-0"), whole_session("gen-1", totals_off_by=3)):
         paths.append(writer.write(tmp_path))

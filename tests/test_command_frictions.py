@@ -1,14 +1,19 @@
 """The frictions a new user met in the commands (issue 22), each reproduced as they met it."""
 
+import contextlib
 import fcntl
 import json
 import os
 import pty
+import random
+import re
 import signal
 import struct
 import subprocess
 import sys
 import termios
+import time
+from collections import Counter
 from datetime import datetime, timedelta, timezone
 from zoneinfo import ZoneInfo
 
@@ -17,11 +22,12 @@ import pytest
 from report_helpers import run_report
 from sessiongen import SessionWriter
 from tailer.commands import demo, demo_report
-from tailer.commands.cli import parse_args
+from tailer.commands.cli import COMMANDS, parse_args
 from tailer.report import command as report
 from tailer.report import live as report_live
 from tailerproc import ROOT, tailer_env
 from test_report_live import Session, read_until
+from tmux import Terminal, needs_tmux
 
 
 def run_tailer(*args, env=None):
@@ -65,8 +71,9 @@ def watch_in_a_terminal(tmp_path, *args, **env):
     return process, leader, output.decode()
 
 
+@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT], ids=lambda stop: stop.name)
 @pytest.mark.parametrize("demo", [True, False])
-def test_sigterm_ends_a_watch_as_ctrl_c_does(tmp_path, demo):
+def test_a_stop_signal_ends_a_watch_as_ctrl_c_does(tmp_path, demo, stop):
     (tmp_path / "tmp").mkdir()
     args = ["--demo"]
     if not demo:
@@ -74,7 +81,7 @@ def test_sigterm_ends_a_watch_as_ctrl_c_does(tmp_path, demo):
         args = ["--state-dir", str(tmp_path / "state")]
     process, leader, _ = watch_in_a_terminal(tmp_path, *args)
     try:
-        process.send_signal(signal.SIGTERM)
+        process.send_signal(stop)
         ending = read_until(leader, lambda out: report_live.SHOW_CURSOR.encode() in out)
         assert report_live.SHOW_CURSOR.encode() in ending, "the cursor was left hidden"
         assert process.wait(timeout=60) == 0
@@ -139,9 +146,242 @@ def test_a_tilde_in_the_state_folder_is_the_home_folder(tmp_path):
 # -- The command line's own options -------------------------------------------------------
 
 
-def test_no_command_prints_the_usage_instead_of_starting_the_daemon():
+def test_no_command_lists_the_commands_instead_of_starting_the_daemon():
+    """`run` is what options alone run; nothing at all is the commands and what each does."""
     done = run_tailer()
-    assert done.returncode == 2 and done.stderr.startswith("usage: hydrafusion-tailer")
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.startswith(f"usage: {sys.executable} -m tailer COMMAND")
+    listed = [line.split()[0] for line in done.stderr.splitlines() if line.startswith("  ") and
+              not line.startswith("   ")]
+    assert listed == list(COMMANDS)
+    assert "follow the session logs (also what options alone run: `--once` is `run --once`)" in done.stderr
+    assert f"`{sys.executable} -m tailer COMMAND --help` lists a command's options." in done.stderr
+
+
+# -- Hints name the command as the user ran it -----------------------------------------------
+
+
+def test_hints_name_the_command_as_it_was_run(tmp_path):
+    """`python3 -m tailer` from a checkout, the interpreter as it was typed; the installed
+    script's name otherwise (tests/test_wheel.py runs the real one)."""
+    (tmp_path / "empty").mkdir()
+    as_module = run_report("--state-dir", str(tmp_path / "empty"))
+    assert f"`{sys.executable} -m tailer report --demo`" in as_module.stderr
+    as_script = subprocess.run(
+        [sys.executable, "-c", "import sys; from tailer.commands.cli import main; sys.exit(main())",
+         "report", "--state-dir", str(tmp_path / "empty")],
+        cwd=ROOT, env=tailer_env(), capture_output=True, text=True, timeout=60)
+    assert "`hydrafusion-tailer report --demo`" in as_script.stderr
+    assert "-m tailer" not in as_script.stderr
+
+
+# -- A filter that matches nothing names what there is -----------------------------------------
+
+
+def demo_truth() -> list[dict]:
+    done = run_report("--demo", "--format", "json")
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)["turns"]
+
+
+@pytest.mark.parametrize("options", [["--pattern", "foo"], ["--session", "nope"], ["--model", "x"],
+                                     ["--since", "2020-01-01", "--until", "2020-02-01"],
+                                     ["--session", "c523b6e0", "--pattern", "foo"]])
+def test_a_filter_that_matches_nothing_names_what_there_is(options):
+    """Exit 1 and what the logs hold, per filter, where a table of zeros (and the CLI totals
+    of every session) said nothing, exit 0."""
+    turns = demo_truth()
+    done = run_report("--demo", *options)
+    assert done.returncode == 1 and done.stdout == "" and "Traceback" not in done.stderr
+    first, *named = done.stderr.splitlines()
+    assert first.startswith(f"No turn matches {' '.join(options)} (")
+    if "--session" in options and "c523b6e0" in options:
+        turns = [turn for turn in turns if turn["session_id"].startswith("c523b6e0")]
+    expected = []
+    if "nope" in options:
+        ids = sorted({turn["session_id"] for turn in turns})
+        assert named[0].startswith(f"  --session nope: no session id starts with it; the closest "
+                                   f"of {len(ids)} sessions: ")
+        assert set(named[0].split(": ")[-1].split(", ")) <= set(ids) and len(named) == 1
+        return
+    if "--pattern" in options:
+        seen = Counter(turn["pattern"] for turn in turns)
+        expected.append("  --pattern foo: the patterns seen: " + ", ".join(
+            f"{pattern} ({count})" for pattern, count in sorted(seen.items(), key=lambda i: (-i[1], i[0]))))
+    if "--model" in options:
+        models = {leg["model"] for turn in turns for leg in turn["legs"]} | {
+            turn["model"] for turn in turns if turn["kind"] != "fusion"}
+        assert named[0].startswith("  --model x: the models seen: ")
+        assert set(named[0].partition("seen: ")[2].split(", ")) == models
+        return
+    if "--since" in options:
+        starts = sorted(datetime.fromisoformat(turn["start"]) for turn in turns)
+        expected.append(f"  --since 2020-01-01 --until 2020-02-01: the turns began from "
+                        f"{starts[0]:%Y-%m-%d %H:%M} to {starts[-1]:%Y-%m-%d %H:%M}")
+    assert named == expected
+
+
+def test_a_program_still_gets_its_document_when_nothing_matches():
+    done = run_report("--demo", "--format", "json", "--pattern", "foo")
+    assert done.returncode == 1 and json.loads(done.stdout)["turns"] == []
+    done = run_report("--demo", "--format", "csv", "--pattern", "foo")
+    assert done.returncode == 1 and done.stdout.startswith("session_id,")
+
+
+# -- A log of random bytes is named as damaged, not counted as lines of no type -----------------
+
+
+def random_bytes_beside_a_real_log(state):
+    Session(state).add()  # a real session, with a turn
+    rng = random.Random(40)
+    for name, data in (("noise", bytes(rng.randrange(256) for _ in range(20_000))),
+                       ("nul-padded", b"\0" * 4096 + b"\n" + b"\xff\xfe garbage\n" * 50)):
+        (state / name).mkdir()
+        (state / name / "events.jsonl").write_bytes(data.replace(b'{"type"', b"{"))
+    started = SessionWriter("started-only", datetime(2026, 11, 4, 9, tzinfo=timezone.utc))
+    started.write(state)  # session.start alone: a log of events, with no turn
+    return state
+
+
+def test_doctor_names_a_log_of_random_bytes_as_damaged(tmp_path):
+    state = random_bytes_beside_a_real_log(tmp_path / "state")
+    done = run_tailer("doctor", "--state-dir", str(state))
+    assert done.returncode == 1 and "Traceback" not in done.stderr  # drift
+    out = done.stdout
+    for name in ("noise", "nul-padded"):
+        assert (f"  session {name}: no line of its log is an event (damaged, or not a Copilot CLI "
+                "log); skipped") in out.partition("Damaged logs\n")[2].partition("\n\n")[0]
+    assert "started-only" not in out.partition("Damaged logs\n")[2].partition("\n\n")[0]
+    assert re.search(r"\n  damaged logs \(no line an event\) +2\n", out)
+    assert "(no type)" not in out.partition("Event types (lines)")[2].partition("\n\n")[0]
+    assert "session.start" in out.partition("Event types (lines)")[2]
+
+
+def test_the_report_names_a_log_of_random_bytes_as_damaged(tmp_path):
+    state = random_bytes_beside_a_real_log(tmp_path / "state")
+    for options in ([], ["--format", "json"]):
+        done = run_report("--state-dir", str(state), "--no-cache", *options)
+        assert done.returncode == 0 and "Traceback" not in done.stderr
+        named = [line for line in done.stderr.splitlines() if "no line of its log is an event" in line]
+        assert named == [f"hydrafusion-tailer report: session {name}: no line of its log is an event "
+                         "(damaged, or not a Copilot CLI log); skipped" for name in ("noise", "nul-padded")]
+    document = json.loads(done.stdout)
+    assert document["skipped"]["unreadable_logs"] == 2 and len(document["turns"]) == 1
+
+
+# -- Options that would do nothing are refused ------------------------------------------------
+
+RUN = ["--otlp-endpoint", "none", "--state-dir", "{state}", "--checkpoint", "{tmp}/checkpoint.json"]
+
+
+@pytest.mark.parametrize("command, named", [
+    (["report", "--demo", "--state-dir", "{state}"], "--state-dir"),
+    (["doctor", "--cli", "{tmp}", "--state-dir", "{state}"], "--state-dir"),
+    (["run", *RUN, "--metrics-address", "none", "--once", "--wait-for-state-dir"],
+     "--wait-for-state-dir"),
+    (["run", *RUN, "--once", "--metrics-address", "127.0.0.1:0"], "--metrics-address"),
+    (["run", *RUN, "--metrics-address", "none", "--once", "--otlp-metrics-interval", "5"],
+     "--otlp-metrics-interval"),
+    (["run", *RUN, "--metrics-address", "none", "--once", "--history-labels", "job=a,instance=b"],
+     "--history-labels"),
+    (["run", *RUN, "--metrics-address", "none", "--once", "--cli-otel", "{tmp}/otel.jsonl"],
+     "--cli-otel"),
+    (["demo", *RUN, "--metrics-address", "none", "--once", "--otlp-metrics-interval", "5"],
+     "--otlp-metrics-interval"),
+])
+def test_an_option_that_would_do_nothing_is_refused(tmp_path, command, named):
+    Session(tmp_path / "state").add()
+    done = subprocess.run([sys.executable, "-m", "tailer",
+                           *(word.format(state=tmp_path / "state", tmp=tmp_path) for word in command)],
+                          cwd=ROOT, env=tailer_env(), capture_output=True, text=True, timeout=30)
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert named in done.stderr.splitlines()[0]
+    assert not (tmp_path / "checkpoint.json").exists()
+
+
+def test_what_a_variable_sets_is_not_refused_with_the_options_it_does_not_matter_to(tmp_path):
+    """$COPILOT_STATE_DIR with --demo, $HYDRAFUSION_METRICS_ADDRESS with --once: set for
+    every run, they are no mistake of this one."""
+    Session(tmp_path / "state").add()
+    done = run_report("--demo", "--format", "json", env=tailer_env(COPILOT_STATE_DIR=str(tmp_path)))
+    assert done.returncode == 0, done.stderr
+    done = run_tailer("run", "--once", "--otlp-endpoint", "none", "--metrics-address", "none",
+                      "--state-dir", str(tmp_path / "state"), "--checkpoint", str(tmp_path / "c.json"),
+                      env=tailer_env(HYDRAFUSION_METRICS_ADDRESS="127.0.0.1:0",
+                                     HYDRAFUSION_WAIT_FOR_STATE_DIR="1"))
+    assert done.returncode == 0, done.stderr
+
+
+def test_a_watch_reads_in_the_processes_jobs_asks_for(tmp_path, monkeypatch):
+    """--jobs was ignored by --watch, which always read in one process per CPU."""
+    Session(tmp_path / "state").add()
+    asked = []
+    through_cache = report_live.gather.through_cache
+
+    def recorded(*args, workers, **kwargs):
+        asked.append(workers)
+        return through_cache(*args, workers=workers, **kwargs)
+
+    monkeypatch.setattr(report_live.gather, "through_cache", recorded)
+    live = report_live.LiveTurns(tmp_path / "state", report.Selection(), workers=3)
+    try:
+        live.poll(0)
+    finally:
+        live.close()
+    assert asked == [3] and len(live.turns) == 1
+
+
+# -- Words the command line knows, in any case -------------------------------------------------
+
+
+@pytest.mark.parametrize("options", [
+    "--format JSON", "--format Csv-Calls", "--by DAY", "--by Week --order DESC", "--timezone utc",
+    "--timezone europe/berlin --format json", "--pattern CASCADE --format json"])
+def test_a_reports_words_take_any_case(options):
+    done = run_report("--demo", *options.split())
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    if "JSON" in options or "json" in options:
+        document = json.loads(done.stdout)
+        assert document["turns"]
+        if "europe/berlin" in options:
+            assert document["timezone"] == "Europe/Berlin"  # as the IANA spells it
+    if "utc" in options:
+        assert done.stdout.splitlines()[0].endswith(" UTC")
+
+
+def test_the_other_commands_words_take_any_case(tmp_path):
+    Session(tmp_path / "state").add()
+    done = run_tailer("completion", "BASH")
+    assert done.returncode == 0 and done.stdout.startswith("# hydrafusion-tailer completion for bash")
+    done = run_tailer("run", "--once", "--otlp-endpoint", "NONE", "--metrics-address", "None",
+                      "--history-url", "NONE", "--log-level", "info", "--state-dir",
+                      str(tmp_path / "state"), "--checkpoint", str(tmp_path / "checkpoint.json"),
+                      "--textfile", str(tmp_path / "m.prom"))
+    assert done.returncode == 0, done.stderr
+    assert "fusion" in done.stderr and "4318" not in done.stderr  # nothing sent anywhere
+
+
+# -- A mistyped word: one line naming the closest, and where the rest are listed ---------------
+
+
+@pytest.mark.parametrize("typed, said", [
+    ("report --sinse 1d", "hydrafusion-tailer report: no option --sinse; did you mean --since?"),
+    ("report --sesion=x", "hydrafusion-tailer report: no option --sesion; did you mean --session?"),
+    ("doctor --stat-dir x", "hydrafusion-tailer doctor: no option --stat-dir; did you mean --state-dir?"),
+    ("--once --textflie x", "hydrafusion-tailer run: no option --textflie; did you mean --textfile?"),
+    ("reprot", "hydrafusion-tailer: no command reprot; did you mean report?"),
+    ("report --qqq", "hydrafusion-tailer report: no option --qqq"),
+    ("report extra", "hydrafusion-tailer report: unexpected argument extra"),
+    ("report --jobs x", "hydrafusion-tailer report: argument --jobs: 'x' is not a whole number of "
+                        "processes (1 or more)"),
+])
+def test_a_mistyped_word_is_named_with_the_closest_in_two_lines(typed, said):
+    done = run_tailer(*typed.split())
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    command = typed.split()[0] if not typed.startswith("-") else "run"
+    listed = "commands" if typed == "reprot" else "options"
+    where = "" if typed == "reprot" else f" {command}"
+    assert done.stderr.splitlines() == [said, f"  (`{sys.executable} -m tailer{where} --help` lists the {listed})"]
 
 
 def test_report_takes_version_and_no_color():
@@ -300,6 +540,50 @@ def test_each_command_keeps_the_exit_code_convention(tmp_path, command, answered
     assert codes == [answered, empty, missing]
     docs = (ROOT / "docs" / "REPORT.md").read_text().partition("## Exit codes")[2]
     assert f"`{command}`" in docs.partition("\n\n## ")[0]
+
+
+@needs_tmux
+@pytest.mark.parametrize("how", ["the shell killed", "the terminal closed"])
+def test_a_demo_watch_whose_terminal_goes_leaves_no_copy(tmp_path, how):
+    """The shell that ran it killed (SIGKILL: it passes nothing on) or the terminal closed
+    (tmux's server killed): the report is sent SIGHUP, twice in the second case."""
+    (tmp_path / "tmp").mkdir()
+    terminal = Terminal(ROOT, {**tailer_env(TMPDIR=str(tmp_path / "tmp")), "HOME": str(tmp_path)})
+    try:
+        terminal.type(f"{sys.executable} -m tailer report --demo --watch 2> {tmp_path}/stderr")
+        terminal.keys("Enter")
+        terminal.wait_for(lambda: "Ctrl-C quits" in terminal.screen())
+        copy = next((tmp_path / "tmp").iterdir())
+        if how == "the shell killed":
+            os.kill(terminal.shell_pid(), signal.SIGKILL)
+        else:
+            terminal.kill()
+        Terminal.wait_for(lambda: not copy.exists(), within_s=30)
+    finally:
+        terminal.kill()
+    assert list((tmp_path / "tmp").iterdir()) == []
+    assert (tmp_path / "stderr").read_text() == ""  # no traceback for the terminal gone
+
+
+def test_stop_signals_in_a_burst_leave_no_copy_and_no_traceback(tmp_path):
+    """SIGHUP, SIGTERM and SIGINT a moment apart, at random moments of a demo report: the
+    first ends it, the others cannot cut its clean-up short."""
+    rng = random.Random(39)
+    for _ in range(12):
+        process = subprocess.Popen([sys.executable, "-m", "tailer", "report", "--demo"], cwd=ROOT,
+                                   env=tailer_env(TMPDIR=str(tmp_path)), stdout=subprocess.DEVNULL,
+                                   stderr=subprocess.PIPE)
+        while process.poll() is None and not list(tmp_path.iterdir()):
+            pass  # until the copy is being made
+        time.sleep(rng.random() * 0.15)
+        for stop in (signal.SIGHUP, signal.SIGTERM, signal.SIGINT):
+            with contextlib.suppress(ProcessLookupError):
+                process.send_signal(stop)
+            time.sleep(rng.random() * 0.002)
+        stderr = process.stderr.read().decode()
+        # 130: cut short; 0 or killed by a late signal: it had ended, the copy removed.
+        assert process.wait(timeout=60) in (0, 130, -signal.SIGTERM, -signal.SIGINT)
+        assert stderr == "" and list(tmp_path.iterdir()) == []
 
 
 def test_sigterm_during_a_demo_report_leaves_no_copy(tmp_path):

@@ -9,6 +9,7 @@ import pytest
 from tailer.commands.cli import COMMANDS, build_parser
 from tailer.commands.completion import script
 from tailerproc import ROOT, tailer_env
+from tmux import Terminal, needs_tmux
 
 pytestmark = pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
 
@@ -43,16 +44,75 @@ def test_the_reports_options_and_their_values_complete(tmp_path):
     assert "--once" not in offered  # run's, not the report's
     assert completions(tmp_path, "report", "--for") == ["--format"]
     assert completions(tmp_path, "report", "--format", "") == ["table", "json", "csv", "csv-calls"]
-    (tmp_path / "page.html").write_text("")
-    assert completions(tmp_path, "report", "--html", "pa") == ["page.html"]
     assert {"bash", "zsh"} <= set(completions(tmp_path, "completion", ""))
 
 
+# -- File names, as bash in a terminal completes them ----------------------------------------
+# Names a list of words would split or glob: a space, a `*` (globbed, it became every name of
+# the folder), a newline, quotes.
+AWKWARD = ["my file.html", "*", "new\nline.html", 'a"q.html', "b'q.html", "plain.html"]
+
+
+def typed_in_a_terminal(tmp_path, typed: str, keys: list[str]) -> list[str]:
+    """The arguments `hydrafusion-tailer` gets when `typed` is typed into an interactive bash
+    in a terminal (the script loaded as the README says), then `keys`, then Enter: what Tab
+    or Alt-* (readline's insert-completions: every completion, quoted as bash quotes it) put
+    on the line. The command is a function writing its arguments to a file."""
+    made = subprocess.run([sys.executable, "-m", "tailer", "completion", "bash"], cwd=ROOT,
+                          env=tailer_env(), capture_output=True, text=True, timeout=60, check=True)
+    (tmp_path / "completion.bash").write_text(made.stdout)
+    out = tmp_path / "arguments"
+    terminal = Terminal(tmp_path / "names", {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)})
+    try:
+        terminal.type(f"source {tmp_path}/completion.bash; "
+                      f"hydrafusion-tailer() {{ printf '%s\\0' \"$@\" > {out}.new; mv {out}.new {out}; }}")
+        terminal.keys("Enter")
+        terminal.type(typed)
+        terminal.keys(*keys, "Enter")
+        terminal.wait_for(out.exists)
+        return out.read_bytes().decode().split("\0")[:-1]
+    finally:
+        terminal.kill()
+
+
+@pytest.fixture
+def awkward_names(tmp_path):
+    names = tmp_path / "names"
+    names.mkdir()
+    for name in AWKWARD:
+        (names / name).write_text("")
+    (names / "sub dir").mkdir()
+    return names
+
+
+@needs_tmux
+@pytest.mark.parametrize("typed, given", [("report --html ", ["report", "--html"]),
+                                          ("scrub ", ["scrub"])])
+def test_every_file_name_is_offered_exactly_as_it_is(tmp_path, awkward_names, typed, given):
+    offered = typed_in_a_terminal(tmp_path, f"hydrafusion-tailer {typed}", ["Escape", "*"])
+    assert offered[:len(given)] == given
+    assert sorted(offered[len(given):]) == sorted([*AWKWARD, "sub dir"])
+
+
+@needs_tmux
+@pytest.mark.parametrize("start, name", [("my", "my file.html"), ("ne", "new\nline.html"),
+                                         ("a", 'a"q.html'), ("b", "b'q.html"), ("su", "sub dir/")])
+def test_a_file_name_completes_to_itself(tmp_path, awkward_names, start, name):
+    typed = f"hydrafusion-tailer report --state-dir {start}"
+    assert typed_in_a_terminal(tmp_path, typed, ["Tab"]) == ["report", "--state-dir", name]
+
+
 def test_zsh_loads_the_same_function_through_bashcompinit():
+    """zsh has no compopt: registered with -o default, its bashcompinit completes file names
+    itself (_default) where the function offers no words."""
+    def function(text):
+        return text.partition("\n_hydrafusion_tailer()")[2].rpartition("\ncomplete ")[0]
+
     text = script(build_parser({}), "zsh")
     assert text.splitlines()[1] == "autoload -U +X bashcompinit && bashcompinit"
-    assert text.partition("\n_hydrafusion_tailer()")[2] == script(build_parser({}), "bash").partition(
-        "\n_hydrafusion_tailer()")[2]
+    assert function(text) == function(script(build_parser({}), "bash"))
+    assert text.splitlines()[-1] == ("complete -o filenames -o default -F _hydrafusion_tailer "
+                                     "hydrafusion-tailer")
 
 
 def test_the_readme_says_how_to_load_it():

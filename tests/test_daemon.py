@@ -1,19 +1,21 @@
 """The tailer as users run it: a real process, a temporary state dir, a local OTLP receiver."""
 
+import json
 import re
+import signal
 import time
 from collections import Counter
 from datetime import timedelta
 
 import pytest
 
-from otlp_sink import OtlpSink, plain_attributes
+from otlp_sink import OtlpSink, Reply, plain_attributes
 from prom import free_port
 from sessiongen import START, SessionWriter, every_pattern
 from tailerproc import run_once, running_tailer, tailer_env
 
 TURN_LINE = re.compile(
-    r"INFO fusion (\S{1,20}) pattern=(\S+) legs=(\d+) models=(\S+) aiu=(\d+\.\d\d)$")
+    r"INFO fusion (\S{1,20}) pattern=(\S+) phases=(\d+) models=(\S+) aiu=(\d+\.\d\d)$")
 
 
 def write_sessions(state_dir, count=3):
@@ -61,7 +63,7 @@ def test_once_exports_every_turn_counts_it_and_logs_it(tmp_path):
     for truth in expected:
         line = next(line for line in result.stderr.splitlines()
                     if f"fusion {truth.fusion_id[:20]} " in line)
-        assert f"pattern={truth.pattern} legs={len(truth.legs)} " in line
+        assert f"pattern={truth.pattern} phases={len(truth.legs)} " in line
         assert f"models={','.join(truth.models)} aiu={truth.nano_aiu / 1e9:.2f}" in line
     completed = [t for t in expected if t.outcome == "completed"]
     assert sum(bool(match) for match in logged) == len(completed)
@@ -81,6 +83,78 @@ def test_once_exports_every_turn_counts_it_and_logs_it(tmp_path):
     assert sum(aiu.values()) == pytest.approx(sum(t.nano_aiu for t in expected) / 1e9)
     failures = metric_samples(exposition, "hydrafusion_route_failures_total")
     assert failures == {frozenset({("reason", "transport")}): 3}
+
+
+def roots(spans) -> list[str]:
+    return sorted(plain_attributes(span["attributes"])["hydrafusion.fusion_id"]
+                  for span in spans if "parentSpanId" not in span)
+
+
+def test_once_waits_out_a_collectors_retry_after_and_delivers_every_turn(tmp_path):
+    """Three 503s asking to come back in a second: a cron job's --once run waits them out
+    (1 + 2 + 4 s: a Retry-After is never below the backoff's step) and delivers."""
+    state = tmp_path / "state"
+    state.mkdir()
+    expected = write_sessions(state, count=1)
+    with OtlpSink() as sink:
+        sink.script(*[Reply(503, retry_after="1")] * 3)
+        result = run_once("--state-dir", str(state), "--otlp-endpoint", sink.endpoint,
+                          "--checkpoint", str(tmp_path / "cp.json"))
+        spans = sink.spans()
+    assert result.returncode == 0, result.stderr
+    assert roots(spans) == sorted(turn.fusion_id for turn in expected)
+    assert len(sink.raw_bodies) == 4
+
+
+def test_once_stops_waiting_at_its_timeout_and_keeps_what_is_left(tmp_path):
+    """A collector that asks for an hour: the run waits --once-timeout, not the hour (nor
+    the 60 s the exporter waits at most), exits 1 and keeps the spans for the next run."""
+    state = tmp_path / "state"
+    state.mkdir()
+    expected = write_sessions(state, count=1)
+    args = ("--state-dir", str(state), "--checkpoint", str(tmp_path / "cp.json"))
+    with OtlpSink() as sink:
+        sink.script(*[Reply(503, retry_after="3600")] * 100)
+        refused = run_once(*args, "--otlp-endpoint", sink.endpoint, "--once-timeout", "2",
+                           timeout=40)
+        assert refused.returncode == 1, refused.stderr
+        assert "kept for the next run" in refused.stderr and sink.spans() == []
+    with OtlpSink() as sink:
+        again = run_once(*args, "--otlp-endpoint", sink.endpoint)
+        spans = sink.spans()
+    assert again.returncode == 0, again.stderr
+    assert roots(spans) == sorted(turn.fusion_id for turn in expected)
+
+
+def test_a_signal_ends_a_once_runs_wait_for_its_collector(tmp_path):
+    """Ctrl-C or SIGTERM to a --once run that waits out its collector: it stops waiting,
+    saves and exits (1: the spans are kept), as the daemon does within its 10 s."""
+    state = tmp_path / "state"
+    state.mkdir()
+    write_sessions(state, count=1)
+    with OtlpSink() as sink:
+        sink.script(*[Reply(503, retry_after="3600")] * 100)
+        with running_tailer(tmp_path, "--once", "--once-timeout", "600", "--state-dir",
+                            str(state), "--checkpoint", str(tmp_path / "cp.json"),
+                            "--otlp-endpoint", sink.endpoint) as tailer:
+            tailer.wait_for_log("OTLP export failed")
+            tailer.process.send_signal(signal.SIGTERM)
+            assert tailer.process.wait(timeout=30) == 1, tailer.log()
+    assert "kept for the next run" in tailer.log()
+    assert json.loads((tmp_path / "cp.json").read_text())["pending"]
+
+
+def test_once_timeout_from_the_environment_and_0_waits_for_nothing(tmp_path):
+    state = tmp_path / "state"
+    state.mkdir()
+    write_sessions(state, count=1)
+    args = ("--state-dir", str(state), "--checkpoint", str(tmp_path / "cp.json"))
+    with OtlpSink() as sink:
+        sink.script(Reply(503, retry_after="1"))
+        result = run_once(*args, "--otlp-endpoint", sink.endpoint,
+                          env=tailer_env(HYDRAFUSION_ONCE_TIMEOUT="0"))
+    assert result.returncode == 1, result.stderr
+    assert "kept for the next run" in result.stderr
 
 
 def test_missing_state_dir_is_one_clear_line_and_exit_2(tmp_path):

@@ -120,7 +120,7 @@ def test_a_pick_that_matches_no_tailer_shows_nothing_counted(team):
     prom, at, window, _ = team
     variables, _ = picks(team)["user alice, the local instance"]
     figures = headlines(prom, window, at, variables)
-    assert figures["Credits"] == [0] and figures["Compound rate"] == [None]
+    assert figures["Credits"] == [0, 0] and figures["Compound rate"] == [None]
 
 
 def test_a_tailer_that_only_pushes_is_there_for_five_minutes_after_its_last_push(tmp_path):

@@ -25,13 +25,18 @@ UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}
 
 
 def ns(timestamp):
-    return events.parse_timestamp(timestamp)
+    """A timestamp, or unix milliseconds as a shutdown's session start gives them."""
+    return int(timestamp) * 1_000_000 if timestamp.isdigit() else events.parse_timestamp(timestamp)
 
 
 def timestamps(line):
-    """Every timestamp of an event: its own, and a start or resume time it carries."""
+    """Every time an event holds, as written: its own, a start or resume time, and a
+    shutdown's session start (unix milliseconds, and in its accounting snapshot)."""
     data = line["data"]
-    return [line["timestamp"]] + [data[name] for name in ("startTime", "resumeTime") if name in data]
+    found = [line["timestamp"]] + [data[name] for name in ("startTime", "resumeTime") if name in data]
+    if line["type"] == events.SHUTDOWN:
+        found += [str(data["sessionStartTime"]), data["accountingSnapshot"]["sessionStartTime"]]
+    return found
 
 
 def sessions_by_start(folder):
@@ -44,7 +49,7 @@ def without_ids(line):
     text = json.dumps(line)
     for old in [line["id"], line["parentId"]] + timestamps(line):
         if old:
-            text = text.replace(old, "")
+            text = text.replace(f'"{old}"', '""').replace(f": {old},", ": 0,")
     return json.loads(UUID.sub("", text))
 
 
@@ -120,28 +125,42 @@ class Clock:
         return self.now
 
 
-def test_replayer_appends_whole_turns_with_fresh_ids_ending_now(tmp_path):
+def replay(replayer, clock, ticks):
+    """Tick once a second, as the daemon's loop does: each line of the log with the clock
+    of the tick that wrote it (unix ns)."""
+    written = []
+    for _ in range(ticks):
+        before = replayer.log_path.stat().st_size if replayer.log_path.exists() else 0
+        if replayer.tick():
+            new = replayer.log_path.read_bytes()[before:].decode().splitlines()
+            written += [(json.loads(line), round(clock.now * 1000) * 1_000_000) for line in new]
+        clock.now += 1
+    return written
+
+
+def test_replayer_writes_each_event_when_its_time_comes_with_fresh_ids(tmp_path):
+    """A turn is replayed as the CLI writes it: each event at the first tick at or after its
+    time, so it is seen in flight a leg at a time; fresh ids, the fixtures' timing kept."""
     clock = Clock(NOW.timestamp())
     replayer = demo.Replayer(tmp_path / "work", FIXTURES, interval_s=30, clock=clock, rng=random.Random(1))
     sources = [turn for lines in sessions_by_start(FIXTURES) for turn in tailer_turns(lines)]
     assert any(turn.ordinary for turn in sources)  # each ordinary turn is replayed on its own
-    appended_at = []
-    while len(appended_at) < len(sources) + 2:
-        if replayer.tick():
-            appended_at.append(clock.now)
-        clock.now += 1
-    lines = read_lines(replayer.log_path)
+    written = replay(replayer, clock, 2400)
+    lines = [line for line, _ in written]
+    assert lines == read_lines(replayer.log_path)
     assert lines[0]["type"] == events.SESSION_START
     assert lines[0]["data"]["sessionId"] == replayer.session_id == replayer.log_path.parent.name
     assert [line["parentId"] for line in lines] == [None] + [line["id"] for line in lines[:-1]]
     assert len({line["id"] for line in lines}) == len(lines)
+    for line, at in written[1:]:
+        assert at - 1e9 < ns(line["timestamp"]) <= at, "written before its time, or a tick late"
 
-    replayed = tailer_turns(lines)
-    assert len(replayed) == len(appended_at)
-    expected = sources + sources[:2]
+    *replayed, cut_short = tailer_turns(lines)  # the run ended during the last one
+    assert len(replayed) > len(sources)
+    expected = (sources * 3)[:len(replayed)]
     fixture_fusion_ids = {turn.key for turn in sources}
     assert len({turn.key for turn in replayed} | fixture_fusion_ids) == len(replayed) + len(sources)
-    for turn, source, at in zip(replayed, expected, appended_at, strict=True):
+    for turn, source in zip(replayed, expected, strict=True):
         assert (turn.pattern, turn.outcome, turn.degraded_reason) == (source.pattern, source.outcome,
                                                                       source.degraded_reason)
         assert [(leg.phase_kind, leg.model, leg.status, leg.verdict, leg.usage, leg.duration_ms)
@@ -149,23 +168,39 @@ def test_replayer_appends_whole_turns_with_fresh_ids_ending_now(tmp_path):
                                            leg.duration_ms) for leg in source.legs]
         assert all(leg.phase_id.startswith(turn.key + ":") for leg in turn.legs)
         assert turn.end_ns - source.end_ns == turn.start_ns - source.start_ns, "a turn's timing changed"
-        assert turn.end_ns == round(at * 1000) * 1_000_000
+
+
+def test_a_replayed_turn_is_in_flight_a_leg_at_a_time(tmp_path):
+    """Between a turn's routing decision and its rollup, its model calls and legs arrive
+    over several ticks: "now" shows it running, then each leg done while the next runs."""
+    clock = Clock(NOW.timestamp())
+    replayer = demo.Replayer(tmp_path / "work", FIXTURES, interval_s=30, clock=clock, rng=random.Random(3))
+    written = replay(replayer, clock, 1200)
+    routed, legs = {}, {}  # per fusion turn, the tick of its routing decision, of each leg
+    for line, at in written:
+        if line["type"] == events.RESOLVED:
+            routed[line["data"]["fusionId"]] = at
+        elif line["type"] in (events.PHASE_COMPLETED, events.PHASE_FAILED):
+            legs.setdefault(line["data"]["fusionId"], []).append(at)
+    assert len(routed) > 15
+    for fusion_id, at in routed.items():
+        ended = legs.get(fusion_id, [])
+        assert all(at < end for end in ended), "a leg ended as its turn began: never seen running"
+        if len(ended) > 1:
+            assert ended[0] < ended[-1], "every leg of a turn written at once"
 
 
 def test_replayed_turns_never_overlap_and_come_at_the_interval(tmp_path):
     clock = Clock(NOW.timestamp())
     replayer = demo.Replayer(tmp_path / "work", FIXTURES, interval_s=20, clock=clock, rng=random.Random(2))
-    appended_at = []
-    for _ in range(3000):
-        if replayer.tick():
-            appended_at.append(clock.now)
-        clock.now += 1
+    replay(replayer, clock, 3000)
     replayed = tailer_turns(read_lines(replayer.log_path))
-    assert len(replayed) == len(appended_at)
-    for earlier, later, gap in zip(replayed, replayed[1:], map(float.__sub__, appended_at[1:], appended_at)):
-        assert gap >= 20
+    assert len(replayed) > 20
+    for earlier, later in zip(replayed, replayed[1:]):
+        gap_s = (later.start_ns - earlier.start_ns) / 1e9
+        assert gap_s >= 20 - 1  # a routing decision comes up to its latency after the turn's start
         assert earlier.end_ns <= later.start_ns
-        if gap > 20:  # held back only as long as the coming turn needed to start after a pause
+        if gap_s > 21:  # held back only as long as the last turn needed to end, and a pause
             assert later.start_ns - earlier.end_ns < (demo.PAUSE_S + 1) * 1e9
 
 
@@ -178,8 +213,8 @@ WITHOUT_INOTIFY = (
 )
 
 
-def demo_once(checkpoint, textfile, *, inotify=True) -> float:
-    """`demo --once`; returns the turns it counted in all."""
+def demo_once(checkpoint, textfile, *, inotify=True) -> tuple[float, float]:
+    """`demo --once`; returns the turns it counted in all, and the turns in flight."""
     start = ["-m", "tailer"] if inotify else ["-c", WITHOUT_INOTIFY]
     command = [sys.executable, *start, "demo", "--once", "--state-dir", str(FIXTURES),
                "--checkpoint", str(checkpoint), "--otlp-endpoint", "none",
@@ -187,7 +222,9 @@ def demo_once(checkpoint, textfile, *, inotify=True) -> float:
     result = subprocess.run(command, cwd=ROOT, env=tailer_env(), capture_output=True,
                             text=True, timeout=120)
     assert result.returncode == 0, result.stderr
-    return sum(samples(textfile.read_text(), "hydrafusion_turns_total").values())
+    exposition = textfile.read_text()
+    return (sum(samples(exposition, "hydrafusion_turns_total").values()),
+            sum(samples(exposition, "hydrafusion_turns_in_flight").values()))
 
 
 def test_a_restarted_demo_carries_on_and_counts_nothing_twice(tmp_path):
@@ -199,17 +236,19 @@ def test_a_restarted_demo_carries_on_and_counts_nothing_twice(tmp_path):
     sessions = {path.parent.name for path in copy.glob("*/events.jsonl")}
     second = demo_once(checkpoint, textfile)
 
-    # Each start replays one turn at once, in a demo session of its own.
-    assert first == len(fixture_turns()) + 1
-    assert second == first + 1
+    # Each start begins replaying a turn at once, in a demo session of its own: in flight,
+    # as a turn the CLI is writing (the first start's stays so, as a CLI stopped mid-turn
+    # leaves it, until the idle timeout ends it).
+    assert first == (len(fixture_turns()), 1)
+    assert second == (len(fixture_turns()), 2)
     assert sessions < {path.parent.name for path in copy.glob("*/events.jsonl")}
 
 
-def test_a_demo_without_inotify_counts_its_replayed_turn_too(tmp_path):
+def test_a_demo_without_inotify_sees_its_replayed_turn_too(tmp_path):
     """Where inotify is unavailable (another platform, or its instances used up) the
     watcher polls: the first replayed turn must be there when the logs are first listed."""
     checkpoint, textfile = tmp_path / "state" / "demo.json", tmp_path / "demo.prom"
-    assert demo_once(checkpoint, textfile, inotify=False) == len(fixture_turns()) + 1
+    assert demo_once(checkpoint, textfile, inotify=False) == (len(fixture_turns()), 1)
 
 
 def test_a_copy_cut_short_is_made_again_not_carried_on_with(tmp_path):
@@ -218,7 +257,7 @@ def test_a_copy_cut_short_is_made_again_not_carried_on_with(tmp_path):
     (partial / "cut-short").mkdir(parents=True)
     (partial / "cut-short" / "events.jsonl").write_text('{"type":"session.start"')
 
-    assert demo_once(checkpoint, textfile) == len(fixture_turns()) + 1
+    assert demo_once(checkpoint, textfile) == (len(fixture_turns()), 1)
     assert not partial.exists()
 
 

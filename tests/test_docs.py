@@ -60,13 +60,18 @@ def backticked(cell: str) -> set[str]:
 @pytest.fixture(scope="module")
 def turns():
     """One turn of every shape the docs describe, from logs in the real CLI's order: every
-    pattern, ordinary turns, and a leg whose usage records lost a call."""
+    pattern, ordinary turns, a leg whose usage records lost a call, and calls of unknown
+    credits."""
     damaged = SessionWriter(SESSION, START)
     damaged.single("gpt-5.6-sol", damaged_call=True, request_count=2)
     damaged.shutdown()
+    unpriced = SessionWriter(SESSION, START, unpriced=1, seed="unpriced")
+    unpriced.single("gpt-5.6-sol")
+    unpriced.ordinary("claude-sonnet-4.6")
+    unpriced.shutdown()
     return (assemble(every_pattern(SESSION).lines(), SESSION)
             + assemble(whole_session(SESSION).lines(), SESSION)
-            + assemble(damaged.lines(), SESSION))
+            + assemble(damaged.lines(), SESSION) + assemble(unpriced.lines(), SESSION))
 
 
 # -- metrics --------------------------------------------------------------------------
@@ -215,6 +220,26 @@ def test_every_option_and_variable_is_documented(command_help):
     assert {v for v in variables if f"`{v}`" not in text} == set()
 
 
+def test_every_statusline_option_field_and_variable_is_documented(monkeypatch):
+    """docs/STATUSLINE.md's tables name every option of `statusline --help` and every field
+    a --format template may name, and nothing else; its text names every variable."""
+    from tailer.statusline.options import FIELDS
+
+    monkeypatch.setenv("COLUMNS", "200")
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), pytest.raises(SystemExit):
+        build_parser({}).parse_args(["statusline", "--help"])
+    options = set(re.findall(r"(?<![\w-])--[a-z][a-z-]*", out.getvalue())) - {"--help"}
+    rows = table_rows("STATUSLINE.md")
+    assert {"--format", "--then", "--install", "--uninstall"} <= options
+    assert options == {name for name in rows if name.startswith("--")}
+    assert {"{" + field + "}" for field in FIELDS} == {name for name in rows if name.startswith("{")}
+    text = read_doc("STATUSLINE.md")
+    variables = set(re.findall(r"\$([A-Z][A-Z0-9_]+)", out.getvalue())) | {"NO_COLOR", "XDG_CACHE_HOME"}
+    assert {"COPILOT_HOME", "COLUMNS"} <= variables
+    assert {variable for variable in variables if variable not in text} == set()
+
+
 # -- a team's central stack (TEAM.md) --------------------------------------------------
 
 
@@ -314,3 +339,43 @@ def test_report_md_samples_are_what_the_report_prints():
             shown = shown[1:]
             printed = printed[len(printed) - len(masked(shown)):]
         assert masked(shown) == printed, command
+
+
+REPO = DOCS.parent
+# Named in the docs, but not in the clone: another project's file, and where an installed
+# package keeps the clone's fixtures/ (pyproject.toml).
+NOT_IN_THIS_REPOSITORY = {"docs/sources/tempo/configuration/manifest.md", "tailer/fixtures"}
+_NAMED = re.compile(r"`([^`\n]+)`|\]\(([^)\s#]+)")
+_PATH = re.compile(r"[\w.*-]+(?:/[\w.*-]+)*")
+
+
+def named_paths(doc: Path) -> list[str]:
+    """The repository paths a doc names that do not exist: a relative link's target; a path
+    in backticks that begins with a top-level entry of the repository (a glob matches
+    something); a Python module in backticks named alone (somewhere in the repository). A
+    path with a placeholder (`<id>`, `NEW`), a home or absolute path, or one under a folder
+    that git does not hold (.cache) is no path of the repository."""
+    tracked = subprocess.run(["git", "ls-files"], cwd=REPO, capture_output=True, text=True,
+                             check=True).stdout.splitlines()
+    top = {name.split("/")[0] for name in tracked}
+    missing = []
+    for code, link in _NAMED.findall(doc.read_text(encoding="utf-8")):
+        if link:
+            if not re.match(r"[a-z]+:", link) and not (doc.parent / link).exists():
+                missing.append(link)
+            continue
+        name = code.strip().rstrip("/")
+        if (not _PATH.fullmatch(name) or name in NOT_IN_THIS_REPOSITORY
+                or any(part.isalpha() and part.isupper() for part in name.split("/"))):
+            continue
+        if "/" in name and name.split("/")[0] in top:
+            if not any(REPO.glob(name)):
+                missing.append(name)
+        elif "/" not in name and name.endswith(".py") and not any(REPO.glob(f"**/{name}")):
+            missing.append(name)
+    return missing
+
+
+@pytest.mark.parametrize("doc", ["README.md"] + sorted(f"docs/{path.name}" for path in DOCS.glob("*.md")))
+def test_every_path_the_readme_and_docs_name_exists(doc):
+    assert named_paths(REPO / doc) == []

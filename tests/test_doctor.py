@@ -84,7 +84,8 @@ def test_clean_logs_are_reported_in_full_and_exit_0(capsys, logs):
     assert (code, err) == (0, "")
     every_line = [line for w in writers for line in w.lines()]
     assert table(out, "Sessions") == {
-        "sessions found": 3, "lines read": len(every_line), "unreadable logs": 0}
+        "sessions found": 3, "lines read": len(every_line), "unreadable logs": 0,
+        "damaged logs (no line an event)": 0}
     assert table(out, "Copilot CLI versions") == {"1.0.102": 2, "1.0.95": 1}
     turns = [t for w in writers for t in w.expected]
     assert table(out, "Fusion turns") == {

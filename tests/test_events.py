@@ -382,6 +382,41 @@ def test_a_call_without_credits_is_a_call_of_unknown_credits(copilot_usage):
     assert record.usage.input_tokens == 9000
 
 
+@pytest.mark.parametrize("status", ["unavailable", "partial"])
+def test_a_call_the_cli_marks_unavailable_is_of_unknown_credits_whatever_figure_it_has(status):
+    """`aiCreditsStatus` (1.0.102): "Missing billing is unavailable, not a zero charge"; a
+    figure beside it (a 0, a subtotal) is not the call's credits."""
+    for copilot_usage in ({"totalNanoAiu": 0}, {"totalNanoAiu": 1_250_000_000}):
+        usage = dict(CALL, aiCreditsStatus=status, copilotUsage=copilot_usage)
+        record = parse_line(line("session.usage_record", {"usage": usage}))
+        assert (record.usage.nano_aiu, record.credits_known) == (0, False)
+        assert record.usage.input_tokens == 9000
+
+
+@pytest.mark.parametrize("status", ["complete", None, "absent", "some_new_word", 7, {}])
+def test_a_calls_figure_counts_unless_the_cli_says_it_is_not_one(status):
+    usage = {k: v for k, v in CALL.items() if k != "aiCreditsStatus"}
+    if status != "absent":
+        usage["aiCreditsStatus"] = status
+    record = parse_line(line("session.usage_record", {"usage": usage}))
+    assert (record.usage.nano_aiu, record.credits_known) == (1_250_000_000, True)
+
+
+@pytest.mark.parametrize("usage, given", [
+    ({"requestCount": 1, "totalNanoAiu": 0}, True), ({"requestCount": 1, "totalNanoAiu": 5}, True),
+    ({"requestCount": 1}, False), ({"requestCount": 1, "totalNanoAiu": None}, False),
+    ({"requestCount": 1, "totalNanoAiu": "5"}, False), (None, False),
+])
+def test_a_legs_credits_are_given_only_by_a_number(usage, given):
+    """The CLI's schema requires a leg's `totalNanoAiu` (1.0.102 writes 0 where its calls'
+    credits were unavailable); one absent or null is no figure, not 0 credits."""
+    leg = parse_line(line("assistant.fusion_phase_completed", {
+        "fusionId": "fusion-1", "phaseId": "fusion-1:phase:0", "phaseKind": "primary",
+        "model": "gpt-5.6-sol", "status": "succeeded", "durationMs": 10, "usage": usage}))
+    assert isinstance(leg, LegEnded)
+    assert leg.credits_given is given
+
+
 @pytest.mark.parametrize("total, nano_aiu", [(0, 0), (7.0, 7), (events.MAX_NANO_AIU,) * 2])
 def test_a_calls_credits_may_be_a_whole_float_or_zero(total, nano_aiu):
     usage = dict(CALL, copilotUsage={"totalNanoAiu": total})

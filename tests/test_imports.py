@@ -18,7 +18,7 @@ from tailer.commands.cli import COMMANDS, build_parser, parse_args
 from tailer.report import figures
 from tailerproc import ROOT, tailer_env
 
-FIXTURES = str(ROOT / "tailer" / "commands" / "fixtures")
+FIXTURES = str(ROOT / "fixtures")
 DAEMON = ("tailer.daemon", "tailer.outputs", "tailer.turns.sessions")
 NETWORK = ("http.client", "urllib.request", "ssl", "socket")
 REPORT = ("tailer.report",)
@@ -97,6 +97,50 @@ def test_doctor_and_scrub_import_neither_the_daemon_nor_the_report(tmp_path, arg
     assert of(names, (*DAEMON, *REPORT)) == set()
 
 
+def footer_imports(tmp_path, stdin: bytes) -> set[str]:
+    """The modules `statusline` imports, as the CLI runs the command --install sets (its
+    JSON on stdin), beyond those a bare interpreter imports (this machine's site-packages
+    may import pathlib)."""
+    from tailer.statusline.settings import LAUNCH
+
+    env = tailer_env(XDG_CACHE_HOME=str(tmp_path / "cache"))
+    names = []
+    for command in (["-c", "pass"], ["-P", "-c", LAUNCH, "statusline"]):
+        done = subprocess.run([sys.executable, "-X", "importtime", *command], cwd=tmp_path, env=env,
+                              input=stdin, capture_output=True, timeout=120, start_new_session=True)
+        assert done.returncode == 0, done
+        names.append(set(re.findall(r"^import time:\s+\d+ \|\s+\d+ \|\s*(\S+)$",
+                                    done.stderr.decode(), re.M)))
+    assert done.stdout  # the line was printed
+    return names[1] - names[0]
+
+
+def test_the_footer_imports_no_parser_and_an_unchanged_log_not_the_reading_stages(tmp_path):
+    """The CLI runs `statusline` on every refresh: argparse and pathlib are not loaded for
+    it, nor the report, the daemon or the network; and when the log is as it was at the
+    last refresh, not the stages that read logs either (tailer/statusline/saved.py), nor
+    json's `re` (tailer/fast_json.py) or `-m`'s runpy."""
+    import json
+    import os
+    import time
+
+    from sessiongen import every_pattern
+
+    log = every_pattern("imports-footer").write(tmp_path / "state")
+    stdin = json.dumps({"transcript_path": str(log.parent)}).encode()
+    reading = footer_imports(tmp_path, stdin)
+    assert "tailer.turns.session_log" in reading  # the check can fail
+    at = time.time_ns() - 60 * 10**9
+    os.utime(log, ns=(at, at))
+    footer_imports(tmp_path, stdin)  # reads the log's new identity: from now on, unchanged
+    unchanged = footer_imports(tmp_path, stdin)
+    assert of(unchanged, ("tailer.copilot", "tailer.turns", "tailer.records", "re", "enum", "json",
+                          "runpy", "typing")) == set()
+    for names in (reading, unchanged):
+        assert of(names, (*DAEMON, *REPORT, *NETWORK, "argparse", "pathlib", "subprocess",
+                          "tailer.commands.cli", "dataclasses", "logging")) == set()
+
+
 # The parser a command builds has only its own options; it must read every command line as
 # the whole parser (the one completion is made from) does.
 SAMPLES = [
@@ -108,6 +152,7 @@ SAMPLES = [
     ["report", "--format", "csv", "--since", "7d", "--by", "week", "--order", "desc"],
     ["report", "--demo", "--watch"],
     ["completion", "zsh"],
+    ["statusline", "--format", "{legs}", "--then", "echo x", "--install"],
 ]
 ENVIRONS = [{}, {"COPILOT_HOME": "/h", "HYDRAFUSION_IDLE_TIMEOUT": "60",
                  "HYDRAFUSION_ONCE": "1", "XDG_STATE_HOME": "/state"}]
@@ -123,6 +168,6 @@ def test_a_commands_own_parser_reads_as_the_whole_one(argv, environ):
 
 @given(st.lists(st.floats(0, 1e6, allow_nan=False), min_size=1, max_size=30))
 def test_the_median_of_the_figures_is_the_statistics_modules(values):
-    rows = [SimpleNamespace(pattern="cascade", credits=value) for value in values]
+    rows = [SimpleNamespace(pattern="cascade", credits=value, unknown_credit_calls=0) for value in values]
     (pattern,) = figures.by_pattern(rows)
     assert pattern.median_credits == statistics.median(values)

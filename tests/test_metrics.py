@@ -68,6 +68,63 @@ def test_a_fusion_turn_adds_one_turn_and_its_legs_and_credits():
     assert abs(aiu - turn.usage.aiu) < 1e-6
 
 
+def test_calls_of_unknown_credits_add_no_credits_and_are_counted_apart():
+    """`aiCreditsStatus: unavailable` (CLI 1.0.102, no `copilot_usage`): the leg says 0 for
+    its call, which is no price. A leg or prompt that knows no credits adds no sample to a
+    credits family; its calls go to hydrafusion_unknown_credit_calls_total."""
+    writer = SessionWriter("s", START, unpriced=1)
+    writer.cascade("mai-code-1.1-flash", "gpt-5.6-sol")
+    writer.ordinary("claude-sonnet-4.6", calls=2)
+    writer.route_failed("gpt-5.6-mini")
+    writer.shutdown()
+    cascade, ordinary, fallback = assemble(writer.lines(), "s")
+    registry = Registry()
+    metrics = Metrics(registry)
+    for turn in (cascade, ordinary, fallback):
+        metrics.count_turn(turn)
+    for family in ("hydrafusion_aiu_total", "hydrafusion_router_aiu_total",
+                   "hydrafusion_prompt_aiu_total"):
+        assert samples(registry.render_final(), family) == {}, family
+    requests = samples(registry.render_final(), "hydrafusion_requests_total")
+    assert sum(requests.values()) == len(cascade.calls) + len(fallback.calls)  # calls still count
+    assert samples(registry.render_final(), "hydrafusion_unknown_credit_calls_total") == {
+        (("kind", "fusion"), ("model", "mai-code-1.1-flash"), ("pattern", "cascade")):
+            cascade.leg_credits(cascade.legs[0])[1],
+        (("kind", "fusion"), ("model", "gpt-5.6-sol"), ("pattern", "cascade")): 1,
+        (("kind", "ordinary"), ("model", "claude-sonnet-4.6"), ("pattern", "ordinary")): 2,
+        (("kind", "fallback"), ("model", "gpt-5.6-mini"), ("pattern", "fallback")): len(fallback.calls)}
+
+
+def test_a_series_of_unknown_credit_calls_is_scraped_at_zero_first():
+    """Prometheus's increase() cannot see a series' first value: a new label set is shown at
+    0 on its first scrape, as every turn family's is (tailer/outputs/exposition.py)."""
+    writer = SessionWriter("s", START, unpriced=1)
+    writer.single("gpt-5.6-sol")
+    [turn] = assemble(writer.lines(), "s")
+    registry = Registry()
+    Metrics(registry).count_turn(turn)
+    name = "hydrafusion_unknown_credit_calls_total"
+    labels = (("kind", "fusion"), ("model", "gpt-5.6-sol"), ("pattern", "single"))
+    assert samples(registry.render(), name) == {labels: 0}
+    registry.save_and_publish(lambda saved: None)  # the save that records the zero was seen
+    assert samples(registry.render(), name) == {labels: len(turn.calls)}
+
+
+def test_a_leg_with_some_calls_of_unknown_credits_adds_the_others():
+    writer = SessionWriter("partly", START, unpriced=0.5)
+    for _ in range(4):
+        writer.single("gpt-5.6-sol", request_count=4)
+    writer.shutdown()
+    turns = assemble(writer.lines(), "partly")
+    partly = [turn for turn in turns if 0 < turn.unknown_credit_calls < len(turn.calls)]
+    assert partly, "no leg with calls of both kinds: the test would prove nothing"
+    text = counted(turns)
+    assert sum(samples(text, "hydrafusion_aiu_total").values()) == sum(
+        call.usage.nano_aiu for turn in turns for call in turn.calls if call.credits_known) / 1e9
+    assert sum(samples(text, "hydrafusion_unknown_credit_calls_total").values()) == sum(
+        not call.credits_known for turn in turns for call in turn.calls)
+
+
 def test_a_turn_counted_as_history_adds_what_it_would_have_added_live():
     [turn] = turns_of(lambda w: w.single("gpt-5.6-sol"))
     live, history = Metrics(Registry()), Metrics(Registry())

@@ -231,8 +231,8 @@ def test_the_push_is_off_unless_asked_for_and_follows_the_standard_variables():
         .metrics_push_headers == {"a": "1"}
     assert config_of().metrics_push_url is None
     assert config_of().metrics_push_interval_s == 60.0
-    assert config_of("--otlp-metrics-interval", "5", OTEL_METRIC_EXPORT_INTERVAL="15000") \
-        .metrics_push_interval_s == 5.0  # the option before the variable
+    assert config_of("--otlp-metrics-interval", "5", OTEL_METRICS_EXPORTER="otlp",
+                     OTEL_METRIC_EXPORT_INTERVAL="15000").metrics_push_interval_s == 5.0  # the option first
 
 
 def test_a_push_interval_variable_that_is_no_number_is_refused_by_its_name():

@@ -36,7 +36,7 @@ EARLIER_RELEASES = {
     ("tests/test_history_stress.py", "Prometheus 3.14"): "the release that panicked at first starts",
 }
 # The places that hold releases of their own (recorded sessions, generated fixtures).
-NOT_SCANNED = ("tailer/commands/fixtures/", "tests/data/", "tests/test_pins.py")
+NOT_SCANNED = ("fixtures/", "tests/data/", "tests/test_pins.py")
 
 
 def composed_versions() -> dict[str, str]:

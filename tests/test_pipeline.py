@@ -5,6 +5,7 @@ import os
 import re
 import shutil
 import tracemalloc
+from pathlib import Path
 
 import pytest
 from hypothesis import given, strategies as st
@@ -250,15 +251,29 @@ def test_labels_are_bounded_and_hold_no_ids(tmp_path):
     assert "many-models" not in exposition
 
 
+# The per-turn line as the project's post documents it, a user's grep included:
+# `INFO fusion <id> pattern=cascade phases=3 models=gpt-5.6-sol,mai-code-1.1-flash aiu=14.72`.
+POSTED_LINE = (r"fusion fusion-[0-9a-f]{8}-[0-9a-f]{4} pattern=cascade phases=3 "
+               r"models=gpt-5\.6-sol,mai-code-1\.1-flash aiu=\d+\.\d\d")
+
+
 def test_turn_line_format():
     writer = SessionWriter("log-line", START)
     writer.cascade("mai-code-1.1-flash", "gpt-5.6-sol", verdict="reject",
                    repair_model="gpt-5.6-sol")
     _, [turn] = feed_all([r for r in (parse_line(t.encode()) for t in writer.lines()) if r])
-    assert re.fullmatch(
-        r"fusion fusion-[0-9a-f]{8}-[0-9a-f]{4} pattern=cascade legs=3 "
-        r"models=gpt-5\.6-sol,mai-code-1\.1-flash aiu=\d+\.\d\d", turn_line(turn))
+    assert re.fullmatch(POSTED_LINE, turn_line(turn))
     assert turn_line(turn).endswith(f"aiu={writer.expected[0].nano_aiu / 1e9:.2f}")
+
+
+def test_the_docs_quote_the_turn_line_the_tailer_writes():
+    root = Path(__file__).resolve().parent.parent
+    readme = (root / "README.md").read_text()
+    assert re.search(rf"^INFO {POSTED_LINE}$", readme, re.MULTILINE)
+    tailer_md = (root / "docs" / "TAILER.md").read_text()
+    quoted = re.findall(r"^fusion fusion-\S+ .*$", tailer_md, re.MULTILINE)
+    assert quoted and all(re.match(r"fusion \S+ pattern=\w+ phases=\d+ models=\S+ aiu=", line)
+                          for line in quoted)
 
 
 def test_warning_limiter(caplog):

@@ -102,7 +102,7 @@ def test_printable_leaves_nothing_unsafe_hides_nothing_and_escapes_once(text):
 
 
 def test_printable_keeps_text_with_nothing_to_escape():
-    line = "fusion fusion-fa51fa07-905f pattern=cascade legs=3 models=gpt-5.6-sol,claude aiu=1.00 café 模型"
+    line = "fusion fusion-fa51fa07-905f pattern=cascade phases=3 models=gpt-5.6-sol,claude aiu=1.00 café 模型"
     assert printable(line) == line
     assert printable("\x1b[2J\r\n\u202e\udc9b\\") == "\\x1b[2J\\x0d\\x0a\\u202e\\udc9b\\"
 
@@ -306,8 +306,9 @@ def test_report_doctor_and_scrub_print_no_payload(tmp_path):
     held = tmp_path / ("checkpoint" + NAME)
     with claim(held):  # another tailer's
         runs.append(tailer("run", "--once", "--state-dir", str(state), "--checkpoint", str(held)))
-    # docs/REPORT.md, "Exit codes": a missing state folder is 2 in every command.
-    assert [run.returncode for run in runs] == [0, 0, 0, 0, 2, 1, 2, 0, 2, 2, 2]
+    # docs/REPORT.md, "Exit codes": a missing state folder is 2 in every command; a --model
+    # that matches no turn is 1, with the models there are named (escaped) instead.
+    assert [run.returncode for run in runs] == [0, 0, 0, 1, 2, 1, 2, 0, 2, 2, 2]
     for run in runs:
         assert_inert(decoded(run.stdout))
         assert_inert(decoded(run.stderr))

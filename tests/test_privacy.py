@@ -4,7 +4,8 @@ Every free-text field of the generated sessions (prompts, answers, leg `content`
 `projectionMessage`, `stagedTerminal`, handoff `message`, `errorMessage`, hints, tool
 arguments and results, cwd and file paths) holds CANARY, and so do damaged lines and
 unknown fields. The sessions hold ordinary turns, MCP tools, tool output long enough to be
-read without decoding it, usage records (one damaged), and totals that disagree, so every
+read without decoding it, usage records (one damaged, some of unknown credits, one whose
+`aiCreditsStatus` holds CANARY), and totals that disagree, so every
 span, attribute, metric and log line of the whole turn is covered. The CLI's own telemetry
 export, with its content capture on, holds CANARY in every attribute that is not metadata
 (and a damaged line). Three more sessions hold free text, a path and a password (POISON,
@@ -14,12 +15,18 @@ every id, and in every key. The tailer runs as a daemon with every output on; ne
 canary nor any part of POISON must be in any of them: OTLP payloads (spans, the CLI's
 telemetry and the tailer's metrics push), the history pushed to Prometheus, /metrics, the
 textfile, the log; nor in any format of the report (table, `--watch`, JSON, CSV, HTML), nor
-in what `scrub` writes.
+in what `scrub` writes, nor in the footer's `statusline` (given the CLI's JSON with the canary
+in its paths and its session name) or the state it saves. Beside the report's sessions is a
+copy of the CLI's session store (`session-store.db`, its whole layout) with CANARY in every
+text column of every table: the prompts and paths it keeps, and the text columns of its
+ledger of calls; the report and doctor read its ledger, and show none of it.
 """
 
 import io
 import json
 import os
+import re
+import sqlite3
 import ssl
 import subprocess
 import sys
@@ -27,6 +34,7 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+from ledgergen import canary_store, rows_of_log
 from otlp_sink import OtlpSink
 from poison import FRAGMENTS, poison_codes, write_poisoned_sessions
 from prom import free_port
@@ -62,6 +70,7 @@ DAMAGED = [
     json.dumps({"type": "session.usage_record", "timestamp": "2026-11-04T12:00:04Z",
                 "data": {"usage": {"model": "m", "inputTokens": 1, "outputTokens": 1, "cost": 1,
                                    "duration": 5, "note": CANARY, "label": {"why": CANARY},
+                                   "aiCreditsStatus": CANARY,
                                    "copilotUsage": {"totalNanoAiu": 5, "model": CANARY,
                                                     "tokenDetails": [{"tokenType": CANARY}],
                                                     "why": CANARY}}}}),
@@ -146,7 +155,7 @@ def test_no_text_ever_leaves(tmp_path):
     state.mkdir()
     expected = []
     writers = [every_pattern("privacy-0"), whole_session("privacy-1", totals_off_by=3),
-               every_pattern("privacy-2"), retuned("privacy-3")]
+               every_pattern("privacy-2", unpriced=0.5), retuned("privacy-3")]
     for writer in writers:
         path = writer.write(state)
         expected += writer.expected
@@ -212,6 +221,8 @@ def test_no_text_ever_leaves(tmp_path):
     assert {"hydrafusion", "ordinary", "chat", "execute_tool", "route", "invoke_agent"} <= names
     assert sink.metric_requests, "the CLI's metric was not sent: the test would prove nothing"
     assert 'reason="damaged_usage_record"' in outputs["/metrics"]
+    assert "hydrafusion_unknown_credit_calls_total{" in outputs["/metrics"]  # calls of unknown credits
+    assert "aiu>=" in outputs["log"] or "aiu=unknown" in outputs["log"]
     assert "hydrafusion_reconciliations_total" in outputs["/metrics"]
     assert "malformed" in outputs["/metrics"]
     assert '"stringValue":"damaged_usage_record"' in outputs["metrics push (OTLP)"]
@@ -233,10 +244,15 @@ def test_no_text_in_any_report_format(tmp_path):
 
     state = tmp_path / CANARY / "session-state"
     state.mkdir(parents=True)
-    writers = [every_pattern("report-privacy-0"), whole_session("report-privacy-1", totals_off_by=3),
+    writers = [every_pattern("report-privacy-0"),
+               whole_session("report-privacy-1", totals_off_by=3, unpriced=0.5),
                retuned("report-privacy-2")]
+    calls = []
     for writer in writers:
         path = writer.write(state)
+        calls += rows_of_log(path)
+    # The CLI's session store beside it, the canary in every text column of every table.
+    canary_store(state.parent / "session-store.db", CANARY, calls[1:])
     with open(path, "ab") as handle:
         for line in DAMAGED:
             handle.write(line.encode("utf-8", "surrogateescape") + b"\n")
@@ -252,7 +268,17 @@ def test_no_text_in_any_report_format(tmp_path):
             done = run_report("--state-dir", str(state), *options, env=env)
             assert done.returncode == 0, done.stderr
             outputs[name + run] = page.read_text() if name == "HTML" else done.stdout + done.stderr
-    caches = sorted(path for path in (tmp_path / "cache").rglob("*") if path.is_file())
+    # Filters matching nothing: what there is instead, named (sessions, patterns, models, times).
+    done = run_report("--state-dir", str(state), "--session", "none-such", "--pattern", "none-such",
+                      "--model", "none-such", "--since", "2000-01-01", "--until", "2000-01-02", env=env)
+    assert done.returncode == 1, done.stderr
+    outputs["no match"] = done.stdout + done.stderr
+    footer = statusline_lines(state, env)
+    footer_states = sorted((tmp_path / "cache" / "hydrafusion" / "statusline").iterdir())
+    assert footer_states, "no state of the footer's line was saved: the test would prove nothing"
+    footer += "".join(path.read_text() for path in footer_states)
+    caches = sorted(path for path in (tmp_path / "cache").rglob("*")
+                    if path.is_file() and path not in footer_states)
     assert caches, "no cache was written: the test would prove nothing"
     for path in caches:
         outputs[f"the cache file {path.name}"] = path.read_text()
@@ -268,7 +294,16 @@ def test_no_text_in_any_report_format(tmp_path):
         assert "CANARY" not in text.upper(), f"the canary leaked into the report's {name}"
         for fragment in FRAGMENTS:
             assert fragment not in text, f"{fragment!r} of a code field leaked into {name}"
+    assert "5.6-sol" in footer and "other" in footer, "no turn in the footer's lines: proves nothing"
+    assert "CANARY" not in footer.upper(), "the canary leaked into the footer's line"
+    for fragment in FRAGMENTS:
+        assert fragment not in footer, f"{fragment!r} of a code field leaked into the footer's line"
     assert "other" in outputs["JSON"], "no poisoned turn was reported: the test would prove nothing"
+    ledger = json.loads(outputs["JSON"].partition("\n")[0])["ledger"]
+    assert ledger["status"] == "checked", "the store was not read: the test would prove nothing"
+    assert ledger["sessions_checked"] == 3 and ledger["only_in_ledger_unnamed"] == 1
+    assert "3 sessions checked against the CLI's ledger, " in outputs["table"]
+    assert re.search(r'"unknown_credit_calls":[1-9]', outputs["JSON"]) and "calls unknown" in outputs["table"]
     assert '"policy_version":"2026-11-05"' in outputs["JSON"]
     assert '"policy_version":"other"' in outputs["JSON"]
     assert "2026-11-05" in outputs["table"] and 'data-policy="2026-11-05"' in outputs["HTML"]
@@ -277,6 +312,67 @@ def test_no_text_in_any_report_format(tmp_path):
     assert poisoned and "other" in json.dumps(poisoned), "no poisoned turn in flight: proves nothing"
     now_lines = outputs["--watch"].rpartition("now: ")[2].partition("\n\x1b[K\n")[0]
     assert "poison-i" in now_lines and "other" in now_lines, now_lines
+
+
+def test_no_text_of_the_clis_session_store_reaches_any_output(tmp_path):
+    """The CLI's session-store.db holds the prompts, the conversation's text and paths: with
+    the canary in every text column of every table, the ledger is read (its calls compared,
+    the sessions without a log listed) and no output of the report or doctor holds it. With
+    the canary where a figure should be, the ledger is refused in one line, without it."""
+    from report_helpers import run_report
+
+    state = tmp_path / "copilot" / "session-state"
+    writer = whole_session("0b5e1a2c-3d4e-4f50-8a6b-7c8d9e0f1a2b")
+    calls = rows_of_log(writer.write(state))
+    store = state.parent / "session-store.db"
+    # A call of a session without a log, its id the CLI's shape: listed, and nothing else.
+    canary_store(store, CANARY, calls[1:] + [dict(calls[0], session_id="4c0ffee0-0000-4000-8000-00000000cafe")])
+    page = tmp_path / "page.html"
+    outputs = {}
+    for name, options in (("table", []), ("JSON", ["--format", "json"]),
+                          ("CSV", ["--format", "csv-calls"]), ("HTML", ["--html", str(page)])):
+        done = run_report("--state-dir", str(state), *options)
+        assert done.returncode == 0, done.stderr
+        outputs[name] = done.stdout + done.stderr + (page.read_text() if name == "HTML" else "")
+    done = subprocess.run([sys.executable, "-m", "tailer", "doctor", "--state-dir", str(state)],
+                          cwd=ROOT, env=tailer_env(), capture_output=True, text=True, timeout=120)
+    outputs["doctor"] = done.stdout + done.stderr
+    ledger = json.loads(outputs["JSON"])["ledger"]
+    assert ledger["status"] == "checked" and ledger["sessions_checked"] == 1
+    assert [only["session_id"] for only in ledger["only_in_ledger"]] == ["4c0ffee0-0000-4000-8000-00000000cafe"]
+    assert ledger["only_in_ledger_unnamed"] == 1  # the canary's own row, its id the canary
+    assert "4c0ffee0" in outputs["table"] and "4c0ffee0" in outputs["doctor"] and "4c0ffee0" in outputs["HTML"]
+    # And with the canary where a figure should be: refused, in words of our own.
+    connection = sqlite3.connect(store)
+    connection.execute(f"UPDATE assistant_usage_events SET output_tokens = '{CANARY}'")
+    connection.commit()
+    connection.close()
+    done = run_report("--state-dir", str(state), "--format", "json")
+    assert json.loads(done.stdout)["ledger"]["status"] == "not_read"
+    outputs["JSON, the store refused"] = done.stdout + done.stderr
+    for name, text in outputs.items():
+        assert "CANARY" not in text.upper(), f"the canary leaked into the {name}"
+
+
+def statusline_lines(state, env) -> str:
+    """`statusline`'s lines (the default template and every field, read afresh and from
+    its saved state) for every session, given the CLI's JSON with the canary in its paths
+    and the session's name, as the CLI gives the first prompt's words there."""
+    from tailer.statusline.options import FIELDS
+
+    every_field = " ".join("{%s}" % name for name in FIELDS)
+    lines = []
+    for folder in sorted(path.parent for path in state.glob("*/events.jsonl")):
+        status = json.dumps({"session_id": folder.name, "transcript_path": str(folder),
+                             "session_name": CANARY, "cwd": f"/home/{CANARY}",
+                             "workspace": {"current_dir": f"/home/{CANARY}"}}).encode()
+        for template in ("HydraFusion {turn} · {session}", every_field, every_field):
+            done = subprocess.run([sys.executable, "-m", "tailer", "statusline", "--format", template,
+                                   "--width", "1000"], cwd=ROOT, env=env, input=status,
+                                  capture_output=True, timeout=120, start_new_session=True)
+            assert done.returncode == 0 and done.stderr == b"", done
+            lines.append(done.stdout.decode())
+    return "".join(lines)
 
 
 def write_poisoned_turn_in_flight(state):

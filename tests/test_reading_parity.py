@@ -281,7 +281,7 @@ def test_a_path_under_a_closed_folder_is_refused_in_one_line(tmp_path, option, a
         if user is not None:
             os.chown(top / "open", user[1].pw_uid, user[1].pw_gid)
         os.chmod(top / "closed", 0)
-        fixtures = ROOT / "tailer" / "commands" / "fixtures"
+        fixtures = ROOT / "fixtures"
         words = [word.format(closed=top / "closed", open=top / "open", fixtures=fixtures)
                  for word in args]
         done = run((user and user[0], python), "-m", "tailer", *words)

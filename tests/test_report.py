@@ -13,7 +13,7 @@ from hypothesis import given, settings, strategies as st
 
 from report_helpers import report_json, run_report, wanted_turns, write_month
 from sessiongen import START, SessionWriter, every_pattern, whole_session
-from tailer.commands import cli
+from tailer.commands import launch
 from tailer.copilot import events
 from tailer.report import command as report
 from tailer.copilot.files import session_logs
@@ -304,7 +304,7 @@ def test_demo_shows_every_fixture_turn_at_recent_times_and_leaves_nothing(tmp_pa
     done = run_report("--demo", "--format", "json", env=env)
     assert done.returncode == 0, done.stderr
     document = json.loads(done.stdout)
-    fixtures = report_json("--state-dir", str(ROOT / "tailer" / "commands" / "fixtures"))
+    fixtures = report_json("--state-dir", str(ROOT / "fixtures"))
     assert document["headline"] == fixtures["headline"]
     assert document["by_model"] == fixtures["by_model"]
     last = datetime.fromisoformat(document["last_turn"])
@@ -357,19 +357,21 @@ def test_usage_errors(tmp_path):
 
 
 def test_filters_that_match_nothing_say_so(tmp_path):
+    """Nothing to report (exit 1), no table of zeros; tests/test_command_frictions.py checks
+    what is named instead."""
     every_pattern("nothing").write(tmp_path)
     done = run_report("--state-dir", str(tmp_path), "--model", "no-such-model")
-    assert done.returncode == 0
-    assert "0 turns" in done.stdout and "No turn matches --model no-such-model" in done.stderr
+    assert done.returncode == 1 and done.stdout == ""
+    assert done.stderr.startswith("No turn matches --model no-such-model")
 
 
 def test_installed_entry_point_runs_the_report(tmp_path, capsys):
-    """pyproject's `hydrafusion-tailer` script is tailer.commands.cli:main."""
+    """pyproject's `hydrafusion-tailer` script is tailer.commands.launch:main."""
     every_pattern("entry").write(tmp_path)
-    assert cli.main(["report", "--state-dir", str(tmp_path), "--format", "json"], {}) == 0
+    assert launch.main(["report", "--state-dir", str(tmp_path), "--format", "json"], {}) == 0
     assert json.loads(capsys.readouterr().out)["headline"]["turns"] == 9
     pyproject = (ROOT / "pyproject.toml").read_text()
-    assert 'hydrafusion-tailer = "tailer.commands.cli:main"' in pyproject
+    assert 'hydrafusion-tailer = "tailer.commands.launch:main"' in pyproject
 
 
 def test_json_document_follows_its_schema(tmp_path):
@@ -380,10 +382,13 @@ def test_json_document_follows_its_schema(tmp_path):
     (tmp_path / "empty").mkdir()
     every_pattern("empty-but-one").write(tmp_path / "empty")
     documents = [
-        report_json("--state-dir", str(ROOT / "tailer" / "commands" / "fixtures")),
+        report_json("--state-dir", str(ROOT / "fixtures")),
         report_json("--state-dir", str(tmp_path / "month"), "--since", "2026-10-02", "--model", "sol"),
-        report_json("--state-dir", str(tmp_path / "empty"), "--pattern", "none-such"),
     ]
+    matching_nothing = run_report("--format", "json", "--state-dir", str(tmp_path / "empty"),
+                                  "--pattern", "none-such")
+    assert matching_nothing.returncode == 1  # nothing to report, and still a document
+    documents.append(json.loads(matching_nothing.stdout))
     for document in documents:
         errors = sorted(validator.iter_errors(document), key=str)
         assert not errors, errors[0]
@@ -393,7 +398,7 @@ def test_json_document_follows_its_schema(tmp_path):
 
 def test_schema_names_every_field_the_report_writes():
     """additionalProperties is false throughout: a new field must be documented first."""
-    broken = report_json("--state-dir", str(ROOT / "tailer" / "commands" / "fixtures"))
+    broken = report_json("--state-dir", str(ROOT / "fixtures"))
     broken["turns"][0]["legs"][0]["prompt"] = "x"
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate(broken, SCHEMA)
@@ -407,8 +412,9 @@ def test_the_installed_package_carries_the_pages_script_and_style(tmp_path):
     import sys
 
     source = tmp_path / "source"
-    shutil.copytree(ROOT / "tailer", source / "tailer",
-                    ignore=shutil.ignore_patterns("__pycache__"))
+    for folder in ("tailer", "fixtures"):  # fixtures/: the demo's sessions, tailer/fixtures
+        shutil.copytree(ROOT / folder, source / folder,
+                        ignore=shutil.ignore_patterns("__pycache__"))
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(ROOT / name, source / name)
     subprocess.run([sys.executable, "-c", "from setuptools import setup; setup()", "-q",

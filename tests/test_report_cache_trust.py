@@ -306,7 +306,7 @@ def nested(depth: int) -> bytes:
 @pytest.mark.parametrize("change", [
     "nested-header", "nested-entry", "old-identity", "row-short", "row-text-credits", "row-nan-credits",
     "row-huge-calls", "row-start-past-the-calendar", "row-kind", "row-models", "leg-short", "leg-credits",
-    "json-start-place", "check-short", "check-agrees", "check-difference", "checks-not-a-list"])
+    "row-unknown-credit-calls", "leg-unknown-credit-calls", "json-start-place", "check-short", "check-agrees", "check-difference", "checks-not-a-list"])
 def test_a_cache_of_right_crcs_but_another_shape_is_refused_and_made_again(state, tmp_path, change):
     """Each of these crashed every later report (a traceback before any rebuild), or asked
     the JSON parser to recurse past its limit."""
@@ -329,7 +329,9 @@ def test_a_cache_of_right_crcs_but_another_shape_is_refused_and_made_again(state
         "row-kind": lambda: row.__setitem__(4, "another"),
         "row-models": lambda: row.__setitem__(1, [1, 2]),
         "leg-short": lambda: leg.pop(),
-        "leg-credits": lambda: leg.__setitem__(9, None),
+        "leg-credits": lambda: leg.__setitem__(9, "1.5"),
+        "row-unknown-credit-calls": lambda: row.__setitem__(18, None),
+        "leg-unknown-credit-calls": lambda: leg.__setitem__(10, 1.5),
         "json-start-place": lambda: row[16].__setitem__(1, 0),
         "check-short": lambda: entry[5].append(["whole", "shutdown", "run", True]),
         "check-agrees": lambda: entry[5].append(["whole", "shutdown", "run", "yes", []]),

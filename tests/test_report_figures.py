@@ -161,14 +161,18 @@ MODELS = ("gpt-5.6-sol", "mai-code-1.1-flash", "claude-sonnet-5")
 
 @st.composite
 def leg_rows(draw) -> LegRow:
+    """A leg, some of whose calls (all, at times) may be of unknown credits."""
+    calls = draw(st.integers(0, 5))
+    unknown = draw(st.sampled_from((0, 0, calls, draw(st.integers(0, calls)))))
     return LegRow(
         kind=draw(st.sampled_from(("draft", "judge", "repair", "critic"))), role="r",
         model=draw(st.sampled_from(MODELS)),
         status=draw(st.sampled_from(("completed", "failed", "cancelled"))),
         verdict=draw(st.sampled_from((None, "", "accept", "reject", "revise"))),
         committed=draw(st.booleans()), start_ms=0.0, duration_ms=1.0,
-        calls=draw(st.integers(0, 5)), credits=draw(st.integers(0, 10**10)) / 1e9,
-        input_tokens=draw(st.integers(0, 10**6)), output_tokens=draw(st.integers(0, 10**5)),
+        calls=calls, credits=None if unknown and unknown == calls else draw(
+            st.integers(1 if unknown else 0, 10**10)) / 1e9,
+        unknown_credit_calls=unknown, input_tokens=draw(st.integers(0, 10**6)), output_tokens=draw(st.integers(0, 10**5)),
         cache_read_tokens=draw(st.integers(0, 10**6)), cache_write_tokens=draw(st.integers(0, 10**4)),
         failure_reason=None)
 
@@ -185,22 +189,36 @@ def fusion_rows(draw, index: int) -> TurnRow:
         start=start.isoformat(timespec="milliseconds"),
         pattern=draw(st.sampled_from(("single", "cascade", "critique"))),
         outcome=draw(st.sampled_from(("completed", "incomplete", "route_failed", "aborted"))),
-        compound=draw(st.booleans()), credits=sum(round(leg.credits * 1e9) for leg in legs) / 1e9,
+        compound=draw(st.booleans()), credits=shown(legs),
+        unknown_credit_calls=sum(leg.unknown_credit_calls for leg in legs),
         calls=sum(leg.calls for leg in legs), duration_ms=1.0, routing_ms=None,
         degraded_reason=None, route_failure_reason=None, legs=legs,
         printed=TurnJson(b"{}", 1, draw(st.integers(0, 3))),
         policy_version=draw(st.sampled_from((None, "p1", "p2", "p3"))))
 
 
+def known_nano(parts) -> int:
+    """Credits of legs or turns, those of unknown credits (None) adding nothing."""
+    return sum(round(part.credits * 1e9) for part in parts if part.credits is not None)
+
+
+def shown(parts) -> float | None:
+    """The known credits of legs or turns; None when they know none beside a call of unknown
+    credits."""
+    parts = list(parts)
+    unknown, nano = sum(part.unknown_credit_calls for part in parts), known_nano(parts)
+    return None if unknown and not nano else nano / 1e9
+
+
 def headline_of(rows: list[TurnRow]) -> tuple:
     """Headline's fields of `rows`, as docs/METRICS.md defines them, turn by turn."""
     legs = [leg for row in rows for leg in row.legs]
-    nano = lambda legs: sum(round(leg.credits * 1e9) for leg in legs)  # noqa: E731
+    nano = known_nano
     ratio = lambda part, whole: part / whole if whole else None  # noqa: E731
     routed = [row for row in rows if row.outcome != "route_failed"]
     judged = [row for row in rows if any(leg.verdict for leg in row.legs)]
     rejected = [row for row in judged if any(leg.verdict in ("reject", "revise") for leg in row.legs)]
-    return (len(rows), sum(round(row.credits * 1e9) for row in rows) / 1e9,
+    return (len(rows), shown(legs), sum(leg.unknown_credit_calls for leg in legs),
             sum(leg.calls for leg in legs), list(Counter(row.outcome for row in rows).most_common()),
             ratio(sum(row.compound for row in routed), len(routed)), len(judged), len(rejected),
             ratio(len(rejected), len(judged)),
@@ -212,7 +230,7 @@ def headline_of(rows: list[TurnRow]) -> tuple:
 
 def headline_fields(figures) -> tuple:
     values = [getattr(figures, name) for name in Headline.__match_args__]
-    values[3] = list(values[3].items())  # the outcomes, in their order
+    values[4] = list(values[4].items())  # the outcomes, in their order
     return tuple(values)
 
 
@@ -241,11 +259,10 @@ def test_the_headline_and_each_group_are_the_figures_of_their_own_turns(data, co
         for group in groups:
             own = members[group.key]
             assert headline_fields(group) == headline_of(own)
-            nano: dict[str, int] = {}
-            for leg in (leg for row in own for leg in row.legs):
-                nano[leg.model] = nano.get(leg.model, 0) + round(leg.credits * 1e9)
-            assert group.credits_by_model == {m: n / 1e9 for m, n in sorted(nano.items())}
-            assert list(group.credits_by_model) == sorted(nano)
+            models = sorted({leg.model for row in own for leg in row.legs})
+            assert group.credits_by_model == {
+                m: shown(leg for row in own for leg in row.legs if leg.model == m) for m in models}
+            assert list(group.credits_by_model) == models
             assert group.new_policy_versions == [
                 version for version, first in later if key(first) == group.key]
     assert headline_fields(snap.headline) == headline_of(ordered)
@@ -253,12 +270,13 @@ def test_the_headline_and_each_group_are_the_figures_of_their_own_turns(data, co
     for spends, key in ((snap.by_leg_kind, "kind"), (snap.by_model, "model")):
         assert [spend.name for spend in spends] == sorted(
             {getattr(leg, key) for leg in legs},
-            key=lambda name: (-sum(round(leg.credits * 1e9) for leg in legs if getattr(leg, key) == name), name))
+            key=lambda name: (-(shown(leg for leg in legs if getattr(leg, key) == name) or 0), name))
         for spend in spends:
             own = [leg for leg in legs if getattr(leg, key) == spend.name]
-            assert (spend.legs, spend.calls, spend.credits, spend.input_tokens, spend.output_tokens,
+            assert (spend.legs, spend.calls, spend.credits, spend.unknown_credit_calls,
+                    spend.input_tokens, spend.output_tokens,
                     spend.cache_read_tokens, spend.cache_write_tokens) == (
-                len(own), sum(leg.calls for leg in own),
-                sum(round(leg.credits * 1e9) for leg in own) / 1e9,
+                len(own), sum(leg.calls for leg in own), shown(own),
+                sum(leg.unknown_credit_calls for leg in own),
                 sum(leg.input_tokens for leg in own), sum(leg.output_tokens for leg in own),
                 sum(leg.cache_read_tokens for leg in own), sum(leg.cache_write_tokens for leg in own))

@@ -85,7 +85,7 @@ def test_the_page_shows_the_figures_and_a_waterfall_per_turn(tmp_path):
     state = tmp_path / "state"
     every_pattern("page").write(state)
     whole_session("whole", totals_off_by=5).write(state)
-    for session in session_logs(ROOT / "tailer" / "commands" / "fixtures").values():
+    for session in session_logs(ROOT / "fixtures").values():
         (state / session.parent.name).mkdir()
         (state / session.parent.name / "events.jsonl").write_bytes(session.read_bytes())
     snap = snapshot_of(state)
@@ -225,7 +225,7 @@ def test_names_from_the_log_stay_text(tmp_path, monkeypatch):
 @needs_chromium
 def test_the_browser_reports_what_a_broken_page_does(tmp_path):
     """The checks above would see a script error, a console error or a blocked request."""
-    csp = report_html.render(snapshot_of(ROOT / "tailer" / "commands" / "fixtures")).split("<title>")[0]
+    csp = report_html.render(snapshot_of(ROOT / "fixtures")).split("<title>")[0]
     pages = {
         "exception": "<script>undefinedFunction()</script>",
         "console": "<script>console.error('bad')</script>",

@@ -23,7 +23,7 @@ from tailer.report.live import CLEAR_BELOW, CURSOR_HOME, LiveTurns, watch
 from tailer.turns.assembly import IDLE_TIMEOUT_S
 from tailer.report.read import Selection
 from tailer.copilot.watch import SessionWatcher
-from tailerproc import ROOT, ctrl_c_quits, tailer_env
+from tailerproc import ROOT, ctrl_c_quits, start_on_a_terminal, tailer_env
 
 SIZE = os.terminal_size((100, 40))
 
@@ -225,12 +225,37 @@ def test_watch_on_a_terminal_ends_cleanly_on_ctrl_c(tmp_path):
             process.kill()
         os.close(leader)
     text = output.decode()
-    # The fixtures' turns, and the first replayed turn in a session of its own.
+    # The fixtures' turns, and the first replayed turn, in a session of its own, in flight.
     assert "last turn " in text and re.search(r"\d+ turns( \(\+\d+ ordinary\))?, 6 sessions", text)
+    assert "now: 1 running" in text
     assert "Traceback" not in text + process.stderr.read().decode()
     for frame in frames_of(text.replace(report_live.SHOW_CURSOR, "")):
         assert frame.count("\n") <= 29
     assert list(tmp_path.iterdir()) == []  # the demo's copy is gone
+
+
+def test_watch_demo_shows_the_replayed_turn_in_flight_until_it_ends(tmp_path):
+    """`report --demo --watch` replays a turn as the CLI writes it: "now" shows it planned,
+    its leg running as its model calls come, then nothing once its rollup is written, when
+    the turn is in the table. The first replayed turn is the first session's: a single."""
+    process, leader = start_on_a_terminal("report", "--demo", "--watch", rows=40, columns=100,
+                                          env=tailer_env(TMPDIR=str(tmp_path)))
+    try:
+        running = read_until(leader, lambda out: re.search(
+            rb"now: 1 running\S*\r\n  \S+ \S+ single \d+s [1-9]\d* calls .*\r\n    \*primary\(gpt-5\.6-sol\)",
+            out))
+        assert b"*primary(gpt-5.6-sol)" in running, "no leg seen running within a minute"
+        assert b".primary\x1b" in running, "the turn was not seen before its first call"
+        ended = read_until(leader, lambda out: b"now: nothing running" in out)
+        assert b"now: nothing running" in ended, "the replayed turn did not end within a minute"
+        process.send_signal(signal.SIGINT)
+        assert process.wait(timeout=60) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+        os.close(leader)
+    frames = frames_of((running + ended).decode(errors="replace"))
+    assert re.search(r"27 turns \(\+3 ordinary\), 6 sessions", frames[-1])
 
 
 def test_an_idle_watch_makes_its_table_once(tmp_path, monkeypatch):

@@ -101,15 +101,19 @@ def test_by_model_is_a_models_whole_use_as_the_cli_counts_it(tmp_path, where):
     assert ours.keys() == cli.keys()
     for model, theirs in cli.items():
         use = ours[model]
-        assert (use.calls, round(use.credits * 1e9), use.input_tokens, use.output_tokens,
+        # A model the CLI had no credits for (the `unpriced` scenario): its 0 is no price.
+        nano_aiu = 0 if use.credits is None else round(use.credits * 1e9)
+        assert (use.credits is None) == (use.unknown_credit_calls == use.calls > 0), model
+        assert (use.calls, nano_aiu, use.input_tokens, use.output_tokens,
                 use.cache_read_tokens, use.cache_write_tokens) == (
             theirs.request_count, theirs.nano_aiu, theirs.input_tokens, theirs.output_tokens,
             theirs.cache_read_tokens, theirs.cache_write_tokens), model
-        for name in ("calls", "credits", "input_tokens", "output_tokens", "cache_read_tokens",
-                     "cache_write_tokens"):
-            assert getattr(use, name) == pytest.approx(
-                getattr(use.fusion, name) + getattr(use.ordinary, name)), (model, name)
-    assert sum(use.fusion.credits for use in snap.by_model) == pytest.approx(snap.headline.credits)
+        for name in ("calls", "unknown_credit_calls", "input_tokens", "output_tokens",
+                     "cache_read_tokens", "cache_write_tokens"):
+            assert getattr(use, name) == getattr(use.fusion, name) + getattr(use.ordinary, name), (
+                model, name)
+        assert nano_aiu == sum(round((part.credits or 0) * 1e9) for part in (use.fusion, use.ordinary))
+    assert sum(use.fusion.credits or 0 for use in snap.by_model) == pytest.approx(snap.headline.credits)
     assert any(use.ordinary.calls for use in snap.by_model)
     table = render_table(snap, width=120)
     assert "BY MODEL, all use" in table

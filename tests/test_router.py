@@ -7,10 +7,13 @@ the tailer's parser."""
 from __future__ import annotations
 
 import json
+import logging
 import statistics
 import time
 from collections import Counter, defaultdict
+from contextlib import contextmanager
 from dataclasses import dataclass
+from unittest import mock
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -27,7 +30,9 @@ from report_helpers import report_json, run_report
 from sessiongen import START, SessionWriter, retuned
 from tailer.outputs.exposition import Registry
 from tailer.outputs.metrics import LABEL_VALUE_LIMITS, MAX_POLICY_VERSIONS, Metrics
-from tailer.outputs.policy_versions import MAX_KEPT, PolicyVersions, policy_versions_from_state
+from tailer.outputs import policy_versions
+from tailer.outputs.policy_versions import (HELD_LINE_EVERY_S, MAX_KEPT, MAX_LOGGED, PolicyVersions,
+                                            policy_versions_from_state)
 from tailer.outputs.spans import turn_spans
 from tailer.copilot.events import Resolved
 from tailer.turns.assembly import Turn
@@ -260,12 +265,19 @@ def test_the_versions_kept_are_bounded_the_oldest_forgotten_first():
     policies = PolicyVersions()
     for number in range(MAX_KEPT + 10):
         policies.note(routed_by(f"v{number}", number))
-    assert policies.state() == [f"v{number}" for number in range(10, MAX_KEPT + 10)]
+    assert policies.state()["seen"] == [f"v{number}" for number in range(10, MAX_KEPT + 10)]
     assert policies.note(routed_by("v9")) == "v9" and policies.note(routed_by("v200")) is None
+
+
+SAVED = {"seen": ["v1"], "logged": 1, "held": 0, "newest": None, "held_line_s": 0}
 
 
 @pytest.mark.parametrize("damaged", [
     {"v": 1}, "v1", [1], ["v 1"], ["x" * 65], ["\n"], [f"v{n}" for n in range(MAX_KEPT + 1)],
+    {**SAVED, "seen": "v1"}, {**SAVED, "logged": MAX_LOGGED + 1}, {**SAVED, "logged": -1},
+    {**SAVED, "held": 1}, {**SAVED, "newest": "v2"}, {**SAVED, "held": 1, "newest": "v 2"},
+    {**SAVED, "held_line_s": 10**12}, {**SAVED, "held": 1.5, "newest": "v2"},
+    {key: value for key, value in SAVED.items() if key != "logged"},
 ])
 def test_damaged_saved_versions_are_refused(damaged):
     with pytest.raises(ValueError):
@@ -274,7 +286,121 @@ def test_damaged_saved_versions_are_refused(damaged):
 
 def test_a_checkpoint_from_before_the_versions_were_kept_reads_as_none_seen():
     assert policy_versions_from_state(None) is None
-    assert PolicyVersions(None).state() == []
+    assert PolicyVersions(None).state()["seen"] == []
+
+
+def test_versions_saved_before_the_lines_were_bounded_count_as_logged():
+    """A list: every version in it had its line."""
+    many = [f"v{number}" for number in range(MAX_LOGGED + 5)]
+    assert policy_versions_from_state(many) == {"seen": many, "logged": MAX_LOGGED}
+    assert policy_versions_from_state(["v1"]) == {"seen": ["v1"], "logged": 1}
+
+
+# -- The lines: the first MAX_LOGGED versions, then one a day ------------------------------
+
+
+def test_the_daemon_logs_the_first_versions_then_counts_across_a_restart(tmp_path):
+    """A router retuned at every turn, read by `run --once`, then again with five more: the
+    restart neither logs the versions past the first MAX_LOGGED nor writes the day's line
+    again."""
+    writer = SessionWriter("retuned-often", START)
+    for number in range(MAX_LOGGED + 8):
+        writer.retune(f"v{number}")
+        writer.single("gpt-5.6-sol")
+    writer.write(tmp_path / "state")
+    args = ("--state-dir", str(tmp_path / "state"), "--otlp-endpoint", "none", "--metrics-address",
+            "none", "--checkpoint", str(tmp_path / "checkpoint.json"))
+    done = run_once(*args)
+    assert done.returncode == 0, done.stderr
+    assert first_seen_lines(done.stderr) == [f"v{number}" for number in range(MAX_LOGGED)]
+    assert [line.partition("router: ")[2] for line in done.stderr.splitlines() if "router: " in line] == [
+        f"1 more policy version first seen, the newest policy_version=v{MAX_LOGGED}; past the "
+        f"first {MAX_LOGGED}, new versions are counted in one line a day"]
+    for number in range(MAX_LOGGED + 8, MAX_LOGGED + 13):
+        writer.retune(f"v{number}")
+        writer.single("gpt-5.6-sol")
+    writer.write(tmp_path / "state")
+    done = run_once(*args)
+    assert done.returncode == 0, done.stderr
+    assert "router" not in done.stderr, done.stderr
+    saved = json.loads((tmp_path / "checkpoint.json").read_text())["policy_versions"]
+    assert saved["held"] == 12 and saved["newest"] == f"v{MAX_LOGGED + 12}"
+
+
+class Lines(logging.Handler):
+    """The tailer's router lines, each with the clock's time when it was logged."""
+
+    def __init__(self, clock: list[float]):
+        super().__init__()
+        self.clock, self.lines = clock, []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.getMessage().startswith("router"):
+            self.lines.append((self.clock[0], record.getMessage()))
+
+
+@contextmanager
+def router_lines(clock: list[float]):
+    handler = Lines(clock)
+    logger = logging.getLogger("tailer")
+    logger.addHandler(handler)
+    level = logger.level
+    logger.setLevel(logging.INFO)
+    try:
+        yield handler.lines
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+
+
+def held_count(line: str) -> int:
+    return int(line.split("router: ")[1].split()[0])
+
+
+def test_a_hundred_thousand_versions_are_not_a_hundred_thousand_lines():
+    """A router retuned at every turn, a turn every 2 s: 2.3 days."""
+    clock = [1_800_000_000.0]
+    policies = PolicyVersions(clock=lambda: clock[0])
+    with router_lines(clock) as lines:
+        for number in range(100_000):
+            clock[0] += 2
+            policies.note(routed_by(f"v{number}", number))
+    each = [line for _, line in lines if "first seen:" in line]
+    held = [(when, line) for when, line in lines if line.startswith("router: ")]
+    assert each == [line for _, line in lines][:MAX_LOGGED] and len(each) == MAX_LOGGED
+    assert [held_count(line) for _, line in held] == [1, HELD_LINE_EVERY_S // 2, HELD_LINE_EVERY_S // 2]
+    assert [b - a for (a, _), (b, _) in zip(held, held[1:])] == [HELD_LINE_EVERY_S] * 2
+    assert held[0][1] == (f"router: 1 more policy version first seen, the newest "
+                          f"policy_version=v{MAX_LOGGED}; past the first {MAX_LOGGED}, new "
+                          "versions are counted in one line a day")
+    assert "43200 more policy versions first seen since 2027-01-15T08:01:06Z, the newest policy_version=v43232;" in held[1][1]
+    state = policies.state()
+    assert state["held"] + sum(held_count(line) for _, line in held) == 100_000 - MAX_LOGGED
+
+
+@given(st.lists(st.lists(st.tuples(st.integers(0, 12), st.sampled_from([0, 600, 40_000, 90_000])),
+                         max_size=12), max_size=5))
+def test_each_new_version_has_its_line_or_is_counted_once_across_restarts(runs):
+    """Model: the first MAX_LOGGED (3 here) new versions have a line each, every later one
+    is counted in exactly one day's line or still held in the saved state, day lines are a
+    day apart, and one is written at the first turn a day after the last while any is held.
+    Each run starts from what the one before saved, through JSON as the checkpoint."""
+    clock, saved, first = [1_800_000_000.0], None, []
+    with mock.patch.object(policy_versions, "MAX_LOGGED", 3), router_lines(clock) as lines:
+        for run in runs:
+            policies = PolicyVersions(policy_versions_from_state(saved), clock=lambda: clock[0])
+            for number, (version, step) in enumerate(run):
+                clock[0] += step
+                if policies.note(routed_by(f"v{version}", number)) is not None:
+                    first.append(f"v{version}")
+                state = policies.state()
+                assert state["held"] == 0 or clock[0] - state["held_line_s"] < HELD_LINE_EVERY_S
+            saved = json.loads(json.dumps(policies.state()))
+    assert first_seen_lines("\n".join(line for _, line in lines)) == first[:3]
+    held = [(when, line) for when, line in lines if line.startswith("router: ")]
+    assert all(b - a >= HELD_LINE_EVERY_S for (a, _), (b, _) in zip(held, held[1:]))
+    still_held = saved["held"] if saved else 0
+    assert sum(held_count(line) for _, line in held) + still_held == max(0, len(first) - 3)
 
 
 # -- The dashboard's annotation, against the real Prometheus ----------------------------

@@ -70,9 +70,11 @@ def test_scrubbed_sessions_give_the_tailer_the_same_turns(raw, tmp_path):
 def test_no_text_or_path_survives_and_tools_keep_their_names_only(raw, tmp_path):
     scrub.scrub_tree(raw, tmp_path / "out")
     text = "".join(path.read_text() for path in (tmp_path / "out").rglob("*.jsonl"))
-    for secret in (CANARY, "/home/", "apiCallId", "filesModified", "context", "hint", "scores",
+    for secret in (CANARY, "/home/", "apiCallId", "context", "hint", "scores",
                    "ruleName", "content", "arguments", "result", "error", "command"):
         assert secret not in text
+    # A shutdown keeps the list of files its code changes touched, with no entry in it.
+    assert set(re.findall(r'"filesModified":([^,}]*)', text)) == {"[]"}
     tools = [line["data"] for lines in scrubbed_logs(tmp_path / "out").values() for line in lines
              if line["type"].startswith("tool.execution_")]
     assert tools and {tool.get("toolName") for tool in tools} == {"bash", None}
@@ -92,11 +94,16 @@ def test_only_allowlisted_events_keep_data(raw, tmp_path):
         start = lines[0]["data"]
         assert sorted(start) == ["copilotVersion", "producer", "selectedModel", "sessionId", "startTime", "version"]
         shutdown = lines[-1]["data"]
-        assert shutdown["shutdownType"] == "routine"
-        assert all(isinstance(value, int) for name, value in shutdown.items()
-                   if name not in ("shutdownType", "modelMetrics"))
+        assert shutdown["shutdownType"] == "routine" and shutdown["currentModel"]
+        totals = ("shutdownType", "currentModel", "modelMetrics", "tokenDetails", "codeChanges",
+                  "agentMetrics", "providerModelMetrics", "accountingSnapshot",
+                  "usageAccountingWatermarks")
+        assert all(isinstance(value, int) for name, value in shutdown.items() if name not in totals)
+        assert shutdown["sessionStartTime"] == events.parse_timestamp(start["startTime"]) // 10**6
+        assert shutdown["accountingSnapshot"]["sessionStartTime"] == start["startTime"]
+        assert list(shutdown["usageAccountingWatermarks"]) == [start["sessionId"]]
         for figures in shutdown["modelMetrics"].values():
-            assert sorted(figures) == ["requests", "totalNanoAiu", "usage"]
+            assert sorted(figures) == ["requests", "tokenDetails", "totalNanoAiu", "usage"]
         calls = [line["data"]["usage"] for line in lines if line["type"] == "session.usage_record"]
         assert calls
         for call in calls:  # a call's credits stay; the CLI's itemized billing does not

@@ -152,3 +152,36 @@ def test_the_vocabulary():
         "session s: skipped line 3 of events.jsonl: invalid_json"
     assert problems.line_problem("s", 3, "internal_error", "KeyError") == \
         "session s: line 3 of events.jsonl could not be handled (KeyError); skipped"
+
+
+# -- A log that is no log: no line of its head an event --------------------------------------
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.binary(max_size=3000))
+def test_a_log_of_events_is_never_taken_for_damage_whatever_follows(tmp_path, tail):
+    """The CLI starts every log with session.start: whatever comes after (damage, a cut
+    line), it holds an event."""
+    writer = SessionWriter("real", START)
+    writer.single("gpt-5.6-sol")
+    path = writer.write(tmp_path)
+    with open(path, "ab") as log:
+        log.write(tail)
+    assert not session_log.holds_no_event(path)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.binary(max_size=100_000))
+def test_bytes_with_no_event_are_named_as_damage_when_they_hold_a_line(tmp_path, data):
+    data = data.replace(b'"type"', b'"tipe"')  # no line of them can be an event
+    path = tmp_path / "events.jsonl"
+    path.write_bytes(data)
+    head = data[:session_log.HEAD_BYTES]
+    lines = head.split(b"\n")[:-1] if len(data) > session_log.HEAD_BYTES else head.split(b"\n")
+    assert session_log.holds_no_event(path) == any(line.strip() for line in lines)
+
+
+def test_an_empty_or_missing_log_is_no_damage(tmp_path):
+    (tmp_path / "empty.jsonl").write_bytes(b"")
+    assert not session_log.holds_no_event(tmp_path / "empty.jsonl")
+    assert not session_log.holds_no_event(tmp_path / "missing.jsonl")

@@ -4,7 +4,9 @@ import json
 import re
 import uuid
 from datetime import datetime, timedelta, timezone
+from pathlib import Path
 
+import jsonschema
 import pytest
 
 from sessiongen import CANARY, SessionWriter
@@ -50,7 +52,7 @@ def test_every_line_is_a_compact_envelope_chained_to_the_previous_one():
         assert event["parentId"] == parent
         parent = event["id"]
         digits.add(len(re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.(\d{1,3})Z", event["timestamp"])[1]))
-    assert digits == {1, 2, 3}
+    assert digits == {3}  # as CLI 1.0.102 writes every timestamp, trailing zeros included
     times = [parse(json.loads(line)["timestamp"]) for line in lines]
     assert times == sorted(times)
     assert len({json.loads(line)["id"] for line in lines}) == len(lines)
@@ -96,6 +98,40 @@ def test_usage_records_add_up_to_their_leg():
         assert len(mine) == leg.request_count
         assert sum(r["inputTokens"] for r in mine) == leg.input_tokens
         assert sum(r["cacheReadTokens"] for r in mine) == leg.cache_read_tokens
+
+
+def test_calls_of_unknown_credits_are_left_out_of_every_total_as_the_real_cli_leaves_them():
+    """1.0.102 without `copilot_usage` (tests/data/realcli's `unpriced` scenario): the record
+    says `unavailable` and has no `copilotUsage`; the leg's, the rollup's and the run's
+    credits are the other calls' sum, 0 when none is left."""
+    writer = SessionWriter("unpriced", START, unpriced=0.5)
+    for _ in range(6):
+        writer.cascade("mai-code-1.1-flash", "gpt-5.6-sol", verdict="reject")
+        writer.ordinary("claude-sonnet-4.6", calls=3)
+    writer.shutdown()
+    file = events(writer)
+    records = [e["data"]["usage"] for e in file if e["type"] == "session.usage_record"]
+    unknown = [r for r in records if r["aiCreditsStatus"] == "unavailable"]
+    assert all("copilotUsage" not in r for r in unknown)
+    assert all(r["aiCreditsStatus"] == "complete" and "copilotUsage" in r
+               for r in records if r not in unknown)
+    assert 0 < len(unknown) < len(records)
+    assert sum(turn.unknown_calls for turn in writer.expected) == len(unknown)
+    priced = lambda mine: sum(r["copilotUsage"]["totalNanoAiu"] for r in mine if r not in unknown)  # noqa: E731
+    phases = {e["data"]["phaseId"]: e["data"] for e in file
+              if e["type"] == "assistant.fusion_phase_completed"}
+    for turn in writer.expected:
+        for leg in turn.legs:
+            mine = [r for r in records if r.get("fusion") and r["fusion"]["phaseId"] == leg.phase_id]
+            assert leg.unknown_calls == sum(r in unknown for r in mine)
+            assert phases[leg.phase_id]["usage"]["totalNanoAiu"] == leg.nano_aiu == priced(mine)
+        assert turn.unknown_calls == sum(leg.unknown_calls for leg in turn.legs) or turn.kind == "ordinary"
+    ordinary = [r for r in records if not r.get("fusion")]
+    assert sum(t.nano_aiu for t in writer.expected if t.kind == "ordinary") == priced(ordinary)
+    assert sum(t.unknown_calls for t in writer.expected if t.kind == "ordinary") == sum(
+        r in unknown for r in ordinary)
+    shutdown = next(e["data"] for e in file if e["type"] == "session.shutdown")
+    assert shutdown["totalNanoAiu"] == priced(records) == sum(t.nano_aiu for t in writer.expected)
 
 
 def skeleton(writer):
@@ -193,7 +229,7 @@ TEXT_FIELDS = {
     "session.fusion_route_failed": ["errorMessage"],
     "session.fusion_handoff": ["message"],
     "session.fusion_change_checkpoint": ["codeChanges.filesModified.*"],
-    "session.shutdown": ["codeChanges.filesModified.*"],
+    "session.shutdown": ["codeChanges.filesModified.*", "accountingSnapshot.codeChanges.filesModified.*"],
 }
 
 
@@ -219,6 +255,44 @@ def test_canary_is_in_every_free_text_field(tmp_path):
     assert events_path == tmp_path / writer.session_id / "events.jsonl"
     assert events_path.read_text().split("\n") == writer.lines() + [""]
     assert f"/{CANARY}/" in (events_path.parent / "workspace.yaml").read_text()
+
+
+# The real CLI's schema of the events it writes (tests/realcli/record.py keeps it).
+CLI_SCHEMA = Path(__file__).parent / "data" / "realcli" / "1.0.102" / "session-events.schema.json"
+
+
+def test_shutdowns_and_usage_records_are_valid_by_the_real_clis_schema():
+    definitions = json.loads(CLI_SCHEMA.read_text())["definitions"]
+    valid = {event_type: jsonschema.Draft7Validator({"$ref": f"#/definitions/{name}",
+                                                     "definitions": definitions})
+             for event_type, name in (("session.shutdown", "ShutdownEvent"),
+                                      ("session.usage_record", "UsageAccountingRecordEvent"))}
+    writer = full_session()
+    writer.ordinary("claude-sonnet-4.6", calls=2)
+    writer.shutdown()
+    checked = [valid[event["type"]].validate(event) or event["type"] for event in events(writer)
+               if event["type"] in valid]
+    assert checked.count("session.shutdown") == 3
+
+
+def test_a_resumed_run_totals_the_whole_session_when_it_carries_the_totals():
+    """As CLI 1.0.102 writes it after a resume; without carry_totals, the resumed run alone."""
+    def shutdowns(carry_totals):
+        writer = SessionWriter("resumed", START)
+        writer.single("gpt-5.6-sol")
+        writer.shutdown()
+        writer.resume(carry_totals=carry_totals)
+        writer.single("claude-sonnet-4.6")
+        writer.shutdown()
+        return [event["data"] for event in events(writer) if event["type"] == "session.shutdown"]
+
+    first, carried = shutdowns(True)
+    assert carried["modelMetrics"].keys() == {"gpt-5.6-sol", "claude-sonnet-4.6"}
+    assert carried["modelMetrics"]["gpt-5.6-sol"] == first["modelMetrics"]["gpt-5.6-sol"]
+    assert carried["sessionStartTime"] == first["sessionStartTime"]
+    assert carried["totalPremiumRequests"] == 2
+    _, alone = shutdowns(False)
+    assert alone["modelMetrics"].keys() == {"claude-sonnet-4.6"}
 
 
 def test_same_calls_give_the_same_bytes():

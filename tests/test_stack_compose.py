@@ -92,14 +92,14 @@ def test_the_tailer_image_runs_the_daemon_as_a_non_root_user():
 
 
 def test_the_tailer_build_context_leaves_out_everything_it_does_not_need():
-    """Only the package (its example sessions included) reaches the image: never a .env, a
-    user's sessions or .git."""
+    """Only the package and the example sessions it carries (fixtures/) reach the image:
+    never a .env, a user's sessions or .git."""
     lines = (REPO / ".dockerignore").read_text().splitlines()
     rules = [line for line in lines if line and not line.startswith("#")]
     assert rules[0] == "*"
-    assert {"!pyproject.toml", "!README.md", "!tailer/"} <= set(rules)
+    assert {"!pyproject.toml", "!README.md", "!tailer/", "!fixtures/"} <= set(rules)
     copied = re.findall(r"^COPY\s+(.+?)\s+\S+$", (REPO / "tailer" / "Dockerfile").read_text(), re.MULTILINE)
-    assert set(" ".join(copied).split()) == {"pyproject.toml", "README.md", "tailer"}
+    assert set(" ".join(copied).split()) == {"pyproject.toml", "README.md", "tailer", "fixtures"}
 
 
 @pytest.mark.parametrize("env_file", ENV_FILES)
@@ -117,7 +117,7 @@ def test_session_state_defaults_to_the_cli_folder_and_demo_uses_the_fixtures(con
                     if v["target"] == "/sessions")
 
     assert source(None) == str(home / ".copilot" / "session-state")
-    assert source("demo.env") == str(REPO / "tailer" / "commands" / "fixtures")
+    assert source("demo.env") == str(REPO / "fixtures")
 
 
 @pytest.mark.parametrize("env_file", ENV_FILES)
@@ -130,7 +130,7 @@ def test_the_clis_telemetry_folder_is_mounted_read_only_where_the_tailer_reads_i
     assert mount["bind"]["create_host_path"] is True
     assert tailer["environment"]["HYDRAFUSION_CLI_OTEL_PATH"] == "/cli-otel"
     expected = {None: home / ".copilot" / "otel", ".env.example": home / ".copilot" / "otel",
-                "demo.env": REPO / "tailer" / "commands" / "fixtures"}[env_file]
+                "demo.env": REPO / "fixtures"}[env_file]
     assert mount["source"] == str(expected)
 
 

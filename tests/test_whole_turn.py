@@ -255,9 +255,10 @@ def test_a_damaged_usage_record_is_counted_and_the_turn_still_completes():
 
 
 def unpriced_session() -> SessionWriter:
-    """Usage records without `copilotUsage` (a CLI that did not report each call's
-    credits); the legs, the usage checkpoint and the shutdown still give credits."""
-    writer = SessionWriter(SESSION, START, call_credits=False)
+    """Usage records marked `unavailable`, without `copilotUsage`, as CLI 1.0.102 writes
+    them when the API reports no credits: the legs, the rollups, the usage checkpoint and the
+    shutdown give 0 for them (tests/data/realcli's `unpriced` scenario)."""
+    writer = SessionWriter(SESSION, START, unpriced=1)
     writer.single("gpt-5.6-sol")
     writer.cascade("mai-code-1.1-flash", "gpt-5.6-sol", verdict="reject", repair_model="gpt-5.6-sol")
     writer.ordinary("claude-sonnet-4.6", calls=2)
@@ -274,7 +275,8 @@ def test_calls_of_unknown_credits_are_no_mismatch_and_no_price():
     single, reject, ordinary, damaged = turns
     for turn in (single, reject):
         assert all(turn.calls_difference(leg) is None for leg in turn.legs)
-        assert turn.usage.nano_aiu > 0 and turn.credits_known  # the legs' own credits
+        assert turn.usage.nano_aiu == 0 and not turn.credits_known  # a 0 that is no price
+        assert (turn.known_nano_aiu, turn.unknown_credit_calls) == (0, len(turn.calls))
     # a lost call still shows, in its request and tokens; its credits are not guessed at
     difference = damaged.calls_difference(damaged.legs[0])
     assert difference.request_count == 1 and difference.nano_aiu == 0
@@ -292,11 +294,13 @@ def test_calls_of_unknown_credits_are_no_mismatch_and_no_price():
     assert " aiu=unknown" in turn_line(ordinary)
     spans = {span["name"].split(" ")[0]: span for span in decoded(single)}
     priced = {name: "hydrafusion.aiu" in attrs(span) for name, span in spans.items()}
-    assert (priced["hydrafusion"], priced["primary"], priced["chat"]) == (True, True, False)
+    assert (priced["hydrafusion"], priced["primary"], priced["chat"]) == (False, False, False)
+    assert attrs(spans["hydrafusion"])["hydrafusion.unknown_credit_calls"] == len(single.calls)
+    assert " aiu=unknown" in turn_line(single)
 
 
 def test_totals_agree_with_a_ledger_of_unknown_credits():
-    writer = SessionWriter(SESSION, START, call_credits=False)
+    writer = SessionWriter(SESSION, START, unpriced=1)
     writer.single("gpt-5.6-sol")
     writer.ordinary("claude-sonnet-4.6", calls=2)
     writer.resume()

@@ -12,8 +12,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Collection
 
-from .. import __version__
-from ..path_options import check_output_file, is_folder, user_path
+from .. import __version__, invocation
+from ..path_options import check_output_file, is_folder, ledger_path, user_path
 from ..printable import printable
 
 if TYPE_CHECKING:
@@ -23,8 +23,10 @@ if TYPE_CHECKING:
 # (in the functions below), never at the top here: `report` loads neither the daemon nor
 # the exporters, `run` not the report, `--version` nothing (tests/test_imports.py).
 
-COMMANDS = ("run", "demo", "scrub", "doctor", "report", "completion")
+COMMANDS = ("run", "demo", "scrub", "doctor", "report", "statusline", "completion")
 EXIT_INTERRUPTED = 130  # the shells' code for a command ended by Ctrl-C
+EXIT_USAGE = 2
+DEFAULT_METRICS_ADDRESS = "127.0.0.1:9464"
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 # The tailer's own setting, and the CLI's (README.md, "The CLI's own telemetry").
 CLI_OTEL_ENV = "HYDRAFUSION_CLI_OTEL_PATH"
@@ -58,7 +60,7 @@ def otlp_metrics_url(option: str | None, environ: dict[str, str]) -> str | None:
 
 
 def _signal_url(option: str | None, environ: dict[str, str], variable: str, url) -> str | None:
-    if option == "none":
+    if _is_none(option):
         return None
     if option is not None:  # given, even empty: an empty URL is refused, not the default
         return url(option)
@@ -84,7 +86,7 @@ def metrics_push_url(option: str | None, environ: dict[str, str]) -> str | None:
     tailer that only sends traces to OTEL_EXPORTER_OTLP_ENDPOINT starts pushing nothing
     new. The endpoint is then found as otlp_metrics_url finds it.
     """
-    exporters = {name.strip() for name in environ.get("OTEL_METRICS_EXPORTER", "").split(",")}
+    exporters = {name.strip().lower() for name in environ.get("OTEL_METRICS_EXPORTER", "").split(",")}
     if option is None and "otlp" not in exporters:
         return None
     return otlp_metrics_url(option, environ)
@@ -153,7 +155,7 @@ def build_parser(environ: dict[str, str],
     command builds its options alone (parse_args), so it imports nothing of the others';
     the completion script and the docs take the whole parser.
     """
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="hydrafusion-tailer",
         description=(
             "Follow GitHub Copilot CLI session logs and turn every HydraFusion turn into an "
@@ -169,14 +171,26 @@ def build_parser(environ: dict[str, str],
     return parser
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse's parser, whose errors are a line and a hint, not the whole usage: a wrong
+    value or option is named, with the command that lists the options as the user ran it."""
+
+    def error(self, message: str):
+        command = " ".join([invocation.command(), *self.prog.split()[1:]])
+        self.exit(EXIT_USAGE, printable(f"{self.prog}: {message}") +
+                  f"\n  (`{command} --help` lists the options)\n")
+
+
 COMMAND_HELP = {
-    "run": "follow the session logs (the default command)",
+    "run": "follow the session logs (also what options alone run: `--once` is `run --once`)",
     "demo": "replay the fixture sessions in --state-dir at recent times, then a turn every "
     "--replay-interval seconds (what `docker compose --env-file demo.env up` runs)",
     "scrub": "copy session logs keeping only metadata that is safe to share",
     "doctor": "report whether the tailer still understands the session logs",
     "report": "print what HydraFusion did, read straight from the session logs "
     "(no daemon; nothing written but its cache; docs/REPORT.md)",
+    "statusline": "print HydraFusion's line for Copilot CLI's footer, from the JSON the CLI "
+    "pipes to its status line command; --install sets it up (docs/STATUSLINE.md)",
     "completion": "print a shell completion script (README.md: Shell completion)",
 }
 
@@ -223,6 +237,11 @@ def _doctor_options(parser: argparse.ArgumentParser, environ: dict[str, str]) ->
         "$COPILOT_HOME/session-state, else ~/.copilot/session-state]",
     )
     parser.add_argument(
+        "--ledger", type=ledger_path, metavar="FILE|none",
+        help="the Copilot CLI's own ledger of model calls to check the logs against, or "
+        "`none` [default: session-store.db beside the state folder]",
+    )
+    parser.add_argument(
         "--cli", nargs="?", const="", metavar="PATH",
         help="check the installed Copilot CLI's own event schema instead of the logs: "
         "session-events.schema.json, or a folder holding it [default: the newest version "
@@ -236,15 +255,21 @@ def _report_options(parser: argparse.ArgumentParser, environ: dict[str, str]) ->
     report.add_arguments(parser, default_state_dir(environ))
 
 
+def _statusline_options(parser: argparse.ArgumentParser, environ: dict[str, str]) -> None:
+    from ..statusline import command as statusline
+
+    statusline.add_arguments(parser, environ)
+
+
 def _completion_options(parser: argparse.ArgumentParser, environ: dict[str, str]) -> None:
     from . import completion
 
-    parser.add_argument("shell", choices=completion.SHELLS)
+    parser.add_argument("shell", choices=completion.SHELLS, type=str.lower)
 
 
 _OPTIONS = {"run": _run_options, "demo": _demo_options, "scrub": _scrub_options,
             "doctor": _doctor_options, "report": _report_options,
-            "completion": _completion_options}
+            "statusline": _statusline_options, "completion": _completion_options}
 
 
 def _add_run_options(
@@ -255,6 +280,7 @@ def _add_run_options(
     demo never takes over the real sessions' state, and sessions of its own: the demo's are
     the bundled ones, wherever the package is installed, not the CLI's folder."""
     from ..daemon import checkpoint
+    from ..daemon.config import ONCE_TIMEOUT_S
     from ..turns.assembly import IDLE_TIMEOUT_S
 
     parser.add_argument("--state-dir", type=user_path, default=state_dir,
@@ -285,7 +311,7 @@ def _add_run_options(
     )
     parser.add_argument(
         "--metrics-address", metavar="HOST:PORT|none",
-        default=environ.get("HYDRAFUSION_METRICS_ADDRESS") or "127.0.0.1:9464",
+        default=environ.get("HYDRAFUSION_METRICS_ADDRESS") or DEFAULT_METRICS_ADDRESS,
         help="where to serve /metrics, or `none` [$HYDRAFUSION_METRICS_ADDRESS, "
         "default 127.0.0.1:9464]",
     )
@@ -312,6 +338,13 @@ def _add_run_options(
         help="read what is new in every log (logs the saved state does not know: from their "
         "beginning), export, save the state, write the textfile and exit; turns still open "
         "stay in the saved state for the next run [$HYDRAFUSION_ONCE]",
+    )
+    parser.add_argument(
+        "--once-timeout", type=_not_negative, metavar="SECONDS",
+        default=environ.get("HYDRAFUSION_ONCE_TIMEOUT") or f"{ONCE_TIMEOUT_S:g}",
+        help="how long a --once run waits for a collector that does not take its spans "
+        "yet (one asking it to retry later); what is left then is kept for the next run "
+        f"[$HYDRAFUSION_ONCE_TIMEOUT, default {ONCE_TIMEOUT_S:g}]",
     )
     parser.add_argument(
         "--backfill-days", type=_not_negative, metavar="DAYS",
@@ -345,6 +378,11 @@ def _add_run_options(
         "--log-level", type=_log_level, default=environ.get("HYDRAFUSION_LOG_LEVEL") or "INFO",
         help="DEBUG, INFO, WARNING or ERROR [$HYDRAFUSION_LOG_LEVEL, default INFO]",
     )
+
+
+def _is_none(value: str | None) -> bool:
+    """`none`, the word that turns an output off, in any case (`--otlp-endpoint NONE`)."""
+    return value is not None and value.strip().lower() == "none"
 
 
 def _cli_otel_path(value: str) -> Path | None:
@@ -386,15 +424,64 @@ def _log_level(value: str) -> str:
 
 
 def parse_args(argv: list[str], environ: dict[str, str]) -> argparse.Namespace:
-    """`run` is the default command when options are given, so `hydrafusion-tailer --once`
-    works too; with nothing at all, the usage (exit 2): a daemon started by a bare
-    `python3 -m tailer` surprises. The image names `run` (tailer/Dockerfile)."""
-    if argv and argv[0] not in (*COMMANDS, "-h", "--help", "--version"):
+    """`run` is the command when options come first, so `hydrafusion-tailer --once` works
+    too; with nothing at all, the commands and what each does (exit 2): a daemon started by
+    a bare `python3 -m tailer` surprises. The image names `run` (tailer/Dockerfile). A word
+    that is no command, or an option the command does not have, is named with the closest
+    one there is. SystemExit for each of these, and for argparse's own errors."""
+    if not argv:
+        print(commands_text(), file=sys.stderr)
+        sys.exit(EXIT_USAGE)
+    if argv[0] not in (*COMMANDS, "-h", "--help", "--version"):
+        if not argv[0].startswith("-"):
+            _unknown("hydrafusion-tailer", "command", argv[0], COMMANDS, "")
         argv = ["run", *argv]
     parser = build_parser(environ, options_of=argv[:1])
-    if not argv:
-        parser.error("give a command")
-    return parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        command = _subparsers(parser)[args.command]
+        name = unknown[0].partition("=")[0] if unknown[0].startswith("-") else unknown[0]
+        if not name.startswith("-"):
+            _usage_error(f"{command.prog}: unexpected argument {name}", f" {args.command}")
+        options = [flag for action in command._actions for flag in action.option_strings]
+        _unknown(command.prog, "option", name, options, f" {args.command}")
+    return args
+
+
+def commands_text() -> str:
+    """What a bare command prints: the commands, what each does, where to read more."""
+    import textwrap
+
+    command = invocation.command()
+    lines = [f"usage: {command} COMMAND [OPTION...]", "", "commands:"]
+    for name in COMMANDS:
+        lines += textwrap.wrap(COMMAND_HELP[name], 98, initial_indent=f"  {name:<12}",
+                               subsequent_indent=" " * 14)
+    return "\n".join(lines + ["", f"`{command} COMMAND --help` lists a command's options."])
+
+
+def _unknown(prog: str, what: str, name: str, known: Collection[str], command: str) -> None:
+    """Exit 2 naming `name`, which is no `what` of `prog`, and the closest of `known` (by
+    their names without dashes, which every option shares)."""
+    import difflib
+
+    names = {option.lstrip("-"): option for option in known}
+    closest = difflib.get_close_matches(name.lstrip("-"), names, n=1)
+    guess = f"; did you mean {names[closest[0]]}?" if closest else ""
+    _usage_error(f"{prog}: no {what} {name}{guess}", command,
+                 "commands" if what == "command" else "options")
+
+
+def _usage_error(message: str, command: str, listed: str = "options") -> None:
+    print(printable(message) + f"\n  (`{invocation.command()}{command} --help` lists the {listed})",
+          file=sys.stderr)
+    sys.exit(EXIT_USAGE)
+
+
+def _subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    # argparse has no public way to reach a subcommand's parser (completion.py reads the same)
+    return next(action.choices for action in parser._actions
+                if isinstance(action, argparse._SubParsersAction))
 
 
 def parse_address(value: str) -> tuple[str, int]:
@@ -411,6 +498,9 @@ def main(argv: list[str] | None = None, environ: dict[str, str] | None = None) -
     if args.command == "doctor":
         from . import doctor
 
+        if args.cli is not None and args.state_dir != default_state_dir(environ):
+            _usage_error("hydrafusion-tailer doctor: --cli checks the CLI's event schema, no "
+                         "session logs: it takes no --state-dir", " doctor")
         return doctor.main(args, environ)
     if args.command == "scrub":
         from . import scrub
@@ -418,6 +508,10 @@ def main(argv: list[str] | None = None, environ: dict[str, str] | None = None) -
         return scrub.main(args)
     if args.command == "report":
         return _report(args, environ)
+    if args.command == "statusline":
+        from ..statusline import command as statusline
+
+        return statusline.main(args, environ)
     if args.command == "completion":
         from . import completion
 
@@ -452,11 +546,16 @@ def _run(args: argparse.Namespace, environ: dict[str, str]) -> int:
 
 
 def _report(args: argparse.Namespace, environ: dict[str, str]) -> int:
-    """The report, which SIGTERM ends as Ctrl-C does: the demo's copy removed, no traceback."""
+    """The report, which SIGTERM and SIGHUP end as Ctrl-C does: the demo's copy removed, no
+    traceback."""
     from ..report import command as report
 
+    if args.demo and args.state_dir != default_state_dir(environ):
+        # Judged by its value: $COPILOT_STATE_DIR, set for every report, is no mistake.
+        return report.refused(ValueError("--demo reports on the bundled example sessions: "
+                                         "it takes no --state-dir"))
     try:
-        with report.sigterm_as_interrupt():
+        with report.stops_as_interrupt():
             if args.demo:
                 from .demo_report import report_demo
 
@@ -466,6 +565,33 @@ def _report(args: argparse.Namespace, environ: dict[str, str]) -> int:
         return EXIT_INTERRUPTED
 
 
+def _ignored(args: argparse.Namespace, environ: dict[str, str], push_url: str | None,
+             history_url: str | None) -> str | None:
+    """Why an option typed for `run` or `demo` would do nothing in this run, or None. An
+    option its variable could have set is judged only when the variable is not set: one is
+    often set for every run (the stack sets several), and is no mistake of the run's."""
+    if args.once and args.wait_for_state_dir and not _flag(environ, "HYDRAFUSION_WAIT_FOR_STATE_DIR"):
+        return "--once does not wait for the state folder: leave --wait-for-state-dir out"
+    if (args.once and not _is_none(args.metrics_address)
+            and not environ.get("HYDRAFUSION_METRICS_ADDRESS")
+            and args.metrics_address != DEFAULT_METRICS_ADDRESS):
+        return ("--once serves no /metrics (its figures go to --textfile): leave "
+                "--metrics-address out")
+    if args.otlp_metrics_interval is not None and push_url is None:
+        return ("--otlp-metrics-interval is how often the metrics are pushed: it needs "
+                "--otlp-metrics-endpoint (or OTEL_METRICS_EXPORTER=otlp)")
+    if (args.history_labels and not environ.get("HYDRAFUSION_HISTORY_LABELS")
+            and history_url is None and push_url is None):
+        return ("--history-labels label the history (--history-url) or the pushed metrics "
+                "(--otlp-metrics-endpoint): give one of them, or leave it out")
+    cli_otel = getattr(args, "cli_otel", "none")
+    if (not _is_none(cli_otel) and cli_otel != default_cli_otel(environ)
+            and _is_none(args.otlp_endpoint)):
+        return ("--cli-otel relays the CLI's telemetry with the traces: it takes no "
+                "--otlp-endpoint none")
+    return None
+
+
 def run_config(args: argparse.Namespace, environ: dict[str, str]) -> Config:
     """The options of `run` or `demo` as the daemon takes them; ValueError when they are off."""
     from ..daemon.config import Config, resource_attributes
@@ -473,16 +599,19 @@ def run_config(args: argparse.Namespace, environ: dict[str, str]) -> Config:
     from ..outputs.otlp import parse_headers
 
     # A metrics server would live for a moment only under --once: the textfile serves.
-    bind = None if args.metrics_address == "none" else parse_address(args.metrics_address)
+    bind = None if _is_none(args.metrics_address) else parse_address(args.metrics_address)
     serve = bind is not None and not args.once
     push_url = metrics_push_url(args.otlp_metrics_endpoint, environ)
     history_url, history_headers = None, {}
-    if args.history_url != "none":
+    if not _is_none(args.history_url):
         history_url, history_headers = history_endpoint(args.history_url, environ)
         pushed = push_url is not None and not args.history_labels
         if not pushed and not {"job", "instance"} <= set(args.history_labels):
             raise ValueError("--history-url needs --history-labels job=...,instance=..., "
                              "or the metrics pushed (--otlp-metrics-endpoint)")
+    ignored = _ignored(args, environ, push_url, history_url)
+    if ignored:
+        raise ValueError(ignored)
     if args.textfile is not None:
         check_output_file("--textfile", args.textfile)
     if is_folder("--checkpoint", args.checkpoint):  # it would be moved aside as unreadable and replaced
@@ -502,6 +631,7 @@ def run_config(args: argparse.Namespace, environ: dict[str, str]) -> Config:
         idle_timeout_s=args.idle_timeout,
         from_start=args.from_start,
         once=args.once,
+        once_timeout_s=args.once_timeout,
         wait_for_state_dir=args.wait_for_state_dir,
         backfill_days=args.backfill_days,
         metrics_bind=bind if serve else None,

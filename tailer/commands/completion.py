@@ -5,6 +5,11 @@ as soon as it is added, with no dependency (argcomplete and the like run Python 
 Tab). Each command completes its options; an option with choices completes them; an option
 that takes a path, and scrub's SRC and DST, complete file names. zsh runs the same function
 through its bash compatibility (bashcompinit).
+
+File names are left to the shell's own completion (bash: `compopt -o default` with no
+words of ours; zsh: `complete -o default`, its `_default`), which offers every name as it
+is and quotes it as it must: a list of names made by `compgen -f` and split into words
+would split a name with a space or a newline and glob one with a `*`.
 """
 
 from __future__ import annotations
@@ -16,6 +21,10 @@ from ..path_options import user_path
 
 SHELLS = ("bash", "zsh")
 FUNCTION = "_hydrafusion_tailer"
+# No words of ours: the shell completes a file name itself (see the module docstring). zsh
+# has no compopt; its bashcompinit does the same for a command registered with -o default.
+FILE_NAMES = "COMPREPLY=(); [[ $BASH_VERSION ]] && compopt -o default"
+DEFAULT = {"bash": "", "zsh": "-o default "}
 
 
 def script(parser: argparse.ArgumentParser, shell: str) -> str:
@@ -45,7 +54,7 @@ def script(parser: argparse.ArgumentParser, shell: str) -> str:
                 paths.append(flags)
     if paths:
         lines.append(f'        {"|".join(paths)})')
-        lines.append('            COMPREPLY=($(compgen -f -- "$cur")); return;;')
+        lines.append(f"            {FILE_NAMES}; return;;")
     lines += ["    esac", '    local words', '    case "$command" in']
     for name, sub in commands.items():
         words = " ".join(flag for action in _options(sub) for flag in action.option_strings)
@@ -54,8 +63,7 @@ def script(parser: argparse.ArgumentParser, shell: str) -> str:
                            for choice in action.choices or ())
         lines.append(f"        {name}) words={shlex.quote(f'{words} {choices}'.strip())}")
         if files:
-            lines.append('            [[ $cur != -* ]] && '
-                         '{ COMPREPLY=($(compgen -f -- "$cur")); return; }')
+            lines.append(f"            [[ $cur != -* ]] && {{ {FILE_NAMES}; return; }}")
         lines.append("            ;;")
     top = " ".join([*commands,
                     *(flag for action in _options(parser) for flag in action.option_strings)])
@@ -64,7 +72,7 @@ def script(parser: argparse.ArgumentParser, shell: str) -> str:
         "    esac",
         '    COMPREPLY=($(compgen -W "$words" -- "$cur"))',
         "}",
-        f"complete -o filenames -F {FUNCTION} {parser.prog}",
+        f"complete -o filenames {DEFAULT[shell]}-F {FUNCTION} {parser.prog}",
     ]
     return "\n".join(lines) + "\n"
 

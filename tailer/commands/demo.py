@@ -10,10 +10,12 @@ never restamps a turn, the demo does:
   `END_BEFORE_NOW` before start-up and the sessions keep their spread over the days
   before. Sessions that end more than `SPREAD` apart have the gaps between their ends
   shrunk in proportion until they fit.
-- `Replayer` appends one fixture turn at a time to a demo session of its own, ending at the
-  current time. The daemon's loop calls `tick()` (each second, say); a turn is appended
-  when one is due, every `interval_s` seconds, or later when the coming turn would
-  otherwise start before the last one ended, so replayed turns never overlap.
+- `Replayer` replays one fixture turn at a time into a demo session of its own, beginning
+  at the current time and written as the CLI writes it: each event when the clock reaches
+  its time, so the turn is in flight a leg at a time and "now" (`report --watch`, the
+  dashboard's "Running now") shows it. The daemon's loop calls `tick()` (each second,
+  say); a turn begins every `interval_s` seconds, or later when the last one has not
+  ended `PAUSE_S` before, so replayed turns never overlap.
 
 Both give every copy fresh ids (but `report --demo`, which keeps the sessions' own: see
 `prepare`), through the scrubber's rewriting (tailer/commands/scrub.py): trace
@@ -24,6 +26,7 @@ a user's state directory.
 
 from __future__ import annotations
 
+import itertools
 import random
 import time
 from datetime import datetime, timedelta, timezone
@@ -44,9 +47,19 @@ SPREAD = timedelta(days=2)
 PAUSE_S = 5.0
 _NS_PER_MS = 1_000_000
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
-# The example sessions the demos replay by default: package data (pyproject.toml), so an
-# installed wheel has them too; tests/make_fixtures.py writes them.
-FIXTURES = Path(__file__).resolve().parent / "fixtures"
+
+
+def _fixtures() -> Path:
+    """The example sessions the demos replay by default: the clone's top-level fixtures/
+    (tests/make_fixtures.py writes them there), which pyproject.toml packages as
+    tailer/fixtures, so an installed wheel or pipx install has them too."""
+    package = Path(__file__).resolve().parent.parent
+    installed = package / "fixtures"
+    return installed if installed.is_dir() else package.parent / "fixtures"
+
+
+FIXTURES = _fixtures()
+
 # The seed of `report --demo`'s ids, so a run's ids are the next run's.
 REPORT_SEED = "report --demo"
 
@@ -99,11 +112,14 @@ def prepare(fixtures: Path, work: Path, now: datetime, *,
 
 
 class Replayer:
-    """Appends the fixture turns, one per tick that is due, to a demo session under `work`.
+    """Writes the fixture turns, each event at its time, into a demo session under `work`.
 
-    Turns are taken in the fixtures' time order and start over after the last. Each is
-    moved to end at the clock's current time and gets fresh ids; the first one is preceded
-    by a `session.start`. `clock` gives unix seconds; `rng` draws the ids.
+    Turns are taken in the fixtures' time order and start over after the last. When one is
+    due it is moved to begin at the clock's current time and gets fresh ids; the first one
+    is preceded by a `session.start`. Its events keep their spacing and the CLI's order (the
+    routing decision and the prompt, a usage record as each model call ends, each leg when
+    it ends, the commit and its replayed messages, the rollup), and each is written at the
+    first tick at or after its time. `clock` gives unix seconds; `rng` draws the ids.
     """
 
     def __init__(
@@ -126,39 +142,50 @@ class Replayer:
         self._next = 0
         self._due = clock()
         self._last_event_id: str | None = None
+        self._unwritten: list[tuple[int, str]] = []  # the turn's lines to come, with their times
 
     def tick(self) -> bool:
-        """Append the next turn if it is due; True when one was appended."""
+        """Write the lines whose time has come, beginning the next turn when it is due; True
+        when a line was written."""
         now = self.clock()
-        if now < self._due:
+        now_ns = round(now * 1000) * _NS_PER_MS
+        if not self._unwritten and now >= self._due:
+            self._begin(now_ns)
+        due = list(itertools.takewhile(lambda line: line[0] <= now_ns, self._unwritten))
+        if not due:
             return False
+        del self._unwritten[:len(due)]
+        with open(self.log_path, "ab") as out:
+            out.write("".join(text for _, text in due).encode())
+        return True
+
+    def _begin(self, start_ns: int) -> None:
+        """Take the next turn, moved to begin at `start_ns`, and when the one after is due."""
         lines = self._turns[self._next]
         self._next = (self._next + 1) % len(self._turns)
+        offset_ns = start_ns - _time_ns(lines[0])
         if self._last_event_id is None:
             self.log_path.parent.mkdir(parents=True, exist_ok=True)
             # The first turn is the first session's, so the start keeps its place before it.
             if self._start is not None:
                 lines = [self._start, *lines]
-        text = self._rewrite(lines, round(now * 1000) * _NS_PER_MS)
-        with open(self.log_path, "ab") as out:
-            out.write(text.encode())
-        coming = self._turns[self._next]
-        coming_s = (_time_ns(coming[-1]) - _time_ns(coming[0])) / 1e9
-        self._due = now + max(self.interval_s, coming_s + PAUSE_S)
-        return True
+        self._unwritten = [(_time_ns(event), dumps(event) + "\n")
+                           for event in self._rewrite(lines, offset_ns)]
+        end_ns = self._unwritten[-1][0]
+        self._due = max(start_ns / 1e9 + self.interval_s, end_ns / 1e9 + PAUSE_S)
 
-    def _rewrite(self, lines: list[dict], end_ns: int) -> str:
-        """`lines` with fresh ids, chained after the log's last event, ending at `end_ns`."""
+    def _rewrite(self, lines: list[dict], offset_ns: int) -> list[dict]:
+        """`lines` with fresh ids, chained after the log's last event, moved by `offset_ns`."""
         ids = IdMap(self.rng)
         ids.pin(Kept.SESSION_ID, self._source_session_id, self.session_id)
         first_parent = lines[0].get("parentId")
         if isinstance(first_parent, str) and self._last_event_id is not None:
             ids.pin(Kept.EVENT_ID, first_parent, self._last_event_id)
-        rewritten = [scrub_event(line, ids, _shift(end_ns - _time_ns(lines[-1]))) for line in lines]
+        rewritten = [scrub_event(line, ids, _shift(offset_ns)) for line in lines]
         if self._last_event_id is None:
             rewritten[0]["parentId"] = None
         self._last_event_id = rewritten[-1]["id"]
-        return "".join(dumps(event) + "\n" for event in rewritten)
+        return rewritten
 
 
 def _fixture_turns(fixtures: Path) -> tuple[dict | None, str, list[list[dict]]]:
@@ -235,15 +262,8 @@ def _starts_a_turn(event_type: str, turn: list[dict] | None) -> bool:
 def _shift(offset_ns: int) -> Callable[[str], str]:
     def shifted(timestamp: str) -> str:
         moment = events.parse_timestamp(timestamp)
-        return timestamp if moment is None else _format(moment + offset_ns)
+        return timestamp if moment is None else events.format_timestamp(moment + offset_ns)
     return shifted
-
-
-def _format(time_ns: int) -> str:
-    """ISO-8601 UTC with milliseconds, as the CLI writes (it may drop trailing zeros)."""
-    seconds, rest = divmod(time_ns, 1_000_000_000)
-    moment = datetime.fromtimestamp(seconds, timezone.utc)
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{rest // _NS_PER_MS:03d}Z"
 
 
 def _time_ns(event: dict) -> int:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import random
+import shutil
 import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
@@ -27,7 +28,12 @@ def report_demo(args, environ: dict[str, str]) -> int:
         # The example sessions are a few hundred KB: reading them here is quicker than
         # starting worker processes (and importing what they need).
         args = argparse.Namespace(**{**vars(args), "jobs": 1})
-    with tempfile.TemporaryDirectory(prefix="hydrafusion-demo-") as work:
+    # Made and removed with the stop signals held (report.stops_held): one that came between
+    # making the folder and keeping its name, or in the middle of removing it, would leave it.
+    work = None
+    try:
+        with report.stops_held():
+            work = tempfile.mkdtemp(prefix="hydrafusion-demo-")
         state_dir = Path(work, "session-state")
         demo.prepare(demo.FIXTURES, state_dir, datetime.now(timezone.utc), keep_session_ids=True)
         replay = None
@@ -35,3 +41,7 @@ def report_demo(args, environ: dict[str, str]) -> int:
             replay = demo.Replayer(state_dir, demo.FIXTURES, rng=random.Random(demo.REPORT_SEED)).tick
             replay()  # before the first listing, as the daemon's demo does (demo_run.run_demo)
         return report.main(args, environ, state_dir=state_dir, on_pass=replay)
+    finally:
+        if work is not None:
+            with report.stops_held():
+                shutil.rmtree(work, ignore_errors=True)

@@ -6,8 +6,10 @@ and parser, and prints what a user needs to judge that: sessions, CLI versions, 
 turns, every event type with its count, and the drift the daemon would count in its
 metrics (fusion event types and fields it does not know, required fields missing, damaged
 lines), and the sessions whose model calls do not add up to the CLI's own totals
-(`session.shutdown`, `session.usage_checkpoint`). The exit code says whether there was
-drift or disagreement, so a script can alert after an upgrade.
+(`session.shutdown`, `session.usage_checkpoint`) or, session by session, from the CLI's
+own ledger of model calls (`session-store.db` beside the state folder, read-only and only
+its table of calls: tailer/copilot/ledger.py). The exit code says whether there was drift
+or disagreement, so a script can alert after an upgrade.
 
 Only metadata is printed: type and field names, counts, versions and session ids. No value
 from the log is, so neither the text of prompts and answers nor the paths in
@@ -29,11 +31,14 @@ from pathlib import Path
 from ..copilot import events
 from ..copilot import schema_drift
 from ..copilot.files import find_logs
+from ..copilot.ledger import chosen_ledger
 from ..path_options import is_folder
 from ..printable import printable
-from ..copilot.problems import folder_problem, state_dir_problem
+from ..copilot.problems import folder_problem, no_event_problem, state_dir_problem
 from ..turns.session_log import Read, SessionLog
 from ..turns.assembly import Reconciliation
+from ..turns import ledger_check
+from ..turns.ledger_check import LedgerCheck
 
 EXIT_DRIFT = 1
 EXIT_USAGE = 2
@@ -52,6 +57,7 @@ class Findings:
     sessions: int = 0
     lines: int = 0
     unreadable: dict[str, str] = field(default_factory=dict)  # session id -> its problem
+    damaged: dict[str, str] = field(default_factory=dict)  # logs with lines, none an event
     versions: Counter = field(default_factory=Counter)  # CLI version -> sessions
     fusion_ids: set[str] = field(default_factory=set)
     route_failures: int = 0
@@ -62,11 +68,13 @@ class Findings:
     malformed: Counter = field(default_factory=Counter)  # reason -> lines
     totals_checked: int = 0
     disagreements: list[Reconciliation] = field(default_factory=list)
+    ledger: LedgerCheck = field(default_factory=lambda: LedgerCheck(ledger_check.OFF))
 
     @property
     def drift(self) -> bool:
         return bool(self.unknown_types or self.unknown_fields or self.missing_fields
-                    or self.malformed or self.disagreements)
+                    or self.malformed or self.disagreements or self.damaged or self.ledger.differ
+                    or self.ledger.status == ledger_check.UNKNOWN_LAYOUT)
 
 
 def main(args: argparse.Namespace, environ: dict[str, str] | None = None) -> int:
@@ -86,7 +94,12 @@ def main(args: argparse.Namespace, environ: dict[str, str] | None = None) -> int
         )
         return EXIT_USAGE
     try:
-        findings = examine(state_dir)
+        ledger = chosen_ledger(args.ledger, state_dir)
+    except ValueError as error:
+        print(f"hydrafusion-tailer: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        findings = examine(state_dir, ledger)
     except OSError as error:
         print(printable(f"hydrafusion-tailer: {state_dir_problem(error)}"), file=sys.stderr)
         return EXIT_USAGE
@@ -95,39 +108,52 @@ def main(args: argparse.Namespace, environ: dict[str, str] | None = None) -> int
     return EXIT_DRIFT if findings.drift or not findings.sessions else 0
 
 
-def examine(state_dir: Path) -> Findings:
-    """Read every session log once. Raises OSError when the state folder cannot be listed."""
+def examine(state_dir: Path, ledger: Path | None = None) -> Findings:
+    """Read every session log once, and check them against the CLI's ledger at `ledger`
+    (None: not). Raises OSError when the state folder cannot be listed."""
     findings = Findings()
     logs, unreadable = find_logs(state_dir)
+    sums: dict[str, ledger_check.LogSums | None] = {}
     findings.sessions = len(logs) + len(unreadable)
     for session_id, error in unreadable.items():
         findings.unreadable[session_id] = folder_problem(session_id, error)
     for session_id, path in sorted(logs.items()):
         versions: set[str] = set()
+        types: Counter = Counter()  # the session's lines by type, added once it is read
         # Every line: unlike the daemon, doctor tallies the types of lines that are not fusion.
         session = SessionLog(session_id, path, every_line=True)
         for read in session.read():
-            version = _examine_line(findings, read)
+            version = _examine_line(findings, read, types)
             if version is not None:
                 versions.add(version)
+        if types.keys() == {NO_TYPE}:  # lines, and none an event: no log, not a log's lines
+            findings.damaged[session_id] = no_event_problem(session_id)
+        else:
+            for name, count in types.items():
+                _tally(findings.event_types, name, count)
         if session.problem is not None:
             findings.unreadable[session_id] = session.problem
+        else:
+            context = session.turns.context
+            sums[session_id] = ledger_check.log_sums(context.log, context.log_unpriced)
         for check in session.turns.take_reconciliations():
             findings.totals_checked += 1
             if not check.agrees and len(findings.disagreements) < MAX_NAMES:
                 findings.disagreements.append(check)
         for version in versions or {NO_VERSION}:
             _tally(findings.versions, version)
+    findings.ledger = ledger_check.check(ledger, lambda: sums, logs.keys() | unreadable.keys())
     return findings
 
 
-def _examine_line(findings: Findings, read: Read) -> str | None:
+def _examine_line(findings: Findings, read: Read, types: Counter) -> str | None:
     """Count one line (its record judged and fed to its turns by SessionLog, as the daemon
-    reads it); return the CLI version when it is a `session.start` naming one."""
+    reads it) and its type into its session's `types`; return the CLI version when it is a
+    `session.start` naming one."""
     line, record = read.line, read.record
     findings.lines += 1
     event_type = events.event_type_of(line.data)
-    _tally(findings.event_types, event_type or NO_TYPE)
+    _tally(types, event_type or NO_TYPE)
     if isinstance(record, events.Malformed):
         findings.malformed[record.reason] += 1
     elif isinstance(record, events.Event):
@@ -147,11 +173,11 @@ def _examine_line(findings: Findings, read: Read) -> str | None:
     return None
 
 
-def _tally(counter: Counter, key, *, others=OTHERS) -> None:
+def _tally(counter: Counter, key, count: int = 1, *, others=OTHERS) -> None:
     if key in counter or len(counter) < MAX_NAMES:
-        counter[key] += 1
+        counter[key] += count
     else:
-        counter[others] += 1
+        counter[others] += count
 
 
 def render(state_dir: Path, findings: Findings) -> str:
@@ -161,10 +187,13 @@ def render(state_dir: Path, findings: Findings) -> str:
         ("sessions found", findings.sessions),
         ("lines read", findings.lines),
         ("unreadable logs", len(findings.unreadable)),
+        ("damaged logs (no line an event)", len(findings.damaged)),
     ])
     if findings.unreadable:
         out += _table("Unreadable logs", [(problem,) for _, problem in
                                           sorted(findings.unreadable.items())])
+    if findings.damaged:
+        out += _table("Damaged logs", [(problem,) for _, problem in sorted(findings.damaged.items())])
     out += _table("Copilot CLI versions (sessions)", _by_count(findings.versions))
     out += _table("Fusion turns", [
         ("turns (distinct fusion ids)", len(findings.fusion_ids)),
@@ -184,15 +213,47 @@ def render(state_dir: Path, findings: Findings) -> str:
     ])
     out += _table("Sessions whose sums differ from the CLI's totals (session, totals, model, "
                   "our AIU, CLI AIU)", _disagreement_rows(findings.disagreements))
+    out += _ledger_lines(findings.ledger)
     if findings.drift:
         out.append("Drift found: the tailer may miss or misread turns in these logs "
-                   "(a CLI upgrade, damaged lines or sums that differ from the CLI's; "
-                   "see above).")
+                   "(a CLI upgrade, damaged lines or logs, or sums that differ from the CLI's "
+                   "totals or ledger; see above).")
     elif not findings.sessions:
         out.append("Nothing to check: no session logs (*/events.jsonl) in this folder.")
     else:
         out.append("No drift: the tailer knows every fusion event type and field in these logs.")
     return "\n".join(out) + "\n"
+
+
+def _ledger_lines(found: LedgerCheck) -> list[str]:
+    """The logs against the CLI's ledger: counts, then the sessions that differ and those
+    it holds without a log; or one line saying why it was not checked."""
+    heading = "The CLI's ledger (session-store.db beside the state folder, or --ledger)"
+    if found.status != ledger_check.CHECKED:
+        why = {ledger_check.OFF: "not read (--ledger none)",
+               ledger_check.ABSENT: "none there (Copilot CLI 1.0.102 and later keep one)"}
+        return [heading, f"  {why.get(found.status) or found.problem}", ""]
+    out = _table(heading, [
+        ("sessions whose credits were not compared (unknown to the CLI)",
+         found.credits_not_compared),
+        ("sessions with calls in their log but none in the ledger", found.not_in_ledger),
+        ("sessions whose log was read without its start", found.logs_without_start),
+        ("sessions in the ledger without a log", len(found.only_in_ledger)
+         + found.only_in_ledger_unnamed),
+        ("  of those, ids not shaped as the CLI's (not shown)", found.only_in_ledger_unnamed),
+    ])
+    out.insert(1, f"  {ledger_check.summary(found)}")
+    out += _table("Sessions whose log and the CLI's ledger differ (session, what differs)",
+                  [(differs.session_id, ledger_check.described(differs))
+                   for differs in found.differ[:MAX_NAMES]])
+    only = [(only.session_id, only.cli.calls, _shown_credits(only.cli.credits))
+              for only in found.only_in_ledger[:MAX_NAMES]]
+    out += _table("Sessions in the CLI's ledger without a log (session, calls, credits)", only)
+    return out
+
+
+def _shown_credits(credits: float | None) -> str:
+    return "unknown" if credits is None else f"{credits:.9g}"
 
 
 def _disagreement_rows(checks: list[Reconciliation]) -> list[tuple]:

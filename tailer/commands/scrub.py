@@ -12,7 +12,8 @@ copy that holds only the shape of each fusion turn, which is all the tailer need
   `projectionMessage`, `stagedTerminal`, `message`, `errorMessage`, the router's `hint`,
   `ruleName` and `scores`) nor the paths of a change checkpoint;
 - `session.start` keeps the CLI version and selected model, not its context (cwd, git root,
-  repository, branch); `session.shutdown` its numeric totals, per model too;
+  repository, branch); `session.shutdown` its numeric totals, per model, provider and the
+  main agent, and its accounting snapshot's, never the paths of its code changes;
   `session.usage_record` each call's figures (its credits `copilotUsage.totalNanoAiu`, not
   the itemized `tokenDetails`), leg and the names of the tools it asked for, not request
   ids; tool calls their ids, tool names and success, never their arguments,
@@ -27,9 +28,10 @@ model or tool name, a version); any other string becomes `other`, and an entry o
 keyed by model or tool names whose name is no such name is dropped.
 
 Ids are replaced, consistently across a session, so nothing links a shared file to its
-original: the session id (folder name and `sessionId`) and event ids get fresh uuids, each
-`fusionId` a fresh `fusion-<uuid>` that every id derived from it (`<fusionId>:phase:0`,
-`<fusionId>:route`, ...) follows, and tool call ids fresh uuids. The new ids come from a
+original: the session id (folder name, `sessionId`, the keys of a shutdown's accounting
+watermarks) and event ids get fresh uuids, each `fusionId` a fresh `fusion-<uuid>` that
+every id derived from it (`<fusionId>:phase:0`, `<fusionId>:route`, ...) follows, and tool
+call ids fresh uuids. The new ids come from a
 seeded random generator, so the same input and seed always give the same bytes; the default
 seed is a digest of the input, which nobody else has. (Give a seed of your own only for
 reproducible fixtures: whoever knows it could check a guessed original session id against
@@ -158,7 +160,7 @@ def _keep(obj: dict, fields: dict, ids: IdMap, retime: Callable[[str], str]) -> 
     for name, value in obj.items():
         how = fields.get(name)
         if how is None:
-            how = _by_name(fields, name)
+            name, how = _by_name(fields, name, ids)
         if how is None:
             continue
         if value is None:
@@ -173,6 +175,8 @@ def _keep(obj: dict, fields: dict, ids: IdMap, retime: Callable[[str], str]) -> 
         elif isinstance(value, (bool, int, float)):
             if how == Kept.VALUE or isinstance(how, CodeKind):
                 kept[name] = value
+            elif how == Kept.EPOCH_MS and type(value) is int:
+                kept[name] = _retimed_ms(value, retime)
         elif isinstance(how, CodeKind):
             if isinstance(value, str):
                 kept[name] = how.accept(value) or value  # an empty string stays one
@@ -181,12 +185,25 @@ def _keep(obj: dict, fields: dict, ids: IdMap, retime: Callable[[str], str]) -> 
     return kept
 
 
-def _by_name(fields: dict, name: str) -> object:
-    """How an entry of a map keyed by names is kept; None when its name is no such name."""
+def _by_name(fields: dict, name: str, ids: IdMap) -> tuple[str, object]:
+    """An entry of a map keyed by names: the name it is kept under (a session id replaced as
+    every mention of it is), and how its value is kept, None when its name is no such name."""
+    if Kept.ANY_SESSION in fields:
+        return ids.replace(Kept.SESSION_ID, name), fields[Kept.ANY_SESSION]
     for marker, kind in events.NAMES_OF.items():
         if marker in fields and kind.is_code(name):
-            return fields[marker]
-    return None
+            return name, fields[marker]
+    return name, None
+
+
+def _retimed_ms(time_ms: int, retime: Callable[[str], str]) -> int:
+    """Unix milliseconds moved as `retime` moves a timestamp; a number that is no time of
+    the log's (events.parse_timestamp's bounds) as written."""
+    time_ns = time_ms * 1_000_000
+    if not events.EARLIEST_NS <= time_ns < events.LATEST_NS:
+        return time_ms
+    moved = events.parse_timestamp(retime(events.format_timestamp(time_ns)))
+    return time_ms if moved is None else moved // 1_000_000
 
 
 def dumps(event: dict) -> str:

@@ -43,7 +43,7 @@ import re
 from datetime import datetime, timedelta, timezone
 
 from ..records import field, record, replace
-from ..codes import ENUM, FIELD, IDENTIFIER, MODEL, OTHER, TOOL, VERSION, CodeKind
+from ..codes import ENUM, FIELD, IDENTIFIER, MODEL, OTHER, TOOL, VERSION, WORDS, CodeKind
 
 RESOLVED = "session.fusion_resolved"
 PHASE_COMPLETED = "assistant.fusion_phase_completed"
@@ -142,7 +142,7 @@ _READ_CALL = {
     **{f"usage{name}": "object" for name in ("", ".copilotUsage", ".fusion", ".toolCounts")},
     **{f"usage.{name}": "string" for name in (
         "model", "finishReason", "initiator", "provider.id", "fusion.fusionId",
-        "fusion.phaseId", "fusion.phaseKind")},
+        "fusion.phaseId", "fusion.phaseKind", "aiCreditsStatus")},
     **{f"usage.{name}": "number" for name in (
         "inputTokens", "outputTokens", "cacheReadTokens", "cacheWriteTokens", "duration",
         "timeToFirstTokenMs", "copilotUsage.totalNanoAiu")},
@@ -293,7 +293,11 @@ REJECTING_VERDICTS = ("reject", "revise")
 
 @record(slots=True)
 class LegEnded(Event):
-    """A `phase_completed` or `phase_failed`: a leg becomes visible only when it ends."""
+    """A `phase_completed` or `phase_failed`: a leg becomes visible only when it ends.
+
+    `credits_given` is False when its usage has no `totalNanoAiu` (the CLI's schema requires
+    one): `usage.nano_aiu` is 0 then and means "not given". Where the leg's calls' records
+    are, they say what its credits leave out (turns.assembly.Turn.leg_credits)."""
 
     fusion_id: str
     phase_id: str
@@ -307,6 +311,8 @@ class LegEnded(Event):
     usage: Usage
     failure_reason: str | None
     degraded_to_phase_id: str | None
+    # A default: a leg saved open by an older tailer gave its credits as every real one does.
+    credits_given: bool = field(default=True, kw_only=True)
 
 
 @record(slots=True)
@@ -361,7 +367,8 @@ class ModelCall(Event):
     `fusion_id` and `phase_id` name the leg it served; both are None on an ordinary turn.
     `tool_requests` holds the names of the tools the call asked for, one per request.
     `credits_known` is False when the record gives no credits (no `copilotUsage`: a
-    bring-your-own-key model, a CLI that did not report them): `usage.nano_aiu` is 0 then
+    bring-your-own-key model, a CLI that did not report them; or `aiCreditsStatus`
+    `unavailable` or `partial`, whatever figure is beside it): `usage.nano_aiu` is 0 then
     and means "unknown", never "free", so no sum that holds it is checked for credits.
     """
 
@@ -825,6 +832,14 @@ def parse_timestamp(value: object) -> int | None:
     return _parse_text_timestamp(value)
 
 
+def format_timestamp(time_ns: int) -> str:
+    """A time as the CLI writes it: ISO-8601 UTC, always three fraction digits (1.0.102).
+    `time_ns` lies within EARLIEST_NS..LATEST_NS, as any parse_timestamp gives."""
+    seconds, rest = divmod(time_ns, 1_000_000_000)
+    moment = datetime.fromtimestamp(seconds, timezone.utc)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{rest // 1_000_000:03d}Z"
+
+
 # Lines written together share their time (the CLI replays a leg's messages and tools at
 # one instant), so a few remembered answers spare most lines the parsing.
 @functools.lru_cache(maxsize=64)
@@ -990,6 +1005,7 @@ def _leg(time_ns: int, fusion_id: str, data: dict, *, default_status: str) -> Le
         usage=_usage(usage if isinstance(usage, dict) else {}),
         failure_reason=_text(data.get("reason")),
         degraded_to_phase_id=_text(data.get("degradedToPhaseId")),
+        credits_given=isinstance(usage, dict) and _is_number(usage.get("totalNanoAiu")),
     )
 
 
@@ -1081,6 +1097,8 @@ def _model_call(time_ns: int, key: None, data: dict) -> ModelCall | Malformed:
         return _DAMAGED_CALL
     input_tokens, output_tokens, cache_read, cache_write, duration = figures
     nano_aiu = _call_nano_aiu(usage.get("copilotUsage"))
+    if usage.get("aiCreditsStatus") in _CREDITS_NOT_GIVEN:
+        nano_aiu = None
     fusion_id, phase_id, phase_kind = _fusion_block(usage.get("fusion"))
     provider = usage.get("provider")
     provider = _text(provider.get("id") if isinstance(provider, dict) else provider)
@@ -1095,14 +1113,25 @@ def _model_call(time_ns: int, key: None, data: dict) -> ModelCall | Malformed:
                      phase_kind, _tool_requests(usage.get("toolCounts")))
 
 
+# The `aiCreditsStatus` of a call whose credits the CLI does not know: "Missing billing is
+# unavailable, not a zero charge" (its schema). `partial` is a subtotal, of no one call.
+# Any other word (`complete`, one to come) leaves the figure, if there is one, as it is.
+_CREDITS_NOT_GIVEN = ("unavailable", "partial")
+
+
 def _call_nano_aiu(copilot_usage: object) -> int | None:
     """`copilotUsage.totalNanoAiu` range-checked as a leg's; None when the record has none."""
     if not isinstance(copilot_usage, dict):
         return None
     value = copilot_usage.get("totalNanoAiu")
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+    if not _is_number(value):
         return None
     return _count(value, MAX_NANO_AIU, "credits")
+
+
+def _is_number(value: object) -> bool:
+    """A JSON number (true and false are none, though Python's bools are ints)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def _call_figure(value: object, limit: float) -> float | None:
@@ -1284,6 +1313,7 @@ class Kept:
 
     VALUE = "value"  # a number or a boolean as written (a count, a flag); never a string
     TIMESTAMP = "timestamp"  # as written; the demo moves these to recent times
+    EPOCH_MS = "epoch_ms"  # a time as a number of unix milliseconds; moved as a TIMESTAMP is
     EVENT_ID = "event_id"  # a fresh uuid, the same one for every mention of the old id
     SESSION_ID = "session_id"  # likewise; the session folder is renamed to match
     FUSION_ID = "fusion_id"  # `fusion-<uuid>`; an id written `<fusionId>:<suffix>` keeps its suffix
@@ -1292,6 +1322,9 @@ class Kept:
     # whose name is no code of that kind is dropped.
     ANY_MODEL = "*model"
     ANY_TOOL = "*tool"
+    # As a field name: every entry of a map keyed by session ids, each name replaced as a
+    # SESSION_ID is.
+    ANY_SESSION = "*session"
 
 
 # The kind of name each map marker stands for.
@@ -1328,6 +1361,31 @@ _SCRUB_CALL_FUSION = {
     **_codes(ENUM, "policy", "pattern", "phaseKind", "role", "conversationScope"),
     **_codes(MODEL, "syntheticModel", "sourceModel"),
     "fusionId": Kept.FUSION_ID, "phaseId": Kept.FUSION_ID, "commitId": Kept.FUSION_ID,
+}
+_SCRUB_TOKEN_DETAILS = {kind: {"tokenCount": Kept.VALUE} for kind in ("input", "output")}
+_SCRUB_MODEL_METRIC = {
+    "requests": _values("count", "cost"),
+    "usage": _values("inputTokens", "outputTokens", "cacheReadTokens", "cacheWriteTokens",
+                     "reasoningTokens"),
+    "totalNanoAiu": Kept.VALUE, "aiCreditsStatus": ENUM, "cacheExpiresAt": Kept.TIMESTAMP,
+    "tokenDetails": _SCRUB_TOKEN_DETAILS,
+}
+# What a shutdown and its accounting snapshot both total: numbers, model names and codes.
+# Of the code changes only the counts: `filesModified` keeps no entry, since [{}] keeps the
+# objects of a list and its entries are paths.
+_SCRUB_SESSION_TOTALS = {
+    **_values("totalPremiumRequests", "totalPremiumRequestCost", "totalUserRequests",
+              "totalNanoAiu", "totalApiDurationMs", "lastCallInputTokens", "lastCallOutputTokens"),
+    "aiCreditsStatus": ENUM, "currentModel": MODEL, "tokenDetails": _SCRUB_TOKEN_DETAILS,
+    "codeChanges": {**_values("linesAdded", "linesRemoved", "filesModifiedCount"),
+                    "filesModified": [{}]},
+    "modelMetrics": {Kept.ANY_MODEL: _SCRUB_MODEL_METRIC},
+    # The main conversation's; a sub-agent's key may be a name someone chose.
+    "agentMetrics": {"main": {**_values("totalApiDurationMs", "totalNanoAiu"),
+                              "modelMetrics": {Kept.ANY_MODEL: _SCRUB_MODEL_METRIC}}},
+    "providerModelMetrics": [{"provider": {"id": TOOL, "label": WORDS, "kind": ENUM},
+                              "modelId": MODEL, "modelDisplayName": MODEL,
+                              "metrics": _SCRUB_MODEL_METRIC}],
 }
 SCRUB_DATA = {
     RESOLVED: {
@@ -1378,16 +1436,13 @@ SCRUB_DATA = {
     },
     SESSION_RESUME: {"resumeTime": Kept.TIMESTAMP, "eventCount": Kept.VALUE},
     SHUTDOWN: {
+        **_SCRUB_SESSION_TOTALS,
         "shutdownType": ENUM,
-        **_values(
-            "totalPremiumRequests", "totalNanoAiu", "totalApiDurationMs",
-            "currentTokens", "systemTokens", "conversationTokens", "toolDefinitionsTokens",
-        ),
-        "modelMetrics": {Kept.ANY_MODEL: {
-            "requests": _values("count", "cost"),
-            "usage": _values("inputTokens", "outputTokens", "cacheReadTokens", "cacheWriteTokens"),
-            "totalNanoAiu": Kept.VALUE,
-        }},
+        **_values("eventsFileSizeBytes", "currentTokens", "systemTokens", "conversationTokens",
+                  "toolDefinitionsTokens"),
+        "sessionStartTime": Kept.EPOCH_MS,
+        "usageAccountingWatermarks": {Kept.ANY_SESSION: Kept.VALUE},
+        "accountingSnapshot": {**_SCRUB_SESSION_TOTALS, "sessionStartTime": Kept.TIMESTAMP},
     },
     USAGE_CHECKPOINT: _values("totalNanoAiu"),
     "session.model_change": _codes(MODEL, "newModel", "previousModel"),
@@ -1405,9 +1460,9 @@ SCRUB_DATA = {
             "inputTokens", "outputTokens", "cacheReadTokens", "cacheWriteTokens",
             "cost", "duration", "timeToFirstTokenMs", "isAuto", "isByok",
         ),
-        **_codes(ENUM, "initiator", "finishReason", "reasoningEffort"),
+        **_codes(ENUM, "initiator", "finishReason", "reasoningEffort", "aiCreditsStatus"),
         "model": MODEL,
-        "provider": {"id": TOOL, "kind": ENUM},
+        "provider": {"id": TOOL, "kind": ENUM, "label": WORDS},
         "copilotUsage": _values("totalNanoAiu"),
         "toolCounts": {Kept.ANY_TOOL: Kept.VALUE},
         "fusion": _SCRUB_CALL_FUSION,

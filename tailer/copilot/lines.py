@@ -31,8 +31,10 @@ from __future__ import annotations
 
 import os
 import stat
-from pathlib import Path
-from typing import BinaryIO, Callable, Iterator, NamedTuple
+from typing import TYPE_CHECKING, BinaryIO, Callable, Iterator, NamedTuple
+
+if TYPE_CHECKING:  # pathlib costs `statusline` some 3 ms of start-up, and a path is all it needs
+    from pathlib import Path
 
 MAX_LINE_BYTES = 8 << 20
 HEAD_BYTES = 4096

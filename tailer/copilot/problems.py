@@ -20,6 +20,12 @@ def log_problem(session_id: str, error: OSError) -> str:
     return f"session {session_id}: cannot read its log: {_reason(error)}"
 
 
+def no_event_problem(session_id: str) -> str:
+    """A log whose lines are none of them an event: random bytes, another program's file."""
+    return (f"session {session_id}: no line of its log is an event (damaged, or not a Copilot "
+            "CLI log); skipped")
+
+
 def state_dir_problem(error: OSError | str) -> str:
     reason = error if isinstance(error, str) else _reason(error)
     return f"cannot list the state directory: {reason}"

@@ -103,7 +103,20 @@ def _lock_path(path: Path) -> Path:
 
 def last_alive(path: Path) -> float | None:
     """When the last tailer on this checkpoint was last known alive (see `beat`), in Unix
-    seconds; None when no tailer ever held it. Read it before `claim`."""
+    seconds; None when no tailer ever held it, or none saved it. Read it before `claim`.
+
+    A lock with no checkpoint beside it is a first start's that was killed before its first
+    save. It had shown Prometheus none of the counters a history covers (scrapes leave them
+    out until the history is pushed, and saved: Registry.withhold), so it bounds nothing.
+    Taken for alive until its lock's time + HEARTBEAT_S, it would put every past turn of
+    the next start's history there: each past day 0, all of it in one spike.
+    """
+    try:
+        os.stat(path)
+    except FileNotFoundError:
+        return None
+    except OSError:
+        pass  # there, but not for us to look at: `load` says so
     try:
         return os.stat(_lock_path(path)).st_mtime
     except OSError:
@@ -115,8 +128,8 @@ def beat(claimed: BinaryIO) -> None:
 
     A tailer killed with -9 cannot say when it stopped, and Prometheus may have scraped it
     until then; the next one must place no history sample before that (tailer/outputs/history.py).
-    Touching the lock file every HEARTBEAT_S bounds that moment at no cost to the disk's
-    data.
+    Touching the lock file every HEARTBEAT_S, from the moment its scrapes show the counters
+    (service.Heartbeat), bounds that moment at no cost to the disk's data.
     """
     with contextlib.suppress(OSError, NotImplementedError):
         os.utime(claimed.fileno())

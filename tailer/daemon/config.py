@@ -12,6 +12,11 @@ from .. import __version__
 from ..outputs.otlp import parse_resource_attributes
 from ..turns.assembly import IDLE_TIMEOUT_S
 
+# How long a --once run waits for a collector that does not take its spans yet: time for
+# a few Retry-After answers, and what OpenTelemetry's SDKs give an export by default
+# (OTEL_BSP_EXPORT_TIMEOUT, 30 s), while a cron job still ends soon.
+ONCE_TIMEOUT_S = 30.0
+
 
 @dataclass(frozen=True)
 class Config:
@@ -20,6 +25,7 @@ class Config:
     idle_timeout_s: float = IDLE_TIMEOUT_S
     from_start: bool = False
     once: bool = False
+    once_timeout_s: float = ONCE_TIMEOUT_S
     wait_for_state_dir: bool = False
     backfill_days: float | None = None
     metrics_bind: tuple[str, int] | None = None  # (host, port); None: not served

@@ -34,13 +34,15 @@ from .stages import Saved, build, load_saved
 log = logging.getLogger("tailer")
 
 POLL_INTERVAL_S = 1.0
-EXPORT_FLUSH_TIMEOUT_S = 10.0
 # A stop gives the exporters this long together to deliver what waits, and the metrics
 # push this long for its last request: with the pass under way (at most a poll interval),
 # a SIGTERM ends the run within 10 s whatever the endpoints do. What is not delivered by
-# then stays in the checkpoint for the next run.
+# then stays in the checkpoint for the next run. A --once run that no signal ended waits
+# its Config.once_timeout_s instead: time for a collector's Retry-After.
 STOP_FLUSH_S = 5.0
 STOP_PUSH_S = 2.0
+# A long wait for the exporters is made of waits this long, each ended by a signal's stop.
+FLUSH_STEP_S = 0.25
 CHECKPOINT_TURNS_S = 1.0
 CHECKPOINT_POSITIONS_S = 30.0
 TEXTFILE_REFRESH_S = 10.0
@@ -71,18 +73,29 @@ def holding_checkpoint(config: Config, work) -> int:
 
 
 class Heartbeat:
-    """This run's heartbeat on the checkpoint's lock, and the last one's (checkpoint.beat)."""
+    """This run's heartbeat on the checkpoint's lock, and the last one's (checkpoint.beat).
+
+    It beats only once this run's scrapes show the counters a history covers (`start`):
+    until then Prometheus holds nothing of this run that a history could contradict, so a
+    run killed before then must bound nothing. Taken for alive, it would make the next run
+    place the turns it reads again after this run, rather than at their times."""
 
     def __init__(self, claimed, last_alive_s: float | None):
         self._claimed = claimed
         # The previous run may have been scraped until a heartbeat interval after its last.
         self.previous_ms = (0 if last_alive_s is None
                             else int((last_alive_s + checkpoint.HEARTBEAT_S) * 1000))
-        self._next = 0.0
+        self._next: float | None = None  # None: not beating yet
+
+    def start(self) -> None:
+        """Beat from now on: at once, then every HEARTBEAT_S."""
+        if self._next is None:
+            self._next = 0.0
+            self.beat()
 
     def beat(self) -> None:
         now = time.monotonic()
-        if self._claimed is not None and now >= self._next:
+        if self._claimed is not None and self._next is not None and now >= self._next:
             checkpoint.beat(self._claimed)
             self._next = now + checkpoint.HEARTBEAT_S
 
@@ -110,7 +123,6 @@ def run_holding(config: Config, heartbeat: Heartbeat, on_pass=None) -> int:
             return EXIT_USAGE
         log.info("waiting for the state directory %s to appear", config.state_dir)
         while not _state_dir_found(config.state_dir):
-            heartbeat.beat()
             if stop.wait(POLL_INTERVAL_S):
                 return 0
         # Everything in a folder that appeared after we started is new: read it all.
@@ -142,7 +154,7 @@ def run_holding(config: Config, heartbeat: Heartbeat, on_pass=None) -> int:
         log.exception("the tailer stopped on an unexpected error")
         run.abandon()
         return 1
-    return run.stop()
+    return run.stop(signalled=stop)
 
 
 class Run:
@@ -172,8 +184,11 @@ class Run:
         self.push = MetricsPush(stages.pusher, self.registry, self.config.resource,
                                 self.identity.start_ns)
         self.history_push = HistoryPush(stages.history)
+        if stages.history is None:
+            heartbeat.start()  # nothing withheld: the scrapes show every counter at once
         self.history_waiting = 0  # series whose history waits, as last counted
-        self.backpressure = Backpressure(self.outbox, once=self.config.once)
+        self.backpressure = Backpressure(
+            self.outbox, give_up_after_s=self.config.once_timeout_s if self.config.once else None)
         self.textfile = Textfile(self.config.textfile, self.registry)
         self.sessions_found = self.tailer.start()
         # Turns finished before the tailer first caught up were read at start-up: they are
@@ -211,16 +226,14 @@ class Run:
         self._push_history()
         self._save_or_refresh_textfile()
 
-    def stop(self) -> int:
-        """End cleanly: the last spans out, the last save; the exit code of a --once run."""
+    def stop(self, signalled: threading.Event | None = None) -> int:
+        """End cleanly: the last spans out, the last save; the exit code of a --once run.
+        `signalled`: set when a signal asked the run to stop, which ends any wait here."""
         if self.server is not None:
             self.server.close()  # no scrape after the last save: see History's not_before
         if self.cli is not None:
             self.cli.release(self.outbox)
-        flush_until = time.monotonic() + STOP_FLUSH_S
-        delivered = self.outbox.flush(STOP_FLUSH_S)
-        if self.cli is not None:
-            delivered = self.cli.flush(max(0.0, flush_until - time.monotonic())) and delivered
+        delivered = self._delivered_within(self._flush_s(signalled), signalled)
         pushed_at_ns = time.time_ns()  # before the final save, for the same reason
         self.save(final=True)
         self.push.close(pushed_at_ns)
@@ -231,8 +244,9 @@ class Run:
         self.tailer.close()
         if not delivered:
             log.warning(
-                "%d spans are still waiting for the collector; they are kept for the next run",
+                "%d spans are still waiting for the collector%s; they are kept for the next run",
                 self.outbox.pending_units,
+                " at the end of --once-timeout" if self.config.once else "",
             )
         if self.config.once and self.saves.failed:
             log.error("this --once run could not save the checkpoint %s: the next run reads "
@@ -241,6 +255,28 @@ class Run:
         if self.config.once and (self.lost_spans or not delivered):
             return 1
         return 0
+
+    def _flush_s(self, signalled: threading.Event | None) -> float:
+        """How long the exporters have to deliver what waits: a --once run gives them its
+        timeout (a cron job's run, whose collector may ask it to come back in a few
+        seconds), unless a signal stopped it or the collector already took nothing for
+        that long (Backpressure); any other stop, STOP_FLUSH_S."""
+        if not self.config.once or (signalled is not None and signalled.is_set()):
+            return STOP_FLUSH_S
+        return 0.0 if self.backpressure.stalled_out else self.config.once_timeout_s
+
+    def _delivered_within(self, seconds: float, signalled: threading.Event | None) -> bool:
+        """Whether every exporter delivered what waits within `seconds`, waited for a
+        FLUSH_STEP_S at a time: a signal ends a long wait at once, and no timeout a user
+        gave reaches a lock's wait (which refuses one of some 49 days or more)."""
+        until = time.monotonic() + seconds
+        senders = [self.outbox] if self.cli is None else [self.outbox, self.cli]
+        while True:
+            left = until - time.monotonic()
+            if all(sender.flush(min(max(left, 0.0), FLUSH_STEP_S)) for sender in senders):
+                return True
+            if left <= 0 or (signalled is not None and signalled.is_set()):
+                return False
 
     def abandon(self) -> None:
         """End as a crash would: nothing saved, threads and sockets closed."""
@@ -269,8 +305,14 @@ class Run:
 
     def _push_history(self) -> None:
         """Push the start-up history once reading is over; then scrapes show its families
-        (and, before them, the health gauge at 0)."""
-        pushed = not self.reading_history and self.history_push.try_push()
+        (and, before them, the health gauge at 0).
+
+        Pushed only once this run has saved (its history's bound and cutoff with it, and a
+        new identity): a run killed during or after the push then leaves the next one this
+        history to push again, the same samples, under the same instance. A pending history
+        has a save noted on the pass that counts it (below), so the first comes soon."""
+        allowed = self.saves.published and self.saves.identity_saved
+        pushed = not self.reading_history and self.history_push.try_push(allowed=allowed)
         waiting = self.history_push.pending_series
         self.metrics.history_pending.set(None, waiting)
         if waiting != self.history_waiting:
@@ -284,6 +326,7 @@ class Run:
         # Saved without the history before scrapes show it: a run that starts from a save
         # still holding it would push it again, ending below what the scrapes showed.
         self.save()
+        self.heartbeat.start()
         self.registry.show_all()
 
     def _save_or_refresh_textfile(self) -> None:
@@ -339,6 +382,7 @@ class SaveRhythm:
         self.dirty = TURNS if first_save_due else UNCHANGED
         # Until a save went through, nothing is pushed under a new identity.
         self.identity_saved = not first_save_due
+        self.published = False  # a save was made (or tried: scrapes show it all the same)
         self._saved_at = float("-inf")
         self.failed = False  # the last save did not go through
 
@@ -361,6 +405,7 @@ class SaveRhythm:
             if not self.failed:
                 log.warning("cannot save the checkpoint %s: %s", self.path, error.strerror)
             self.failed = True
+        self.published = True
         self._saved_at = self.clock()
         self.dirty = UNCHANGED
 
@@ -415,8 +460,9 @@ class HistoryPush:
     def over_or_waiting(self) -> bool:
         return self.history is None or self.waits
 
-    def try_push(self) -> bool:
-        """True when the history has just been pushed (or had nothing left to push)."""
+    def try_push(self, *, allowed: bool = True) -> bool:
+        """True when the history has just been pushed (or had nothing left to push). A push
+        begins only when `allowed`."""
         now = self.clock()
         if self.history is None or now < self._next:
             return False
@@ -431,7 +477,7 @@ class HistoryPush:
                 return False
         elif self.history.pending:
             now_ms = time.time_ns() // 1_000_000
-            if self.history.ready(now_ms):
+            if allowed and self.history.ready(now_ms):
                 self._under_way = _InBackground(self.history.push, now_ms)
             return False
         self.history = None
@@ -497,12 +543,14 @@ class Textfile:
 class Backpressure:
     """Reading waits while more than BACKPRESSURE_SPANS spans wait for the collector, so a
     slow or absent one makes the turns wait in the logs rather than be dropped; reading
-    resumes as soon as it takes some, so reading and sending overlap. A --once run whose
-    collector takes nothing for EXPORT_FLUSH_TIMEOUT_S stops (`stalled_out`)."""
+    resumes as soon as it takes some, so reading and sending overlap. A run given
+    `give_up_after_s` (a --once run: its timeout) whose collector takes nothing for that
+    long stops (`stalled_out`)."""
 
-    def __init__(self, outbox: Outbox, *, once: bool, clock=time.monotonic):
+    def __init__(self, outbox: Outbox, *, give_up_after_s: float | None,
+                 clock=time.monotonic):
         self.outbox = outbox
-        self.once = once
+        self.give_up_after_s = give_up_after_s
         self.clock = clock
         self.stalled_out = False
         self._stalled_since: float | None = None
@@ -519,7 +567,8 @@ class Backpressure:
             self._stalled_since = None
         elif self._stalled_since is None:
             self._stalled_since = now
-        elif self.once and now - self._stalled_since > EXPORT_FLUSH_TIMEOUT_S:
+        elif (self.give_up_after_s is not None
+              and now - self._stalled_since >= self.give_up_after_s):
             log.warning("the collector takes no spans: this --once run stops here; "
                         "the next one reads on from where it stopped")
             self.stalled_out = True

@@ -48,7 +48,7 @@ class Saved:
     cli: dict | None
     history: dict | None
     identity: dict | None
-    policy_versions: list[str] | None
+    policy_versions: dict | None
     published_at_ms: int
     stopped: bool
 

@@ -21,6 +21,8 @@ Three rules keep history and scrapes one consistent series:
 - No sample is placed at or before `not_before_ms`: the moment the previous run was last
   known alive (its last publish, or its heartbeat: checkpoint.beat), up to which Prometheus
   may hold its scrapes. A turn that ended earlier but was read only now is placed just after.
+  A run that never showed these families (killed before its push) bounds nothing: an
+  unfinished history is saved with its bound (`state`) and carried on by the next run.
 - The deltas are the registry's own (Registry.record_history), by series as stored, so
   history and scrapes agree on what a series is.
 
@@ -147,14 +149,16 @@ class History:
             points[time_ms] = points.get(time_ms, 0) + delta
             self._divisors[key] = divisor
 
-    def state(self) -> dict | None:
-        """What a checkpoint keeps until the push succeeded."""
-        if not self._changes:
-            return None
+    def state(self) -> dict:
+        """What a checkpoint keeps until the push succeeded: the whole history as it began
+        (its bound, cutoff and every series' base), even before it holds a change. A run
+        killed before its push then leaves the next one this history to carry on, rather
+        than one bounded by this run, of which Prometheus holds no count (scrapes leave the
+        families out until the push), and based on counters that already hold its changes."""
         return {
             "not_before_ms": self._not_before_ms,
             "cutoff_ms": self._cutoff_ms,
-            "bases": {key: self._bases[key] for key in self._changes if key in self._bases},
+            "bases": dict(self._bases),
             "divisors": {key: self._divisors[key] for key in self._changes},
             "changes": {key: sorted(points.items()) for key, points in self._changes.items()},
         }

@@ -8,6 +8,11 @@ label, and the registry caps the number of distinct values per label (models ove
 Per-leg figures come from the legs and the turn count from the turn: credits and tokens are
 counted once, from the legs, never again from the rollup.
 
+A model call whose credits the log does not give (turns.assembly.Turn.leg_credits) adds no
+credits to any family, and a leg or prompt that knows none adds no sample at all, not even
+0 as a price: such calls are counted in `hydrafusion_unknown_credit_calls_total` instead,
+so a panel of credits can say how many calls it leaves out.
+
 The `hydrafusion_prompt_*` families put every prompt on one footing, fusion or not (label
 `kind`: `fusion`, `ordinary`, or `fallback` for a route failure answered without fusion), so
 credits, tokens, calls and latency per prompt compare across them. A fusion prompt's
@@ -49,8 +54,18 @@ def _believable(time_ns: int) -> bool:
     return time_ns <= time.time_ns() + FUTURE_SLACK_NS
 
 
+# The `pattern` of an ordinary prompt where a family counts those too: the report's name.
+ORDINARY_PATTERN = "ordinary"
+
+
 def _flag(value: bool) -> str:
     return "true" if value else "false"
+
+
+def _known_credits(family, labels: tuple, nano_aiu: int, unknown: int) -> list[tuple]:
+    """The change that adds known credits: none when `unknown` calls leave nothing known, so
+    no series says 0 where the credits are unknown."""
+    return [] if unknown and not nano_aiu else [(family, labels, nano_aiu / 1e9)]
 
 
 class Metrics:
@@ -144,6 +159,12 @@ class Metrics:
         self.model_calls = counter(
             "hydrafusion_model_calls_total", "Model calls, one per usage record.",
             ("kind", "model", "finish_reason"),
+        )
+        self.unknown_credit_calls = counter(
+            "hydrafusion_unknown_credit_calls_total",
+            "Model calls whose credits the CLI did not give (aiCreditsStatus unavailable): "
+            "left out of every credits family.",
+            ("kind", "pattern", "model"),
         )
         self.call_duration = histogram(
             "hydrafusion_model_call_duration_seconds", "Duration of one model call.",
@@ -311,8 +332,9 @@ class Metrics:
             changes.append((self.route_failures, (turn.route_failure.reason or "unknown",), 1))
         else:  # routed: by the policy its resolved record names
             version = turn.resolved.policy_version if turn.resolved is not None else None
-            changes += [(self.router_turns, (version, pattern), 1),
-                        (self.router_aiu, (version, pattern), turn.legs_usage.aiu)]
+            changes.append((self.router_turns, (version, pattern), 1))
+            changes += _known_credits(self.router_aiu, (version, pattern), turn.known_nano_aiu,
+                                      turn.unknown_credit_calls)
             if turn.routing_latency_ms is not None and turn.resolved is not None:
                 changes.append((
                     self.routing_latency,
@@ -324,10 +346,14 @@ class Metrics:
             model = leg.model or "unknown"
             committed = _flag(turn.is_committed(leg))
             usage = leg.usage
+            known_nano_aiu, unknown = turn.leg_credits(leg)
+            if unknown:
+                changes.append((self.unknown_credit_calls, (turn.kind, pattern, model), unknown))
+            changes += _known_credits(self.aiu, (pattern, kind, model, committed, compound),
+                                      known_nano_aiu, unknown)
             changes += [
                 (self.legs, (pattern, kind, leg.role or "unknown", model,
                              leg.status or "unknown", leg.verdict or "none", committed), 1),
-                (self.aiu, (pattern, kind, model, committed, compound), usage.aiu),
                 (self.tokens, (kind, model, "input"), usage.input_tokens),
                 (self.tokens, (kind, model, "output"), usage.output_tokens),
                 (self.tokens, (kind, model, "cache_read"), usage.cache_read_tokens),
@@ -340,13 +366,15 @@ class Metrics:
         return changes
 
     def _prompt_changes(self, turn: Turn) -> list[tuple]:
-        """The prompt-level families, and the turn's model calls and tool calls."""
+        """The prompt-level families, and the turn's model calls and tool calls (an
+        ordinary turn's calls of unknown credits too: a fusion turn's are counted by leg)."""
         kind, model = turn.kind, turn.prompt_model
         calls = len(turn.calls) if turn.ordinary else turn.usage.request_count
         usage = turn.usage
-        changes = [
-            (self.prompts, (kind, model), 1),
-            (self.prompt_aiu, (kind, model), usage.aiu),
+        changes = [(self.prompts, (kind, model), 1)]
+        changes += _known_credits(self.prompt_aiu, (kind, model), usage.nano_aiu,
+                                  turn.unknown_credit_calls)
+        changes += [
             (self.prompt_tokens, (kind, model, "input"), usage.input_tokens),
             (self.prompt_tokens, (kind, model, "output"), usage.output_tokens),
             (self.prompt_tokens, (kind, model, "cache_read"), usage.cache_read_tokens),
@@ -362,6 +390,8 @@ class Metrics:
             if call.time_to_first_token_ms is not None:
                 changes.append(
                     (self.time_to_first_token, (call.model,), call.time_to_first_token_ms / 1000))
+            if turn.ordinary and not call.credits_known:
+                changes.append((self.unknown_credit_calls, (kind, ORDINARY_PATTERN, call.model), 1))
         for tool in turn.tools:
             success = "unknown" if tool.success is None else _flag(tool.success)
             changes.append((self.tool_calls, (kind, tool.name or "unknown", success), 1))
@@ -383,7 +413,8 @@ class Metrics:
                     self.route_failures, self.turn_duration, self.leg_duration,
                     self.routing_latency, self.prompts, self.prompt_aiu, self.prompt_tokens,
                     self.prompt_calls, self.prompt_duration, self.model_calls,
-                    self.call_duration, self.time_to_first_token, self.tool_calls,
+                    self.unknown_credit_calls, self.call_duration, self.time_to_first_token,
+                    self.tool_calls,
                     self.leg_call_mismatches, self.router_turns, self.router_aiu)
         return {family.name for family in families}
 

@@ -109,8 +109,9 @@ def _root_span(turn: Turn, tools: list[ToolCall], tid: str, root_id: str,
         "hydrafusion.phase_count": len(turn.legs),
         "hydrafusion.request_count": usage.request_count,
         "hydrafusion.tool_count": len(tools),
-        "hydrafusion.aiu": usage.aiu,
-        "hydrafusion.review_aiu": turn.review_nano_aiu / 1e9,
+        "hydrafusion.aiu": usage.aiu if turn.credits_known else None,
+        "hydrafusion.review_aiu": turn.review_nano_aiu / 1e9 if turn.credits_known else None,
+        "hydrafusion.unknown_credit_calls": turn.unknown_credit_calls or None,
         "hydrafusion.models": ",".join(turn.models),
         "hydrafusion.model_sequence": ",".join(turn.model_sequence),
         "hydrafusion.compound": turn.compound,
@@ -136,6 +137,7 @@ def _ordinary_root_span(turn: Turn, tools: list[ToolCall], tid: str, root_id: st
         "hydrafusion.request_count": usage.request_count,
         "hydrafusion.tool_count": len(tools),
         "hydrafusion.aiu": usage.aiu if turn.credits_known else None,
+        "hydrafusion.unknown_credit_calls": turn.unknown_credit_calls or None,
         "hydrafusion.models": ",".join(turn.models),
     }
     name = f"ordinary {turn.main_model}"
@@ -202,6 +204,7 @@ def _route_span(turn: Turn, tid: str, root_id: str, latency_ms: float) -> Unit:
 def _leg_span(turn: Turn, leg: LegEnded, tid: str, root_id: str) -> Unit:
     model = leg.model or "unknown"
     kind = leg.phase_kind or "unknown"
+    unknown = turn.leg_credits(leg)[1]
     attributes = {
         **_gen_ai(turn.session_id, turn.synthetic_model, leg.model, leg.usage),
         "hydrafusion.fusion_id": turn.key,
@@ -214,7 +217,8 @@ def _leg_span(turn: Turn, leg: LegEnded, tid: str, root_id: str) -> Unit:
         "hydrafusion.phase.committed": turn.is_committed(leg),
         "hydrafusion.phase.failure_reason": leg.failure_reason,
         "hydrafusion.phase.degraded_to": leg.degraded_to_phase_id,
-        "hydrafusion.aiu": leg.usage.aiu,
+        "hydrafusion.aiu": None if unknown else leg.usage.aiu,
+        "hydrafusion.unknown_credit_calls": unknown or None,
         "hydrafusion.request_count": leg.usage.request_count,
         **_calls_difference(turn, leg),
     }

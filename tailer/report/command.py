@@ -26,20 +26,23 @@ from datetime import datetime, timedelta, timezone, tzinfo
 from pathlib import Path
 from typing import TextIO
 
-from .. import __version__
+from .. import __version__, invocation
 from . import table as report_table
 from . import text as report_text
 from ..copilot.files import find_logs
-from ..path_options import check_output_file, exists, is_folder, user_path
+from ..copilot.ledger import chosen_ledger
+from ..path_options import check_output_file, exists, is_folder, ledger_path, user_path
 from ..printable import printable
 from ..wording import counted
 from .cache import cache_file
 from .figures import GROUPINGS, snapshot
 from .gather import WorkerFailed, default_jobs, gather
+from .ledger import ledger_check
 from .read import Selection
-from ..copilot.problems import folder_problem, state_dir_problem
+from ..copilot.problems import folder_problem, no_event_problem, state_dir_problem
+from ..turns.session_log import holds_no_event
 
-EXIT_NO_SESSIONS = 1
+EXIT_NO_SESSIONS = 1  # and no turn that the filters choose: nothing to report either way
 EXIT_USAGE = 2
 FORMATS = ("table", "json", "csv", "csv-calls")
 GROUPINGS = ("day", "week", "month", "session")
@@ -47,6 +50,9 @@ TABLE_WIDTH = 100
 # Wider than any screen: a bar as long as a mistyped $COLUMNS would never finish printing.
 PIPED_WIDEST = 1000
 CHOOSING = ("since", "until", "session", "model", "pattern")  # the options that choose turns
+# What ends a report as Ctrl-C does (stops_as_interrupt).
+STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP")
+                     if hasattr(signal, name))
 
 
 def add_arguments(parser: argparse.ArgumentParser, state_dir: Path) -> None:
@@ -67,28 +73,31 @@ def add_arguments(parser: argparse.ArgumentParser, state_dir: Path) -> None:
     parser.add_argument("--model", help="turns with a leg on this model (part of its name, any case)")
     parser.add_argument("--pattern", help="turns of this pattern, any case (single, cascade, critique, ...; "
                         "fallback: route failures; ordinary: prompts without fusion)")
-    parser.add_argument("--format", choices=FORMATS, default="table",
+    parser.add_argument("--format", choices=FORMATS, default="table", type=str.lower,
                         help="what to print: a table (default), one JSON document, CSV with "
                         "one row per leg, or CSV with one row per model call")
     parser.add_argument("--html", type=user_path, metavar="FILE",
                         help="write one self-contained HTML page to FILE instead")
     parser.add_argument("--watch", action="store_true",
                         help="keep the table on screen, redrawn as turns arrive (Ctrl-C ends)")
-    parser.add_argument("--by", choices=GROUPINGS,
+    parser.add_argument("--by", choices=GROUPINGS, type=str.lower,
                         help="one table (or CSV) of the HydraFusion turns by day, ISO week, "
                         "month or session")
-    parser.add_argument("--order", choices=("asc", "desc"),
+    parser.add_argument("--order", choices=("asc", "desc"), type=str.lower,
                         help="with --by: oldest first (asc, default) or newest first (desc)")
     parser.add_argument("--breakdown", action="store_true",
                         help="with --by: a row per model inside each group")
     parser.add_argument("--timezone", metavar="NAME",
                         help="the time zone of days, weeks, months and times shown: an IANA "
-                        "name (Europe/Berlin); default the system's")
+                        "name, any case (Europe/Berlin, utc); default the system's")
     parser.add_argument("--turns", type=_count, metavar="N",
                         help="the table lists only the newest N turns (0: the summary alone)")
     parser.add_argument("--no-cache", action="store_true",
                         help="read every log from its start, without the report's cache, and "
                         "write none (docs/REPORT.md: the cache)")
+    parser.add_argument("--ledger", type=ledger_path, metavar="FILE|none",
+                        help="the Copilot CLI's own ledger of model calls to check the logs "
+                        "against, or `none` [default: session-store.db beside the state folder]")
     parser.add_argument("--jobs", type=_jobs, metavar="N",
                         help="read the logs in N processes (default: one per CPU; 1: in this one)")
     parser.add_argument("--demo", action="store_true",
@@ -189,8 +198,10 @@ def main(args: argparse.Namespace, environ: dict[str, str], *, state_dir: Path |
         return refused(error)
     # The demo's copy is made afresh each time: a cache of it would only be litter.
     cache_path = None if args.no_cache or state_dir is not None else cache_file(environ, args.state_dir)
+    # Nor has it a ledger (its copy is not in the CLI's folder).
+    ledger = chosen_ledger(args.ledger, args.state_dir) if state_dir is None else None
     return _report(args, environ, state_dir or args.state_dir, selection, now, zone,
-                   cache_path, on_pass=on_pass)
+                   cache_path, ledger, on_pass=on_pass)
 
 
 def checked(args: argparse.Namespace, now: datetime) -> tuple[Selection, tzinfo | None]:
@@ -209,6 +220,11 @@ def checked(args: argparse.Namespace, now: datetime) -> tuple[Selection, tzinfo 
         raise ValueError("--html writes the page: it takes no --format")
     if args.html:
         check_output_file("--html", args.html)
+    if args.ledger is not None:
+        if args.watch or args.demo:
+            raise ValueError("--ledger is checked by a report of the logs: it takes neither "
+                             "--watch nor --demo")
+        chosen_ledger(args.ledger, args.state_dir)
     return selection, zone
 
 
@@ -231,8 +247,8 @@ def _check_views(args: argparse.Namespace) -> None:
 
 
 def time_zone(name: str | None) -> tzinfo | None:
-    """The report's time zone: an IANA zone, or None for the system's (daylight saving
-    included). Raises ValueError for an unknown name."""
+    """The report's time zone: an IANA zone named in any case, or None for the system's
+    (daylight saving included). Raises ValueError for an unknown name."""
     if name is None:
         return None
     import zoneinfo  # here: finding the zone files' folders costs every start-up otherwise
@@ -240,26 +256,64 @@ def time_zone(name: str | None) -> tzinfo | None:
     try:
         return zoneinfo.ZoneInfo(name)
     except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+        pass
+    # In another case (`utc`, `europe/berlin`): the zone of that name, as the IANA spells it.
+    # Listing the zones reads the zone files' folders, so only a name not found costs it.
+    spelled = {zone.lower(): zone for zone in zoneinfo.available_timezones()}.get(name.lower())
+    if spelled is None:
         raise ValueError(f"--timezone {printable(name)!r} is not a time zone name "
-                         "(e.g. Europe/Berlin, UTC)") from None
+                         "(e.g. Europe/Berlin, UTC)")
+    return zoneinfo.ZoneInfo(spelled)
 
 
 @contextlib.contextmanager
-def sigterm_as_interrupt():
-    """SIGTERM (`timeout`, `kill`) ends a report as Ctrl-C does: a --watch shows the cursor
-    again and the demo's copy is removed, where the default action would leave both behind."""
+def stops_as_interrupt():
+    """SIGTERM (`timeout`, `kill`) and SIGHUP (its terminal closed, or the shell that ran it
+    there killed) end a report as Ctrl-C does: a --watch shows the cursor again and the
+    demo's copy is removed, where the default action would leave both behind.
+
+    The first of them (Ctrl-C's SIGINT too) ends the report; the ones after it are ignored,
+    since it is ending already: a closed terminal sends SIGHUP twice (the shell passes its
+    own on), and a second KeyboardInterrupt would cut the clean-up short."""
+    stopped, owner = False, os.getpid()
+
     def interrupt(signum, frame):
+        nonlocal stopped
+        # Not in a worker forked from the report: its parent must still be able to end it.
+        if os.getpid() == owner:
+            stopped = True
+            for number in STOP_SIGNALS:  # a handler, not SIG_IGN: one already caught then
+                signal.signal(number, ignore)  # runs it, where SIG_IGN's would be an OSError
         raise KeyboardInterrupt
-    previous = signal.signal(signal.SIGTERM, interrupt)
+
+    def ignore(signum, frame):
+        pass
+    previous = {number: signal.signal(number, interrupt) for number in STOP_SIGNALS}
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        if not stopped:
+            for number, handler in previous.items():
+                signal.signal(number, handler)
+
+
+@contextlib.contextmanager
+def stops_held():
+    """The stop signals held back (then delivered) while a step that must be whole runs:
+    a temporary folder made and its name kept, or removed (elsewhere than POSIX, not held)."""
+    if not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
 
 
 def _report(args: argparse.Namespace, environ: dict[str, str], state_dir: Path,
             selection: Selection, now: datetime, zone, cache_path: Path | None,
-            on_pass=None) -> int:
+            ledger_path: Path | None, on_pass=None) -> int:
     color = sys.stdout.isatty() and not environ.get("NO_COLOR") and not args.no_color
     try:
         found = (is_folder if args.watch else exists)("--state-dir", state_dir)
@@ -276,7 +330,8 @@ def _report(args: argparse.Namespace, environ: dict[str, str], state_dir: Path,
 
         try:
             return live.watch(state_dir, selection, filters_of(args), sys.stdout,
-                              color=color, zone=zone, on_pass=on_pass, cache_path=cache_path)
+                              color=color, zone=zone, on_pass=on_pass, cache_path=cache_path,
+                              jobs=args.jobs)
         except WorkerFailed as error:  # its first pass reads through the cache, as a report does
             print(f"hydrafusion-tailer report: {error}", file=sys.stderr)
             return EXIT_USAGE
@@ -313,8 +368,24 @@ def _report(args: argparse.Namespace, environ: dict[str, str], state_dir: Path,
     for session_id, error in unreadable.items():
         if selection.wants_session(session_id):
             problems[session_id] = folder_problem(session_id, error)
+    problems.update(_no_event_logs(logs, wanted - problems.keys(), gathered))
     for problem in sorted(problems.values()):
         print(f"hydrafusion-tailer report: {problem}", file=sys.stderr)
+    ledger = ledger_check(ledger_path, gathered.states, logs.keys() | unreadable.keys(), selection)
+    if ledger.problem is not None:
+        print(f"hydrafusion-tailer report: {ledger.problem}", file=sys.stderr)
+
+    def matched_nothing() -> int:
+        return _matched_nothing(args, logs, len(wanted), lambda chosen: gather(
+            logs, {sid for sid in logs if chosen.wants_session(sid)}, chosen, zone,
+            now=now.timestamp(), cache_path=cache_path, workers=args.jobs or default_jobs()).rows)
+
+    # A table or page of zeros says nothing; a program's JSON or CSV is still a document.
+    # Sessions the CLI's ledger holds without a log are what a report of them shows.
+    nothing = (bool(filters_of(args)) and not gathered.rows and not gathered.in_flight
+               and not ledger.only_in_ledger and not ledger.only_in_ledger_unnamed)
+    if nothing and (args.html or args.format == "table"):
+        return matched_nothing()
     in_flight = []
     if gathered.in_flight:
         from .now import in_flight_row  # here: turns are seldom running, and it costs start-up
@@ -325,7 +396,7 @@ def _report(args: argparse.Namespace, environ: dict[str, str], state_dir: Path,
                        skipped={"damaged_lines": gathered.damaged_lines,
                                 "unreadable_logs": len(problems)},
                        filters=filters_of(args), checks=gathered.checks, in_flight=in_flight,
-                       groupings=_groupings(args))
+                       groupings=_groupings(args), ledger=ledger)
     if args.html:
         try:
             from . import html as report_html  # imported by --html alone, as live is
@@ -363,6 +434,8 @@ def _report(args: argparse.Namespace, environ: dict[str, str], state_dir: Path,
     except BrokenPipeError:
         # `report | head`: the reader has all it wanted.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    if nothing:
+        return matched_nothing()
     if not figures.turns and args.format == "table":
         print(_no_turns_hint(len(logs), len(wanted), filters_of(args)), file=sys.stderr)
     return 0
@@ -414,11 +487,34 @@ def _nothing_found(state_dir: Path, *, exists: bool) -> int:
         "  Copilot CLI keeps its sessions in ~/.copilot/session-state (or "
         "$COPILOT_HOME/session-state).\n"
         "  Elsewhere? Give --state-dir DIR or set COPILOT_STATE_DIR.\n"
-        "  No sessions yet? `python3 -m tailer report --demo` shows a report of example sessions.",
+        f"  No sessions yet? `{invocation.command()} report --demo` shows a report of example "
+        "sessions.",
         file=sys.stderr,
     )
     # A folder that is not there is input the user must mend; an empty one is nothing to report.
     return EXIT_NO_SESSIONS if exists else EXIT_USAGE
+
+
+def _no_event_logs(logs: dict[str, Path], read: set[str], gathered) -> dict[str, str]:
+    """Of the logs `read` that gave no turn, those that hold no event (random bytes, another
+    program's file), each with its one line: named as damaged, not taken for a session that
+    did nothing. Only their heads are looked at (session_log.holds_no_event)."""
+    quiet = read - {row.session_id for row in gathered.rows} - {
+        turn.session_id for turn in gathered.in_flight}
+    return {session_id: no_event_problem(session_id) for session_id in sorted(quiet)
+            if holds_no_event(logs[session_id])}
+
+
+def _matched_nothing(args: argparse.Namespace, logs: dict[str, Path], read: int, rows_of) -> int:
+    """The filters chose no turn: what there is instead (no_match.py), and exit 1, nothing
+    to report."""
+    from .no_match import what_there_is  # here: only a report that matched nothing needs it
+
+    filters = filters_of(args)
+    lines = what_there_is(filters, sorted(logs), rows_of)
+    print(_no_turns_hint(len(logs), read, filters), *(f"  {line}" for line in lines),
+          sep="\n", file=sys.stderr)
+    return EXIT_NO_SESSIONS
 
 
 def _no_turns_hint(found: int, read: int, filters: dict[str, str]) -> str:

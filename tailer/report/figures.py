@@ -28,6 +28,12 @@ show the same numbers for the same turns:
 
 A ratio with nothing to divide by is None (null in JSON), as the recording rules leave it
 absent rather than 0.
+
+Unknown is unknown: a model call whose credits the log does not give (turns.assembly.Turn.leg_credits
+says which) adds nothing to any `credits`, and every figure with credits counts the calls it
+leaves out in `unknown_credit_calls` beside them; its `credits` is None when it knows none
+beside those (nothing of them is known), never 0. A median, minimum or maximum of credits
+per turn is of the turns whose credits are all known (None without any).
 """
 
 from __future__ import annotations
@@ -39,14 +45,14 @@ import operator
 from collections import Counter, defaultdict
 from datetime import date, datetime, timezone, tzinfo
 
-from ..records import field, is_record, record
+from ..records import field, is_record, record, replace
 from ..copilot.events import EARLIEST_NS, LATEST_NS, REJECTING_VERDICTS, LegEnded, ModelCall, Usage
 from .read import report_pattern
 from ..turns.assembly import (
     ROUTE_FAILED_OUTCOME, Reconciliation, ToolCall, Turn, call_start_ns, leg_start_ns,
 )
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 ORDINARY = "ordinary"
 KINDS = ("fusion", "ordinary", "fallback")
 GROUPINGS = ("day", "week", "month", "session")  # GROUP_KEYS's, and the Snapshot's by_ fields
@@ -62,7 +68,8 @@ class Spend:
     name: str
     legs: int
     calls: int
-    credits: float
+    credits: float | None
+    unknown_credit_calls: int
     input_tokens: int
     output_tokens: int
     cache_read_tokens: int
@@ -85,10 +92,11 @@ class KindFigures:
 
     kind: str
     turns: int
-    credits: float
+    credits: float | None
+    unknown_credit_calls: int
     calls: int
     tools: int
-    median_credits: float
+    median_credits: float | None
     median_duration_ms: float
 
 
@@ -98,10 +106,11 @@ class PatternFigures:
 
     pattern: str
     turns: int
-    credits: float
-    median_credits: float
-    min_credits: float
-    max_credits: float
+    credits: float | None
+    unknown_credit_calls: int
+    median_credits: float | None
+    min_credits: float | None
+    max_credits: float | None
 
 
 
@@ -119,7 +128,8 @@ class LegRow:
     start_ms: float  # from the start of its turn
     duration_ms: float
     calls: int
-    credits: float
+    credits: float | None
+    unknown_credit_calls: int
     input_tokens: int
     output_tokens: int
     cache_read_tokens: int
@@ -135,7 +145,7 @@ class CallRow:
     model: str
     start_ms: float
     duration_ms: float
-    credits: float
+    credits: float | None  # None: the call's record gives none
     input_tokens: int
     output_tokens: int
     cache_read_tokens: int
@@ -203,7 +213,8 @@ class TurnRow:
     pattern: str  # read.report_pattern: a fusion pattern, `fallback` or `ordinary`
     outcome: str
     compound: bool
-    credits: float
+    credits: float | None
+    unknown_credit_calls: int
     calls: int
     duration_ms: float
     routing_ms: float | None
@@ -271,7 +282,8 @@ class Headline:
     """The figures of the report's first lines, over HydraFusion's turns."""
 
     turns: int  # HydraFusion's turns: fusion and fallback
-    credits: float
+    credits: float | None
+    unknown_credit_calls: int  # calls left out of `credits`: their credits are unknown
     calls: int
     outcomes: dict[str, int]  # completed (or the rollup's own word), incomplete, route_failed
     compound_rate: float | None
@@ -290,7 +302,7 @@ class Group(Headline):
     week, month or session (`key`), and their credits by model (of their legs)."""
 
     key: str  # 2026-11-04, 2026-W45, 2026-11 (in the report's time zone), or a session id
-    credits_by_model: dict[str, float]
+    credits_by_model: dict[str, float | None]
     new_policy_versions: list[str]  # the router's versions whose first turn is in this group
 
 
@@ -305,7 +317,7 @@ class PolicyFigures:
     turns: int
     patterns: dict[str, int]  # turns per pattern, the most first
     compound_rate: float | None
-    median_credits: dict[str, float]  # per pattern
+    median_credits: dict[str, float | None]  # per pattern
 
 
 @record(slots=True)
@@ -348,6 +360,9 @@ class Snapshot:
     reconciliation: list[Check]
     turns: list[TurnRow]
     in_flight: list = field(factory=list)  # report.now.InFlightRow: turns still open
+    # The logs against the CLI's ledger (turns.ledger_check.LedgerCheck); None: not looked
+    # at (--watch, --demo).
+    ledger: object = None
 
 
 def snapshot(
@@ -361,6 +376,7 @@ def snapshot(
     checks: list[Check] = (),
     in_flight: list = (),
     groupings: tuple[str, ...] = GROUPINGS,
+    ledger=None,
 ) -> Snapshot:
     """The figures of `turns` (finished ones, made by turn_row), listed in the order they
     started. `tz` is the report's time zone, None the machine's local one. Of the groupings
@@ -393,6 +409,7 @@ def snapshot(
         reconciliation=list(checks),
         turns=rows,
         in_flight=list(in_flight),
+        ledger=ledger,
     )
 
 
@@ -401,7 +418,8 @@ def turn_row(turn: Turn, tz: tzinfo | None) -> TurnRow:
     size, so a report of a month holds rows, not every record of every turn. `tz` None is
     the machine's local time zone, daylight saving time included."""
     start_ns = turn.start_ns  # found afresh at each use, from every call when incomplete
-    legs = [_leg_row(turn, leg) for leg in turn.legs]
+    spent = [turn.leg_credits(leg) for leg in turn.legs]  # (known nano-credits, calls left out)
+    legs = [_leg_row(turn, leg, *credits) for leg, credits in zip(turn.legs, spent)]
     index = {id(leg): number for number, leg in enumerate(turn.legs)}
 
     def leg_index(phase_id: str | None) -> int | None:
@@ -411,9 +429,11 @@ def turn_row(turn: Turn, tz: tzinfo | None) -> TurnRow:
     calls = [_call_row(start_ns, call, leg_index(call.phase_id)) for call in turn.calls]
     failure = turn.route_failure
     if turn.ordinary:
-        credits, call_count = _total(call.credits for call in calls), len(calls)
+        nano = sum(call.usage.nano_aiu for call in turn.calls if call.credits_known)
+        unknown = sum(not call.credits_known for call in turn.calls)
+        call_count = len(calls)
     else:
-        credits = _credits(sum(leg.usage.nano_aiu for leg in turn.legs))
+        nano, unknown = sum(known for known, _ in spent), sum(left for _, left in spent)
         call_count = sum(leg.calls for leg in legs)
     row = TurnRow(
         session_id=turn.session_id,
@@ -424,7 +444,8 @@ def turn_row(turn: Turn, tz: tzinfo | None) -> TurnRow:
         pattern=report_pattern(turn),
         outcome=turn.outcome,
         compound=turn.compound,
-        credits=credits,
+        credits=_shown(nano, unknown),
+        unknown_credit_calls=unknown,
         calls=call_count,
         duration_ms=(turn.end_ns - start_ns) / 1e6,
         routing_ms=turn.routing_latency_ms,
@@ -439,7 +460,8 @@ def turn_row(turn: Turn, tz: tzinfo | None) -> TurnRow:
     return row
 
 
-def _leg_row(turn: Turn, leg: LegEnded) -> LegRow:
+def _leg_row(turn: Turn, leg: LegEnded, nano_aiu: int, unknown: int) -> LegRow:
+    """`nano_aiu` and `unknown`: the leg's known credits and the calls they leave out."""
     usage = leg.usage
     return LegRow(
         kind=leg.phase_kind or "unknown",
@@ -451,7 +473,8 @@ def _leg_row(turn: Turn, leg: LegEnded) -> LegRow:
         start_ms=(leg_start_ns(leg) - turn.start_ns) / 1e6,
         duration_ms=leg.duration_ms,
         calls=usage.request_count,
-        credits=_credits(usage.nano_aiu),
+        credits=_shown(nano_aiu, unknown),
+        unknown_credit_calls=unknown,
         input_tokens=usage.input_tokens,
         output_tokens=usage.output_tokens,
         cache_read_tokens=usage.cache_read_tokens,
@@ -466,7 +489,8 @@ def _leg_row(turn: Turn, leg: LegEnded) -> LegRow:
 def _call_row(turn_start_ns: int, call: ModelCall, leg: int | None) -> CallRow:
     usage = call.usage
     start_ms = (call_start_ns(call) - turn_start_ns) / 1e6
-    return CallRow(leg, call.model, start_ms, call.duration_ms, _credits(usage.nano_aiu),
+    credits = _credits(usage.nano_aiu) if call.credits_known else None
+    return CallRow(leg, call.model, start_ms, call.duration_ms, credits,
                    usage.input_tokens, usage.output_tokens, usage.cache_read_tokens,
                    usage.cache_write_tokens, call.finish_reason)
 
@@ -487,22 +511,25 @@ def by_kind(rows: list[TurnRow]) -> list[KindFigures]:
     groups: dict[str, list[TurnRow]] = {kind: [] for kind in KINDS}
     for row in rows:
         groups.setdefault(row.kind, []).append(row)
-    return [
-        KindFigures(
+    figures = []
+    for kind, group in groups.items():
+        unknown = sum(row.unknown_credit_calls for row in group)
+        known = [row.credits for row in group if not row.unknown_credit_calls]
+        figures.append(KindFigures(
             kind=kind,
             turns=len(group),
-            credits=_total(row.credits for row in group),
+            credits=_shown(_nano(row.credits for row in group), unknown),
+            unknown_credit_calls=unknown,
             calls=sum(row.calls for row in group),
             tools=sum(row.printed.tool_count for row in group),
-            median_credits=_median([row.credits for row in group]) if group else 0.0,
+            median_credits=_median(known) if known else None if group else 0.0,
             median_duration_ms=_median([row.duration_ms for row in group]) if group else 0.0,
-        )
-        for kind, group in groups.items()
-    ]
+        ))
+    return figures
 
 
 def _biggest_first(spends: list[Spend]) -> list[Spend]:
-    return sorted(spends, key=lambda spend: (-spend.credits, spend.name))
+    return sorted(spends, key=lambda spend: (-(spend.credits or 0.0), spend.name))
 
 
 def by_model(rows: list[TurnRow], fusion: list[Spend]) -> list[ModelUse]:
@@ -513,36 +540,41 @@ def by_model(rows: list[TurnRow], fusion: list[Spend]) -> list[ModelUse]:
         if row.kind == ORDINARY:
             for call in row.model_calls:
                 calls[call.model].append(call)
-    ordinary = {
-        model: Spend(model, 0, len(group), _total(call.credits for call in group),
-                     sum(call.input_tokens for call in group),
-                     sum(call.output_tokens for call in group),
-                     sum(call.cache_read_tokens for call in group),
-                     sum(call.cache_write_tokens for call in group))
-        for model, group in calls.items()
-    }
+    ordinary = {}
+    for model, group in calls.items():
+        unknown = sum(call.credits is None for call in group)
+        ordinary[model] = Spend(model, 0, len(group),
+                                _shown(_nano(call.credits for call in group), unknown),
+                                unknown, sum(call.input_tokens for call in group),
+                                sum(call.output_tokens for call in group),
+                                sum(call.cache_read_tokens for call in group),
+                                sum(call.cache_write_tokens for call in group))
     by_name = {spend.name: spend for spend in fusion}
     uses = []
     for model in by_name.keys() | ordinary.keys():
-        parts = (by_name.get(model) or Spend(model, 0, 0, 0.0, 0, 0, 0, 0),
-                 ordinary.get(model) or Spend(model, 0, 0, 0.0, 0, 0, 0, 0))
+        parts = (by_name.get(model) or Spend(model, 0, 0, 0.0, 0, 0, 0, 0, 0),
+                 ordinary.get(model) or Spend(model, 0, 0, 0.0, 0, 0, 0, 0, 0))
+        unknown = sum(p.unknown_credit_calls for p in parts)
         uses.append(ModelUse(
             model, sum(p.legs for p in parts), sum(p.calls for p in parts),
-            _total(p.credits for p in parts), sum(p.input_tokens for p in parts),
-            sum(p.output_tokens for p in parts), sum(p.cache_read_tokens for p in parts),
-            sum(p.cache_write_tokens for p in parts), *parts))
+            _shown(_nano(p.credits for p in parts), unknown), unknown,
+            sum(p.input_tokens for p in parts), sum(p.output_tokens for p in parts),
+            sum(p.cache_read_tokens for p in parts), sum(p.cache_write_tokens for p in parts),
+            *parts))
     return _biggest_first(uses)
 
 
 def by_pattern(rows: list[TurnRow]) -> list[PatternFigures]:
-    credits: dict[str, list[float]] = defaultdict(list)
+    grouped: dict[str, list[TurnRow]] = defaultdict(list)
     for row in rows:
-        credits[row.pattern].append(row.credits)
-    figures = [
-        PatternFigures(pattern, len(values), _total(values), _median(values),
-                       min(values), max(values))
-        for pattern, values in credits.items()
-    ]
+        grouped[row.pattern].append(row)
+    figures = []
+    for pattern, group in grouped.items():
+        unknown = sum(row.unknown_credit_calls for row in group)
+        known = [row.credits for row in group if not row.unknown_credit_calls]
+        figures.append(PatternFigures(
+            pattern, len(group), _shown(_nano(row.credits for row in group), unknown),
+            unknown, *((_median(known), min(known), max(known)) if known else (None,) * 3)))
     return sorted(figures, key=lambda figure: (-figure.turns, figure.pattern))
 
 
@@ -555,9 +587,11 @@ def router(rows: list[TurnRow]) -> list[PolicyFigures]:
             grouped.setdefault(row.policy_version, []).append(row)
     figures = []
     for version, group in grouped.items():
-        credits: dict[str, list[float]] = defaultdict(list)
+        credits: dict[str, list[float]] = {}
         for row in group:
-            credits[row.pattern].append(row.credits)
+            known = credits.setdefault(row.pattern, [])
+            if not row.unknown_credit_calls:
+                known.append(row.credits)
         figures.append(PolicyFigures(
             policy_version=version,
             first_seen=group[0].start,
@@ -565,7 +599,7 @@ def router(rows: list[TurnRow]) -> list[PolicyFigures]:
             turns=len(group),
             patterns=dict(Counter(row.pattern for row in group).most_common()),
             compound_rate=_ratio(sum(row.compound for row in group), len(group)),
-            median_credits={pattern: _median(values)
+            median_credits={pattern: _median(values) if values else None
                             for pattern, values in sorted(credits.items())},
         ))
     return figures
@@ -610,7 +644,8 @@ class _Sums:
         # turns routed, compound (of those), judged and rejected (of those)
         self.counts = counts
         self.outcomes = outcomes  # outcome -> [turns, the index of its first turn]
-        # model, leg kind -> [legs, calls, nano-credits, input, output, cache read, cache write]
+        # model, leg kind -> [legs, calls, nano-credits, calls of unknown credits, input,
+        # output, cache read, cache write]
         self.by_model, self.by_kind = by_model, by_kind
 
     @classmethod
@@ -627,7 +662,7 @@ class _Sums:
                 outcomes[row.outcome] = [1, index]
             else:
                 seen[0] += 1
-            credits += round(row.credits * 1e9)
+            credits += round((row.credits or 0.0) * 1e9)
             tools += row.printed.tool_count
             if row.outcome != ROUTE_FAILED_OUTCOME:
                 routed += 1
@@ -635,7 +670,7 @@ class _Sums:
             verdicts = False
             rejecting = False
             for leg in row.legs:
-                nano = round(leg.credits * 1e9)
+                nano = round((leg.credits or 0.0) * 1e9)
                 if not leg.committed:
                     review_credits += nano
                 if leg.status in ("failed", "cancelled"):
@@ -646,16 +681,18 @@ class _Sums:
                 for spends, name in ((by_model, leg.model), (by_kind, leg.kind)):
                     found = spends.get(name)
                     if found is None:
-                        spends[name] = [1, leg.calls, nano, leg.input_tokens, leg.output_tokens,
+                        spends[name] = [1, leg.calls, nano, leg.unknown_credit_calls,
+                                        leg.input_tokens, leg.output_tokens,
                                         leg.cache_read_tokens, leg.cache_write_tokens]
                     else:
                         found[0] += 1
                         found[1] += leg.calls
                         found[2] += nano
-                        found[3] += leg.input_tokens
-                        found[4] += leg.output_tokens
-                        found[5] += leg.cache_read_tokens
-                        found[6] += leg.cache_write_tokens
+                        found[3] += leg.unknown_credit_calls
+                        found[4] += leg.input_tokens
+                        found[5] += leg.output_tokens
+                        found[6] += leg.cache_read_tokens
+                        found[7] += leg.cache_write_tokens
             judged += verdicts
             rejected += rejecting
         return cls(len(indices), (credits, review_credits, failed_legs, tools, routed, compound,
@@ -680,22 +717,25 @@ class _Sums:
 
     def group(self, key: str, new_policy_versions: list[str]) -> Group:
         return Group(*self._headline(), key,
-                     {model: _credits(sums[2]) for model, sums in sorted(self.by_model.items())},
+                     {model: _shown(nano, unknown)
+                      for model, (_, _, nano, unknown, *_) in sorted(self.by_model.items())},
                      new_policy_versions)
 
     def spends(self) -> tuple[list[Spend], list[Spend]]:
         """Their legs' spends by model and by leg kind, the biggest spender first."""
-        return tuple(_biggest_first([Spend(name, legs, calls, _credits(nano), *tokens)
-                                     for name, (legs, calls, nano, *tokens) in spends.items()])
+        return tuple(_biggest_first([Spend(name, legs, calls, _shown(nano, unknown), unknown,
+                                           *tokens)
+                                     for name, (legs, calls, nano, unknown, *tokens) in spends.items()])
                      for spends in (self.by_model, self.by_kind))
 
     def _headline(self) -> tuple:
         credits, review_credits, failed_legs, tools, routed, compound, judged, rejected = self.counts
-        _, calls, leg_credits, input_tokens, _, cache_read_tokens, _ = (
-            map(sum, zip(*self.by_model.values())) if self.by_model else (0,) * 7)
+        _, calls, leg_credits, unknown, input_tokens, _, cache_read_tokens, _ = (
+            map(sum, zip(*self.by_model.values())) if self.by_model else (0,) * 8)
         # The most first, ties in the order they first came (as Counter.most_common).
         ordered = sorted(self.outcomes.items(), key=lambda item: (-item[1][0], item[1][1]))
-        return (self.turns, _credits(credits), calls, {name: n for name, (n, _) in ordered},
+        return (self.turns, _shown(credits, unknown), unknown, calls,
+                {name: n for name, (n, _) in ordered},
                 _ratio(compound, routed), judged, rejected, _ratio(rejected, judged),
                 _ratio(_credits(review_credits), _credits(leg_credits)),
                 _ratio(cache_read_tokens, input_tokens), failed_legs, tools)
@@ -763,17 +803,20 @@ def _merged(parts: dict, key) -> dict[str, _Sums]:
 
 def check_figures(check: Reconciliation) -> Check:
     """A check of the CLI's totals as the report shows it: what a report's cache keeps of it,
-    10,000 of them where a watch of 10,000 sessions starts."""
+    10,000 of them where a watch of 10,000 sessions starts. Our credits of a model with a call
+    of unknown credits are unknown (None) and not compared, as the check does not."""
     differences = []
     for model in sorted(check.ours.keys() | check.theirs.keys()) if check.ours != check.theirs else ():
         ours, theirs = check.ours.get(model, Usage()), check.theirs.get(model, Usage())
-        if ours != theirs:
-            differences.append({"model": model, "ours": _figures(ours), "cli": _figures(theirs)})
+        unpriced = model in check.unpriced
+        if (replace(ours, nano_aiu=theirs.nano_aiu) if unpriced else ours) != theirs:
+            differences.append({"model": model, "ours": _figures(ours, unpriced),
+                                "cli": _figures(theirs)})
     return Check(check.session_id, check.source, check.scope, check.agrees, differences)
 
 
-def _figures(usage: Usage) -> dict:
-    return {"credits": _credits(usage.nano_aiu), "calls": usage.request_count,
+def _figures(usage: Usage, unpriced: bool = False) -> dict:
+    return {"credits": None if unpriced else _credits(usage.nano_aiu), "calls": usage.request_count,
             "input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens,
             "cache_read_tokens": usage.cache_read_tokens,
             "cache_write_tokens": usage.cache_write_tokens}
@@ -783,9 +826,16 @@ def _credits(nano_aiu: int) -> float:
     return nano_aiu / 1e9
 
 
-def _total(credits) -> float:
-    """A sum of credits, rounded to the nano-credit the log counts in (not float noise)."""
-    return round(sum(credits), 9)
+def _shown(nano_aiu: int, unknown: int) -> float | None:
+    """The known credits of some calls, `unknown` more of unknown credits: None when those
+    leave nothing known (0 known beside an unknown is no figure), so that parts add up to
+    their whole in any order."""
+    return None if unknown and not nano_aiu else nano_aiu / 1e9
+
+
+def _nano(credits) -> int:
+    """Credits (None: unknown, so none) added up in nano-credits, as the log counts them."""
+    return sum(round(value * 1e9) for value in credits if value is not None)
 
 
 def _median(values: list[float]) -> float:
@@ -851,6 +901,7 @@ def turn_data(turn: Turn) -> list:
         row.routing_ms, row.degraded_reason, row.route_failure_reason,
         [[getattr(leg, name) for name in _LEG_FIELDS] for leg in row.legs],
         [row.printed.text, row.printed.start_at, row.printed.tool_count], row.policy_version,
+        row.unknown_credit_calls,
     ]
 
 
@@ -858,10 +909,10 @@ def row_from_data(data: list, tz: tzinfo | None) -> TurnRow:
     """The TurnRow that turn_row(turn, tz) gives, from turn_data(turn)."""
     (start_ns, _models, session_id, fusion_id, kind, model, pattern, outcome, compound, credits,
      calls, duration_ms, routing_ms, degraded_reason, route_failure_reason, legs, printed,
-     policy_version) = data
+     policy_version, unknown_credit_calls) = data
     return TurnRow(session_id, fusion_id, kind, model, moment(start_ns, tz), pattern, outcome,
-                   compound, credits, calls, duration_ms, routing_ms, degraded_reason,
-                   route_failure_reason, [LegRow(*leg) for leg in legs],
+                   compound, credits, unknown_credit_calls, calls, duration_ms, routing_ms,
+                   degraded_reason, route_failure_reason, [LegRow(*leg) for leg in legs],
                    TurnJson(*printed), policy_version)
 
 
@@ -869,17 +920,21 @@ def row_from_data(data: list, tz: tzinfo | None) -> TurnRow:
 # gives it back), and those of a leg's (LegRow's fields): every way a row may be typed, so
 # that the rows of the report's cache are checked by the set of their types.
 _NUMBER = (int, float)
-_ROW_TYPES = ((int,), (list,), (str,), (str,), (str,), (str,), (str,), (str,), (bool,), _NUMBER,
-              (int,), _NUMBER, (*_NUMBER, type(None)), (str, type(None)), (str, type(None)),
-              (list,), (list,), (str, type(None)))
+_OPTIONAL_NUMBER = (*_NUMBER, type(None))
+_ROW_TYPES = ((int,), (list,), (str,), (str,), (str,), (str,), (str,), (str,), (bool,),
+              _OPTIONAL_NUMBER, (int,), _NUMBER, _OPTIONAL_NUMBER, (str, type(None)),
+              (str, type(None)), (list,), (list,), (str, type(None)), (int,))
 _LEG_TYPES = ((str,), (str,), (str,), (str,), (str, type(None)), (bool,), _NUMBER, _NUMBER,
-              (int,), _NUMBER, (int,), (int,), (int,), (int,), (str, type(None)))
+              (int,), _OPTIONAL_NUMBER, (int,), (int,), (int,), (int,), (int,), (str, type(None)))
 _ROW_SHAPES = frozenset(itertools.product(*_ROW_TYPES))
 _LEG_SHAPES = frozenset(itertools.product(*_LEG_TYPES))
 _PRINTED_SHAPES = frozenset({(bytes, int, int), (memoryview, int, int)})  # TurnJson's fields
 _BOUND = 2**63  # of the figures' sum: every sum and conversion of one stays finite
-_ROW_FIGURES = operator.itemgetter(9, 10, 11)  # credits, calls, duration_ms
-_LEG_FIGURES = operator.itemgetter(6, 7, 8, 9, 10, 11, 12, 13)  # start_ms to cache_write_tokens
+_ROW_FIGURES = operator.itemgetter(10, 11, 18)  # calls, duration_ms, unknown_credit_calls
+_ROW_OPTIONAL_FIGURES = operator.itemgetter(9, 12)  # credits, routing_ms
+# start_ms, duration_ms, calls, then unknown_credit_calls to cache_write_tokens
+_LEG_FIGURES = operator.itemgetter(6, 7, 8, 10, 11, 12, 13, 14)
+_LEG_CREDITS = operator.itemgetter(9)
 _IS_SET = functools.partial(operator.is_not, None)
 
 
@@ -913,8 +968,9 @@ def check_turn_rows(rows: list) -> None:
         raise ValueError("a cached turn's JSON has a place or a count below 0")
     figures = itertools.chain(
         itertools.chain.from_iterable(map(_ROW_FIGURES, rows)),
-        filter(_IS_SET, map(operator.itemgetter(12), rows)),  # routing_ms
-        itertools.chain.from_iterable(map(_LEG_FIGURES, legs)), places)
+        filter(_IS_SET, itertools.chain.from_iterable(map(_ROW_OPTIONAL_FIGURES, rows))),
+        itertools.chain.from_iterable(map(_LEG_FIGURES, legs)),
+        filter(_IS_SET, map(_LEG_CREDITS, legs)), places)
     try:
         if not sum(map(abs, figures)) < _BOUND:  # a NaN or an infinity is never below it
             raise ValueError("a cached turn's figures are out of range")

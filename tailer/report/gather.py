@@ -203,6 +203,7 @@ class Gathered:
     damaged_lines: int = 0
     problems: dict[str, str] = field(factory=dict)  # session id -> why it was not read
     cache_problem: str | None = None  # one line: the cache was ignored, or not saved
+    states: dict[str, bytes] = field(factory=dict)  # session id -> its log's state (ledger.py)
 
 
 def gather(logs: dict[str, Path], wanted: set[str], selection: Selection, tz: tzinfo | None, *,
@@ -223,6 +224,7 @@ def gather(logs: dict[str, Path], wanted: set[str], selection: Selection, tz: tz
             entry = refreshed.entries[session_id]
             gathered.damaged_lines += entry.damaged_lines
             gathered.checks += map(cache.check_from_data, entry.checks)
+            gathered.states[session_id] = entry.state
             ending, flying = _at_end(session_id, entry, now)
             gathered.rows += (row for row, _ in wanted_rows(entry.turns + ending, selection, tz))
             gathered.in_flight += filter(selection.wants, flying)

@@ -18,6 +18,7 @@ import math
 from html import escape
 from importlib import resources
 
+from ..turns import ledger_check
 from ..wording import counted
 from .figures import Snapshot, TurnRow
 
@@ -38,10 +39,10 @@ def render(snap: Snapshot) -> str:
         subtitle=escape(_subtitle(snap)),
         cards=_cards(snap),
         kinds=_kind_table(snap),
-        checks=_checks(snap),
+        checks=_checks(snap) + _ledger(snap),
         days=_day_chart(snap, colors),
-        model_share=_share(snap.by_model, colors, sum(use.credits for use in snap.by_model),
-                           parts=True),
+        model_share=_share(snap.by_model, colors,
+                           sum(use.credits or 0.0 for use in snap.by_model), parts=True),
         kind_share=_share(snap.by_leg_kind, _kind_colors(snap), snap.headline.credits),
         patterns=_pattern_table(snap),
         router=_router_table(snap),
@@ -88,8 +89,10 @@ def _cards(snap: Snapshot) -> str:
               if head.judged_turns else "no turn judged")
     cards = [
         ("turns", head.turns, str(head.turns), "HydraFusion: " + (outcomes or "no turns")),
-        ("credits", head.credits, f"{head.credits:.2f}",
-         f"HydraFusion turns: {head.calls} calls"),
+        ("credits", head.credits, _money(head.credits),
+         f"HydraFusion turns: {head.calls} calls" + (
+             f", {head.unknown_credit_calls} of unknown credits left out"
+             if head.unknown_credit_calls else "")),
         ("compound_rate", head.compound_rate, _percent(head.compound_rate),
          "routed turns on more than one model"),
         ("judge_rejection_rate", head.judge_rejection_rate,
@@ -102,7 +105,7 @@ def _cards(snap: Snapshot) -> str:
     labels = {"compound_rate": "compound rate", "judge_rejection_rate": "judge rejection rate",
               "review_share": "review share", "cache_share": "cache share of input"}
     return "\n".join(
-        f'<div class="card" data-figure="{name}" data-value="{"" if raw is None else raw!r}">'
+        f'<div class="card" data-figure="{name}" data-value="{_raw(raw)}">'
         f'<div class="value">{escape(shown)}</div>'
         f'<div class="label">{escape(labels.get(name, name))}</div>'
         f'<div class="note">{escape(note)}</div></div>'
@@ -115,13 +118,15 @@ def _kind_table(snap: Snapshot) -> str:
     kinds = snap.by_kind
     rows = [
         ("prompts", [str(k.turns) for k in kinds]),
-        ("credits", [f"{k.credits:.2f}" for k in kinds]),
-        ("median credits", [f"{k.median_credits:.2f}" for k in kinds]),
+        ("credits", [_money(k.credits, k.unknown_credit_calls) for k in kinds]),
+        ("median credits", [_money(k.median_credits) for k in kinds]),
         ("model calls", [str(k.calls) for k in kinds]),
         ("calls / prompt", [f"{k.calls / k.turns:.1f}" if k.turns else "–" for k in kinds]),
         ("tool calls", [str(k.tools) for k in kinds]),
         ("median time", [f"{k.median_duration_ms / 1000:.1f} s" for k in kinds]),
     ]
+    if any(k.unknown_credit_calls for k in kinds):
+        rows.insert(4, ("calls of unknown credits", [str(k.unknown_credit_calls) for k in kinds]))
     head = "".join(f"<th>{escape(k.kind)}</th>" for k in kinds)
     body = "".join(
         f"<tr><td>{escape(name)}</td>"
@@ -144,8 +149,8 @@ def _checks(snap: Snapshot) -> str:
                   else '<b class="good">every one matches our sums</b>') + "</p>")
     rows = "".join(
         f"<tr><td>{escape(check.session_id[:8])}</td><td>{escape(check.source)}</td>"
-        f"<td>{escape(d['model'])}</td><td>{d['ours']['credits']:.4f}</td>"
-        f"<td>{d['cli']['credits']:.4f}</td><td>{d['ours']['calls']}</td>"
+        f"<td>{escape(d['model'])}</td><td>{_money(d['ours']['credits'], digits=4)}</td>"
+        f"<td>{_money(d['cli']['credits'], digits=4)}</td><td>{d['ours']['calls']}</td>"
         f"<td>{d['cli']['calls']}</td></tr>"
         for check in wrong for d in check.differences)
     if not rows:
@@ -155,6 +160,31 @@ def _checks(snap: Snapshot) -> str:
                       f'<th>CLI calls</th></tr></thead><tbody>{rows}</tbody></table>')
 
 
+def _ledger(snap: Snapshot) -> str:
+    """The logs against the CLI's ledger: one line, a row per session that differs, and
+    those it holds without a log; nothing when it was not checked."""
+    found = snap.ledger
+    if found is None or found.status != ledger_check.CHECKED:
+        return ""
+    summary = (f'<p class="checks ledger" data-checked="{found.sessions_checked}" '
+               f'data-differ="{len(found.differ)}">'
+               + (f'<b class="bad">{escape(ledger_check.summary(found))}</b>' if found.differ
+                  else f'<b class="good">{escape(ledger_check.summary(found))}</b>') + "</p>")
+    rows = "".join(
+        f"<tr><td>{escape(differs.session_id[:8])}</td>"
+        f"<td>{escape(ledger_check.described(differs))}</td></tr>" for differs in found.differ)
+    rows += "".join(
+        f"<tr><td>{escape(only.session_id[:8])}</td><td>in the CLI's ledger without a log: "
+        f"{counted(only.cli.calls, 'call')}</td></tr>" for only in found.only_in_ledger)
+    if found.only_in_ledger_unnamed:
+        rows += (f"<tr><td></td><td>{counted(found.only_in_ledger_unnamed, 'more session')} "
+                 "in the CLI's ledger without a log</td></tr>")
+    if not rows:
+        return summary
+    return summary + ('<table class="figures"><thead><tr><th>session</th><th>the log against '
+                      f"the CLI's ledger</th></tr></thead><tbody>{rows}</tbody></table>")
+
+
 def _day_chart(snap: Snapshot, colors: dict[str, str]) -> str:
     """Stacked bars, one per day with turns, the biggest spender at the bottom."""
     days = snap.by_day
@@ -162,7 +192,7 @@ def _day_chart(snap: Snapshot, colors: dict[str, str]) -> str:
         return '<p class="empty">No turns.</p>'
     width, height, left, bottom, top = 720, 200, 48, 28, 10
     plot_w, plot_h = width - left - 8, height - bottom - top
-    most = _nice_ceiling(max(day.credits for day in days))
+    most = _nice_ceiling(max(day.credits or 0.0 for day in days))
     step = plot_w / len(days)
     bar = max(1.0, min(48.0, step * 0.7))
     parts = [f'<svg class="chart" viewBox="0 0 {width} {height}" role="img" '
@@ -178,7 +208,7 @@ def _day_chart(snap: Snapshot, colors: dict[str, str]) -> str:
         x = left + step * index + (step - bar) / 2
         y = top + plot_h
         for spend in snap.by_model:
-            credits = day.credits_by_model.get(spend.name, 0.0)
+            credits = day.credits_by_model.get(spend.name) or 0.0
             if credits <= 0:
                 continue
             h = plot_h * credits / most
@@ -189,7 +219,7 @@ def _day_chart(snap: Snapshot, colors: dict[str, str]) -> str:
                 f'{credits:.2f} credits</title></rect>')
         parts.append(f'<rect class="day-hit" x="{x:.1f}" y="{top}" width="{bar:.1f}" '
                      f'height="{plot_h}"><title>{escape(day.key)}: {day.turns} turns, '
-                     f'{day.credits:.2f} credits</title></rect>')
+                     f'{_money(day.credits, day.unknown_credit_calls)} credits</title></rect>')
         if index % label_every == 0:
             parts.append(f'<text class="axis" x="{x + bar / 2:.1f}" y="{height - 8}" '
                          f'text-anchor="middle">{escape(day.key[5:])}</text>')
@@ -211,34 +241,44 @@ def _policy_mark(x: float, top: float, plot_h: float, day: str, versions: list[s
             f'first seen</title></g>')
 
 
-def _share(spends: list, colors: dict[str, str], total: float, parts: bool = False) -> str:
+def _share(spends: list, colors: dict[str, str], total: float | None, parts: bool = False) -> str:
     """One bar split by share of credits, and a legend with the figures; with `parts`
-    (models: ModelUse), the credits of their fusion legs and ordinary calls apart too."""
-    if not total:
+    (models: ModelUse), the credits of their fusion legs and ordinary calls apart too. A
+    model whose credits are unknown keeps its row, its calls and tokens: only its credits
+    and share are unknown (–)."""
+    if not spends:
         return '<p class="empty">No credits.</p>'
     bar, rows = [], []
     for spend in spends:
-        share = spend.credits / total
+        share = spend.credits / total if total and spend.credits is not None else None
         color = colors[spend.name]
-        bar.append(f'<span style="width:{100 * share:.3f}%;background:{color}" '
-                   f'title="{escape(spend.name)}: {100 * share:.1f}%"></span>')
+        if share:
+            bar.append(f'<span style="width:{100 * share:.3f}%;background:{color}" '
+                       f'title="{escape(spend.name)}: {100 * share:.1f}%"></span>')
         rows.append(
-            f'<tr data-name="{escape(spend.name)}" data-credits="{spend.credits!r}">'
+            f'<tr data-name="{escape(spend.name)}" data-credits="{_raw(spend.credits)}" '
+            f'data-unknown="{spend.unknown_credit_calls}">'
             f'<td><i style="background:{color}"></i>{escape(spend.name)}</td>'
-            f'<td>{spend.legs}</td><td>{spend.calls}</td><td>{spend.credits:.2f}</td>'
-            + (f'<td>{spend.fusion.credits:.2f}</td><td>{spend.ordinary.credits:.2f}</td>'
+            f'<td>{spend.legs}</td><td>{spend.calls}</td>'
+            f'<td>{_money(spend.credits, spend.unknown_credit_calls)}</td>'
+            + (f'<td>{_money(spend.fusion.credits, spend.fusion.unknown_credit_calls)}</td>'
+               f'<td>{_money(spend.ordinary.credits, spend.ordinary.unknown_credit_calls)}</td>'
                if parts else "")
-            + f'<td>{100 * share:.1f}%</td></tr>')
+            + f'<td>{_tokens(spend.input_tokens)}</td><td>{_tokens(spend.output_tokens)}</td>'
+            + f'<td>{_percent(share)}</td></tr>')
     part_heads = "<th>in HydraFusion turns</th><th>in ordinary prompts</th>" if parts else ""
     return (f'<div class="share-bar">{"".join(bar)}</div><table class="figures"><thead><tr>'
-            f'<th></th><th>legs</th><th>calls</th><th>credits</th>{part_heads}<th>share</th>'
+            f'<th></th><th>legs</th><th>calls</th><th>credits</th>{part_heads}'
+            f'<th>input tokens</th><th>output tokens</th><th>share</th>'
             f'</tr></thead><tbody>{"".join(rows)}</tbody></table>')
 
 
 def _pattern_table(snap: Snapshot) -> str:
     rows = "".join(
-        f'<tr><td>{escape(p.pattern)}</td><td>{p.turns}</td><td>{p.credits:.2f}</td>'
-        f'<td>{p.median_credits:.2f}</td><td>{p.min_credits:.2f} – {p.max_credits:.2f}</td></tr>'
+        f'<tr><td>{escape(p.pattern)}</td><td>{p.turns}</td>'
+        f'<td>{_money(p.credits, p.unknown_credit_calls)}</td><td>{_money(p.median_credits)}</td>'
+        f'<td>{"–" if p.min_credits is None else f"{p.min_credits:.2f} – {p.max_credits:.2f}"}'
+        f'</td></tr>'
         for p in snap.by_pattern)
     return ('<table class="figures"><thead><tr><th>pattern</th><th>turns</th><th>credits</th>'
             '<th>median per turn</th><th>range</th></tr></thead>'
@@ -254,7 +294,7 @@ def _router_table(snap: Snapshot) -> str:
         f'<td>{escape(policy.policy_version or "unknown")}</td>'
         f'<td>{escape(_minute(policy.first_seen))}</td><td>{escape(_minute(policy.last_seen))}</td>'
         f'<td>{policy.turns}</td><td>{_percent(policy.compound_rate)}</td><td>'
-        + ", ".join(f"{escape(pattern)} {turns} ({policy.median_credits[pattern]:.2f})"
+        + ", ".join(f"{escape(pattern)} {turns} ({_money(policy.median_credits[pattern])})"
                     for pattern, turns in policy.patterns.items())
         + "</td></tr>"
         for policy in snap.router)
@@ -290,16 +330,18 @@ def _turn_object(turn: TurnRow, index: dict[str, int]) -> dict:
     calls, tools = turn.printed.calls_and_tools()
     return {
         "t": turn.start, "s": turn.session_id, "f": turn.fusion_id, "k": turn.kind,
-        "p": turn.pattern, "o": turn.outcome, "c": round(turn.credits, 4), "n": turn.calls,
+        "p": turn.pattern, "o": turn.outcome, "c": _rounded(turn.credits, 4),
+        "u": turn.unknown_credit_calls, "n": turn.calls,
         "d": round(turn.duration_ms, 1), "r": turn.routing_ms,
         "why": turn.degraded_reason or turn.route_failure_reason, "pv": turn.policy_version,
         "l": [{"m": index[leg.model], "k": leg.kind, "s": leg.status, "v": leg.verdict,
                "a": int(leg.committed), "t": round(leg.start_ms, 1), "d": leg.duration_ms,
-               "c": round(leg.credits, 4), "n": leg.calls, "i": leg.input_tokens,
+               "c": _rounded(leg.credits, 4), "u": leg.unknown_credit_calls, "n": leg.calls,
+               "i": leg.input_tokens,
                "o": leg.output_tokens, "h": leg.cache_read_tokens}
               for leg in turn.legs],
         "calls": [{"g": call.leg, "m": index[call.model], "t": round(call.start_ms, 1),
-                   "d": call.duration_ms, "c": round(call.credits, 4), "i": call.input_tokens,
+                   "d": call.duration_ms, "c": _rounded(call.credits, 4), "i": call.input_tokens,
                    "o": call.output_tokens, "h": call.cache_read_tokens, "f": call.finish_reason}
                   for call in calls],
         "tools": [{"g": tool.leg, "n": tool.name, "ok": tool.success, "t": round(tool.start_ms, 1),
@@ -318,6 +360,30 @@ def _nice_ceiling(value: float) -> float:
 
 def _percent(value: float | None) -> str:
     return "–" if value is None else f"{100 * value:.1f}%"
+
+
+def _money(credits: float | None, unknown: int = 0, digits: int = 2) -> str:
+    """Credits as the page shows them: `–` when none is known, `≥` before those that leave
+    out calls of unknown credits (figures.py)."""
+    if credits is None:
+        return "–"
+    return ("≥" if unknown else "") + f"{credits:.{digits}f}"
+
+
+def _raw(value: float | None) -> str:
+    """A figure for a data- attribute: empty when it is unknown."""
+    return "" if value is None else repr(value)
+
+
+def _rounded(value: float | None, digits: int) -> float | None:
+    return None if value is None else round(value, digits)
+
+
+def _tokens(count: int) -> str:
+    for limit, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if count >= limit:
+            return f"{count / limit:.1f}{suffix}"
+    return str(count)
 
 
 def _minute(moment: str) -> str:

@@ -52,12 +52,14 @@ class LiveTurns:
     The first pass starts from the report's cache (`cache_path`, None: none), as a report
     does (gather.refresh): a log unchanged since is not read, and one that changed is read
     on from where the cache stopped; the cache is then written. A log whose cached state
-    has no open turn is resumed only once it changes again."""
+    has no open turn is resumed only once it changes again; the logs it must read, in
+    `workers` processes (None: one per CPU), as a report reads them."""
 
     def __init__(self, state_dir: Path, selection: Selection, *, zone: tzinfo | None = None,
                  watcher: SessionWatcher | None = None, clock: Callable[[], float] = time.time,
-                 cache_path: Path | None = None):
+                 cache_path: Path | None = None, workers: int | None = None):
         self.selection = selection
+        self.workers = workers or gather.default_jobs()
         self.zone = zone
         self.watcher = watcher or SessionWatcher(state_dir)
         self.clock = clock
@@ -137,7 +139,7 @@ class LiveTurns:
         it), read where it changed."""
         wanted = {session_id for session_id in logs if self.selection.wants_session(session_id)}
         refreshed, self.cache_problem = gather.through_cache(self.cache_path, logs, wanted,
-                                                             workers=gather.default_jobs(), looked=looked)
+                                                             workers=self.workers, looked=looked)
         self.reader.problems.update(refreshed.problems)
         with gather.lasting_objects():  # the rows live as long as the watch
             for session_id in sorted(wanted & refreshed.entries.keys()):
@@ -245,7 +247,7 @@ def watch(state_dir: Path, selection: Selection, filters: dict[str, str], out: T
           color: bool, zone: tzinfo | None = None, on_pass: Callable[[], object] | None = None,
           terminal_size: Callable[[], os.terminal_size] = shutil.get_terminal_size,
           clock: Callable[[], float] = time.time, watcher: SessionWatcher | None = None,
-          cache_path: Path | None = None) -> int:
+          cache_path: Path | None = None, jobs: int | None = None) -> int:
     """Redraw `out` whenever a turn finishes, a turn starts, a turn in flight moves on (a
     record arrives; its elapsed time ticks each second), the terminal is resized or the
     minute changes (the live line says how long ago the last turn was); until Ctrl-C.
@@ -254,7 +256,7 @@ def watch(state_dir: Path, selection: Selection, filters: dict[str, str], out: T
     Only a change the table shows makes the table again: the minute's redraw of an idle
     watch over thousands of turns costs the live lines alone."""
     live = LiveTurns(state_dir, selection, zone=zone, watcher=watcher, clock=clock,
-                     cache_path=cache_path)
+                     cache_path=cache_path, workers=jobs)
     out.write(HIDE_CURSOR + CURSOR_HOME + CLEAR_BELOW + "reading the session logs..." + CLEAR_LINE_END)
     out.flush()
     drawn = tabled = table_text = None
@@ -287,8 +289,11 @@ def watch(state_dir: Path, selection: Selection, filters: dict[str, str], out: T
     except KeyboardInterrupt:
         return 0
     finally:
-        out.write(SHOW_CURSOR)
-        out.flush()
+        try:
+            out.write(SHOW_CURSOR)
+            out.flush()
+        except OSError:
+            pass  # the terminal hung up: no cursor to show, and nobody to tell
         live.close()
 
 

@@ -52,6 +52,13 @@
     return Math.floor(s / 3600) + " h " + String(Math.floor((s % 3600) / 60)).padStart(2, "0") + " min";
   }
 
+  // Credits as the page's figures show them (tailer/report/html.py _money): null is unknown,
+  // and `unknown` calls of unknown credits make the figure a lower bound.
+  function money(credits, unknown, digits) {
+    if (credits === null) return "–";
+    return (unknown ? "≥" : "") + credits.toFixed(digits);
+  }
+
   function legNote(leg) {
     const notes = [];
     if (leg.v) notes.push(leg.v);
@@ -131,7 +138,7 @@
       legs.appendChild(chip);
     });
     tr.appendChild(legs);
-    tr.appendChild(el("td", "num", turn.c.toFixed(2)));
+    tr.appendChild(el("td", "num", money(turn.c, turn.u, 2)));
     tr.appendChild(el("td", "num", String(turn.n)));
     tr.appendChild(el("td", "num", String(turn.tools.length)));
     tr.appendChild(el("td", "num", seconds(turn.d)));
@@ -233,7 +240,7 @@
         bar = svg("rect", { class: classes.join(" "), x: x(leg.t), y: y + 4, width: width(leg),
                             height: 14, rx: 3, fill: color(leg) });
         bar.appendChild(svg("title", {}, lane.label + ": " + seconds(leg.d) + ", " +
-          leg.c.toFixed(2) + " credits, " + leg.n + " calls, " + leg.i + " input tokens (" +
+          money(leg.c, leg.u, 2) + " credits, " + leg.n + " calls, " + leg.i + " input tokens (" +
           leg.h + " from the cache), " + leg.o + " output tokens" +
           (legNote(leg) ? " (" + legNote(leg) + ")" : "")));
       } else {
@@ -244,7 +251,7 @@
         const block = svg("rect", { class: "call", x: x(call.t), y: y + 7, width: width(call),
                                     height: 8, fill: data.colors[call.m] });
         block.appendChild(svg("title", {}, "model call on " + data.models[call.m] + ": " +
-          seconds(call.d) + ", " + call.c.toFixed(3) + " credits, " + call.i + " input tokens (" +
+          seconds(call.d) + ", " + money(call.c, 0, 3) + " credits, " + call.i + " input tokens (" +
           call.h + " from the cache), " + call.o + " output tokens" + (call.f ? ", " + call.f : "")));
         figure.appendChild(block);
       }
@@ -269,7 +276,7 @@
     });
     const box = el("div", "waterfall-box");
     const facts = [turn.k === "fusion" ? turn.p : turn.k, turn.o.replace("_", " "),
-                   turn.c.toFixed(2) + " credits", turn.n + " calls", turn.tools.length + " tools",
+                   money(turn.c, turn.u, 2) + " credits", turn.n + " calls", turn.tools.length + " tools",
                    seconds(turn.d), "session " + turn.s, turn.f];
     if (turn.why) facts.splice(2, 0, turn.why);
     box.appendChild(el("p", "facts", facts.join(" · ")));

@@ -14,6 +14,7 @@ import re
 
 from ..printable import printable
 from ..wording import counted
+from ..turns import ledger_check
 from .figures import LegRow, Snapshot, Spend, TurnRow
 
 BOLD, DIM, RED, GREEN, YELLOW, MAGENTA = "1", "2", "31", "32", "33", "35"
@@ -68,7 +69,9 @@ def _sections(snap: Snapshot, width: int, paint) -> list[list[str]]:
     lines.append("")
     lines += _cards([
         ("turns", str(head.turns)),
-        ("credits", _credits(head.credits)),
+        ("credits", _credits(head.credits) + (
+            f" ({counted(head.unknown_credit_calls, 'call')} unknown)"
+            if head.unknown_credit_calls else "")),
         ("compound rate", _percent(head.compound_rate)),
         ("judge rejections", _percent(head.judge_rejection_rate)
          + (f" ({head.rejected_turns}/{head.judged_turns})" if head.judged_turns else "")),
@@ -84,19 +87,27 @@ def _sections(snap: Snapshot, width: int, paint) -> list[list[str]]:
         notes.append(f"{skipped['damaged_lines']} damaged lines skipped")
     if skipped["unreadable_logs"]:
         notes.append(f"{counted(skipped['unreadable_logs'], 'log')} unreadable")
-    lines += [_cut("above, HydraFusion turns only: " + ", ".join(notes), width), ""]
+    lines += [_cut("above, HydraFusion turns only: " + ", ".join(notes), width)]
+    unknown = sum(kind.unknown_credit_calls for kind in snap.by_kind)
+    if unknown:
+        lines.append(_cut(f"credits leave out {counted(unknown, 'call')} whose credits the CLI "
+                          "did not give: >= at least, - none known", width))
+    lines.append("")
     spend_headers = ["legs", "calls", "credits", "share", "input", "output", "cache read"]
     return [
         lines,
         _table(width, paint, ["BY KIND", "turns", "credits", "median", "calls", "tools",
                               "median time"], [
-            [k.kind, k.turns, _credits(k.credits), _credits(k.median_credits), k.calls, k.tools,
-             _duration(k.median_duration_ms)] for k in snap.by_kind
-        ]) + _checks(snap, width, paint),
+            [k.kind, k.turns, _credits(k.credits, k.unknown_credit_calls),
+             _credits(k.median_credits), k.calls, k.tools, _duration(k.median_duration_ms)]
+            for k in snap.by_kind
+        ]) + _paragraph(_checks(snap, width, paint) + _ledger(snap, width, paint)),
         _table(width, paint, ["BY MODEL, all use"] + spend_headers, _model_rows(snap)),
         _table(width, paint, ["BY PATTERN, HydraFusion", "turns", "credits", "median", "range"], [
-            [p.pattern, p.turns, _credits(p.credits), _credits(p.median_credits),
-             f"{_credits(p.min_credits)} - {_credits(p.max_credits)}"] for p in snap.by_pattern
+            [p.pattern, p.turns, _credits(p.credits, p.unknown_credit_calls),
+             _credits(p.median_credits),
+             "-" if p.min_credits is None else f"{_credits(p.min_credits)} - {_credits(p.max_credits)}"]
+            for p in snap.by_pattern
         ]),
         _table(width, paint, ["BY LEG KIND, HydraFusion"] + spend_headers,
                _spend_rows(snap.by_leg_kind, head.credits)),
@@ -122,7 +133,77 @@ def _checks(snap: Snapshot, width: int, paint) -> list[str]:
                 f"  {check.session_id[:8]} {check.source}: {difference['model']} ours "
                 f"{_credits(ours['credits'])} credits / {ours['calls']} calls, CLI "
                 f"{_credits(cli['credits'])} / {cli['calls']}"), width))
-    return lines + [""]
+    return lines
+
+
+def _paragraph(lines: list[str]) -> list[str]:
+    """Lines with a blank one after them, or none."""
+    return lines + [""] if lines else []
+
+
+LEDGER_ONLY_SHOWN = 10  # sessions of the CLI's ledger without a log named; JSON has them all
+
+
+def _ledger(snap: Snapshot, width: int, paint) -> list[str]:
+    """The logs against the CLI's ledger: one line, one per session that differs, those it
+    holds without a log. Nothing when it was not checked (stderr said why, if it was there)."""
+    found = snap.ledger
+    if found is None or found.status != ledger_check.CHECKED:
+        return []
+    summary = ledger_check.summary(found)
+    lines = [paint(RED, summary) + " (ours vs the ledger's)" if found.differ else summary]
+    for differs in found.differ:
+        lines += _wrapped(f"  {printable(differs.session_id[:8])} ", _differing(differs), width)
+    if found.credits_not_compared:
+        lines.append(f"  credits of {counted(found.credits_not_compared, 'session')} not "
+                     "compared: a call's credits unknown")
+    if found.not_in_ledger:
+        lines.append(f"  {counted(found.not_in_ledger, 'log')} with calls the ledger has none of")
+    if found.logs_without_start:
+        lines.append(f"  {counted(found.logs_without_start, 'log')} read without its start: "
+                     "not compared")
+    only = found.only_in_ledger
+    unnamed = found.only_in_ledger_unnamed
+    if only or unnamed:
+        lines.append("in the CLI's ledger without a log: "
+                     + counted(len(only) + unnamed, "session"))
+    for missing in only[:LEDGER_ONLY_SHOWN]:
+        credits = "unknown" if missing.cli.credits is None else _credits(missing.cli.credits)
+        lines.append(f"  {missing.session_id[:8]}: {counted(missing.cli.calls, 'call')}, "
+                     f"{credits} credits")
+    left = len(only) - LEDGER_ONLY_SHOWN + unnamed if len(only) > LEDGER_ONLY_SHOWN else unnamed
+    if left:
+        lines.append(f"  and {left} more (--format json lists them)")
+    return lines
+
+
+_LEDGER_WORDS = {"calls": "calls", "input_tokens": "input", "output_tokens": "output",
+                 "cache_read_tokens": "cache read", "cache_write_tokens": "cache write",
+                 "credits": "credits"}
+
+
+def _differing(differs) -> list[str]:
+    """`calls 2 vs 3`, `credits 1.75 vs 3.25`: each figure that differs, exact, both sides."""
+    def shown(value):
+        if value is None:
+            return "unknown"
+        return f"{value:.9g}" if isinstance(value, float) else str(value)
+
+    return [f"{_LEDGER_WORDS[name]} {shown(getattr(differs.ours, name))} vs "
+            f"{shown(getattr(differs.cli, name))}" for name in differs.figures]
+
+
+def _wrapped(head: str, parts: list[str], width: int) -> list[str]:
+    """`head` and the parts, comma-separated, on as many lines as `width` needs, the
+    continuation lines indented under the first part."""
+    lines, line = [], head
+    for index, part in enumerate(parts):
+        part += "," if index < len(parts) - 1 else ""
+        if line.strip() and len(line) + len(part) + 1 > width and line != head:
+            lines.append(line.rstrip())
+            line = " " * len(head)
+        line += part + " "
+    return [_cut(text, width) for text in lines + [line.rstrip()]]
 
 
 def _title(snap: Snapshot) -> str:
@@ -150,10 +231,11 @@ def _cards(cards: list[tuple[str, str]], width: int, paint) -> list[str]:
     return lines + ["".join(labels).rstrip(), "".join(values).rstrip()]
 
 
-def _spend_rows(spends: list[Spend], total: float, label: str | None = None) -> list[list]:
-    return [[label or s.name, s.legs, s.calls, _credits(s.credits),
-             _percent(s.credits / total if total else None), _count(s.input_tokens),
-             _count(s.output_tokens), _count(s.cache_read_tokens)] for s in spends]
+def _spend_rows(spends: list[Spend], total: float | None, label: str | None = None) -> list[list]:
+    return [[label or s.name, s.legs, s.calls, _credits(s.credits, s.unknown_credit_calls),
+             _percent(s.credits / total if total and s.credits is not None else None),
+             _count(s.input_tokens), _count(s.output_tokens), _count(s.cache_read_tokens)]
+            for s in spends]
 
 
 def _router_rows(snap: Snapshot) -> list[list]:
@@ -174,7 +256,7 @@ def _minute(moment: str) -> str:
 
 def _model_rows(snap: Snapshot) -> list[list]:
     """Each model's whole use, then its two parts when it has both, labelled."""
-    total = sum(use.credits for use in snap.by_model)
+    total = sum(use.credits or 0.0 for use in snap.by_model)
     rows = []
     for use in snap.by_model:
         rows += _spend_rows([use], total)
@@ -185,15 +267,17 @@ def _model_rows(snap: Snapshot) -> list[list]:
 
 
 def _day_table(snap: Snapshot, width: int, paint) -> list[str]:
-    rows = [[day.key, day.turns, _credits(day.credits)] for day in snap.by_day]
+    rows = [[day.key, day.turns, _credits(day.credits, day.unknown_credit_calls)]
+            for day in snap.by_day]
     lines = _table(width, paint, ["PER DAY, HydraFusion", "turns", "credits"], rows, blank=False)
     if not rows:
         return lines
     room = width - len(lines[1]) - 2
-    most = max(day.credits for day in snap.by_day) or 1
+    most = max(day.credits or 0.0 for day in snap.by_day) or 1
     for index, day in enumerate(snap.by_day, 1):
         if room > 4:
-            lines[index] += "  " + "#" * max(1 if day.credits else 0, round(room * day.credits / most))
+            credits = day.credits or 0.0
+            lines[index] += "  " + "#" * max(1 if credits else 0, round(room * credits / most))
     return lines + [""]
 
 
@@ -247,7 +331,7 @@ TURN_COLUMNS = (
     ("started", lambda turn: turn.start[11:19], False),
     ("session", lambda turn: printable(turn.session_id)[:8], False),
     ("pattern", lambda turn: _pattern(turn), False),
-    ("credits", lambda turn: _credits(turn.credits), True),
+    ("credits", lambda turn: _credits(turn.credits, turn.unknown_credit_calls), True),
     ("calls/tools", lambda turn: _counts(turn), True),
     ("duration", lambda turn: _duration(turn.duration_ms), True),
     ("outcome", lambda turn: printable(turn.outcome), False),
@@ -398,8 +482,12 @@ def _painter(color: bool):
     return paint
 
 
-def _credits(value: float) -> str:
-    return f"{value:.2f}"
+def _credits(value: float | None, unknown: int = 0) -> str:
+    """`12.50`; `>=12.50` when it leaves out `unknown` calls of unknown credits; `-` when
+    nothing of its credits is known (figures.py: None)."""
+    if value is None:
+        return "-"
+    return f">={value:.2f}" if unknown else f"{value:.2f}"
 
 
 def _percent(value: float | None) -> str:
@@ -460,7 +548,7 @@ def render_groups(snap: Snapshot, by: str, *, order: str = "asc", breakdown: boo
         groups = groups[::-1]
     rows = []
     for group in groups:
-        rows.append([group.key, group.turns, _credits(group.credits),
+        rows.append([group.key, group.turns, _credits(group.credits, group.unknown_credit_calls),
                      _percent(group.compound_rate), _percent(group.judge_rejection_rate),
                      _percent(group.review_share), group.calls, group.tools])
         rows += [["  ^ policy " + version + " first seen"] + [""] * len(GROUP_HEADERS)
@@ -468,7 +556,7 @@ def render_groups(snap: Snapshot, by: str, *, order: str = "asc", breakdown: boo
         if breakdown:
             rows += [["  " + model, "", _credits(credits), "", "", "", "", ""]
                      for model, credits in sorted(group.credits_by_model.items(),
-                                                  key=lambda item: (-item[1], item[0]))]
+                                                  key=lambda item: (-(item[1] or 0.0), item[0]))]
     lines = [paint(BOLD, _cut(_title(snap), width)), ""]
     lines += _table(width, paint, [f"BY {by.upper()}, HydraFusion"] + GROUP_HEADERS, rows)
     return "".join(_fit(line, width).rstrip() + "\n" for line in lines)

@@ -37,7 +37,7 @@ TURN_COLUMNS = ("session_id", "fusion_id", "turn_kind", "turn_start", "pattern",
 CSV_COLUMNS = TURN_COLUMNS + (
     "leg", "kind", "role", "model", "status", "verdict", "committed", "start_ms", "duration_ms",
     "calls", "tools", "input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens",
-    "credits", "failure_reason",
+    "credits", "failure_reason", "unknown_credit_calls",
 )
 CALL_COLUMNS = TURN_COLUMNS + (
     "call", "leg", "leg_kind", "model", "start_ms", "duration_ms", "input_tokens",
@@ -48,7 +48,8 @@ CALL_COLUMNS = TURN_COLUMNS + (
 def render_csv(snap: Snapshot) -> str:
     """One row per leg; `leg` is its index in the turn's legs, from 0, as in the JSON's
     `legs`, `model_calls[].leg` and `tools[].leg`. A turn without legs (an ordinary turn, or a fusion turn the CLI
-    stopped right after routing) gets one row with the leg columns empty."""
+    stopped right after routing) gets one row with the leg columns empty. `credits` is
+    empty where none of the leg's is known, and leaves out `unknown_credit_calls` calls."""
     out = io.StringIO()
     writer = _csv_writer(out)
     writer.writerow(CSV_COLUMNS)
@@ -61,7 +62,7 @@ def render_csv(snap: Snapshot) -> str:
                 _flag(leg.committed), round(leg.start_ms, 3), leg.duration_ms, leg.calls,
                 sum(tool.leg == index for tool in tools), leg.input_tokens,
                 leg.output_tokens, leg.cache_read_tokens, leg.cache_write_tokens, leg.credits,
-                leg.failure_reason,
+                leg.failure_reason, leg.unknown_credit_calls,
             ]))
         if not turn.legs:
             writer.writerow(_cells(head + [None] * (len(CSV_COLUMNS) - len(head))))
@@ -70,7 +71,8 @@ def render_csv(snap: Snapshot) -> str:
 
 def render_calls_csv(snap: Snapshot) -> str:
     """One row per model call (usage record), fusion and ordinary turns alike; `leg` is the
-    index (from 0) of the leg it served in its turn, empty for an ordinary turn's calls."""
+    index (from 0) of the leg it served in its turn, empty for an ordinary turn's calls;
+    `credits` empty for a call whose credits the log does not give."""
     out = io.StringIO()
     writer = _csv_writer(out)
     writer.writerow(CALL_COLUMNS)
@@ -113,7 +115,8 @@ def _cells(values: list) -> list:
 
 
 GROUP_COLUMNS = ("by", "key", "model", "turns", "credits", "compound_rate",
-                 "judge_rejection_rate", "review_share", "calls", "tools", "new_policy_versions")
+                 "judge_rejection_rate", "review_share", "calls", "tools",
+                 "unknown_credit_calls", "new_policy_versions")
 
 
 def render_groups_csv(snap: Snapshot, by: str, *, order: str = "asc",
@@ -129,10 +132,10 @@ def render_groups_csv(snap: Snapshot, by: str, *, order: str = "asc",
         writer.writerow(_cells([by, group.key, None, group.turns, group.credits,
                                 group.compound_rate, group.judge_rejection_rate,
                                 group.review_share, group.calls, group.tools,
-                                " ".join(group.new_policy_versions)]))
+                                group.unknown_credit_calls, " ".join(group.new_policy_versions)]))
         if breakdown:
             for model, credits in sorted(group.credits_by_model.items()):
-                writer.writerow(_cells([by, group.key, model, None, credits] + [None] * 6))
+                writer.writerow(_cells([by, group.key, model, None, credits] + [None] * 7))
     return out.getvalue()
 
 

@@ -13,14 +13,15 @@ Here:
 - a worker that dies, by any signal or any exit, ends `Pool.run` at once with WorkerDied:
   its answers' pipe reads as closed (each worker holds only its own pipes' ends);
 - leaving the pool's `with`, however (every answer in, WorkerDied, Ctrl-C, SIGTERM), kills
-  and reaps every worker, with SIGINT and SIGTERM held back meanwhile so that a second
+  and reaps every worker, with SIGINT, SIGTERM and SIGHUP held back meanwhile so that a second
   Ctrl-C cannot cut that short: a worker holds nothing an orderly end would save;
 - a worker ends by itself when the report ends however it ends (SIGKILL, SIGHUP, a crash):
   the lifeline is a pipe the report never writes to and each worker watches on a thread of
   its own, which sees it closed when the report's last end of it goes, with the report;
 - a worker ignores SIGINT (a Ctrl-C at a terminal reaches every process of the group: the
   report acts on it, and ends its workers) and takes the default action of every other
-  signal, SIGTERM included, where the report's handler would have made it an exception.
+  signal, SIGTERM and SIGHUP included, where the report's handler would have made them
+  an exception.
 
 Jobs and answers are pickled, each after its length; the function a worker runs is the one
 the pool was made with, which the fork copied, never sent.
@@ -37,7 +38,10 @@ import struct
 from typing import Callable, Iterator, NoReturn
 
 _LENGTH = struct.Struct("<Q")
-_HELD = {signal.SIGINT, signal.SIGTERM}  # while workers start and end
+_HELD = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}  # while workers start and end
+# Signals the report turns into KeyboardInterrupt (command.stops_as_interrupt), which a
+# worker must take by their default action instead.
+_DEFAULT = (signal.SIGTERM, signal.SIGHUP)
 
 
 class WorkerDied(Exception):
@@ -179,7 +183,8 @@ def _serve(function: Callable, jobs: int, answers: int, lifeline: int, mask: set
         for fd in others:
             os.close(fd)
         signal.signal(signal.SIGINT, signal.SIG_IGN)
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        for number in _DEFAULT:
+            signal.signal(number, signal.SIG_DFL)
         signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         _thread.start_new_thread(_end_with, (lifeline,))
         while (job := _read(jobs)) is not None:

@@ -206,10 +206,44 @@ class Turn:
             return self.calls_usage
         return self.completed.usage if self.completed is not None else self.legs_usage
 
+    def leg_credits(self, leg: LegEnded) -> tuple[int, int]:
+        """The leg's known credits (nano-AIU) and how many of its calls they leave out.
+
+        A call's record says whether its credits are known (ModelCall.credits_known). The
+        CLI writes a leg's `totalNanoAiu` as the sum of its calls that have credits (0 when
+        none has, as 1.0.102 does), so the leg's figure is its known credits, unless none of
+        its calls is known: then nothing is, whatever the figure. A leg that gives no figure
+        (`credits_given`) counts its calls' known credits, or, without records, leaves all
+        its requests out."""
+        calls = self.leg_calls(leg)
+        unknown = sum(not call.credits_known for call in calls)
+        if not calls and not leg.credits_given:
+            return 0, leg.usage.request_count
+        if unknown and unknown >= max(len(calls), leg.usage.request_count):
+            return 0, unknown
+        if leg.credits_given:
+            return leg.usage.nano_aiu, unknown
+        return sum(call.usage.nano_aiu for call in calls if call.credits_known), unknown
+
+    @property
+    def unknown_credit_calls(self) -> int:
+        """Model calls whose credits the log does not give: those of its legs (a fusion
+        turn's calls are counted by leg), or of its calls (an ordinary turn)."""
+        if self.ordinary:
+            return sum(not call.credits_known for call in self.calls)
+        return sum(self.leg_credits(leg)[1] for leg in self.legs)
+
+    @property
+    def known_nano_aiu(self) -> int:
+        """The credits the log gives: its legs' known ones, or its calls' (an ordinary turn)."""
+        if self.ordinary:
+            return sum(call.usage.nano_aiu for call in self.calls if call.credits_known)
+        return sum(self.leg_credits(leg)[0] for leg in self.legs)
+
     @property
     def credits_known(self) -> bool:
-        """False when the turn's credits are its calls' and one of them gives none."""
-        return not self.ordinary or all(call.credits_known for call in self.calls)
+        """False when a call of the turn gives no credits: its credits are then a lower bound."""
+        return self.unknown_credit_calls == 0
 
     @property
     def usage_mismatch(self) -> bool:
@@ -217,8 +251,8 @@ class Turn:
 
     @property
     def review_nano_aiu(self) -> int:
-        """Credits spent on legs that did not produce the answer."""
-        return sum(leg.usage.nano_aiu for leg in self.legs if not self.is_committed(leg))
+        """Credits spent on legs that did not produce the answer (the known ones)."""
+        return sum(self.leg_credits(leg)[0] for leg in self.legs if not self.is_committed(leg))
 
     @property
     def models(self) -> list[str]:

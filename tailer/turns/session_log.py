@@ -22,14 +22,16 @@ from __future__ import annotations
 
 import os
 from collections import Counter
-from pathlib import Path
-from typing import Iterator, NamedTuple
+from typing import TYPE_CHECKING, Iterator, NamedTuple
 
 from ..copilot import events
 from . import session_state
 from ..copilot.lines import Line, LineReader, Position
 from ..copilot.problems import log_problem
 from .assembly import IDLE_TIMEOUT_S, SessionTurns, Turn
+
+if TYPE_CHECKING:  # as in copilot/lines.py: a path is all it needs
+    from pathlib import Path
 
 INTERNAL_ERROR = "internal_error"
 
@@ -160,6 +162,28 @@ class SessionLog:
         except OSError:
             return []
         return self.turns.finish_open() if now - modified >= idle_timeout_s else []
+
+
+HEAD_LINES, HEAD_BYTES = 8, 65_536
+
+
+def holds_no_event(path: Path) -> bool:
+    """Whether the log has lines and none of its first HEAD_LINES (within HEAD_BYTES) is an
+    event: random bytes, or another program's file, where the CLI starts every log with
+    `session.start`. For a log that gave a command nothing (a fuller test, every line, is
+    doctor's); cheap: a real log decides on its first line. False when it cannot be read
+    (reading it says why)."""
+    try:
+        with open(path, "rb") as log:
+            head = log.read(HEAD_BYTES)
+            whole = not log.read(1)
+    except OSError:
+        return False
+    lines = head.split(b"\n")
+    if not whole:
+        lines.pop()  # cut short by HEAD_BYTES: not a line
+    lines = [line for line in lines if line.strip()][:HEAD_LINES]
+    return bool(lines) and not any(events.event_type_of(line.strip(b"\0 \t\r")) for line in lines)
 
 
 def finish_tombstone(session_id: str, saved: dict) -> list[Turn]:

@@ -49,6 +49,8 @@ class Plan:
     judge_score: int = 5  # >= 4 accepts
     critic_assessment: str = "approve"  # approve | revise
     judge_status: int = 200  # not 200: every call of the judge fails, and the turn degrades
+    # Models whose answers carry no `copilot_usage`: the CLI then has no credits for them.
+    unpriced: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -344,6 +346,11 @@ def _copilot_usage(model: str) -> dict:
         {"batch_size": 1, "cost_per_batch": 1, "token_count": 40, "token_type": "output"}]}
 
 
+def _billing(model: str, plan: Plan) -> dict:
+    """The `copilot_usage` member of an answer, none for the plan's unpriced models."""
+    return {} if model in plan.unpriced else {"copilot_usage": _copilot_usage(model)}
+
+
 def _completion(model: str, kind: str, body: dict, plan: Plan) -> dict:
     """A whole chat completion, for a call that did not ask for a stream."""
     reply = _reply(kind, body, plan)
@@ -353,7 +360,7 @@ def _completion(model: str, kind: str, body: dict, plan: Plan) -> dict:
     return {
         "id": f"chatcmpl-{uuid.uuid4().hex[:12]}", "object": "chat.completion",
         "created": int(time.time()), "model": model, "usage": USAGE,
-        "copilot_usage": _copilot_usage(model),
+        **_billing(model, plan),
         "choices": [{"index": 0, "message": message,
                      "finish_reason": "tool_calls" if reply.tool_call else "stop"}],
     }
@@ -370,7 +377,7 @@ def _chunks(model: str, kind: str, body: dict, plan: Plan) -> list[dict]:
                "model": model, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
         if usage is not None:
             out["usage"] = usage
-            out["copilot_usage"] = _copilot_usage(model)
+            out.update(_billing(model, plan))
         return out
 
     if reply.tool_call:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from tailer.commands import doctor
 from tailer.copilot import schema_drift
+from tailer.copilot.ledger import ledger_beside
 
 from . import reading
 from .driver import Outcome
@@ -62,6 +63,8 @@ class Report:
     schema_drift: schema_drift.Drift | None = None
     log_drift: bool = False
     totals_disagree: int = 0  # the CLI's own totals that the tailer's sums do not match
+    ledger: str = "absent"  # what checking the CLI's ledger (session-store.db) found
+    ledger_differs: int = 0  # sessions whose log and the CLI's ledger differ
 
     @property
     def recordable(self) -> bool:
@@ -71,7 +74,8 @@ class Report:
 
     @property
     def clean(self) -> bool:
-        return (self.recordable and not self.totals_disagree
+        return (self.recordable and not self.totals_disagree and not self.ledger_differs
+                and self.ledger in ("checked", "absent")
                 and not (self.schema_drift and self.schema_drift.any))
 
 
@@ -96,10 +100,12 @@ def report(outcome: Outcome, pinned_schema: Path | None) -> Report:
         result.scenarios[scenario.name] = "ok" if not found else "differs"
         result.problems += found
     if outcome.state_dir.is_dir():
-        findings = doctor.examine(outcome.state_dir)
+        findings = doctor.examine(outcome.state_dir, ledger_beside(outcome.state_dir))
         result.log_drift = bool(findings.unknown_types or findings.unknown_fields
                                 or findings.missing_fields or findings.malformed)
         result.totals_disagree = len(findings.disagreements)
+        result.ledger = findings.ledger.problem or findings.ledger.status
+        result.ledger_differs = len(findings.ledger.differ)
     if outcome.schema is not None:
         result.schema_drift = schema_drift.compare(schema_drift.load(outcome.schema))
         if pinned_schema is not None and pinned_schema.is_file():
@@ -136,4 +142,6 @@ def render(result: Report, pinned: str) -> str:
     out.append("")
     out.append("doctor on the logs: " + ("drift found" if result.log_drift else "no drift"))
     out.append(f"the CLI's own totals the tailer's sums disagree with: {result.totals_disagree}")
+    out.append(f"the CLI's ledger: {result.ledger}; sessions that differ from it: "
+               f"{result.ledger_differs}")
     return "\n".join(out) + "\n"

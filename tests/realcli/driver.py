@@ -39,7 +39,7 @@ _FEATURE_FLAGS = "HYDRAFUSION,DYNAMIC_AUTO_TIERS,HYDRAFUSION_PLAN_V2"
 
 
 class Unavailable(Exception):
-    """The CLI cannot be installed because the npm registry cannot be reached."""
+    """A package cannot be installed because the npm registry cannot be reached."""
 
 
 def pinned_version() -> str:
@@ -48,8 +48,14 @@ def pinned_version() -> str:
 
 def install(version: str, cache: Path = CACHE) -> Path:
     """The `copilot` launcher of this version, installed by npm on first use."""
-    prefix = cache / version
-    launcher = prefix / "node_modules" / ".bin" / "copilot"
+    return npm_install(PACKAGE, version, cache / version, "copilot")
+
+
+def npm_install(package: str, version: str, prefix: Path, command: str) -> Path:
+    """The launcher `command` of npm's `package` at `version`, installed into `prefix` on
+    first use (tests/ccusage.py installs ccusage so too). Unavailable when npm's registry
+    cannot be reached; RuntimeError when npm is missing or the install fails otherwise."""
+    launcher = prefix / "node_modules" / ".bin" / command
     if launcher.exists():
         return launcher
     npm = shutil.which("npm")
@@ -59,16 +65,16 @@ def install(version: str, cache: Path = CACHE) -> Path:
     try:
         done = subprocess.run(
             [npm, "install", "--prefix", str(prefix), "--no-audit", "--no-fund",
-             "--no-package-lock", "--loglevel=error", f"{PACKAGE}@{version}"],
+             "--no-package-lock", "--loglevel=error", f"{package}@{version}"],
             capture_output=True, text=True, timeout=INSTALL_TIMEOUT_S,
         )
     except subprocess.TimeoutExpired as error:
-        raise Unavailable(f"npm install {PACKAGE}@{version} timed out") from error
+        raise Unavailable(f"npm install {package}@{version} timed out") from error
     if done.returncode != 0:
         tail = done.stderr.strip()[-600:]
         if any(marker in tail for marker in _OFFLINE_MARKERS):
             raise Unavailable(f"npm cannot reach its registry: {tail}")
-        raise RuntimeError(f"npm install {PACKAGE}@{version} failed: {tail}")
+        raise RuntimeError(f"npm install {package}@{version} failed: {tail}")
     return launcher
 
 

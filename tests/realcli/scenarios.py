@@ -15,6 +15,7 @@ from .backend import NO_FUSION, Plan, Step
 
 SOL, LUNA, OPUS, SONNET, FLASH = (
     "gpt-5.6-sol", "gpt-5.6-luna", "claude-opus-5", "claude-sonnet-5", "mai-code-1.1-flash")
+TERRA = "gpt-5.6-terra"
 
 
 @dataclass(frozen=True)
@@ -55,6 +56,12 @@ class Scenario:
     turns: tuple[Expected, ...]  # the fusion turns (and route failures), in order
     tools: int = 0  # bash calls the committed answers made (the log's tool.execution_start)
     ordinary: int = 0  # turns answered without fusion
+
+    @property
+    def unpriced(self) -> frozenset[str]:
+        """The models the fake answers without `copilot_usage` in this scenario: the CLI
+        marks their calls' credits unavailable."""
+        return frozenset(model for prompt in self.prompts for model in prompt.plan.unpriced)
 
 
 CASCADE = (Step("draft", FLASH), Step("escalation", SOL), Step("repair", SONNET))
@@ -113,6 +120,19 @@ SCENARIOS = (
         "route_failed", (Prompt(Plan("solo", (Step("generation", SOL),), route_status=503)),),
         (Expected("fallback", (Leg("primary", LUNA),), "primary", outcome="route_failed",
                   route_failure_reason="transport"),),
+    ),
+    # No credits for some models' calls (the API's answer carries no `copilot_usage`): a
+    # cascade whose judge's credits are unknown, a single turn and an ordinary prompt whose
+    # every call's are.
+    Scenario(
+        "unpriced",
+        (Prompt(Plan("cascade", CASCADE, judge_score=2, unpriced=(SOL,))),
+         Prompt(Plan("solo", (Step("generation", TERRA),), unpriced=(TERRA,))),
+         Prompt(Plan(None, unpriced=(SOL,)), tier=None)),
+        (Expected("cascade", (Leg("primary", FLASH), Leg("judge", SOL, "reject"),
+                              Leg("repair", SONNET)), "repair"),
+         _single(TERRA)),
+        ordinary=1,
     ),
 )
 

@@ -1,0 +1,196 @@
+"""`statusline --install` and `--uninstall`: the CLI's `statusLine` setting, changed safely.
+
+The setting is `statusLine.command` in `$COPILOT_HOME/settings.json` (else
+~/.copilot/settings.json). The CLI refuses a settings file that is not valid JSON, so the
+file is changed only when it parses as a JSON object, and only that one key: every other key
+and value stays as it was (their order too), and so does the rest of `statusLine`
+(`padding`, `refreshInterval`). A command already set is kept by running it after ours
+(`--then`), and `--uninstall` puts it back; without one, `--uninstall` removes the key (and
+`statusLine` if that leaves it empty).
+
+Before the change, the file as it was is copied to `settings.json.hydrafusion-backup`; the
+new file is written beside it and renamed over it (tailer/atomic_file.py), flushed to disk
+first, with the mode the old one had. A file that is not a regular file of this user's (a
+symbolic link, a FIFO, another user's file) is refused without being opened for reading, as
+are one that does not parse, one over MAX_SETTINGS_BYTES, and one whose `statusLine` is not
+an object: each with one line saying why, and nothing written.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import stat
+import sys
+from pathlib import Path
+
+from ..atomic_file import replace_file
+from ..printable import printable
+
+MAX_SETTINGS_BYTES = 1 << 20
+BACKUP_SUFFIX = ".hydrafusion-backup"
+SUBCOMMAND = "statusline"
+SCRIPT = "hydrafusion-tailer"
+# What the installed command runs: `-P -c` starts the tailer without `-m`'s runpy, and the
+# `hydrafusion-tailer` script pip writes imports `re`: each some 6 ms of every refresh
+# (bench/benchmark.py, measure_statusline). -P: never a `tailer` of the session's folder.
+LAUNCH = "import sys; from tailer.commands.launch import main; sys.exit(main())"
+
+
+class SettingsError(Exception):
+    """The settings cannot be changed; the message is one line, for the user."""
+
+
+def settings_path(environ: dict[str, str]) -> Path:
+    home = environ.get("COPILOT_HOME")
+    return Path(home, "settings.json") if home else Path.home() / ".copilot" / "settings.json"
+
+
+def our_command(options: list[str]) -> str:
+    """The command the CLI is to run: this Python, started on LAUNCH, with the tailer's
+    folder on PYTHONPATH when this Python would not find it itself (a clone). The CLI runs
+    it through /bin/sh, as a command that is no file."""
+    root = str(Path(__file__).resolve().parents[2])
+    words = " ".join(shlex.quote(word) for word in [LAUNCH, SUBCOMMAND, *options])
+    installed = any(os.path.normcase(os.path.abspath(folder)) == os.path.normcase(root)
+                    for folder in _package_folders())
+    prefix = "" if installed else f"PYTHONPATH={shlex.quote(root)} "
+    return f"{prefix}{shlex.quote(sys.executable)} -P -c {words}"
+
+
+def _package_folders() -> list[str]:
+    import site
+
+    folders = list(site.getsitepackages()) if hasattr(site, "getsitepackages") else []
+    user = site.getusersitepackages() if hasattr(site, "getusersitepackages") else None
+    return folders + ([user] if isinstance(user, str) else [])
+
+
+def is_ours(command: object) -> bool:
+    """Whether a status line command runs ours: as `our_command` makes it, or as a user
+    would write it (`hydrafusion-tailer statusline`, `python3 -m tailer statusline`)."""
+    if not isinstance(command, str):
+        return False
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return False
+    return any(word == SUBCOMMAND and (words[index - 1] == LAUNCH
+                                       or os.path.basename(words[index - 1]) == SCRIPT
+                                       or words[index - 2:index] == ["-m", "tailer"])
+               for index, word in enumerate(words) if index)
+
+
+def install(path: Path, options: list[str]) -> str:
+    """Set ours as the status line command (keeping one already set as --then); the line to
+    print. Raises SettingsError."""
+    settings, original, mode = _load(path)
+    if settings.get("statusLine") is None:  # absent, or null as the CLI reads it: none set
+        settings["statusLine"] = {}
+    status_line = settings["statusLine"]
+    if not isinstance(status_line, dict):
+        raise SettingsError(f"{_shown(path)}: statusLine is not an object; nothing changed")
+    existing = status_line.get("command")
+    if is_ours(existing):
+        return f"{_shown(path)}: the HydraFusion status line is installed already; nothing changed"
+    if existing is not None and not (isinstance(existing, str) and existing.strip()):
+        raise SettingsError(f"{_shown(path)}: statusLine.command is not a command; nothing changed")
+    if existing and "--then" in options:
+        raise SettingsError(f"{_shown(path)}: statusLine.command is set already and will run "
+                            "after ours as --then: leave out --then")
+    status_line["command"] = our_command([*options, *(["--then", existing] if existing else [])])
+    _save(path, settings, original, mode)
+    kept = " (the command it had runs after ours)" if existing else ""
+    return f"{_shown(path)}: HydraFusion status line installed{kept}; backup in {_shown(_backup(path))}"
+
+
+def uninstall(path: Path) -> str:
+    """Remove ours, putting back the command it ran with --then; the line to print."""
+    settings, original, mode = _load(path, missing_ok=False)
+    status_line = settings.get("statusLine")
+    if not isinstance(status_line, dict) or not is_ours(status_line.get("command")):
+        return f"{_shown(path)}: no HydraFusion status line installed; nothing changed"
+    wrapped = _wrapped(status_line["command"])
+    if wrapped:
+        status_line["command"] = wrapped
+    else:
+        del status_line["command"]
+        if not status_line:
+            del settings["statusLine"]
+    _save(path, settings, original, mode)
+    put_back = "; the command it wrapped is back" if wrapped else ""
+    return f"{_shown(path)}: HydraFusion status line removed{put_back}; backup in {_shown(_backup(path))}"
+
+
+def _wrapped(command: str) -> str | None:
+    """The command ours runs with --then, if any."""
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return None
+    for index, word in enumerate(words):
+        if word == "--then" and index + 1 < len(words):
+            return words[index + 1]
+        if word.startswith("--then="):
+            return word.partition("=")[2]
+    return None
+
+
+def _load(path: Path, missing_ok: bool = True) -> tuple[dict, bytes | None, int]:
+    """The settings, the file's bytes (None: no file yet) and its mode; SettingsError when
+    the file is not one to change."""
+    try:
+        found = os.lstat(path)
+    except FileNotFoundError:
+        if missing_ok:
+            return {}, None, 0o600
+        raise SettingsError(f"{_shown(path)} does not exist; nothing changed") from None
+    except OSError as error:
+        raise SettingsError(f"{_shown(path)}: {error.strerror}; nothing changed") from None
+    if stat.S_ISLNK(found.st_mode):
+        raise SettingsError(f"{_shown(path)} is a symbolic link: add the setting to the file it "
+                            "points to by hand (docs/STATUSLINE.md); nothing changed")
+    if not stat.S_ISREG(found.st_mode):
+        raise SettingsError(f"{_shown(path)} is not a regular file; nothing changed")
+    if found.st_uid != os.geteuid():
+        raise SettingsError(f"{_shown(path)} belongs to another user; nothing changed")
+    if found.st_size > MAX_SETTINGS_BYTES:
+        raise SettingsError(f"{_shown(path)} is over {MAX_SETTINGS_BYTES >> 20} MB; nothing changed")
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+        with open(fd, "rb") as handle:
+            if os.fstat(handle.fileno()).st_ino != found.st_ino:
+                raise SettingsError(f"{_shown(path)} changed while read; nothing changed")
+            original = handle.read(MAX_SETTINGS_BYTES + 1)
+    except OSError as error:
+        raise SettingsError(f"{_shown(path)}: {error.strerror}; nothing changed") from None
+    try:
+        settings = json.loads(original) if original.strip() else {}
+    except (ValueError, RecursionError):
+        raise SettingsError(f"{_shown(path)} is not valid JSON (the CLI refuses it too): fix "
+                            "it first; nothing changed") from None
+    if not isinstance(settings, dict):
+        raise SettingsError(f"{_shown(path)} is not a JSON object; nothing changed")
+    return settings, original, stat.S_IMODE(found.st_mode)
+
+
+def _save(path: Path, settings: dict, original: bytes | None, mode: int) -> None:
+    text = (json.dumps(settings, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+    try:
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        if original is not None:
+            replace_file(_backup(path), lambda handle: handle.write(original), durable=True, mode=mode)
+        replace_file(path, lambda handle: handle.write(text), durable=True, mode=mode)
+    except OSError as error:
+        raise SettingsError(f"{_shown(path)} cannot be written ({error.strerror}); nothing "
+                            "changed") from None
+
+
+def _backup(path: Path) -> Path:
+    return path.with_name(path.name + BACKUP_SUFFIX)
+
+
+def _shown(path: Path) -> str:
+    """A path the user gave or owns, in a message to that user (never in the status line)."""
+    return printable(str(path))
