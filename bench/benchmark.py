@@ -77,6 +77,7 @@ sys.path[:0] = [str(REPO), str(REPO / "tests")]
 
 from ledgergen import rows_of_state, store_schema_sql, write_ledger  # noqa: E402
 from sessiongen import SessionWriter  # noqa: E402
+from tailerproc import children_of  # noqa: E402
 from tailer.copilot.events import may_be_read  # noqa: E402
 from tailer.copilot.lines import LineReader  # noqa: E402
 from tailer.statusline.settings import LAUNCH  # noqa: E402
@@ -735,22 +736,6 @@ def run_backfill(state_dir: Path, work: Path, receiver: Receiver, label: str, *,
     return {"wall_s": float(wall), "peak_rss_mb": int(peak_kib) * 1024 / MB, "exit_code": int(exit_code),
             "spans": receiver.spans, "root_spans": receiver.root_spans, "turns": len(receiver.roots),
             "warnings": warnings_in(log_path), "command": tailer_command(*options)}
-
-
-def children_of(pid: int) -> list[int]:
-    """The processes `pid` started (of any of its threads), from /proc; [] once it is gone."""
-    found = []
-    try:
-        tasks = os.listdir(f"/proc/{pid}/task")
-    except OSError:
-        return found
-    for task in tasks:
-        try:
-            with open(f"/proc/{pid}/task/{task}/children") as children:
-                found += map(int, children.read().split())
-        except OSError:
-            pass
-    return found
 
 
 def descendants(pid: int) -> list[int]:
