@@ -124,6 +124,25 @@ TOKEN_CELLS = """(() => {
 })()"""
 
 
+# Every word of the turn list's rows that the window breaks over two lines: a model's name,
+# a leg's kind, a date, a reason (words end at spaces; a reason may break after `_`).
+BROKEN_WORDS = """(() => {
+  const broken = [];
+  const walker = document.createTreeWalker(document.getElementById("turn-rows"), NodeFilter.SHOW_TEXT);
+  for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+    if (!node.parentElement.closest("tr.turn")) continue;
+    for (const found of node.data.matchAll(/\\S+/g)) {
+      const range = document.createRange();
+      range.setStart(node, found.index);
+      range.setEnd(node, found.index + found[0].length);
+      const lines = new Set(Array.from(range.getClientRects()).map((box) => Math.round(box.top)));
+      if (lines.size > 1) broken.push(found[0]);
+    }
+  }
+  return broken;
+})()"""
+
+
 def long_named_month(state: Path) -> None:
     """45 days of one or two sessions a day, every pattern and ordinary prompts, on models
     with names as long as they come, the router's policy retuned every third day to a
@@ -174,6 +193,20 @@ def test_the_page_fits_the_window_at_each_width(pages, name, tmp_path):
             if width != PHONE:  # wider, every table fits whole
                 assert found["scrolling"] == [], f"{name} at {width} px"
             assert all(".table-box" in box.split(" > ")[-1] for box in found["scrolling"]), found
+            assert page.problems == []
+
+
+@needs_chromium
+@pytest.mark.parametrize("name", ["demo", "realcli"])
+def test_the_turn_list_breaks_no_word_at_any_width(pages, name, tmp_path):
+    """Names of a common length read whole at every width, a tablet's too: the list gives
+    its legs the room (or turns each turn into a card) rather than break `gpt-5.6-sol`
+    a letter a line."""
+    page_path, _ = pages[name]
+    with Browser(tmp_path / "profile") as browser:
+        for width in (*WIDTHS, 800, 920):
+            page = browser.open(page_path.as_uri(), width=width, height=900)
+            assert page.evaluate(BROKEN_WORDS) == [], f"{name} at {width} px"
             assert page.problems == []
 
 

@@ -119,7 +119,10 @@
     const tr = el("tr", "turn " + (OUTCOME_CLASS.get(turn.o) || ""));
     tr.dataset.fusion = turn.f;
     tr.tabIndex = 0;
-    tr.appendChild(el("td", "time", turn.t.slice(0, 19).replace("T", " ")));
+    const started = el("td", "time");
+    // The date and the time each whole, so a narrow column breaks between them only.
+    started.append(el("span", "", turn.t.slice(0, 10)), " ", el("span", "", turn.t.slice(11, 19)));
+    tr.appendChild(started);
     tr.appendChild(el("td", "session", turn.s.slice(0, 8)));
     const pattern = el("td", "pattern", turn.k === "fusion" ? turn.p : turn.k);
     if (turn.pv) pattern.title = "router policy " + turn.pv;
@@ -155,13 +158,23 @@
     tr.appendChild(counted("tools", turn.tools.length, "tool"));
     tr.appendChild(el("td", "num duration", seconds(turn.d)));
     const outcome = el("td", "outcome", turn.o.replace("_", " "));
-    if (turn.why) outcome.appendChild(el("small", "why", " (" + turn.why + ")"));
+    if (turn.why) outcome.appendChild(breakable(el("small", "why"), " (" + turn.why + ")"));
     tr.appendChild(outcome);
     tr.addEventListener("click", () => toggle(turn, tr));
     tr.addEventListener("keydown", (event) => {
       if (event.key === "Enter" || event.key === " ") { event.preventDefault(); toggle(turn, tr); }
     });
     return tr;
+  }
+
+  // `node` with `text` in it, free to break after each underscore (`router_unavailable`),
+  // never inside a word.
+  function breakable(node, text) {
+    text.split("_").forEach((part, index) => {
+      if (index > 0) node.append("_", document.createElement("wbr"));
+      node.append(part);
+    });
+    return node;
   }
 
   // A count's cell; on a phone, where the list has no header, it says what it counts.
