@@ -124,10 +124,12 @@ TOKEN_CELLS = """(() => {
 })()"""
 
 
-# Every word of the turn list's rows that the window breaks over two lines: a model's name,
-# a leg's kind, a date, a reason (words end at spaces; a reason may break after `_`).
+# Every word of the turn list's rows that the window breaks over two lines (a model's name,
+# a leg's kind, a date, a reason: words end at spaces; a reason may break after `_`), and
+# every cell of an opened turn's legs, but its model's, not on one line.
 BROKEN_WORDS = """(() => {
   const broken = [];
+  const lines = (range) => new Set(Array.from(range.getClientRects()).map((box) => Math.round(box.top))).size;
   const walker = document.createTreeWalker(document.getElementById("turn-rows"), NodeFilter.SHOW_TEXT);
   for (let node = walker.nextNode(); node; node = walker.nextNode()) {
     if (!node.parentElement.closest("tr.turn")) continue;
@@ -135,9 +137,13 @@ BROKEN_WORDS = """(() => {
       const range = document.createRange();
       range.setStart(node, found.index);
       range.setEnd(node, found.index + found[0].length);
-      const lines = new Set(Array.from(range.getClientRects()).map((box) => Math.round(box.top)));
-      if (lines.size > 1) broken.push(found[0]);
+      if (lines(range) > 1) broken.push(found[0]);
     }
+  }
+  for (const cell of document.querySelectorAll(".leg-figures tbody td:not(.model)")) {
+    const range = document.createRange();
+    range.selectNodeContents(cell);
+    if (lines(range) > 1) broken.push(cell.textContent);
   }
   return broken;
 })()"""
@@ -206,6 +212,7 @@ def test_the_turn_list_breaks_no_word_at_any_width(pages, name, tmp_path):
     with Browser(tmp_path / "profile") as browser:
         for width in (*WIDTHS, 800, 920):
             page = browser.open(page_path.as_uri(), width=width, height=900)
+            assert page.evaluate(OPEN_TURNS) >= 1
             assert page.evaluate(BROKEN_WORDS) == [], f"{name} at {width} px"
             assert page.problems == []
 

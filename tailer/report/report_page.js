@@ -395,7 +395,7 @@
     const body = table.createTBody();
     (legs ? turn.l : turn.calls).forEach((part, index) => {
       const row = body.insertRow();
-      row.appendChild(el("td", "", legs ? (turn.o === "route_failed" ? "fallback" : part.k) + (part.a ? " ★" : "")
+      row.appendChild(el("td", "", legs ? (turn.o === "route_failed" ? "fallback" : part.k) + (part.a ? "\u00a0★" : "")
                                         : "call " + (index + 1)));
       const name = el("td", "model");
       const swatch = el("i");
