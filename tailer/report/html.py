@@ -258,7 +258,8 @@ def _policy_marks(days: list, left: float, step: float, plot_h: float) -> list[s
         room = POLICY_CHAR * len(names)
         label = ""
         if x + 3 >= free_from and x + 3 + room <= CHART_WIDTH - CHART_RIGHT:
-            label, free_from = f'<text class="axis" x="{x + 3:.1f}" y="{CHART_TOP - 4}">', x + 3 + room + 6
+            label = f'<text class="axis" x="{x + 3:.1f}" y="{CHART_TOP - 4}">'
+            free_from = x + 3 + room + 6
         elif x - 3 - room >= free_from:
             label = f'<text class="axis" x="{x - 3:.1f}" y="{CHART_TOP - 4}" text-anchor="end">'
             free_from = x + 6
