@@ -154,7 +154,8 @@ def _checks(snap: Snapshot) -> str:
                   else '<b class="good">every one matches our sums</b>') + "</p>")
     rows = "".join(
         f"<tr><td>{escape(check.session_id[:8])}</td><td>{escape(check.source)}</td>"
-        f"<td>{escape(d['model'])}</td><td>{_money(d['ours']['credits'], digits=4)}</td>"
+        f'<td class="model">{escape(d["model"])}</td>'
+        f"<td>{_money(d['ours']['credits'], digits=4)}</td>"
         f"<td>{_money(d['cli']['credits'], digits=4)}</td><td>{d['ours']['calls']}</td>"
         f"<td>{d['cli']['calls']}</td></tr>"
         for check in wrong for d in check.differences)
@@ -178,12 +179,15 @@ def _ledger(snap: Snapshot) -> str:
                   else f'<b class="good">{escape(ledger_check.summary(found))}</b>') + "</p>")
     rows = "".join(
         f"<tr><td>{escape(differs.session_id[:8])}</td>"
-        f"<td>{escape(ledger_check.described(differs))}</td></tr>" for differs in found.differ)
+        f'<td class="text">{escape(ledger_check.described(differs))}</td></tr>'
+        for differs in found.differ)
     rows += "".join(
-        f"<tr><td>{escape(only.session_id[:8])}</td><td>in the CLI's ledger without a log: "
-        f"{counted(only.cli.calls, 'call')}</td></tr>" for only in found.only_in_ledger)
+        f'<tr><td>{escape(only.session_id[:8])}</td><td class="text">in the CLI\'s ledger '
+        f"without a log: {counted(only.cli.calls, 'call')}</td></tr>"
+        for only in found.only_in_ledger)
     if found.only_in_ledger_unnamed:
-        rows += (f"<tr><td></td><td>{counted(found.only_in_ledger_unnamed, 'more session')} "
+        rows += (f'<tr><td></td><td class="text">'
+                 f"{counted(found.only_in_ledger_unnamed, 'more session')} "
                  "in the CLI's ledger without a log</td></tr>")
     if not rows:
         return summary
