@@ -71,9 +71,10 @@ def test_resolved_completed_and_route_failed():
     resolved = parse_line(line("session.fusion_resolved", {
         "fusionId": "fusion-1", "pattern": "cascade", "syntheticModel": "hydrafusion",
         "policy": "standard", "routeSource": "capi_plan", "routingLatencyMs": 231,
+        "judgeModel": "gpt-5.6-sol", "repairModel": "claude-opus-5",
         "hint": "secret", "ruleName": "secret", "scores": None}))
-    assert (resolved.pattern, resolved.route_source, resolved.routing_latency_ms) == (
-        "cascade", "capi_plan", 231.0)
+    assert (resolved.pattern, resolved.route_source, resolved.routing_latency_ms,
+            resolved.repair_model) == ("cascade", "capi_plan", 231.0, "claude-opus-5")
     completed = parse_line(line("session.fusion_completed", {
         "fusionId": "fusion-1", "pattern": "cascade", "outcome": "completed",
         "finalSourcePhaseId": "fusion-1:repair", "finalSourceModel": "gpt-5.6-sol",

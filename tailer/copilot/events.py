@@ -151,7 +151,7 @@ READ_AS = {
     RESOLVED: {
         **dict.fromkeys(("fusionId", "pattern", "syntheticModel", "policy", "routeSource",
                          "policyVersion", "planVersion", "modelUniverseVersion", "ruleId",
-                         "selectedRuleId"), "string"),
+                         "selectedRuleId", "repairModel"), "string"),
         "routingLatencyMs": "number",
     },
     PHASE_COMPLETED: {**_READ_LEG, "verdict": "string"},
@@ -284,6 +284,9 @@ class Resolved(Event):
     model_universe_version: str | None = None
     rule_id: str | None = None
     selected_rule_id: str | None = None
+    # The model the plan names for a cascade's repair: what a kept draft saved is priced on
+    # it (the report's "worth it", docs/REPORT.md). None where the plan names none.
+    repair_model: str | None = None
     phase_plan: tuple[PlannedLeg, ...] = field(default=(), kw_only=True)
 
 
@@ -465,7 +468,7 @@ CODE_FIELDS: dict[type, tuple[tuple[str, CodeKind], ...]] = {
     Resolved: (("pattern", ENUM), ("synthetic_model", MODEL), ("policy", ENUM),
                ("route_source", ENUM), ("policy_version", VERSION), ("plan_version", VERSION),
                ("model_universe_version", VERSION), ("rule_id", VERSION),
-               ("selected_rule_id", VERSION)),
+               ("selected_rule_id", VERSION), ("repair_model", MODEL)),
     LegEnded: (("phase_kind", ENUM), ("role", ENUM), ("scope", ENUM), ("model", MODEL),
                ("status", ENUM), ("verdict", ENUM), ("failure_reason", ENUM),
                ("degraded_to_phase_id", IDENTIFIER)),
@@ -961,6 +964,7 @@ def _resolved(time_ns: int, fusion_id: str, data: dict) -> Resolved:
         model_universe_version=_text(data.get("modelUniverseVersion")),
         rule_id=_text(data.get("ruleId")),
         selected_rule_id=_text(data.get("selectedRuleId")),
+        repair_model=_text(data.get("repairModel")),
         phase_plan=_phase_plan(data.get("phasePlan")),
     )
 

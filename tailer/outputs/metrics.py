@@ -98,6 +98,18 @@ class Metrics:
             "Fusion turns a judge gave a verdict in; rejected: a verdict sent the draft back.",
             ("pattern", "rejected"),
         )
+        self.gate_turns = counter(
+            "hydrafusion_gate_turns_total",
+            "Cascade turns by what the gate did: accepted (the draft kept), rejected (sent "
+            "to the repair), unjudged (no verdict).",
+            ("gate",),
+        )
+        self.gate_aiu = counter(
+            "hydrafusion_gate_aiu_total",
+            "Credits (AIU) of cascade turns by what the gate did; committed: the leg's "
+            "answer was kept.",
+            ("gate", "committed"),
+        )
         self.tokens = counter(
             "hydrafusion_tokens_total",
             "Tokens per leg; input includes the cache-read tokens.",
@@ -328,6 +340,9 @@ class Metrics:
             # turns, and a turn judged twice must not weigh double.
             rejected = _flag(any(verdict in REJECTING_VERDICTS for verdict in verdicts))
             changes.append((self.judged_turns, (pattern, rejected), 1))
+        gate = turn.gate_outcome
+        if gate is not None:
+            changes.append((self.gate_turns, (gate,), 1))
         if turn.route_failure is not None:
             changes.append((self.route_failures, (turn.route_failure.reason or "unknown",), 1))
         else:  # routed: by the policy its resolved record names
@@ -351,6 +366,8 @@ class Metrics:
                 changes.append((self.unknown_credit_calls, (turn.kind, pattern, model), unknown))
             changes += _known_credits(self.aiu, (pattern, kind, model, committed, compound),
                                       known_nano_aiu, unknown)
+            if gate is not None:
+                changes += _known_credits(self.gate_aiu, (gate, committed), known_nano_aiu, unknown)
             changes += [
                 (self.legs, (pattern, kind, leg.role or "unknown", model,
                              leg.status or "unknown", leg.verdict or "none", committed), 1),
@@ -409,9 +426,9 @@ class Metrics:
     @property
     def turn_families(self) -> set[str]:
         """The names of the families count_turn feeds: the ones history covers."""
-        families = (self.turns, self.judged_turns, self.legs, self.aiu, self.tokens, self.requests,
-                    self.route_failures, self.turn_duration, self.leg_duration,
-                    self.routing_latency, self.prompts, self.prompt_aiu, self.prompt_tokens,
+        families = (self.turns, self.judged_turns, self.gate_turns, self.gate_aiu, self.legs,
+                    self.aiu, self.tokens, self.requests, self.route_failures,
+                    self.turn_duration, self.leg_duration, self.routing_latency, self.prompts, self.prompt_aiu, self.prompt_tokens,
                     self.prompt_calls, self.prompt_duration, self.model_calls,
                     self.unknown_credit_calls, self.call_duration, self.time_to_first_token,
                     self.tool_calls,
