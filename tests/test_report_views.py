@@ -15,7 +15,7 @@ from report_helpers import report_json, run_report, wanted_turns, write_month
 from sessiongen import SessionWriter, whole_session
 from tailerproc import ROOT, tailer_env
 from test_report import figures_of
-from tailer.copilot.events import Usage
+from tailer.copilot.event_records import Usage
 from tailer.report.html import render as render_html
 from tailer.copilot.files import session_logs
 from tailer.report.figures import check_figures, snapshot, turn_row

@@ -45,7 +45,7 @@ from collections import Counter, defaultdict
 from datetime import date, datetime, timezone, tzinfo
 
 from ..records import field, is_record, record, replace
-from ..copilot.events import REJECTING_VERDICTS, LegEnded, ModelCall, Usage
+from ..copilot.event_records import LegEnded, ModelCall, REJECTING_VERDICTS, Usage
 from . import worth as worth_figures
 from .read import report_pattern
 from ..turns.assembly import (

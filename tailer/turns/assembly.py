@@ -34,22 +34,9 @@ from collections import Counter, OrderedDict
 from typing import Callable
 
 from ..records import field, fields, record, replace
-from ..copilot.events import (
-    CommitStarted,
-    Completed,
-    Event,
-    Handoff,
-    LegEnded,
-    ModelCall,
-    Prompt,
-    REJECTING_VERDICTS,
-    Resolved,
-    RouteFailed,
-    RunStarted,
-    SessionEnded,
-    SessionTotals,
-    ToolCompleted,
-    ToolStarted,
+from ..copilot.event_records import (
+    CommitStarted, Completed, Event, Handoff, LegEnded, ModelCall, Prompt, REJECTING_VERDICTS,
+    Resolved, RouteFailed, RunStarted, SessionEnded, SessionTotals, ToolCompleted, ToolStarted,
     Usage,
 )
 
