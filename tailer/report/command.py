@@ -333,9 +333,13 @@ def _report(args: argparse.Namespace, environ: dict[str, str], state_dir: Path,
             return EXIT_USAGE
         from . import live  # imported by --watch alone: the inotify watcher costs start-up
 
-        return live.watch(state_dir, selection, filters_of(args), sys.stdout,
-                          color=color, zone=zone, on_pass=on_pass, cache_path=cache_path,
-                          jobs=args.jobs)
+        try:
+            return live.watch(state_dir, selection, filters_of(args), sys.stdout,
+                              color=color, zone=zone, on_pass=on_pass, cache_path=cache_path,
+                              jobs=args.jobs)
+        except WorkerFailed as error:  # its first pass reads through the cache, as a report does
+            print(f"hydrafusion-tailer report: {error}", file=sys.stderr)
+            return EXIT_USAGE
     if not found:
         return _nothing_found(state_dir, exists=False)
     try:

@@ -20,7 +20,6 @@ on screen and exits with 0.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import sys
@@ -30,8 +29,9 @@ from pathlib import Path
 from typing import Callable, Iterable, TextIO
 
 from ..printable import printable
+from ..saved_state import parsed
 from ..wording import counted
-from . import gather
+from . import cache, gather
 from .figures import Check, TurnRow, check_figures, snapshot, turn_row
 from .now import InFlightRow, in_flight_row, render_now
 from .read import Selection, SessionReader
@@ -146,7 +146,7 @@ class LiveTurns:
                 entry = refreshed.entries[session_id]
                 self._logs[session_id] = logs[session_id]
                 self.reader.damaged_lines += entry.damaged_lines
-                self.cached_checks += map(gather.check_from_data, entry.checks)
+                self.cached_checks += map(cache.check_from_data, entry.checks)
                 # Not the open turns: they are in progress, as a pass leaves them.
                 for row, end_ns in gather.wanted_rows(entry.turns, self.selection, self.zone):
                     self._keep(row, end_ns)
@@ -160,7 +160,7 @@ class LiveTurns:
         saved = self._resume.pop(session_id, None)
         if saved is not None:
             try:
-                self.reader.resume(session_id, self._logs[session_id], json.loads(saved))
+                self.reader.resume(session_id, self._logs[session_id], parsed(saved))
             except (ValueError, KeyError, TypeError):  # not as saved: read it from its start
                 self.turns = [row for row in self.turns if row.session_id != session_id]
                 self.cache_problem = (f"the cache is damaged: session {printable(session_id)} "
