@@ -369,7 +369,7 @@ def _prices_table(prices: list, width: int, paint) -> list[str]:
                      "-" if model.relative_error is None else f"{100 * model.relative_error:.1f}%"]
                     for model in fitted], blank=False)
     lines += [line for model in prices if model.fit != "fitted"
-              for line in _prose(printable(f"  {model.model}: not fitted, {_REFUSED[model.fit]}; "
+              for line in _prose(printable(f"  {model.model}: not fitted, {_REFUSED.get(model.fit, model.fit)}; "
                                            f"{counted(model.calls, 'call')} of known credits"), width)]
     if lines:
         lines += _note("  * least squares over your calls of known credits; input: uncached; "
