@@ -29,7 +29,7 @@ def render_table(snap: Snapshot, *, width: int = 100, color: bool = False,
     paint = _painter(color)
     sections = _sections(snap, width, paint)
     shown = snap.turns if turns is None else snap.turns[len(snap.turns) - turns:] if turns else []
-    cells = _turn_cells(shown)
+    cells = [tuple(cell(turn) for _, cell, _ in TURN_COLUMNS) for turn in shown]  # made once
     columns = _turn_columns(cells, width)  # of every turn shown, so the widths never jump
     # Each turn takes a line or more: on a screen of `height` lines, the newest `height`
     # turns are the most that can be drawn (a watch over 10,000 turns draws some 30).
@@ -455,12 +455,6 @@ TURN_COLUMNS = (
 TURN_COLUMNS_DROPPED = ("duration", "calls/tools", "session", "credits")
 
 
-def _turn_cells(turns: list[TurnRow]) -> list[tuple[str, ...]]:
-    """Each turn's text in every one of TURN_COLUMNS: made once, for the widths and the lines."""
-    cells = [cell for _, cell, _ in TURN_COLUMNS]
-    return [tuple(cell(turn) for cell in cells) for turn in turns]
-
-
 def _turn_columns(cells: list[tuple[str, ...]], width: int) -> list[tuple[str, int, int, bool]]:
     """The columns that fit in `width` (at least 2 + the started, pattern and outcome
     columns), each with its width and its place in a turn's `cells`; none without turns."""
@@ -491,8 +485,7 @@ def _turn_header(columns: list[tuple[str, int, int, bool]], width: int,
 def _turn_blocks(turns: list[TurnRow], cells: list[tuple[str, ...]],
                  columns: list[tuple[str, int, int, bool]], width: int, paint,
                  day: str | None) -> list[_TurnBlock]:
-    """The turns' blocks in `columns`, from their `cells`; `day` is the day of the turn
-    before the first."""
+    """The turns' blocks in `columns`, of their `cells`; `day`: the turn's before the first."""
     blocks = []
     indent = 2 + sum(column[1] + 2 for column in columns)
     # A month's thousands of turns show a few hundred different lists of legs: each is
