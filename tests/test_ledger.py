@@ -106,7 +106,9 @@ def test_a_call_the_log_lost_is_named_with_what_differs(home):
     assert differs["cli"]["credits"] - differs["ours"]["credits"] == pytest.approx(0.25)
     table = run_report("--state-dir", str(state_dir), "--turns", "0").stdout
     assert f"{SESSIONS} sessions checked against the CLI's ledger, 1 differ" in table
-    assert f"  {session[:8]} calls 3 vs 4, input 3600 vs 4800," in table
+    # The report's input is uncached, as everywhere in it (doctor's is the CLI's own).
+    assert (differs["ours"]["input_tokens"], differs["cli"]["input_tokens"]) == (3000, 4000)
+    assert f"  {session[:8]} calls 3 vs 4, input 3000 vs 4000," in table
     done = doctor("--state-dir", str(state_dir))
     assert done.returncode == 1
     assert f"{SESSIONS} sessions checked against the CLI's ledger, 1 differ" in done.stdout

@@ -100,7 +100,7 @@ def _cards(snap: Snapshot) -> str:
         ("review_share", head.review_share, _percent(head.review_share),
          "credits on legs whose answer was not kept"),
         ("cache_share", head.cache_share, _percent(head.cache_share),
-         "of input tokens read from the cache"),
+         "of input tokens (uncached, cache reads and writes) read from the cache"),
     ]
     labels = {"compound_rate": "compound rate", "judge_rejection_rate": "judge rejection rate",
               "review_share": "review share", "cache_share": "cache share of input"}
@@ -269,7 +269,7 @@ def _share(spends: list, colors: dict[str, str], total: float | None, parts: boo
     part_heads = "<th>in HydraFusion turns</th><th>in ordinary prompts</th>" if parts else ""
     return (f'<div class="share-bar">{"".join(bar)}</div><table class="figures"><thead><tr>'
             f'<th></th><th>legs</th><th>calls</th><th>credits</th>{part_heads}'
-            f'<th>input tokens</th><th>output tokens</th><th>share</th>'
+            f'<th>uncached input tokens</th><th>output tokens</th><th>share</th>'
             f'</tr></thead><tbody>{"".join(rows)}</tbody></table>')
 
 

@@ -240,8 +240,8 @@
         bar = svg("rect", { class: classes.join(" "), x: x(leg.t), y: y + 4, width: width(leg),
                             height: 14, rx: 3, fill: color(leg) });
         bar.appendChild(svg("title", {}, lane.label + ": " + seconds(leg.d) + ", " +
-          money(leg.c, leg.u, 2) + " credits, " + leg.n + " calls, " + leg.i + " input tokens (" +
-          leg.h + " from the cache), " + leg.o + " output tokens" +
+          money(leg.c, leg.u, 2) + " credits, " + leg.n + " calls, " + leg.i + " uncached input tokens, " +
+          leg.h + " read from the cache, " + leg.o + " output tokens" +
           (legNote(leg) ? " (" + legNote(leg) + ")" : "")));
       } else {
         bar = svg("rect", { class: "span", x: x(lane.t), y: y + 4, width: width(lane), height: 14, rx: 3 });
@@ -251,8 +251,8 @@
         const block = svg("rect", { class: "call", x: x(call.t), y: y + 7, width: width(call),
                                     height: 8, fill: data.colors[call.m] });
         block.appendChild(svg("title", {}, "model call on " + data.models[call.m] + ": " +
-          seconds(call.d) + ", " + money(call.c, 0, 3) + " credits, " + call.i + " input tokens (" +
-          call.h + " from the cache), " + call.o + " output tokens" + (call.f ? ", " + call.f : "")));
+          seconds(call.d) + ", " + money(call.c, 0, 3) + " credits, " + call.i + " uncached input tokens, " +
+          call.h + " read from the cache, " + call.o + " output tokens" + (call.f ? ", " + call.f : "")));
         figure.appendChild(block);
       }
       for (const tool of lane.tools) {

@@ -88,6 +88,7 @@ def _sections(snap: Snapshot, width: int, paint) -> list[list[str]]:
     if skipped["unreadable_logs"]:
         notes.append(f"{counted(skipped['unreadable_logs'], 'log')} unreadable")
     lines += [_cut("above, HydraFusion turns only: " + ", ".join(notes), width)]
+    lines += _all_usage(head.all_usage, width)
     unknown = sum(kind.unknown_credit_calls for kind in snap.by_kind)
     if unknown:
         lines.append(_cut(f"credits leave out {counted(unknown, 'call')} whose credits the CLI "
@@ -115,6 +116,20 @@ def _sections(snap: Snapshot, width: int, paint) -> list[list[str]]:
                               "compound", "median"], _router_rows(snap)),
         _day_table(snap, width, paint),
     ]
+
+
+def _all_usage(usage, width: int) -> list[str]:
+    """Every prompt's use beside the headline's HydraFusion figures: the total of `--by`."""
+    credits = f"{_credits(usage.credits)} credits" + (
+        f" ({counted(usage.unknown_credit_calls, 'call')} unknown)"
+        if usage.unknown_credit_calls else "")
+    return _wrapped("all usage: ", [
+        f"{counted(usage.prompts, 'prompt')} ({usage.ordinary.prompts} ordinary)",
+        counted(usage.calls, "call"), credits,
+        f"input {_count(usage.input_tokens)} (uncached)", f"output {_count(usage.output_tokens)}",
+        f"cache read {_count(usage.cache_read_tokens)}",
+        f"cache write {_count(usage.cache_write_tokens)}",
+        f"total {_count(usage.total_tokens)} tokens"], width)
 
 
 def _checks(snap: Snapshot, width: int, paint) -> list[str]:
@@ -534,29 +549,76 @@ def _cut(text: str, width: int) -> str:
 
 # -- --by day|week|month|session ------------------------------------------------------------
 
-GROUP_HEADERS = ["turns", "credits", "compound", "judge rej.", "review", "calls", "tools"]
+# Every prompt's use (ccusage's columns, input uncached, exact tokens as ccusage prints them),
+# a session's first and last prompt, then HydraFusion's own figures: where they do not fit,
+# the last columns go first, so the times before the counts.
+USAGE_HEADERS = ["turns", "ordinary", "calls", "credits", "input", "output", "cache read",
+                 "cache write", "total"]
+SESSION_HEADERS = ["first", "last"]  # --by session's
+FUSION_HEADERS = ["HydraFusion", "compound", "judge rej.", "review"]
+GROUP_LEGEND = ["turns: HydraFusion's", "ordinary: prompts answered without fusion",
+                "credits: of every prompt", "HydraFusion: the credits of its turns",
+                "input: uncached"]
 
 
 def render_groups(snap: Snapshot, by: str, *, order: str = "asc", breakdown: bool = False,
                   width: int = 100, color: bool = False) -> str:
-    """One table of the HydraFusion turns by day, week, month or session (`by`), oldest
-    first (`order` desc: newest first); `breakdown` adds each model's credits under its
-    group."""
+    """One table of every prompt's use by day, week, month or session (`by`), oldest first
+    (`order` desc: newest first; a session's age is its last prompt's), HydraFusion's and
+    ordinary prompts' apart, and a total row, which is the headline's; `breakdown` adds a
+    row per model under each group. A session has the dates of its first and last prompt (in
+    the report's time zone, as ccusage's last activity), and its models under it."""
     paint = _painter(color)
     groups = getattr(snap, f"by_{by}")
     if order == "desc":
         groups = groups[::-1]
-    rows = []
+    times = by == "session"
+    headers = ([f"BY {by.upper()}, all usage"] + USAGE_HEADERS
+               + (SESSION_HEADERS if times else []) + FUSION_HEADERS)
+    # under: lines under a row (by its index) outside the columns, whose widths they would take
+    rows, under = [], {}
     for group in groups:
-        rows.append([group.key, group.turns, _credits(group.credits, group.unknown_credit_calls),
-                     _percent(group.compound_rate), _percent(group.judge_rejection_rate),
-                     _percent(group.review_share), group.calls, group.tools])
-        rows += [["  ^ policy " + version + " first seen"] + [""] * len(GROUP_HEADERS)
-                 for version in group.new_policy_versions]
+        rows.append(_group_row(group.key, group, group.all_usage,
+                               [group.first_turn[:10], group.last_turn[:10]] if times else []))
+        under[len(rows) - 1] = [_cut(printable(f"  ^ policy {version} first seen"), width)
+                                for version in group.new_policy_versions]
+        if times and not breakdown:
+            under[len(rows) - 1] += _wrapped(
+                "  ", [printable(model.name) for model in group.models], width)
         if breakdown:
-            rows += [["  " + model, "", _credits(credits), "", "", "", "", ""]
-                     for model, credits in sorted(group.credits_by_model.items(),
-                                                  key=lambda item: (-(item[1] or 0.0), item[0]))]
-    lines = [paint(BOLD, _cut(_title(snap), width)), ""]
-    lines += _table(width, paint, [f"BY {by.upper()}, HydraFusion"] + GROUP_HEADERS, rows)
+            rows += [_model_row(model, times) for model in group.models]
+    if rows:
+        rows.append(_group_row("total", snap.headline, snap.headline.all_usage,
+                               ["", ""] if times else []))
+    table = _table(width, paint, headers, rows)
+    for index in sorted(under, reverse=True):
+        table[index + 2:index + 2] = under[index]
+    lines = [paint(BOLD, _cut(_title(snap), width)), ""] + table
+    if rows:
+        lines += [paint(DIM, line) for line in _wrapped("", GROUP_LEGEND, width)]
     return "".join(_fit(line, width).rstrip() + "\n" for line in lines)
+
+
+def _group_row(label: str, head, usage, times: list[str]) -> list:
+    """A group's row (or the total's, of the headline): every prompt's use of `usage` (its
+    all_usage), `times` and HydraFusion's figures of `head` (a Headline or Group)."""
+    return [label, head.turns, usage.ordinary.prompts, usage.calls,
+            _credits(usage.credits, usage.unknown_credit_calls)] + _tokens(usage) + times + [
+        _credits(head.credits, head.unknown_credit_calls), _percent(head.compound_rate),
+        _percent(head.judge_rejection_rate), _percent(head.review_share)]
+
+
+def _model_row(model, times: bool) -> list:
+    """A model's use within a group (figures.ModelUse): its calls, credits, tokens and the
+    credits of its legs in HydraFusion's turns."""
+    return (["  " + model.name, "", "", model.calls,
+             _credits(model.credits, model.unknown_credit_calls)] + _tokens(model)
+            + (["", ""] if times else [])
+            + [_credits(model.fusion.credits, model.fusion.unknown_credit_calls), "", "", ""])
+
+
+def _tokens(use) -> list[str]:
+    """A use's tokens of each kind and their total, each exact with thousands separators, as
+    ccusage shows them (the figures a user compares with its)."""
+    return [f"{count:,}" for count in (use.input_tokens, use.output_tokens, use.cache_read_tokens,
+                                       use.cache_write_tokens, use.total_tokens)]
