@@ -556,7 +556,7 @@ USAGE_HEADERS = ["turns", "ordinary", "calls", "credits", "input", "output", "ca
                  "cache write", "total"]
 SESSION_HEADERS = ["first", "last"]  # --by session's
 FUSION_HEADERS = ["HydraFusion", "compound", "judge rej.", "review"]
-GROUP_LEGEND = ["turns: HydraFusion's", "ordinary: prompts answered without fusion",
+GROUP_LEGEND = ["every prompt's use", "turns: HydraFusion's", "ordinary: prompts answered without fusion",
                 "credits: of every prompt", "HydraFusion: the credits of its turns",
                 "input: uncached"]
 
@@ -573,7 +573,7 @@ def render_groups(snap: Snapshot, by: str, *, order: str = "asc", breakdown: boo
     if order == "desc":
         groups = groups[::-1]
     times = by == "session"
-    headers = ([f"BY {by.upper()}, all usage"] + USAGE_HEADERS
+    headers = ([f"BY {by.upper()}"] + USAGE_HEADERS
                + (SESSION_HEADERS if times else []) + FUSION_HEADERS)
     # under: lines under a row (by its index) outside the columns, whose widths they would take
     rows, under = [], {}
