@@ -18,7 +18,7 @@ from test_report import figures_of
 from tailer.copilot.events import Usage
 from tailer.report.html import render as render_html
 from tailer.copilot.files import session_logs
-from tailer.report.figures import check_figures, snapshot, turn_row, uncached
+from tailer.report.figures import check_figures, snapshot, turn_row
 from tailer.report.read import Selection, SessionReader
 from tailer.report.table import render_table
 from tailer.report.text import render_calls_csv, render_csv, render_json
@@ -166,7 +166,7 @@ def test_by_model_is_a_models_whole_use_as_the_cli_counts_it(tmp_path, where):
         # Its input is uncached, as ccusage and the CLI's /usage count it.
         assert (use.calls, nano_aiu, use.input_tokens, use.output_tokens,
                 use.cache_read_tokens, use.cache_write_tokens) == (
-            theirs.request_count, theirs.nano_aiu, uncached(theirs), theirs.output_tokens,
+            theirs.request_count, theirs.nano_aiu, theirs.uncached_input(), theirs.output_tokens,
             theirs.cache_read_tokens, theirs.cache_write_tokens), model
         assert use.input_tokens + use.cache_read_tokens + use.cache_write_tokens == theirs.input_tokens
         assert use.total_tokens == (use.input_tokens + use.output_tokens + use.cache_read_tokens

@@ -512,7 +512,7 @@ def _leg_row(turn: Turn, leg: LegEnded, nano_aiu: int, unknown: int) -> LegRow:
         calls=usage.request_count,
         credits=_shown(nano_aiu, unknown),
         unknown_credit_calls=unknown,
-        input_tokens=uncached(usage),
+        input_tokens=usage.uncached_input(),
         output_tokens=usage.output_tokens,
         cache_read_tokens=usage.cache_read_tokens,
         cache_write_tokens=usage.cache_write_tokens,
@@ -528,16 +528,8 @@ def _call_row(turn_start_ns: int, call: ModelCall, leg: int | None) -> CallRow:
     start_ms = (call_start_ns(call) - turn_start_ns) / 1e6
     credits = _credits(usage.nano_aiu) if call.credits_known else None
     return CallRow(leg, call.model, start_ms, call.duration_ms, credits,
-                   uncached(usage), usage.output_tokens, usage.cache_read_tokens,
+                   usage.uncached_input(), usage.output_tokens, usage.cache_read_tokens,
                    usage.cache_write_tokens, call.finish_reason)
-
-
-def uncached(usage) -> int:
-    """Uncached input, as the CLI's `/usage` and ccusage count input: the CLI's input tokens
-    (which hold its cache reads and writes) less those, never below 0 (ccusage's
-    max(..., 0), for a record whose figures do not add up). `usage`: a Usage, or any figure
-    with its three token fields (the ledger's Counted)."""
-    return max(usage.input_tokens - usage.cache_read_tokens - usage.cache_write_tokens, 0)
 
 
 def _tool_row(turn_start_ns: int, tool: ToolCall, leg: int | None) -> ToolRow:
@@ -903,7 +895,7 @@ def check_figures(check: Reconciliation) -> Check:
 def _figures(usage: Usage, unpriced: bool = False) -> dict:
     """One side's figures of a model, its input uncached as everywhere in the report."""
     return {"credits": None if unpriced else _credits(usage.nano_aiu), "calls": usage.request_count,
-            "input_tokens": uncached(usage), "output_tokens": usage.output_tokens,
+            "input_tokens": usage.uncached_input(), "output_tokens": usage.output_tokens,
             "cache_read_tokens": usage.cache_read_tokens,
             "cache_write_tokens": usage.cache_write_tokens}
 

@@ -7,7 +7,6 @@ log for them, and parses those states only when there is a ledger to compare the
 The sessions compared are the ones the report read (`--session`, and `--since` by when a log
 last changed, choose them; --model and --pattern choose turns, not sessions); the ledger's
 sessions without a log are those `--session`, `--since` and `--until` want by their calls.
-Both sides' input is uncached, as everywhere in the report (`doctor` shows the CLI's own).
 """
 
 from __future__ import annotations
@@ -16,10 +15,8 @@ import json
 from pathlib import Path
 
 from ..copilot.ledger import LedgerSession
-from ..records import replace
 from ..turns import session_state
-from ..turns.ledger_check import FIGURES, Counted, LedgerCheck, LogSums, check, log_sums
-from .figures import uncached
+from ..turns.ledger_check import LedgerCheck, LogSums, check, log_sums
 from .read import Selection
 
 
@@ -27,26 +24,8 @@ def ledger_check(path: Path | None, states: dict[str, bytes], listed: set[str],
                  selection: Selection) -> LedgerCheck:
     """The sessions of `states` (each read log's state, by session id) against the ledger
     at `path` (None: not checked); `listed` is every session of the state folder."""
-    return _uncached(check(path, lambda: _sums(states), listed,
-                           lambda session_id, found: _wanted(selection, session_id, found)))
-
-
-def _uncached(found: LedgerCheck) -> LedgerCheck:
-    """The check with every count's input uncached, and the figures that differ named again
-    in those terms (but where those leave none: the CLI's own input differed)."""
-    differ = []
-    for differs in found.differ:
-        ours, cli = _uncached_count(differs.ours), _uncached_count(differs.cli)
-        figures = [name for name in FIGURES
-                   if name != "credits" and getattr(ours, name) != getattr(cli, name)]
-        figures += ["credits"] if "credits" in differs.figures else []
-        differ.append(replace(differs, figures=figures or differs.figures, ours=ours, cli=cli))
-    return replace(found, differ=differ, only_in_ledger=[
-        replace(only, cli=_uncached_count(only.cli)) for only in found.only_in_ledger])
-
-
-def _uncached_count(count: Counted) -> Counted:
-    return replace(count, input_tokens=uncached(count))
+    return check(path, lambda: _sums(states), listed,
+                 lambda session_id, found: _wanted(selection, session_id, found))
 
 
 def _sums(states: dict[str, bytes]) -> dict[str, LogSums | None]:
