@@ -95,3 +95,13 @@ def test_days_sessions_and_models_have_ccusages_tokens(where, tmp_path):
                 for row in rows if row["key"] == item["date"] and int(row["calls"])}
         assert mine == _their_models(item), item["date"]
     assert days["totals"] == sessions["totals"]
+
+
+def test_performance_md_says_what_ccusages_copilot_source_reads():
+    """docs/PERFORMANCE.md compares the report's speed with ccusage's: it must say what
+    ccusage reads, the session logs' shutdowns, which the test above shows (its copy of the
+    state folder has no OpenTelemetry export, and ccusage counts every session of it)."""
+    text = (ROOT / "docs" / "PERFORMANCE.md").read_text()
+    [row] = [line for line in text.splitlines() if line.startswith("| ccusage") and "Copilot" in line]
+    assert "`session.shutdown`" in row and "`modelMetrics`" in row, row
+    assert "not the session logs" not in row and "files only" not in row.split("|")[1], row
