@@ -58,7 +58,7 @@ from ..saved_state import mapping, sequence, whole
 from .figures import PRINTED_AT
 
 KIND = "hydrafusion report cache"
-FORMAT = 9
+FORMAT = 10
 MAX_BYTES = 128 << 20
 MAX_FILES = 4
 MAPPED = os.name == "posix"  # see _contents

@@ -51,13 +51,14 @@ from collections import Counter, defaultdict
 from datetime import date, datetime, timezone, tzinfo
 
 from ..records import field, is_record, record, replace
-from ..copilot.events import REJECTING_VERDICTS, LegEnded, ModelCall, Usage
+from ..copilot.event_records import LegEnded, ModelCall, REJECTING_VERDICTS, Usage
+from . import worth as worth_figures
 from .read import report_pattern
 from ..turns.assembly import (
     ROUTE_FAILED_OUTCOME, Reconciliation, ToolCall, Turn, call_start_ns, leg_start_ns,
 )
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 ORDINARY = "ordinary"
 KINDS = ("fusion", "ordinary", "fallback")
 GROUPINGS = ("day", "week", "month", "session")  # GROUP_KEYS's, and the Snapshot's by_ fields
@@ -229,6 +230,9 @@ class TurnRow:
     legs: list[LegRow]
     printed: TurnJson  # the row as the JSON report prints it, with its model calls and tools
     policy_version: str | None = None  # of the router that decided it (its resolved record)
+    # What only its records tell the "worth it" figures (tailer/report/worth.py); not printed
+    # with the turn. None: a row made without its turn, which tells them nothing.
+    worth: worth_figures.TurnWorth | None = None
 
     @property
     def model_calls(self) -> list[CallRow]:
@@ -244,6 +248,8 @@ def turn_json(row: TurnRow, calls: list[CallRow], tools: list[ToolRow]) -> TurnJ
     json.dumps writes of its fields (tailer/report/text.py copies it into the report)."""
     fields = {}
     for name in TurnRow.__match_args__:
+        if name == "worth":
+            continue
         if name == "printed":
             fields["model_calls"], fields["tools"] = calls, tools
         else:
@@ -401,6 +407,7 @@ class Snapshot:
     # The logs against the CLI's ledger (turns.ledger_check.LedgerCheck); None: not looked
     # at (--watch, --demo).
     ledger: object = None
+    worth: worth_figures.Worth | None = None  # was fusion worth it (tailer/report/worth.py)
 
 
 def snapshot(
@@ -447,6 +454,7 @@ def snapshot(
         turns=rows,
         in_flight=list(in_flight),
         ledger=ledger,
+        worth=worth_figures.figures(rows, fusion, groupings),
     )
 
 
@@ -494,6 +502,7 @@ def turn_row(turn: Turn, tz: tzinfo | None) -> TurnRow:
     )
     row.printed = turn_json(row, calls, [_tool_row(start_ns, tool, leg_index(tool.phase_id))
                                          for tool in turn.tools])
+    row.worth = worth_figures.TurnWorth(*worth_figures.turn_worth(turn))
     return row
 
 
@@ -963,6 +972,7 @@ def _quarter(quarter: int, tz: tzinfo | None) -> tuple[str, int, str] | None:
 # -- A turn's row as plain data, in no time zone: what the report's cache keeps ---------------
 
 _LEG_FIELDS = LegRow.__match_args__
+_WORTH_FIELDS = worth_figures.TurnWorth.__match_args__
 PRINTED_AT = 16
 
 
@@ -979,7 +989,7 @@ def turn_data(turn: Turn) -> list:
         row.routing_ms, row.degraded_reason, row.route_failure_reason,
         [[getattr(leg, name) for name in _LEG_FIELDS] for leg in row.legs],
         [row.printed.text, row.printed.start_at, row.printed.tool_count], row.policy_version,
-        row.unknown_credit_calls,
+        row.unknown_credit_calls, [getattr(row.worth, name) for name in _WORTH_FIELDS],
     ]
 
 
@@ -987,8 +997,8 @@ def row_from_data(data: list, tz: tzinfo | None) -> TurnRow:
     """The TurnRow that turn_row(turn, tz) gives, from turn_data(turn)."""
     (start_ns, _models, session_id, fusion_id, kind, model, pattern, outcome, compound, credits,
      calls, duration_ms, routing_ms, degraded_reason, route_failure_reason, legs, printed,
-     policy_version, unknown_credit_calls) = data
+     policy_version, unknown_credit_calls, worth) = data
     return TurnRow(session_id, fusion_id, kind, model, moment(start_ns, tz), pattern, outcome,
                    compound, credits, unknown_credit_calls, calls, duration_ms, routing_ms,
                    degraded_reason, route_failure_reason, [LegRow(*leg) for leg in legs],
-                   TurnJson(*printed), policy_version)
+                   TurnJson(*printed), policy_version, worth_figures.TurnWorth(*worth))

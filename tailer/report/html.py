@@ -46,6 +46,7 @@ def render(snap: Snapshot) -> str:
         kind_share=_share(snap.by_leg_kind, _kind_colors(snap), snap.headline.credits),
         patterns=_pattern_table(snap),
         router=_router_table(snap),
+        worth=_worth(snap),
         data=_embedded(snap, colors),
         pattern_options=_options(sorted({t.pattern for t in snap.turns})),
         outcome_options=_options(sorted({t.outcome for t in snap.turns})),
@@ -304,6 +305,69 @@ def _router_table(snap: Snapshot) -> str:
             f'<tbody>{rows}</tbody></table>')
 
 
+def _worth(snap: Snapshot) -> str:
+    """The table's "worth it" section (tailer/report/worth.py): what the review and the
+    gate cost, measured; the same work on one model and the fitted prices, each a table
+    captioned as an estimate."""
+    worth = snap.worth
+    if worth is None or not worth.by_pattern:
+        return '<p class="empty">No HydraFusion turns.</p>'
+
+    def table(caption: str, heads: list[str], rows: list[list[str]], estimate: bool = False) -> str:
+        if not rows:
+            return ""
+        head = "".join(f"<th>{escape(name)}</th>" for name in heads)
+        body = "".join("<tr>" + "".join(f"<td>{cell}</td>" for cell in row) + "</tr>" for row in rows)
+        mark = ' class="figures estimate"' if estimate else ' class="figures"'
+        return (f"<table{mark}><caption>{escape(caption)}</caption><thead><tr>{head}</tr></thead>"
+                f"<tbody>{body}</tbody></table>")
+
+    def measured(group) -> list[str]:
+        return [escape(group.key), str(group.turns), _money(group.credits, group.unknown_credit_calls),
+                _money(group.answer.credits, group.answer.unknown_credit_calls),
+                _money(group.review.credits, group.review.unknown_credit_calls)]
+
+    def estimated(estimate) -> list[str]:
+        saved = (None if estimate.alone is None or estimate.credits is None
+                 else estimate.alone - estimate.credits)
+        return [f"{estimate.turns}/{estimate.turns + estimate.not_estimated}",
+                _money(estimate.credits, estimate.unknown_credit_calls), _money(estimate.alone),
+                _money(estimate.error), "–" if saved is None else f"{saved:+.2f}"]
+
+    alone = "estimated of all, their credits, one model alone (estimate), ±, saved (estimate)"
+    refused = "".join(f"<li>{escape(model.model)}: not fitted ({escape(model.fit.replace('_', ' '))}, "
+                      f"{counted(model.calls, 'call')} of known credits)</li>"
+                      for model in worth.prices if model.fit != "fitted")
+    return "".join([
+        table("Credits kept (the answer) and not kept (review: judges, critics, drafts, failed legs)",
+              ["pattern", "turns", "credits", "kept", "not kept", "review"],
+              [measured(group) + [_percent(group.review_share)] for group in worth.by_pattern]),
+        table("The median turn on its answering model against the median single turn there",
+              ["pattern on model", "turns", "median", "single turns", "single median", "× single"],
+              [[escape(f"{item.pattern} on {item.model}"), str(item.turns), _money(item.median_credits),
+                str(item.single_turns), _money(item.single_median_credits),
+                "–" if item.ratio is None else f"{item.ratio:.2f}×"] for item in worth.versus_single]),
+        table("The gate of a cascade: accepted (the draft kept), rejected (the repair kept, the "
+              "draft and judge on top), unjudged; beside the same work on one model (estimate)",
+              ["gate", "turns", "credits", "kept", "not kept", *alone.split(", ")],
+              [measured(group) + estimated(group.one_model) for group in worth.gate], estimate=True),
+        table("The same work on one model, by pattern and policy version: an estimate, the kept "
+              "leg's tokens at the answering model's fitted prices",
+              ["group", *alone.split(", ")],
+              [[escape(group.key)] + estimated(group.one_model)
+               for group in worth.by_pattern + worth.by_policy_version], estimate=True),
+        table("Prices per 1M tokens, fitted by least squares from your calls of known credits "
+              "(an estimate; error: of one call, over its mean)",
+              ["model", "calls", "unknown", "input", "cache read", "cache write", "output", "error"],
+              [[escape(model.model), str(model.calls), str(model.unknown_credit_calls),
+                *("–" if model.prices[kind] is None else f"{model.prices[kind] * 1e6:.4g}"
+                  for kind in ("input", "cache_read", "cache_write", "output")),
+                _percent(model.relative_error)]
+               for model in worth.prices if model.fit == "fitted"], estimate=True),
+        f'<ul class="refused">{refused}</ul>' if refused else "",
+    ])
+
+
 def _legend(items: list[tuple[str, str]]) -> str:
     return '<ul class="legend">' + "".join(
         f'<li><i style="background:{color}"></i>{escape(name)}</li>' for name, color in items
@@ -417,6 +481,7 @@ _PAGE = """<!doctype html>
 <div class="panel"><h2>Credit share by leg kind: HydraFusion turns</h2>{kind_share}</div>
 <div class="panel"><h2>By pattern: HydraFusion turns</h2>{patterns}</div>
 <div class="panel"><h2>The router's policy versions</h2>{router}</div>
+<div class="panel wide"><h2>Was fusion worth it: HydraFusion turns</h2>{worth}</div>
 </section>
 <section class="panel turns">
 <h2>Turns</h2>
