@@ -508,7 +508,7 @@ def test_each_output_shows_the_same_with_only_the_groupings_it_asks_for(tmp_path
     """The table, the page and --by make only the groupings they show (a table over 10,000
     sessions would otherwise make 10,000 session groups), and show what they show with all."""
     from tailer.report.figures import GROUPINGS
-    from tailer.report.table import render_groups
+    from tailer.report.groups_table import render_groups
     from tailer.report.text import render_groups_csv
 
     write_month(tmp_path, days=9)
