@@ -108,7 +108,7 @@ def test_a_call_the_log_lost_is_named_with_what_differs(home):
     assert f"{SESSIONS} sessions checked against the CLI's ledger, 1 differ" in table
     # Input is uncached, as the CLI's /usage and ccusage count it, in the report and doctor.
     assert (differs["ours"]["input_tokens"], differs["cli"]["input_tokens"]) == (3000, 4000)
-    assert f"  {session[:8]} calls 3 vs 4, input 3000 vs 4000," in table
+    assert f"  {session[:8]} calls 3 vs 4, input 3,000 vs 4,000," in table
     done = doctor("--state-dir", str(state_dir))
     assert done.returncode == 1
     assert f"{SESSIONS} sessions checked against the CLI's ledger, 1 differ" in done.stdout

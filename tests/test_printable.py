@@ -110,8 +110,7 @@ def test_printable_keeps_text_with_nothing_to_escape():
 # -- the printing layer, fed directly ---------------------------------------------------------
 
 # Our own values (times, days, offsets): never from a log, and read back as times.
-COMPUTED = {"start", "generated_at", "utc_offset", "first_turn", "last_turn", "day", "time_ns",
-            "fit"}  # fit: the worth prices' own code (fitted, too_few_calls, ...)
+COMPUTED = {"start", "generated_at", "utc_offset", "first_turn", "last_turn", "day", "time_ns"}
 # The fields that are dicts keyed by names from the logs (other dicts have our own keys).
 NAMED_KEYS = {"outcomes", "credits_by_model", "filters", "ours", "theirs"}
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 from ..printable import printable
 from .figures import Snapshot
 from .table import (
-    BOLD, DIM, credits_cell, cut, fit, painter, percent_cell, table_lines, title, worth_groups,
-    wrapped,
+    DIM, credits_text, painter, percent_cell, table_lines, title_lines, worth_groups,
 )
+from .wrap import commas, cut, fit, flow
 
 # Every prompt's use (ccusage's columns, input uncached, exact tokens as ccusage prints them),
 # a session's first and last prompt, then HydraFusion's own figures: where they do not fit,
@@ -47,8 +47,8 @@ def render_groups(snap: Snapshot, by: str, *, order: str = "asc", breakdown: boo
         under[len(rows) - 1] = [cut(printable(f"  ^ policy {version} first seen"), width)
                                 for version in group.new_policy_versions]
         if times and not breakdown:
-            under[len(rows) - 1] += wrapped(
-                "  ", [printable(model.name) for model in group.models], width)
+            names = commas([printable(model.name) for model in group.models])
+            under[len(rows) - 1] += flow(["  " + names[0]] + names[1:], width) if names else []
         if breakdown:
             rows += [_model_row(model, times) for model in group.models]
     if rows:
@@ -57,9 +57,9 @@ def render_groups(snap: Snapshot, by: str, *, order: str = "asc", breakdown: boo
     table = table_lines(width, paint, headers, rows)
     for index in sorted(under, reverse=True):
         table[index + 2:index + 2] = under[index]
-    lines = [paint(BOLD, cut(title(snap), width)), ""] + table
+    lines = title_lines(snap, width, paint) + [""] + table
     if rows:
-        lines += [paint(DIM, line) for line in wrapped("", GROUP_LEGEND, width)]
+        lines += [paint(DIM, line) for line in flow(commas(GROUP_LEGEND), width, "")]
     worth = worth_groups(snap, by, order, width, paint)
     lines += [""] + worth if worth else []
     return "".join(fit(line, width).rstrip() + "\n" for line in lines)
@@ -69,8 +69,8 @@ def _group_row(label: str, head, usage, times: list[str]) -> list:
     """A group's row (or the total's, of the headline): every prompt's use of `usage` (its
     all_usage), `times` and HydraFusion's figures of `head` (a Headline or Group)."""
     return [label, head.turns, usage.ordinary.prompts, usage.calls,
-            credits_cell(usage.credits, usage.unknown_credit_calls)] + _tokens(usage) + times + [
-        credits_cell(head.credits, head.unknown_credit_calls), percent_cell(head.compound_rate),
+            credits_text(usage.credits, usage.unknown_credit_calls)] + _tokens(usage) + times + [
+        credits_text(head.credits, head.unknown_credit_calls), percent_cell(head.compound_rate),
         percent_cell(head.judge_rejection_rate), percent_cell(head.review_share)]
 
 
@@ -78,9 +78,9 @@ def _model_row(model, times: bool) -> list:
     """A model's use within a group (figures.ModelUse): its calls, credits, tokens and the
     credits of its legs in HydraFusion's turns."""
     return (["  " + model.name, "", "", model.calls,
-             credits_cell(model.credits, model.unknown_credit_calls)] + _tokens(model)
+             credits_text(model.credits, model.unknown_credit_calls)] + _tokens(model)
             + (["", ""] if times else [])
-            + [credits_cell(model.fusion.credits, model.fusion.unknown_credit_calls), "", "", ""])
+            + [credits_text(model.fusion.credits, model.fusion.unknown_credit_calls), "", "", ""])
 
 
 def _tokens(use) -> list[str]:
