@@ -580,12 +580,17 @@ def test_the_table_groups_thousands_and_csv_and_json_do_not(month):
     assert biggest["turns"] >= 1000
     row = next(line for line in report("--by", "month").splitlines()
                if line.startswith(biggest["key"] + " "))
-    assert row.split()[1:3] == [f"{biggest['turns']:,}", f"{biggest['credits']:,.2f}"]
+    usage = biggest["all_usage"]  # the columns: turns, ordinary, calls, credits, input, ...
+    assert row.split()[1:6] == [f"{biggest['turns']:,}", f"{usage['ordinary']['prompts']:,}",
+                                f"{usage['calls']:,}", f"{usage['credits']:,.2f}",
+                                f"{usage['input_tokens']:,}"]
     # CSV: plain numbers, each a field of its own.
     groups = list(csv.DictReader(io.StringIO(report("--by", "month", "--format", "csv"))))
     by_key = {group["key"]: group for group in groups}
     assert by_key[biggest["key"]]["turns"] == str(biggest["turns"])
-    assert float(by_key[biggest["key"]]["credits"]) == pytest.approx(biggest["credits"])
+    assert by_key[biggest["key"]]["input_tokens"] == str(usage["input_tokens"])
+    assert float(by_key[biggest["key"]]["credits"]) == pytest.approx(usage["credits"])
+    assert float(by_key[biggest["key"]]["fusion_credits"]) == pytest.approx(biggest["credits"])
     for text in (report("--format", "csv"), report("--format", "csv-calls")):
         rows = list(csv.reader(io.StringIO(text)))
         assert {len(row) for row in rows} == {len(rows[0])}  # no figure split by a comma

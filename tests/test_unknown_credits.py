@@ -150,8 +150,11 @@ def test_the_real_clis_unavailable_credits_keep_their_calls_and_tokens_on_the_pa
     terra = re.search(r'<tr data-name="gpt-5.6-terra" data-credits="" data-unknown="1">(.*?)</tr>', html)
     assert terra, "the model of unknown credits lost its row"
     cells = re.findall(r"<td>([^<]*)</td>", terra.group(1))
-    # legs, calls, tokens (input uncached: 1,200 less 200 read from the cache)
-    assert cells[:3] == ["1", "1", "–"] and cells[-3:] == ["1.0k", "40", "–"]
+    tokens = dict(re.findall(r'<td data-tokens="(\w+)">([^<]*)</td>', terra.group(1)))
+    # legs, calls, credits, share; tokens (input uncached: 1,200 less 200 read from the cache)
+    assert cells[:3] == ["1", "1", "–"] and cells[-1] == "–"
+    assert (tokens["input_tokens"], tokens["output_tokens"], tokens["cache_read_tokens"]) == (
+        "1,000", "40", "200"), tokens
     assert re.search(r'data-figure="credits" data-value="2.5"><div class="value">2.50</div>.*?'
                      r"2 of unknown credits left out", html)
     data = json.loads(re.search(r'<script type="application/json" id="report-data">(.*?)</script>',
