@@ -307,7 +307,8 @@ def nested(depth: int) -> bytes:
     "nested-header", "nested-entry", "old-identity", "row-short", "row-text-credits", "row-nan-credits",
     "row-huge-calls", "row-start-past-the-calendar", "row-kind", "row-models", "leg-short", "leg-credits",
     "row-unknown-credit-calls", "leg-unknown-credit-calls", "json-start-place", "check-short", "check-agrees", "check-difference", "checks-not-a-list",
-    "worth-short", "worth-model", "worth-negative-tokens", "worth-gate", "worth-sums-short"])
+    "worth-short", "worth-model", "worth-negative-tokens", "worth-gate", "worth-sums-short",
+    "worth-huge-tokens", "worth-huge-sums"])
 def test_a_cache_of_right_crcs_but_another_shape_is_refused_and_made_again(state, tmp_path, change):
     """Each of these crashed every later report (a traceback before any rebuild), or asked
     the JSON parser to recurse past its limit."""
@@ -343,6 +344,9 @@ def test_a_cache_of_right_crcs_but_another_shape_is_refused_and_made_again(state
         "worth-negative-tokens": lambda: row[19].__setitem__(1, [-1, 0, 0, 0]),
         "worth-gate": lambda: row[19].__setitem__(2, "another"),
         "worth-sums-short": lambda: row[19].__setitem__(3, [["m", [1]]]),
+        # Beyond what any log gives: the fit's floats overflowed, a traceback every report.
+        "worth-huge-tokens": lambda: row[19].__setitem__(1, [10**400] * 4),
+        "worth-huge-sums": lambda: row[19].__setitem__(3, [["m", [10**400] * 18]]),
     }
     lines = [json.dumps(value, separators=(",", ":")).encode() for value in entries]
     if change == "nested-entry":
