@@ -247,6 +247,30 @@ def test_a_special_file_at_the_caches_path_is_never_opened_and_is_replaced(state
         assert elsewhere.read_bytes() == planted_bytes
 
 
+def test_a_cache_larger_than_any_save_writes_is_not_read_and_is_made_again(state, tmp_path, monkeypatch):
+    """A sparse file of 20 GB at the cache's path (no disk used) was mapped and searched
+    for its header's end, then its CRC worked out: 16 s of every report until it was
+    replaced. A save writes at most MAX_BYTES and a header, so a larger file is refused
+    by its size, none of its bytes looked at (here: mapping it fails the test)."""
+    environ = environ_of(tmp_path)
+    path = warm(state, environ)
+    with path.open("r+b") as handle:
+        handle.truncate(cache.MAX_BYTES + cache.MAX_HEADER_BYTES + 2)
+    expected = uncached(state)
+
+    def never(handle):
+        raise AssertionError("a cache too large to be one was read")
+
+    monkeypatch.setattr(cache, "_contents", never)
+    assert cache.load(path) == ({}, "is larger than any the report writes")
+    os.truncate(path, 20 << 30)
+    code, stdout, stderr = report(state, environ, "--format", "json")
+    assert code == 0 and answers(stdout) == expected
+    assert stderr == ("hydrafusion-tailer report: the cache is larger than any the report writes: "
+                      "ignored, and made again (--no-cache reads without it)\n")
+    assert path.stat().st_size < cache.MAX_BYTES
+
+
 def test_what_a_killed_save_left_is_removed_and_nothing_the_cache_did_not_make(state, tmp_path):
     """A save killed midway leaves its temporary file (up to 128 MB): the next save removes
     it, and past MAX_FILES caches removes the oldest of the cache's own files, never the
