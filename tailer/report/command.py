@@ -371,14 +371,16 @@ def _report(args: argparse.Namespace, environ: dict[str, str], state_dir: Path,
             progress = Progress(sys.stderr, logs)
 
     try:
-        gathered = gather(logs, wanted, selection, zone, now=now.timestamp(), cache_path=cache_path,
-                          workers=args.jobs or default_jobs(), on_reading=reading)
+        try:
+            gathered = gather(logs, wanted, selection, zone, now=now.timestamp(),
+                              cache_path=cache_path, workers=args.jobs or default_jobs(),
+                              on_reading=reading)
+        finally:  # erased before any line is printed, the one below too
+            if progress is not None:
+                progress.close()
     except WorkerFailed as error:
         print(f"hydrafusion-tailer report: {error}", file=sys.stderr)
         return EXIT_USAGE
-    finally:
-        if progress is not None:
-            progress.close()
     if gathered.cache_problem is not None:
         print(f"hydrafusion-tailer report: {gathered.cache_problem}", file=sys.stderr)
     problems = dict(gathered.problems)
