@@ -122,8 +122,10 @@ def test_no_line_piped_or_for_a_program(big, terminal, options):
 
 def test_ctrl_c_erases_the_line(big, terminal):
     start(terminal, big, "--jobs 1")
+    # Pressed while the biggest log, the first, is read: no session read yet.
     seen = watch_lines(terminal, lambda screen, seen: ended(screen) or bool(seen))
     assert seen and not ended(terminal.screen()), "the line did not show before the report ended"
+    assert seen[-1][1].startswith("reading 0/"), seen
     terminal.keys("C-c")
     terminal.wait_for(lambda: ended(terminal.screen()), 30)
     screen = terminal.screen()
