@@ -13,9 +13,10 @@ where this user alone writes, and read without being fooled or blocked:
   descriptor, opened once without following a link, so a folder put in its place after
   the check is never the one used. The folders above it are the user's to arrange (a
   ~/.cache that is a link elsewhere is common).
-- A file in it is read only when it is a regular file (`read`): looked at first without
-  following a link, then opened without following one and without blocking and checked
-  again on the open descriptor. A FIFO, a device, a socket or a link at its name is
+- A file in it is read only when it is a regular file of this user's that nobody else
+  may write (`read`, `is_own_file`): looked at first without following a link, then
+  opened without following one and without blocking and checked again on the open
+  descriptor. A FIFO, a device, a socket, a link or another user's file at its name is
   refused with NotARegularFile, never opened for reading.
 - A file is written whole (`replace`: a temporary file renamed onto it, through
   tailer/atomic_file.py), under the folder's lock held shared while the temporary file
@@ -26,21 +27,30 @@ where this user alone writes, and read without being fooled or blocked:
 - `tidy` removes only files whose names the caller's pattern says it made, and their
   temporary files: never another file of the folder.
 
+A command that has nowhere to say why it refused a folder (the status line prints its
+line and nothing else) asks with `close_writable` for a folder of the user's own that
+others may write to be closed (0700) and used instead: what others put in it while it was
+open is theirs, and `read` refuses it.
+
 On Windows there is no owner, mode or folder descriptor to check: a folder is used by
 its path (under the user's profile, whose access list is the user's own), and a link or
 a file that is not regular is still refused.
+
+Imported by the status line on every refresh of the CLI's footer: what only a save or a
+refusal needs (tailer/atomic_file.py, tailer/printable.py, and with them re and pathlib)
+is imported there, and typing not at all.
 """
 
 from __future__ import annotations
 
 import os
-import re
 import stat
-from pathlib import Path
-from typing import BinaryIO, Callable
 
-from .atomic_file import replace_file, temporary_of
-from .printable import printable
+TYPE_CHECKING = False  # typing costs the footer's start-up; a type checker takes it as True
+if TYPE_CHECKING:
+    import re
+    from pathlib import Path
+    from typing import BinaryIO, Callable
 
 try:
     import fcntl
@@ -48,9 +58,10 @@ except ImportError:  # Windows
     fcntl = None
 
 POSIX = os.name == "posix"
-_FOLDER = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0)
+_FOLDER = (os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0)
+           | getattr(os, "O_CLOEXEC", 0))
 _FILE = (os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
-         | getattr(os, "O_BINARY", 0))
+         | getattr(os, "O_BINARY", 0) | getattr(os, "O_CLOEXEC", 0))
 
 
 class NotPrivate(Exception):
@@ -58,26 +69,37 @@ class NotPrivate(Exception):
 
 
 class NotARegularFile(OSError):
-    """A FIFO, a device, a socket, a folder or a link where a file was expected: never
-    opened for reading (a FIFO would block, a device could do anything)."""
+    """A FIFO, a device, a socket, a folder, a link or a file not the user's alone where a
+    file was expected: never opened for reading (a FIFO would block, a device could do
+    anything, another user's file say anything)."""
+
+
+def is_own_file(found: os.stat_result) -> bool:
+    """Whether `found` (an lstat) is a regular file of this user's that nobody else may
+    write: the only file a private state reads, or replaces."""
+    return stat.S_ISREG(found.st_mode) and (not POSIX or (
+        found.st_uid == os.geteuid() and not found.st_mode & (stat.S_IWGRP | stat.S_IWOTH)))
 
 
 class PrivateFolder:
     """A folder that only this user writes, held open; see the module docstring. With
-    `make`, made (and made 0700) when missing. Raises NotPrivate, FileNotFoundError (not
-    made and missing), OSError. Use it in a `with`, or close() it."""
+    `make`, made (and made 0700) when missing; with `close_writable`, one of the user's
+    own that others may write is closed and used (see the module docstring). Raises
+    NotPrivate, FileNotFoundError (not made and missing), OSError. Use it in a `with`, or
+    close() it."""
 
-    def __init__(self, path: Path, *, make: bool):
+    def __init__(self, path: str | Path, *, make: bool, close_writable: bool = False):
         self.path = path
         if make:
             try:
-                path.mkdir(mode=0o700, parents=True, exist_ok=True)
+                os.makedirs(path, mode=0o700, exist_ok=True)
             except FileExistsError:
                 pass  # not a folder, or a link to none: refused just below
         self.fd = _open_folder(path) if POSIX else None
         try:
-            mode = _checked(path, os.stat(self.fd) if POSIX else os.stat(path, follow_symlinks=False))
-            if make and POSIX and stat.S_IMODE(mode) != 0o700:
+            found = os.stat(self.fd) if POSIX else os.stat(path, follow_symlinks=False)
+            mode = _checked(path, found, writable_ours=close_writable)
+            if (make or close_writable) and POSIX and stat.S_IMODE(mode) != 0o700:
                 os.chmod(self.fd, 0o700)  # others could read it: not any more
         except BaseException:
             self.close()
@@ -95,14 +117,15 @@ class PrivateFolder:
             self.fd = None
 
     def read(self, name: str) -> BinaryIO:
-        """The file `name` opened for reading, if it is a regular file. Raises
-        FileNotFoundError, NotARegularFile, OSError."""
+        """The file `name` opened for reading, if it is a regular file of the user's own
+        that nobody else may write (`is_own_file`). Raises FileNotFoundError,
+        NotARegularFile, OSError."""
         where = self._where(name)
-        if not stat.S_ISREG(os.stat(where, dir_fd=self.fd, follow_symlinks=False).st_mode):
+        if not is_own_file(os.stat(where, dir_fd=self.fd, follow_symlinks=False)):
             raise NotARegularFile(f"not a regular file: {name!r}")
         fd = os.open(where, _FILE, dir_fd=self.fd)
         try:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):  # put there since it was looked at
+            if not is_own_file(os.fstat(fd)):  # put there since it was looked at
                 raise NotARegularFile(f"not a regular file: {name!r}")
             return open(fd, "rb")
         except BaseException:
@@ -112,6 +135,10 @@ class PrivateFolder:
     def replace(self, name: str, write: Callable[[BinaryIO], None]) -> None:
         """Replace the file `name` with what `write(binary file)` writes, whole or not at
         all (made 0600). Raises OSError."""
+        from pathlib import Path
+
+        from .atomic_file import replace_file  # a save's alone: the footer's refresh saves seldom
+
         locked = self._lock(fcntl.LOCK_SH) if fcntl is not None else False
         try:
             replace_file(Path(self._where(name)), write, durable=False, folder_fd=self.fd)
@@ -122,6 +149,8 @@ class PrivateFolder:
     def tidy(self, made: re.Pattern[str], keep: int) -> None:
         """Remove the files `made` names but the `keep` written last, and the temporary
         files of their saves that were killed; nothing else. Raises OSError."""
+        from .atomic_file import temporary_of
+
         ours, leftovers = [], []
         with os.scandir(self.fd if POSIX else self.path) as entries:
             for entry in entries:
@@ -155,7 +184,7 @@ class PrivateFolder:
         return True
 
 
-def _open_folder(path: Path) -> int:
+def _open_folder(path: str | Path) -> int:
     try:
         return os.open(path, _FOLDER)
     except OSError as error:
@@ -167,15 +196,18 @@ def _open_folder(path: Path) -> int:
         raise
 
 
-def _checked(path: Path, found: os.stat_result) -> int:
-    """The folder's mode, if this user alone may write in it; else NotPrivate."""
+def _checked(path: str | Path, found: os.stat_result, *, writable_ours: bool = False) -> int:
+    """The folder's mode, if this user alone may write in it (or, `writable_ours`, it is
+    this user's own); else NotPrivate."""
+    from .printable import printable  # a refusal's alone
+
     if stat.S_ISLNK(found.st_mode):
         raise NotPrivate(f"{printable(str(path))} is a symbolic link")
     if not stat.S_ISDIR(found.st_mode):
         raise NotPrivate(f"{printable(str(path))} is not a folder")
     if POSIX and found.st_uid != os.geteuid():
         raise NotPrivate(f"{printable(str(path))} belongs to another user (uid {found.st_uid})")
-    if POSIX and found.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+    if POSIX and found.st_mode & (stat.S_IWGRP | stat.S_IWOTH) and not writable_ours:
         raise NotPrivate(f"{printable(str(path))} may be written by others "
                          f"(mode {stat.S_IMODE(found.st_mode):o}; chmod 700 it)")
     return found.st_mode

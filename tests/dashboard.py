@@ -29,6 +29,8 @@ CONTRACT_COUNTERS_AND_GAUGES = frozenset({
     "hydrafusion_requests_total",
     "hydrafusion_route_failures_total",
     "hydrafusion_judged_turns_total",
+    "hydrafusion_gate_turns_total",
+    "hydrafusion_gate_aiu_total",
     "hydrafusion_prompts_total",
     "hydrafusion_prompt_aiu_total",
     "hydrafusion_prompt_model_calls_total",

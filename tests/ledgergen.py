@@ -43,7 +43,7 @@ def rows_of_log(log: Path, session_id: str | None = None) -> list[dict]:
     return rows
 
 
-# The type leads every line the CLI writes (tailer/copilot/events.py reads it there too): a
+# The type leads every line the CLI writes (tailer/copilot/event_types.py reads it there too): a
 # gigabyte of logs is looked through without parsing its other lines.
 USAGE_RECORD = '{"type":"session.usage_record"'
 

@@ -1,6 +1,6 @@
 """Free text where the log should hold machine codes, in every such field of every event type.
 
-The fields are those `python -m tailer scrub` keeps as codes (tailer.copilot.events.SCRUB_DATA, a
+The fields are those `python -m tailer scrub` keeps as codes (tailer.copilot.scrub_tables.SCRUB_DATA, a
 CodeKind in place of a Kept), which are every field the parser reads as one (CODE_FIELDS),
 and the ids it reads besides the keys that place a record. POISON is text, a path and a
 password; none of FRAGMENTS may reach any output.
@@ -12,9 +12,9 @@ import json
 from pathlib import Path
 
 from sessiongen import SessionWriter
-from tailer.copilot import events
+from tailer.copilot import event_types, scrub_tables
 from tailer.codes import CodeKind
-from tailer.copilot.events import Kept
+from tailer.copilot.scrub_tables import Kept
 
 POISON = "SECRETX /home/alice/proj/.env password=hunter2"
 FRAGMENTS = ("SECRETX", "/home/alice", "hunter2")
@@ -26,7 +26,7 @@ _KEYS = {"fusionId", "attemptId", "toolCallId"}
 def poison_codes(event: dict) -> dict:
     """The event with POISON in every code field of its type, present or not, and as the
     name of each entry of a map keyed by model or tool names."""
-    spec = events.SCRUB_DATA.get(event["type"])
+    spec = scrub_tables.SCRUB_DATA.get(event["type"])
     if spec is None:
         return event
     return dict(event, data=_poisoned(event.get("data") or {}, spec, _is_code_spec))
@@ -35,9 +35,9 @@ def poison_codes(event: dict) -> dict:
 def poison_ids(event: dict) -> dict:
     """The event with POISON in every id of its data but the key that places it (and a leg's
     phaseId), and as its event id on a prompt."""
-    spec = events.SCRUB_DATA.get(event["type"])
+    spec = scrub_tables.SCRUB_DATA.get(event["type"])
     poisoned = dict(event)
-    if event["type"] == events.USER_MESSAGE:
+    if event["type"] == event_types.USER_MESSAGE:
         poisoned["id"] = POISON
     if spec is None:
         return poisoned
@@ -64,7 +64,7 @@ def _is_code_spec(how: object) -> bool:
 def _poisoned(value: dict, spec: dict, poison_here) -> dict:
     value = dict(value)
     for name, how in spec.items():
-        if name in events.NAMES_OF:
+        if name in scrub_tables.NAMES_OF:
             value = {f"{POISON} {i}": item for i, item in enumerate(value.values())} or {POISON: 1}
         elif poison_here(how):
             value[name] = POISON

@@ -111,6 +111,16 @@ def _plan(kind: str, role: str, scope: str, conditional: bool = False) -> dict:
     return {"kind": kind, "role": role, "scope": scope, "conditional": conditional}
 
 
+def priced_nano(prices: tuple[int, int, int, int], input_tokens: int, cache_read_tokens: int,
+                cache_write_tokens: int, output_tokens: int) -> int:
+    """A call's credits at ``prices`` (nano-credits per uncached input, cache-read, cache-write
+    and output token; input counts the cache reads, as the CLI's does)."""
+    uncached = input_tokens - cache_read_tokens
+    assert uncached >= 0, "a call read more from the cache than its input"
+    return (prices[0] * uncached + prices[1] * cache_read_tokens + prices[2] * cache_write_tokens
+            + prices[3] * output_tokens)
+
+
 def _split(total: int, weights: list[int]) -> list[int]:
     """Shares of ``total`` in proportion to ``weights`` that add up to it exactly."""
     shares = [total * w // sum(weights) for w in weights[:-1]]
@@ -125,16 +135,21 @@ class SessionWriter:
     """
 
     def __init__(self, session_id: str, start: datetime, *, canary: str = CANARY,
-                 copilot_version: str = "1.0.102", unpriced: float = 0.0, seed: str = ""):
+                 copilot_version: str = "1.0.102", unpriced: float = 0.0, seed: str = "",
+                 prices: dict[str, tuple[int, int, int, int]] | None = None):
         """``unpriced``: the share of model calls (drawn at random, 1: all) whose credits the
         CLI does not know, as 1.0.102 writes them when the API's answer carries no
         `copilot_usage`: the usage record says `aiCreditsStatus: unavailable` and has no
         `copilotUsage`, and the leg's, the rollup's and the run's `totalNanoAiu` leave the
         call out (0 for a leg whose every call is unpriced). A damaged record is never one.
         ``seed``: a writer that continues a log another writer of the same session wrote
-        needs one of its own, or its ids repeat that writer's (and its turns are duplicates)."""
+        needs one of its own, or its ids repeat that writer's (and its turns are duplicates).
+        ``prices``: per model, nano-credits per uncached input, cache-read, cache-write and
+        output token; a call on such a model costs exactly its tokens at those prices (its
+        leg's credits their sum), where other calls' credits are drawn at random."""
         self.session_id = session_id
         self.unpriced = unpriced
+        self.prices = prices or {}
         self.canary = canary
         self.expected: list[ExpectedTurn] = []
         self._rng = random.Random(session_id + seed)
@@ -490,6 +505,11 @@ class SessionWriter:
         (``unpriced``) takes its share of credits off the leg's, as the CLI leaves it out."""
         weights = [self._rng.randint(1, 9) for _ in calls]
         shares = {name: _split(getattr(leg, name), weights) for name in _USAGE_FIELDS[1:]}
+        if leg.model in self.prices:  # each call costs its tokens, the leg its calls
+            shares["nano_aiu"] = [priced_nano(self.prices[leg.model], *tokens) for tokens in zip(
+                shares["input_tokens"], shares["cache_read_tokens"], shares["cache_write_tokens"],
+                shares["output_tokens"])]
+            leg.nano_aiu = sum(shares["nano_aiu"])
         turn.calls += len(calls) - damaged
         turn.damaged_calls += damaged
         for i, (began, done) in enumerate(calls):

@@ -20,7 +20,7 @@ import pytest
 from exposition_helpers import saved_series
 from sessiongen import START, SessionWriter
 from tailer import records
-from tailer.copilot import events
+from tailer.copilot import event_records
 from tailer.daemon import checkpoint
 from tailer.daemon import service
 from tailer.turns import session_state
@@ -337,7 +337,7 @@ def test_a_number_field_is_checked_by_what_it_measures_not_by_its_type():
     with pytest.raises(TypeError, match="attempts"):
         session_state._field_check(Counted, records.fields(Counted)[1])
     with pytest.raises(ValueError):
-        session_state._RECORD_CHECKS[events.ModelCall]["duration_ms"](-1.0, "a duration")
+        session_state._RECORD_CHECKS[event_records.ModelCall]["duration_ms"](-1.0, "a duration")
 
 
 def test_a_version_3_checkpoint_loads_with_its_calls_credits_unknown(tmp_path, state):

@@ -1,6 +1,6 @@
 """Codes are codes: a field passed on as a machine code keeps only a code of its kind.
 
-Every field of tailer.copilot.events.CODE_FIELDS, given free text, reads as `other` (an id as absent)
+Every field of tailer.copilot.event_records.CODE_FIELDS, given free text, reads as `other` (an id as absent)
 and is counted; a key that is no id damages its line; every value the real CLI, the
 fixtures and the session generator write is a code; and docs/TRACES.md's table is the code's.
 """
@@ -16,7 +16,7 @@ from poison import FRAGMENTS, POISON, write_poisoned_sessions
 from sessiongen import every_pattern, whole_session
 from tailer import records
 from tailer import codes
-from tailer.copilot import events
+from tailer.copilot import event_records, event_types, event_values, events
 from tailer.commands import scrub
 from tailer.turns.session_state import turn_from_data, turn_to_data
 from tailer.codes import IDENTIFIER, OTHER
@@ -45,9 +45,9 @@ def test_no_real_value_becomes_other(tmp_path):
     read = 0
     for path in real_logs(tmp_path):
         for record in records_of(path):
-            assert not isinstance(record, events.Malformed) or record.reason.startswith(
+            assert not isinstance(record, event_records.Malformed) or record.reason.startswith(
                 ("absurd_", "damaged_", "invalid_")), (path, record)
-            if not isinstance(record, events.Malformed):
+            if not isinstance(record, event_records.Malformed):
                 assert record.not_codes == (), (path, record)
                 read += 1
     assert read > 500
@@ -59,11 +59,11 @@ def test_free_text_in_every_code_field_becomes_other_and_is_named(tmp_path):
     for path in sorted(tmp_path.rglob("events.jsonl")):
         for record in records_of(path):
             assert not any(fragment in repr(record) for fragment in FRAGMENTS), record
-            if isinstance(record, events.Malformed):
+            if isinstance(record, event_records.Malformed):
                 damage.add(record.reason)
             else:
                 named |= set(record.not_codes)
-    assert named == set(events.NOT_CODE_FIELDS)
+    assert named == set(event_records.NOT_CODE_FIELDS)
     assert {"bad_fusion_id", "bad_attempt_id", "bad_tool_call_id"} <= damage
 
 
@@ -72,25 +72,25 @@ def test_a_refused_code_is_other_and_a_refused_id_absent():
            "model": "gpt-5.6-sol", "status": "failed", "durationMs": 5,
            "degradedToPhaseId": POISON, "reason": POISON}
     record = events.parse_line(json.dumps({
-        "type": events.PHASE_FAILED, "timestamp": "2026-11-04T12:00:00Z", "data": leg}).encode())
+        "type": event_types.PHASE_FAILED, "timestamp": "2026-11-04T12:00:00Z", "data": leg}).encode())
     assert (record.failure_reason, record.degraded_to_phase_id) == (OTHER, None)
     assert (record.phase_kind, record.model) == ("judge", "gpt-5.6-sol")
     assert record.not_codes == ("failure_reason", "degraded_to_phase_id")
     leg["phaseId"] = POISON
     assert events.parse_line(json.dumps({
-        "type": events.PHASE_FAILED, "timestamp": "2026-11-04T12:00:00Z", "data": leg}).encode()
-    ) == events.Malformed("bad_phase_id")
+        "type": event_types.PHASE_FAILED, "timestamp": "2026-11-04T12:00:00Z", "data": leg}).encode()
+    ) == event_records.Malformed("bad_phase_id")
 
 
 def test_a_prompt_whose_id_is_no_id_is_placed_by_its_time():
     record = events.parse_line(json.dumps({
-        "type": events.USER_MESSAGE, "id": POISON, "timestamp": "2026-11-04T12:00:00Z",
+        "type": event_types.USER_MESSAGE, "id": POISON, "timestamp": "2026-11-04T12:00:00Z",
         "data": {}}).encode())
     assert record.prompt_id.startswith("at-") and record.not_codes == ("prompt_id",)
 
 
 def test_names_of_maps_that_are_no_names_add_up_under_other():
-    line = {"type": events.SHUTDOWN, "timestamp": "2026-11-04T12:00:00Z", "data": {
+    line = {"type": event_types.SHUTDOWN, "timestamp": "2026-11-04T12:00:00Z", "data": {
         "modelMetrics": {name: {"requests": {"count": 1}} for name in ("gpt-5.6-sol", POISON, "a b")}}}
     record = events.parse_line(json.dumps(line).encode())
     assert {name: usage.request_count for name, usage in record.models.items()} == {
@@ -101,11 +101,11 @@ def test_names_of_maps_that_are_no_names_add_up_under_other():
 def test_a_record_restored_from_a_checkpoint_keeps_only_codes():
     """A checkpoint is a file anyone with the account can edit: what it restores is checked
     as what the parser reads."""
-    leg = events.LegEnded(
+    leg = event_records.LegEnded(
         1788921807960000000, fusion_id="fusion-1", phase_id="fusion-1:phase:0", phase_kind="primary",
         role=POISON,
         scope="root", model="gpt-5.6-sol", status="succeeded", verdict=None, duration_ms=1.0,
-        usage=events.Usage(), failure_reason=None, degraded_to_phase_id=POISON)
+        usage=event_records.Usage(), failure_reason=None, degraded_to_phase_id=POISON)
     (restored,) = turn_from_data(turn_to_data(Turn("s", "fusion-1", legs=[leg]))).legs
     assert (restored.role, restored.degraded_to_phase_id, restored.model) == (OTHER, None, "gpt-5.6-sol")
 
@@ -114,17 +114,17 @@ def test_a_record_restored_from_a_checkpoint_keeps_only_codes():
 _TEXTS = st.one_of(st.text(max_size=80), st.text(alphabet="aZ09._:-/+ ", min_size=1, max_size=80))
 
 
-@given(st.sampled_from([(kind, name) for kind, fields in events.CODE_FIELDS.items()
+@given(st.sampled_from([(kind, name) for kind, fields in event_records.CODE_FIELDS.items()
                         for name, _ in fields]), _TEXTS)
 def test_a_code_field_holds_a_code_other_or_nothing(field, text):
     """A record made with any text in any code field keeps it only when it is a code."""
     record_type, name = field
-    kind = dict(events.CODE_FIELDS[record_type])[name]
+    kind = dict(event_records.CODE_FIELDS[record_type])[name]
     values = {f.name: _filler(f.type) for f in records.fields(record_type)}
-    values[name] = {"tuple": (text,), "dict": {text: events.Usage()}}.get(
+    values[name] = {"tuple": (text,), "dict": {text: event_records.Usage()}}.get(
         type(values[name]).__name__, text)
     record = record_type(**values)
-    refused = events.codes_only(record)
+    refused = event_values.codes_only(record)
     kept = getattr(record, name)
     shown = next(iter(kept)) if isinstance(kept, (tuple, dict)) else kept
     if text and kind.is_code(text):
@@ -140,16 +140,16 @@ def _filler(annotation: str):
     if "dict" in annotation:
         return {}
     if "Usage" in annotation:
-        return events.Usage()
+        return event_records.Usage()
     return {"int": 0, "float": 0.0, "bool": False}.get(annotation.split(" ")[0], "x")
 
 
 def test_every_label_value_of_the_refusals_counter_has_its_own_series():
     metrics = Metrics(Registry(label_value_limits=LABEL_VALUE_LIMITS))
     shown = samples(metrics.registry.render_final(), "hydrafusion_tailer_values_not_codes_total")
-    assert shown == {(("field", name),): 0 for name in events.NOT_CODE_FIELDS}
+    assert shown == {(("field", name),): 0 for name in event_records.NOT_CODE_FIELDS}
     record = events.parse_line(json.dumps({
-        "type": events.RESOLVED, "timestamp": "2026-11-04T12:00:00Z",
+        "type": event_types.RESOLVED, "timestamp": "2026-11-04T12:00:00Z",
         "data": {"fusionId": "fusion-1", "pattern": POISON, "policy": POISON}}).encode())
     metrics.count_event(record)
     shown = samples(metrics.registry.render_final(), "hydrafusion_tailer_values_not_codes_total")
@@ -172,7 +172,7 @@ def test_scrub_keeps_every_real_code_as_written(tmp_path):
     scrub.scrub_tree(tmp_path / "raw", tmp_path / "out", seed="s")
     (path,) = (tmp_path / "out").rglob("events.jsonl")
     assert '"other"' not in path.read_text()
-    assert all(not isinstance(record, events.Malformed) and record.not_codes == ()
+    assert all(not isinstance(record, event_records.Malformed) and record.not_codes == ()
                for record in records_of(path))
 
 
@@ -194,9 +194,9 @@ def _table(heading: str) -> dict[str, list[str]]:
 
 def test_the_docs_table_of_fields_is_the_codes():
     documented = {name: cells[-1] for name, cells in _table("| Field (`field` label)").items()}
-    in_code = {name: kind.name for fields in events.CODE_FIELDS.values() for name, kind in fields}
+    in_code = {name: kind.name for fields in event_records.CODE_FIELDS.values() for name, kind in fields}
     assert documented == {**in_code, "prompt_id": IDENTIFIER.name}
-    assert set(documented) == set(events.NOT_CODE_FIELDS)
+    assert set(documented) == set(event_records.NOT_CODE_FIELDS)
 
 
 def test_the_docs_table_of_kinds_names_every_kind_and_its_length():

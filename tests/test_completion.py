@@ -43,7 +43,7 @@ def test_the_reports_options_and_their_values_complete(tmp_path):
             "--html", "--watch", "--demo", "--no-color", "--version", "--help"} <= set(offered)
     assert "--once" not in offered  # run's, not the report's
     assert completions(tmp_path, "report", "--for") == ["--format"]
-    assert completions(tmp_path, "report", "--format", "") == ["table", "json", "csv", "csv-calls"]
+    assert completions(tmp_path, "report", "--format", "") == ["table", "json", "csv", "csv-calls", "csv-worth"]
     assert {"bash", "zsh"} <= set(completions(tmp_path, "completion", ""))
 
 

@@ -60,6 +60,8 @@ QUESTION_PANELS = [
     "Leg ledger",
     "Cache share of input tokens",
     "Routing latency",
+    "Answer and review credits by pattern",
+    "The gate: cascade turns by what the judge did",
     "Turns",
     "Turn waterfall",
 ]

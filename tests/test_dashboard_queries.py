@@ -170,6 +170,40 @@ def test_fusion_and_ordinary_turns_side_by_side(run):
     assert all(0 < median < 1310.72 for median in medians.values())
 
 
+def test_was_fusion_worth_it_answer_review_and_the_gate(run):
+    """The "Was fusion worth it" row, from the files: per pattern the turns, the credits of
+    the legs kept and not kept, and review's share; per gate outcome of the cascade turns
+    (accepted: a verdict accept and none sending the draft back; rejected: one did;
+    unjudged: none), their turns, credits kept and not kept, and credits per turn."""
+    turns, kept, review = defaultdict(int), defaultdict(float), defaultdict(float)
+    gates = defaultdict(lambda: [0, 0.0, 0.0])
+    for turn in TURNS:
+        turns[turn.pattern] += 1
+        for leg in turn.legs:
+            (kept if leg.committed else review)[turn.pattern] += leg.nano_aiu / 1e9
+        if turn.pattern == "cascade":
+            verdicts = {leg.verdict for leg in turn.legs if leg.verdict}
+            gate = gates["rejected" if verdicts & {"reject", "revise"} else "accepted" if verdicts else "unjudged"]
+            gate[0] += 1
+            gate[1] += sum(leg.nano_aiu for leg in turn.legs if leg.committed) / 1e9
+            gate[2] += sum(leg.nano_aiu for leg in turn.legs if not leg.committed) / 1e9
+    paid = {pattern for pattern in turns if kept[pattern] + review[pattern]}
+    assert {"accepted", "rejected"} <= gates.keys() and any(review.values())
+    answer = run.results["Answer and review credits by pattern"]
+    assert by_label(answer[0], "pattern") == turns
+    assert by_label(answer[1], "pattern") == pytest.approx({p: kept[p] for p in paid}, rel=1e-9)
+    assert by_label(answer[2], "pattern") == pytest.approx({p: review[p] for p in paid}, rel=1e-9)
+    assert by_label(answer[3], "pattern") == pytest.approx(
+        {p: review[p] / (kept[p] + review[p]) for p in paid}, rel=1e-9)
+    gate = run.results["The gate: cascade turns by what the judge did"]
+    assert [by_label(result, "gate") for result in gate] == [
+        {name: pytest.approx(figures[0]) for name, figures in gates.items()},
+        {name: pytest.approx(figures[1], rel=1e-9) for name, figures in gates.items()},
+        {name: pytest.approx(figures[2], rel=1e-9) for name, figures in gates.items()},
+        {name: pytest.approx((figures[1] + figures[2]) / figures[0], rel=1e-9)
+         for name, figures in gates.items()}]
+
+
 def test_the_ledger_counts_every_leg(run):
     legs, credits = defaultdict(float), defaultdict(float)
     for turn in TURNS:

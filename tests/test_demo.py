@@ -15,7 +15,7 @@ from sessiongen import SessionWriter
 from tailer.commands import demo
 from tailer.commands import demo_run
 from tailer.commands.cli import parse_args
-from tailer.copilot import events
+from tailer.copilot import event_records, event_types, event_values, events
 from tailer.commands import scrub
 from tailerproc import ROOT, tailer_env
 from tailer.turns.assembly import SessionTurns
@@ -26,7 +26,7 @@ UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}
 
 def ns(timestamp):
     """A timestamp, or unix milliseconds as a shutdown's session start gives them."""
-    return int(timestamp) * 1_000_000 if timestamp.isdigit() else events.parse_timestamp(timestamp)
+    return int(timestamp) * 1_000_000 if timestamp.isdigit() else event_values.parse_timestamp(timestamp)
 
 
 def timestamps(line):
@@ -34,7 +34,7 @@ def timestamps(line):
     shutdown's session start (unix milliseconds, and in its accounting snapshot)."""
     data = line["data"]
     found = [line["timestamp"]] + [data[name] for name in ("startTime", "resumeTime") if name in data]
-    if line["type"] == events.SHUTDOWN:
+    if line["type"] == event_types.SHUTDOWN:
         found += [str(data["sessionStartTime"]), data["accountingSnapshot"]["sessionStartTime"]]
     return found
 
@@ -58,7 +58,7 @@ def tailer_turns(lines):
     found = []
     for line in lines:
         record = events.parse_line(json.dumps(line).encode())
-        if isinstance(record, events.Event):
+        if isinstance(record, event_records.Event):
             found += session.feed(record)
     return found + session.finish_open()
 
@@ -148,7 +148,7 @@ def test_replayer_writes_each_event_when_its_time_comes_with_fresh_ids(tmp_path)
     written = replay(replayer, clock, 2400)
     lines = [line for line, _ in written]
     assert lines == read_lines(replayer.log_path)
-    assert lines[0]["type"] == events.SESSION_START
+    assert lines[0]["type"] == event_types.SESSION_START
     assert lines[0]["data"]["sessionId"] == replayer.session_id == replayer.log_path.parent.name
     assert [line["parentId"] for line in lines] == [None] + [line["id"] for line in lines[:-1]]
     assert len({line["id"] for line in lines}) == len(lines)
@@ -178,9 +178,9 @@ def test_a_replayed_turn_is_in_flight_a_leg_at_a_time(tmp_path):
     written = replay(replayer, clock, 1200)
     routed, legs = {}, {}  # per fusion turn, the tick of its routing decision, of each leg
     for line, at in written:
-        if line["type"] == events.RESOLVED:
+        if line["type"] == event_types.RESOLVED:
             routed[line["data"]["fusionId"]] = at
-        elif line["type"] in (events.PHASE_COMPLETED, events.PHASE_FAILED):
+        elif line["type"] in (event_types.PHASE_COMPLETED, event_types.PHASE_FAILED):
             legs.setdefault(line["data"]["fusionId"], []).append(at)
     assert len(routed) > 15
     for fusion_id, at in routed.items():

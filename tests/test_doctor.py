@@ -14,7 +14,7 @@ from tailer.commands import doctor
 from tailer.copilot import lines
 from tailer.turns import session_log
 from tailer.commands.cli import main
-from tailer.copilot.events import cli_version_of, event_type_of
+from tailer.copilot.event_types import cli_version_of, event_type_of
 from tailerproc import ROOT, tailer_env
 from sessiongen import every_pattern
 

@@ -7,11 +7,13 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from tailer import records
-from tailer.copilot import events
-from tailer.copilot.events import (
+from tailer.copilot import event_fields, event_records, event_types, event_values, events, line_json
+from tailer.copilot.event_records import (
     Completed, LegEnded, Malformed, Resolved, RouteFailed, SessionEnded, UnknownFusionEvent,
-    Usage, parse_line, parse_timestamp,
+    Usage,
 )
+from tailer.copilot.event_values import parse_timestamp
+from tailer.copilot.events import parse_line
 
 
 def line(event_type, data, timestamp="2026-09-09T02:43:27.96Z", **envelope):
@@ -49,10 +51,10 @@ def test_no_record_type_has_a_field_for_text():
     """The allowlist is the set of record fields: none of them may carry free text."""
     text_fields = {"content", "message", "error_message", "projection_message", "hint",
                    "rule_name", "staged_terminal", "arguments", "result", "path"}
-    for record_type in (Resolved, LegEnded, events.Handoff, events.CommitStarted, Completed,
-                        RouteFailed, SessionEnded, UnknownFusionEvent, events.ModelCall,
-                        events.ToolStarted, events.ToolCompleted, events.Prompt,
-                        events.RunStarted, events.UsageCheckpoint):
+    for record_type in (Resolved, LegEnded, event_records.Handoff, event_records.CommitStarted, Completed,
+                        RouteFailed, SessionEnded, UnknownFusionEvent, event_records.ModelCall,
+                        event_records.ToolStarted, event_records.ToolCompleted, event_records.Prompt,
+                        event_records.RunStarted, event_records.UsageCheckpoint):
         names = {f.name for f in records.fields(record_type)}
         assert not names & text_fields, record_type
 
@@ -71,9 +73,10 @@ def test_resolved_completed_and_route_failed():
     resolved = parse_line(line("session.fusion_resolved", {
         "fusionId": "fusion-1", "pattern": "cascade", "syntheticModel": "hydrafusion",
         "policy": "standard", "routeSource": "capi_plan", "routingLatencyMs": 231,
+        "judgeModel": "gpt-5.6-sol", "repairModel": "claude-opus-5",
         "hint": "secret", "ruleName": "secret", "scores": None}))
-    assert (resolved.pattern, resolved.route_source, resolved.routing_latency_ms) == (
-        "cascade", "capi_plan", 231.0)
+    assert (resolved.pattern, resolved.route_source, resolved.routing_latency_ms,
+            resolved.repair_model) == ("cascade", "capi_plan", 231.0, "claude-opus-5")
     completed = parse_line(line("session.fusion_completed", {
         "fusionId": "fusion-1", "pattern": "cascade", "outcome": "completed",
         "finalSourcePhaseId": "fusion-1:repair", "finalSourceModel": "gpt-5.6-sol",
@@ -91,7 +94,8 @@ def test_non_fusion_lines_are_ignored_without_parsing(monkeypatch):
     def refuse(*_):
         raise AssertionError("parsed a line that cannot matter")
 
-    monkeypatch.setattr(events, "_loads", refuse)
+    monkeypatch.setattr(events, "loads", refuse)
+    monkeypatch.setattr(line_json, "loads", refuse)
     assert parse_line(line("assistant.message", {"content": "hello"})) is None
     assert parse_line(line("assistant.reasoning", {"content": "x" * 100_000})) is None
     # The type the line starts with decides, whatever the line quotes.
@@ -131,13 +135,13 @@ def test_either_note_alone_is_noted():
 
 
 @given(st.lists(st.sampled_from(
-    [*events.MARKERS, b'"session.', b"fusion_", b'"sessionXfusion_', b'"', b"x", b"\0"]
+    [*event_types.MARKERS, b'"session.', b"fusion_", b'"sessionXfusion_', b'"', b"x", b"\0"]
 )).map(b"".join))
 def test_may_matter_is_true_exactly_when_a_damage_marker_is_there(raw):
     """Tool events only add detail: one too long to read is not damage."""
-    tool_markers = set(events.MARKERS) - set(events.DAMAGE_MARKERS)
+    tool_markers = set(event_types.MARKERS) - set(event_types.DAMAGE_MARKERS)
     assert tool_markers == {b'"tool.execution_start"', b'"tool.execution_complete"'}
-    assert events.may_matter(raw) == any(marker in raw for marker in events.DAMAGE_MARKERS)
+    assert event_types.may_matter(raw) == any(marker in raw for marker in event_types.DAMAGE_MARKERS)
 
 
 @pytest.mark.parametrize("raw, reason", [
@@ -239,8 +243,8 @@ def test_session_shutdown_ends_the_session():
     ("2026-09-09T02:43:27.1234567Z", 1788921807_123456700),
     ("2026-09-09T04:43:27.5+02:00", 1788921807_500000000),
     ("2026-09-09T02:43:27", 1788921807_000000000),
-    ("2000-01-01T00:00:00Z", events.EARLIEST_NS),
-    ("2199-12-31T23:59:59.999999999Z", events.LATEST_NS - 1),
+    ("2000-01-01T00:00:00Z", event_values.EARLIEST_NS),
+    ("2199-12-31T23:59:59.999999999Z", event_values.LATEST_NS - 1),
 ])
 def test_timestamps(text, expected):
     assert parse_timestamp(text) == expected
@@ -262,7 +266,7 @@ def test_the_cli_form_takes_the_fast_way(monkeypatch):
     def refuse(_):
         raise AssertionError("took the general way")
 
-    monkeypatch.setattr(events, "_parse_any_timestamp", refuse)
+    monkeypatch.setattr(event_values, "_parse_any_timestamp", refuse)
     assert parse_timestamp("2026-09-09T02:43:27.961Z") == 1788921807_961000000
     assert parse_timestamp("2026-09-09T02:43:27.96Z") == 1788921807_960000000
     assert parse_timestamp("2026-09-09T02:43:27Z") == 1788921807_000000000
@@ -300,8 +304,8 @@ _TIMESTAMPS = st.one_of(
 
 @given(_TIMESTAMPS)
 def test_the_fast_way_agrees_with_the_general_way(text):
-    general = events._parse_any_timestamp(text)
-    if general is not None and not events.EARLIEST_NS <= general < events.LATEST_NS:
+    general = event_values._parse_any_timestamp(text)
+    if general is not None and not event_values.EARLIEST_NS <= general < event_values.LATEST_NS:
         general = None
     assert parse_timestamp(text) == general
 
@@ -321,7 +325,7 @@ def test_counts_read_as_themselves_in_range_and_as_damage_outside(value, as_floa
 @given(st.binary(max_size=400))
 def test_any_bytes_give_a_record_a_reason_or_nothing(raw):
     result = parse_line(raw)
-    assert result is None or isinstance(result, (events.Event, Malformed))
+    assert result is None or isinstance(result, (event_records.Event, Malformed))
 
 
 @given(st.dictionaries(st.sampled_from(sorted(LEG) + ["usage", "x"]),
@@ -350,7 +354,7 @@ CALL = {
 
 def test_usage_record_is_one_model_call():
     record = parse_line(line("session.usage_record", {"usage": CALL}))
-    assert record == events.ModelCall(
+    assert record == event_records.ModelCall(
         1788921807960000000, model="gpt-5.6-sol", provider="github",
         usage=Usage(1, 9000, 700, 6000, 400, 1_250_000_000), credits_known=True,
         duration_ms=4200.0, time_to_first_token_ms=800.0, finish_reason="tool_calls",
@@ -377,7 +381,7 @@ def test_a_call_without_credits_is_a_call_of_unknown_credits(copilot_usage):
     if copilot_usage != "absent":
         usage["copilotUsage"] = copilot_usage
     record = parse_line(line("session.usage_record", {"usage": usage}))
-    assert isinstance(record, events.ModelCall)
+    assert isinstance(record, event_records.ModelCall)
     assert (record.usage.nano_aiu, record.credits_known) == (0, False)
     assert record.usage.input_tokens == 9000
 
@@ -417,7 +421,7 @@ def test_a_legs_credits_are_given_only_by_a_number(usage, given):
     assert leg.credits_given is given
 
 
-@pytest.mark.parametrize("total, nano_aiu", [(0, 0), (7.0, 7), (events.MAX_NANO_AIU,) * 2])
+@pytest.mark.parametrize("total, nano_aiu", [(0, 0), (7.0, 7), (event_values.MAX_NANO_AIU,) * 2])
 def test_a_calls_credits_may_be_a_whole_float_or_zero(total, nano_aiu):
     usage = dict(CALL, copilotUsage={"totalNanoAiu": total})
     record = parse_line(line("session.usage_record", {"usage": usage}))
@@ -425,7 +429,7 @@ def test_a_calls_credits_may_be_a_whole_float_or_zero(total, nano_aiu):
 
 
 @pytest.mark.parametrize("total", [-1, 2.5, float("nan"), float("inf"),
-                                   events.MAX_NANO_AIU + 1, 10**400])
+                                   event_values.MAX_NANO_AIU + 1, 10**400])
 def test_absurd_call_credits_make_the_record_damaged(total):
     usage = dict(CALL, copilotUsage={"totalNanoAiu": total})
     assert parse_line(line("session.usage_record", {"usage": usage})) == Malformed(
@@ -463,24 +467,24 @@ def test_tool_events_keep_names_ids_and_success_only():
     start = parse_line(line("tool.execution_start", {
         "toolCallId": "call_1", "toolName": "github-get_pr", "mcpServerName": "github",
         "mcpToolName": "get_pr", "arguments": {"secret": "x"}, "fusion": TOOL_FUSION}))
-    assert start == events.ToolStarted(
+    assert start == event_records.ToolStarted(
         1788921807960000000, tool_call_id="call_1", tool_name="github-get_pr",
         mcp_server="github", mcp_tool="get_pr", fusion_id="fusion-1", phase_id="fusion-1:repair")
     end = parse_line(line("tool.execution_complete", {
         "toolCallId": "call_1", "success": False, "error": {"message": "secret"}}))
-    assert end == events.ToolCompleted(
+    assert end == event_records.ToolCompleted(
         1788921807960000000, tool_call_id="call_1", success=False, fusion_id=None, phase_id=None)
     assert parse_line(line("tool.execution_complete", {"success": True})) == Malformed(
         "missing_tool_call_id")
 
 
 def test_prompt_keeps_its_event_id_and_time_only():
-    assert parse_line(line("user.message", {"content": "secret"})) == events.Prompt(
+    assert parse_line(line("user.message", {"content": "secret"})) == event_records.Prompt(
         1788921807960000000, prompt_id="e1")
 
 
 def test_runs_and_the_clis_totals():
-    assert parse_line(line("session.start", {"context": {"cwd": "/secret"}})) == events.RunStarted(
+    assert parse_line(line("session.start", {"context": {"cwd": "/secret"}})) == event_records.RunStarted(
         1788921807960000000, resumed=False)
     assert parse_line(line("session.resume", {})).resumed
     shutdown = parse_line(line("session.shutdown", {"totalNanoAiu": 7, "modelMetrics": {
@@ -491,15 +495,21 @@ def test_runs_and_the_clis_totals():
     assert shutdown == SessionEnded(1788921807960000000, nano_aiu=7,
                                     models={"m1": Usage(2, 5, 3, 2, 1, 7)})
     checkpoint = parse_line(line("session.usage_checkpoint", {"totalNanoAiu": 9, "x": ["bash"]}))
-    assert checkpoint == events.UsageCheckpoint(1788921807960000000, nano_aiu=9, models=None)
+    assert checkpoint == event_records.UsageCheckpoint(1788921807960000000, nano_aiu=9, models=None)
 
 
 BULK = 'pytest -q "x",\\"y\\" \n\u2028 caf\u00e9 {"a": [1, ","]} ,"fusion":{' * 1000
 
 
 def json_loads_sizes(monkeypatch) -> list[int]:
-    sizes, loads = [], events._loads
-    monkeypatch.setattr(events, "_loads", lambda text: sizes.append(len(text)) or loads(text))
+    sizes, loads = [], line_json.loads
+
+    def measured(text):
+        sizes.append(len(text))
+        return loads(text)
+
+    monkeypatch.setattr(events, "loads", measured)  # a line parsed whole
+    monkeypatch.setattr(line_json, "loads", measured)  # a line without its bulk
     return sizes
 
 
@@ -517,7 +527,7 @@ def test_a_large_tool_output_is_not_decoded(monkeypatch, data):
     raw = line("tool.execution_complete", data)
     sizes = json_loads_sizes(monkeypatch)
     record = parse_line(raw)
-    assert record == events.ToolCompleted(1788921807960000000, tool_call_id="c1", success=True,
+    assert record == event_records.ToolCompleted(1788921807960000000, tool_call_id="c1", success=True,
                                           fusion_id="fusion-1", phase_id="fusion-1:repair")
     assert len(raw) > 60_000 and max(sizes) < 20_000
 
@@ -529,7 +539,7 @@ def test_large_tool_arguments_and_prompts_are_not_decoded(monkeypatch):
         "turnId": "0", "mcpServerName": None, "fusion": TOOL_FUSION}))
     prompt = parse_line(line("user.message", {"content": BULK, "attachments": [{"id": "x"}]}))
     assert (start.tool_name, start.phase_id) == ("create", "fusion-1:repair")
-    assert prompt == events.Prompt(1788921807960000000, prompt_id="e1")
+    assert prompt == event_records.Prompt(1788921807960000000, prompt_id="e1")
     assert max(sizes) < 20_000
 
 
@@ -556,7 +566,7 @@ def test_reading_without_the_bulk_gives_what_reading_whole_gives(members, event_
     raw = line(event_type, data)
     lean = parse_line(raw)
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(events, "_WHOLE_BELOW", len(raw) + 1)
+        patch.setattr(line_json, "_WHOLE_BELOW", len(raw) + 1)
         assert parse_line(raw) == lean
 
 
@@ -623,34 +633,34 @@ def _event_lines(draw):
         if slots and draw(st.booleans()):
             node, key = draw(st.sampled_from(slots))
         else:
-            node, key = data, draw(st.sampled_from(sorted(events.KNOWN_FIELDS.get(event_type, {"x"}))))
+            node, key = data, draw(st.sampled_from(sorted(event_fields.KNOWN_FIELDS.get(event_type, {"x"}))))
         node[key] = draw(st.one_of(_EDGES, _ANY_VALUE))
     timestamp = draw(st.one_of(st.just("2026-09-09T02:43:27.96Z"), _FAR_TIMES, _ANY_VALUE))
     return json.dumps({"type": event_type, "timestamp": timestamp, "data": data}).encode()
 
 
 def assert_in_range(record) -> None:
-    """Every number and text of a record is within the bounds tailer.copilot.events documents."""
-    assert events.EARLIEST_NS <= record.time_ns < events.LATEST_NS or (
+    """Every number and text of a record is within the bounds tailer.copilot.event_values documents."""
+    assert event_values.EARLIEST_NS <= record.time_ns < event_values.LATEST_NS or (
         isinstance(record, UnknownFusionEvent) and record.time_ns == 0)
     for field in records.fields(record):
         if field.name != "time_ns":
-            assert_value_in_range(getattr(record, field.name), events.MAX_NANO_AIU)
+            assert_value_in_range(getattr(record, field.name), event_values.MAX_NANO_AIU)
 
 
 def assert_value_in_range(value, nano_aiu_limit) -> None:
     if isinstance(value, Usage):
         for figure in tuple(records.as_dict(value).values()):
-            assert type(figure) is int and 0 <= figure <= events.MAX_COUNT
+            assert type(figure) is int and 0 <= figure <= event_values.MAX_COUNT
         assert value.nano_aiu <= nano_aiu_limit
     elif isinstance(value, bool) or value is None:
         pass
     elif isinstance(value, int):  # a run's credits, as the CLI totals them
-        assert 0 <= value <= events.MAX_COUNT
+        assert 0 <= value <= event_values.MAX_COUNT
     elif isinstance(value, float):
-        assert 0 <= value <= events.MAX_DURATION_MS
+        assert 0 <= value <= event_values.MAX_DURATION_MS
     elif isinstance(value, str):
-        assert len(value) <= events.MAX_TEXT
+        assert len(value) <= event_values.MAX_TEXT
         value.encode("utf-8")  # raises on a lone surrogate
     elif isinstance(value, tuple):
         for item in value:
@@ -658,14 +668,14 @@ def assert_value_in_range(value, nano_aiu_limit) -> None:
     else:  # the CLI's totals per model
         for model, usage in value.items():
             assert_value_in_range(model, nano_aiu_limit)
-            assert_value_in_range(usage, events.MAX_COUNT)
+            assert_value_in_range(usage, event_values.MAX_COUNT)
 
 
 @settings(max_examples=600)
 @given(_event_lines())
 def test_any_parsed_record_is_within_the_documented_ranges(raw):
     result = parse_line(raw)
-    if isinstance(result, events.Event):
+    if isinstance(result, event_records.Event):
         assert_in_range(result)
     else:
         assert isinstance(result, Malformed) and result.reason.isidentifier()
@@ -694,9 +704,9 @@ _JSONISH = st.one_of(
 
 @given(_JSONISH)
 def test_the_parsers_json_reading_is_json_loads(raw):
-    """events._loads skips json.loads' wrappers, never its answers: the same value for
+    """line_json.loads skips json.loads' wrappers, never its answers: the same value for
     every text, the same failure for every other."""
-    assert _outcome(events._loads, raw) == _outcome(json.loads, raw)
+    assert _outcome(line_json.loads, raw) == _outcome(json.loads, raw)
 
 
 _TYPES_AND_LOOKALIKES = st.sampled_from([
@@ -714,16 +724,16 @@ def test_may_be_read_decides_by_the_leading_type_as_the_markers_do(event_type, s
     """The quick look at a line's start gives what searching it for the markers gives: a
     line starting with a type is read by that type alone; any other, by its markers."""
     raw = start + event_type.encode() + rest
-    leading = events._LEADING_TYPE.match(raw)
+    leading = event_types._LEADING_TYPE.match(raw)
     if leading is not None:
-        expected = events._ANY_MARKER.match(raw, leading.start(1) - 1) is not None
+        expected = event_types.ANY_MARKER.match(raw, leading.start(1) - 1) is not None
     else:
-        expected = events._ANY_MARKER.search(raw) is not None
-    assert events.may_be_read(raw) == expected
+        expected = event_types.ANY_MARKER.search(raw) is not None
+    assert event_types.may_be_read(raw) == expected
 
 
 def test_no_skipped_type_is_one_the_markers_read():
     """may_be_read drops a line on its head alone: the head must be of a type never read."""
-    for head in events._SKIPPED_HEADS:
+    for head in event_types._SKIPPED_HEADS:
         raw = head + b',"data":{}}'
-        assert not events._ANY_MARKER.search(raw) and not events.may_be_read(raw)
+        assert not event_types.ANY_MARKER.search(raw) and not event_types.may_be_read(raw)

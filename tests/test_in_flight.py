@@ -7,8 +7,8 @@ from hypothesis import given, settings, strategies as st
 
 from in_flight_truth import in_flight_after
 from sessiongen import START, SessionWriter, whole_session
-from tailer.copilot import events
-from tailer.copilot.events import PlannedLeg
+from tailer.copilot import event_records, event_types, events
+from tailer.copilot.event_records import PlannedLeg
 from tailer.turns.assembly import SessionTurns
 from tailer.turns.in_flight import DONE, PENDING, RUNNING, SKIPPED, in_flight
 
@@ -37,7 +37,7 @@ def snapshots_after(lines, now_ns=None):
 
 def feed(turns, line):
     record = events.parse_line(line.encode())
-    if isinstance(record, events.Event):
+    if isinstance(record, event_records.Event):
         turns.feed(record)
 
 
@@ -92,7 +92,7 @@ def test_elapsed_time_is_the_clock_passed_in_less_the_start():
 
 
 def test_a_plan_s_values_that_are_no_codes_become_other_and_are_counted():
-    line = json.dumps({"type": events.RESOLVED, "timestamp": "2026-11-04T12:00:00Z", "data": {
+    line = json.dumps({"type": event_types.RESOLVED, "timestamp": "2026-11-04T12:00:00Z", "data": {
         "fusionId": "fusion-1", "pattern": "cascade", "phasePlan": [
             {"kind": "primary", "role": "solver", "scope": "root", "conditional": False},
             {"kind": "/home/me/CANARY", "role": "solver", "scope": "Root Scope", "conditional": "yes"},

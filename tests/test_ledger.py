@@ -27,7 +27,7 @@ from ledgergen import TABLE, cli_table_sql, rows_of_log, rows_of_state, write_le
 from realcli import driver, record
 from report_helpers import run_report
 from sessiongen import START, SessionWriter, every_pattern, whole_session
-from tailer.copilot.events import Usage
+from tailer.copilot.event_records import Usage
 from tailer.copilot.ledger import (
     BUSY_TIMEOUT_S, LedgerLayoutChanged, LedgerProblem, LedgerSession, read_ledger,
 )

@@ -143,3 +143,33 @@ def test_counts_carry_on_from_what_a_checkpoint_saved():
     after.count_turn(turns[1])
     assert samples(after.registry.render_final(), "hydrafusion_prompts_total") == {
         (("kind", "fusion"), ("model", "hydrafusion")): 2}
+
+
+def test_the_gate_counts_each_cascade_by_what_its_judge_did_and_splits_its_credits():
+    """hydrafusion_gate_*: a cascade's draft kept (accepted), sent to the repair (rejected) or
+    never judged (the judge failed; a turn aborted in review), with the credits of the legs
+    kept and not kept; other patterns have no gate and add nothing."""
+    turns = turns_of(lambda w: (
+        w.cascade("mai-code-1.1-flash", "gpt-5.6-sol"),
+        w.cascade("mai-code-1.1-flash", "gpt-5.6-sol", verdict="reject", repair_model="gpt-5.6-sol"),
+        w.degraded("mai-code-1.1-flash", "claude-opus-5"),
+        w.incomplete("mai-code-1.1-flash", "gpt-5.6-sol"),
+        w.critique("gpt-5.6-sol", ["claude-opus-5"], revision_model="gpt-5.6-sol"),
+        w.single("gpt-5.6-sol")))
+    assert [turn.gate_outcome for turn in turns] == [
+        "accepted", "rejected", "unjudged", "unjudged", None, None]
+    text = counted(turns)
+    assert samples(text, "hydrafusion_gate_turns_total") == {
+        (("gate", "accepted"),): 1, (("gate", "rejected"),): 1, (("gate", "unjudged"),): 2}
+    want = {}
+    for turn in turns[:4]:
+        for leg in turn.legs:
+            key = (("committed", str(turn.is_committed(leg)).lower()), ("gate", turn.gate_outcome))
+            want[key] = want.get(key, 0) + leg.usage.nano_aiu / 1e9
+    got = samples(text, "hydrafusion_gate_aiu_total")
+    assert got.keys() == want.keys() and all(abs(got[key] - want[key]) < 1e-9 for key in want)
+    assert got[(("committed", "false"), ("gate", "rejected"))] > 0  # the draft and its judge
+    # A turn family: counted as history too, as every family the dashboard reads by turn.
+    metrics = Metrics(Registry())
+    gained = {name for name, *_ in metrics.count_turn_as_history(turns[1])}
+    assert {"hydrafusion_gate_turns_total", "hydrafusion_gate_aiu_total"} <= gained & metrics.turn_families

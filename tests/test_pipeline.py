@@ -355,7 +355,7 @@ def test_a_50_mb_line_is_passed_over_in_bounded_memory(tmp_path):
 
 
 def test_the_newest_event_time_does_not_go_back_after_a_restart():
-    from tailer.copilot.events import SessionEnded
+    from tailer.copilot.event_records import SessionEnded
 
     before = Metrics(Registry())
     before.count_event(SessionEnded(2_000 * 10**9))
@@ -426,13 +426,13 @@ def test_a_read_that_failed_is_tried_again_without_waiting_for_a_write(tmp_path,
 
 def test_a_line_the_tailer_fails_on_costs_that_line_only(tmp_path, monkeypatch, caplog):
     """A bug met on one line is logged by type, counted, and the rest goes on."""
-    from tailer.turns import sessions as daemon
+    from tailer.copilot import events
 
     broken = every_pattern("broken")
     fine = every_pattern("fine")
     broken.write(tmp_path)
     fine.write(tmp_path)
-    real_parse = daemon.events.parse_line
+    real_parse = events.parse_line
     calls = []
 
     def failing_once(data):
@@ -442,7 +442,7 @@ def test_a_line_the_tailer_fails_on_costs_that_line_only(tmp_path, monkeypatch, 
             raise KeyError("a bug")
         return record
 
-    monkeypatch.setattr(daemon.events, "parse_line", failing_once)
+    monkeypatch.setattr(events, "parse_line", failing_once)
     tailer, metrics, finished = make_tailer(tmp_path, Clock(0))
     with caplog.at_level(logging.WARNING, logger="tailer"):
         tailer.poll()

@@ -263,7 +263,8 @@ def test_no_text_in_any_report_format(tmp_path):
     # One cache for every run: the second run's reports read what the first ones cached.
     env = tailer_env(XDG_CACHE_HOME=str(tmp_path / "cache"))
     for name, options in (("table", []), ("JSON", ["--format", "json"]),
-                          ("CSV", ["--format", "csv"]), ("HTML", ["--html", str(page)])):
+                          ("CSV", ["--format", "csv"]), ("worth CSV", ["--format", "csv-worth"]),
+                          ("HTML", ["--html", str(page)])):
         for run in ("", " (from the cache)"):
             done = run_report("--state-dir", str(state), *options, env=env)
             assert done.returncode == 0, done.stderr

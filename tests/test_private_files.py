@@ -76,6 +76,24 @@ def test_another_users_folder_is_refused(tmp_path):
             PrivateFolder(folder, make=make)
 
 
+@pytest.mark.parametrize("mode", [0o770, 0o777])
+def test_a_folder_of_the_users_own_others_may_write_is_closed_when_asked(tmp_path, mode):
+    """close_writable: for the status line, which cannot say why it would refuse one."""
+    folder = private(tmp_path / "f")
+    os.chmod(folder, mode)
+    with PrivateFolder(folder, make=False, close_writable=True):
+        pass
+    assert stat.S_IMODE(folder.stat().st_mode) == 0o700
+
+
+@as_root
+def test_another_users_folder_is_refused_even_when_closing_is_asked(tmp_path):
+    folder = private(tmp_path / "f")
+    os.chown(folder, NOBODY, NOBODY)
+    with pytest.raises(NotPrivate, match=f"belongs to another user \\(uid {NOBODY}\\)"):
+        PrivateFolder(folder, make=True, close_writable=True)
+
+
 def test_a_link_or_a_file_in_the_folders_place_is_refused(tmp_path):
     target = private(tmp_path / "mine")
     (tmp_path / "link").symlink_to(target)
@@ -118,6 +136,25 @@ def test_only_a_regular_file_is_read_and_nothing_else_is_opened(tmp_path):
         with private_folder.read("file") as handle:
             assert handle.read() == b"mine"
     held["socket"].close()
+
+
+def test_a_file_others_may_write_or_another_users_is_not_read(tmp_path):
+    """In a folder that was open to others (closed since), or where root left one: what
+    another user wrote is never read."""
+    folder = private(tmp_path / "f")
+    for name, mode in (("group", 0o620), ("world", 0o602)):
+        (folder / name).write_bytes(b"planted")
+        os.chmod(folder / name, mode)
+    names = ["group", "world"]
+    if os.geteuid() == 0:
+        (folder / "theirs").write_bytes(b"planted")
+        os.chmod(folder / "theirs", 0o600)
+        os.chown(folder / "theirs", NOBODY, NOBODY)
+        names.append("theirs")
+    with PrivateFolder(folder, make=False) as private_folder:
+        for name in names:
+            with pytest.raises(NotARegularFile):
+                private_folder.read(name)
 
 
 def test_a_file_is_replaced_whole_and_private_whatever_was_at_its_name(tmp_path):

@@ -306,7 +306,8 @@ def nested(depth: int) -> bytes:
 @pytest.mark.parametrize("change", [
     "nested-header", "nested-entry", "old-identity", "row-short", "row-text-credits", "row-nan-credits",
     "row-huge-calls", "row-start-past-the-calendar", "row-kind", "row-models", "leg-short", "leg-credits",
-    "row-unknown-credit-calls", "leg-unknown-credit-calls", "json-start-place", "check-short", "check-agrees", "check-difference", "checks-not-a-list"])
+    "row-unknown-credit-calls", "leg-unknown-credit-calls", "json-start-place", "check-short", "check-agrees", "check-difference", "checks-not-a-list",
+    "worth-short", "worth-model", "worth-negative-tokens", "worth-gate", "worth-sums-short"])
 def test_a_cache_of_right_crcs_but_another_shape_is_refused_and_made_again(state, tmp_path, change):
     """Each of these crashed every later report (a traceback before any rebuild), or asked
     the JSON parser to recurse past its limit."""
@@ -337,6 +338,11 @@ def test_a_cache_of_right_crcs_but_another_shape_is_refused_and_made_again(state
         "check-agrees": lambda: entry[5].append(["whole", "shutdown", "run", "yes", []]),
         "check-difference": lambda: entry[5].append(["whole", "shutdown", "run", False, [{"model": "m"}]]),
         "checks-not-a-list": lambda: entry.__setitem__(5, {}),
+        "worth-short": lambda: row[19].pop(),
+        "worth-model": lambda: row[19].__setitem__(0, 7),
+        "worth-negative-tokens": lambda: row[19].__setitem__(1, [-1, 0, 0, 0]),
+        "worth-gate": lambda: row[19].__setitem__(2, "another"),
+        "worth-sums-short": lambda: row[19].__setitem__(3, [["m", [1]]]),
     }
     lines = [json.dumps(value, separators=(",", ":")).encode() for value in entries]
     if change == "nested-entry":
@@ -345,8 +351,9 @@ def test_a_cache_of_right_crcs_but_another_shape_is_refused_and_made_again(state
         edits[change]()
         lines = [json.dumps(value, separators=(",", ":")).encode() for value in entries]
     path.write_bytes(cache_file_of(lines, texts))
-    assert cache.load(path) == ({}, "is damaged")
+    loaded = cache.load(path)
     assert_same_or_one_line(state, environ, expected)
+    assert loaded == ({}, "is damaged")
 
 
 @settings(max_examples=EXAMPLES, deadline=None)

@@ -12,7 +12,7 @@ from sessiongen import START, SessionWriter, every_pattern, whole_session
 from tailer import records
 from tailer.report import figures as report_figures
 from tailer.report import html as report_html
-from tailer.copilot import events
+from tailer.copilot import event_values
 from tailer.copilot.files import session_logs
 from tailer.report.read import Selection, SessionReader
 from report_helpers import run_report, wanted_turns
@@ -205,7 +205,7 @@ def test_five_thousand_turns_stay_usable(tmp_path):
 def test_names_from_the_log_stay_text(tmp_path, monkeypatch):
     """Defence in depth: the parser makes such model names `other` (tailer/codes.py), and
     the page would still show them as text, were they let through."""
-    monkeypatch.setattr(events, "_is_code", lambda kind, value: True)
+    monkeypatch.setattr(event_values, "is_code", lambda kind, value: True)
     writer = SessionWriter("hostile", START)
     hostile = ['<img src=x onerror="document.title=1">', "</script><script>document.title=2</script>"]
     for model in hostile:

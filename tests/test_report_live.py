@@ -17,7 +17,7 @@ from datetime import datetime, timezone
 
 from report_helpers import report_json
 from sessiongen import START, SessionWriter
-from tailer.copilot import events
+from tailer.copilot import event_types, events
 from tailer.report import live as report_live
 from tailer.report.live import CLEAR_BELOW, CURSOR_HOME, LiveTurns, watch
 from tailer.turns.assembly import IDLE_TIMEOUT_S
@@ -101,7 +101,7 @@ def test_only_what_is_new_is_read(tmp_path, monkeypatch):
     assert len(parsed) == first_read  # an unchanged log costs no parsing
     before = session.written
     session.add()
-    appended = [line for line in session.writer.lines()[before:] if events.may_be_read(line.encode())]
+    appended = [line for line in session.writer.lines()[before:] if event_types.may_be_read(line.encode())]
     deadline = time.monotonic() + 10
     while len(live.turns) < 6 and time.monotonic() < deadline:
         live.poll(0.5)

@@ -186,17 +186,19 @@ def test_csv_cells_never_become_formulas(tmp_path):
 
 def test_a_turns_json_is_its_rows_fields_in_order(tmp_path):
     """The JSON copies each turn's model calls and tools from the text they are kept as
-    (figures.TurnJson): the same objects, in the same place, as the row's fields give."""
+    (figures.TurnJson): the same objects, in the same place, as the row's fields give (but
+    `worth`, what only the worth figures read, never printed with the turn)."""
     every_pattern("detail").write(tmp_path)
     snap = snap_of(tmp_path)
     document = json.loads(b"".join(render_json(snap)))
     assert len(document["turns"]) == len(snap.turns) > 0
     for turn, row in zip(document["turns"], snap.turns):
-        fields = {name: getattr(row, name) for name in row.__match_args__ if name != "printed"}
+        fields = {name: getattr(row, name) for name in row.__match_args__
+                  if name not in ("printed", "worth")}
         fields["legs"] = [records.as_dict(leg) for leg in row.legs]
         fields["model_calls"] = [records.as_dict(call) for call in row.model_calls]
         fields["tools"] = [records.as_dict(tool) for tool in row.tools]
-        order = list(row.__match_args__)
+        order = [name for name in row.__match_args__ if name != "worth"]
         order[order.index("printed"):order.index("printed") + 1] = ["model_calls", "tools"]
         assert list(turn) == order and turn == fields
         assert len(row.tools) == row.printed.tool_count

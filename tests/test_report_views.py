@@ -15,7 +15,7 @@ from report_helpers import report_json, run_report, wanted_turns, write_month
 from sessiongen import SessionWriter, whole_session
 from tailerproc import ROOT, tailer_env
 from test_report import figures_of
-from tailer.copilot.events import Usage
+from tailer.copilot.event_records import Usage
 from tailer.report.html import render as render_html
 from tailer.copilot.files import session_logs
 from tailer.report.figures import check_figures, snapshot, turn_row
@@ -171,9 +171,12 @@ def test_by_prints_one_table_in_either_order_with_a_breakdown(tmp_path):
     done = run_report("--state-dir", str(tmp_path), "--by", "day", "--order", "desc",
                       "--timezone", "UTC")
     assert done.returncode == 0, done.stderr
-    keys = [line.split()[0] for line in done.stdout.splitlines()
-            if re.match(r"\d{4}-\d\d-\d\d ", line)]
-    assert keys == days[::-1]
+    groups, worth = done.stdout.split("WORTH IT, by day")
+
+    def keys(table):
+        return [line.split()[0] for line in table.splitlines() if re.match(r"\d{4}-\d\d-\d\d ", line)]
+
+    assert keys(groups) == keys(worth) == days[::-1]
     assert "TURNS" not in done.stdout and "BY MODEL" not in done.stdout
     assert "compound" in done.stdout and "judge rej." in done.stdout
     plain = run_report("--state-dir", str(tmp_path), "--by", "week", "--timezone", "UTC").stdout

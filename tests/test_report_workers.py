@@ -27,7 +27,7 @@ import pytest
 
 from report_helpers import MONTH_START, add_turn
 from sessiongen import SessionWriter
-from tailerproc import tailer_env
+from tailerproc import children_of, tailer_env
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"),
                                 reason="the processes are looked up in /proc")
@@ -50,21 +50,6 @@ def busy(tmp_path_factory) -> Path:
         writer.shutdown()
         writer.write(state)
     return state
-
-
-def children_of(pid: int) -> list[int]:
-    found = []
-    try:
-        tasks = os.listdir(f"/proc/{pid}/task")
-    except OSError:
-        return found
-    for task in tasks:
-        try:
-            with open(f"/proc/{pid}/task/{task}/children") as children:
-                found += map(int, children.read().split())
-        except OSError:
-            pass
-    return found
 
 
 def living(group: int) -> list[int]:

@@ -34,7 +34,7 @@ from tailer.outputs import policy_versions
 from tailer.outputs.policy_versions import (HELD_LINE_EVERY_S, MAX_KEPT, MAX_LOGGED, PolicyVersions,
                                             policy_versions_from_state)
 from tailer.outputs.spans import turn_spans
-from tailer.copilot.events import Resolved
+from tailer.copilot.event_records import Resolved
 from tailer.turns.assembly import Turn
 from tailerproc import run_once, running_tailer, tailer_env
 

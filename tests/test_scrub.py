@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 from sessiongen import CANARY, every_pattern
-from tailer.copilot import events
+from tailer.copilot import event_records, event_types, event_values, events, scrub_tables
 from tailer.commands import scrub
 from tailer.turns.assembly import SessionTurns
 
@@ -31,7 +31,7 @@ def tailer_turns(lines):
     found = []
     for line in lines:
         record = events.parse_line(line.encode())
-        if isinstance(record, events.Event):
+        if isinstance(record, event_records.Event):
             assert record.missing_fields == () and record.unknown_fields == (), line
             found += session.feed(record)
     return found + session.finish_open()
@@ -88,9 +88,9 @@ def test_only_allowlisted_events_keep_data(raw, tmp_path):
     for lines in scrubbed_logs(tmp_path / "out").values():
         for line in lines:
             assert list(line) == ["type", "data", "id", "timestamp", "parentId"]
-            if line["type"] not in events.SCRUB_DATA:
+            if line["type"] not in scrub_tables.SCRUB_DATA:
                 assert line["data"] == {}, line["type"]
-            assert set(line["data"]) <= set(events.SCRUB_DATA.get(line["type"], {}))
+            assert set(line["data"]) <= set(scrub_tables.SCRUB_DATA.get(line["type"], {}))
         start = lines[0]["data"]
         assert sorted(start) == ["copilotVersion", "producer", "selectedModel", "sessionId", "startTime", "version"]
         shutdown = lines[-1]["data"]
@@ -99,7 +99,7 @@ def test_only_allowlisted_events_keep_data(raw, tmp_path):
                   "agentMetrics", "providerModelMetrics", "accountingSnapshot",
                   "usageAccountingWatermarks")
         assert all(isinstance(value, int) for name, value in shutdown.items() if name not in totals)
-        assert shutdown["sessionStartTime"] == events.parse_timestamp(start["startTime"]) // 10**6
+        assert shutdown["sessionStartTime"] == event_values.parse_timestamp(start["startTime"]) // 10**6
         assert shutdown["accountingSnapshot"]["sessionStartTime"] == start["startTime"]
         assert list(shutdown["usageAccountingWatermarks"]) == [start["sessionId"]]
         for figures in shutdown["modelMetrics"].values():
@@ -125,8 +125,8 @@ def test_ids_are_replaced_consistently_within_a_session(raw, tmp_path):
             previous = line["id"]
         text = json.dumps(lines)
         assert not any(fusion_id in text for fusion_id in original_fusion_ids)
-        route_failed = next(line["data"] for line in lines if line["type"] == events.ROUTE_FAILED)
-        fallback = next(line["data"] for line in lines if line["type"] == events.PHASE_COMPLETED
+        route_failed = next(line["data"] for line in lines if line["type"] == event_types.ROUTE_FAILED)
+        fallback = next(line["data"] for line in lines if line["type"] == event_types.PHASE_COMPLETED
                         and line["data"]["fusionId"] + ":route" == route_failed["attemptId"])
         assert fallback["model"] == "gpt-5.6-mini"
     first, second = scrubbed_logs(tmp_path / "out").values()
@@ -154,7 +154,7 @@ def test_unknown_types_keep_the_envelope_and_odd_values_are_dropped(tmp_path):
     lines = [
         {"type": "future.event", "data": {"secret": CANARY}, "id": "e1", "timestamp": "2026-11-04T10:00:00Z",
          "parentId": None, "agentId": "sub-agent", "ephemeral": True},
-        {"type": events.PHASE_COMPLETED, "id": "e2", "timestamp": "2026-11-04T10:00:01.5Z", "parentId": "e1",
+        {"type": event_types.PHASE_COMPLETED, "id": "e2", "timestamp": "2026-11-04T10:00:01.5Z", "parentId": "e1",
          "data": {"fusionId": "fusion-1", "phaseId": f"fusion-1:/home/{CANARY}/x", "model": {"name": CANARY},
                   "reason": CANARY * 20, "status": "succeeded", "usage": {"totalNanoAiu": 5, "extra": CANARY},
                   "durationMs": 12.5, "verdict": None}},

@@ -67,7 +67,7 @@ def test_a_checkpoint_that_can_neither_be_read_nor_moved_aside_stops_the_start(t
 
 
 def test_an_event_far_in_the_future_does_not_pin_the_newest_event_time():
-    from tailer.copilot.events import SessionEnded
+    from tailer.copilot.event_records import SessionEnded
     import time
 
     metrics = Metrics(Registry())

@@ -51,11 +51,11 @@ def read_all(state_dir: Path, clock: Clock, saved: dict | None) -> list:
         tailer.close()
 
 
-# The router's ids a resolved record has kept since main's checkpoint was made: restored from
-# it they are absent (None), and saved again they are written so. The one thing an open turn
-# of that checkpoint loses: it was never saved.
+# The router's ids (and the plan's repair model) a resolved record has kept since main's
+# checkpoint was made: restored from it they are absent (None), and saved again they are
+# written so. The one thing an open turn of that checkpoint loses: it was never saved.
 ROUTER_IDS = ("policy_version", "plan_version", "model_universe_version", "rule_id",
-              "selected_rule_id")
+              "selected_rule_id", "repair_model")
 
 
 def without_router_ids(state):

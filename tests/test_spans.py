@@ -10,7 +10,7 @@ from otlp_sink import decode_body, plain_attributes, span_dicts
 from assembly import assemble
 from sessiongen import EVERY_PATTERN_KINDS, every_pattern
 from tailer import records
-from tailer.copilot.events import LegEnded, Resolved, Usage
+from tailer.copilot.event_records import LegEnded, Resolved, Usage
 from tailer.outputs.otlp import attributes_json, encode_request
 from tailer.outputs.spans import span_id, trace_id, turn_spans
 from tailer.turns.assembly import Turn
@@ -174,7 +174,7 @@ def test_absent_values_are_left_out(turns):
 
 
 def test_surrogates_and_out_of_range_values_still_make_spans_a_collector_takes():
-    """Defence in depth: even values the parser would reject (tailer.copilot.events) give valid OTLP.
+    """Defence in depth: even values the parser would reject (tailer.copilot.event_values) give valid OTLP.
 
     A session folder whose name is not UTF-8 reaches the tailer as surrogate escapes
     (os.fsdecode); ids with lone surrogates, times past the year 2262, durations of 1e300 ms

@@ -5,9 +5,10 @@ import pytest
 
 from assembly import assemble
 from sessiongen import every_pattern
-from tailer.copilot.events import (
-    CommitStarted, Completed, Handoff, LegEnded, Resolved, RouteFailed, SessionEnded, Usage, parse_line,
+from tailer.copilot.event_records import (
+    CommitStarted, Completed, Handoff, LegEnded, Resolved, RouteFailed, SessionEnded, Usage,
 )
+from tailer.copilot.events import parse_line
 from tailer.turns.assembly import SessionTurns
 
 S = 1_000_000_000

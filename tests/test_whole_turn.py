@@ -16,7 +16,8 @@ from exposition_helpers import samples
 from otlp_sink import decode_body, plain_attributes, span_dicts
 from sessiongen import WHOLE_SESSION_KINDS, SessionWriter, START, whole_session
 from tailer.turns import session_state
-from tailer.copilot.events import Malformed, ModelCall, Usage, parse_line
+from tailer.copilot.event_records import Malformed, ModelCall, Usage
+from tailer.copilot.events import parse_line
 from tailer.outputs.exposition import Registry
 from tailer.outputs.logs import turn_line
 from tailer.outputs.metrics import MAX_MODELS, Metrics

@@ -33,8 +33,8 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Callable
 
-from ..copilot import events
-from ..copilot.events import Kept
+from ..copilot import event_types, event_values
+from ..copilot.scrub_tables import Kept
 from ..copilot.files import LOG_NAME, find_logs
 from .scrub import IdMap, dumps, random_uuid, read_events, scrub_event
 from ..copilot.problems import folder_problem
@@ -65,8 +65,8 @@ REPORT_SEED = "report --demo"
 
 # A turn runs from its routing decision to the next one; these end it earlier, since they
 # belong to the session rather than to the turn before them.
-_SESSION_EVENTS = (events.SESSION_START, events.SESSION_RESUME, events.SHUTDOWN)
-_TURN_STARTS = (events.RESOLVED, events.ROUTE_FAILED)
+_SESSION_EVENTS = (event_types.SESSION_START, event_types.SESSION_RESUME, event_types.SHUTDOWN)
+_TURN_STARTS = (event_types.RESOLVED, event_types.ROUTE_FAILED)
 _MODEL_CHANGE = "session.model_change"
 
 
@@ -203,7 +203,7 @@ def _fixture_turns(fixtures: Path) -> tuple[dict | None, str, list[list[dict]]]:
         return None, "", []
     sessions.sort()
     _, first_id, first_lines = sessions[0]
-    start = first_lines[0] if first_lines[0]["type"] == events.SESSION_START else None
+    start = first_lines[0] if first_lines[0]["type"] == event_types.SESSION_START else None
     turns = []
     for _, _, lines in sessions:
         turn = None
@@ -254,20 +254,20 @@ def _starts_a_turn(event_type: str, turn: list[dict] | None) -> bool:
     """
     if event_type in _TURN_STARTS:
         return True
-    if event_type != events.USER_MESSAGE:
+    if event_type != event_types.USER_MESSAGE:
         return False
     return turn is None or not (len(turn) == 1 and turn[0]["type"] in _TURN_STARTS)
 
 
 def _shift(offset_ns: int) -> Callable[[str], str]:
     def shifted(timestamp: str) -> str:
-        moment = events.parse_timestamp(timestamp)
-        return timestamp if moment is None else events.format_timestamp(moment + offset_ns)
+        moment = event_values.parse_timestamp(timestamp)
+        return timestamp if moment is None else event_values.format_timestamp(moment + offset_ns)
     return shifted
 
 
 def _time_ns(event: dict) -> int:
-    return events.parse_timestamp(event["timestamp"])
+    return event_values.parse_timestamp(event["timestamp"])
 
 
 def _duration_ns(delta: timedelta) -> int:

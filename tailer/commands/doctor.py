@@ -28,8 +28,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..copilot import events
-from ..copilot import schema_drift
+from ..copilot import event_records, event_types, schema_drift
 from ..copilot.files import find_logs
 from ..copilot.ledger import chosen_ledger
 from ..path_options import is_folder
@@ -152,24 +151,24 @@ def _examine_line(findings: Findings, read: Read, types: Counter) -> str | None:
     `session.start` naming one."""
     line, record = read.line, read.record
     findings.lines += 1
-    event_type = events.event_type_of(line.data)
+    event_type = event_types.event_type_of(line.data)
     _tally(types, event_type or NO_TYPE)
-    if isinstance(record, events.Malformed):
+    if isinstance(record, event_records.Malformed):
         findings.malformed[record.reason] += 1
-    elif isinstance(record, events.Event):
-        if isinstance(record, events.UnknownFusionEvent):
+    elif isinstance(record, event_records.Event):
+        if isinstance(record, event_records.UnknownFusionEvent):
             _tally(findings.unknown_types, record.event_type)
-        elif isinstance(record, (events.Resolved, events.Completed)):
+        elif isinstance(record, (event_records.Resolved, event_records.Completed)):
             findings.fusion_ids.add(record.fusion_id)
-        elif isinstance(record, events.RouteFailed):
+        elif isinstance(record, event_records.RouteFailed):
             findings.route_failures += 1
         for name in record.unknown_fields:
             _tally(findings.unknown_fields, (record.event_type, name),
                    others=(record.event_type, OTHERS))
         for name in record.missing_fields:
             findings.missing_fields[record.event_type, name] += 1
-    if event_type == events.SESSION_START and not line.oversized:
-        return events.cli_version_of(line.data)
+    if event_type == event_types.SESSION_START and not line.oversized:
+        return event_types.cli_version_of(line.data)
     return None
 
 
@@ -268,7 +267,7 @@ def _disagreement_rows(checks: list[Reconciliation]) -> list[tuple]:
     return rows
 
 
-def _credits(usage: events.Usage | None) -> str:
+def _credits(usage: event_records.Usage | None) -> str:
     return "none" if usage is None else f"{usage.aiu:.9g}"
 
 
@@ -341,7 +340,7 @@ def render_cli(schema: Path, drift: schema_drift.Drift) -> str:
     out += _table("New fields that may carry free text: review the privacy allowlist "
                   "(type, field)", drift.free_text)
     if drift.any:
-        out.append("Drift found: update tailer/copilot/events.py (KNOWN_FIELDS, READ_AS, the parser, "
+        out.append("Drift found: update tailer/copilot/ (KNOWN_FIELDS, READ_AS, the decoders, "
                    "SCRUB_DATA) for this CLI version; see docs/COMPATIBILITY.md.")
     else:
         out.append("No drift: the tailer knows every fusion and usage event and field this "

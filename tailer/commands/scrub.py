@@ -21,8 +21,8 @@ copy that holds only the shape of each fusion turn, which is all the tailer need
 - every other event type (prompts, messages, permissions) keeps `data: {}`: the line stays,
   so the log's rhythm stays, but nothing of it.
 
-The per-type list of fields lives in tailer/copilot/events.py (`SCRUB_DATA`), the only module that
-knows the log's field names. A value in a kept field survives only if it is a number, a
+The per-type list of fields lives in tailer/copilot/scrub_tables.py (`SCRUB_DATA`), beside the
+parser's, in the only folder that knows the log's field names. A value in a kept field survives only if it is a number, a
 boolean, or a string that is a code of the field's kind (tailer/codes.py: an enum value, a
 model or tool name, a version); any other string becomes `other`, and an entry of a map
 keyed by model or tool names whose name is no such name is dropped.
@@ -50,9 +50,9 @@ import sys
 from pathlib import Path
 from typing import Callable, Iterator
 
-from ..copilot import events
+from ..copilot import event_values, scrub_tables
 from ..codes import CodeKind
-from ..copilot.events import Kept
+from ..copilot.scrub_tables import Kept
 from ..copilot.files import LOG_NAME, find_logs
 from ..printable import printable
 from ..records import field, record
@@ -134,7 +134,7 @@ def _event_object(line: bytes) -> dict | None:
         return None
     if not isinstance(obj, dict) or not isinstance(obj.get("type"), str):
         return None
-    if events.parse_timestamp(obj.get("timestamp")) is None:
+    if event_values.parse_timestamp(obj.get("timestamp")) is None:
         return None
     return obj
 
@@ -148,8 +148,8 @@ def scrub_event(obj: dict, ids: IdMap, retime: Callable[[str], str] = _as_writte
 
     `retime` maps each kept timestamp; the scrubber keeps them as written.
     """
-    data_fields = events.SCRUB_DATA.get(obj["type"], {})
-    event = _keep(obj, {**events.SCRUB_ENVELOPE, "data": data_fields}, ids, retime)
+    data_fields = scrub_tables.SCRUB_DATA.get(obj["type"], {})
+    event = _keep(obj, {**scrub_tables.SCRUB_ENVELOPE, "data": data_fields}, ids, retime)
     if not isinstance(event.get("data"), dict):
         event["data"] = {}
     return event
@@ -190,7 +190,7 @@ def _by_name(fields: dict, name: str, ids: IdMap) -> tuple[str, object]:
     every mention of it is), and how its value is kept, None when its name is no such name."""
     if Kept.ANY_SESSION in fields:
         return ids.replace(Kept.SESSION_ID, name), fields[Kept.ANY_SESSION]
-    for marker, kind in events.NAMES_OF.items():
+    for marker, kind in scrub_tables.NAMES_OF.items():
         if marker in fields and kind.is_code(name):
             return name, fields[marker]
     return name, None
@@ -198,11 +198,11 @@ def _by_name(fields: dict, name: str, ids: IdMap) -> tuple[str, object]:
 
 def _retimed_ms(time_ms: int, retime: Callable[[str], str]) -> int:
     """Unix milliseconds moved as `retime` moves a timestamp; a number that is no time of
-    the log's (events.parse_timestamp's bounds) as written."""
+    the log's (event_values.parse_timestamp's bounds) as written."""
     time_ns = time_ms * 1_000_000
-    if not events.EARLIEST_NS <= time_ns < events.LATEST_NS:
+    if not event_values.EARLIEST_NS <= time_ns < event_values.LATEST_NS:
         return time_ms
-    moved = events.parse_timestamp(retime(events.format_timestamp(time_ns)))
+    moved = event_values.parse_timestamp(retime(event_values.format_timestamp(time_ns)))
     return time_ms if moved is None else moved // 1_000_000
 
 

@@ -33,7 +33,7 @@ from typing import Collection
 
 from ..path_options import NO_LEDGER, check_input_file
 from ..records import record
-from .events import Usage
+from .event_records import Usage
 
 LEDGER_NAME = "session-store.db"
 TABLE = "assistant_usage_events"

@@ -14,7 +14,7 @@ its start; a log copied or restored elsewhere, or seen through a remounted volum
 matches and is resumed.
 
 Lines are split by `readline`, in C. A caller's `wanted` test sees each line and most lines
-are dropped by it without any Python work on their text (see events.may_be_read). A line
+are dropped by it without any Python work on their text (see event_types.may_be_read). A line
 longer than MAX_LINE_BYTES (tool output runs to tens of MB) is never held whole: its first
 HEAD_BYTES are kept and it is handed on marked `oversized`. A line still being written is
 kept where it was read to, so a long line written in many pieces is read once (twice once

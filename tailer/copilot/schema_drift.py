@@ -7,11 +7,12 @@ tailer does not know, the fields it relies on that are gone or changed type, and
 fields that may carry text someone wrote (so the privacy allowlist is reviewed before the
 field is ever kept).
 
-What the tailer knows is not written here but read from tailer/copilot/events.py: KNOWN_FIELDS
+What the tailer knows is not written here but read from the parser's tables: KNOWN_FIELDS
 (the events the parser reads and every field they may carry), READ_AS (what the parser
-reads each field it relies on as), REQUIRED_FIELDS, KNOWN_UNUSED, and the scrubber's
-allowlist SCRUB_DATA. Events the schema marks as never written (`ephemeral: true`) are
-left out: they never reach a log.
+reads each field it relies on as) and REQUIRED_FIELDS (tailer/copilot/event_fields.py),
+KNOWN_UNUSED (event_types.py), and the scrubber's allowlist SCRUB_DATA (scrub_tables.py).
+Events the schema marks as never written (`ephemeral: true`) are left out: they never reach
+a log.
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import events
+from .event_fields import KNOWN_FIELDS, READ_AS, REQUIRED_FIELDS
+from . import event_types, scrub_tables
 
 SCHEMA_NAME = "session-events.schema.json"
 # Event types the check covers even when the tailer does not know them.
@@ -106,7 +108,7 @@ def event_fields(schema: dict) -> dict[str, dict[str, SchemaField]]:
             continue
         data = _properties(properties.get("data") or {}, definitions)
         found[event_type] = {}
-        _add_fields(found[event_type], "", data, events.SCRUB_DATA.get(event_type, {}),
+        _add_fields(found[event_type], "", data, scrub_tables.SCRUB_DATA.get(event_type, {}),
                     definitions)
     if not found:
         raise SchemaError("no event definitions (`type` const) found")
@@ -210,28 +212,28 @@ def _text_paths(spec: dict, definitions: dict, path: str, depth: int) -> list[st
 
 
 def compare(fields: dict[str, dict[str, SchemaField]]) -> Drift:
-    """What `fields` (from event_fields) holds that tailer/copilot/events.py does not expect."""
+    """What `fields` (from event_fields) holds that the parser's tables do not expect."""
     drift = Drift()
-    known_types = (set(events.KNOWN_FIELDS) | set(events.KNOWN_UNUSED)
-                   | set(events.SCRUB_DATA) | {events.SHUTDOWN})
+    known_types = (set(KNOWN_FIELDS) | set(event_types.KNOWN_UNUSED)
+                   | set(scrub_tables.SCRUB_DATA) | {event_types.SHUTDOWN})
     for event_type, declared in sorted(fields.items()):
         if _SCOPE.search(event_type) and event_type not in known_types:
             drift.unknown_types.append(event_type)
             drift.free_text += _free_text(event_type, declared, set(declared))
-    for event_type in sorted(events.KNOWN_FIELDS.keys() | events.READ_AS.keys()):
+    for event_type in sorted(KNOWN_FIELDS.keys() | READ_AS.keys()):
         declared = fields.get(event_type)
         if declared is None:
             drift.gone_types.append(event_type)
             continue
-        if event_type in events.KNOWN_FIELDS:
-            known_paths = (events.KNOWN_FIELDS[event_type]
-                           | _nested_paths(events.SCRUB_DATA.get(event_type, {})))
+        if event_type in KNOWN_FIELDS:
+            known_paths = (KNOWN_FIELDS[event_type]
+                           | _nested_paths(scrub_tables.SCRUB_DATA.get(event_type, {})))
             new = sorted(set(declared) - known_paths)
             drift.unknown_fields += [
                 (event_type, path, _shown_types(declared[path].types)) for path in new]
             drift.free_text += _free_text(event_type, declared, new)
-        read_as = dict(events.READ_AS.get(event_type, {}))
-        for name in events.REQUIRED_FIELDS.get(event_type, ()):
+        read_as = dict(READ_AS.get(event_type, {}))
+        for name in REQUIRED_FIELDS.get(event_type, ()):
             read_as.setdefault(name, None)
         for name, reading in sorted(read_as.items()):
             found = declared.get(name)

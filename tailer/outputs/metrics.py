@@ -27,7 +27,7 @@ from collections import Counter
 
 from .. import __version__
 from . import copilot_otel
-from ..copilot.events import NOT_CODE_FIELDS, REJECTING_VERDICTS, UnknownFusionEvent, Event
+from ..copilot.event_records import Event, NOT_CODE_FIELDS, REJECTING_VERDICTS, UnknownFusionEvent
 from .exposition import Registry
 from ..turns.assembly import Reconciliation, Turn
 
@@ -68,18 +68,15 @@ def _known_credits(family, labels: tuple, nano_aiu: int, unknown: int) -> list[t
     return [] if unknown and not nano_aiu else [(family, labels, nano_aiu / 1e9)]
 
 
-class Metrics:
-    """Every family the tailer exposes, declared in one place: what finished turns add
-    (`hydrafusion_*`) and the tailer's own health (`hydrafusion_tailer_*`).
+class TurnFamilies:
+    """The families of fusion turns and their legs (`hydrafusion_*`), and what one finished
+    turn adds to them: the families history covers (`turn_families`), with the prompts'.
 
-    One class, longer than the others, because the families are one contract on one
-    registry: the declarations are data a reader checks against docs/METRICS.md top to
-    bottom, and `turn_families` (what history covers) is the line between the two halves.
+    A part of Metrics, which declares every family on its one registry in the order
+    docs/METRICS.md lists them.
     """
 
-    def __init__(self, registry: Registry):
-        self.registry = registry
-        counter, gauge, histogram = registry.counter, registry.gauge, registry.histogram
+    def _declare_turn_families(self, counter, histogram) -> None:
         self.turns = counter(
             "hydrafusion_turns_total", "Fusion turns finished, by outcome.",
             ("pattern", "outcome", "compound"),
@@ -97,6 +94,18 @@ class Metrics:
             "hydrafusion_judged_turns_total",
             "Fusion turns a judge gave a verdict in; rejected: a verdict sent the draft back.",
             ("pattern", "rejected"),
+        )
+        self.gate_turns = counter(
+            "hydrafusion_gate_turns_total",
+            "Cascade turns by what the gate did: accepted (the draft kept), rejected (sent "
+            "to the repair), unjudged (no verdict).",
+            ("gate",),
+        )
+        self.gate_aiu = counter(
+            "hydrafusion_gate_aiu_total",
+            "Credits (AIU) of cascade turns by what the gate did; committed: the leg's "
+            "answer was kept.",
+            ("gate", "committed"),
         )
         self.tokens = counter(
             "hydrafusion_tokens_total",
@@ -133,6 +142,112 @@ class Metrics:
             "Credits (AIU) spent on fusion turns, by the routing policy version.",
             ("policy_version", "pattern"),
         )
+
+    def _declare_checks(self, counter) -> None:
+        """Our sums checked: each leg against its calls, each run against the CLI's totals."""
+        self.leg_call_mismatches = counter(
+            "hydrafusion_leg_call_mismatches_total",
+            "Legs whose model calls do not add up to the leg's own figures.",
+            ("phase_kind",),
+        )
+        self.reconciliations = counter(
+            "hydrafusion_reconciliations_total",
+            "Checks of the CLI's own session totals against the tailer's sums.",
+            ("source", "result"),
+        )
+
+    def count_turn(self, turn: Turn) -> None:
+        self.registry.record(self.turn_changes(turn))
+
+    def count_turn_as_history(self, turn: Turn) -> list:
+        """count_turn for a turn that goes to history: returns what each sample gained."""
+        return self.registry.record_history(self.turn_changes(turn))
+
+    def turn_changes(self, turn: Turn) -> list[tuple]:
+        """What one finished turn adds, as Registry.record takes it: (family, label values,
+        amount to add or value to observe).
+
+        The label values are tuples in the order the family declares its labels in
+        __init__: the registry finds known series by them without building a dict per change.
+        """
+        changes = self._prompt_changes(turn)
+        if turn.ordinary:
+            return changes
+        pattern, compound = turn.pattern, _flag(turn.compound)
+        changes += [
+            (self.turns, (pattern, turn.outcome, compound), 1),
+            (self.turn_duration, (pattern,), (turn.end_ns - turn.start_ns) / 1e9),
+        ]
+        verdicts = [leg.verdict for leg in turn.legs if leg.verdict]
+        if verdicts:
+            # Per turn, not per verdict: "how often was the draft sent back" is a share of
+            # turns, and a turn judged twice must not weigh double.
+            rejected = _flag(any(verdict in REJECTING_VERDICTS for verdict in verdicts))
+            changes.append((self.judged_turns, (pattern, rejected), 1))
+        gate = turn.gate_outcome
+        if gate is not None:
+            changes.append((self.gate_turns, (gate,), 1))
+        if turn.route_failure is not None:
+            changes.append((self.route_failures, (turn.route_failure.reason or "unknown",), 1))
+        else:  # routed: by the policy its resolved record names
+            version = turn.resolved.policy_version if turn.resolved is not None else None
+            changes.append((self.router_turns, (version, pattern), 1))
+            changes += _known_credits(self.router_aiu, (version, pattern), turn.known_nano_aiu,
+                                      turn.unknown_credit_calls)
+            if turn.routing_latency_ms is not None and turn.resolved is not None:
+                changes.append((
+                    self.routing_latency,
+                    (turn.resolved.route_source or "unknown",),
+                    turn.routing_latency_ms / 1000,
+                ))
+        for leg in turn.legs:
+            kind = leg.phase_kind or "unknown"
+            model = leg.model or "unknown"
+            committed = _flag(turn.is_committed(leg))
+            usage = leg.usage
+            known_nano_aiu, unknown = turn.leg_credits(leg)
+            if unknown:
+                changes.append((self.unknown_credit_calls, (turn.kind, pattern, model), unknown))
+            changes += _known_credits(self.aiu, (pattern, kind, model, committed, compound),
+                                      known_nano_aiu, unknown)
+            if gate is not None:
+                changes += _known_credits(self.gate_aiu, (gate, committed), known_nano_aiu, unknown)
+            changes += [
+                (self.legs, (pattern, kind, leg.role or "unknown", model,
+                             leg.status or "unknown", leg.verdict or "none", committed), 1),
+                (self.tokens, (kind, model, "input"), usage.input_tokens),
+                (self.tokens, (kind, model, "output"), usage.output_tokens),
+                (self.tokens, (kind, model, "cache_read"), usage.cache_read_tokens),
+                (self.tokens, (kind, model, "cache_write"), usage.cache_write_tokens),
+                (self.requests, (kind, model), usage.request_count),
+                (self.leg_duration, (kind, model), leg.duration_ms / 1000),
+            ]
+            if turn.calls_difference(leg) is not None:
+                changes.append((self.leg_call_mismatches, (kind,), 1))
+        return changes
+
+    def count_reconciliation(self, check: Reconciliation) -> None:
+        result = "agree" if check.agrees else "disagree"
+        self.reconciliations.inc({"source": check.source, "result": result})
+
+    @property
+    def turn_families(self) -> set[str]:
+        """The names of the families count_turn feeds: the ones history covers."""
+        families = (self.turns, self.judged_turns, self.gate_turns, self.gate_aiu, self.legs,
+                    self.aiu, self.tokens, self.requests, self.route_failures,
+                    self.turn_duration, self.leg_duration, self.routing_latency, self.prompts, self.prompt_aiu, self.prompt_tokens,
+                    self.prompt_calls, self.prompt_duration, self.model_calls,
+                    self.unknown_credit_calls, self.call_duration, self.time_to_first_token,
+                    self.tool_calls,
+                    self.leg_call_mismatches, self.router_turns, self.router_aiu)
+        return {family.name for family in families}
+
+
+class PromptFamilies:
+    """The `hydrafusion_prompt_*` families, and the model and tool calls, of every prompt,
+    fusion or not; a part of Metrics."""
+
+    def _declare_prompt_families(self, counter, histogram) -> None:
         self.prompts = counter(
             "hydrafusion_prompts_total",
             "Prompts answered: fusion, ordinary (one fixed model) or fallback (route failed).",
@@ -179,16 +294,45 @@ class Metrics:
             "hydrafusion_tool_calls_total", "Tool calls, by tool and whether they succeeded.",
             ("kind", "tool", "success"),
         )
-        self.leg_call_mismatches = counter(
-            "hydrafusion_leg_call_mismatches_total",
-            "Legs whose model calls do not add up to the leg's own figures.",
-            ("phase_kind",),
-        )
-        self.reconciliations = counter(
-            "hydrafusion_reconciliations_total",
-            "Checks of the CLI's own session totals against the tailer's sums.",
-            ("source", "result"),
-        )
+
+    def _prompt_changes(self, turn: Turn) -> list[tuple]:
+        """The prompt-level families, and the turn's model calls and tool calls (an
+        ordinary turn's calls of unknown credits too: a fusion turn's are counted by leg)."""
+        kind, model = turn.kind, turn.prompt_model
+        calls = len(turn.calls) if turn.ordinary else turn.usage.request_count
+        usage = turn.usage
+        changes = [(self.prompts, (kind, model), 1)]
+        changes += _known_credits(self.prompt_aiu, (kind, model), usage.nano_aiu,
+                                  turn.unknown_credit_calls)
+        changes += [
+            (self.prompt_tokens, (kind, model, "input"), usage.input_tokens),
+            (self.prompt_tokens, (kind, model, "output"), usage.output_tokens),
+            (self.prompt_tokens, (kind, model, "cache_read"), usage.cache_read_tokens),
+            (self.prompt_tokens, (kind, model, "cache_write"), usage.cache_write_tokens),
+            (self.prompt_calls, (kind, model), calls),
+            (self.prompt_duration, (kind, model), (turn.end_ns - turn.start_ns) / 1e9),
+        ]
+        for call in turn.calls:
+            changes += [
+                (self.model_calls, (kind, call.model, call.finish_reason or "unknown"), 1),
+                (self.call_duration, (call.model,), call.duration_ms / 1000),
+            ]
+            if call.time_to_first_token_ms is not None:
+                changes.append(
+                    (self.time_to_first_token, (call.model,), call.time_to_first_token_ms / 1000))
+            if turn.ordinary and not call.credits_known:
+                changes.append((self.unknown_credit_calls, (kind, ORDINARY_PATTERN, call.model), 1))
+        for tool in turn.tools:
+            success = "unknown" if tool.success is None else _flag(tool.success)
+            changes.append((self.tool_calls, (kind, tool.name or "unknown", success), 1))
+        return changes
+
+
+class HealthFamilies:
+    """The tailer's own health (`hydrafusion_tailer_*`) and what it follows now: the turns
+    in flight, the router's policies first seen; a part of Metrics."""
+
+    def _declare_health_families(self, counter, gauge) -> None:
         self.lines = counter(
             "hydrafusion_tailer_lines_total", "Log lines read, by what became of them.",
             ("outcome",),
@@ -269,24 +413,6 @@ class Metrics:
         gauge(
             "hydrafusion_tailer_build_info", "The tailer's version.", ("version", "python"),
         ).set({"version": __version__, "python": platform.python_version()}, 1)
-        for outcome in ("fusion", "ignored", "malformed"):
-            self.lines.inc({"outcome": outcome}, 0)
-        for reason in copilot_otel.SKIP_REASONS:
-            self.cli_skipped.inc({"reason": reason}, 0)
-        for reason in copilot_otel.CHANGE_REASONS:
-            self.cli_changed.inc({"reason": reason}, 0)
-        for outcome in ("retry", "rejected", "dropped"):
-            self.export_failures.inc({"outcome": outcome}, 0)
-        for source in ("shutdown", "usage_checkpoint"):
-            for result in ("agree", "disagree"):
-                self.reconciliations.inc({"source": source, "result": result}, 0)
-        for name in NOT_CODE_FIELDS:
-            self.not_codes.inc({"field": name}, 0)
-        self.show_in_flight([])
-        self.unknown_events.inc(None, 0)
-        self.turn_errors.inc(None, 0)
-        self.spans_exported.inc(None, 0)
-        self._newest_event_ns = 0
 
     def show_in_flight(self, turns: list[Turn]) -> None:
         """The turns open now: set each pass, so one finished (or finished incomplete when
@@ -297,126 +423,13 @@ class Metrics:
             self.turns_in_flight.set({"kind": kind}, kinds[kind])
         self.oldest_in_flight.set(None, min((turn.start_ns for turn in turns), default=0) / 1e9)
 
-    def count_turn(self, turn: Turn) -> None:
-        self.registry.record(self.turn_changes(turn))
-
-    def count_turn_as_history(self, turn: Turn) -> list:
-        """count_turn for a turn that goes to history: returns what each sample gained."""
-        return self.registry.record_history(self.turn_changes(turn))
-
     def count_turn_error(self) -> None:
         self.turn_errors.inc()
-
-    def turn_changes(self, turn: Turn) -> list[tuple]:
-        """What one finished turn adds, as Registry.record takes it: (family, label values,
-        amount to add or value to observe).
-
-        The label values are tuples in the order the family declares its labels in
-        __init__: the registry finds known series by them without building a dict per change.
-        """
-        changes = self._prompt_changes(turn)
-        if turn.ordinary:
-            return changes
-        pattern, compound = turn.pattern, _flag(turn.compound)
-        changes += [
-            (self.turns, (pattern, turn.outcome, compound), 1),
-            (self.turn_duration, (pattern,), (turn.end_ns - turn.start_ns) / 1e9),
-        ]
-        verdicts = [leg.verdict for leg in turn.legs if leg.verdict]
-        if verdicts:
-            # Per turn, not per verdict: "how often was the draft sent back" is a share of
-            # turns, and a turn judged twice must not weigh double.
-            rejected = _flag(any(verdict in REJECTING_VERDICTS for verdict in verdicts))
-            changes.append((self.judged_turns, (pattern, rejected), 1))
-        if turn.route_failure is not None:
-            changes.append((self.route_failures, (turn.route_failure.reason or "unknown",), 1))
-        else:  # routed: by the policy its resolved record names
-            version = turn.resolved.policy_version if turn.resolved is not None else None
-            changes.append((self.router_turns, (version, pattern), 1))
-            changes += _known_credits(self.router_aiu, (version, pattern), turn.known_nano_aiu,
-                                      turn.unknown_credit_calls)
-            if turn.routing_latency_ms is not None and turn.resolved is not None:
-                changes.append((
-                    self.routing_latency,
-                    (turn.resolved.route_source or "unknown",),
-                    turn.routing_latency_ms / 1000,
-                ))
-        for leg in turn.legs:
-            kind = leg.phase_kind or "unknown"
-            model = leg.model or "unknown"
-            committed = _flag(turn.is_committed(leg))
-            usage = leg.usage
-            known_nano_aiu, unknown = turn.leg_credits(leg)
-            if unknown:
-                changes.append((self.unknown_credit_calls, (turn.kind, pattern, model), unknown))
-            changes += _known_credits(self.aiu, (pattern, kind, model, committed, compound),
-                                      known_nano_aiu, unknown)
-            changes += [
-                (self.legs, (pattern, kind, leg.role or "unknown", model,
-                             leg.status or "unknown", leg.verdict or "none", committed), 1),
-                (self.tokens, (kind, model, "input"), usage.input_tokens),
-                (self.tokens, (kind, model, "output"), usage.output_tokens),
-                (self.tokens, (kind, model, "cache_read"), usage.cache_read_tokens),
-                (self.tokens, (kind, model, "cache_write"), usage.cache_write_tokens),
-                (self.requests, (kind, model), usage.request_count),
-                (self.leg_duration, (kind, model), leg.duration_ms / 1000),
-            ]
-            if turn.calls_difference(leg) is not None:
-                changes.append((self.leg_call_mismatches, (kind,), 1))
-        return changes
-
-    def _prompt_changes(self, turn: Turn) -> list[tuple]:
-        """The prompt-level families, and the turn's model calls and tool calls (an
-        ordinary turn's calls of unknown credits too: a fusion turn's are counted by leg)."""
-        kind, model = turn.kind, turn.prompt_model
-        calls = len(turn.calls) if turn.ordinary else turn.usage.request_count
-        usage = turn.usage
-        changes = [(self.prompts, (kind, model), 1)]
-        changes += _known_credits(self.prompt_aiu, (kind, model), usage.nano_aiu,
-                                  turn.unknown_credit_calls)
-        changes += [
-            (self.prompt_tokens, (kind, model, "input"), usage.input_tokens),
-            (self.prompt_tokens, (kind, model, "output"), usage.output_tokens),
-            (self.prompt_tokens, (kind, model, "cache_read"), usage.cache_read_tokens),
-            (self.prompt_tokens, (kind, model, "cache_write"), usage.cache_write_tokens),
-            (self.prompt_calls, (kind, model), calls),
-            (self.prompt_duration, (kind, model), (turn.end_ns - turn.start_ns) / 1e9),
-        ]
-        for call in turn.calls:
-            changes += [
-                (self.model_calls, (kind, call.model, call.finish_reason or "unknown"), 1),
-                (self.call_duration, (call.model,), call.duration_ms / 1000),
-            ]
-            if call.time_to_first_token_ms is not None:
-                changes.append(
-                    (self.time_to_first_token, (call.model,), call.time_to_first_token_ms / 1000))
-            if turn.ordinary and not call.credits_known:
-                changes.append((self.unknown_credit_calls, (kind, ORDINARY_PATTERN, call.model), 1))
-        for tool in turn.tools:
-            success = "unknown" if tool.success is None else _flag(tool.success)
-            changes.append((self.tool_calls, (kind, tool.name or "unknown", success), 1))
-        return changes
 
     def count_new_policy(self, version: str, start_ns: int) -> None:
         """A version of the router's policy first seen (policy_versions.PolicyVersions): the
         dashboard's annotation reads the time from the gauge, which outages cannot move."""
         self.policy_first_seen.set({"policy_version": version}, start_ns / 1e9)
-
-    def count_reconciliation(self, check: Reconciliation) -> None:
-        result = "agree" if check.agrees else "disagree"
-        self.reconciliations.inc({"source": check.source, "result": result})
-
-    @property
-    def turn_families(self) -> set[str]:
-        """The names of the families count_turn feeds: the ones history covers."""
-        families = (self.turns, self.judged_turns, self.legs, self.aiu, self.tokens, self.requests,
-                    self.route_failures, self.turn_duration, self.leg_duration,
-                    self.routing_latency, self.prompts, self.prompt_aiu, self.prompt_tokens,
-                    self.prompt_calls, self.prompt_duration, self.model_calls,
-                    self.unknown_credit_calls, self.call_duration, self.time_to_first_token,
-                    self.tool_calls,
-                    self.leg_call_mismatches, self.router_turns, self.router_aiu)
-        return {family.name for family in families}
 
     def restore(self, snapshot: dict) -> None:
         """Counters from a checkpoint; the newest event time must not go back either."""
@@ -462,3 +475,40 @@ class Metrics:
             self.spans_exported.inc(None, spans)
         else:
             self.export_failures.inc({"outcome": outcome}, spans)
+
+
+class Metrics(TurnFamilies, PromptFamilies, HealthFamilies):
+    """Every family the tailer exposes: what finished turns add (`hydrafusion_*`) and the
+    tailer's own health (`hydrafusion_tailer_*`).
+
+    The families are one contract on one registry, so they are declared here, part by part
+    in one order (the order a checkpoint saves them in): the declarations are data a reader
+    checks against docs/METRICS.md top to bottom, and `turn_families` (what history covers)
+    is the line between the two halves. Then the series shown at 0 before anything happens.
+    """
+
+    def __init__(self, registry: Registry):
+        self.registry = registry
+        counter, gauge, histogram = registry.counter, registry.gauge, registry.histogram
+        self._declare_turn_families(counter, histogram)
+        self._declare_prompt_families(counter, histogram)
+        self._declare_checks(counter)
+        self._declare_health_families(counter, gauge)
+        for outcome in ("fusion", "ignored", "malformed"):
+            self.lines.inc({"outcome": outcome}, 0)
+        for reason in copilot_otel.SKIP_REASONS:
+            self.cli_skipped.inc({"reason": reason}, 0)
+        for reason in copilot_otel.CHANGE_REASONS:
+            self.cli_changed.inc({"reason": reason}, 0)
+        for outcome in ("retry", "rejected", "dropped"):
+            self.export_failures.inc({"outcome": outcome}, 0)
+        for source in ("shutdown", "usage_checkpoint"):
+            for result in ("agree", "disagree"):
+                self.reconciliations.inc({"source": source, "result": result}, 0)
+        for name in NOT_CODE_FIELDS:
+            self.not_codes.inc({"field": name}, 0)
+        self.show_in_flight([])
+        self.unknown_events.inc(None, 0)
+        self.turn_errors.inc(None, 0)
+        self.spans_exported.inc(None, 0)
+        self._newest_event_ns = 0

@@ -128,7 +128,7 @@ def attributes_json(values: dict) -> str:
     """The items of an OTLP/JSON key-value list; None values are left out rather than sent empty,
     and a tuple is sent as an array of strings.
 
-    The parser keeps every value in range (tailer.copilot.events); should one slip through all the
+    The parser keeps every value in range (tailer.copilot.event_values); should one slip through all the
     same (a sum over thousands of legs), an integer is clamped to int64 and a non-finite
     float is left out, because one value out of range makes the collector refuse the whole
     batch, other sessions' turns with it.

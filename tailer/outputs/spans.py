@@ -23,7 +23,7 @@ import hashlib
 from datetime import datetime, timezone
 
 from .copilot_otel import Root
-from ..copilot.events import LegEnded, ModelCall, Usage
+from ..copilot.event_records import LegEnded, ModelCall, Usage
 from .otlp import Unit, attributes_json, json_string, unix_nano
 from ..turns.assembly import AT_COMMIT, ToolCall, Turn, call_start_ns, leg_start_ns
 

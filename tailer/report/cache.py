@@ -67,7 +67,7 @@ from ..saved_state import finite, mapping, parsed, sequence, text, whole
 from .figures import PRINTED_AT, Check, check_turn_rows
 
 KIND = "hydrafusion report cache"
-FORMAT = 9
+FORMAT = 10
 MAX_BYTES = 128 << 20
 MAX_FILES = 4
 MAPPED = os.name == "posix"  # see _contents

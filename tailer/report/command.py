@@ -44,7 +44,7 @@ from ..turns.session_log import holds_no_event
 
 EXIT_NO_SESSIONS = 1  # and no turn that the filters choose: nothing to report either way
 EXIT_USAGE = 2
-FORMATS = ("table", "json", "csv", "csv-calls")
+FORMATS = ("table", "json", "csv", "csv-calls", "csv-worth")
 GROUPINGS = ("day", "week", "month", "session")
 TABLE_WIDTH = 100
 # Wider than any screen: a bar as long as a mistyped $COLUMNS would never finish printing.
@@ -75,7 +75,8 @@ def add_arguments(parser: argparse.ArgumentParser, state_dir: Path) -> None:
                         "fallback: route failures; ordinary: prompts without fusion)")
     parser.add_argument("--format", choices=FORMATS, default="table", type=str.lower,
                         help="what to print: a table (default), one JSON document, CSV with "
-                        "one row per leg, or CSV with one row per model call")
+                        "one row per leg, CSV with one row per model call, or CSV of was fusion "
+                        "worth it")
     parser.add_argument("--html", type=user_path, metavar="FILE",
                         help="write one self-contained HTML page to FILE instead")
     parser.add_argument("--watch", action="store_true",
@@ -256,8 +257,10 @@ def _check_views(args: argparse.Namespace) -> None:
     """The view options with what they shape, or a one-line reason (ValueError)."""
     if (args.order or args.breakdown) and not args.by:
         raise ValueError("--order and --breakdown shape the table of --by day|week|month|session")
-    if args.by and (args.watch or args.html or args.format not in ("table", "csv")):
-        raise ValueError("--by prints a table or, with --format csv, CSV (the JSON holds every "
+    if args.breakdown and args.format == "csv-worth":
+        raise ValueError("--breakdown adds rows per model to --by's table or CSV, not to --format csv-worth")
+    if args.by and (args.watch or args.html or args.format not in ("table", "csv", "csv-worth")):
+        raise ValueError("--by prints a table or, with --format csv or csv-worth, CSV (the JSON holds every "
                          "grouping): it takes neither --watch, --html nor another --format")
     if args.turns is not None and (args.by or args.watch or args.html or args.format != "table"):
         raise ValueError("--turns shortens the table's turn list: it takes neither --by, "
@@ -436,6 +439,8 @@ def _report(args: argparse.Namespace, environ: dict[str, str], state_dir: Path,
         text = report_text.render_csv(figures)
     elif args.format == "csv-calls":
         text = report_text.render_calls_csv(figures)
+    elif args.format == "csv-worth":
+        text = report_text.render_worth_csv(figures, args.by, order=args.order or "asc")
     elif args.by:
         text = report_table.render_groups(figures, args.by, order=args.order or "asc",
                                           breakdown=args.breakdown, width=_width(environ), color=color)

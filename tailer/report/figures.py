@@ -46,13 +46,15 @@ from collections import Counter, defaultdict
 from datetime import date, datetime, timezone, tzinfo
 
 from ..records import field, is_record, record, replace
-from ..copilot.events import EARLIEST_NS, LATEST_NS, REJECTING_VERDICTS, LegEnded, ModelCall, Usage
+from ..copilot.event_records import LegEnded, ModelCall, REJECTING_VERDICTS, Usage
+from ..copilot.event_values import EARLIEST_NS, LATEST_NS
+from . import worth as worth_figures
 from .read import report_pattern
 from ..turns.assembly import (
     ROUTE_FAILED_OUTCOME, Reconciliation, ToolCall, Turn, call_start_ns, leg_start_ns,
 )
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 ORDINARY = "ordinary"
 KINDS = ("fusion", "ordinary", "fallback")
 GROUPINGS = ("day", "week", "month", "session")  # GROUP_KEYS's, and the Snapshot's by_ fields
@@ -223,6 +225,9 @@ class TurnRow:
     legs: list[LegRow]
     printed: TurnJson  # the row as the JSON report prints it, with its model calls and tools
     policy_version: str | None = None  # of the router that decided it (its resolved record)
+    # What only its records tell the "worth it" figures (tailer/report/worth.py); not printed
+    # with the turn. None: a row made without its turn, which tells them nothing.
+    worth: worth_figures.TurnWorth | None = None
 
     @property
     def model_calls(self) -> list[CallRow]:
@@ -238,6 +243,8 @@ def turn_json(row: TurnRow, calls: list[CallRow], tools: list[ToolRow]) -> TurnJ
     json.dumps writes of its fields (tailer/report/text.py copies it into the report)."""
     fields = {}
     for name in TurnRow.__match_args__:
+        if name == "worth":
+            continue
         if name == "printed":
             fields["model_calls"], fields["tools"] = calls, tools
         else:
@@ -363,6 +370,7 @@ class Snapshot:
     # The logs against the CLI's ledger (turns.ledger_check.LedgerCheck); None: not looked
     # at (--watch, --demo).
     ledger: object = None
+    worth: worth_figures.Worth | None = None  # was fusion worth it (tailer/report/worth.py)
 
 
 def snapshot(
@@ -410,6 +418,7 @@ def snapshot(
         turns=rows,
         in_flight=list(in_flight),
         ledger=ledger,
+        worth=worth_figures.figures(rows, fusion, groupings),
     )
 
 
@@ -457,6 +466,7 @@ def turn_row(turn: Turn, tz: tzinfo | None) -> TurnRow:
     )
     row.printed = turn_json(row, calls, [_tool_row(start_ns, tool, leg_index(tool.phase_id))
                                          for tool in turn.tools])
+    row.worth = worth_figures.TurnWorth(*worth_figures.turn_worth(turn))
     return row
 
 
@@ -885,6 +895,7 @@ def _quarter(quarter: int, tz: tzinfo | None) -> tuple[str, int, str] | None:
 # -- A turn's row as plain data, in no time zone: what the report's cache keeps ---------------
 
 _LEG_FIELDS = LegRow.__match_args__
+_WORTH_FIELDS = worth_figures.TurnWorth.__match_args__
 PRINTED_AT = 16
 
 
@@ -901,7 +912,7 @@ def turn_data(turn: Turn) -> list:
         row.routing_ms, row.degraded_reason, row.route_failure_reason,
         [[getattr(leg, name) for name in _LEG_FIELDS] for leg in row.legs],
         [row.printed.text, row.printed.start_at, row.printed.tool_count], row.policy_version,
-        row.unknown_credit_calls,
+        row.unknown_credit_calls, [getattr(row.worth, name) for name in _WORTH_FIELDS],
     ]
 
 
@@ -909,11 +920,11 @@ def row_from_data(data: list, tz: tzinfo | None) -> TurnRow:
     """The TurnRow that turn_row(turn, tz) gives, from turn_data(turn)."""
     (start_ns, _models, session_id, fusion_id, kind, model, pattern, outcome, compound, credits,
      calls, duration_ms, routing_ms, degraded_reason, route_failure_reason, legs, printed,
-     policy_version, unknown_credit_calls) = data
+     policy_version, unknown_credit_calls, worth) = data
     return TurnRow(session_id, fusion_id, kind, model, moment(start_ns, tz), pattern, outcome,
                    compound, credits, unknown_credit_calls, calls, duration_ms, routing_ms,
                    degraded_reason, route_failure_reason, [LegRow(*leg) for leg in legs],
-                   TurnJson(*printed), policy_version)
+                   TurnJson(*printed), policy_version, worth_figures.TurnWorth(*worth))
 
 
 # The types turn_data gives a row's fields, by position (a number: int or float, as JSON
@@ -923,7 +934,7 @@ _NUMBER = (int, float)
 _OPTIONAL_NUMBER = (*_NUMBER, type(None))
 _ROW_TYPES = ((int,), (list,), (str,), (str,), (str,), (str,), (str,), (str,), (bool,),
               _OPTIONAL_NUMBER, (int,), _NUMBER, _OPTIONAL_NUMBER, (str, type(None)),
-              (str, type(None)), (list,), (list,), (str, type(None)), (int,))
+              (str, type(None)), (list,), (list,), (str, type(None)), (int,), (list,))
 _LEG_TYPES = ((str,), (str,), (str,), (str,), (str, type(None)), (bool,), _NUMBER, _NUMBER,
               (int,), _OPTIONAL_NUMBER, (int,), (int,), (int,), (int,), (int,), (str, type(None)))
 _ROW_SHAPES = frozenset(itertools.product(*_ROW_TYPES))
@@ -963,6 +974,7 @@ def check_turn_rows(rows: list) -> None:
         raise ValueError("a cached turn's kind is none of " + ", ".join(KINDS))
     if set(map(type, itertools.chain.from_iterable(map(operator.itemgetter(1), rows)))) - {str}:
         raise ValueError("a cached turn's models are not names")
+    worth_figures.check_turn_worths(list(map(operator.itemgetter(19), rows)))
     places = list(itertools.chain.from_iterable(map(operator.itemgetter(1, 2), printed)))
     if places and min(places) < 0:
         raise ValueError("a cached turn's JSON has a place or a count below 0")

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from ..records import record
-from ..copilot import events
+from ..copilot import event_records
 from ..copilot.problems import folder_problem
 from ..turns import session_state
 from ..turns.session_log import SessionLog
@@ -122,10 +122,10 @@ class SessionReader:
         if log is None:
             log = self._logs[session_id] = SessionLog(session_id, path)
         for read in log.read():
-            if type(read.record) is events.Malformed:
+            if type(read.record) is event_records.Malformed:
                 self.damaged_lines += 1
             yield from read.finished
-            if isinstance(read.record, events.SessionTotals):
+            if isinstance(read.record, event_records.SessionTotals):
                 self.reconciliations += log.turns.take_reconciliations()
         if log.problem is not None:
             self.problems[session_id] = log.problem

@@ -111,6 +111,7 @@ def _sections(snap: Snapshot, width: int, paint) -> list[list[str]]:
         ]),
         _table(width, paint, ["BY LEG KIND, HydraFusion"] + spend_headers,
                _spend_rows(snap.by_leg_kind, head.credits)),
+        worth_section(snap, width, paint),
         _table(width, paint, ["ROUTER, policy version", "first seen", "last seen", "turns",
                               "compound", "median"], _router_rows(snap)),
         _day_table(snap, width, paint),
@@ -279,6 +280,108 @@ def _day_table(snap: Snapshot, width: int, paint) -> list[str]:
             credits = day.credits or 0.0
             lines[index] += "  " + "#" * max(1 if credits else 0, round(room * credits / most))
     return lines + [""]
+
+
+# -- Was fusion worth it (tailer/report/worth.py) ---------------------------------------------
+
+_REFUSED = {
+    "too_few_calls": "too few calls (3 a price at least)",
+    "singular": "its calls cannot tell the prices apart",
+    "ill_conditioned": "its calls can hardly tell the prices apart",
+}
+
+
+def worth_section(snap: Snapshot, width: int, paint) -> list[str]:
+    """What the review bought and the gate saved (measured), then the same work on one
+    model and the prices it is made with (estimates, labelled so on every line that holds
+    one); nothing without HydraFusion turns."""
+    worth = snap.worth
+    if worth is None or not worth.by_pattern:
+        return []
+    lines = _table(width, paint, ["WORTH IT, by pattern", "turns", "credits", "kept",
+                                  "not kept", "review"],
+                   [_worth_row(group) for group in worth.by_pattern], blank=False)
+    lines.append(paint(DIM, _cut("  kept: the leg whose answer the user got; not kept: judges, "
+                                 "critics, drafts, failed legs", width)))
+    lines.append("")
+    lines += _table(width, paint, ["MEDIAN TURN vs SINGLE, on", "turns", "median",
+                                   "single turns", "single median", "x single"],
+                    [[f"{versus.pattern} on {versus.model}", versus.turns,
+                      _credits(versus.median_credits), versus.single_turns,
+                      _credits(versus.single_median_credits),
+                      "-" if versus.ratio is None else f"{versus.ratio:.2f}x"]
+                     for versus in worth.versus_single])
+    if worth.gate:
+        lines += _table(width, paint, ["THE GATE, cascade", "turns", "credits", "kept",
+                                       "not kept", "estimated", "one model*", "saved*"],
+                        [_gate_row(group) for group in worth.gate], blank=False)
+        lines.append(paint(DIM, _cut("  accepted: the draft kept, its judge not; rejected: the "
+                                     "repair kept, the draft and judge on top", width)))
+        lines.append("")
+    rows = []
+    for label, groups in (("by pattern", worth.by_pattern),
+                          ("by policy version", worth.by_policy_version),
+                          ("by day", worth.by_day or [])):
+        if groups:
+            rows.append([label] + [""] * 5)
+            rows += [["  " + group.key, *_estimated(group.one_model)] for group in groups]
+    lines += _table(width, paint, ["ONE MODEL ALONE*", "estimated", "measured", "one model*",
+                                   "+/-", "saved*"], rows, blank=False)
+    lines.append(paint(DIM, _cut("  * an estimate: the kept leg's tokens at the answering model's "
+                                 "fitted prices", width)))
+    lines.append("")
+    return lines + _prices_table(worth.prices, width, paint)
+
+
+def _worth_row(group) -> list:
+    return [group.key, group.turns, _credits(group.credits, group.unknown_credit_calls),
+            _credits(group.answer.credits, group.answer.unknown_credit_calls),
+            _credits(group.review.credits, group.review.unknown_credit_calls),
+            _percent(group.review_share)]
+
+
+def _gate_row(group) -> list:
+    """A gate outcome's measured figures, then the turns estimated, the estimate and what
+    it saved (not its error: ONE MODEL ALONE has it)."""
+    turns, _, alone, _, saved = _estimated(group.one_model)
+    return _worth_row(group)[:5] + [turns, alone, saved]
+
+
+def _estimated(estimate) -> list:
+    """The turns estimated of all, their measured credits, the estimate, its error, and
+    what fusion saved against it: the estimate less the measured credits of those turns."""
+    turns = f"{estimate.turns}/{estimate.turns + estimate.not_estimated}"
+    if estimate.alone is None:
+        return [turns, "-", "-", "-", "-"]
+    saved = None if estimate.credits is None else estimate.alone - estimate.credits
+    return [turns, _credits(estimate.credits, estimate.unknown_credit_calls),
+            _credits(estimate.alone), f"{estimate.error:.2f}",
+            "-" if saved is None else f"{saved:+.2f}"]
+
+
+def _prices_table(prices: list, width: int, paint) -> list[str]:
+    """Each model's fitted prices per million tokens, with the fit's error per call; the
+    models it refused to fit, each with why, under the table."""
+    fitted = [model for model in prices if model.fit == "fitted"]
+    lines = _table(width, paint, ["PRICES*, credits per 1M tokens", "calls", "unknown", "input",
+                                  "cache read", "cache write", "output", "error"],
+                   [[model.model, model.calls, model.unknown_credit_calls,
+                     *(_per_million(model.prices[kind]) for kind in
+                       ("input", "cache_read", "cache_write", "output")),
+                     "-" if model.relative_error is None else f"{100 * model.relative_error:.1f}%"]
+                    for model in fitted], blank=False)
+    lines += [_cut(printable(f"  {model.model}: not fitted, {_REFUSED[model.fit]}; "
+                             f"{counted(model.calls, 'call')} of known credits"), width)
+              for model in prices if model.fit != "fitted"]
+    if lines:
+        lines.append(paint(DIM, _cut("  * least squares over your calls of known credits; input: "
+                                     "uncached; error: a call's, over its mean", width)))
+        lines.append("")
+    return lines
+
+
+def _per_million(price: float | None) -> str:
+    return "-" if price is None else f"{price * 1e6:.4g}"
 
 
 FIRST_COLUMN_KEPT = 24  # a name column is cut below this only when no other column is left
@@ -559,4 +662,20 @@ def render_groups(snap: Snapshot, by: str, *, order: str = "asc", breakdown: boo
                                                   key=lambda item: (-(item[1] or 0.0), item[0]))]
     lines = [paint(BOLD, _cut(_title(snap), width)), ""]
     lines += _table(width, paint, [f"BY {by.upper()}, HydraFusion"] + GROUP_HEADERS, rows)
+    lines += _worth_groups(snap, by, order, width, paint)
     return "".join(_fit(line, width).rstrip() + "\n" for line in lines)
+
+
+def _worth_groups(snap: Snapshot, by: str, order: str, width: int, paint) -> list[str]:
+    """The same groups' credits kept and not kept (their review share is the table's
+    `review`), and the same work on one model (an estimate: tailer/report/worth.py)."""
+    groups = getattr(snap.worth, f"by_{by}", None) if snap.worth is not None else None
+    if not groups:
+        return []
+    rows = [_worth_row(group)[:5] + _estimated(group.one_model)
+            for group in (groups[::-1] if order == "desc" else groups)]
+    lines = _table(width, paint, [f"WORTH IT, by {by}", "turns", "credits", "kept", "not kept",
+                                  "estimated", "measured", "one model*", "+/-", "saved*"], rows,
+                   blank=False)
+    return lines + [paint(DIM, _cut("  * an estimate: the kept leg's tokens at the answering "
+                                    "model's fitted prices", width)), ""]

@@ -139,6 +139,57 @@ def render_groups_csv(snap: Snapshot, by: str, *, order: str = "asc",
     return out.getvalue()
 
 
+WORTH_COLUMNS = (
+    "section", "key", "model", "turns", "credits", "answer_credits", "review_credits",
+    "review_share", "unknown_credit_calls", "estimated_turns", "not_estimated_turns",
+    "estimated_turns_credits", "one_model_estimate", "one_model_estimate_error",
+    "median_credits", "single_turns", "single_median_credits", "fit", "fit_calls",
+    "price_input", "price_cache_read", "price_cache_write", "price_output", "fit_error",
+)
+
+
+def render_worth_csv(snap: Snapshot, by: str | None = None, *, order: str = "asc") -> str:
+    """Was fusion worth it (tailer/report/worth.py), one row per group: by pattern, gate
+    outcome, policy version and day (`by`: by that grouping alone, in `order`), then each
+    pattern on each answering model against single, then each model's fitted prices (credits
+    per token). The columns a row's section has no figure for are empty; every estimate is
+    in a column named so (one_model_estimate*, price_*), never in a measured one."""
+    out = io.StringIO()
+    writer = _csv_writer(out)
+    writer.writerow(WORTH_COLUMNS)
+    worth = snap.worth
+    if worth is None:
+        return out.getvalue()
+    if by:
+        groups = getattr(worth, f"by_{by}") or []
+        sections = [(by, groups[::-1] if order == "desc" else groups)]
+    else:
+        sections = [("pattern", worth.by_pattern), ("gate", worth.gate),
+                    ("policy_version", worth.by_policy_version), ("day", worth.by_day or [])]
+    for section, groups in sections:
+        for group in groups:
+            estimate = group.one_model
+            writer.writerow(_cells([
+                section, group.key, None, group.turns, group.credits, group.answer.credits,
+                group.review.credits, group.review_share, group.unknown_credit_calls,
+                estimate.turns, estimate.not_estimated, estimate.credits, estimate.alone,
+                estimate.error] + [None] * 10))
+    if by:
+        return out.getvalue()
+    for item in worth.versus_single:
+        writer.writerow(_cells(["versus_single", item.pattern, item.model, item.turns]
+                               + [None] * 10 + [item.median_credits, item.single_turns,
+                                                item.single_median_credits] + [None] * 7))
+    for model in worth.prices:
+        prices = model.prices or {}
+        writer.writerow(_cells(["prices", model.model, model.model] + [None] * 5
+                               + [model.unknown_credit_calls] + [None] * 8
+                               + [model.fit, model.calls, *(prices.get(kind) for kind in (
+                                   "input", "cache_read", "cache_write", "output")),
+                                  model.error]))
+    return out.getvalue()
+
+
 def _csv_writer(out: io.StringIO):
     import csv  # here: the JSON report, the one this module writes most, needs none
 

@@ -34,21 +34,9 @@ from collections import Counter, OrderedDict
 from typing import Callable
 
 from ..records import field, fields, record, replace
-from ..copilot.events import (
-    CommitStarted,
-    Completed,
-    Event,
-    Handoff,
-    LegEnded,
-    ModelCall,
-    Prompt,
-    Resolved,
-    RouteFailed,
-    RunStarted,
-    SessionEnded,
-    SessionTotals,
-    ToolCompleted,
-    ToolStarted,
+from ..copilot.event_records import (
+    CommitStarted, Completed, Event, Handoff, LegEnded, ModelCall, Prompt, REJECTING_VERDICTS,
+    Resolved, RouteFailed, RunStarted, SessionEnded, SessionTotals, ToolCompleted, ToolStarted,
     Usage,
 )
 
@@ -253,6 +241,19 @@ class Turn:
     def review_nano_aiu(self) -> int:
         """Credits spent on legs that did not produce the answer (the known ones)."""
         return sum(self.leg_credits(leg)[0] for leg in self.legs if not self.is_committed(leg))
+
+    @property
+    def gate_outcome(self) -> str | None:
+        """What a cascade's gate did: `rejected` (a verdict sent the draft back to the
+        repair), `accepted` (its judge kept the draft), `unjudged` (no verdict: the judge
+        failed or never ran); None for every other pattern, which has no gate. One rule for
+        the metrics (hydrafusion_gate_*) and the report's figures of the gate."""
+        if self.pattern != "cascade" or self.kind != "fusion":
+            return None
+        verdicts = [leg.verdict for leg in self.legs if leg.verdict]
+        if any(verdict in REJECTING_VERDICTS for verdict in verdicts):
+            return "rejected"
+        return "accepted" if verdicts else "unjudged"
 
     @property
     def models(self) -> list[str]:

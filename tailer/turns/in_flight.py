@@ -15,7 +15,7 @@ from __future__ import annotations
 
 
 from ..records import record
-from ..copilot.events import PlannedLeg
+from ..copilot.event_records import PlannedLeg
 from .assembly import Turn
 
 DONE, RUNNING, PENDING, SKIPPED = "done", "running", "pending", "skipped"

@@ -18,7 +18,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable
 
-from ..copilot.events import Usage
+from ..copilot.event_records import Usage
 from ..copilot.ledger import (
     SESSION_ID, LedgerLayoutChanged, LedgerProblem, LedgerSession, read_ledger,
 )

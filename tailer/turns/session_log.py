@@ -4,7 +4,7 @@ The daemon (tailer/turns/sessions.py), `report` and `report --watch` (tailer/rep
 tailer/report/live.py), `doctor`, `scrub` and the demo all read a log through a
 `SessionLog`, so they agree on what a line means:
 
-- a line is judged by `judge`: a record, damage (`events.Malformed`, counted by its reason
+- a line is judged by `judge`: a record, damage (`event_records.Malformed`, counted by its reason
   in `damage`), or nothing that matters; an oversized line is damage only if it may have
   mattered; a line the tailer fails on (a bug) is damage `internal_error`, never a crash;
 - a log the CLI rewrote or replaced is read again from its start, its open turns
@@ -24,7 +24,7 @@ import os
 from collections import Counter
 from typing import TYPE_CHECKING, Iterator, NamedTuple
 
-from ..copilot import events
+from ..copilot import event_records, event_types, events
 from . import session_state
 from ..copilot.lines import Line, LineReader, Position
 from ..copilot.problems import log_problem
@@ -40,10 +40,10 @@ INTERNAL_ERROR = "internal_error"
 # -- Reading ---------------------------------------------------------------------------------
 
 
-def judge(line: Line) -> events.Event | events.Malformed | None:
+def judge(line: Line) -> event_records.Event | event_records.Malformed | None:
     """What a line is: a record, damage, or None for a line that cannot matter."""
     if line.oversized:
-        return events.Malformed("oversized") if events.may_matter(line.data) else None
+        return event_records.Malformed("oversized") if event_types.may_matter(line.data) else None
     return events.parse_line(line.data)
 
 
@@ -52,7 +52,7 @@ class Read(NamedTuple):
     finished. `error_type` names the exception when the tailer failed on it (a bug)."""
 
     line: Line
-    record: events.Event | events.Malformed | None
+    record: event_records.Event | event_records.Malformed | None
     finished: list[Turn]
     error_type: str | None = None
 
@@ -63,7 +63,7 @@ _NONE: list[Turn] = []  # what most lines finish; never added to
 class SessionLog:
     """A session's log, where we are in it, and its turns; see the module docstring.
 
-    By default only the lines that may be records are handed out (events.may_be_read);
+    By default only the lines that may be records are handed out (event_types.may_be_read);
     `every_line` hands out all of them, for a command that looks at every line (doctor,
     scrub).
     """
@@ -73,7 +73,7 @@ class SessionLog:
     def __init__(self, session_id: str, path: Path, position: Position = Position(),
                  turns: SessionTurns | None = None, *, every_line: bool = False):
         self.session_id = session_id
-        self.reader = LineReader(path, position, None if every_line else events.may_be_read)
+        self.reader = LineReader(path, position, None if every_line else event_types.may_be_read)
         self.turns = turns if turns is not None else SessionTurns(session_id)
         self.damage: Counter = Counter()  # reason -> damaged lines
         self.error: OSError | None = None  # why the last read could not read the log
@@ -116,7 +116,7 @@ class SessionLog:
         """
         self.error = None
         reader, feed, every_line = self.reader, self.turns.feed, self.reader.wanted is None
-        malformed, unknown = events.Malformed, events.UnknownFusionEvent
+        malformed, unknown = event_records.Malformed, event_records.UnknownFusionEvent
         generation = reader.generation
         try:
             for line in reader.read():
@@ -188,7 +188,8 @@ def holds_no_event(path: Path) -> bool:
     if not whole:
         lines.pop()  # cut short by HEAD_BYTES: not a line
     lines = [line for line in lines if line.strip()][:HEAD_LINES]
-    return bool(lines) and not any(events.event_type_of(line.strip(b"\0 \t\r")) for line in lines)
+    return bool(lines) and not any(event_types.event_type_of(line.strip(b"\0 \t\r"))
+                                   for line in lines)
 
 
 def finish_tombstone(session_id: str, saved: dict) -> list[Turn]:

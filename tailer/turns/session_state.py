@@ -4,14 +4,14 @@ it already reported, its context, and for a log that vanished, when it did (a to
 This is the `sessions` part of a checkpoint, written and read back here, beside the reading
 (tailer/turns/session_log.py); tailer/daemon/checkpoint.py keeps the file. Every stage trusts what it
 restores, so `check` refuses anything not shaped as `session_to_state` writes it, and a
-record restored here is checked field by field as tailer/copilot/events.py checks the log's: it is
+record restored here is checked field by field as tailer/copilot/event_values.py checks the log's: it is
 trusted downstream as much as one just parsed.
 """
 
 from __future__ import annotations
 
 
-from ..copilot import events
+from ..copilot import event_records, event_values
 from ..records import Field, as_dict, fields
 from ..saved_state import finite, mapping, sequence, text, whole
 from ..copilot.lines import Position
@@ -19,9 +19,10 @@ from .assembly import SessionContext, SessionTurns, Turn
 
 _RECORD_TYPES = {
     cls.__name__: cls
-    for cls in (events.Resolved, events.LegEnded, events.Handoff, events.CommitStarted,
-                events.Completed, events.RouteFailed, events.ModelCall, events.ToolStarted,
-                events.ToolCompleted, events.Prompt)
+    for cls in (event_records.Resolved, event_records.LegEnded, event_records.Handoff,
+                event_records.CommitStarted, event_records.Completed, event_records.RouteFailed,
+                event_records.ModelCall, event_records.ToolStarted, event_records.ToolCompleted,
+                event_records.Prompt)
 }
 
 
@@ -78,23 +79,23 @@ def turn_from_data(data: dict) -> Turn:
     turn = Turn(text(data["session"], "an open turn's session", None),
                 _record_text(data["fusion"], "an open turn's id"), ordinary=ordinary)
     for record in map(_record_from_data, sequence(data["records"], "an open turn's records")):
-        if isinstance(record, events.LegEnded):
+        if isinstance(record, event_records.LegEnded):
             turn.legs.append(record)
-        elif isinstance(record, events.Handoff):
+        elif isinstance(record, event_records.Handoff):
             turn.handoffs.append(record)
-        elif isinstance(record, events.ModelCall):
+        elif isinstance(record, event_records.ModelCall):
             turn.calls.append(record)
-        elif isinstance(record, (events.ToolStarted, events.ToolCompleted)):
+        elif isinstance(record, (event_records.ToolStarted, event_records.ToolCompleted)):
             turn.tool_events.append(record)
-        elif isinstance(record, events.Prompt):
+        elif isinstance(record, event_records.Prompt):
             turn.prompt = record
-        elif isinstance(record, events.Resolved):
+        elif isinstance(record, event_records.Resolved):
             turn.resolved = record
-        elif isinstance(record, events.CommitStarted):
+        elif isinstance(record, event_records.CommitStarted):
             turn.commit = record
-        elif isinstance(record, events.Completed):
+        elif isinstance(record, event_records.Completed):
             turn.completed = record
-        elif isinstance(record, events.RouteFailed):
+        elif isinstance(record, event_records.RouteFailed):
             turn.route_failure = record
     return turn
 
@@ -126,7 +127,7 @@ def context_from_data(data: dict | None) -> SessionContext:
     )
 
 
-def log_ledger_of(saved: dict) -> tuple[dict[str, events.Usage] | None, set[str]]:
+def log_ledger_of(saved: dict) -> tuple[dict[str, event_records.Usage] | None, set[str]]:
     """A saved session's whole-log ledger and the models of it whose credits are unknown
     (SessionContext.log and log_unpriced), checked as context_from_data checks them, without
     the rest of its context. ValueError, KeyError or TypeError when not shaped as saved."""
@@ -137,20 +138,20 @@ def log_ledger_of(saved: dict) -> tuple[dict[str, events.Usage] | None, set[str]
     return _ledger_from_data(data["log"]), set(_texts(data["log_unpriced"], "a ledger's model"))
 
 
-def _ledger_to_data(ledger: dict[str, events.Usage] | None) -> dict | None:
+def _ledger_to_data(ledger: dict[str, event_records.Usage] | None) -> dict | None:
     if ledger is None:
         return None
     return {model: as_dict(usage) for model, usage in ledger.items()}
 
 
-def _ledger_from_data(data: dict | None) -> dict[str, events.Usage] | None:
+def _ledger_from_data(data: dict | None) -> dict[str, event_records.Usage] | None:
     if data is None:
         return None
     return {_record_text(model, "a ledger's model"): _usage(usage, "a ledger's usage")
             for model, usage in mapping(data, "a ledger").items()}
 
 
-def _record_to_data(record: events.Event) -> dict:
+def _record_to_data(record: event_records.Event) -> dict:
     """As JSON will give it back (tuples as lists): a tombstone keeps this in memory.
 
     `not_codes` is left out: it was counted when the line was read, and a restored record
@@ -168,8 +169,8 @@ def _record_to_data(record: events.Event) -> dict:
                for name, value in values.items()}}
 
 
-def _record_from_data(data: dict) -> events.Event:
-    """A record back from its data, each field checked as tailer.copilot.events checks the log's:
+def _record_from_data(data: dict) -> event_records.Event:
+    """A record back from its data, each field checked as tailer.copilot.event_values checks the log's:
     a record restored here is trusted downstream as much as one just parsed."""
     values = dict(mapping(data, "a record"))
     cls = _RECORD_TYPES.get(text(values.pop("kind"), "a record's kind"))
@@ -181,7 +182,7 @@ def _record_from_data(data: dict) -> events.Event:
     for name, value in values.items():
         values[name] = checks[name](value, f"{cls.__name__}.{name}")
     record = cls(**values)
-    events.codes_only(record)  # its codes too: free text in a saved file never leaves either
+    event_values.codes_only(record)  # its codes too: free text in a saved file never leaves either
     return record
 
 
@@ -190,9 +191,9 @@ def _record_from_data(data: dict) -> events.Event:
 
 
 def _record_text(value: object, what: str) -> str:
-    """As tailer.copilot.events reads text: at most MAX_TEXT characters with a UTF-8 form."""
+    """As tailer.copilot.event_values reads text: at most MAX_TEXT characters with a UTF-8 form."""
     try:
-        text(value, what, events.MAX_TEXT).encode("utf-8")
+        text(value, what, event_values.MAX_TEXT).encode("utf-8")
     except UnicodeEncodeError:
         raise ValueError(f"{what} holds a lone surrogate") from None
     return value
@@ -203,14 +204,14 @@ def _optional(check):
 
 
 def _time_ns(value: object, what: str) -> int:
-    return whole(value, what, events.LATEST_NS - 1, events.EARLIEST_NS)
+    return whole(value, what, event_values.LATEST_NS - 1, event_values.EARLIEST_NS)
 
 
 def _milliseconds(value: object, what: str) -> float:
-    return finite(value, what, 0, events.MAX_DURATION_MS)
+    return finite(value, what, 0, event_values.MAX_DURATION_MS)
 
 
-def _usage(value: object, what: str) -> events.Usage:
+def _usage(value: object, what: str) -> event_records.Usage:
     usage = mapping(value, what)
     if usage.keys() != _USAGE_LIMITS.keys():
         raise ValueError(f"{what} does not hold the usage fields")
@@ -219,7 +220,7 @@ def _usage(value: object, what: str) -> events.Usage:
         # the CLI's ledger reads some 2,000 of these over a month of sessions.
         if type(count) is not int or not 0 <= count <= _USAGE_LIMITS[name]:
             whole(count, f"{what}.{name}", _USAGE_LIMITS[name])
-    return events.Usage(**usage)
+    return event_records.Usage(**usage)
 
 
 def _bool(value: object, what: str) -> bool:
@@ -232,23 +233,23 @@ def _texts(value: object, what: str) -> tuple[str, ...]:
     return tuple(_record_text(item, what) for item in sequence(value, what))
 
 
-def _plan(value: object, what: str) -> tuple[events.PlannedLeg, ...]:
+def _plan(value: object, what: str) -> tuple[event_records.PlannedLeg, ...]:
     """A phase plan as asdict wrote it: a list of legs, each of the four fields."""
     legs = sequence(value, what)
-    if len(legs) > events.MAX_PLANNED_LEGS:
+    if len(legs) > event_records.MAX_PLANNED_LEGS:
         raise ValueError(f"{what} holds more legs than a plan may")
     plan = []
     for leg in legs:
         if set(mapping(leg, what)) != {"kind", "role", "scope", "conditional"}:
             raise ValueError(f"{what} holds a leg not shaped as saved")
-        plan.append(events.PlannedLeg(
+        plan.append(event_records.PlannedLeg(
             *(_optional(_record_text)(leg[name], what) for name in ("kind", "role", "scope")),
             _bool(leg["conditional"], what)))
     return tuple(plan)
 
 
-_USAGE_LIMITS = {field.name: events.MAX_COUNT for field in fields(events.Usage)}
-_USAGE_LIMITS["nano_aiu"] = events.MAX_NANO_AIU
+_USAGE_LIMITS = {field.name: event_values.MAX_COUNT for field in fields(event_records.Usage)}
+_USAGE_LIMITS["nano_aiu"] = event_values.MAX_NANO_AIU
 
 # A number's check goes by what it measures, so by the field's name: a new number field
 # must say here what bounds it, or this module refuses to load (tests/test_checkpoint.py).

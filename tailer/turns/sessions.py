@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from ..copilot import events
+from ..copilot import event_records
 from ..copilot.lines import NotARegularFile
 from ..log_limit import WarningLimiter
 from ..copilot.problems import line_problem, rewritten_problem
@@ -286,7 +286,7 @@ class Tailer:
         damaged (its reason counted here; the lines are counted by _read)."""
         record = read.record
         done.note(TURNS)
-        if isinstance(record, events.Malformed):
+        if isinstance(record, event_records.Malformed):
             self._damaged(session_id, read.line.number, record.reason, read.error_type)
             return None
         self.metrics.count_event(record)
@@ -294,7 +294,7 @@ class Tailer:
             self._warn_drift(record)
         if read.finished:
             self._finished(read.finished, done)
-        if isinstance(record, events.SessionTotals):
+        if isinstance(record, event_records.SessionTotals):
             for check in session.turns.take_reconciliations():
                 self.metrics.count_reconciliation(check)
                 log.log(logging.DEBUG if check.agrees else logging.WARNING, "%s",
@@ -307,9 +307,9 @@ class Tailer:
         self._warnings.warn((session_id, reason), "%s",
                             line_problem(session_id, number, reason, error_type))
 
-    def _warn_drift(self, record: events.Event) -> None:
+    def _warn_drift(self, record: event_records.Event) -> None:
         """Warn once per kind of drift: the metrics count every occurrence."""
-        unknown_type = isinstance(record, events.UnknownFusionEvent)
+        unknown_type = isinstance(record, event_records.UnknownFusionEvent)
         if not (unknown_type or record.unknown_fields or record.missing_fields):
             return
         notes = [("unknown event type", record.event_type)] if unknown_type else []

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tailer.copilot import events
+from tailer.copilot import event_records, events
 from tailer.turns.assembly import SessionTurns, Turn
 
 from .scenarios import Expected, Leg, Scenario
@@ -21,7 +21,7 @@ def session_turns(log: Path, session_id: str) -> list[Turn]:
     with open(log, "rb") as lines:
         for line in lines:
             record = events.parse_line(line.rstrip(b"\n"))
-            if isinstance(record, events.Event):
+            if isinstance(record, event_records.Event):
                 finished += assembler.feed(record)
     return finished + assembler.finish_open()
 

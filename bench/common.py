@@ -1,0 +1,48 @@
+"""What every script and module of bench/ shares: this checkout on the import path, the
+unit of every size and rate, and the progress lines.
+
+Importing it puts the checkout and tests/ first on sys.path, so the scripts measure the
+tailer of this checkout and generate data with the tests' own writers (tests/sessiongen.py
+writes turns exactly as the CLI does, tests/ledgergen.py its ledger; neither has a test
+dependency).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+for _folder in (REPO / "tests", REPO):
+    if str(_folder) not in sys.path:
+        sys.path.insert(0, str(_folder))
+
+MB = 1_000_000  # every size and rate here is in decimal megabytes
+
+
+def progress(message: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+def machine() -> str:
+    model = ""
+    try:
+        model = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo")
+                      if line.startswith("model name")), "")
+    except OSError:
+        pass
+    return (f"{os.cpu_count()} cores ({model or platform.processor() or 'unknown CPU'}), "
+            f"Python {platform.python_version()}, {platform.system()} {platform.release()}")
+
+
+def percentile(sorted_values: list[float], fraction: float) -> float:
+    """Nearest rank: with 50 values the 99th percentile is the largest."""
+    return sorted_values[max(0, math.ceil(fraction * len(sorted_values)) - 1)]
+
+
+def verdict(met: bool | None) -> str:
+    return {True: "met", False: "MISSED", None: "n/a"}[met]

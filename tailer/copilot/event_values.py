@@ -1,0 +1,253 @@
+"""What a value read from a log may be, and the checks every field goes through.
+
+Every number and text the parser copies out is checked against the range its outputs can
+carry (OTLP's int64 and uint64 nanoseconds, doubles, Prometheus's float counters, the
+checkpoint's JSON). A value of the right type but an absurd size (a count of 1e300, a
+duration of centuries, a year 2554 timestamp, an id holding a lone surrogate) raises
+Absurd, and the line is damaged. Every text that leaves as a machine code must also look
+like one (tailer/codes.py): codes_only checks a record against CODE_FIELDS.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import re
+from datetime import datetime, timedelta, timezone
+
+from ..codes import ENUM, IDENTIFIER, MODEL, OTHER, TOOL, VERSION, CodeKind
+from .event_records import CODE_FIELDS, Event, PlannedLeg, Resolved, Usage
+
+
+# What a value read from a log may be. The bounds are far beyond anything real and far
+# inside what every output carries, so no sum or conversion downstream can overflow.
+#
+# Metadata strings are identifiers and enum values; anything longer is cut here, and the
+# cap keeps a damaged log from producing huge spans.
+MAX_TEXT = 200
+# Tokens and requests of one leg or turn: every whole number up to here is exact in a
+# float (Prometheus counters are floats), and a turn must sum over 1,000 such legs before
+# its total leaves int64 (OTLP intValue; tailer.outputs.spans clamps even that).
+MAX_COUNT = 2**53
+# Nano-credits of one leg or turn: a million credits, about a million times a real leg's.
+# Exact in a float, so credits (nano-AIU / 1e9) lose nothing, and a float holds the sum of
+# any number of them that a lifetime of turns can reach.
+MAX_NANO_AIU = 10**15
+# durationMs and routingLatencyMs: 30 days, where real turns take minutes. Turned into
+# nanoseconds and taken off a timestamp, it stays far inside int64.
+MAX_DURATION_MS = 30 * 86_400_000
+# Event timestamps: the years 2000 to 2199. Unix nanoseconds fit int64 up to 2262, so every
+# span time stays a valid int64 and uint64 with room for the durations taken off it.
+EARLIEST_NS = 946_684_800 * 10**9  # 2000-01-01T00:00:00Z
+LATEST_NS = 7_258_118_400 * 10**9  # 2200-01-01T00:00:00Z
+
+
+class Absurd(Exception):
+    """A value of the right type outside the range its outputs can carry (see MAX_COUNT)."""
+
+    def __init__(self, kind: str):
+        super().__init__(kind)
+        self.kind = kind
+
+
+# The form the CLI writes, `2026-09-09T02:43:27.961Z`, which datetime.fromisoformat reads
+# in a fraction of the general way's time. The pattern leaves to the general way what
+# fromisoformat would read otherwise: over six fraction digits (it stops at microseconds)
+# and hour 24 (which newer Pythons read as the next midnight; the general way rejects it).
+_CLI_TIMESTAMP = re.compile(
+    r"\d{4}-\d\d-\d\dT(?:[01]\d|2[0-3]):\d\d:\d\d(?:\.\d{1,6})?Z", re.ASCII
+)
+_UNIX_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_MICROSECOND = timedelta(microseconds=1)
+
+
+def parse_timestamp(value: object) -> int | None:
+    """ISO-8601 with 0 to 9+ fraction digits to unix nanoseconds; naive means UTC.
+
+    None for a text that is no such time, and for a time outside EARLIEST_NS..LATEST_NS.
+    """
+    if not isinstance(value, str):
+        return None
+    return _parse_text_timestamp(value)
+
+
+def format_timestamp(time_ns: int) -> str:
+    """A time as the CLI writes it: ISO-8601 UTC, always three fraction digits (1.0.102).
+    `time_ns` lies within EARLIEST_NS..LATEST_NS, as any parse_timestamp gives."""
+    seconds, rest = divmod(time_ns, 1_000_000_000)
+    moment = datetime.fromtimestamp(seconds, timezone.utc)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{rest // 1_000_000:03d}Z"
+
+
+# Lines written together share their time (the CLI replays a leg's messages and tools at
+# one instant), so a few remembered answers spare most lines the parsing.
+@functools.lru_cache(maxsize=64)
+def _parse_text_timestamp(value: str) -> int | None:
+    time_ns = None
+    if _CLI_TIMESTAMP.fullmatch(value):
+        try:
+            time_ns = (datetime.fromisoformat(value) - _UNIX_EPOCH) // _MICROSECOND * 1000
+        except ValueError:
+            pass  # no such day, like February 30: the general way rejects it too
+    if time_ns is None:
+        time_ns = _parse_any_timestamp(value)
+    if time_ns is None or not EARLIEST_NS <= time_ns < LATEST_NS:
+        return None
+    return time_ns
+
+
+_TIMESTAMP = re.compile(
+    r"(\d{4})-(\d\d)-(\d\d)[T ](\d\d):(\d\d):(\d\d)(?:\.(\d{1,9})\d*)?(Z|[+-]\d\d:?\d\d)?"
+)
+
+
+def _parse_any_timestamp(value: str) -> int | None:
+    """The general way, for every form parse_timestamp takes."""
+    match = _TIMESTAMP.fullmatch(value.strip())
+    if not match:
+        return None
+    year, month, day, hour, minute, second, fraction, zone = match.groups()
+    try:
+        moment = datetime(
+            int(year), int(month), int(day), int(hour), int(minute), int(second),
+            tzinfo=timezone.utc,
+        )
+    except ValueError:
+        return None
+    offset_s = 0
+    if zone and zone != "Z":
+        sign = -1 if zone[0] == "-" else 1
+        digits = zone[1:].replace(":", "")
+        offset_s = sign * (int(digits[:2]) * 3600 + int(digits[2:]) * 60)
+    seconds = int(moment.timestamp()) - offset_s
+    nanos = int((fraction or "0").ljust(9, "0"))
+    return seconds * 1_000_000_000 + nanos
+
+
+# The helpers every field goes through. Absent, null and wrongly typed values read as absent
+# (the log is lenient); a value of the right type outside its range raises Absurd.
+
+# The halves of a UTF-16 pair, which JSON may escape on their own (`"\ud800"`): they have
+# no UTF-8 encoding, so a text holding one cannot reach a span, a log line or a checkpoint.
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def read_text(value: object) -> str | None:
+    if type(value) is str and 0 < len(value) <= MAX_TEXT and value.isascii():
+        return value  # nearly every text: an id, a name, an enum value
+    if not isinstance(value, str) or not value:
+        return None
+    text = value[:MAX_TEXT]
+    if not text.isascii() and _SURROGATE.search(text):
+        raise Absurd("text")
+    return text
+
+
+def read_count(value: object, limit: int = MAX_COUNT, kind: str = "count") -> int:
+    """A whole number from 0 to limit (a float such as 3.0 too); absent reads as 0."""
+    # `type`, not isinstance: a JSON true is a bool, an int subclass, and reads as absent.
+    if type(value) is int and 0 <= value <= limit:
+        return value
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return 0
+    if isinstance(value, float) and value.is_integer() and 0 <= value <= limit:
+        return int(value)
+    raise Absurd(kind)  # negative, fractional, NaN, infinite or too big
+
+
+def read_number(value: object) -> float | None:
+    """A finite number as a float; absent, wrongly typed, too big or not finite read as None."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    try:
+        number = float(value)  # an integer of hundreds of digits does not fit a float
+    except OverflowError:
+        return None
+    return number if math.isfinite(number) else None
+
+
+def read_duration(value: object) -> float | None:
+    """Milliseconds from 0 to MAX_DURATION_MS."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    if 0 <= value <= MAX_DURATION_MS:  # False for NaN; no float overflow for a huge int
+        return float(value)
+    raise Absurd("duration")
+
+
+# The codes of each kind seen lately: nearly every value (a model, a pattern, a leg's phase
+# id) repeats on many lines, and a set lookup costs a fraction of a match. Bounded: cleared
+# when full. Only accepted values are kept, so a refusal is always decided by the pattern.
+# By the kind's name: hashing a CodeKind hashes its pattern, on every line.
+_SEEN_LIMIT = 4096
+_SEEN: dict[str, set[str]] = {kind.name: set() for kind in (ENUM, MODEL, TOOL, IDENTIFIER, VERSION)}
+# CODE_FIELDS with each field's set of seen codes, for the loop below.
+_CODE_CHECKS = {
+    record_type: tuple((name, kind, _SEEN[kind.name]) for name, kind in fields)
+    for record_type, fields in CODE_FIELDS.items()
+}
+
+
+def is_code(kind: CodeKind, value: str) -> bool:
+    seen = _SEEN[kind.name]
+    if value in seen:
+        return True
+    if kind.pattern.fullmatch(value) is None:
+        return False
+    if len(seen) >= _SEEN_LIMIT:
+        seen.clear()
+    seen.add(value)
+    return True
+
+
+def codes_only(record: Event) -> tuple[str, ...]:
+    """Put OTHER (None for an id) in each field of CODE_FIELDS that holds no code of its
+    kind; the names of those fields. For a record not yet handed on (the parser's, or one
+    rebuilt from saved data), which it changes in place."""
+    refused = ()
+    for name, kind, seen in _CODE_CHECKS.get(type(record), ()):
+        value = getattr(record, name)
+        if value.__class__ is str:
+            if value not in seen and not is_code(kind, value):
+                setattr(record, name, None if kind is IDENTIFIER else OTHER)
+                refused += (name,)
+        elif value and not seen.issuperset(value) and not all(
+                [is_code(kind, item) for item in value]):  # tool names, or a map by model
+            setattr(record, name, _named_codes_only(value, kind))
+            refused += (name,)
+    if record.__class__ is Resolved and record.phase_plan:
+        refused += _plan_codes_only(record)
+    return refused
+
+
+_PLAN_CODES = (("kind", "phase_kind"), ("role", "role"), ("scope", "scope"))
+
+
+def _plan_codes_only(record: Resolved) -> tuple[str, ...]:
+    """codes_only for the phase plan: each leg's kind, role and scope is an ENUM, and a
+    refusal is counted under the field a leg record holds it in."""
+    refused = set()
+    plan = []
+    for leg in record.phase_plan:
+        codes = {}
+        for name, counted_as in _PLAN_CODES:
+            value = getattr(leg, name)
+            codes[name] = ENUM.accept(value)
+            if codes[name] != value:
+                refused.add(counted_as)
+        plan.append(PlannedLeg(**codes, conditional=leg.conditional))
+    if refused:
+        record.phase_plan = tuple(plan)
+    return tuple(sorted(refused))
+
+
+def _named_codes_only(value: tuple[str, ...] | dict[str, Usage], kind: CodeKind):
+    """The names (or a map's keys) with each that is no code made OTHER: a map's figures
+    under refused names add up under OTHER, as the calls of such models do."""
+    if isinstance(value, tuple):
+        return tuple(sorted(name if kind.is_code(name) else OTHER for name in value))
+    merged: dict[str, Usage] = {}
+    for name, usage in value.items():
+        name = name if kind.is_code(name) else OTHER
+        merged[name] = merged[name] + usage if name in merged else usage
+    return merged

@@ -1,0 +1,89 @@
+"""A line's JSON value, parsed as json.loads does, and without its bulk where it has one.
+
+The parser (tailer/copilot/events.py) reads only metadata; the largest lines of a log are
+tool events and prompts, whose bulk (a tool's output or arguments, a prompt's text) it
+never reads, so a backfill of large sessions stays close to the speed of reading the files.
+"""
+
+from __future__ import annotations
+
+import json
+import json.scanner
+
+
+# json.loads less the work around its C scanner (detecting the encoding, a decoder object's
+# checks): a few microseconds, on each of the tens of thousands of lines a backfill reads.
+_SCAN_ONCE = json.scanner.make_scanner(json.JSONDecoder())
+
+
+def loads(line: bytes) -> object:
+    """json.loads(line): the same value, the same exceptions."""
+    if not line.startswith(b'{"'):  # json.loads may read it as another encoding
+        return json.loads(line)
+    text = line.decode("utf-8", "surrogatepass")  # as json.loads decodes
+    try:
+        value, end = _SCAN_ONCE(text, 0)
+    except StopIteration:
+        raise ValueError("not a JSON value") from None
+    if end != len(text) and text[end:].strip(" \t\n\r"):
+        raise ValueError("extra data after the JSON value")
+    return value
+
+
+# -- Reading a large line without its bulk ---------------------------------------------
+#
+# A tool's output or arguments and a prompt's text can run to megabytes, and decoding them
+# (unescaping every quote and newline) is most of what a full json.loads of such a line
+# costs. The parser never reads them, so it cuts them out first: the line is parsed as its
+# head (everything before the bulky member) joined to its tail (the members after it). No
+# JSON string can hold the bytes `,"` (a quote inside a string is escaped), so every `,"`
+# is a boundary between members at some depth; the first one in the last _TAIL_BYTES that
+# makes the joined text a valid object is the boundary at the bulk's own depth, the first
+# member after the bulk. Any doubt (no bulky member near the start, nothing that joins)
+# and the line is parsed whole: slower, never wrong.
+
+_WHOLE_BELOW = 4096  # shorter lines are parsed whole: cheaper than cutting them
+_HEAD_BYTES = 4096  # where the bulky member's key is looked for
+_TAIL_BYTES = 16384  # where the members after the bulk are looked for
+_TAIL_TRIES = 8
+_BULK_KEYS = {
+    b"tool.execution_start": (b',"arguments":',),
+    b"tool.execution_complete": (b',"result":', b',"error":'),
+}
+# A prompt's `data` is all text: the whole object is bulk.
+_ALL_DATA_BULK = {b"user.message": b'{"type":"user.message","data":{'}
+
+
+def loads_without_bulk(line: bytes, event_type: bytes) -> object | None:
+    """The line's JSON value without its bulky member, or None: parse the line whole."""
+    if len(line) < _WHOLE_BELOW:
+        return None
+    cut = _bulk_start(line, event_type)
+    if cut is None:
+        return None
+    head = line[:cut]
+    data_opened = head.endswith(b"{")
+    boundary = max(cut, len(line) - _TAIL_BYTES)
+    for _ in range(_TAIL_TRIES):
+        boundary = line.find(b',"', boundary + 1)
+        if boundary < 0:
+            return None
+        tails = [line[boundary + 1:] if data_opened else line[boundary:]]
+        if line[boundary - 1] == 0x7D:  # "}": maybe the end of `data` itself
+            tails.append(line[boundary - 1:])
+        for tail in tails:
+            try:
+                return loads(head + tail)
+            except (ValueError, RecursionError):
+                continue
+    return None
+
+
+def _bulk_start(line: bytes, event_type: bytes) -> int | None:
+    """Where the bulky member begins (its `,`, or the inside of a bulky `data`)."""
+    opening = _ALL_DATA_BULK.get(event_type)
+    if opening is not None:
+        return len(opening) if line.startswith(opening) else None
+    found = [line.find(key, 0, _HEAD_BYTES) for key in _BULK_KEYS.get(event_type, ())]
+    found = [position for position in found if position > 0]
+    return min(found) if found else None
