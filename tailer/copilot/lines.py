@@ -140,7 +140,7 @@ class LineReader:
     come again. With `wanted`, only the lines it accepts are handed out.
     """
 
-    __slots__ = ("path", "position", "wanted", "generation", "_unfinished")
+    __slots__ = ("path", "position", "wanted", "generation", "_unfinished", "_reading")
 
     def __init__(self, path: Path, position: Position = Position(),
                  wanted: Callable[[bytes], bool] | None = None):
@@ -149,9 +149,23 @@ class LineReader:
         self.wanted = wanted
         self.generation = 0
         self._unfinished: _Unfinished | None = None
+        self._reading: BinaryIO | None = None  # the file while `read` runs
 
     @property
     def offset(self) -> int:
+        return self.position.offset
+
+    @property
+    def reached(self) -> int:
+        """How far into the file the read under way has got, for another thread to look at
+        (a progress line): the open file's own offset, its read-ahead included, so reading
+        pays nothing for it; where reading stopped when no read runs."""
+        reading = self._reading
+        if reading is not None:
+            try:
+                return reading.raw.tell()
+            except (OSError, ValueError):  # closed meanwhile: the read has ended
+                pass
         return self.position.offset
 
     def read(self) -> Iterator[Line]:
@@ -168,7 +182,11 @@ class LineReader:
                 start += self._unfinished.length
             if size > start:
                 handle.seek(start)
-                yield from self._lines(handle)
+                self._reading = handle
+                try:
+                    yield from self._lines(handle)
+                finally:
+                    self._reading = None
 
     def skip_to_end(self) -> None:
         """Move past every complete line without handing any out (start-at-end mode).

@@ -92,6 +92,11 @@ class SessionLog:
         return self.reader.path
 
     @property
+    def reached(self) -> int:
+        """How far into the log the read under way has got (LineReader.reached)."""
+        return self.reader.reached
+
+    @property
     def generation(self) -> int:
         """Goes up each time the log is found rewritten and read again from its start."""
         return self.reader.generation
