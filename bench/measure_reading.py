@@ -22,8 +22,9 @@ from pathlib import Path
 import runner
 from common import MB, REPO, progress
 from datagen import SEED, add_turn, ledger_rows
-from runner import (LAUNCHER, POLL_S, Receiver, child_environment, children_of, descendants, peak_rss_mb,
-                    report_command, tailer_command, warnings_in)
+from runner import (LAUNCHER, POLL_S, Receiver, child_environment, descendants, peak_rss_mb, report_command,
+                    tailer_command, warnings_in)
+from tailerproc import children_of
 
 from sessiongen import SessionWriter
 from tailer.copilot.event_types import may_be_read

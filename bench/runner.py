@@ -27,6 +27,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 from common import MB, REPO
+from tailerproc import children_of
 
 POLL_S = 0.05  # how often a report's processes are looked at for their peak RSS
 # The tailer's bytecode, kept between runs outside the checkout (see child_environment).
@@ -214,22 +215,6 @@ print(time.perf_counter() - started, os.waitstatus_to_exitcode(status), usage.ru
       usage.ru_utime + usage.ru_stime)
 """
 
-
-
-def children_of(pid: int) -> list[int]:
-    """The processes `pid` started (of any of its threads), from /proc; [] once it is gone."""
-    found = []
-    try:
-        tasks = os.listdir(f"/proc/{pid}/task")
-    except OSError:
-        return found
-    for task in tasks:
-        try:
-            with open(f"/proc/{pid}/task/{task}/children") as children:
-                found += map(int, children.read().split())
-        except OSError:
-            pass
-    return found
 
 
 def descendants(pid: int) -> list[int]:

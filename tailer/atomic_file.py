@@ -1,27 +1,38 @@
 """Replace a file so that a reader, or the next start after a crash, sees the old file or
-the new one, never half of either: the checkpoint and the metrics textfile are written so."""
+the new one, never half of either: the checkpoint, the metrics textfile and the report's
+cache are written so."""
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
-import tempfile
+import re
 from pathlib import Path
 from typing import BinaryIO, Callable
 
+# `.NAME.RANDOM.tmp`: how a temporary file is named (RANDOM is hex digits here; tempfile's
+# letters, digits and underscores in the files older versions left).
+_TEMPORARY = re.compile(r"\.(.+)\.[a-z0-9_]+\.tmp", re.DOTALL)
+_NEW_FILE = (os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+             | getattr(os, "O_BINARY", 0))
+
 
 def replace_file(path: Path, write: Callable[[BinaryIO], None], *, durable: bool,
-                 mode: int = 0o600) -> None:
+                 mode: int = 0o600, folder_fd: int | None = None) -> None:
     """Write a new `path` through `write(binary file)`, then rename it over the old one.
 
     The temporary file sits in the same directory (os.replace cannot cross file systems),
-    and its name starts with a dot and ends in .tmp, so node_exporter's textfile collector
-    (which reads *.prom) skips it. `durable`: flushed to disk before the rename, so a crash
-    of the machine leaves a whole file too. `mode`: mkstemp makes the file 0600. On Windows
-    os.replace fails (OSError) while another process holds the file open: the caller
-    reports it, and its next write replaces the file.
+    and its name starts with a dot and ends in .tmp (`temporary_of` tells one), so
+    node_exporter's textfile collector (which reads *.prom) skips it. `durable`: flushed
+    to disk before the rename, so a crash of the machine leaves a whole file too. `mode`:
+    the file is made 0600. `folder_fd`: the folder, held open (tailer/private_files.py):
+    `path` is a name in it, and the file is made and renamed relative to it, never
+    through a folder put in its place since. On Windows os.replace fails (OSError) while
+    another process holds the file open: the caller reports it, and its next write
+    replaces the file.
     """
-    fd, temp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    fd, temp_name = _new_temporary(path, folder_fd)
     try:
         with os.fdopen(fd, "wb") as temp:
             write(temp)
@@ -29,9 +40,31 @@ def replace_file(path: Path, write: Callable[[BinaryIO], None], *, durable: bool
                 temp.flush()
                 os.fsync(temp.fileno())
         if mode != 0o600:
-            os.chmod(temp_name, mode)
-        os.replace(temp_name, path)
+            os.chmod(temp_name, mode, dir_fd=folder_fd)
+        os.replace(temp_name, path if folder_fd is None else path.name,
+                   src_dir_fd=folder_fd, dst_dir_fd=folder_fd)
     except BaseException:
         with contextlib.suppress(OSError):
-            os.unlink(temp_name)
+            os.unlink(temp_name, dir_fd=folder_fd)
         raise
+
+
+def temporary_of(name: str) -> str | None:
+    """The name of the file that a temporary file of replace_file named `name` was to
+    replace, or None when `name` is none of ours."""
+    match = _TEMPORARY.fullmatch(name)
+    return match.group(1) if match else None
+
+
+def _new_temporary(path: Path, folder_fd: int | None) -> tuple[int, str]:
+    """A new file beside `path`, made 0600 and never through a link (O_EXCL, O_NOFOLLOW),
+    and its name (relative to `folder_fd` when given)."""
+    for _ in range(100):
+        name = f".{path.name}.{os.urandom(6).hex()}.tmp"
+        if folder_fd is None:
+            name = os.path.join(path.parent, name)
+        try:
+            return os.open(name, _NEW_FILE, 0o600, dir_fd=folder_fd), name
+        except FileExistsError:
+            continue  # 2**48 names: only a folder filled on purpose gets here twice
+    raise FileExistsError(errno.EEXIST, "no free name for a temporary file", str(path.parent))

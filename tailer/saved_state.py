@@ -10,6 +10,7 @@ CheckpointError, and the daemon moves the file aside and starts afresh.
 
 from __future__ import annotations
 
+import json
 import math
 
 # A metric's value: no series of ours comes near it, and every conversion of one (to int64,
@@ -17,6 +18,16 @@ import math
 METRIC_BOUND = 2.0**63
 # An exact value is that many units of 1/1e9 (exposition._exact).
 EXACT_BOUND = 2**63 * 10**9
+
+
+def parsed(data: bytes | str) -> object:
+    """The JSON value of `data`; ValueError when it is none, a value nested too deep for
+    the parser included (json raises RecursionError: `[[[[...` of a few thousand brackets
+    would otherwise end every run that reads it)."""
+    try:
+        return json.loads(data)
+    except RecursionError:
+        raise ValueError("a JSON value nested too deep") from None
 
 
 def mapping(value: object, what: str) -> dict:

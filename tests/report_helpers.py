@@ -20,10 +20,11 @@ MODELS = ("gpt-5.6-sol", "claude-sonnet-4.6", "gemini-3.1-pro", "mai-code-1.1-fl
 MONTH_START = datetime(2026, 10, 1, 8, tzinfo=timezone.utc)
 
 
-def add_turn(writer: SessionWriter, rng: random.Random) -> ExpectedTurn:
+def add_turn(writer: SessionWriter, rng: random.Random,
+             models: tuple[str, ...] = MODELS) -> ExpectedTurn:
     """One turn of a realistic mix of patterns and endings, and of prompts answered
-    without fusion."""
-    draft, judge, other = rng.sample(MODELS, 3)
+    without fusion, on three of `models`."""
+    draft, judge, other = rng.sample(models, 3)
     roll = rng.random()
     if roll < 0.08:
         return writer.ordinary(draft, tools=rng.choice((("bash",), (), ("bash", "view"))))

@@ -113,6 +113,22 @@ class TailerProcess:
         return self.process.returncode
 
 
+def children_of(pid: int) -> list[int]:
+    """The processes `pid` started (of any of its threads), from /proc; [] once it is gone."""
+    found = []
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return found
+    for task in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{task}/children") as children:
+                found += map(int, children.read().split())
+        except OSError:
+            pass
+    return found
+
+
 @contextmanager
 def running_tailer(tmp_path: Path, *args: str, metrics_port: int | None = None,
                    env: dict[str, str] | None = None, command: str = "run"):

@@ -13,6 +13,7 @@ Bounded for CI; HYDRAFUSION_LONG_TESTS=1 runs many more and longer sequences.
 """
 
 import contextlib
+import errno
 import io
 import json
 import os
@@ -315,17 +316,54 @@ def test_a_worker_that_dies_or_fails_stops_the_report(month, monkeypatch, kill):
     assert report(month, {}, "--format", "json", "--jobs", "1")[0] == 0
 
 
+def test_a_worker_that_dies_under_watch_costs_one_line(month, monkeypatch):
+    """--watch's first pass reads through the cache and the workers, as a report does: a
+    worker that dies there ends it with the same line and exit code, not a traceback."""
+    def died(*args, **options):
+        raise gather.WorkerFailed("a process reading the session logs stopped (killed by SIGKILL)")
+    monkeypatch.setattr(gather, "through_cache", died)
+    out, err = io.StringIO(), io.StringIO()
+    out.isatty = lambda: True
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = cli.main(["report", "--state-dir", str(month), "--watch"], {})
+    assert code == 2
+    assert err.getvalue() == ("hydrafusion-tailer report: a process reading the session logs stopped "
+                              "(killed by SIGKILL)\n")
+
+
+def test_workers_that_cannot_start_cost_one_line_and_leave_nothing(month, monkeypatch):
+    """The system refuses the second worker (EAGAIN: too many processes): one line, exit 2,
+    the first worker killed and reaped, and no pipe left open."""
+    forks, fork = [], os.fork
+
+    def second_fails():
+        if forks:
+            raise BlockingIOError(errno.EAGAIN, os.strerror(errno.EAGAIN))
+        forks.append(fork())
+        return forks[-1]
+    monkeypatch.setattr(os, "fork", second_fails)
+    open_before = set(os.listdir("/proc/self/fd")) if os.path.isdir("/proc/self/fd") else set()
+    code, stdout, stderr = report(month, {}, "--format", "json", "--jobs", "2")
+    assert (code, stdout) == (2, "")
+    assert stderr == ("hydrafusion-tailer report: cannot start the processes that read the session "
+                      f"logs ({os.strerror(errno.EAGAIN)}): no report; --jobs 1 reads in one process\n")
+    with pytest.raises(ChildProcessError):
+        os.waitpid(forks[0], os.WNOHANG)  # the first worker was killed and reaped
+    if open_before:
+        assert set(os.listdir("/proc/self/fd")) <= open_before
+
+
 def test_a_huge_jobs_starts_a_few_workers_per_cpu_and_no_more_than_logs(month, monkeypatch):
-    import concurrent.futures
+    from tailer.report import workers
 
     started = []
 
-    class CountedPool(concurrent.futures.ProcessPoolExecutor):
-        def __init__(self, max_workers, **options):
-            started.append(max_workers)
-            super().__init__(max_workers, **options)
+    class CountedPool(workers.Pool):
+        def __init__(self, size, function):
+            started.append(size)
+            super().__init__(size, function)
 
-    monkeypatch.setattr(concurrent.futures, "ProcessPoolExecutor", CountedPool)
+    monkeypatch.setattr(workers, "Pool", CountedPool)
     monkeypatch.setattr(gather, "default_jobs", lambda: 1)
     logs = len(list(month.glob("*/events.jsonl")))
     assert logs > gather.JOBS_PER_CPU

@@ -6,8 +6,8 @@ One file per state folder, in `$XDG_CACHE_HOME/hydrafusion/report/` (else
 written nowhere. The folder is made 0700 and the file 0600. Per session log it holds a
 `LogEntry`:
 
-- the log's identity when it was read (device, inode, size, modification time) and when
-  that was looked at;
+- the log's identity when it was read (device, inode, size, modification and change
+  times) and when that was looked at;
 - where reading stopped and the open turns there, in the daemon's own saved form
   (tailer/turns/session_state.py): the position with the digest of the bytes before it,
   the open turns' records, the keys of the finished turns, the ledgers; kept as its JSON,
@@ -26,26 +26,35 @@ parse of the entries while another core checks the texts' CRC (the two took abou
 long), the texts never parsed nor copied, and a log is then looked at with one stat: a
 warm report of thousands of sessions costs little more than listing them. Saving it
 writes again, as they were read, the lines of the entries it did not change: after a new
-turn in a few logs of a month, encoding the others again was most of a save. A file that
-cannot be read, is damaged (a CRC says so, whatever the damage) or comes from another
-version is ignored with one line on stderr and made again. It is
+turn in a few logs of a month, encoding the others again was most of a save.
+
+It trusts only itself. It lives in a folder only the user writes, and is read only when it
+is a regular file (tailer/private_files.py): in a folder of another user, one others may
+write, or a link, it is neither read nor written (one line on stderr); a FIFO, a socket or
+a link at its path is never opened, and is replaced. Every value of every entry is checked
+as it is loaded (`checked`), so no content can make a report fail. A file that cannot be
+read, is damaged (a CRC says so, or a value is none a report makes), is not a regular file
+or comes from another version is ignored with one line on stderr and made again. It is
 replaced in one step (tailer/atomic_file.py), so two reports at once each read a whole
 file; the last to finish wins, and each file is right, since every entry is checked
 against its log before it is trusted.
 
 Bounded: sessions no longer in the state folder are dropped; past MAX_BYTES, the sessions
 whose logs changed longest ago are left out (and read from their start next time); past
-MAX_FILES state folders, the file written longest ago is deleted.
+MAX_FILES state folders, the file written longest ago is deleted, and so are the temporary
+files of saves that were killed: never a file whose name is not one the cache gives
+(CACHE_NAME).
 """
 
 from __future__ import annotations
 
 import _thread
-import contextlib
+import itertools
 import json
 import mmap
+import operator
 import os
-import stat
+import re
 import time
 import zlib
 from pathlib import Path
@@ -53,12 +62,12 @@ from typing import Callable
 
 from ..records import field, record
 from .. import __version__
-from ..atomic_file import replace_file
-from ..saved_state import mapping, sequence, whole
-from .figures import PRINTED_AT
+from ..private_files import NotARegularFile, NotPrivate, PrivateFolder
+from ..saved_state import finite, mapping, parsed, sequence, text, whole
+from .figures import PRINTED_AT, Check, check_turn_rows
 
 KIND = "hydrafusion report cache"
-FORMAT = 9
+FORMAT = 10
 MAX_BYTES = 128 << 20
 MAX_FILES = 4
 MAPPED = os.name == "posix"  # see _contents
@@ -82,16 +91,26 @@ def cache_file(environ: dict[str, str], state_dir: Path) -> Path | None:
     return Path(base, "hydrafusion", "report", f"{name}.json")
 
 
+# The names cache_file gives: the only files of the folder the cache ever removes.
+CACHE_NAME = re.compile(r"[0-9a-f]{16}\.json")
+
+
 def identity(path: Path) -> tuple[list[int], int]:
-    """The log's device, inode, size and modification time, and when they were looked at
-    (taken first: a log changed after the look is newer than it). Raises OSError."""
+    """The log's device, inode, size, modification and change times, and when they were
+    looked at (taken first: a log changed after the look is newer than it). Raises
+    OSError."""
     seen_ns = time.time_ns()
     return identity_of(os.stat(path), seen_ns)
 
 
 def identity_of(found: os.stat_result, seen_ns: int) -> tuple[list[int], int]:
-    """identity() of a stat taken at `seen_ns` (unix ns, just before it)."""
-    return [found.st_dev, found.st_ino, found.st_size, found.st_mtime_ns], seen_ns
+    """identity() of a stat taken at `seen_ns` (unix ns, just before it).
+
+    The change time is the system's: every write and every setting of the modification
+    time (touch, os.utime) moves it on, and nothing sets it back, so an edit in place that
+    keeps the size and puts the modification time back still changes the identity. (On
+    Windows it is the creation time: there only the modification time tells.)"""
+    return [found.st_dev, found.st_ino, found.st_size, found.st_mtime_ns, found.st_ctime_ns], seen_ns
 
 
 @record(frozen=True, slots=True)
@@ -99,17 +118,19 @@ class LogEntry:
     """What the report keeps of one session log; see the module docstring. Frozen, as its
     line is saved again as loaded: a changed entry is a new one (gather._merged)."""
 
-    identity: list[int]  # device, inode, size, modification time (ns), before it was read
+    identity: list[int]  # device, inode, size, modification and change times (ns), before it was read
     seen_ns: int  # when the identity was looked at
     state: bytes  # the JSON of session_state.session_to_state: position, open turns, finished keys
     turns: list[list]  # the finished turns' rows (figures.turn_data)
     open_turns: list[list]  # the open turns' rows, finished as they stand
-    checks: list[list]  # the CLI's totals checked (gather.check_data)
+    checks: list[list]  # the CLI's totals checked (check_data)
     damaged_lines: int
     line: bytes | None = field(default=None, compare=False, repr=False)  # in the file it was loaded from
 
     def unchanged(self, now: list[int]) -> bool:
-        """Whether the log is surely as it was when read, by its identity alone."""
+        """Whether the log is surely as it was when read, by its identity alone: a change
+        since moved its change time, and one made in the same tick of the clock as the
+        write before the look is ruled out by that write being old (RECENT_NS)."""
         return now == self.identity and now[3] < self.seen_ns - RECENT_NS
 
     def texts(self) -> list[bytes]:
@@ -129,27 +150,98 @@ class LogEntry:
     @classmethod
     def decoded(cls, line: bytes, parsed: object, texts: _Texts) -> tuple[str, LogEntry]:
         """The session id and the entry of a line of the cache's entries (`parsed`: its
-        JSON), its texts taken from `texts`. ValueError when the line is not shaped as
-        `encoded` writes it (its state is checked where it is read on:
-        session_state.check)."""
+        JSON), its texts taken from `texts`. ValueError (or TypeError, IndexError,
+        KeyError) when the line is not shaped as `encoded` writes it; what its values hold
+        is checked with every entry's (`checked`)."""
         session_id, values = sequence(parsed, "a cache entry")
         if type(session_id) is not str or len(sequence(values, "a cache entry")) != 7:
             raise ValueError("a cache entry is not a session id and a list of 7")
         found, seen_ns, state, turns, open_turns, checks, damaged = values
-        if len(sequence(found, "a log's identity")) != 4:
-            raise ValueError("a log's identity is not 4 numbers")
-        for number in found:
-            whole(number, "a log's identity")
-        printed = [sequence(sequence(row, "a cached turn")[PRINTED_AT], "a turn's JSON")
-                   for rows in (sequence(turns, "a log's turns"), sequence(open_turns, "a log's open turns"))
-                   for row in rows]
-        read = texts.take([state, *(text[0] for text in printed)])
+        rows = [*sequence(turns, "a log's turns"), *sequence(open_turns, "a log's open turns")]
+        read = texts.take([state, *(row[PRINTED_AT][0] for row in rows)])
         state = bytes(read[0])  # bytes: a worker that reads the log on is sent it
-        for text, turn_text in zip(printed, read[1:]):
-            text[0] = turn_text
-        return session_id, cls(found, whole(seen_ns, "when a log was seen"), state, turns, open_turns,
-                               sequence(checks, "a log's checks"), whole(damaged, "a log's damaged lines"),
-                               line)
+        for row, turn_text in zip(rows, read[1:]):
+            if not _frames_a_turn(turn_text, row[PRINTED_AT][1]):
+                raise ValueError("a turn's JSON is not an object with its start")
+            row[PRINTED_AT][0] = turn_text
+        return session_id, cls(found, seen_ns, state, turns, open_turns, sequence(checks, "a log's checks"),
+                               damaged, line)
+
+
+def checked(entries: list[LogEntry]) -> None:
+    """ValueError unless every value of the `entries` is one a report makes: identities of
+    5 whole numbers, whole times and counts, rows of figures (figures.check_turn_rows),
+    checks of the CLI's totals as check_data makes them; so that nothing of an entry loaded
+    can fail later. (Its state, parsed only where the log is read on or a turn of it is
+    running, is checked there: session_state.check.)
+
+    The entries are checked together, by the sets of their types and by their extremes,
+    each a loop in C: a watch of 10,000 sessions loads as many entries, and an entry at a
+    time cost its start some 70 ms."""
+    identities = list(map(_IDENTITY, entries))
+    if set(map(tuple, map(map, itertools.repeat(type), identities))) - {(int,) * 5}:
+        raise ValueError("a log's identity is not 5 whole numbers")
+    counts = [*itertools.chain.from_iterable(map(_COUNTS, identities)),
+              *itertools.chain.from_iterable(map(_SEEN_AND_DAMAGED, entries))]
+    times = list(itertools.chain.from_iterable(map(_TIMES, identities)))
+    if set(map(type, counts)) - {int} or not _within(counts, 0) or not _within(times, -_BOUND):
+        raise ValueError("a log's identity, time or count is out of range")
+    checks = list(itertools.chain.from_iterable(map(_CHECKS, entries)))
+    if set(map(tuple, map(map, itertools.repeat(type), checks))) - {(str, str, str, bool, list)}:
+        raise ValueError("a check of the CLI's totals is not shaped as saved")
+    for difference in itertools.chain.from_iterable(map(_DIFFERENCES, checks)):  # few: where they differ
+        _check_difference(difference)
+    check_turn_rows([row for entry in entries for rows in (entry.turns, entry.open_turns) for row in rows])
+
+
+def _within(numbers: list[int], low: int) -> bool:
+    return not numbers or (low <= min(numbers) and max(numbers) < _BOUND)
+
+
+def _check_difference(difference: object) -> None:
+    """ValueError unless `difference` is one of a Check's, as figures.check_figures makes it."""
+    if mapping(difference, "a difference").keys() != {"model", "ours", "cli"}:
+        raise ValueError("a difference is not a model and two sides")
+    text(difference["model"], "a difference's model", limit=None)
+    for side in (difference["ours"], difference["cli"]):
+        if mapping(side, "a side of a difference").keys() != set(_FIGURES):
+            raise ValueError("a side of a difference is not its figures")
+        if side["credits"] is not None:  # None: our credits of a model with a call of unknown credits
+            finite(side["credits"], "a difference's credits")
+        for name in _FIGURES[1:]:
+            whole(side[name], "a difference's count", low=-_BOUND)
+
+
+_IDENTITY = operator.attrgetter("identity")
+_COUNTS = operator.itemgetter(0, 1, 2)  # of an identity: device, inode, size
+_TIMES = operator.itemgetter(3, 4)  # modification and change times
+_SEEN_AND_DAMAGED = operator.attrgetter("seen_ns", "damaged_lines")
+_CHECKS = operator.attrgetter("checks")
+_DIFFERENCES = operator.itemgetter(4)
+_BOUND = 2**63
+
+
+def _frames_a_turn(text: memoryview, start_at: int) -> bool:
+    """Whether a turn's JSON text is an object with its start's place where the row says
+    (figures.turn_json makes it so); what lies between is the CRC's to vouch for."""
+    return (_START_KEY_LENGTH <= start_at <= len(text) and text[:1] == b"{" and text[-1:] == b"}"
+            and text[start_at - _START_KEY_LENGTH:start_at] == _START_KEY)
+
+
+_START_KEY = b',"start":'
+_START_KEY_LENGTH = len(_START_KEY)
+_FIGURES = ("credits", "calls", "input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
+
+
+def check_data(check: Check) -> list:
+    """A check of the CLI's totals as the cache keeps it: the figures the report shows."""
+    return [check.session_id, check.source, check.scope, check.agrees, check.differences]
+
+
+def check_from_data(data: list) -> Check:
+    """The Check of check_data (checked as it was loaded: `checked`)."""
+    session_id, source, scope, agrees, differences = data
+    return Check(session_id, source, scope, agrees, differences)
 
 
 class _Texts:
@@ -173,12 +265,15 @@ class _Texts:
 
 def load(path: Path) -> tuple[dict[str, LogEntry], str | None]:
     """The entries of the cache at `path`, and why it was ignored (None: it was not, or
-    there is none yet)."""
+    there is none yet). Raises NotPrivate when its folder is not one to trust
+    (tailer/private_files.py): the cache is then neither read nor written."""
     try:
-        with open(path, "rb") as handle:
+        with PrivateFolder(path.parent, make=False) as folder, folder.read(path.name) as handle:
             data = _contents(handle)
     except FileNotFoundError:
         return {}, None
+    except NotARegularFile:
+        return {}, "is not a regular file"
     except OSError as error:
         return {}, f"cannot be read ({error.strerror})"
     return _read(data)
@@ -204,7 +299,7 @@ def _read(contents: mmap.mmap | bytes) -> tuple[dict[str, LogEntry], str | None]
     header_end = contents.find(b"\n") + 1
     data = memoryview(contents)
     try:
-        head = mapping(json.loads(bytes(data[:header_end])), "the cache's header")
+        head = mapping(parsed(bytes(data[:header_end])), "the cache's header")
     except ValueError:
         return {}, "is damaged"
     if head.get("kind") != KIND:
@@ -232,12 +327,13 @@ def _entries(index: bytes, data: memoryview, texts_start: int) -> dict[str, LogE
     try:
         lines = index.splitlines()
         # One parse of every line: 10,000 calls of json.loads cost a fifth more.
-        parsed = sequence(json.loads(b"[" + b",".join(lines) + b"]"), "the cache's entries")
-        if len(parsed) != len(lines) or len(lines) != index.count(b"\n"):
+        values = sequence(parsed(b"[" + b",".join(lines) + b"]"), "the cache's entries")
+        if len(values) != len(lines) or len(lines) != index.count(b"\n"):
             return None
         texts = _Texts(data, texts_start)
-        entries = dict(LogEntry.decoded(line, value, texts) for line, value in zip(lines, parsed))
-    except (ValueError, TypeError, IndexError):
+        entries = dict(LogEntry.decoded(line, value, texts) for line, value in zip(lines, values))
+        checked(list(entries.values()))
+    except (ValueError, TypeError, IndexError, KeyError):  # KeyError: a dict where a list was
         return None
     if texts.at != len(data) or len(entries) != len(lines):  # bytes after the texts; an id twice
         return None
@@ -274,7 +370,8 @@ def _crc_elsewhere(data: memoryview) -> Callable[[], str | None]:
 
 def save(path: Path, entries: dict[str, LogEntry]) -> None:
     """Replace the cache at `path` with `entries` (at most MAX_BYTES of them); delete the
-    caches of other state folders written longest ago, past MAX_FILES. Raises OSError."""
+    caches of other state folders written longest ago, past MAX_FILES, and what saves that
+    were killed left. Raises OSError, NotPrivate."""
     pieces = {}  # session id -> its line, its texts
     for session_id, entry in entries.items():
         pieces[session_id] = entry.encoded(session_id) + b"\n", entry.texts()
@@ -292,7 +389,6 @@ def save(path: Path, entries: dict[str, LogEntry]) -> None:
     header = json.dumps({"kind": KIND, "version": __version__, "format": FORMAT,
                          "index_bytes": len(index), "crc32": f"{zlib.crc32(index):08x}",
                          "texts_crc32": f"{texts_crc:08x}"}).encode("utf-8")
-    _make_folder(path.parent)
 
     def write(handle) -> None:
         handle.write(header + b"\n")
@@ -300,27 +396,11 @@ def save(path: Path, entries: dict[str, LogEntry]) -> None:
         for _, texts in pieces.values():
             handle.writelines(texts)
 
-    replace_file(path, write, durable=False)
-    _drop_least_used(path.parent)
+    with PrivateFolder(path.parent, make=True) as folder:
+        folder.replace(path.name, write)
+        folder.tidy(CACHE_NAME, MAX_FILES)
 
 
 def _with_text_length(row: list) -> list:
     text, *rest = row[PRINTED_AT]
     return [*row[:PRINTED_AT], [len(text), *rest], *row[PRINTED_AT + 1:]]
-
-
-def _make_folder(folder: Path) -> None:
-    """The cache's folder, 0700 even when it was made before with a looser mode."""
-    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-    if stat.S_IMODE(os.stat(folder).st_mode) != 0o700:
-        os.chmod(folder, 0o700)
-
-
-def _drop_least_used(folder: Path) -> None:
-    caches = []
-    for entry in os.scandir(folder):
-        if entry.name.endswith(".json") and entry.is_file(follow_symlinks=False):
-            caches.append((entry.stat().st_mtime_ns, entry.path))
-    for _, old in sorted(caches, reverse=True)[MAX_FILES:]:
-        with contextlib.suppress(OSError):
-            os.unlink(old)

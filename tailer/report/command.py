@@ -46,9 +46,11 @@ EXIT_NO_SESSIONS = 1  # and no turn that the filters choose: nothing to report e
 EXIT_USAGE = 2
 FORMATS = ("table", "json", "csv", "csv-calls", "csv-worth")
 GROUPINGS = ("day", "week", "month", "session")
-TABLE_WIDTH = 100
+PIPED_WIDTH = 100  # piped without $COLUMNS: what a reader's window or a file shows whole
+# A narrower table would cut more than it shows: a narrower terminal wraps its lines instead.
+NARROWEST = 40
 # Wider than any screen: a bar as long as a mistyped $COLUMNS would never finish printing.
-PIPED_WIDEST = 1000
+WIDEST = 1000
 CHOOSING = ("since", "until", "session", "model", "pattern")  # the options that choose turns
 # What ends a report as Ctrl-C does (stops_as_interrupt).
 STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP")
@@ -331,9 +333,13 @@ def _report(args: argparse.Namespace, environ: dict[str, str], state_dir: Path,
             return EXIT_USAGE
         from . import live  # imported by --watch alone: the inotify watcher costs start-up
 
-        return live.watch(state_dir, selection, filters_of(args), sys.stdout,
-                          color=color, zone=zone, on_pass=on_pass, cache_path=cache_path,
-                          jobs=args.jobs)
+        try:
+            return live.watch(state_dir, selection, filters_of(args), sys.stdout,
+                              color=color, zone=zone, on_pass=on_pass, cache_path=cache_path,
+                              jobs=args.jobs)
+        except WorkerFailed as error:  # its first pass reads through the cache, as a report does
+            print(f"hydrafusion-tailer report: {error}", file=sys.stderr)
+            return EXIT_USAGE
     if not found:
         return _nothing_found(state_dir, exists=False)
     try:
@@ -528,12 +534,14 @@ def _no_turns_hint(found: int, read: int, filters: dict[str, str]) -> str:
 
 
 def _width(environ: dict[str, str]) -> int:
-    """A terminal's width (at most TABLE_WIDTH); piped, $COLUMNS when it is a number, as
-    `COLUMNS=60 report | less` asks (at most PIPED_WIDEST), else TABLE_WIDTH."""
-    if not sys.stdout.isatty():
-        columns = environ.get("COLUMNS", "").strip()
-        return max(40, min(PIPED_WIDEST, int(columns))) if columns.isdigit() else TABLE_WIDTH
-    return max(60, min(TABLE_WIDTH, os.get_terminal_size(sys.stdout.fileno()).columns))
+    """A terminal's whole width; piped (or a terminal that gives no width), $COLUMNS when it
+    is a number, as `COLUMNS=60 report | less` asks, else PIPED_WIDTH; from NARROWEST to
+    WIDEST."""
+    columns = os.get_terminal_size(sys.stdout.fileno()).columns if sys.stdout.isatty() else 0
+    if not columns:
+        given = environ.get("COLUMNS", "").strip()
+        columns = int(given) if given.isdigit() else PIPED_WIDTH
+    return max(NARROWEST, min(WIDEST, columns))
 
 
 def _count(text: str) -> int:

@@ -39,6 +39,7 @@ per turn is of the turns whose credits are all known (None without any).
 from __future__ import annotations
 
 import functools
+import itertools
 import json
 import operator
 from collections import Counter, defaultdict
@@ -46,6 +47,7 @@ from datetime import date, datetime, timezone, tzinfo
 
 from ..records import field, is_record, record, replace
 from ..copilot.event_records import LegEnded, ModelCall, REJECTING_VERDICTS, Usage
+from ..copilot.event_values import EARLIEST_NS, LATEST_NS
 from . import worth as worth_figures
 from .read import report_pattern
 from ..turns.assembly import (
@@ -923,3 +925,66 @@ def row_from_data(data: list, tz: tzinfo | None) -> TurnRow:
                    compound, credits, unknown_credit_calls, calls, duration_ms, routing_ms,
                    degraded_reason, route_failure_reason, [LegRow(*leg) for leg in legs],
                    TurnJson(*printed), policy_version, worth_figures.TurnWorth(*worth))
+
+
+# The types turn_data gives a row's fields, by position (a number: int or float, as JSON
+# gives it back), and those of a leg's (LegRow's fields): every way a row may be typed, so
+# that the rows of the report's cache are checked by the set of their types.
+_NUMBER = (int, float)
+_OPTIONAL_NUMBER = (*_NUMBER, type(None))
+_ROW_TYPES = ((int,), (list,), (str,), (str,), (str,), (str,), (str,), (str,), (bool,),
+              _OPTIONAL_NUMBER, (int,), _NUMBER, _OPTIONAL_NUMBER, (str, type(None)),
+              (str, type(None)), (list,), (list,), (str, type(None)), (int,), (list,))
+_LEG_TYPES = ((str,), (str,), (str,), (str,), (str, type(None)), (bool,), _NUMBER, _NUMBER,
+              (int,), _OPTIONAL_NUMBER, (int,), (int,), (int,), (int,), (int,), (str, type(None)))
+_ROW_SHAPES = frozenset(itertools.product(*_ROW_TYPES))
+_LEG_SHAPES = frozenset(itertools.product(*_LEG_TYPES))
+_PRINTED_SHAPES = frozenset({(bytes, int, int), (memoryview, int, int)})  # TurnJson's fields
+_BOUND = 2**63  # of the figures' sum: every sum and conversion of one stays finite
+_ROW_FIGURES = operator.itemgetter(10, 11, 18)  # calls, duration_ms, unknown_credit_calls
+_ROW_OPTIONAL_FIGURES = operator.itemgetter(9, 12)  # credits, routing_ms
+# start_ms, duration_ms, calls, then unknown_credit_calls to cache_write_tokens
+_LEG_FIGURES = operator.itemgetter(6, 7, 8, 10, 11, 12, 13, 14)
+_LEG_CREDITS = operator.itemgetter(9)
+_IS_SET = functools.partial(operator.is_not, None)
+
+
+def check_turn_rows(rows: list) -> None:
+    """ValueError unless each of `rows` is a row as turn_data makes one: every field of its
+    type, every figure finite (and all of them together below 2**63), each start within
+    the times a log can give, each kind one of KINDS. The report's cache checks its rows
+    with it as it loads them, so that no row it holds can make row_from_data, the figures
+    or a renderer fail; the text of each TurnJson (PRINTED_AT) is the cache's to check,
+    where it keeps it.
+
+    The rows are checked together, by the sets of their types and by sums, each a loop in
+    C: a warm report loads thousands of rows, and a row at a time cost it a sixth more."""
+    if set(map(tuple, map(map, itertools.repeat(type), rows))) - _ROW_SHAPES:
+        raise ValueError("a cached turn is not a row of figures")
+    legs = list(itertools.chain.from_iterable(map(operator.itemgetter(15), rows)))
+    if set(map(tuple, map(map, itertools.repeat(type), legs))) - _LEG_SHAPES:
+        raise ValueError("a cached turn's leg is not a row of figures")
+    printed = list(map(operator.itemgetter(PRINTED_AT), rows))
+    if set(map(tuple, map(map, itertools.repeat(type), printed))) - _PRINTED_SHAPES:
+        raise ValueError("a cached turn's JSON is not a text, a place in it and a count")
+    starts = list(map(operator.itemgetter(0), rows))
+    if starts and not (EARLIEST_NS <= min(starts) and max(starts) < LATEST_NS):
+        raise ValueError("a cached turn's start is out of range")
+    if not set(map(operator.itemgetter(4), rows)) <= set(KINDS):
+        raise ValueError("a cached turn's kind is none of " + ", ".join(KINDS))
+    if set(map(type, itertools.chain.from_iterable(map(operator.itemgetter(1), rows)))) - {str}:
+        raise ValueError("a cached turn's models are not names")
+    worth_figures.check_turn_worths(list(map(operator.itemgetter(19), rows)))
+    places = list(itertools.chain.from_iterable(map(operator.itemgetter(1, 2), printed)))
+    if places and min(places) < 0:
+        raise ValueError("a cached turn's JSON has a place or a count below 0")
+    figures = itertools.chain(
+        itertools.chain.from_iterable(map(_ROW_FIGURES, rows)),
+        filter(_IS_SET, itertools.chain.from_iterable(map(_ROW_OPTIONAL_FIGURES, rows))),
+        itertools.chain.from_iterable(map(_LEG_FIGURES, legs)),
+        filter(_IS_SET, map(_LEG_CREDITS, legs)), places)
+    try:
+        if not sum(map(abs, figures)) < _BOUND:  # a NaN or an infinity is never below it
+            raise ValueError("a cached turn's figures are out of range")
+    except OverflowError:  # an int too large for a float, added to a float
+        raise ValueError("a cached turn's figures are out of range") from None

@@ -10,7 +10,8 @@ way the one reading path is SessionReader over SessionLog (tailer/report/read.py
 A worker sends back a LogRead: rows, the state to resume from and counts, never Turns with
 their records, so parent and workers stay small. Results are merged in the order of the
 session ids, whatever order they came in, so the report is the same for any --jobs. A
-worker that dies or fails ends the report with WorkerFailed: never a smaller report.
+worker that dies or fails ends the report with WorkerFailed: never a smaller report; and
+the workers end with the report, however it ends (tailer/report/workers.py).
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ from typing import Callable, Iterator
 
 from ..records import field, record, replace
 from ..printable import printable
+from ..private_files import NotPrivate
+from ..saved_state import parsed
 from ..turns import session_state
 from ..turns.assembly import IDLE_TIMEOUT_S, Turn
 from ..turns.in_flight import running
@@ -78,6 +81,7 @@ class LogRead:
     checks: list[list]
     damaged_lines: int
     state: bytes  # the JSON of SessionReader.state
+    read_to: int  # the offset reading stopped at
     problem: str | None  # why the log could not be read: it then gives nothing
 
 
@@ -87,60 +91,54 @@ def read_log(job: Job) -> LogRead:
     state = job.state
     if state is not None:
         try:
-            reader.resume(job.session_id, job.path, json.loads(state))
+            reader.resume(job.session_id, job.path, parsed(state))
         except (ValueError, KeyError, TypeError):
             state = None  # not shaped as saved: read the log from its start
     turns = [turn_data(turn) for turn in reader.read(job.session_id, job.path)]
     if state is not None and reader.rewritten(job.session_id):
         return read_log(replace(job, state=None))
-    saved = json.dumps(reader.state(job.session_id), separators=(",", ":")).encode("ascii")
+    read_state = reader.state(job.session_id)
+    saved = json.dumps(read_state, separators=(",", ":")).encode("ascii")
     open_turns = [turn_data(turn) for turn in reader.finish(job.session_id)]
     return LogRead(job.session_id, state is None, turns, open_turns,
-                   [check_data(check_figures(check)) for check in reader.reconciliations],
-                   reader.damaged_lines, saved, reader.problems.get(job.session_id))
+                   [cache.check_data(check_figures(check)) for check in reader.reconciliations],
+                   reader.damaged_lines, saved, read_state["position"][0],
+                   reader.problems.get(job.session_id))
 
 
 def read_all(jobs: list[Job], workers: int, on_read: Callable[[Path], None]) -> dict[str, LogRead]:
-    """Every job's LogRead, by session id: in `workers` processes, or in this one when
-    there is one worker or one job. Raises WorkerFailed."""
+    """Every job's LogRead, by session id: in `workers` processes (tailer/report/workers.py),
+    the biggest jobs first, or in this one when there is one worker or one job. Raises
+    WorkerFailed."""
     if workers == 1 or len(jobs) < 2 or not CAN_FORK:
         reads = {}
         for job in jobs:
             reads[job.session_id] = read_log(job)
             on_read(job.path)
         return reads
-    # Imported here, where workers start: multiprocessing and concurrent.futures cost some
-    # 10 ms of start-up that a warm report, which reads in this process, would pay for nothing.
-    import multiprocessing
-    from concurrent.futures import FIRST_EXCEPTION, ProcessPoolExecutor, wait
+    # Imported here, where workers start: pickle and the rest cost start-up that a warm
+    # report, which reads in this process, would pay for nothing.
+    from .workers import JobFailed, Pool, WorkerDied
 
-    pool = ProcessPoolExecutor(pool_size(workers, len(jobs)), mp_context=multiprocessing.get_context("fork"))
     try:
-        pending = {pool.submit(read_log, job): job
-                   for job in sorted(jobs, key=lambda job: -job.to_read)}
-        reads = {}
-        while pending:
-            done, _ = wait(pending, return_when=FIRST_EXCEPTION)
-            for future in done:
-                job = pending.pop(future)
-                reads[job.session_id] = _result(future, job)
+        pool = Pool(pool_size(workers, len(jobs)), read_log)
+    except OSError as error:  # no process or pipe could be made
+        raise WorkerFailed(f"cannot start the processes that read the session logs "
+                           f"({error.strerror}): no report; --jobs 1 reads in one process") from None
+    reads = {}
+    try:
+        with pool:
+            for job, read in pool.run(sorted(jobs, key=lambda job: -job.to_read)):
+                reads[job.session_id] = read
                 on_read(job.path)
-        return reads
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
-
-
-def _result(future, job: Job) -> LogRead:
-    from concurrent.futures.process import BrokenProcessPool  # imported by read_all already
-
-    try:
-        return future.result()
-    except BrokenProcessPool:
-        raise WorkerFailed("a process reading the session logs stopped (killed, or out of "
-                           "memory): no report; --jobs 1 reads in one process") from None
-    except Exception as error:
-        raise WorkerFailed(f"reading session {printable(job.session_id)} failed "
-                           f"({type(error).__name__}): no report") from None
+    except WorkerDied as error:
+        raise WorkerFailed(f"a process reading the session logs stopped ({error}): no report; "
+                           "--jobs 1 reads in one process") from None
+    except JobFailed as error:
+        job, name = error.args
+        raise WorkerFailed(f"reading session {printable(job.session_id)} failed ({name}): "
+                           "no report") from None
+    return reads
 
 
 @record
@@ -155,13 +153,15 @@ class Refreshed:
 def refresh(logs: dict[str, Path], wanted: set[str], entries: dict[str, LogEntry], *,
             workers: int, on_reading: Callable[[list[Path]], None] | None = None,
             on_read: Callable[[Path], None] | None = None,
-            looked: dict[str, tuple[os.stat_result, int]] | None = None) -> Refreshed:
+            looked: dict[str, tuple[os.stat_result, int]] | None = None,
+            now: float | None = None) -> Refreshed:
     """Bring the entries of the `wanted` sessions of `logs` (every log of the state folder)
     up to date, reading only the logs that changed since their entry was made; drop the
     entries of sessions no longer listed. `on_reading` is told which logs will be read,
     `on_read` when each one was. `looked`: stats of logs taken already (watch.Changes's),
-    by session id, each with the time just before it; the others are stat'ed here. Raises
-    WorkerFailed."""
+    by session id, each with the time just before it; the others are stat'ed here. `now`
+    (unix seconds): the entries' states that `gather` will read at that time are checked
+    first, and their logs read again when they are not as saved. Raises WorkerFailed."""
     looked = looked or {}
     kept = {session_id: entries[session_id] for session_id in logs.keys() & entries.keys()}
     refreshed = Refreshed(kept, {}, kept.keys() != entries.keys())
@@ -176,8 +176,9 @@ def refresh(logs: dict[str, Path], wanted: set[str], entries: dict[str, LogEntry
             refreshed.changed |= kept.pop(session_id, None) is not None  # gone since listed
             continue
         except OSError:
-            identities[session_id] = [0, 0, 0, 0], 0  # reading it says why
-        if entry is not None and entry.unchanged(identities[session_id][0]):
+            identities[session_id] = [0, 0, 0, 0, 0], 0  # reading it says why
+        if entry is not None and entry.unchanged(identities[session_id][0]) and (
+                now is None or _state_holds(session_id, entry, now)):
             continue
         jobs.append(_job(session_id, path, entry, identities[session_id][0]))
     if on_reading is not None:
@@ -216,13 +217,13 @@ def gather(logs: dict[str, Path], wanted: set[str], selection: Selection, tz: tz
     while it runs (read.SessionReader.finish_at_end's rule). See `refresh`. Raises
     WorkerFailed."""
     refreshed, cache_problem = through_cache(cache_path, logs, wanted, workers=workers,
-                                             on_reading=on_reading, on_read=on_read)
+                                             on_reading=on_reading, on_read=on_read, now=now)
     gathered = Gathered(problems=refreshed.problems, cache_problem=cache_problem)
     with lasting_objects():
         for session_id in sorted(wanted & refreshed.entries.keys()):
             entry = refreshed.entries[session_id]
             gathered.damaged_lines += entry.damaged_lines
-            gathered.checks += map(check_from_data, entry.checks)
+            gathered.checks += map(cache.check_from_data, entry.checks)
             gathered.states[session_id] = entry.state
             ending, flying = _at_end(session_id, entry, now)
             gathered.rows += (row for row, _ in wanted_rows(entry.turns + ending, selection, tz))
@@ -233,14 +234,22 @@ def gather(logs: dict[str, Path], wanted: set[str], selection: Selection, tz: tz
 def through_cache(cache_path: Path | None, logs: dict[str, Path], wanted: set[str], *, workers: int,
                   on_reading: Callable[[list[Path]], None] | None = None,
                   on_read: Callable[[Path], None] | None = None,
-                  looked: dict[str, tuple[os.stat_result, int]] | None = None) -> tuple[Refreshed, str | None]:
+                  looked: dict[str, tuple[os.stat_result, int]] | None = None,
+                  now: float | None = None) -> tuple[Refreshed, str | None]:
     """The cache at `cache_path` (None: none, nothing read or written) brought up to date
     with the logs (`refresh`) and saved when that changed it; with one line when the cache
-    was ignored or could not be saved, else None. Raises WorkerFailed."""
-    with lasting_objects():
-        entries, problem = cache.load(cache_path) if cache_path is not None else ({}, None)
+    was ignored, not used or could not be saved, else None. A cache that was ignored
+    (damaged, another version's, not a regular file) is made again; one in a folder not
+    to trust (tailer/private_files.py) is neither read nor written. Raises WorkerFailed."""
+    try:
+        with lasting_objects():
+            entries, problem = cache.load(cache_path) if cache_path is not None else ({}, None)
+    except NotPrivate as error:
+        refreshed = refresh(logs, wanted, {}, workers=workers, on_reading=on_reading,
+                            on_read=on_read, looked=looked)
+        return refreshed, f"the cache's folder {error}: the cache is not used (--no-cache reads without it)"
     refreshed = refresh(logs, wanted, entries, workers=workers, on_reading=on_reading, on_read=on_read,
-                        looked=looked)
+                        looked=looked, now=now)
     message = problem and f"the cache {problem}: ignored, and made again (--no-cache reads without it)"
     if cache_path is not None and (refreshed.changed or problem is not None):
         message = save(cache_path, refreshed.entries) or message
@@ -274,44 +283,60 @@ def wanted_rows(turns: list[list], selection: Selection, tz: tzinfo | None) -> I
 def _at_end(session_id: str, entry: LogEntry, now: float) -> tuple[list[list], list[Turn]]:
     """Of a log's open turns: the rows of those that end with the read (all of them when the
     log is idle, else those no longer running), and the turns still running."""
-    if not entry.open_turns or now - entry.identity[3] / 1e9 >= IDLE_TIMEOUT_S:
+    if not _may_run(entry, now):
         return entry.open_turns, []
-    flying = [turn for turn in session_state.turns_from_state(session_id, json.loads(entry.state)).open_turns
+    flying = [turn for turn in session_state.turns_from_state(session_id, parsed(entry.state)).open_turns
               if running(turn)]
     keys = {turn.key for turn in flying}
     return [data for data in entry.open_turns if data[3] not in keys], flying
+
+
+def _may_run(entry: LogEntry, now: float) -> bool:
+    """Whether a turn of the entry's log may still be running at `now`: it has open turns,
+    and has not been quiet for the idle timeout. Its state then says which (`_at_end`)."""
+    return bool(entry.open_turns) and now - entry.identity[3] / 1e9 < IDLE_TIMEOUT_S
+
+
+def _state_holds(session_id: str, entry: LogEntry, now: float) -> bool:
+    """Whether the entry's state is as saved, where `_at_end` will read it at `now` (it is
+    parsed only there, and where the log is read on, which checks it too)."""
+    if not _may_run(entry, now):
+        return True
+    try:
+        session_state.check({"sessions": {session_id: parsed(entry.state)}})
+    except (ValueError, KeyError, TypeError):
+        return False
+    return True
 
 
 def save(cache_path: Path, entries: dict[str, LogEntry]) -> str | None:
     """Save the cache; why it could not be, or None."""
     try:
         cache.save(cache_path, entries)
+    except NotPrivate as error:
+        return f"the cache's folder {error}: the cache is not used (--no-cache reads without it)"
     except OSError as error:
         return f"the cache cannot be saved ({error.strerror}): the next report reads every log again"
     return None
 
 
 def _job(session_id: str, path: Path, entry: LogEntry | None, now: list[int]) -> Job:
-    """Read on from the cache's state when the log is the file it was (device, inode)."""
-    if entry is None or entry.identity[:2] != now[:2]:
+    """Read on from the cache's state only when the log is the file it was (device, inode)
+    and has grown: one of the size it had, or shorter, whose identity moved was edited in
+    place or rewritten, so it is read from its start. (Reading on checks the digest of the
+    bytes before where reading stopped, which finds a log rewritten and grown past it.)"""
+    if entry is None or entry.identity[:2] != now[:2] or now[2] <= entry.identity[2]:
         return Job(session_id, path, None, now[2])
     return Job(session_id, path, entry.state, now[2] - entry.identity[2])
 
 
 def _merged(old: LogEntry | None, read: LogRead, now: list[int], seen_ns: int) -> LogEntry:
-    """The cache entry after `read`: what it read added to what the cache held, or instead."""
+    """The cache entry after `read`: what it read added to what the cache held, or instead.
+    Its size is where reading stopped when the log grew while it was read: an edit in place
+    that keeps that size is then not taken for an append."""
+    identity = [*now[:2], max(now[2], read.read_to), *now[3:]]
     if old is None or read.fresh:
-        return LogEntry(now, seen_ns, read.state, read.turns, read.open_turns, read.checks,
+        return LogEntry(identity, seen_ns, read.state, read.turns, read.open_turns, read.checks,
                         read.damaged_lines)
-    return LogEntry(now, seen_ns, read.state, old.turns + read.turns, read.open_turns,
+    return LogEntry(identity, seen_ns, read.state, old.turns + read.turns, read.open_turns,
                     old.checks + read.checks, old.damaged_lines + read.damaged_lines)
-
-
-def check_data(check: Check) -> list:
-    """A check of the CLI's totals as the cache keeps it: the figures the report shows."""
-    return [check.session_id, check.source, check.scope, check.agrees, check.differences]
-
-
-def check_from_data(data: list) -> Check:
-    session_id, source, scope, agrees, differences = data
-    return Check(session_id, source, scope, agrees, differences)

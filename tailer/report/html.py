@@ -28,6 +28,10 @@ PALETTE = ("#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b
 KIND_COLORS = {"primary": "#4e79a7", "draft": "#6f97c4", "judge": "#f28e2b",
                "critic": "#b07aa1", "repair": "#59a14f", "revision": "#76b7b2",
                "follow_up": "#9c755f"}
+# The kinds of token a Spend, a leg and a call count, as the page names them: every one
+# shown, none left to a tooltip.
+TOKEN_KINDS = (("input_tokens", "input"), ("output_tokens", "output"),
+               ("cache_read_tokens", "cache read"), ("cache_write_tokens", "cache write"))
 
 
 def render(snap: Snapshot) -> str:
@@ -41,9 +45,10 @@ def render(snap: Snapshot) -> str:
         kinds=_kind_table(snap),
         checks=_checks(snap) + _ledger(snap),
         days=_day_chart(snap, colors),
-        model_share=_share(snap.by_model, colors,
+        model_share=_share("model", snap.by_model, colors,
                            sum(use.credits or 0.0 for use in snap.by_model), parts=True),
-        kind_share=_share(snap.by_leg_kind, _kind_colors(snap), snap.headline.credits),
+        kind_share=_share("leg-kind", snap.by_leg_kind, _kind_colors(snap),
+                          snap.headline.credits),
         patterns=_pattern_table(snap),
         router=_router_table(snap),
         worth=_worth(snap),
@@ -134,8 +139,8 @@ def _kind_table(snap: Snapshot) -> str:
         + "".join(f'<td data-kind="{escape(k.kind)}" data-row="{escape(name)}">{escape(v)}</td>'
                   for k, v in zip(kinds, values))
         + "</tr>" for name, values in rows)
-    return (f'<table class="figures kinds"><thead><tr><th></th>{head}</tr></thead>'
-            f"<tbody>{body}</tbody></table>")
+    return _boxed(f'<table class="figures kinds"><thead><tr><th></th>{head}</tr></thead>'
+                  f"<tbody>{body}</tbody></table>")
 
 
 def _checks(snap: Snapshot) -> str:
@@ -150,15 +155,17 @@ def _checks(snap: Snapshot) -> str:
                   else '<b class="good">every one matches our sums</b>') + "</p>")
     rows = "".join(
         f"<tr><td>{escape(check.session_id[:8])}</td><td>{escape(check.source)}</td>"
-        f"<td>{escape(d['model'])}</td><td>{_money(d['ours']['credits'], digits=4)}</td>"
+        f'<td class="model">{escape(d["model"])}</td>'
+        f"<td>{_money(d['ours']['credits'], digits=4)}</td>"
         f"<td>{_money(d['cli']['credits'], digits=4)}</td><td>{d['ours']['calls']}</td>"
         f"<td>{d['cli']['calls']}</td></tr>"
         for check in wrong for d in check.differences)
     if not rows:
         return summary
-    return summary + ('<table class="figures"><thead><tr><th>session</th><th>totals</th>'
-                      '<th>model</th><th>our credits</th><th>CLI credits</th><th>our calls</th>'
-                      f'<th>CLI calls</th></tr></thead><tbody>{rows}</tbody></table>')
+    return summary + _boxed(
+        '<table class="figures"><thead><tr><th>session</th><th>totals</th>'
+        '<th>model</th><th>our credits</th><th>CLI credits</th><th>our calls</th>'
+        f'<th>CLI calls</th></tr></thead><tbody>{rows}</tbody></table>')
 
 
 def _ledger(snap: Snapshot) -> str:
@@ -173,17 +180,29 @@ def _ledger(snap: Snapshot) -> str:
                   else f'<b class="good">{escape(ledger_check.summary(found))}</b>') + "</p>")
     rows = "".join(
         f"<tr><td>{escape(differs.session_id[:8])}</td>"
-        f"<td>{escape(ledger_check.described(differs))}</td></tr>" for differs in found.differ)
+        f'<td class="text">{escape(ledger_check.described(differs))}</td></tr>'
+        for differs in found.differ)
     rows += "".join(
-        f"<tr><td>{escape(only.session_id[:8])}</td><td>in the CLI's ledger without a log: "
-        f"{counted(only.cli.calls, 'call')}</td></tr>" for only in found.only_in_ledger)
+        f'<tr><td>{escape(only.session_id[:8])}</td><td class="text">in the CLI\'s ledger '
+        f"without a log: {counted(only.cli.calls, 'call')}</td></tr>"
+        for only in found.only_in_ledger)
     if found.only_in_ledger_unnamed:
-        rows += (f"<tr><td></td><td>{counted(found.only_in_ledger_unnamed, 'more session')} "
+        rows += (f'<tr><td></td><td class="text">'
+                 f"{counted(found.only_in_ledger_unnamed, 'more session')} "
                  "in the CLI's ledger without a log</td></tr>")
     if not rows:
         return summary
-    return summary + ('<table class="figures"><thead><tr><th>session</th><th>the log against '
-                      f"the CLI's ledger</th></tr></thead><tbody>{rows}</tbody></table>")
+    return summary + _boxed('<table class="figures"><thead><tr><th>session</th><th>the log '
+                            f"against the CLI's ledger</th></tr></thead><tbody>{rows}</tbody>"
+                            "</table>")
+
+
+# The chart's sizes, in its own units: a phone draws it at under half of them, so its axis
+# text is 22 units there (report_page.css) and each label is given room for that.
+CHART_WIDTH, CHART_HEIGHT, CHART_TOP, CHART_BOTTOM, CHART_RIGHT = 720, 214, 18, 40, 8
+DIGIT_WIDTH = 14  # a digit of the phone's axis text, with a little to spare
+DAY_LABEL_ROOM = 76  # a day's label (`10-01`) at that size, and a gap
+POLICY_CHAR = 7  # a character of a policy's label (11 units, drawn only on a wider screen)
 
 
 def _day_chart(snap: Snapshot, colors: dict[str, str]) -> str:
@@ -191,20 +210,21 @@ def _day_chart(snap: Snapshot, colors: dict[str, str]) -> str:
     days = snap.by_day
     if not days:
         return '<p class="empty">No turns.</p>'
-    width, height, left, bottom, top = 720, 200, 48, 28, 10
-    plot_w, plot_h = width - left - 8, height - bottom - top
+    width, height, top = CHART_WIDTH, CHART_HEIGHT, CHART_TOP
     most = _nice_ceiling(max(day.credits or 0.0 for day in days))
+    ticks = [most * tick / 4 for tick in range(5)]
+    left = 12 + DIGIT_WIDTH * max(len(f"{value:g}") for value in ticks)
+    plot_w, plot_h = width - left - CHART_RIGHT, height - CHART_BOTTOM - top
     step = plot_w / len(days)
     bar = max(1.0, min(48.0, step * 0.7))
     parts = [f'<svg class="chart" viewBox="0 0 {width} {height}" role="img" '
              f'aria-label="credits per day by model">']
-    for tick in range(5):
-        value = most * tick / 4
+    for tick, value in enumerate(ticks):
         y = top + plot_h - plot_h * tick / 4
-        parts.append(f'<line class="grid" x1="{left}" x2="{width - 8}" y1="{y:.1f}" y2="{y:.1f}"/>'
-                     f'<text class="axis" x="{left - 6}" y="{y + 4:.1f}" '
+        parts.append(f'<line class="grid" x1="{left}" x2="{width - CHART_RIGHT}" y1="{y:.1f}" '
+                     f'y2="{y:.1f}"/><text class="axis" x="{left - 6}" y="{y + 4:.1f}" '
                      f'text-anchor="end">{value:g}</text>')
-    label_every = max(1, round(len(days) / 12))
+    label_every = math.ceil(DAY_LABEL_ROOM / step)
     for index, day in enumerate(days):
         x = left + step * index + (step - bar) / 2
         y = top + plot_h
@@ -221,29 +241,46 @@ def _day_chart(snap: Snapshot, colors: dict[str, str]) -> str:
         parts.append(f'<rect class="day-hit" x="{x:.1f}" y="{top}" width="{bar:.1f}" '
                      f'height="{plot_h}"><title>{escape(day.key)}: {day.turns} turns, '
                      f'{_money(day.credits, day.unknown_credit_calls)} credits</title></rect>')
-        if index % label_every == 0:
-            parts.append(f'<text class="axis" x="{x + bar / 2:.1f}" y="{height - 8}" '
+        if index % label_every == 0 and x + bar / 2 + DAY_LABEL_ROOM / 2 <= width:
+            parts.append(f'<text class="axis" x="{x + bar / 2:.1f}" y="{height - 5}" '
                          f'text-anchor="middle">{escape(day.key[5:])}</text>')
-        if day.new_policy_versions:
-            parts.append(_policy_mark(left + step * index, top, plot_h, day.key,
-                                      day.new_policy_versions))
+    parts += _policy_marks(days, left, step, plot_h)
     parts.append("</svg>")
     return "".join(parts) + _legend([(spend.name, colors[spend.name]) for spend in snap.by_model])
 
 
-def _policy_mark(x: float, top: float, plot_h: float, day: str, versions: list[str]) -> str:
-    """A dashed line before the day a new version of the router's policy first appeared,
-    the version written beside it."""
-    names = ", ".join(versions)
-    return (f'<g class="policy" data-day="{escape(day)}" data-policy="{escape(" ".join(versions))}">'
-            f'<line class="policy-mark" x1="{x:.1f}" x2="{x:.1f}" y1="{top}" '
-            f'y2="{top + plot_h}"/><text class="axis" x="{x + 3:.1f}" y="{top + 9}">'
-            f'{escape(names)}</text><title>{escape(day)}: router policy {escape(names)} '
-            f'first seen</title></g>')
+def _policy_marks(days: list, left: float, step: float, plot_h: float) -> list[str]:
+    """A dashed line before each day a new version of the router's policy first appeared,
+    with the version written beside it where it fits: right of its line, else left of it,
+    else not at all (it is in the line's tooltip and in the policy versions' table), so
+    no label runs over another or off the chart."""
+    marks, free_from = [], left
+    for index, day in enumerate(days):
+        if not day.new_policy_versions:
+            continue
+        x = left + step * index
+        names = ", ".join(day.new_policy_versions)
+        room = POLICY_CHAR * len(names)
+        label = ""
+        if x + 3 >= free_from and x + 3 + room <= CHART_WIDTH - CHART_RIGHT:
+            label = f'<text class="axis" x="{x + 3:.1f}" y="{CHART_TOP - 4}">'
+            free_from = x + 3 + room + 6
+        elif x - 3 - room >= free_from:
+            label = f'<text class="axis" x="{x - 3:.1f}" y="{CHART_TOP - 4}" text-anchor="end">'
+            free_from = x + 6
+        marks.append(
+            f'<g class="policy" data-day="{escape(day.key)}" '
+            f'data-policy="{escape(" ".join(day.new_policy_versions))}">'
+            f'<line class="policy-mark" x1="{x:.1f}" x2="{x:.1f}" y1="{CHART_TOP}" '
+            f'y2="{CHART_TOP + plot_h}"/>' + (f"{label}{escape(names)}</text>" if label else "")
+            + f"<title>{escape(day.key)}: router policy {escape(names)} first seen</title></g>")
+    return marks
 
 
-def _share(spends: list, colors: dict[str, str], total: float | None, parts: bool = False) -> str:
-    """One bar split by share of credits, and a legend with the figures; with `parts`
+def _share(name: str, spends: list, colors: dict[str, str], total: float | None,
+           parts: bool = False) -> str:
+    """One bar split by share of credits, and a table with the figures and every kind of
+    token the spends count (`name` tells the page's tests which table it is); with `parts`
     (models: ModelUse), the credits of their fusion legs and ordinary calls apart too. A
     model whose credits are unknown keeps its row, its calls and tokens: only its credits
     and share are unknown (–)."""
@@ -259,19 +296,24 @@ def _share(spends: list, colors: dict[str, str], total: float | None, parts: boo
         rows.append(
             f'<tr data-name="{escape(spend.name)}" data-credits="{_raw(spend.credits)}" '
             f'data-unknown="{spend.unknown_credit_calls}">'
-            f'<td><i style="background:{color}"></i>{escape(spend.name)}</td>'
-            f'<td>{spend.legs}</td><td>{spend.calls}</td>'
+            f'<td class="name"><i style="background:{color}"></i>{escape(spend.name)}</td>'
+            f'<td>{_count(spend.legs)}</td><td>{_count(spend.calls)}</td>'
             f'<td>{_money(spend.credits, spend.unknown_credit_calls)}</td>'
             + (f'<td>{_money(spend.fusion.credits, spend.fusion.unknown_credit_calls)}</td>'
                f'<td>{_money(spend.ordinary.credits, spend.ordinary.unknown_credit_calls)}</td>'
                if parts else "")
-            + f'<td>{_tokens(spend.input_tokens)}</td><td>{_tokens(spend.output_tokens)}</td>'
+            + "".join(f'<td data-tokens="{field}">{_count(getattr(spend, field))}</td>'
+                      for field, _ in TOKEN_KINDS)
             + f'<td>{_percent(share)}</td></tr>')
-    part_heads = "<th>in HydraFusion turns</th><th>in ordinary prompts</th>" if parts else ""
-    return (f'<div class="share-bar">{"".join(bar)}</div><table class="figures"><thead><tr>'
-            f'<th></th><th>legs</th><th>calls</th><th>credits</th>{part_heads}'
-            f'<th>input tokens</th><th>output tokens</th><th>share</th>'
-            f'</tr></thead><tbody>{"".join(rows)}</tbody></table>')
+    credit_heads = ("<th>credits</th><th>in HydraFusion turns</th><th>in ordinary prompts</th>"
+                    if parts else "<th>credits</th>")
+    return (f'<div class="share-bar">{"".join(bar)}</div>'
+            + _boxed(f'<table class="figures" data-share="{name}"><thead>'
+                     f'<tr class="over"><th colspan="{4 + 2 * parts}"></th>'
+                     f'<th colspan="{len(TOKEN_KINDS)}">tokens</th><th></th></tr>'
+                     f'<tr><th></th><th>legs</th><th>calls</th>{credit_heads}'
+                     + "".join(f"<th>{label}</th>" for _, label in TOKEN_KINDS)
+                     + f'<th>share</th></tr></thead><tbody>{"".join(rows)}</tbody></table>'))
 
 
 def _pattern_table(snap: Snapshot) -> str:
@@ -281,9 +323,9 @@ def _pattern_table(snap: Snapshot) -> str:
         f'<td>{"–" if p.min_credits is None else f"{p.min_credits:.2f} – {p.max_credits:.2f}"}'
         f'</td></tr>'
         for p in snap.by_pattern)
-    return ('<table class="figures"><thead><tr><th>pattern</th><th>turns</th><th>credits</th>'
-            '<th>median per turn</th><th>range</th></tr></thead>'
-            f'<tbody>{rows}</tbody></table>')
+    return _boxed('<table class="figures"><thead><tr><th>pattern</th><th>turns</th>'
+                  '<th>credits</th><th>median per turn</th><th>range</th></tr></thead>'
+                  f'<tbody>{rows}</tbody></table>')
 
 
 def _router_table(snap: Snapshot) -> str:
@@ -294,15 +336,15 @@ def _router_table(snap: Snapshot) -> str:
         f'<tr data-policy="{escape(policy.policy_version or "unknown")}">'
         f'<td>{escape(policy.policy_version or "unknown")}</td>'
         f'<td>{escape(_minute(policy.first_seen))}</td><td>{escape(_minute(policy.last_seen))}</td>'
-        f'<td>{policy.turns}</td><td>{_percent(policy.compound_rate)}</td><td>'
-        + ", ".join(f"{escape(pattern)} {turns} ({_money(policy.median_credits[pattern])})"
-                    for pattern, turns in policy.patterns.items())
+        f'<td>{policy.turns}</td><td>{_percent(policy.compound_rate)}</td><td class="patterns">'
+        + ", ".join(f"<span>{escape(pattern)} {turns} ({_money(policy.median_credits[pattern])})"
+                    "</span>" for pattern, turns in policy.patterns.items())
         + "</td></tr>"
         for policy in snap.router)
-    return ('<table class="figures"><thead><tr><th>policy version</th><th>first seen</th>'
-            '<th>last seen</th><th>turns</th><th>compound</th>'
-            '<th>patterns (median credits per turn)</th></tr></thead>'
-            f'<tbody>{rows}</tbody></table>')
+    return _boxed('<table class="figures router"><thead><tr><th>policy version</th>'
+                  '<th>first seen</th><th>last seen</th><th>turns</th><th>compound</th>'
+                  '<th>patterns (median credits per turn)</th></tr></thead>'
+                  f'<tbody>{rows}</tbody></table>')
 
 
 def _worth(snap: Snapshot) -> str:
@@ -319,8 +361,8 @@ def _worth(snap: Snapshot) -> str:
         head = "".join(f"<th>{escape(name)}</th>" for name in heads)
         body = "".join("<tr>" + "".join(f"<td>{cell}</td>" for cell in row) + "</tr>" for row in rows)
         mark = ' class="figures estimate"' if estimate else ' class="figures"'
-        return (f"<table{mark}><caption>{escape(caption)}</caption><thead><tr>{head}</tr></thead>"
-                f"<tbody>{body}</tbody></table>")
+        return _boxed(f"<table{mark}><caption>{escape(caption)}</caption><thead><tr>{head}</tr>"
+                      f"</thead><tbody>{body}</tbody></table>")
 
     def measured(group) -> list[str]:
         return [escape(group.key), str(group.turns), _money(group.credits, group.unknown_credit_calls),
@@ -401,12 +443,13 @@ def _turn_object(turn: TurnRow, index: dict[str, int]) -> dict:
         "l": [{"m": index[leg.model], "k": leg.kind, "s": leg.status, "v": leg.verdict,
                "a": int(leg.committed), "t": round(leg.start_ms, 1), "d": leg.duration_ms,
                "c": _rounded(leg.credits, 4), "u": leg.unknown_credit_calls, "n": leg.calls,
-               "i": leg.input_tokens,
-               "o": leg.output_tokens, "h": leg.cache_read_tokens}
+               "i": leg.input_tokens, "o": leg.output_tokens, "h": leg.cache_read_tokens,
+               "w": leg.cache_write_tokens}
               for leg in turn.legs],
         "calls": [{"g": call.leg, "m": index[call.model], "t": round(call.start_ms, 1),
                    "d": call.duration_ms, "c": _rounded(call.credits, 4), "i": call.input_tokens,
-                   "o": call.output_tokens, "h": call.cache_read_tokens, "f": call.finish_reason}
+                   "o": call.output_tokens, "h": call.cache_read_tokens,
+                   "w": call.cache_write_tokens, "f": call.finish_reason}
                   for call in calls],
         "tools": [{"g": tool.leg, "n": tool.name, "ok": tool.success, "t": round(tool.start_ms, 1),
                    "d": round(tool.duration_ms, 1), "w": tool.timing}
@@ -443,11 +486,16 @@ def _rounded(value: float | None, digits: int) -> float | None:
     return None if value is None else round(value, digits)
 
 
-def _tokens(count: int) -> str:
-    for limit, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if count >= limit:
-            return f"{count / limit:.1f}{suffix}"
-    return str(count)
+def _count(count: int) -> str:
+    """A count as the page's script writes one too (report_page.js, count): exact, with
+    thousands separators."""
+    return f"{count:,}"
+
+
+def _boxed(table: str) -> str:
+    """A table in a box of its own that scrolls sideways when the table is wider than the
+    panel (on a phone), so the page never does."""
+    return f'<div class="table-box">{table}</div>'
 
 
 def _minute(moment: str) -> str:
@@ -477,10 +525,10 @@ _PAGE = """<!doctype html>
 <div class="panel wide"><h2>Credits per day, by model: HydraFusion turns (dashed: a new router policy)</h2>{days}</div>
 <div class="panel"><h2>Fusion and ordinary prompts</h2>{kinds}</div>
 <div class="panel"><h2>The CLI's own totals</h2>{checks}</div>
-<div class="panel"><h2>Credit share by model: all use</h2>{model_share}</div>
-<div class="panel"><h2>Credit share by leg kind: HydraFusion turns</h2>{kind_share}</div>
 <div class="panel"><h2>By pattern: HydraFusion turns</h2>{patterns}</div>
-<div class="panel"><h2>The router's policy versions</h2>{router}</div>
+<div class="panel wide"><h2>Credit share by model: all use</h2>{model_share}</div>
+<div class="panel wide"><h2>Credit share by leg kind: HydraFusion turns</h2>{kind_share}</div>
+<div class="panel wide"><h2>The router's policy versions</h2>{router}</div>
 <div class="panel wide"><h2>Was fusion worth it: HydraFusion turns</h2>{worth}</div>
 </section>
 <section class="panel turns">

@@ -59,6 +59,18 @@
     return (unknown ? "≥" : "") + credits.toFixed(digits);
   }
 
+  // A count as the page's figures show one (tailer/report/html.py _count): exact, with
+  // thousands separators.
+  function count(number) { return number.toLocaleString("en-US"); }
+
+  // The token kinds of a leg or a call, as the page names them (html.py TOKEN_KINDS).
+  const TOKENS = [["i", "input_tokens", "input"], ["o", "output_tokens", "output"],
+                  ["h", "cache_read_tokens", "cache read"], ["w", "cache_write_tokens", "cache write"]];
+
+  function tokens(part) {
+    return TOKENS.map(([key, , label]) => count(part[key]) + " " + label).join(", ") + " tokens";
+  }
+
   function legNote(leg) {
     const notes = [];
     if (leg.v) notes.push(leg.v);
@@ -107,9 +119,12 @@
     const tr = el("tr", "turn " + (OUTCOME_CLASS.get(turn.o) || ""));
     tr.dataset.fusion = turn.f;
     tr.tabIndex = 0;
-    tr.appendChild(el("td", "time", turn.t.slice(0, 19).replace("T", " ")));
+    const started = el("td", "time");
+    // The date and the time each whole, so a narrow column breaks between them only.
+    started.append(el("span", "", turn.t.slice(0, 10)), " ", el("span", "", turn.t.slice(11, 19)));
+    tr.appendChild(started);
     tr.appendChild(el("td", "session", turn.s.slice(0, 8)));
-    const pattern = el("td", "", turn.k === "fusion" ? turn.p : turn.k);
+    const pattern = el("td", "pattern", turn.k === "fusion" ? turn.p : turn.k);
     if (turn.pv) pattern.title = "router policy " + turn.pv;
     tr.appendChild(pattern);
     const legs = el("td", "legs");
@@ -134,20 +149,39 @@
       const kind = turn.o === "route_failed" ? "fallback" : leg.k;
       const note = [kind].concat(leg.v ? [leg.v] : [], leg.s !== "succeeded" ? [leg.s] : []).join(":");
       chip.appendChild(el("small", VERDICT_CLASS.get(leg.v) || "", " " + note));
-      if (leg.a) chip.appendChild(el("b", "", " ★"));
+      if (leg.a) chip.appendChild(el("b", "", "\u00a0★")); // the star never alone on a line
       legs.appendChild(chip);
     });
     tr.appendChild(legs);
-    tr.appendChild(el("td", "num", money(turn.c, turn.u, 2)));
-    tr.appendChild(el("td", "num", String(turn.n)));
-    tr.appendChild(el("td", "num", String(turn.tools.length)));
-    tr.appendChild(el("td", "num", seconds(turn.d)));
-    tr.appendChild(el("td", "outcome", turn.o.replace("_", " ") + (turn.why ? " (" + turn.why + ")" : "")));
+    tr.appendChild(el("td", "num credits", money(turn.c, turn.u, 2)));
+    tr.appendChild(counted("calls", turn.n, "call"));
+    tr.appendChild(counted("tools", turn.tools.length, "tool"));
+    tr.appendChild(el("td", "num duration", seconds(turn.d)));
+    const outcome = el("td", "outcome", turn.o.replace("_", " "));
+    if (turn.why) outcome.appendChild(breakable(el("small", "why"), " (" + turn.why + ")"));
+    tr.appendChild(outcome);
     tr.addEventListener("click", () => toggle(turn, tr));
     tr.addEventListener("keydown", (event) => {
       if (event.key === "Enter" || event.key === " ") { event.preventDefault(); toggle(turn, tr); }
     });
     return tr;
+  }
+
+  // `node` with `text` in it, free to break after each underscore (`router_unavailable`),
+  // never inside a word.
+  function breakable(node, text) {
+    text.split("_").forEach((part, index) => {
+      if (index > 0) node.append("_", document.createElement("wbr"));
+      node.append(part);
+    });
+    return node;
+  }
+
+  // A count's cell; on a phone, where the list has no header, it says what it counts.
+  function counted(className, number, unit) {
+    const td = el("td", "num " + className, String(number));
+    td.dataset.unit = number === 1 ? unit : unit + "s";
+    return td;
   }
 
   // The models of an ordinary turn's calls, in order, each switch once.
@@ -167,15 +201,17 @@
     const detail = el("tr", "detail");
     const cell = el("td");
     cell.colSpan = 9;
-    cell.appendChild(waterfall(turn));
+    const box = el("div", "waterfall-box");
+    cell.appendChild(box);
     detail.appendChild(cell);
     tr.after(detail);
     tr.classList.add("open");
+    drawTurn(box, turn);
   }
 
-  // Nice axis steps: 1, 2 or 5 times a power of ten, about six across.
-  function step(span) {
-    const rough = span / 6;
+  // Nice axis steps: 1, 2 or 5 times a power of ten, about `count` across.
+  function step(span, count) {
+    const rough = span / count;
     const power = Math.pow(10, Math.floor(Math.log10(rough)));
     return [1, 2, 5, 10].map((f) => f * power).find((s) => s >= rough);
   }
@@ -203,30 +239,86 @@
     return lanes;
   }
 
-  function waterfall(turn) {
-    const LABEL = 250, RIGHT = 110, WIDTH = 980, ROW = 34, TOP = 8, AXIS = 26;
+  // The width of `text` in the page's font at `size` px, to lay the waterfall out around
+  // its labels whatever their length.
+  const measure = (() => {
+    const context = document.createElement("canvas").getContext("2d");
+    return (text, size, weight) => {
+      context.font = (weight || "normal") + " " + size + "px " + getComputedStyle(document.body).fontFamily;
+      return context.measureText(text).width;
+    };
+  })();
+
+  // `text` cut in its middle to fit `room` px at 12 px, an ellipsis where it was cut.
+  function fitted(text, room) {
+    const cut = (keep) => text.slice(0, Math.ceil(keep / 2)) + "…" +
+                          text.slice(text.length - Math.floor(keep / 2));
+    if (measure(text, 12) <= room) return text;
+    let keep = text.length - 1;
+    while (keep > 2 && measure(cut(keep), 12) > room) keep--;
+    return cut(keep);
+  }
+
+  // What follows a leg's bar: its verdict, its failure or the kept answer's star.
+  function markOf(lane) {
+    if (lane.kind !== "leg") return null;
+    const leg = lane.leg;
+    if (leg.v) return { text: (leg.v === "accept" ? "✓ " : "✗ ") + leg.v, className: "verdict " + (VERDICT_CLASS.get(leg.v) || "") };
+    if (leg.s !== "succeeded") return { text: "✗ " + leg.s, className: "verdict verdict-failed" };
+    if (leg.a) return { text: "★ answer", className: "kept-mark" };
+    return null;
+  }
+
+  // The waterfall's geometry for `available` px: labels left of the bars and marks after
+  // them where there is room, else (a phone) each lane's label and mark on a line above
+  // its bar. Drawn at the size it is shown, so its text is the page's 12 px at any width.
+  function layout(lanes, available) {
+    const width = Math.max(240, Math.min(1100, Math.floor(available)));
+    const marks = lanes.map(markOf);
+    const markRoom = Math.max(0, ...marks.map((mark) => (mark ? measure(mark.text, 12, 600) : 0)));
+    const labels = lanes.map((lane) => (lane.kind === "routing" ? "routing" : lane.label));
+    if (width < 560) {
+      return { width, marks, markRoom, labels, narrow: true, left: 4, right: 4, row: 48, bar: 18 };
+    }
+    const labelRoom = Math.max(...labels.map((label) => measure(label, 12)));
+    const left = Math.min(labelRoom + 20, Math.floor(width * 0.4));
+    return { width, marks, markRoom, labels, narrow: false, left, right: markRoom + 16, row: 34, bar: 4 };
+  }
+
+  function waterfall(turn, available) {
+    const TOP = 8, AXIS = 26;
     const lanes = lanesOf(turn);
+    const shape = layout(lanes, available);
+    const WIDTH = shape.width, ROW = shape.row, BAR = shape.bar;
     const spans = lanes.concat(...lanes.map((lane) => lane.calls.concat(lane.tools)));
     const start = Math.min(0, ...spans.map((part) => part.t));
     const end = Math.max(turn.d, ...spans.map((part) => part.t + part.d), start + 1);
-    const plot = WIDTH - LABEL - RIGHT;
-    const x = (ms) => LABEL + (plot * (ms - start)) / (end - start);
+    const plot = WIDTH - shape.left - shape.right;
+    const x = (ms) => shape.left + (plot * (ms - start)) / (end - start);
     const width = (part) => Math.max(2, x(part.t + part.d) - x(part.t));
     const height = TOP + lanes.length * ROW + AXIS;
     const figure = svg("svg", { class: "waterfall", viewBox: "0 0 " + WIDTH + " " + height,
-                                width: "100%", role: "img", "data-fusion": turn.f });
-    const tick = step(end - start);
+                                width: WIDTH, height: height, role: "img", "data-fusion": turn.f });
+    const tick = step(end - start, Math.max(2, Math.floor(plot / 90)));
     for (let t = Math.ceil(start / tick) * tick; t <= end; t += tick) {
+      const text = seconds(t).replace(".0 s", " s");
+      const half = measure(text, 11) / 2 + 1;
       figure.appendChild(svg("line", { class: "grid", x1: x(t), x2: x(t), y1: TOP, y2: height - AXIS + 4 }));
-      figure.appendChild(svg("text", { class: "axis", x: x(t), y: height - 8, "text-anchor": "middle" },
-                             seconds(t).replace(".0 s", " s")));
+      figure.appendChild(svg("text", { class: "axis", x: Math.min(Math.max(x(t), half), WIDTH - half),
+                                       y: height - 8, "text-anchor": "middle" }, text));
     }
     lanes.forEach((lane, index) => {
       const y = TOP + index * ROW;
-      const label = lane.kind === "routing" ? "routing" : lane.label;
-      figure.appendChild(svg("text", { class: "lane", x: LABEL - 10, y: y + 15, "text-anchor": "end" }, label));
+      const mark = shape.marks[index];
+      const room = shape.narrow ? WIDTH - 8 - (mark ? shape.markRoom + 10 : 0) : shape.left - 14;
+      const shown = fitted(shape.labels[index], room);
+      const label = shape.narrow
+        ? svg("text", { class: "lane", x: 4, y: y + 12 }, shown)
+        : svg("text", { class: "lane", x: shape.left - 10, y: y + BAR + 11, "text-anchor": "end" }, shown);
+      if (shown !== shape.labels[index]) label.appendChild(svg("title", {}, shape.labels[index]));
+      figure.appendChild(label);
       if (lane.kind === "routing") {
-        const bar = svg("rect", { class: "routing", x: x(lane.t), y: y + 4, width: width(lane), height: 14, rx: 3 });
+        const bar = svg("rect", { class: "routing", x: x(lane.t), y: y + BAR, width: width(lane), height: 14, rx: 3 });
         bar.appendChild(svg("title", {}, "routing: " + seconds(lane.d)));
         figure.appendChild(bar);
         return;
@@ -237,55 +329,91 @@
         const classes = ["leg"];
         if (leg.a) classes.push("committed");
         if (leg.s !== "succeeded") classes.push("failed");
-        bar = svg("rect", { class: classes.join(" "), x: x(leg.t), y: y + 4, width: width(leg),
+        bar = svg("rect", { class: classes.join(" "), x: x(leg.t), y: y + BAR, width: width(leg),
                             height: 14, rx: 3, fill: color(leg) });
         bar.appendChild(svg("title", {}, lane.label + ": " + seconds(leg.d) + ", " +
-          money(leg.c, leg.u, 2) + " credits, " + leg.n + " calls, " + leg.i + " input tokens (" +
-          leg.h + " from the cache), " + leg.o + " output tokens" +
+          money(leg.c, leg.u, 2) + " credits, " + leg.n + " calls, " + tokens(leg) +
           (legNote(leg) ? " (" + legNote(leg) + ")" : "")));
       } else {
-        bar = svg("rect", { class: "span", x: x(lane.t), y: y + 4, width: width(lane), height: 14, rx: 3 });
+        bar = svg("rect", { class: "span", x: x(lane.t), y: y + BAR, width: width(lane), height: 14, rx: 3 });
       }
       figure.appendChild(bar);
       for (const call of lane.calls) {
-        const block = svg("rect", { class: "call", x: x(call.t), y: y + 7, width: width(call),
+        const block = svg("rect", { class: "call", x: x(call.t), y: y + BAR + 3, width: width(call),
                                     height: 8, fill: data.colors[call.m] });
         block.appendChild(svg("title", {}, "model call on " + data.models[call.m] + ": " +
-          seconds(call.d) + ", " + money(call.c, 0, 3) + " credits, " + call.i + " input tokens (" +
-          call.h + " from the cache), " + call.o + " output tokens" + (call.f ? ", " + call.f : "")));
+          seconds(call.d) + ", " + money(call.c, 0, 3) + " credits, " + tokens(call) +
+          (call.f ? ", " + call.f : "")));
         figure.appendChild(block);
       }
       for (const tool of lane.tools) {
         const replayed = tool.w !== "live";
         const classes = "tool" + (replayed ? " replayed" : "") + (tool.ok === false ? " failed" : "");
-        const mark = svg("rect", { class: classes, x: x(tool.t), y: y + 21, width: width(tool), height: 6, rx: 1 });
-        mark.appendChild(svg("title", {}, "tool " + tool.n + ": " + seconds(tool.d) +
+        const stroke = svg("rect", { class: classes, x: x(tool.t), y: y + BAR + 17, width: width(tool), height: 6, rx: 1 });
+        stroke.appendChild(svg("title", {}, "tool " + tool.n + ": " + seconds(tool.d) +
           (tool.ok === false ? ", failed" : "") +
           (tool.w === "between_calls" ? " (replayed at commit; placed after the call that asked for it)" : "") +
           (tool.w === "commit" ? " (replayed at commit; when it ran is not in the log)" : "")));
-        figure.appendChild(mark);
+        figure.appendChild(stroke);
       }
-      if (lane.kind !== "leg") return;
-      const leg = lane.leg;
-      let text = "";
-      let markClass = "";
-      if (leg.v) { text = (leg.v === "accept" ? "✓ " : "✗ ") + leg.v; markClass = "verdict " + (VERDICT_CLASS.get(leg.v) || ""); }
-      else if (leg.s !== "succeeded") { text = "✗ " + leg.s; markClass = "verdict verdict-failed"; }
-      else if (leg.a) { text = "★ answer"; markClass = "kept-mark"; }
-      if (text) figure.appendChild(svg("text", { class: markClass, x: x(leg.t) + width(leg) + 6, y: y + 15 }, text));
+      if (!mark) return;
+      figure.appendChild(shape.narrow
+        ? svg("text", { class: mark.className, x: WIDTH - 4, y: y + 12, "text-anchor": "end" }, mark.text)
+        : svg("text", { class: mark.className, x: x(lane.leg.t) + width(lane.leg) + 6, y: y + BAR + 11 }, mark.text));
     });
-    const box = el("div", "waterfall-box");
+    return figure;
+  }
+
+  // An opened turn: its facts, its waterfall as wide as the box, and each leg's figures
+  // (an ordinary prompt: each call's), its tokens of every kind among them.
+  function drawTurn(box, turn) {
     const facts = [turn.k === "fusion" ? turn.p : turn.k, turn.o.replace("_", " "),
                    money(turn.c, turn.u, 2) + " credits", turn.n + " calls", turn.tools.length + " tools",
                    seconds(turn.d), "session " + turn.s, turn.f];
     if (turn.why) facts.splice(2, 0, turn.why);
     box.appendChild(el("p", "facts", facts.join(" · ")));
-    box.appendChild(figure);
+    box.appendChild(waterfall(turn, box.clientWidth));
     if (turn.tools.some((tool) => tool.w !== "live")) {
       box.appendChild(el("p", "facts", "Hatched tools were replayed when the answer was committed: " +
                          "their times are where the log allows them, not when they ran."));
     }
-    return box;
+    box.appendChild(partFigures(turn));
+  }
+
+  function partFigures(turn) {
+    const legs = turn.l.length > 0;
+    const table = el("table", "figures leg-figures");
+    table.dataset.fusion = turn.f;
+    const over = table.createTHead().insertRow();
+    over.className = "over";
+    over.appendChild(el("th")).colSpan = 4;
+    over.appendChild(el("th", "", "tokens")).colSpan = TOKENS.length;
+    over.appendChild(el("th"));
+    const head = table.tHead.insertRow();
+    [legs ? "leg" : "call", "model", "credits", "calls"].concat(TOKENS.map(([, , label]) => label), ["time"])
+      .forEach((name) => head.appendChild(el("th", name === "model" ? "model" : "", name)));
+    const body = table.createTBody();
+    (legs ? turn.l : turn.calls).forEach((part, index) => {
+      const row = body.insertRow();
+      row.appendChild(el("td", "", legs ? (turn.o === "route_failed" ? "fallback" : part.k) + (part.a ? "\u00a0★" : "")
+                                        : "call " + (index + 1)));
+      const name = el("td", "model");
+      const swatch = el("i");
+      swatch.style.background = data.colors[part.m];
+      name.append(swatch, data.models[part.m]);
+      row.appendChild(name);
+      row.appendChild(el("td", "", legs ? money(part.c, part.u, 2) : money(part.c, 0, 3)));
+      row.appendChild(el("td", "", legs ? count(part.n) : "1"));
+      for (const [key, field] of TOKENS) {
+        const cell = el("td", "", count(part[key]));
+        cell.dataset.tokens = field;
+        row.appendChild(cell);
+      }
+      row.appendChild(el("td", "", seconds(part.d)));
+    });
+    const scroller = el("div", "table-box");
+    scroller.appendChild(table);
+    return scroller;
   }
 
   function openFromHash() {

@@ -49,6 +49,32 @@ class TurnWorth:
     calls: list[list]  # per model of its calls: [model, its calls' prices.call_sums added up]
 
 
+def check_turn_worths(worths: list) -> None:
+    """ValueError unless each of `worths` is TurnWorth's fields as turn_worth makes them: the
+    report's cache checks its rows' with it as it loads them, so that no saved value can
+    make the fit or a renderer fail (a count below 0 or a call's sums of another length
+    would give prices no call ever had)."""
+    for worth in worths:
+        if len(worth) != len(TurnWorth.__annotations__):
+            raise ValueError("a cached turn's worth is not its four fields")
+        answer_model, tokens, gate, calls = worth
+        if not (answer_model is None or type(answer_model) is str):
+            raise ValueError("a cached turn's answering model is not a name")
+        if tokens is not None and not _counts(tokens, prices.PRICES):
+            raise ValueError("a cached turn's kept tokens are not counts")
+        if not (gate is None or gate in GATES):
+            raise ValueError("a cached turn's gate is none of " + ", ".join(GATES))
+        if type(calls) is not list or not all(
+                type(model_sums) is list and len(model_sums) == 2 and type(model_sums[0]) is str
+                and _counts(model_sums[1], prices.SUMS) for model_sums in calls):
+            raise ValueError("a cached turn's calls are not sums per model")
+
+
+def _counts(values, length: int) -> bool:
+    return (type(values) is list and len(values) == length
+            and all(type(value) is int and value >= 0 for value in values))
+
+
 def turn_worth(turn: Turn) -> list:
     """TurnWorth's fields for a finished turn, as JSON-able lists (figures.turn_data)."""
     committed = next((leg for leg in turn.legs if turn.is_committed(leg)), None)

@@ -171,10 +171,11 @@ def session_snapshot(log_path: str, found: os.stat_result, now_ns: int,
         return _read_on(log_path, identity, now_ns, folder, name, stored)
     finally:
         if folder is not None:
-            os.close(folder)
+            folder.close()
 
 
-def _read_on(log_path: str, identity: list[int], now_ns: int, folder: int | None, name: str,
+def _read_on(log_path: str, identity: list[int], now_ns: int,
+             folder: saved.PrivateFolder | None, name: str,
              stored: saved.Stored | None) -> Snapshot | None:
     """Read the log from where `stored` stopped (or its start), within READ_BUDGET_S."""
     from . import summary

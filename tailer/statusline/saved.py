@@ -12,10 +12,11 @@ none and imports none of the reading stages. The file is three lines:
 - the reading: where reading stopped and what it holds of the session (summary.py), parsed
   only when the log is read on.
 
-It is trusted as the report's cache is: the folder must be this user's own, closed to
-others and no symbolic link (`open_private_folder`: the one place that decides it), a file
-is read only when it is a regular file of this user's that nobody else may write (anything
-else at its path is refused without being opened for reading, and never replaced), and
+It is trusted as the report's cache is, by the same rules (tailer/private_files.py): the
+folder must be this user's own, closed to others and no symbolic link
+(`open_private_folder`), a file is read only when it is a regular file of this user's that
+nobody else may write (anything else at its path is refused without being opened for
+reading, and never replaced), and
 whatever its bytes, a line that is not what `encode` writes is ignored: the log is read
 again, so the line shows the same, or the neutral "reading" while it catches up. A save is
 a whole new file renamed into place (`save`), so a reader sees a whole file or none; one
@@ -28,10 +29,10 @@ longest ago go first) and those leftovers.
 from __future__ import annotations
 
 import os
-import stat
 import zlib
 
 from .. import __version__
+from ..private_files import NotPrivate, PrivateFolder, is_own_file
 
 KIND = "hydrafusion statusline"
 FORMAT = 1
@@ -43,10 +44,6 @@ LEFTOVER_AGE_NS = 60 * 10**9
 # log again too (tailer/report/cache.py, RECENT_NS).
 RECENT_NS = 2_000_000_000
 _NAME_DIGITS = 16
-_FOLDER_FLAGS = (os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0)
-                 | getattr(os, "O_CLOEXEC", 0))
-_READ_FLAGS = (os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
-               | getattr(os, "O_CLOEXEC", 0))
 _WRITE_FLAGS = (os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
                 | getattr(os, "O_CLOEXEC", 0))
 # Where a folder cannot be opened as a descriptor (Windows), nothing is saved.
@@ -71,63 +68,36 @@ def state_name(log_path: str) -> str:
     return f"{zlib.crc32(path):08x}{zlib.adler32(path):08x}.json"
 
 
-def open_private_folder(path: str) -> int | None:
-    """The folder at `path` as an open descriptor, made (0700) if missing; None when it
-    cannot be trusted: a symbolic link, not a folder, another user's, or open to others and
-    not this user's to close. Every file of the state is then opened relative to this
-    descriptor, so the folder checked is the folder used.
-
-    The one trust check of the state's folder: tailer/report/cache.py's rules are moving to
-    a shared module, and this function is what changes to use it."""
+def open_private_folder(path: str) -> PrivateFolder | None:
+    """The folder at `path`, held open, made (0700) if missing; None when it cannot be
+    trusted: a symbolic link, not a folder, another user's (tailer/private_files.py's
+    rules, the report's cache's). One of this user's own that others may write is closed
+    and used, since the line has nowhere to say why it would not be: what others put there
+    meanwhile is theirs, and never read."""
     if not CAN_SAVE:
         return None
     try:
-        os.makedirs(path, mode=0o700, exist_ok=True)
-        fd = os.open(path, _FOLDER_FLAGS)
-    except (OSError, ValueError):
-        return None
-    try:
-        found = os.fstat(fd)
-        if not stat.S_ISDIR(found.st_mode) or found.st_uid != os.geteuid():
-            raise PermissionError
-        if stat.S_IMODE(found.st_mode) & 0o077:
-            os.fchmod(fd, 0o700)
-        return fd
-    except OSError:
-        os.close(fd)
+        return PrivateFolder(path, make=True, close_writable=True)
+    except (NotPrivate, OSError, ValueError):  # ValueError: a NUL in the path
         return None
 
 
 def _own_file(found: os.stat_result) -> bool:
-    """A regular file of this user's that no one else may write, of a size we read."""
-    return (stat.S_ISREG(found.st_mode) and found.st_uid == os.geteuid()
-            and not found.st_mode & 0o022 and found.st_size <= MAX_STATE_BYTES)
+    """A file of this user's that no one else may write (is_own_file), of a size we read."""
+    return is_own_file(found) and found.st_size <= MAX_STATE_BYTES
 
 
-def read_own(folder: int, name: str) -> bytes | None:
+def read_own(folder: PrivateFolder, name: str) -> bytes | None:
     """The file's bytes, or None when it is missing or not one of ours (never opened then)."""
     try:
-        before = os.stat(name, dir_fd=folder, follow_symlinks=False)
-        if not _own_file(before):
-            return None
-        fd = os.open(name, _READ_FLAGS, dir_fd=folder)
-    except OSError:
+        with folder.read(name) as handle:
+            found = os.fstat(handle.fileno())
+            if found.st_size > MAX_STATE_BYTES:
+                return None
+            data = handle.read(found.st_size + 1)
+    except OSError:  # NotARegularFile among them
         return None
-    try:
-        found = os.fstat(fd)
-        if not _own_file(found) or found.st_ino != before.st_ino:
-            return None
-        chunks, size = [], 0
-        while chunk := os.read(fd, found.st_size + 1 - size):
-            chunks.append(chunk)
-            size += len(chunk)
-            if size > found.st_size:
-                return None  # it grew while read: not a file we wrote (ours are replaced)
-        return b"".join(chunks)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
+    return data if len(data) <= found.st_size else None  # it grew while read: ours are replaced
 
 
 class Stored:
@@ -191,7 +161,7 @@ def _crc(data: bytes) -> str:
     return f"{zlib.crc32(data):08x}"
 
 
-def save(folder: int, name: str, data: bytes) -> bool:
+def save(private: PrivateFolder, name: str, data: bytes) -> bool:
     """Replace the state `name` with `data`; False when it was not saved: the disk is full,
     the folder cannot be written, or something not ours stands at its path (left alone).
 
@@ -200,6 +170,7 @@ def save(folder: int, name: str, data: bytes) -> bool:
     log again), or the new one, never part of one. Not renamed over the old one: ext4 (by
     default, auto_da_alloc) then writes the new file's blocks out before the rename returns,
     some 3 ms of a refresh whose state changed."""
+    folder = private.fd
     if len(data) > MAX_STATE_BYTES:
         return False
     try:
@@ -230,10 +201,13 @@ def save(folder: int, name: str, data: bytes) -> bool:
         return False
 
 
-def clean(folder: int, now_ns: int) -> None:
+def clean(private: PrivateFolder, now_ns: int) -> None:
     """Remove what only this module makes: the states past MAX_FILES (those written longest
-    ago), and the leftovers of saves killed before their rename, once a minute old."""
-    states = []
+    ago), and the leftovers of saves killed before their rename, once a minute old.
+
+    Not PrivateFolder.tidy, whose lock a refresh would pay for on every save: a leftover
+    is known by its age instead, and a save never takes a minute."""
+    folder, states = private.fd, []
     try:
         with os.scandir(folder) as entries:
             for entry in entries:

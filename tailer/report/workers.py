@@ -1,0 +1,233 @@
+"""Worker processes of the report's own: forked from it, each handed one job at a time
+through a pipe and answering through another, and bound to the report's life by a third.
+
+concurrent.futures.ProcessPoolExecutor gave none of the guarantees below. When a worker was
+killed it sent SIGTERM to the others, which a forked worker received with the report's
+own handler (SIGTERM as Ctrl-C): a KeyboardInterrupt that the pool's worker loop caught as
+a job's error, after which the worker waited for a job for ever and the pool joined it for
+ever, so the report hung. Ctrl-C or SIGTERM to the report alone waited, in the pool's
+shutdown, for every worker to finish the log it was reading; a report killed left its
+workers reading on, then blocked.
+
+Here:
+- a worker that dies, by any signal or any exit, ends `Pool.run` at once with WorkerDied:
+  its answers' pipe reads as closed (each worker holds only its own pipes' ends);
+- leaving the pool's `with`, however (every answer in, WorkerDied, Ctrl-C, SIGTERM), kills
+  and reaps every worker, with SIGINT, SIGTERM and SIGHUP held back meanwhile so that a second
+  Ctrl-C cannot cut that short: a worker holds nothing an orderly end would save;
+- a worker ends by itself when the report ends however it ends (SIGKILL, SIGHUP, a crash):
+  the lifeline is a pipe the report never writes to and each worker watches on a thread of
+  its own, which sees it closed when the report's last end of it goes, with the report;
+- a worker ignores SIGINT (a Ctrl-C at a terminal reaches every process of the group: the
+  report acts on it, and ends its workers) and takes the default action of every other
+  signal, SIGTERM and SIGHUP included, where the report's handler would have made them
+  an exception.
+
+Jobs and answers are pickled, each after its length; the function a worker runs is the one
+the pool was made with, which the fork copied, never sent.
+"""
+
+from __future__ import annotations
+
+import _thread
+import os
+import pickle
+import select
+import signal
+import struct
+from typing import Callable, Iterator, NoReturn
+
+_LENGTH = struct.Struct("<Q")
+_HELD = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}  # while workers start and end
+# Signals the report turns into KeyboardInterrupt (command.stops_as_interrupt), which a
+# worker must take by their default action instead.
+_DEFAULT = (signal.SIGTERM, signal.SIGHUP)
+
+
+class WorkerDied(Exception):
+    """A worker ended before it answered; the message says how (a signal's name, an exit
+    status)."""
+
+
+class JobFailed(Exception):
+    """The function raised in a worker: args are the job and the error's class name."""
+
+
+class Pool:
+    """`size` worker processes running `function` on the jobs `run` hands them. Use it in a
+    `with`: leaving it kills and reaps them all. Raises OSError when a pipe or a process
+    cannot be made."""
+
+    def __init__(self, size: int, function: Callable):
+        self.function = function
+        self.pids: list[int | None] = []  # None: reaped
+        self.jobs_fds: list[int] = []  # this process's end of each worker's pipe of jobs
+        self.answers_fds: list[int] = []  # and of its pipe of answers
+        self.lifeline, self._lifeline_end = os.pipe()  # the workers' end, this process's end
+        try:
+            for _ in range(size):
+                self._start()
+        except BaseException:
+            self.close()
+            raise
+
+    def __enter__(self) -> Pool:
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
+
+    def run(self, jobs: list) -> Iterator[tuple[object, object]]:
+        """Each job with its answer, as they come, each job to the first worker free, in the
+        order given. Raises WorkerDied, JobFailed."""
+        waiting = list(reversed(jobs))
+        busy = {}  # a worker's answers fd -> its index, the job it is on
+        poller = select.poll()
+        for index, fd in enumerate(self.answers_fds):
+            if waiting:
+                busy[fd] = index, self._send(index, waiting.pop())
+                poller.register(fd, select.POLLIN)
+        while busy:
+            for fd, _ in poller.poll():
+                index, job = busy.pop(fd)
+                yield job, self._answer(index, job)
+                if waiting:
+                    busy[fd] = index, self._send(index, waiting.pop())
+                else:
+                    poller.unregister(fd)
+
+    def close(self) -> None:
+        """Kill and reap every worker, close every pipe."""
+        previous = signal.pthread_sigmask(signal.SIG_BLOCK, _HELD)
+        try:
+            running = [pid for pid in self.pids if pid is not None]
+            for pid in running:
+                _kill(pid)
+            for pid in running:
+                os.waitpid(pid, 0)
+            for fd in (*self.jobs_fds, *self.answers_fds, self.lifeline, self._lifeline_end):
+                os.close(fd)
+            self.pids, self.jobs_fds, self.answers_fds = [], [], []
+            self.lifeline = self._lifeline_end = -1
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+    def _start(self) -> None:
+        job_reader, job_writer = os.pipe()
+        self.jobs_fds.append(job_writer)
+        theirs = [job_reader]  # the new worker's ends of its pipes: closed here once it has them
+        try:
+            answer_reader, answer_writer = os.pipe()
+            self.answers_fds.append(answer_reader)
+            theirs.append(answer_writer)
+            # Held across the fork: the child must not run the report's handlers before it
+            # has put its own in place.
+            previous = signal.pthread_sigmask(signal.SIG_BLOCK, _HELD)
+            try:
+                pid = os.fork()
+                if pid == 0:
+                    _serve(self.function, job_reader, answer_writer, self.lifeline, previous,
+                           (*self.jobs_fds, *self.answers_fds, self._lifeline_end))
+            finally:
+                signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+            self.pids.append(pid)
+        finally:
+            for fd in theirs:
+                os.close(fd)
+
+    def _send(self, index: int, job):
+        try:
+            _write(self.jobs_fds[index], job)
+        except BrokenPipeError:
+            raise WorkerDied(self._death(index)) from None
+        return job
+
+    def _answer(self, index: int, job):
+        answer = _read(self.answers_fds[index])
+        if answer is None:
+            raise WorkerDied(self._death(index))
+        done, value = answer
+        if not done:
+            raise JobFailed(job, value)
+        return value
+
+    def _death(self, index: int) -> str:
+        """How a worker whose pipe closed ended; it is reaped here."""
+        pid, self.pids[index] = self.pids[index], None
+        _kill(pid)  # it closed its pipes, so it is ending: this only makes sure
+        _, status = os.waitpid(pid, 0)
+        if not os.WIFSIGNALED(status):
+            return f"exit status {os.waitstatus_to_exitcode(status)}"
+        number = os.WTERMSIG(status)
+        try:
+            name = signal.Signals(number).name
+        except ValueError:
+            name = f"signal {number}"
+        return f"killed by {name}" + (", as when memory runs out" if number == signal.SIGKILL else "")
+
+
+def _kill(pid: int) -> None:
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+def _serve(function: Callable, jobs: int, answers: int, lifeline: int, mask: set,
+           others: tuple[int, ...]) -> NoReturn:
+    """A worker's life: answer every job until the pipe of jobs closes; never returns.
+    `others`: the descriptors of the report's ends and of other workers' pipes, which it
+    must not hold (a pipe reads as closed only when every process has closed its end)."""
+    code = 1
+    try:
+        for fd in others:
+            os.close(fd)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        for number in _DEFAULT:
+            signal.signal(number, signal.SIG_DFL)
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+        _thread.start_new_thread(_end_with, (lifeline,))
+        while (job := _read(jobs)) is not None:
+            try:
+                answer = True, function(job)
+            except Exception as error:  # the report names it, and stops
+                answer = False, type(error).__name__
+            _write(answers, answer)
+        code = 0
+    finally:
+        os._exit(code)  # never the report's exit path: its buffers and handlers are the report's
+
+
+def _end_with(lifeline: int) -> None:
+    """End this worker when the lifeline closes: the report has ended."""
+    while os.read(lifeline, 1):
+        pass
+    os._exit(1)
+
+
+def _write(fd: int, value) -> None:
+    data = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+    for piece in (_LENGTH.pack(len(data)), data):
+        view = memoryview(piece)
+        while view:
+            view = view[os.write(fd, view):]
+
+
+def _read(fd: int):
+    """The next value on the pipe, or None when it closed before a whole one came."""
+    header = _read_exactly(fd, _LENGTH.size)
+    if header is None:
+        return None
+    data = _read_exactly(fd, _LENGTH.unpack(header)[0])
+    return None if data is None else pickle.loads(data)
+
+
+def _read_exactly(fd: int, size: int) -> bytearray | None:
+    data = bytearray(size)
+    view, got = memoryview(data), 0
+    while got < size:
+        count = os.readv(fd, [view[got:]])
+        if count == 0:
+            return None
+        got += count
+    return data

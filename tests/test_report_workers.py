@@ -1,0 +1,168 @@
+"""The report's worker processes (tailer/report/workers.py) end with the report, however
+either ends: real reports (`python -m tailer report --jobs 2`) over logs big enough that
+their workers are busy, their workers found through /proc and killed.
+
+- a worker killed by any signal ends the report within WORKER_DEATH_S, with one line on
+  stderr and exit 2, and nothing of the report left running;
+- the report killed or hung up leaves no worker alive after ORPHAN_S;
+- Ctrl-C, SIGTERM or SIGHUP to the report alone ends it and every worker within
+  INTERRUPT_S.
+
+The bounds are the issue's (#39): each is a hang when missed, however loaded the machine.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import resource
+import signal
+import subprocess
+import sys
+import time
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+from report_helpers import MONTH_START, add_turn
+from sessiongen import SessionWriter
+from tailerproc import children_of, tailer_env
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"),
+                                reason="the processes are looked up in /proc")
+
+WORKER_DEATH_S = 5.0
+ORPHAN_S = 5.0
+INTERRUPT_S = 1.0
+SESSIONS, TURNS = 4, 1200  # some 70 MB: each worker reads for seconds
+
+
+@pytest.fixture(scope="module")
+def busy(tmp_path_factory) -> Path:
+    """A state folder whose logs keep two workers reading for a few seconds each."""
+    state = tmp_path_factory.mktemp("busy") / "state"
+    for number in range(SESSIONS):
+        rng = random.Random(number)
+        writer = SessionWriter(f"busy-{number}", MONTH_START + timedelta(days=number))
+        for _ in range(TURNS):
+            add_turn(writer, rng)
+        writer.shutdown()
+        writer.write(state)
+    return state
+
+
+def living(group: int) -> list[int]:
+    """The processes of the process group `group` that still run (not zombies, which are
+    only waiting for a parent to read their status)."""
+    found = []
+    for name in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{name}/stat") as stat:
+                text = stat.read()
+        except (OSError, ValueError):
+            continue
+        state, _, group_id = text[text.rindex(")") + 2:].split()[:3]
+        if int(group_id) == group and state not in ("Z", "X"):
+            found.append(int(name))
+    return found
+
+
+def quietly_killable() -> None:
+    """In the report's process before it starts: Ctrl-C raises (a shell's background job
+    ignores SIGINT otherwise), and a worker killed by SIGSEGV or SIGABRT dumps no core."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+
+class Report:
+    """`report --jobs 2 --no-cache` over `state`, in a process group of its own, once both
+    of its workers are reading."""
+
+    def __init__(self, state: Path, folder: Path):
+        self.stderr_path = folder / "stderr"
+        with open(self.stderr_path, "wb") as stderr:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "tailer", "report", "--state-dir", str(state), "--no-cache",
+                 "--jobs", "2", "--format", "json"],
+                cwd=folder, env=tailer_env(), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                stderr=stderr, start_new_session=True, preexec_fn=quietly_killable)
+        self.group = self.process.pid
+        deadline = time.monotonic() + 60
+        while len(children_of(self.process.pid)) < 2:
+            assert self.process.poll() is None and time.monotonic() < deadline, self.stderr()
+            time.sleep(0.02)
+        self.workers = children_of(self.process.pid)
+        time.sleep(0.3)  # into their first logs
+        assert self.process.poll() is None, "the report ended before a worker was killed"
+
+    def stderr(self) -> str:
+        return self.stderr_path.read_text()
+
+    def ended_within(self, seconds: float) -> int:
+        """The report's exit code; fails when it runs on past `seconds`."""
+        try:
+            return self.process.wait(timeout=seconds)
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"the report still runs {seconds} s on; stderr: {self.stderr()!r}")
+
+    def left_within(self, seconds: float) -> list[int]:
+        """The processes of the report's group still running `seconds` on (or none sooner)."""
+        deadline = time.monotonic() + seconds
+        while living(self.group) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        return living(self.group)
+
+    def kill_all(self) -> None:
+        """However the test went, nothing it started outlives it."""
+        if living(self.group):
+            os.killpg(self.group, signal.SIGKILL)
+        if self.process.poll() is None:
+            self.process.wait()
+
+
+@pytest.fixture
+def report(busy, tmp_path):
+    started = []
+
+    def start() -> Report:
+        started.append(Report(busy, tmp_path))
+        return started[-1]
+    yield start
+    for each in started:
+        each.kill_all()
+
+
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGSEGV, signal.SIGTERM, signal.SIGHUP,
+                                 signal.SIGABRT], ids=lambda sig: sig.name)
+def test_a_worker_killed_by_any_signal_ends_the_report_with_one_line(report, sig):
+    running = report()
+    start = time.monotonic()
+    os.kill(running.workers[0], sig)
+    assert running.ended_within(WORKER_DEATH_S) == 2
+    elapsed = time.monotonic() - start
+    stderr = running.stderr()
+    assert stderr == ("hydrafusion-tailer report: a process reading the session logs stopped "
+                      f"(killed by {sig.name}{', as when memory runs out' if sig == signal.SIGKILL else ''}): "
+                      "no report; --jobs 1 reads in one process\n"), stderr
+    assert running.left_within(WORKER_DEATH_S - elapsed) == []
+
+
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGHUP], ids=lambda sig: sig.name)
+def test_a_report_killed_or_hung_up_leaves_no_worker(report, sig):
+    """SIGHUP ends a report as Ctrl-C does (command.stops_as_interrupt), SIGKILL kills it."""
+    running = report()
+    os.kill(running.process.pid, sig)
+    assert running.left_within(ORPHAN_S) == []
+    assert running.process.wait() == (130 if sig == signal.SIGHUP else -sig)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP],
+                         ids=lambda sig: sig.name)
+def test_ctrl_c_sigterm_or_sighup_to_the_report_alone_ends_everything_at_once(report, sig):
+    running = report()
+    start = time.monotonic()
+    os.kill(running.process.pid, sig)
+    assert running.ended_within(INTERRUPT_S) == 130
+    assert running.left_within(INTERRUPT_S - (time.monotonic() - start)) == []
+    assert running.stderr() == ""
