@@ -6,5 +6,6 @@ of them.
 
 
 def counted(number: int, noun: str, plural: str | None = None) -> str:
-    """`number` and the noun in its singular or plural (`noun` + s unless `plural` says)."""
-    return f"{number} {noun if number == 1 else plural or noun + 's'}"
+    """`number`, with thousands separators (`3,119 turns`), and the noun in its singular or
+    plural (`noun` + s unless `plural` says)."""
+    return f"{number:,} {noun if number == 1 else plural or noun + 's'}"

@@ -8,6 +8,7 @@ backticks.
 
 import contextlib
 import io
+import itertools
 import json
 import re
 import shlex
@@ -339,6 +340,28 @@ def test_report_md_samples_are_what_the_report_prints():
             shown = shown[1:]
             printed = printed[len(printed) - len(masked(shown)):]
         assert masked(shown) == printed, command
+
+
+def test_the_readmes_sample_is_what_100_columns_print():
+    """README.md's sample under "The report": each run of its lines between `...` is what
+    `report --demo` prints piped without $COLUMNS (100 columns), in that order, clock
+    times masked as above."""
+    readme = (DOCS.parent / "README.md").read_text()
+    sample = re.search(r"\n## The report.*?```\n(.*?)```", readme, re.S).group(1).splitlines()
+    done = subprocess.run([sys.executable, "-m", "tailer", "report", "--demo", "--timezone", "UTC"],
+                          cwd=DOCS.parent, capture_output=True, text=True, timeout=120,
+                          env=tailer_env(COLUMNS=""))
+    assert done.returncode == 0, done.stderr
+    assert max(map(len, done.stdout.splitlines())) == 100
+    printed = masked(done.stdout.splitlines())
+    runs = [masked(run) for gap, run in itertools.groupby(sample, lambda line: line == "...")
+            if not gap]
+    assert len(runs) >= 2 and sum(map(len, runs)) >= 10
+    at = 0
+    for run in runs:
+        found = [i for i in range(at, len(printed)) if printed[i:i + len(run)] == run]
+        assert found, run
+        at = found[0] + len(run)
 
 
 REPO = DOCS.parent

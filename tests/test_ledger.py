@@ -106,7 +106,7 @@ def test_a_call_the_log_lost_is_named_with_what_differs(home):
     assert differs["cli"]["credits"] - differs["ours"]["credits"] == pytest.approx(0.25)
     table = run_report("--state-dir", str(state_dir), "--turns", "0").stdout
     assert f"{SESSIONS} sessions checked against the CLI's ledger, 1 differ" in table
-    assert f"  {session[:8]} calls 3 vs 4, input 3600 vs 4800," in table
+    assert f"  {session[:8]} calls 3 vs 4, input 3,600 vs 4,800," in table
     done = doctor("--state-dir", str(state_dir))
     assert done.returncode == 1
     assert f"{SESSIONS} sessions checked against the CLI's ledger, 1 differ" in done.stdout

@@ -2,6 +2,7 @@
 
 import fcntl
 import io
+import itertools
 import json
 import os
 import pty
@@ -15,6 +16,9 @@ import termios
 import time
 from datetime import datetime, timezone
 
+import pytest
+
+from realcli import record
 from report_helpers import report_json
 from sessiongen import START, SessionWriter
 from tailer.copilot import event_types, events
@@ -287,3 +291,66 @@ def test_an_idle_watch_makes_its_table_once(tmp_path, monkeypatch):
     assert len(frames) == 7  # a new minute at every pass
     assert [f for f in frames if "2 turns, " in f] and [f for f in frames if "3 turns, " in f]
     assert len(tables) == 2  # the first table, and the one with the new turn
+
+
+@pytest.mark.parametrize("columns", [60, 200])
+def test_watch_uses_the_terminal_whole_and_cuts_nothing_of_the_last_turn(columns):
+    """On the real CLI's sessions, whose last turn's credits the CLI did not give: every
+    line within the terminal, the last turn's line whole (wrapped where it is longer), and
+    the table as wide as the terminal (at 200 columns the legs beside every turn)."""
+    state_dir, _ = record.recorded((ROOT / "tests" / "realcli" / "VERSION").read_text().strip())
+    out = io.StringIO()
+    passes = []
+
+    def terminal_size():
+        passes.append(1)
+        if len(passes) == 2:
+            raise KeyboardInterrupt
+        return os.terminal_size((columns, 50))
+
+    assert watch(state_dir, Selection(), {}, out, color=False, zone=timezone.utc,
+                 terminal_size=terminal_size,
+                 watcher=SessionWatcher(state_dir, use_inotify=False)) == 0
+    (frame,) = frames_of(out.getvalue().removesuffix(report_live.SHOW_CURSOR))
+    lines = [line.removesuffix(report_live.CLEAR_LINE_END)
+             for line in frame.removesuffix(CLEAR_BELOW).splitlines()]
+    assert max(map(len, lines)) <= columns and len(lines) <= 49
+    start = next(i for i, line in enumerate(lines) if line.startswith("last turn "))
+    last = " ".join(itertools.chain.from_iterable(
+        line.split() for line in itertools.takewhile(lambda line: line.startswith(("last", "  ")),
+                                                     lines[start:])))
+    assert re.fullmatch(r"last turn 00:42:32 \([^)]+\) ordinary completed - credits: "
+                        r"gpt-5\.6-sol", last), last
+    at = next(i for i, line in enumerate(lines) if line.startswith("HydraFusion: "))
+    title = " ".join(line.strip() for line in lines[at:at + 3])
+    assert "HydraFusion: 12 turns (+3 ordinary), 12 sessions, 2026-12-06 00:41 - 2026-12-06 00:42 UTC" in title
+    header = next(line for line in lines if line.startswith("  started "))
+    assert header.endswith("legs") == (columns == 200)
+
+
+def test_the_watch_lines_group_thousands(tmp_path):
+    """The live lines and the "now" lines, as the table: `1,234 sessions`, `12,345.68`."""
+    from tailer.records import replace
+    from tailer.report.now import InFlightRow, render_now
+
+    session = Session(tmp_path)
+    session.add()
+    live = LiveTurns(tmp_path, Selection(), watcher=SessionWatcher(tmp_path, use_inotify=False))
+    live.poll(0)
+    row = replace(live.last, credits=12345.678, legs=[])
+
+    class Watched:
+        sessions, last = 1234, row
+
+        def in_progress(self) -> int:
+            return 1500
+
+    now = datetime.fromisoformat(row.start)
+    shown = report_live.frame(Watched(), "", now=now, columns=200, rows=30)
+    watching, last = [line.removesuffix(report_live.CLEAR_LINE_END)
+                      for line in shown.removeprefix(CURSOR_HOME).split("\n")[:2]]
+    assert watching == "watching 1,234 sessions, 1,500 turns in progress | Ctrl-C quits"
+    assert last.endswith(" cascade completed 12,345.68 credits:")
+    flight = InFlightRow("s", "f", "fusion", "cascade", row.start, 75.0, 1234, 23456.7, True, [])
+    assert "1m15s 1,234 calls 23,456.70 credits" in render_now([flight], 200)[1]
+    live.close()

@@ -278,7 +278,9 @@ def test_piped_output_takes_its_width_from_columns_and_says_what_it_left_out(tmp
     env = tailer_env(COLUMNS="64")
     narrow = run_report("--state-dir", str(tmp_path), env=env).stdout
     assert max(map(len, narrow.splitlines())) <= 64
-    assert "(too narrow for: cache read" in narrow or "(too narrow for: output" in narrow
+    # A model's share and legs go before its tokens; the router's times before its counts.
+    assert "(too narrow for: share, legs, cache read)" in narrow
+    assert "(too narrow for: last seen, first seen)" in narrow
     assert "(too narrow for: duration" in narrow  # the turn list's first to go
     header = next(line for line in narrow.splitlines() if line.lstrip().startswith("started"))
     assert "duration" not in header and "outcome" in header
@@ -328,3 +330,61 @@ def test_each_output_shows_the_same_with_only_the_groupings_it_asks_for(tmp_path
         assert [name for name in GROUPINGS if getattr(alone, f"by_{name}") is not None] == [by]
         assert render_groups(alone, by, breakdown=True) == render_groups(every, by, breakdown=True)
         assert render_groups_csv(alone, by) == render_groups_csv(every, by)
+
+
+# -- Thousands --------------------------------------------------------------------------------
+
+
+def test_the_table_groups_thousands_and_csv_and_json_do_not(month):
+    """5,000+ turns: the table and --by group the digits of every count and credit figure
+    (`4,450 turns`, `32,885.44`) as a person reads them; CSV and JSON, read by programs,
+    keep the plain numbers."""
+    state, _ = month
+    env = tailer_env()  # one cache: the month is read once
+
+    def report(*args: str) -> str:
+        done = run_report("--state-dir", str(state), "--timezone", "UTC", *args, env=env)
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    document = json.loads(report("--format", "json"))
+    head = document["headline"]
+    assert head["turns"] >= 1000 and head["credits"] >= 1000 and head["calls"] >= 1000
+    table = report("--turns", "3")
+    assert table.startswith(f"HydraFusion: {head['turns']:,} turns (+")
+    cards = table.splitlines()[3]
+    assert cards.split()[:2] == [f"{head['turns']:,}", f"{head['credits']:,.2f}"]
+    assert f"{head['calls']:,} calls, {head['tools']:,} tools" in " ".join(table.split())
+    assert f"({head['rejected_turns']:,}/{head['judged_turns']:,})" in cards
+    fusion = next(kind for kind in document["by_kind"] if kind["kind"] == "fusion")
+    row = next(line for line in table.splitlines() if line.startswith("fusion "))
+    assert row.split()[1:3] == [f"{fusion['turns']:,}", f"{fusion['credits']:,.2f}"]
+    assert f"{fusion['calls']:,}" in row.split() and f"{fusion['tools']:,}" in row.split()
+    model = document["by_model"][0]
+    row = next(line for line in table.splitlines() if line.startswith(model["name"] + " "))
+    assert row.split()[1:4] == [f"{model['legs']:,}", f"{model['calls']:,}", f"{model['credits']:,.2f}"]
+    assert f"the newest 3 of {len(document['turns']):,}" in table
+    # Was fusion worth it: a pattern's turns and credits, and the turns estimated of all.
+    worth = max(document["worth"]["by_pattern"], key=lambda group: group["turns"])
+    assert worth["turns"] >= 1000
+    lines = table.splitlines()
+    section = next(i for i, line in enumerate(lines) if line.startswith("WORTH IT"))
+    row = next(line for line in lines[section:] if line.startswith(worth["key"] + " "))
+    assert row.split()[1:3] == [f"{worth['turns']:,}", f"{worth['credits']:,.2f}"]
+    alone = worth["one_model"]
+    assert f"{alone['turns']:,}/{alone['turns'] + alone['not_estimated']:,}" in table
+    # --by: a month's turns and credits.
+    biggest = max(document["by_month"], key=lambda group: group["turns"])
+    assert biggest["turns"] >= 1000
+    row = next(line for line in report("--by", "month").splitlines()
+               if line.startswith(biggest["key"] + " "))
+    assert row.split()[1:3] == [f"{biggest['turns']:,}", f"{biggest['credits']:,.2f}"]
+    # CSV: plain numbers, each a field of its own.
+    groups = list(csv.DictReader(io.StringIO(report("--by", "month", "--format", "csv"))))
+    by_key = {group["key"]: group for group in groups}
+    assert by_key[biggest["key"]]["turns"] == str(biggest["turns"])
+    assert float(by_key[biggest["key"]]["credits"]) == pytest.approx(biggest["credits"])
+    for text in (report("--format", "csv"), report("--format", "csv-calls")):
+        rows = list(csv.reader(io.StringIO(text)))
+        assert {len(row) for row in rows} == {len(rows[0])}  # no figure split by a comma
+        assert not any(re.fullmatch(r"\d{1,3}(,\d{3})+(\.\d+)?", cell) for row in rows for cell in row)

@@ -17,12 +17,14 @@ needs_tmux = pytest.mark.skipif(shutil.which("tmux") is None or shutil.which("ba
 
 class Terminal:
     """A tmux server of its own running `bash --norc` in `cwd` with `env` alone (and no
-    inputrc: readline's default keys); `kill` ends the server, the terminal with it."""
+    inputrc: readline's default keys), in a terminal of `columns` by `rows`; `kill` ends
+    the server, the terminal with it."""
 
-    def __init__(self, cwd: Path, env: dict[str, str]):
+    def __init__(self, cwd: Path, env: dict[str, str], columns: int = 200, rows: int = 50):
         self.server = ["tmux", "-L", f"hydrafusion-{uuid.uuid4().hex[:12]}"]
         env = {"TERM": "xterm", "INPUTRC": "/dev/null", "LANG": "C.UTF-8", **env}
-        subprocess.run([*self.server, "new-session", "-d", "-x", "200", "-y", "50", "-c", str(cwd),
+        subprocess.run([*self.server, "new-session", "-d", "-x", str(columns), "-y", str(rows),
+                        "-c", str(cwd),
                         "env", "-i", *(f"{name}={value}" for name, value in env.items()),
                         "bash", "--norc", "--noprofile"], check=True, timeout=30)
         self.type("PS1='ready$ '")
@@ -41,6 +43,12 @@ class Terminal:
     def screen(self) -> str:
         return subprocess.run([*self.server, "capture-pane", "-p"], capture_output=True, text=True,
                               timeout=30).stdout
+
+    def lines(self) -> list[str]:
+        """Every line printed since the terminal started, scrolled away or on screen, as
+        printed: a line the terminal wrapped because it was wider is one line again."""
+        return subprocess.run([*self.server, "capture-pane", "-p", "-J", "-S", "-"],
+                              capture_output=True, text=True, timeout=30).stdout.splitlines()
 
     def shell_pid(self) -> int:
         shown = subprocess.run([*self.server, "display-message", "-p", "#{pane_pid}"],

@@ -35,14 +35,14 @@ from . import cache, gather
 from .figures import Check, TurnRow, check_figures, snapshot, turn_row
 from .now import InFlightRow, in_flight_row, render_now
 from .read import Selection, SessionReader
-from .table import call_models, leg_label, render_table
+from .table import call_models, credits_text, leg_label, render_table
+from .wrap import cut, flow
 from ..turns.assembly import IDLE_TIMEOUT_S, Turn
 from ..copilot.watch import SessionWatcher
 
 CURSOR_HOME, CLEAR_LINE_END, CLEAR_BELOW = "\x1b[H", "\x1b[K", "\x1b[J"
 HIDE_CURSOR, SHOW_CURSOR = "\x1b[?25l", "\x1b[?25h"
 PASS_S = 1.0
-MAX_WIDTH = 100
 
 
 class LiveTurns:
@@ -199,8 +199,7 @@ def table(live: LiveTurns, answered: list[TurnRow], filters: dict[str, str], *, 
     is made only when `table_key` changes."""
     snap = snapshot(live.turns + answered, now=now, tz=live.zone, sessions=live.sessions, skipped=live.reader.skipped(),
                     filters=filters, checks=live.checks(), groupings=("day",))
-    return render_table(snap, width=min(MAX_WIDTH, columns), color=color,
-                        height=max(rows - 4, 1))
+    return render_table(snap, width=columns, color=color, height=max(rows - 4, 1))
 
 
 def table_key(live: LiveTurns, answered: list[TurnRow], size: os.terminal_size,
@@ -216,31 +215,34 @@ def table_key(live: LiveTurns, answered: list[TurnRow], size: os.terminal_size,
 
 def frame(live: LiveTurns, table_text: str, *, now: datetime, columns: int, rows: int,
           now_lines: list[str] = (), answered: list[TurnRow] = ()) -> str:
-    """One screenful: what is being watched, the last turn to end (an `answered` one
-    too), the turns in flight (the "now" lines of render_now), then the table cut to fit."""
-    width = min(MAX_WIDTH, columns)
-    head = _live_lines(live, answered, now) + list(now_lines)
-    lines = [_cut(line, width) for line in head] + [""] + table_text.splitlines()
+    """One screenful: the head_lines, then the table cut to fit."""
+    lines = head_lines(live, answered, now, columns, now_lines) + [""] + table_text.splitlines()
     return CURSOR_HOME + "".join(line + CLEAR_LINE_END + "\n" for line in lines[:rows - 1]) + CLEAR_BELOW
 
 
-def _live_lines(live: LiveTurns, answered: list[TurnRow], now: datetime) -> list[str]:
-    watching = f"watching {counted(live.sessions, 'session')}"
+def head_lines(live: LiveTurns, answered: list[TurnRow], now: datetime, columns: int,
+               now_lines: list[str] = ()) -> list[str]:
+    """What a frame shows above the table, in `columns`: what is being watched, the last
+    turn to end (an `answered` one too), wrapped where it is longer (nothing of it cut),
+    and the turns in flight (the "now" lines of render_now)."""
+    watching = [f"watching {counted(live.sessions, 'session')}"]
     if live.in_progress():
-        watching += f", {counted(live.in_progress(), 'turn')} in progress"
+        watching = [watching[0] + ",", f"{counted(live.in_progress(), 'turn')} in progress"]
+    lines = flow(watching + ["| Ctrl-C quits"], columns)
     ended_turns = [row for row in (live.last, *answered) if row is not None]
     if not ended_turns:
-        return [watching + " | Ctrl-C quits", "last turn: none yet"]
+        return lines + ["last turn: none yet"] + [cut(line, columns) for line in now_lines]
     row = max(ended_turns, key=_end)
-    ended = _end(row)
     if row.kind == "ordinary":  # call_models and leg_label give printable names
-        legs = " -> ".join(call_models(row))
+        legs = call_models(row)
     else:
-        legs = " -> ".join(leg_label(leg, row.kind == "fallback") for leg in row.legs)
-    return [watching + " | Ctrl-C quits",
-            f"last turn {row.start[11:19]} ({_ago(int((now - ended).total_seconds()))}) "
-            f"{printable(row.pattern if row.kind == 'fusion' else row.kind)} {printable(row.outcome)} "
-            f"{row.credits:.2f} credits: {legs}"]
+        legs = [leg_label(leg, row.kind == "fallback") for leg in row.legs]
+    lines += flow(["last turn", row.start[11:19], f"({_ago(int((now - _end(row)).total_seconds()))})",
+                   printable(row.pattern if row.kind == "fusion" else row.kind),
+                   printable(row.outcome),
+                   f"{credits_text(row.credits, row.unknown_credit_calls)} credits:"]
+                  + [leg + " ->" for leg in legs[:-1]] + legs[-1:], columns)
+    return lines + [cut(line, columns) for line in now_lines]
 
 
 def watch(state_dir: Path, selection: Selection, filters: dict[str, str], out: TextIO, *,
@@ -271,16 +273,17 @@ def watch(state_dir: Path, selection: Selection, filters: dict[str, str], out: T
             size = terminal_size()
             now = datetime.fromtimestamp(clock(), timezone.utc)
             # The turns in flight are drawn above the table, which gives them its rows.
-            now_lines = render_now(live.in_flight(round(now.timestamp() * 1e9)),
-                                   min(MAX_WIDTH, size.columns))
+            now_lines = render_now(live.in_flight(round(now.timestamp() * 1e9)), size.columns)
             answered = live.answered()
-            key = table_key(live, answered, size, now) + (len(now_lines),)
-            state = (key, live.in_progress(), now.strftime("%H:%M"), tuple(now_lines))
+            head = head_lines(live, answered, now, size.columns, now_lines)
+            key = table_key(live, answered, size, now) + (len(head),)
+            state = (key, now.strftime("%H:%M"), tuple(head))
             if state == drawn:
                 continue
             if key != tabled:
+                # Under the head lines and a blank one, the last line of the screen left free.
                 table_text = table(live, answered, filters, now=now, columns=size.columns,
-                                   rows=size.lines - len(now_lines), color=color)
+                                   rows=size.lines - len(head) + 2, color=color)
                 tabled = key
             out.write(frame(live, table_text, now=now, columns=size.columns, rows=size.lines,
                             now_lines=now_lines, answered=answered))
@@ -309,7 +312,3 @@ def _ago(seconds: int) -> str:
     if seconds < 2 * 86400:
         return f"{seconds // 3600} h ago"
     return f"{seconds // 86400} days ago"
-
-
-def _cut(text: str, width: int) -> str:
-    return text if len(text) <= width else text[:width - 1] + "~"

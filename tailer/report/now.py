@@ -73,7 +73,7 @@ def render_now(rows: list[InFlightRow], width: int) -> list[str]:
         at_least = "" if row.credits_known else ">="
         lines.append(
             f"  {row.start[11:19]} {printable(row.session_id[:8])} {printable(row.pattern)} "
-            f"{_elapsed(row.elapsed_s)} {row.calls} calls {at_least}{row.credits:.2f} credits")
+            f"{_elapsed(row.elapsed_s)} {row.calls:,} calls {at_least}{row.credits:,.2f} credits")
         legs = [_leg(leg) for leg in row.legs]
         while legs:
             line = "    " + legs.pop(0)

@@ -10,12 +10,11 @@ terminal nor break a row, and the escapes it shows instead count in the column w
 
 from __future__ import annotations
 
-import re
-
 from ..printable import printable
 from ..wording import counted
 from ..turns import ledger_check
 from .figures import LegRow, Snapshot, Spend, TurnRow
+from .wrap import commas, cut as _cut, fit as _fit, flow, prose as _prose
 
 BOLD, DIM, RED, GREEN, YELLOW, MAGENTA = "1", "2", "31", "32", "33", "35"
 # The leg kinds a reader takes for granted: a turn's first answer. Others are named.
@@ -36,14 +35,12 @@ def render_table(snap: Snapshot, *, width: int = 100, color: bool = False,
     drawable = shown if height is None else shown[-height:] if height else []
     blocks = _turn_blocks(drawable, columns, width, paint,
                           shown[-len(drawable) - 1].start[:10] if len(drawable) < len(shown) else None)
-    newest = f"  the newest {len(shown)} of {len(snap.turns)}" if len(shown) < len(snap.turns) else ""
-    turns_heading = [paint(BOLD, "TURNS") + paint(
-        DIM, newest + "  (* the leg whose answer was kept; ordinary: the models of its calls)")]
+    turns_heading = _turns_heading(len(shown), len(snap.turns), width, paint)
     dropped = []
     if shown:
-        header, note = _turn_header(columns, width)
+        header, note = _turn_header(columns, width, any(block.beside for block in blocks))
         turns_heading.append(paint(BOLD, header))
-        dropped = [paint(DIM, note)] if note else []
+        dropped = [paint(DIM, line) for line in note]
     if height is None:
         turn_lines = _headed(blocks)
     else:
@@ -59,39 +56,47 @@ def render_table(snap: Snapshot, *, width: int = 100, color: bool = False,
     return "".join(_fit(line, width) + "\n" for line in lines[:height])
 
 
+def _turns_heading(shown: int, turns: int, width: int, paint) -> list[str]:
+    """`TURNS  the newest 3 of 29  (* the leg ...)`, on as many lines as `width` needs."""
+    parts = ["TURNS"] + ([f" the newest {shown:,} of {turns:,}"] if shown < turns else [])
+    parts += [" (* the leg whose answer was kept; ordinary: the models of its calls)"]
+    first, *rest = flow(parts, width)
+    return [paint(BOLD, "TURNS") + paint(DIM, first[len("TURNS"):])] + [paint(DIM, line)
+                                                                        for line in rest]
+
+
 def _sections(snap: Snapshot, width: int, paint) -> list[list[str]]:
     """The summary, one list of lines per section, the ones to keep longest first."""
     head = snap.headline
-    lines = [paint(BOLD, _cut(_title(snap), width))]
+    lines = _title_lines(snap, width, paint)
     if snap.filters:
-        lines.append(_cut(printable("only " + " ".join(f"--{k} {v}" for k, v in snap.filters.items())),
-                          width))
+        lines += flow(["only"] + [printable(f"--{k} {v}") for k, v in snap.filters.items()], width)
     lines.append("")
     lines += _cards([
-        ("turns", str(head.turns)),
+        ("turns", f"{head.turns:,}"),
         ("credits", _credits(head.credits) + (
             f" ({counted(head.unknown_credit_calls, 'call')} unknown)"
             if head.unknown_credit_calls else "")),
         ("compound rate", _percent(head.compound_rate)),
         ("judge rejections", _percent(head.judge_rejection_rate)
-         + (f" ({head.rejected_turns}/{head.judged_turns})" if head.judged_turns else "")),
+         + (f" ({head.rejected_turns:,}/{head.judged_turns:,})" if head.judged_turns else "")),
         ("review share", _percent(head.review_share)),
         ("cache share of input", _percent(head.cache_share)),
     ], width, paint)
-    notes = [f"{count} {printable(outcome)}" for outcome, count in head.outcomes.items()]
+    notes = [f"{count:,} {printable(outcome)}" for outcome, count in head.outcomes.items()]
     notes += [counted(head.calls, "call"), counted(head.tools, "tool")]
     if head.failed_legs:
         notes.append(f"{counted(head.failed_legs, 'failed or cancelled leg')}")
     skipped = snap.skipped
     if skipped["damaged_lines"]:
-        notes.append(f"{skipped['damaged_lines']} damaged lines skipped")
+        notes.append(f"{skipped['damaged_lines']:,} damaged lines skipped")
     if skipped["unreadable_logs"]:
         notes.append(f"{counted(skipped['unreadable_logs'], 'log')} unreadable")
-    lines += [_cut("above, HydraFusion turns only: " + ", ".join(notes), width)]
+    lines += flow(["above, HydraFusion turns only:"] + commas(notes), width)
     unknown = sum(kind.unknown_credit_calls for kind in snap.by_kind)
     if unknown:
-        lines.append(_cut(f"credits leave out {counted(unknown, 'call')} whose credits the CLI "
-                          "did not give: >= at least, - none known", width))
+        lines += _prose(f"credits leave out {counted(unknown, 'call')} whose credits the CLI "
+                        "did not give: >= at least, - none known", width)
     lines.append("")
     spend_headers = ["legs", "calls", "credits", "share", "input", "output", "cache read"]
     return [
@@ -102,7 +107,8 @@ def _sections(snap: Snapshot, width: int, paint) -> list[list[str]]:
              _credits(k.median_credits), k.calls, k.tools, _duration(k.median_duration_ms)]
             for k in snap.by_kind
         ]) + _paragraph(_checks(snap, width, paint) + _ledger(snap, width, paint)),
-        _table(width, paint, ["BY MODEL, all use"] + spend_headers, _model_rows(snap)),
+        _table(width, paint, ["BY MODEL, all use"] + spend_headers, _model_rows(snap),
+               left_out_first=SPEND_LEFT_OUT_FIRST),
         _table(width, paint, ["BY PATTERN, HydraFusion", "turns", "credits", "median", "range"], [
             [p.pattern, p.turns, _credits(p.credits, p.unknown_credit_calls),
              _credits(p.median_credits),
@@ -110,10 +116,11 @@ def _sections(snap: Snapshot, width: int, paint) -> list[list[str]]:
             for p in snap.by_pattern
         ]),
         _table(width, paint, ["BY LEG KIND, HydraFusion"] + spend_headers,
-               _spend_rows(snap.by_leg_kind, head.credits)),
+               _spend_rows(snap.by_leg_kind, head.credits), left_out_first=SPEND_LEFT_OUT_FIRST),
         worth_section(snap, width, paint),
         _table(width, paint, ["ROUTER, policy version", "first seen", "last seen", "turns",
-                              "compound", "median"], _router_rows(snap)),
+                              "compound", "median"], _router_rows(snap),
+               left_out_first=("last seen", "first seen")),
         _day_table(snap, width, paint),
     ]
 
@@ -124,16 +131,15 @@ def _checks(snap: Snapshot, width: int, paint) -> list[str]:
     if not checks:
         return []
     wrong = [check for check in checks if not check.agrees]
-    line = (f"CLI totals: {len(checks)} checked, "
-            + (paint(RED, f"{len(wrong)} differ") if wrong else "all match our sums"))
-    lines = [line]
+    lines = flow(["CLI totals:", f"{len(checks):,} checked,",
+                  paint(RED, f"{len(wrong):,} differ") if wrong else "all match our sums"], width)
     for check in wrong:
         for difference in check.differences:
             ours, cli = difference["ours"], difference["cli"]
-            lines.append(_cut(printable(
+            lines += _prose(printable(
                 f"  {check.session_id[:8]} {check.source}: {difference['model']} ours "
-                f"{_credits(ours['credits'])} credits / {ours['calls']} calls, CLI "
-                f"{_credits(cli['credits'])} / {cli['calls']}"), width))
+                f"{_credits(ours['credits'])} credits / {ours['calls']:,} calls, CLI "
+                f"{_credits(cli['credits'])} / {cli['calls']:,}"), width)
     return lines
 
 
@@ -151,31 +157,35 @@ def _ledger(snap: Snapshot, width: int, paint) -> list[str]:
     found = snap.ledger
     if found is None or found.status != ledger_check.CHECKED:
         return []
-    summary = ledger_check.summary(found)
-    lines = [paint(RED, summary) + " (ours vs the ledger's)" if found.differ else summary]
+    summary = ledger_check.summary(found).split(" ")
+    # Each word painted, so the colour holds on whichever line a word lands.
+    lines = flow([paint(RED, word) for word in summary] + ["(ours vs the ledger's)"]
+                 if found.differ else summary, width)
     for differs in found.differ:
-        lines += _wrapped(f"  {printable(differs.session_id[:8])} ", _differing(differs), width)
+        head = f"  {printable(differs.session_id[:8])}"
+        lines += flow([head] + commas(_differing(differs)), width, " " * (len(head) + 1))
+    said = []
     if found.credits_not_compared:
-        lines.append(f"  credits of {counted(found.credits_not_compared, 'session')} not "
-                     "compared: a call's credits unknown")
+        said.append(f"  credits of {counted(found.credits_not_compared, 'session')} not "
+                    "compared: a call's credits unknown")
     if found.not_in_ledger:
-        lines.append(f"  {counted(found.not_in_ledger, 'log')} with calls the ledger has none of")
+        said.append(f"  {counted(found.not_in_ledger, 'log')} with calls the ledger has none of")
     if found.logs_without_start:
-        lines.append(f"  {counted(found.logs_without_start, 'log')} read without its start: "
-                     "not compared")
+        said.append(f"  {counted(found.logs_without_start, 'log')} read without its start: "
+                    "not compared")
     only = found.only_in_ledger
     unnamed = found.only_in_ledger_unnamed
     if only or unnamed:
-        lines.append("in the CLI's ledger without a log: "
-                     + counted(len(only) + unnamed, "session"))
+        said.append("in the CLI's ledger without a log: "
+                    + counted(len(only) + unnamed, "session"))
     for missing in only[:LEDGER_ONLY_SHOWN]:
         credits = "unknown" if missing.cli.credits is None else _credits(missing.cli.credits)
-        lines.append(f"  {missing.session_id[:8]}: {counted(missing.cli.calls, 'call')}, "
-                     f"{credits} credits")
+        said.append(f"  {missing.session_id[:8]}: {counted(missing.cli.calls, 'call')}, "
+                    f"{credits} credits")
     left = len(only) - LEDGER_ONLY_SHOWN + unnamed if len(only) > LEDGER_ONLY_SHOWN else unnamed
     if left:
-        lines.append(f"  and {left} more (--format json lists them)")
-    return lines
+        said.append(f"  and {left:,} more (--format json lists them)")
+    return lines + [line for text in said for line in _prose(text, width)]
 
 
 _LEDGER_WORDS = {"calls": "calls", "input_tokens": "input", "output_tokens": "output",
@@ -188,34 +198,23 @@ def _differing(differs) -> list[str]:
     def shown(value):
         if value is None:
             return "unknown"
-        return f"{value:.9g}" if isinstance(value, float) else str(value)
+        return f"{value:,.9g}" if isinstance(value, float) else f"{value:,}"
 
     return [f"{_LEDGER_WORDS[name]} {shown(getattr(differs.ours, name))} vs "
             f"{shown(getattr(differs.cli, name))}" for name in differs.figures]
 
 
-def _wrapped(head: str, parts: list[str], width: int) -> list[str]:
-    """`head` and the parts, comma-separated, on as many lines as `width` needs, the
-    continuation lines indented under the first part."""
-    lines, line = [], head
-    for index, part in enumerate(parts):
-        part += "," if index < len(parts) - 1 else ""
-        if line.strip() and len(line) + len(part) + 1 > width and line != head:
-            lines.append(line.rstrip())
-            line = " " * len(head)
-        line += part + " "
-    return [_cut(text, width) for text in lines + [line.rstrip()]]
-
-
-def _title(snap: Snapshot) -> str:
+def _title_lines(snap: Snapshot, width: int, paint) -> list[str]:
+    """`HydraFusion: 26 turns (+3 ordinary), 5 sessions, 2026-11-30 15:36 - 2026-12-01 22:00
+    Europe/Berlin`, broken between its parts where `width` needs (the time span kept whole)."""
     ordinary = sum(kind.turns for kind in snap.by_kind if kind.kind == "ordinary")
-    title = f"HydraFusion: {counted(snap.headline.turns, 'turn')}"
-    if ordinary:
-        title += f" (+{ordinary} ordinary)"
-    title += f", {counted(snap.sessions, 'session')}"
+    parts = [f"HydraFusion: {counted(snap.headline.turns, 'turn')}"
+             + (f" (+{ordinary:,} ordinary)," if ordinary else ","),
+             counted(snap.sessions, "session") + ("," if snap.first_turn else "")]
     if snap.first_turn:
-        title += f", {_minute(snap.first_turn)} - {_minute(snap.last_turn)}"
-    return title + f" {printable(snap.timezone)}"
+        parts.append(f"{_minute(snap.first_turn)} - {_minute(snap.last_turn)}")
+    parts.append(printable(snap.timezone))
+    return [paint(BOLD, line) for line in flow(parts, width)]
 
 
 def _cards(cards: list[tuple[str, str]], width: int, paint) -> list[str]:
@@ -284,6 +283,7 @@ def _day_table(snap: Snapshot, width: int, paint) -> list[str]:
 
 # -- Was fusion worth it (tailer/report/worth.py) ---------------------------------------------
 
+_ESTIMATE_NOTE = "  * an estimate: the kept leg's tokens at the answering model's fitted prices"
 _REFUSED = {
     "too_few_calls": "too few calls (3 a price at least)",
     "singular": "its calls cannot tell the prices apart",
@@ -301,8 +301,8 @@ def worth_section(snap: Snapshot, width: int, paint) -> list[str]:
     lines = _table(width, paint, ["WORTH IT, by pattern", "turns", "credits", "kept",
                                   "not kept", "review"],
                    [_worth_row(group) for group in worth.by_pattern], blank=False)
-    lines.append(paint(DIM, _cut("  kept: the leg whose answer the user got; not kept: judges, "
-                                 "critics, drafts, failed legs", width)))
+    lines += _note("  kept: the leg whose answer the user got; not kept: judges, critics, "
+                   "drafts, failed legs", width, paint)
     lines.append("")
     lines += _table(width, paint, ["MEDIAN TURN vs SINGLE, on", "turns", "median",
                                    "single turns", "single median", "x single"],
@@ -315,8 +315,8 @@ def worth_section(snap: Snapshot, width: int, paint) -> list[str]:
         lines += _table(width, paint, ["THE GATE, cascade", "turns", "credits", "kept",
                                        "not kept", "estimated", "one model*", "saved*"],
                         [_gate_row(group) for group in worth.gate], blank=False)
-        lines.append(paint(DIM, _cut("  accepted: the draft kept, its judge not; rejected: the "
-                                     "repair kept, the draft and judge on top", width)))
+        lines += _note("  accepted: the draft kept, its judge not; rejected: the repair kept, "
+                       "the draft and judge on top", width, paint)
         lines.append("")
     rows = []
     for label, groups in (("by pattern", worth.by_pattern),
@@ -327,9 +327,7 @@ def worth_section(snap: Snapshot, width: int, paint) -> list[str]:
             rows += [["  " + group.key, *_estimated(group.one_model)] for group in groups]
     lines += _table(width, paint, ["ONE MODEL ALONE*", "estimated", "measured", "one model*",
                                    "+/-", "saved*"], rows, blank=False)
-    lines.append(paint(DIM, _cut("  * an estimate: the kept leg's tokens at the answering model's "
-                                 "fitted prices", width)))
-    lines.append("")
+    lines += _note(_ESTIMATE_NOTE, width, paint) + [""]
     return lines + _prices_table(worth.prices, width, paint)
 
 
@@ -350,13 +348,13 @@ def _gate_row(group) -> list:
 def _estimated(estimate) -> list:
     """The turns estimated of all, their measured credits, the estimate, its error, and
     what fusion saved against it: the estimate less the measured credits of those turns."""
-    turns = f"{estimate.turns}/{estimate.turns + estimate.not_estimated}"
+    turns = f"{estimate.turns:,}/{estimate.turns + estimate.not_estimated:,}"
     if estimate.alone is None:
         return [turns, "-", "-", "-", "-"]
     saved = None if estimate.credits is None else estimate.alone - estimate.credits
     return [turns, _credits(estimate.credits, estimate.unknown_credit_calls),
-            _credits(estimate.alone), f"{estimate.error:.2f}",
-            "-" if saved is None else f"{saved:+.2f}"]
+            _credits(estimate.alone), f"{estimate.error:,.2f}",
+            "-" if saved is None else f"{saved:+,.2f}"]
 
 
 def _prices_table(prices: list, width: int, paint) -> list[str]:
@@ -370,14 +368,18 @@ def _prices_table(prices: list, width: int, paint) -> list[str]:
                        ("input", "cache_read", "cache_write", "output")),
                      "-" if model.relative_error is None else f"{100 * model.relative_error:.1f}%"]
                     for model in fitted], blank=False)
-    lines += [_cut(printable(f"  {model.model}: not fitted, {_REFUSED[model.fit]}; "
-                             f"{counted(model.calls, 'call')} of known credits"), width)
-              for model in prices if model.fit != "fitted"]
+    lines += [line for model in prices if model.fit != "fitted"
+              for line in _prose(printable(f"  {model.model}: not fitted, {_REFUSED.get(model.fit, model.fit)}; "
+                                           f"{counted(model.calls, 'call')} of known credits"), width)]
     if lines:
-        lines.append(paint(DIM, _cut("  * least squares over your calls of known credits; input: "
-                                     "uncached; error: a call's, over its mean", width)))
-        lines.append("")
+        lines += _note("  * least squares over your calls of known credits; input: uncached; "
+                       "error: a call's, over its mean", width, paint) + [""]
     return lines
+
+
+def _note(text: str, width: int, paint) -> list[str]:
+    """A dimmed note under a table, wrapped between words (_prose), never cut."""
+    return [paint(DIM, line) for line in _prose(text, width)]
 
 
 def _per_million(price: float | None) -> str:
@@ -385,29 +387,39 @@ def _per_million(price: float | None) -> str:
 
 
 FIRST_COLUMN_KEPT = 24  # a name column is cut below this only when no other column is left
+# The columns of the tables by model and by leg kind a narrow terminal leaves out before the
+# others: a share is the credits column over its total, and a model's legs are HydraFusion's.
+SPEND_LEFT_OUT_FIRST = ("share", "legs")
 
 
-def _table(width: int, paint, headers: list[str], rows: list[list], blank: bool = True) -> list[str]:
-    """Left-aligned first column, the rest right-aligned. Where it does not fit, the last
-    columns are left out first (a line under the table names them), so the names keep up
-    to FIRST_COLUMN_KEPT characters; only then is the first column cut."""
+def _table(width: int, paint, headers: list[str], rows: list[list], blank: bool = True,
+           left_out_first: tuple[str, ...] = ()) -> list[str]:
+    """Left-aligned first column, the rest right-aligned; a whole number with thousands
+    separators. Where it does not fit, columns are left out, those `left_out_first` names
+    first (in that order), then the others from the right (a line under the table names
+    them), so the names keep up to FIRST_COLUMN_KEPT characters; only then is the first
+    column cut. At least one column beside the names is kept."""
     if not rows:
         return []
-    cells = [[printable(str(cell)) for cell in row] for row in rows]
+    cells = [[f"{cell:,}" if isinstance(cell, int) else printable(str(cell)) for cell in row]
+             for row in rows]
     widths = [max(len(row[i]) for row in [headers] + cells) for i in range(len(headers))]
+    order = [headers.index(name) for name in left_out_first if name in headers]
+    order += [index for index in range(len(headers) - 1, 0, -1) if index not in order]
+    kept, left_out = list(range(len(headers))), []
     first = min(widths[0], FIRST_COLUMN_KEPT)
-    while len(widths) > 2 and first + sum(widths[1:]) + 2 * (len(widths) - 1) > width:
-        widths.pop()
-    widths[0] = max(8, min(widths[0], width - sum(widths[1:]) - 2 * (len(widths) - 1)))
+    while len(kept) > 2 and first + sum(widths[i] + 2 for i in kept[1:]) > width:
+        left_out.append(order[len(left_out)])
+        kept.remove(left_out[-1])
+    widths[0] = max(8, min(widths[0], width - sum(widths[i] + 2 for i in kept[1:])))
 
     def line(row: list[str]) -> str:
-        first = _cut(row[0], widths[0]).ljust(widths[0])
-        return "  ".join([first] + [cell.rjust(w) for cell, w in zip(row[1:], widths[1:])])
+        return "  ".join([_cut(row[0], widths[0]).ljust(widths[0])]
+                         + [row[i].rjust(widths[i]) for i in kept[1:]])
 
     lines = [paint(BOLD, line(headers))] + [line(row) for row in cells]
-    if len(widths) < len(headers):
-        lines.append(paint(DIM, _cut("  (too narrow for: " + ", ".join(headers[len(widths):])
-                                     + ")", width)))
+    if left_out:
+        lines += [paint(DIM, text) for text in _too_narrow([headers[i] for i in left_out], width)]
     return lines + ([""] if blank else [])
 
 
@@ -415,10 +427,11 @@ def _table(width: int, paint, headers: list[str], rows: list[list], blank: bool 
 
 
 class _TurnBlock:
-    """The lines of one turn, and the day it belongs to (the table heads each day)."""
+    """The lines of one turn, the day it belongs to (the table heads each day), and whether
+    its legs are beside its columns."""
 
-    def __init__(self, day: str, first_of_day: bool, lines: list[str]):
-        self.day, self.first_of_day, self._lines = day, first_of_day, lines
+    def __init__(self, day: str, first_of_day: bool, lines: list[str], beside: bool):
+        self.day, self.first_of_day, self._lines, self.beside = day, first_of_day, lines, beside
 
     def lines(self, with_day: bool) -> list[str]:
         heading = [self.day] if self.first_of_day or with_day else []
@@ -427,9 +440,8 @@ class _TurnBlock:
 
 # The turn list's columns: header, cell of a turn, right-aligned. Where the fixed columns
 # do not fit, TURN_COLUMNS_DROPPED are left out in that order (a line under the list says
-# which); the legs go below the columns when fewer than LEGS_BESIDE characters are left
-# beside them (a leg's label is some 30: `gpt-5.6-sol judge:reject`).
-LEGS_BESIDE = 32
+# which). A turn's legs go beside the columns where each of their labels fits there (they
+# wrap after an arrow, under each other), else on the lines below.
 TURN_COLUMNS = (
     ("started", lambda turn: turn.start[11:19], False),
     ("session", lambda turn: printable(turn.session_id)[:8], False),
@@ -456,16 +468,17 @@ def _turn_columns(turns: list[TurnRow], width: int) -> list[tuple[str, int, obje
     return columns
 
 
-def _turn_header(columns: list[tuple[str, int, object, bool]], width: int) -> tuple[str, str | None]:
-    """The turn list's header line, and the line naming the columns left out (or None)."""
+def _turn_header(columns: list[tuple[str, int, object, bool]], width: int,
+                 beside: bool) -> tuple[str, list[str]]:
+    """The turn list's header line (`legs` at its end when a turn's legs are `beside` the
+    columns), and the lines naming the columns left out (none when all fit)."""
     head = "  " + "".join((name.rjust(w) if right else name.ljust(w)) + "  "
                           for name, w, _, right in columns)
-    legs = "legs" if width - len(head) >= LEGS_BESIDE else "(legs below)"
+    legs = "legs" if beside else "(legs below)"
     head = head + legs if len(head) + len(legs) <= width else head.rstrip()
     shown = {column[0] for column in columns}
     dropped = [name for name in TURN_COLUMNS_DROPPED if name not in shown]
-    return _cut(head, width), (_cut(f"  (too narrow for: {', '.join(dropped)})", width)
-                               if dropped else None)
+    return _cut(head, width), _too_narrow(dropped, width) if dropped else []
 
 
 def _turn_blocks(turns: list[TurnRow], columns: list[tuple[str, int, object, bool]], width: int,
@@ -487,13 +500,15 @@ def _turn_blocks(turns: list[TurnRow], columns: list[tuple[str, int, object, boo
         else:
             labels = [leg_label(leg, turn.kind == "fallback") for leg in turn.legs]
             colors = [_leg_color(leg) for leg in turn.legs]
-        if width - indent < LEGS_BESIDE:  # the legs go underneath
+        beside = bool(labels) and all(len(label) + 3 * (index < len(labels) - 1) <= width - indent
+                                      for index, label in enumerate(labels))
+        if beside:
+            legs = _wrap(labels, colors, width - indent, paint)
+            lines = [head + legs[0]] + [" " * indent + line for line in legs[1:]]
+        else:
             legs = _wrap(labels, colors, width - 6, paint)
             lines = [head.rstrip()] + ["      " + line for line in legs]
-        else:
-            legs = _wrap(labels, colors, width - indent, paint) or [""]
-            lines = [head + legs[0]] + [" " * indent + line for line in legs[1:]]
-        blocks.append(_TurnBlock(turn.start[:10], turn.start[:10] != day, lines))
+        blocks.append(_TurnBlock(turn.start[:10], turn.start[:10] != day, lines, beside))
         day = turn.start[:10]
     return blocks
 
@@ -521,7 +536,7 @@ def _pattern(turn: TurnRow) -> str:
 
 
 def _counts(turn: TurnRow) -> str:
-    return f"{turn.calls}/{turn.printed.tool_count}"
+    return f"{turn.calls:,}/{turn.printed.tool_count:,}"
 
 
 def call_models(turn: TurnRow) -> list[str]:
@@ -558,13 +573,13 @@ def _wrap(labels: list[str], colors: list, width: int, paint) -> list[str]:
     """`a -> b -> c` broken after an arrow where it would pass `width`; each label cut to fit."""
     lines, line, used = [], "", 0
     for index, (label, color) in enumerate(zip(labels, colors)):
-        text = _cut(label, width - 3) + (" ->" if index < len(labels) - 1 else "")
+        arrow = index < len(labels) - 1
+        text = _cut(label, width - 3 * arrow) + (" ->" if arrow else "")
         if used and used + 1 + len(text) > width:
             lines.append(line)
             line, used = "", 0
         if used:
             line, used = line + " ", used + 1
-        arrow = text.endswith(" ->")
         body = text[:-3] if arrow else text
         line += (paint(color, body) if color else body) + (" ->" if arrow else "")
         used += len(text)
@@ -585,12 +600,16 @@ def _painter(color: bool):
     return paint
 
 
-def _credits(value: float | None, unknown: int = 0) -> str:
-    """`12.50`; `>=12.50` when it leaves out `unknown` calls of unknown credits; `-` when
+def credits_text(value: float | None, unknown: int = 0) -> str:
+    """`2,212.50`; `>=12.50` when it leaves out `unknown` calls of unknown credits; `-` when
     nothing of its credits is known (figures.py: None)."""
     if value is None:
         return "-"
-    return f">={value:.2f}" if unknown else f"{value:.2f}"
+    return f">={value:,.2f}" if unknown else f"{value:,.2f}"
+
+
+# The name this module's code uses; credits_text is the public one (--watch's lines).
+_credits = credits_text
 
 
 def _percent(value: float | None) -> str:
@@ -613,26 +632,9 @@ def _duration(milliseconds: float) -> str:
     return f"{int(seconds // 3600)}h{int(seconds % 3600 // 60):02d}m"
 
 
-def _fit(line: str, width: int) -> str:
-    """The line cut to `width` visible characters, its colour codes kept and closed."""
-    if len(line) <= width:
-        return line
-    kept, seen = [], 0
-    for part in _COLOR_CODE.split(line):
-        if _COLOR_CODE.fullmatch(part):
-            kept.append(part)
-        else:
-            kept.append(part[:max(width - seen, 0)])
-            seen += len(part)
-    text = "".join(kept)
-    return text + "\x1b[0m" if "\x1b[" in text else text
-
-
-_COLOR_CODE = re.compile(r"(\x1b\[[0-9;]*m)")
-
-
-def _cut(text: str, width: int) -> str:
-    return text if len(text) <= width else text[:max(width - 1, 0)] + "~"
+def _too_narrow(names: list[str], width: int) -> list[str]:
+    """`  (too narrow for: duration, calls/tools)`: the columns left out, in that order."""
+    return flow(["  (too narrow for:"] + commas(names[:-1] + [names[-1] + ")"]), width, "   ")
 
 
 # -- --by day|week|month|session ------------------------------------------------------------
@@ -660,7 +662,7 @@ def render_groups(snap: Snapshot, by: str, *, order: str = "asc", breakdown: boo
             rows += [["  " + model, "", _credits(credits), "", "", "", "", ""]
                      for model, credits in sorted(group.credits_by_model.items(),
                                                   key=lambda item: (-(item[1] or 0.0), item[0]))]
-    lines = [paint(BOLD, _cut(_title(snap), width)), ""]
+    lines = _title_lines(snap, width, paint) + [""]
     lines += _table(width, paint, [f"BY {by.upper()}, HydraFusion"] + GROUP_HEADERS, rows)
     lines += _worth_groups(snap, by, order, width, paint)
     return "".join(_fit(line, width).rstrip() + "\n" for line in lines)
@@ -677,5 +679,4 @@ def _worth_groups(snap: Snapshot, by: str, order: str, width: int, paint) -> lis
     lines = _table(width, paint, [f"WORTH IT, by {by}", "turns", "credits", "kept", "not kept",
                                   "estimated", "measured", "one model*", "+/-", "saved*"], rows,
                    blank=False)
-    return lines + [paint(DIM, _cut("  * an estimate: the kept leg's tokens at the answering "
-                                    "model's fitted prices", width)), ""]
+    return lines + _note(_ESTIMATE_NOTE, width, paint) + [""]
