@@ -4,6 +4,7 @@ import io
 import json
 import os
 import tempfile
+import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -331,17 +332,23 @@ def test_the_report_writes_nothing_but_its_cache(tmp_path):
 
 
 def test_progress_goes_to_a_terminal_only(tmp_path, monkeypatch):
-    logs = []
-    for index in range(3):
-        logs.append(every_pattern(f"progress-{index}").write(tmp_path))
+    """The line as drawn from a Reading (tests/test_report_progress.py: in a terminal)."""
+    from tailer.report.gather import Job, Reading
+
+    logs = [every_pattern(f"progress-{index}").write(tmp_path) for index in range(3)]
     shown = io.StringIO()
-    monkeypatch.setattr(report.Progress, "EVERY_S", 0.0)
-    progress = report.Progress(shown, logs)
+    monkeypatch.setattr(report.Progress, "AFTER_S", 0.0)
+    monkeypatch.setattr(report.Progress, "EVERY_S", 0.01)
+    reading = Reading({path.parent.name: path.stat().st_size for path in logs})
+    progress = report.Progress(shown, reading)
     for path in logs:
-        progress.log_read(path)
-    progress.close()
+        reading.log_read(Job(path.parent.name, path, None, 0))
     total = sum(path.stat().st_size for path in logs) / 1e6
-    assert f"\rreading 3/3 sessions, {total:.0f}/{total:.0f} MB" in shown.getvalue()
+    deadline = time.monotonic() + 30
+    while f"\rreading 3/3 sessions, {total:.1f}/{total:.1f} MB" not in shown.getvalue():
+        assert time.monotonic() < deadline, shown.getvalue()
+        time.sleep(0.01)
+    progress.close()
     assert shown.getvalue().endswith("\r\x1b[K")  # the line is cleared once reading is done
     done = run_report("--state-dir", str(tmp_path))  # stderr is a pipe here, not a terminal
     assert done.returncode == 0 and "reading" not in done.stderr

@@ -287,7 +287,7 @@ DOOMED = {}  # the session whose worker dies, whether it is killed, and the pare
 READ_LOG = gather.read_log
 
 
-def doomed_read_log(job):
+def doomed_read_log(job, reading=None):
     """read_log, that dies (or raises) in a worker process on one session, and reads as
     ever in this one. At the top of the module, so a worker finds it (by name, as pickle
     hands a function over)."""
@@ -295,7 +295,7 @@ def doomed_read_log(job):
         if DOOMED["kill"]:
             os.kill(os.getpid(), signal.SIGKILL)
         raise RuntimeError("a bug")
-    return READ_LOG(job)
+    return READ_LOG(job, reading)
 
 
 @pytest.mark.parametrize("kill", [True, False], ids=["killed", "raises"])
@@ -359,9 +359,9 @@ def test_a_huge_jobs_starts_a_few_workers_per_cpu_and_no_more_than_logs(month, m
     started = []
 
     class CountedPool(workers.Pool):
-        def __init__(self, size, function):
+        def __init__(self, size, function, **options):
             started.append(size)
-            super().__init__(size, function)
+            super().__init__(size, function, **options)
 
     monkeypatch.setattr(workers, "Pool", CountedPool)
     monkeypatch.setattr(gather, "default_jobs", lambda: 1)

@@ -247,6 +247,30 @@ def test_a_special_file_at_the_caches_path_is_never_opened_and_is_replaced(state
         assert elsewhere.read_bytes() == planted_bytes
 
 
+def test_a_cache_larger_than_any_save_writes_is_not_read_and_is_made_again(state, tmp_path, monkeypatch):
+    """A sparse file of 20 GB at the cache's path (no disk used) was mapped and searched
+    for its header's end, then its CRC worked out: 16 s of every report until it was
+    replaced. A save writes at most MAX_BYTES and a header, so a larger file is refused
+    by its size, none of its bytes looked at (here: mapping it fails the test)."""
+    environ = environ_of(tmp_path)
+    path = warm(state, environ)
+    with path.open("r+b") as handle:
+        handle.truncate(cache.MAX_BYTES + cache.MAX_HEADER_BYTES + 2)
+    expected = uncached(state)
+
+    def never(handle):
+        raise AssertionError("a cache too large to be one was read")
+
+    monkeypatch.setattr(cache, "_contents", never)
+    assert cache.load(path) == ({}, "is larger than any the report writes")
+    os.truncate(path, 20 << 30)
+    code, stdout, stderr = report(state, environ, "--format", "json")
+    assert code == 0 and answers(stdout) == expected
+    assert stderr == ("hydrafusion-tailer report: the cache is larger than any the report writes: "
+                      "ignored, and made again (--no-cache reads without it)\n")
+    assert path.stat().st_size < cache.MAX_BYTES
+
+
 def test_what_a_killed_save_left_is_removed_and_nothing_the_cache_did_not_make(state, tmp_path):
     """A save killed midway leaves its temporary file (up to 128 MB): the next save removes
     it, and past MAX_FILES caches removes the oldest of the cache's own files, never the
@@ -307,7 +331,8 @@ def nested(depth: int) -> bytes:
     "nested-header", "nested-entry", "old-identity", "row-short", "row-text-credits", "row-nan-credits",
     "row-huge-calls", "row-start-past-the-calendar", "row-kind", "row-models", "leg-short", "leg-credits",
     "row-unknown-credit-calls", "leg-unknown-credit-calls", "json-start-place", "check-short", "check-agrees", "check-difference", "checks-not-a-list",
-    "worth-short", "worth-model", "worth-negative-tokens", "worth-gate", "worth-sums-short"])
+    "worth-short", "worth-model", "worth-negative-tokens", "worth-gate", "worth-sums-short",
+    "worth-huge-tokens", "worth-huge-sums"])
 def test_a_cache_of_right_crcs_but_another_shape_is_refused_and_made_again(state, tmp_path, change):
     """Each of these crashed every later report (a traceback before any rebuild), or asked
     the JSON parser to recurse past its limit."""
@@ -343,6 +368,9 @@ def test_a_cache_of_right_crcs_but_another_shape_is_refused_and_made_again(state
         "worth-negative-tokens": lambda: row[19].__setitem__(1, [-1, 0, 0, 0]),
         "worth-gate": lambda: row[19].__setitem__(2, "another"),
         "worth-sums-short": lambda: row[19].__setitem__(3, [["m", [1]]]),
+        # Beyond what any log gives: the fit's floats overflowed, a traceback every report.
+        "worth-huge-tokens": lambda: row[19].__setitem__(1, [10**400] * 4),
+        "worth-huge-sums": lambda: row[19].__setitem__(3, [["m", [10**400] * 18]]),
     }
     lines = [json.dumps(value, separators=(",", ":")).encode() for value in entries]
     if change == "nested-entry":

@@ -166,3 +166,38 @@ def test_ctrl_c_sigterm_or_sighup_to_the_report_alone_ends_everything_at_once(re
     assert running.ended_within(INTERRUPT_S) == 130
     assert running.left_within(INTERRUPT_S - (time.monotonic() - start)) == []
     assert running.stderr() == ""
+
+
+def test_a_busy_worker_sends_its_progress_until_it_answers():
+    from tailer.report.workers import PROGRESS_S, Pool
+
+    sent = []
+    with Pool(1, lambda job: time.sleep(job) or "done", progress=time.monotonic) as pool:
+        answers = list(pool.run([6 * PROGRESS_S], on_progress=lambda job, at: sent.append(at)))
+        answered = time.monotonic()
+    assert answers == [(6 * PROGRESS_S, "done")]
+    assert len(sent) >= 3 and sent == sorted(sent) and sent[-1] < answered
+
+
+@pytest.mark.parametrize("dies", [True, False], ids=["killed", "raises"])
+def test_a_worker_killed_while_it_sends_progress_ends_the_reading_in_one_line(busy, monkeypatch, dies):
+    """The worker's progress thread killed (or failing) as it looks at its reader: the
+    report's reading ends with the one line of a worker that died."""
+    from tailer.report import gather
+
+    parent = os.getpid()
+
+    def dying(reading):
+        if os.getpid() != parent:
+            if dies:
+                os.kill(os.getpid(), signal.SIGKILL)
+            raise RuntimeError("a bug")
+        return 0
+    monkeypatch.setattr(gather.Reading, "here", dying)
+    logs = {path.parent.name: path for path in busy.glob("*/events.jsonl")}
+    jobs = [gather.Job(session_id, path, None, path.stat().st_size) for session_id, path in logs.items()]
+    with pytest.raises(gather.WorkerFailed) as failed:
+        gather.read_all(jobs, 2, gather.Reading({job.session_id: job.to_read for job in jobs}))
+    how = "killed by SIGKILL, as when memory runs out" if dies else "exit status 1"
+    assert str(failed.value) == (f"a process reading the session logs stopped ({how}): no report; "
+                                 "--jobs 1 reads in one process")

@@ -21,13 +21,13 @@ import os
 import re
 import signal
 import sys
-import time
+import threading
 from datetime import datetime, timedelta, timezone, tzinfo
 from pathlib import Path
 from typing import TextIO
 
 from .. import __version__, invocation
-from . import table as report_table
+from . import groups_table, table as report_table
 from . import text as report_text
 from ..copilot.files import find_logs
 from ..copilot.ledger import chosen_ledger
@@ -36,7 +36,7 @@ from ..printable import printable
 from ..wording import counted
 from .cache import cache_file
 from .figures import GROUPINGS, snapshot
-from .gather import WorkerFailed, default_jobs, gather
+from .gather import Reading, WorkerFailed, default_jobs, gather
 from .ledger import ledger_check
 from .read import Selection
 from ..copilot.problems import folder_problem, no_event_problem, state_dir_problem
@@ -84,12 +84,12 @@ def add_arguments(parser: argparse.ArgumentParser, state_dir: Path) -> None:
     parser.add_argument("--watch", action="store_true",
                         help="keep the table on screen, redrawn as turns arrive (Ctrl-C ends)")
     parser.add_argument("--by", choices=GROUPINGS, type=str.lower,
-                        help="one table (or CSV) of the HydraFusion turns by day, ISO week, "
-                        "month or session")
+                        help="one table (or CSV, JSON) of every prompt's use, HydraFusion's and "
+                        "ordinary, by day, ISO week, month or session, with its total")
     parser.add_argument("--order", choices=("asc", "desc"), type=str.lower,
                         help="with --by: oldest first (asc, default) or newest first (desc)")
     parser.add_argument("--breakdown", action="store_true",
-                        help="with --by: a row per model inside each group")
+                        help="with --by: a row per model inside each group (the JSON has them always)")
     parser.add_argument("--timezone", metavar="NAME",
                         help="the time zone of days, weeks, months and times shown: an IANA "
                         "name, any case (Europe/Berlin, utc); default the system's")
@@ -162,32 +162,50 @@ def filters_of(args: argparse.Namespace) -> dict[str, str]:
 
 
 class Progress:
-    """`reading 12/200 sessions, 340/1018 MB` on a terminal's stderr, a few times a second."""
+    """`reading 12/200 sessions, 340/1018 MB` on a terminal's stderr, once reading has lasted
+    AFTER_S, then every EVERY_S until `close` erases it: drawn by a thread of its own from
+    what the Reading holds, so a log of hundreds of MB moves it as it is read, and reading
+    never waits for it. Nothing else writes to stderr while the logs are read."""
 
+    AFTER_S = 1.0
     EVERY_S = 0.25
 
-    def __init__(self, stream: TextIO, logs: list[Path]):
-        self.stream = stream
-        self.sessions, self.total_bytes = len(logs), sum(map(_size, logs))
-        self.done_sessions = self.done_bytes = 0
-        self._next = time.monotonic() + self.EVERY_S
+    def __init__(self, stream: TextIO, reading: Reading):
+        self.stream, self.reading = stream, reading
+        self.total_bytes = sum(reading.sizes.values())
         self._shown = False
+        self._closed = threading.Event()
+        self._drawer = threading.Thread(target=self._draw_until_closed, daemon=True)
+        self._drawer.start()
 
-    def log_read(self, path: Path) -> None:
-        self.done_sessions += 1
-        self.done_bytes += _size(path)
-        if time.monotonic() < self._next:
-            return
-        self._next = time.monotonic() + self.EVERY_S
-        self._shown = True
-        self.stream.write(f"\rreading {self.done_sessions}/{self.sessions} sessions, "
-                          f"{self.done_bytes / 1e6:.0f}/{self.total_bytes / 1e6:.0f} MB\x1b[K")
-        self.stream.flush()
+    def line(self) -> str:
+        reading = self.reading
+        done = min(reading.bytes(), self.total_bytes)  # a log that grew while it was read
+        return (f"reading {reading.logs_read}/{len(reading.sizes)} sessions, "
+                f"{done / 1e6:.1f}/{self.total_bytes / 1e6:.1f} MB")
 
     def close(self) -> None:
+        """Stop drawing and erase the line: before the report, or an error, is printed."""
+        self._closed.set()
+        self._drawer.join()
         if self._shown:
-            self.stream.write("\r\x1b[K")
+            self._write("\r\x1b[K")
+
+    def _draw_until_closed(self) -> None:
+        if self._closed.wait(self.AFTER_S):
+            return
+        self._shown = True
+        while self._write(f"\r{self.line()}\x1b[K") and not self._closed.wait(self.EVERY_S):
+            pass
+
+    def _write(self, text: str) -> bool:
+        """Whether `text` reached the terminal (a terminal hung up takes no more)."""
+        try:
+            self.stream.write(text)
             self.stream.flush()
+        except OSError:
+            return False
+        return True
 
 
 def main(args: argparse.Namespace, environ: dict[str, str], *, state_dir: Path | None = None,
@@ -242,10 +260,11 @@ def _check_views(args: argparse.Namespace) -> None:
     if (args.order or args.breakdown) and not args.by:
         raise ValueError("--order and --breakdown shape the table of --by day|week|month|session")
     if args.breakdown and args.format == "csv-worth":
-        raise ValueError("--breakdown adds rows per model to --by's table or CSV, not to --format csv-worth")
-    if args.by and (args.watch or args.html or args.format not in ("table", "csv", "csv-worth")):
-        raise ValueError("--by prints a table or, with --format csv or csv-worth, CSV (the JSON holds every "
-                         "grouping): it takes neither --watch, --html nor another --format")
+        raise ValueError("--breakdown adds rows per model to --by's table, CSV or JSON, not to --format csv-worth")
+    if args.by and (args.watch or args.html
+                    or args.format not in ("table", "csv", "json", "csv-worth")):
+        raise ValueError("--by prints a table, or its groups as --format csv, json or csv-worth: "
+                         "it takes neither --watch, --html nor --format csv-calls")
     if args.turns is not None and (args.by or args.watch or args.html or args.format != "table"):
         raise ValueError("--turns shortens the table's turn list: it takes neither --by, "
                          "--watch, --html nor --format")
@@ -352,21 +371,22 @@ def _report(args: argparse.Namespace, environ: dict[str, str], state_dir: Path,
     wanted = {sid for sid, path in logs.items() if selection.wants_log(sid, path)}
     progress: Progress | None = None
 
-    def reading(paths: list[Path]) -> None:
+    def reading(logs: Reading) -> None:
         nonlocal progress
-        if sys.stderr.isatty():
-            progress = Progress(sys.stderr, paths)
+        if logs.sizes and _shows_progress(args):
+            progress = Progress(sys.stderr, logs)
 
     try:
-        gathered = gather(logs, wanted, selection, zone, now=now.timestamp(), cache_path=cache_path,
-                          workers=args.jobs or default_jobs(), on_reading=reading,
-                          on_read=lambda path: progress and progress.log_read(path))
+        try:
+            gathered = gather(logs, wanted, selection, zone, now=now.timestamp(),
+                              cache_path=cache_path, workers=args.jobs or default_jobs(),
+                              on_reading=reading)
+        finally:  # erased before any line is printed, the one below too
+            if progress is not None:
+                progress.close()
     except WorkerFailed as error:
         print(f"hydrafusion-tailer report: {error}", file=sys.stderr)
         return EXIT_USAGE
-    finally:
-        if progress is not None:
-            progress.close()
     if gathered.cache_problem is not None:
         print(f"hydrafusion-tailer report: {gathered.cache_problem}", file=sys.stderr)
     problems = dict(gathered.problems)
@@ -413,7 +433,9 @@ def _report(args: argparse.Namespace, environ: dict[str, str], state_dir: Path,
             return EXIT_USAGE
         print(f"wrote {printable(str(args.html))}: {_turns_counted(figures)}", file=sys.stderr)
         return 0
-    if args.format == "json":
+    if args.format == "json" and args.by:
+        text = [report_text.render_groups_json(figures, args.by, order=args.order or "asc")]
+    elif args.format == "json":
         text = report_text.render_json(figures)  # pieces: a month is written as it is made
     elif args.format == "csv" and args.by:
         text = report_text.render_groups_csv(figures, args.by, order=args.order or "asc",
@@ -425,7 +447,7 @@ def _report(args: argparse.Namespace, environ: dict[str, str], state_dir: Path,
     elif args.format == "csv-worth":
         text = report_text.render_worth_csv(figures, args.by, order=args.order or "asc")
     elif args.by:
-        text = report_table.render_groups(figures, args.by, order=args.order or "asc",
+        text = groups_table.render_groups(figures, args.by, order=args.order or "asc",
                                           breakdown=args.breakdown, width=_width(environ), color=color)
     else:
         text = report_table.render_table(figures, width=_width(environ), color=color,
@@ -449,11 +471,11 @@ def _report(args: argparse.Namespace, environ: dict[str, str], state_dir: Path,
 
 
 def _groupings(args: argparse.Namespace) -> tuple[str, ...]:
-    """The groupings the output shows: every one in the JSON, the days on the page and in
-    the table, the one of --by."""
-    if args.format == "json":
-        return GROUPINGS
-    return (args.by,) if args.by else ("day",)
+    """The groupings the output shows: the one of --by, every one in the JSON, the days on
+    the page and in the table."""
+    if args.by:
+        return (args.by,)
+    return GROUPINGS if args.format == "json" else ("day",)
 
 
 def _turns_counted(figures) -> str:
@@ -558,8 +580,9 @@ def _jobs(text: str) -> int:
     return int(text)
 
 
-def _size(path: Path) -> int:
-    try:
-        return os.stat(path).st_size
-    except OSError:
-        return 0
+def _shows_progress(args: argparse.Namespace) -> bool:
+    """Whether reading shows its progress: for the table on a terminal alone. Piped, or
+    as a document for a program (--format, --html), the output is not watched, and a line
+    drawn on the terminal over a pager's screen would garble it."""
+    return (args.format == "table" and not args.html and sys.stdout.isatty()
+            and sys.stderr.isatty())

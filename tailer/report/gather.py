@@ -12,10 +12,14 @@ their records, so parent and workers stay small. Results are merged in the order
 session ids, whatever order they came in, so the report is the same for any --jobs. A
 worker that dies or fails ends the report with WorkerFailed: never a smaller report; and
 the workers end with the report, however it ends (tailer/report/workers.py).
+
+How far reading has got is in a Reading, which a progress line looks at from a thread of its
+own while the logs are read (command.Progress): inside each log too, never per line.
 """
 
 from __future__ import annotations
 
+import functools
 import gc
 import json
 import os
@@ -85,9 +89,48 @@ class LogRead:
     problem: str | None  # why the log could not be read: it then gives nothing
 
 
-def read_log(job: Job) -> LogRead:
-    """Read one log to its end, in a worker or in this process."""
+class Reading:
+    """How far the reading of the logs has got, for a progress line drawn by another thread
+    while it runs: the logs to read and their sizes, those read whole, and how far into its
+    log each reading under way is. A worker's progress comes as it sends it (read_all);
+    the log read in this process is looked at through its reader's file position
+    (SessionReader.reached), so reading does nothing for it, line by line or otherwise."""
+
+    def __init__(self, sizes: dict[str, int]):
+        self.sizes = sizes  # session id -> its log's size, as the log was listed
+        self.logs_read = 0
+        self.bytes_read = 0  # of the logs read whole
+        self.into: dict[str, int] = {}  # session id -> how far into its log a worker is
+        self._here: tuple[SessionReader, str] | None = None  # the log this process reads
+
+    def bytes(self) -> int:
+        """How many bytes have been read: those of the logs read, and into those under way
+        (a log read on from the cache counts from its start)."""
+        return self.bytes_read + sum(list(self.into.values())) + self.here()
+
+    def here(self) -> int:
+        """How far into its log the reading in this process is (0: none under way)."""
+        here = self._here
+        return here[0].reached(here[1]) if here is not None else 0
+
+    def reads(self, reader: SessionReader, session_id: str) -> None:
+        self._here = reader, session_id
+
+    def into_log(self, job: Job, reached: int) -> None:
+        self.into[job.session_id] = reached
+
+    def log_read(self, job: Job) -> None:
+        self.bytes_read += self.sizes.get(job.session_id, 0)
+        self.logs_read += 1
+        self.into.pop(job.session_id, None)
+        self._here = None
+
+
+def read_log(job: Job, reading: Reading | None = None) -> LogRead:
+    """Read one log to its end, in a worker or in this process, looked at by `reading`."""
     reader = SessionReader()
+    if reading is not None:
+        reading.reads(reader, job.session_id)
     state = job.state
     if state is not None:
         try:
@@ -96,7 +139,7 @@ def read_log(job: Job) -> LogRead:
             state = None  # not shaped as saved: read the log from its start
     turns = [turn_data(turn) for turn in reader.read(job.session_id, job.path)]
     if state is not None and reader.rewritten(job.session_id):
-        return read_log(replace(job, state=None))
+        return read_log(replace(job, state=None), reading)
     read_state = reader.state(job.session_id)
     saved = json.dumps(read_state, separators=(",", ":")).encode("ascii")
     open_turns = [turn_data(turn) for turn in reader.finish(job.session_id)]
@@ -106,31 +149,34 @@ def read_log(job: Job) -> LogRead:
                    reader.problems.get(job.session_id))
 
 
-def read_all(jobs: list[Job], workers: int, on_read: Callable[[Path], None]) -> dict[str, LogRead]:
+def read_all(jobs: list[Job], workers: int, reading: Reading) -> dict[str, LogRead]:
     """Every job's LogRead, by session id: in `workers` processes (tailer/report/workers.py),
-    the biggest jobs first, or in this one when there is one worker or one job. Raises
-    WorkerFailed."""
+    the biggest jobs first, or in this one when there is one worker or one job; how far
+    it has got in `reading`. Raises WorkerFailed."""
     if workers == 1 or len(jobs) < 2 or not CAN_FORK:
         reads = {}
         for job in jobs:
-            reads[job.session_id] = read_log(job)
-            on_read(job.path)
+            reads[job.session_id] = read_log(job, reading)
+            reading.log_read(job)
         return reads
     # Imported here, where workers start: pickle and the rest cost start-up that a warm
     # report, which reads in this process, would pay for nothing.
     from .workers import JobFailed, Pool, WorkerDied
 
     try:
-        pool = Pool(pool_size(workers, len(jobs)), read_log)
+        # Each worker's copy of `reading` looks at its own reader, and sends what it sees.
+        pool = Pool(pool_size(workers, len(jobs)), functools.partial(read_log, reading=reading),
+                    progress=reading.here)
     except OSError as error:  # no process or pipe could be made
         raise WorkerFailed(f"cannot start the processes that read the session logs "
                            f"({error.strerror}): no report; --jobs 1 reads in one process") from None
     reads = {}
     try:
         with pool:
-            for job, read in pool.run(sorted(jobs, key=lambda job: -job.to_read)):
+            for job, read in pool.run(sorted(jobs, key=lambda job: -job.to_read),
+                                      on_progress=reading.into_log):
                 reads[job.session_id] = read
-                on_read(job.path)
+                reading.log_read(job)
     except WorkerDied as error:
         raise WorkerFailed(f"a process reading the session logs stopped ({error}): no report; "
                            "--jobs 1 reads in one process") from None
@@ -151,14 +197,13 @@ class Refreshed:
 
 
 def refresh(logs: dict[str, Path], wanted: set[str], entries: dict[str, LogEntry], *,
-            workers: int, on_reading: Callable[[list[Path]], None] | None = None,
-            on_read: Callable[[Path], None] | None = None,
+            workers: int, on_reading: Callable[[Reading], None] | None = None,
             looked: dict[str, tuple[os.stat_result, int]] | None = None,
             now: float | None = None) -> Refreshed:
     """Bring the entries of the `wanted` sessions of `logs` (every log of the state folder)
     up to date, reading only the logs that changed since their entry was made; drop the
-    entries of sessions no longer listed. `on_reading` is told which logs will be read,
-    `on_read` when each one was. `looked`: stats of logs taken already (watch.Changes's),
+    entries of sessions no longer listed. `on_reading` is given the Reading of the logs
+    about to be read (how far reading has got, as it goes). `looked`: stats of logs taken already (watch.Changes's),
     by session id, each with the time just before it; the others are stat'ed here. `now`
     (unix seconds): the entries' states that `gather` will read at that time are checked
     first, and their logs read again when they are not as saved. Raises WorkerFailed."""
@@ -181,9 +226,10 @@ def refresh(logs: dict[str, Path], wanted: set[str], entries: dict[str, LogEntry
                 now is None or _state_holds(session_id, entry, now)):
             continue
         jobs.append(_job(session_id, path, entry, identities[session_id][0]))
+    reading = Reading({job.session_id: identities[job.session_id][0][2] for job in jobs})
     if on_reading is not None:
-        on_reading([job.path for job in jobs])
-    for session_id, read in sorted(read_all(jobs, workers, on_read or (lambda path: None)).items()):
+        on_reading(reading)
+    for session_id, read in sorted(read_all(jobs, workers, reading).items()):
         if read.problem is not None:
             refreshed.problems[session_id] = read.problem
             kept.pop(session_id, None)  # nothing of a log that cannot be read is reported
@@ -208,8 +254,7 @@ class Gathered:
 
 def gather(logs: dict[str, Path], wanted: set[str], selection: Selection, tz: tzinfo | None, *,
            now: float, cache_path: Path | None, workers: int,
-           on_reading: Callable[[list[Path]], None] | None = None,
-           on_read: Callable[[Path], None] | None = None) -> Gathered:
+           on_reading: Callable[[Reading], None] | None = None) -> Gathered:
     """The report's turns: those `selection` wants of the `wanted` sessions of `logs`, rows
     in the time zone `tz`, through the cache at `cache_path` (None: no cache, nothing read
     from it or written). A turn open at the end of its log is finished as `incomplete` when
@@ -217,7 +262,7 @@ def gather(logs: dict[str, Path], wanted: set[str], selection: Selection, tz: tz
     while it runs (read.SessionReader.finish_at_end's rule). See `refresh`. Raises
     WorkerFailed."""
     refreshed, cache_problem = through_cache(cache_path, logs, wanted, workers=workers,
-                                             on_reading=on_reading, on_read=on_read, now=now)
+                                             on_reading=on_reading, now=now)
     gathered = Gathered(problems=refreshed.problems, cache_problem=cache_problem)
     with lasting_objects():
         for session_id in sorted(wanted & refreshed.entries.keys()):
@@ -232,8 +277,7 @@ def gather(logs: dict[str, Path], wanted: set[str], selection: Selection, tz: tz
 
 
 def through_cache(cache_path: Path | None, logs: dict[str, Path], wanted: set[str], *, workers: int,
-                  on_reading: Callable[[list[Path]], None] | None = None,
-                  on_read: Callable[[Path], None] | None = None,
+                  on_reading: Callable[[Reading], None] | None = None,
                   looked: dict[str, tuple[os.stat_result, int]] | None = None,
                   now: float | None = None) -> tuple[Refreshed, str | None]:
     """The cache at `cache_path` (None: none, nothing read or written) brought up to date
@@ -246,9 +290,9 @@ def through_cache(cache_path: Path | None, logs: dict[str, Path], wanted: set[st
             entries, problem = cache.load(cache_path) if cache_path is not None else ({}, None)
     except NotPrivate as error:
         refreshed = refresh(logs, wanted, {}, workers=workers, on_reading=on_reading,
-                            on_read=on_read, looked=looked)
+                            looked=looked)
         return refreshed, f"the cache's folder {error}: the cache is not used (--no-cache reads without it)"
-    refreshed = refresh(logs, wanted, entries, workers=workers, on_reading=on_reading, on_read=on_read,
+    refreshed = refresh(logs, wanted, entries, workers=workers, on_reading=on_reading,
                         looked=looked, now=now)
     message = problem and f"the cache {problem}: ignored, and made again (--no-cache reads without it)"
     if cache_path is not None and (refreshed.changed or problem is not None):

@@ -100,6 +100,12 @@ class SessionReader:
         the keys of the turns it finished and its context (tailer/turns/session_state.py)."""
         return self._logs[session_id].to_state()
 
+    def reached(self, session_id: str) -> int:
+        """How far into its log the read under way has got, for another thread to look at
+        (SessionLog.reached); 0 before the log is first read."""
+        log = self._logs.get(session_id)
+        return log.reached if log is not None else 0
+
     def rewritten(self, session_id: str) -> bool:
         """Whether the log was found rewritten (and read again from its start) since it
         was first read or resumed."""

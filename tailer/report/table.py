@@ -94,6 +94,7 @@ def _sections(snap: Snapshot, width: int, paint) -> list[list[str]]:
     if skipped["unreadable_logs"]:
         notes.append(f"{counted(skipped['unreadable_logs'], 'log')} unreadable")
     lines += flow(["above, HydraFusion turns only:"] + commas(notes), width)
+    lines += _all_usage(head.all_usage, width)
     unknown = sum(kind.unknown_credit_calls for kind in snap.by_kind)
     if unknown:
         lines += _prose(f"credits leave out {counted(unknown, 'call')} whose credits the CLI "
@@ -124,6 +125,20 @@ def _sections(snap: Snapshot, width: int, paint) -> list[list[str]]:
                left_out_first=("last seen", "first seen")),
         _day_table(snap, width, paint),
     ]
+
+
+def _all_usage(usage, width: int) -> list[str]:
+    """Every prompt's use beside the headline's HydraFusion figures: the total of `--by`."""
+    credits = f"{_credits(usage.credits)} credits" + (
+        f" ({counted(usage.unknown_credit_calls, 'call')} unknown)"
+        if usage.unknown_credit_calls else "")
+    return flow(["all usage:"] + commas([
+        f"{counted(usage.prompts, 'prompt')} ({usage.ordinary.prompts} ordinary)",
+        counted(usage.calls, "call"), credits,
+        f"input {_count(usage.input_tokens)} (uncached)", f"output {_count(usage.output_tokens)}",
+        f"cache read {_count(usage.cache_read_tokens)}",
+        f"cache write {_count(usage.cache_write_tokens)}",
+        f"total {_count(usage.total_tokens)} tokens"]), width)
 
 
 def _checks(snap: Snapshot, width: int, paint) -> list[str]:
@@ -653,37 +668,6 @@ def _too_narrow(names: list[str], width: int) -> list[str]:
     return flow(["  (too narrow for:"] + commas(names[:-1] + [names[-1] + ")"]), width, "   ")
 
 
-# -- --by day|week|month|session ------------------------------------------------------------
-
-GROUP_HEADERS = ["turns", "credits", "compound", "judge rej.", "review", "calls", "tools"]
-
-
-def render_groups(snap: Snapshot, by: str, *, order: str = "asc", breakdown: bool = False,
-                  width: int = 100, color: bool = False) -> str:
-    """One table of the HydraFusion turns by day, week, month or session (`by`), oldest
-    first (`order` desc: newest first); `breakdown` adds each model's credits under its
-    group."""
-    paint = _painter(color)
-    groups = getattr(snap, f"by_{by}")
-    if order == "desc":
-        groups = groups[::-1]
-    rows = []
-    for group in groups:
-        rows.append([group.key, group.turns, _credits(group.credits, group.unknown_credit_calls),
-                     _percent(group.compound_rate), _percent(group.judge_rejection_rate),
-                     _percent(group.review_share), group.calls, group.tools])
-        rows += [["  ^ policy " + version + " first seen"] + [""] * len(GROUP_HEADERS)
-                 for version in group.new_policy_versions]
-        if breakdown:
-            rows += [["  " + model, "", _credits(credits), "", "", "", "", ""]
-                     for model, credits in sorted(group.credits_by_model.items(),
-                                                  key=lambda item: (-(item[1] or 0.0), item[0]))]
-    lines = _title_lines(snap, width, paint) + [""]
-    lines += _table(width, paint, [f"BY {by.upper()}, HydraFusion"] + GROUP_HEADERS, rows)
-    lines += _worth_groups(snap, by, order, width, paint)
-    return "".join(_fit(line, width).rstrip() + "\n" for line in lines)
-
-
 def _worth_groups(snap: Snapshot, by: str, order: str, width: int, paint) -> list[str]:
     """The same groups' credits kept and not kept (their review share is the table's
     `review`), and the same work on one model (an estimate: tailer/report/worth.py)."""
@@ -696,3 +680,9 @@ def _worth_groups(snap: Snapshot, by: str, order: str, width: int, paint) -> lis
                                   "estimated", "measured", "one model*", "+/-", "saved*"], rows,
                    blank=False)
     return lines + _note(_ESTIMATE_NOTE, width, paint) + [""]
+
+
+# -- What the --by table (groups_table.py) lays out its rows with ----------------------------
+
+table_lines, title_lines, painter = _table, _title_lines, _painter
+percent_cell, worth_groups = _percent, _worth_groups

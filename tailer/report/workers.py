@@ -25,6 +25,11 @@ Here:
 
 Jobs and answers are pickled, each after its length; the function a worker runs is the one
 the pool was made with, which the fork copied, never sent.
+
+A pool made with `progress` has each worker send, every PROGRESS_S while it runs a job,
+what that function returns (how far into its job it is), on its pipe of answers, from a
+thread of its own: the job's function is never asked. A worker killed part way through
+sending it is a worker that died, as any other.
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ import pickle
 import select
 import signal
 import struct
+import time
 from typing import Callable, Iterator, NoReturn
 
 _LENGTH = struct.Struct("<Q")
@@ -42,6 +48,7 @@ _HELD = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}  # while workers start an
 # Signals the report turns into KeyboardInterrupt (command.stops_as_interrupt), which a
 # worker must take by their default action instead.
 _DEFAULT = (signal.SIGTERM, signal.SIGHUP)
+PROGRESS_S = 0.2  # between two of a busy worker's reports of its progress
 
 
 class WorkerDied(Exception):
@@ -58,8 +65,9 @@ class Pool:
     `with`: leaving it kills and reaps them all. Raises OSError when a pipe or a process
     cannot be made."""
 
-    def __init__(self, size: int, function: Callable):
+    def __init__(self, size: int, function: Callable, progress: Callable[[], object] | None = None):
         self.function = function
+        self.progress = progress
         self.pids: list[int | None] = []  # None: reaped
         self.jobs_fds: list[int] = []  # this process's end of each worker's pipe of jobs
         self.answers_fds: list[int] = []  # and of its pipe of answers
@@ -77,9 +85,11 @@ class Pool:
     def __exit__(self, *exc_info) -> None:
         self.close()
 
-    def run(self, jobs: list) -> Iterator[tuple[object, object]]:
+    def run(self, jobs: list, on_progress: Callable[[object, object], None] | None = None
+            ) -> Iterator[tuple[object, object]]:
         """Each job with its answer, as they come, each job to the first worker free, in the
-        order given. Raises WorkerDied, JobFailed."""
+        order given; `on_progress` is given a job and its progress as they come (see the
+        module). Raises WorkerDied, JobFailed."""
         waiting = list(reversed(jobs))
         busy = {}  # a worker's answers fd -> its index, the job it is on
         poller = select.poll()
@@ -89,8 +99,16 @@ class Pool:
                 poller.register(fd, select.POLLIN)
         while busy:
             for fd, _ in poller.poll():
-                index, job = busy.pop(fd)
-                yield job, self._answer(index, job)
+                index, job = busy[fd]
+                done, value = self._message(index)
+                if done is None:  # progress: the job runs on
+                    if on_progress is not None:
+                        on_progress(job, value)
+                    continue
+                del busy[fd]
+                if not done:
+                    raise JobFailed(job, value)
+                yield job, value
                 if waiting:
                     busy[fd] = index, self._send(index, waiting.pop())
                 else:
@@ -126,7 +144,8 @@ class Pool:
             try:
                 pid = os.fork()
                 if pid == 0:
-                    _serve(self.function, job_reader, answer_writer, self.lifeline, previous,
+                    _serve(self.function, self.progress, job_reader, answer_writer,
+                           self.lifeline, previous,
                            (*self.jobs_fds, *self.answers_fds, self._lifeline_end))
             finally:
                 signal.pthread_sigmask(signal.SIG_SETMASK, previous)
@@ -142,14 +161,13 @@ class Pool:
             raise WorkerDied(self._death(index)) from None
         return job
 
-    def _answer(self, index: int, job):
-        answer = _read(self.answers_fds[index])
-        if answer is None:
+    def _message(self, index: int) -> tuple[bool | None, object]:
+        """A worker's next message: (True, an answer), (False, its error's name) or (None,
+        its progress)."""
+        message = _read(self.answers_fds[index])
+        if message is None:
             raise WorkerDied(self._death(index))
-        done, value = answer
-        if not done:
-            raise JobFailed(job, value)
-        return value
+        return message
 
     def _death(self, index: int) -> str:
         """How a worker whose pipe closed ended; it is reaped here."""
@@ -173,8 +191,8 @@ def _kill(pid: int) -> None:
         pass
 
 
-def _serve(function: Callable, jobs: int, answers: int, lifeline: int, mask: set,
-           others: tuple[int, ...]) -> NoReturn:
+def _serve(function: Callable, progress: Callable[[], object] | None, jobs: int, answers: int,
+           lifeline: int, mask: set, others: tuple[int, ...]) -> NoReturn:
     """A worker's life: answer every job until the pipe of jobs closes; never returns.
     `others`: the descriptors of the report's ends and of other workers' pipes, which it
     must not hold (a pipe reads as closed only when every process has closed its end)."""
@@ -187,15 +205,37 @@ def _serve(function: Callable, jobs: int, answers: int, lifeline: int, mask: set
             signal.signal(number, signal.SIG_DFL)
         signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         _thread.start_new_thread(_end_with, (lifeline,))
+        # Held while a message is written, so that two never interleave; `busy` says
+        # whether a job runs, so that no progress follows its answer.
+        sending, busy = _thread.allocate_lock(), [False]
+        if progress is not None:
+            _thread.start_new_thread(_send_progress, (progress, answers, sending, busy))
         while (job := _read(jobs)) is not None:
+            busy[0] = True
             try:
                 answer = True, function(job)
             except Exception as error:  # the report names it, and stops
                 answer = False, type(error).__name__
-            _write(answers, answer)
+            with sending:
+                busy[0] = False
+                _write(answers, answer)
         code = 0
     finally:
         os._exit(code)  # never the report's exit path: its buffers and handlers are the report's
+
+
+def _send_progress(progress: Callable[[], object], answers: int, sending, busy: list[bool]) -> None:
+    """Send `progress()` every PROGRESS_S while a job runs. Whatever goes wrong here (the
+    report gone, the pipe broken) ends the worker: half a message would make the rest of
+    its pipe unreadable, and the report then names the worker's end."""
+    try:
+        while True:
+            time.sleep(PROGRESS_S)
+            with sending:
+                if busy[0]:
+                    _write(answers, (None, progress()))
+    except BaseException:
+        os._exit(1)
 
 
 def _end_with(lifeline: int) -> None:

@@ -53,26 +53,33 @@ def check_turn_worths(worths: list) -> None:
     """ValueError unless each of `worths` is TurnWorth's fields as turn_worth makes them: the
     report's cache checks its rows' with it as it loads them, so that no saved value can
     make the fit or a renderer fail (a count below 0 or a call's sums of another length
-    would give prices no call ever had)."""
+    would give prices no call ever had, and sums past any log's overflow the fit's floats)."""
     for worth in worths:
         if len(worth) != len(TurnWorth.__annotations__):
             raise ValueError("a cached turn's worth is not its four fields")
         answer_model, tokens, gate, calls = worth
         if not (answer_model is None or type(answer_model) is str):
             raise ValueError("a cached turn's answering model is not a name")
-        if tokens is not None and not _counts(tokens, prices.PRICES):
+        if tokens is not None and not _counts(tokens, prices.PRICES, _COUNT_BOUND):
             raise ValueError("a cached turn's kept tokens are not counts")
         if not (gate is None or gate in GATES):
             raise ValueError("a cached turn's gate is none of " + ", ".join(GATES))
         if type(calls) is not list or not all(
                 type(model_sums) is list and len(model_sums) == 2 and type(model_sums[0]) is str
-                and _counts(model_sums[1], prices.SUMS) for model_sums in calls):
+                and _counts(model_sums[1], prices.SUMS, _PRODUCT_BOUND) for model_sums in calls):
             raise ValueError("a cached turn's calls are not sums per model")
 
 
-def _counts(values, length: int) -> bool:
+# A turn's figures add up to below 2**63 (figures.check_turn_rows), so its token counts do,
+# and a sum of products of them, or of their squares, stays below 2**126: prices.Fit's
+# floats then stay finite for the calls of any report.
+_COUNT_BOUND = 2**63
+_PRODUCT_BOUND = _COUNT_BOUND**2
+
+
+def _counts(values, length: int, bound: int) -> bool:
     return (type(values) is list and len(values) == length
-            and all(type(value) is int and value >= 0 for value in values))
+            and all(type(value) is int and 0 <= value < bound for value in values))
 
 
 def turn_worth(turn: Turn) -> list:

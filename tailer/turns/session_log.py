@@ -57,6 +57,9 @@ class Read(namedtuple("Read", ("line", "record", "finished", "error_type"), defa
 
 
 _NONE: list[Turn] = []  # what most lines finish; never added to
+# A Read made without the Python frame of namedtuple's __new__, for every record of a log
+# (as copilot/lines.py makes its lines).
+_new_read = tuple.__new__
 
 
 class SessionLog:
@@ -89,6 +92,11 @@ class SessionLog:
     @property
     def path(self) -> Path:
         return self.reader.path
+
+    @property
+    def reached(self) -> int:
+        """How far into the log the read under way has got (LineReader.reached)."""
+        return self.reader.reached
 
     @property
     def generation(self) -> int:
@@ -133,7 +141,7 @@ class SessionLog:
                     self.damage[INTERNAL_ERROR] += 1
                     yield Read(line, malformed(INTERNAL_ERROR), _NONE, type(error).__name__)
                     continue
-                yield Read(line, record, finished)
+                yield _new_read(Read, (line, record, finished, None))
         except FileNotFoundError:
             pass  # gone: the session ends
         except OSError as error:  # unreadable, or not a regular file
