@@ -125,9 +125,9 @@ def _write_room(figures: dict) -> int:
 def priced_nano(prices: tuple[int, int, int, int], input_tokens: int, cache_read_tokens: int,
                 cache_write_tokens: int, output_tokens: int) -> int:
     """A call's credits at ``prices`` (nano-credits per uncached input, cache-read, cache-write
-    and output token; input counts the cache reads, as the CLI's does)."""
-    uncached = input_tokens - cache_read_tokens
-    assert uncached >= 0, "a call read more from the cache than its input"
+    and output token; input counts the cache reads and writes, as the CLI's does)."""
+    uncached = input_tokens - cache_read_tokens - cache_write_tokens
+    assert uncached >= 0, "a call's cache reads and writes are more than its input"
     return (prices[0] * uncached + prices[1] * cache_read_tokens + prices[2] * cache_write_tokens
             + prices[3] * output_tokens)
 

@@ -181,8 +181,8 @@ def snap_of(state: Path, **options):
 
 
 def counts_of(leg) -> tuple[int, int, int, int]:
-    return (leg.input_tokens - leg.cache_read_tokens, leg.cache_read_tokens,
-            leg.cache_write_tokens, leg.output_tokens)
+    return (leg.input_tokens - leg.cache_read_tokens - leg.cache_write_tokens,
+            leg.cache_read_tokens, leg.cache_write_tokens, leg.output_tokens)
 
 
 def fitted_models(turns) -> dict[str, set[int]]:

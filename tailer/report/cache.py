@@ -68,7 +68,7 @@ from ..saved_state import finite, mapping, parsed, sequence, text, whole
 from .figures import PRINTED_AT, Check, check_turn_rows
 
 KIND = "hydrafusion report cache"
-FORMAT = 10
+FORMAT = 11
 MAX_BYTES = 128 << 20
 # The header line's bytes at most (it is some 160): a file longer than MAX_BYTES and this
 # is none a save wrote, and is refused by its size, unread (a sparse file of terabytes).

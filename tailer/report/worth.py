@@ -87,16 +87,11 @@ def turn_worth(turn: Turn) -> list:
     committed = next((leg for leg in turn.legs if turn.is_committed(leg)), None)
     tokens = None
     if committed is not None and turn.kind == "fusion":
-        usage = committed.usage
-        tokens = list(prices.token_counts(usage.input_tokens, usage.output_tokens,
-                                          usage.cache_read_tokens, usage.cache_write_tokens))
+        tokens = list(prices.token_counts(committed.usage))
     by_model: dict[str, list[list[int]]] = {}
     for call in turn.calls:
-        usage = call.usage
-        counts = prices.token_counts(usage.input_tokens, usage.output_tokens,
-                                     usage.cache_read_tokens, usage.cache_write_tokens)
-        by_model.setdefault(call.model, []).append(
-            prices.call_sums(counts, usage.nano_aiu if call.credits_known else None))
+        by_model.setdefault(call.model, []).append(prices.call_sums(
+            prices.token_counts(call.usage), call.usage.nano_aiu if call.credits_known else None))
     return [_answer_model(turn, committed), tokens, turn.gate_outcome,
             [[model, prices.added(sums)] for model, sums in by_model.items()]]
 
