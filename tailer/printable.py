@@ -11,13 +11,11 @@ it, so printing it would fail instead of showing it.
 
 from __future__ import annotations
 
-import re
-
-_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069"
-                     "\ud800-\udfff]")
+_UNSAFE = ("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069"
+           "\ud800-\udfff]")
 
 
-def _escape(match: re.Match[str]) -> str:
+def _escape(match) -> str:
     code = ord(match.group())
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
@@ -33,4 +31,8 @@ def printable(text: str) -> str:
     """
     if text.isprintable():
         return text
-    return _UNSAFE.sub(_escape, text)
+    # Imported here, as rarely needed: the status line's refresh never compiles the pattern
+    # when its text is printable (re's module cache keeps it compiled for the next call).
+    import re
+
+    return re.sub(_UNSAFE, _escape, text)

@@ -72,9 +72,9 @@ def resumed(session_id: str, path: str, data: bytes) -> Reading:
                                            for number in sequence(saved["sums"], "the sums"))
     if review_nano > leg_nano:
         raise ValueError("the review credits are more than the legs' credits")
-    session_state.check({"sessions": {session_id: saved["log"]}})
+    position, turns = session_state.checked_session(session_id, saved["log"])
     last = None if saved["last"] is None else TurnView.from_data(saved["last"])
-    return Reading(SessionLog.from_state(session_id, path, saved["log"]),
+    return Reading(SessionLog(session_id, path, position, turns),
                    (session_nano, leg_nano, review_nano), last, resumed=True)
 
 
