@@ -403,18 +403,19 @@ def _per_million(price: float | None) -> str:
 
 
 FIRST_COLUMN_KEPT = 24  # a name column is cut below this only when no other column is left
+SESSION_ID_KEPT = 36  # a session id (a UUID) whole, as --session takes it: its tables keep it
 # The columns of the tables by model and by leg kind a narrow terminal leaves out before the
 # others: a share is the credits column over its total, and a model's legs are HydraFusion's.
 SPEND_LEFT_OUT_FIRST = ("share", "legs")
 
 
 def _table(width: int, paint, headers: list[str], rows: list[list], blank: bool = True,
-           left_out_first: tuple[str, ...] = ()) -> list[str]:
+           left_out_first: tuple[str, ...] = (), first_kept: int = FIRST_COLUMN_KEPT) -> list[str]:
     """Left-aligned first column, the rest right-aligned; a whole number with thousands
     separators. Where it does not fit, columns are left out, those `left_out_first` names
     first (in that order), then the others from the right (a line under the table names
-    them), so the names keep up to FIRST_COLUMN_KEPT characters; only then is the first
-    column cut. At least one column beside the names is kept."""
+    them), so the names keep up to `first_kept` characters; only then is the first column
+    cut, its start kept. At least one column beside the names is kept."""
     if not rows:
         return []
     cells = [[f"{cell:,}" if isinstance(cell, int) else printable(str(cell)) for cell in row]
@@ -423,7 +424,7 @@ def _table(width: int, paint, headers: list[str], rows: list[list], blank: bool 
     order = [headers.index(name) for name in left_out_first if name in headers]
     order += [index for index in range(len(headers) - 1, 0, -1) if index not in order]
     kept, left_out = list(range(len(headers))), []
-    first = min(widths[0], FIRST_COLUMN_KEPT)
+    first = min(widths[0], first_kept)
     while len(kept) > 2 and first + sum(widths[i] + 2 for i in kept[1:]) > width:
         left_out.append(order[len(left_out)])
         kept.remove(left_out[-1])
@@ -678,8 +679,13 @@ def _worth_groups(snap: Snapshot, by: str, order: str, width: int, paint) -> lis
             for group in (groups[::-1] if order == "desc" else groups)]
     lines = _table(width, paint, [f"WORTH IT, by {by}", "turns", "credits", "kept", "not kept",
                                   "estimated", "measured", "one model*", "+/-", "saved*"], rows,
-                   blank=False)
+                   blank=False, first_kept=key_kept(by))
     return lines + _note(_ESTIMATE_NOTE, width, paint) + [""]
+
+
+def key_kept(by: str) -> int:
+    """The characters a --by table's keys keep before its columns but one are left out."""
+    return SESSION_ID_KEPT if by == "session" else FIRST_COLUMN_KEPT
 
 
 # -- What the --by table (groups_table.py) lays out its rows with ----------------------------
