@@ -468,8 +468,8 @@ def _report(args: argparse.Namespace, environ: dict[str, str], state_dir: Path,
             sys.stdout.flush()
             sys.stdout.buffer.writelines(text)
             sys.stdout.buffer.flush()
-        else:
-            sys.stdout.writelines(text)
+        else:  # one str: writelines would write it a character at a time
+            sys.stdout.write(text)
             sys.stdout.flush()
     except BrokenPipeError:
         # `report | head`: the reader has all it wanted.

@@ -31,12 +31,13 @@ def render_table(snap: Snapshot, *, width: int = 100, color: bool = False,
     paint = _painter(color)
     sections = _sections(snap, width, paint)
     shown = snap.turns if turns is None else snap.turns[len(snap.turns) - turns:] if turns else []
-    columns = _turn_columns(shown, width)  # of every turn shown, so the widths never jump
+    cells = [tuple(cell(turn) for _, cell, _ in TURN_COLUMNS) for turn in shown]  # made once
+    columns = _turn_columns(cells, width)  # of every turn shown, so the widths never jump
     # Each turn takes a line or more: on a screen of `height` lines, the newest `height`
     # turns are the most that can be drawn (a watch over 10,000 turns draws some 30).
-    drawable = shown if height is None else shown[-height:] if height else []
-    blocks = _turn_blocks(drawable, columns, width, paint,
-                          shown[-len(drawable) - 1].start[:10] if len(drawable) < len(shown) else None)
+    drawable = len(shown) if height is None else min(height, len(shown))
+    blocks = _turn_blocks(shown[len(shown) - drawable:], cells[len(cells) - drawable:], columns,
+                          width, paint, shown[-drawable - 1].start[:10] if drawable < len(shown) else None)
     turns_heading = _turns_heading(len(shown), len(snap.turns), width, paint)
     dropped = []
     if shown:
@@ -471,13 +472,13 @@ TURN_COLUMNS = (
 TURN_COLUMNS_DROPPED = ("duration", "calls/tools", "session", "credits")
 
 
-def _turn_columns(turns: list[TurnRow], width: int) -> list[tuple[str, int, object, bool]]:
+def _turn_columns(cells: list[tuple[str, ...]], width: int) -> list[tuple[str, int, int, bool]]:
     """The columns that fit in `width` (at least 2 + the started, pattern and outcome
-    columns), each with its width; none without turns."""
-    if not turns:
+    columns), each with its width and its place in a turn's `cells`; none without turns."""
+    if not cells:
         return []
-    columns = [(name, max(len(name), max(len(cell(turn)) for turn in turns)), cell, right)
-               for name, cell, right in TURN_COLUMNS]
+    columns = [(name, max(len(name), max(map(len, texts))), at, right)
+               for at, ((name, _, right), texts) in enumerate(zip(TURN_COLUMNS, zip(*cells)))]
     for name in TURN_COLUMNS_DROPPED:
         if 2 + sum(column[1] + 2 for column in columns) <= width:
             break
@@ -485,7 +486,7 @@ def _turn_columns(turns: list[TurnRow], width: int) -> list[tuple[str, int, obje
     return columns
 
 
-def _turn_header(columns: list[tuple[str, int, object, bool]], width: int,
+def _turn_header(columns: list[tuple[str, int, int, bool]], width: int,
                  beside: bool) -> tuple[str, list[str]]:
     """The turn list's header line (`legs` at its end when a turn's legs are `beside` the
     columns), and the lines naming the columns left out (none when all fit)."""
@@ -498,36 +499,51 @@ def _turn_header(columns: list[tuple[str, int, object, bool]], width: int,
     return _cut(head, width), _too_narrow(dropped, width) if dropped else []
 
 
-def _turn_blocks(turns: list[TurnRow], columns: list[tuple[str, int, object, bool]], width: int,
-                 paint, day: str | None) -> list[_TurnBlock]:
-    """The turns' blocks in `columns`; `day` is the day of the turn before the first."""
+def _turn_blocks(turns: list[TurnRow], cells: list[tuple[str, ...]],
+                 columns: list[tuple[str, int, int, bool]], width: int, paint,
+                 day: str | None) -> list[_TurnBlock]:
+    """The turns' blocks in `columns`, of their `cells`; `day`: the turn's before the first."""
     blocks = []
-    for turn in turns:
-        cells = []
-        for name, w, cell, right in columns:
-            text = cell(turn)
+    indent = 2 + sum(column[1] + 2 for column in columns)
+    # A month's thousands of turns show a few hundred different lists of legs: each is
+    # labelled and wrapped once.
+    drawn_legs: dict[tuple, tuple[bool, list[str]]] = {}
+    for turn, texts in zip(turns, cells):
+        head = "  "
+        for name, w, at, right in columns:
+            text = texts[at]
             if name == "outcome":  # painted before it is padded: colour never ends in spaces
-                cells.append(_paint_outcome(turn.outcome, text, paint) + " " * (w - len(text)))
+                head += _paint_outcome(turn.outcome, text, paint) + " " * (w - len(text)) + "  "
             else:
-                cells.append(text.rjust(w) if right else text.ljust(w))
-        head = "  " + "".join(cell + "  " for cell in cells)
-        indent = 2 + sum(column[1] + 2 for column in columns)
+                head += (text.rjust(w) if right else text.ljust(w)) + "  "
         if turn.kind == "ordinary":
-            labels, colors = call_models(turn), [None] * len(call_models(turn))
+            beside, legs = _legs_lines(call_models(turn), None, indent, width, paint)
         else:
-            labels = [leg_label(leg, turn.kind == "fallback") for leg in turn.legs]
-            colors = [_leg_color(leg) for leg in turn.legs]
-        beside = bool(labels) and all(len(label) + 3 * (index < len(labels) - 1) <= width - indent
-                                      for index, label in enumerate(labels))
-        if beside:
-            legs = _wrap(labels, colors, width - indent, paint)
-            lines = [head + legs[0]] + [" " * indent + line for line in legs[1:]]
-        else:
-            legs = _wrap(labels, colors, width - 6, paint)
-            lines = [head.rstrip()] + ["      " + line for line in legs]
+            key = (turn.kind == "fallback", *((leg.model, leg.kind, leg.verdict, leg.status, leg.committed)
+                                              for leg in turn.legs))
+            drawn = drawn_legs.get(key)
+            if drawn is None:
+                labels = [leg_label(leg, turn.kind == "fallback") for leg in turn.legs]
+                drawn = drawn_legs[key] = _legs_lines(labels, [_leg_color(leg) for leg in turn.legs],
+                                                      indent, width, paint)
+            beside, legs = drawn
+        lines = [head + legs[0]] + legs[1:] if beside else [head.rstrip()] + legs
         blocks.append(_TurnBlock(turn.start[:10], turn.start[:10] != day, lines, beside))
         day = turn.start[:10]
     return blocks
+
+
+def _legs_lines(labels: list[str], colors: list | None, indent: int, width: int,
+                paint) -> tuple[bool, list[str]]:
+    """Whether the legs go beside a turn's columns (which end at `indent`), and their lines:
+    beside, the first to follow the columns and the others indented to them; else below."""
+    colors = colors or [None] * len(labels)
+    beside = bool(labels) and all(len(label) + 3 * (index < len(labels) - 1) <= width - indent
+                                  for index, label in enumerate(labels))
+    if beside:
+        legs = _wrap(labels, colors, width - indent, paint)
+        return True, legs[:1] + [" " * indent + line for line in legs[1:]]
+    return False, ["      " + line for line in _wrap(labels, colors, width - 6, paint)]
 
 
 def _newest(blocks: list[_TurnBlock], room: int) -> list[str]:
