@@ -5,12 +5,14 @@ redirected file may take nothing else; colour is the caller's decision (a termin
 NO_COLOR) and never changes the layout, so the coloured and the plain table line up the
 same. Every name from a log (model, pattern, outcome, verdict, leg kind, session id) goes
 through printable() before it is measured or cut, so a value can neither drive the
-terminal nor break a row, and the escapes it shows instead count in the column widths.
+terminal nor break a row, and the escapes it shows instead count in the column widths; a
+session id, the name of a folder and so any text, through one_column() as every cell of a
+table, so a wide or zero-width character cannot move the columns after it either.
 """
 
 from __future__ import annotations
 
-from ..printable import printable
+from ..printable import one_column, printable
 from ..wording import counted
 from ..turns import ledger_check
 from .figures import LegRow, Snapshot, Spend, TurnRow
@@ -71,7 +73,7 @@ def _sections(snap: Snapshot, width: int, paint) -> list[list[str]]:
     head = snap.headline
     lines = _title_lines(snap, width, paint)
     if snap.filters:
-        lines += flow(["only"] + [printable(f"--{k} {v}") for k, v in snap.filters.items()], width)
+        lines += flow(["only"] + [one_column(f"--{k} {v}") for k, v in snap.filters.items()], width)
     lines.append("")
     lines += _cards([
         ("turns", f"{head.turns:,}"),
@@ -152,7 +154,7 @@ def _checks(snap: Snapshot, width: int, paint) -> list[str]:
     for check in wrong:
         for difference in check.differences:
             ours, cli = difference["ours"], difference["cli"]
-            lines += _prose(printable(
+            lines += _prose(one_column(
                 f"  {check.session_id[:8]} {check.source}: {difference['model']} ours "
                 f"{_credits(ours['credits'])} credits / {ours['calls']:,} calls, CLI "
                 f"{_credits(cli['credits'])} / {cli['calls']:,}"), width)
@@ -178,7 +180,7 @@ def _ledger(snap: Snapshot, width: int, paint) -> list[str]:
     lines = flow([paint(RED, word) for word in summary] + ["(ours vs the ledger's)"]
                  if found.differ else summary, width)
     for differs in found.differ:
-        head = f"  {printable(differs.session_id[:8])}"
+        head = f"  {one_column(differs.session_id[:8])}"
         lines += flow([head] + commas(_differing(differs)), width, " " * (len(head) + 1))
     said = []
     if found.credits_not_compared:
@@ -418,7 +420,7 @@ def _table(width: int, paint, headers: list[str], rows: list[list], blank: bool 
     cut, its start kept. At least one column beside the names is kept."""
     if not rows:
         return []
-    cells = [[f"{cell:,}" if isinstance(cell, int) else printable(str(cell)) for cell in row]
+    cells = [[f"{cell:,}" if isinstance(cell, int) else one_column(str(cell)) for cell in row]
              for row in rows]
     widths = [max(len(row[i]) for row in [headers] + cells) for i in range(len(headers))]
     order = [headers.index(name) for name in left_out_first if name in headers]
@@ -461,7 +463,7 @@ class _TurnBlock:
 # wrap after an arrow, under each other), else on the lines below.
 TURN_COLUMNS = (
     ("started", lambda turn: turn.start[11:19], False),
-    ("session", lambda turn: printable(turn.session_id)[:8], False),
+    ("session", lambda turn: one_column(turn.session_id)[:8], False),
     ("pattern", lambda turn: _pattern(turn), False),
     ("credits", lambda turn: _credits(turn.credits, turn.unknown_credit_calls), True),
     ("calls/tools", lambda turn: _counts(turn), True),
