@@ -142,7 +142,7 @@ def test_the_footer_imports_no_parser_and_an_unchanged_log_not_the_reading_stage
                           "runpy", "typing")) == set()
     for names in (reading, unchanged):
         assert of(names, (*DAEMON, *REPORT, *NETWORK, "argparse", "pathlib", "subprocess",
-                          "tailer.commands.cli", "dataclasses", "logging")) == set()
+                          "tailer.commands.cli", "dataclasses", "logging", "unicodedata")) == set()
 
 
 # The parser a command builds has only its own options; it must read every command line as
