@@ -431,12 +431,13 @@ def turn_row(turn: Turn, tz: tzinfo | None) -> TurnRow:
     spent = [turn.leg_credits(leg) for leg in turn.legs]  # (known nano-credits, calls left out)
     legs = [_leg_row(turn, leg, *credits) for leg, credits in zip(turn.legs, spent)]
     index = {id(leg): number for number, leg in enumerate(turn.legs)}
-
-    def leg_index(phase_id: str | None) -> int | None:
+    # The leg of each phase id the calls and tools name (a few), found once: a turn has
+    # dozens of calls and tools.
+    leg_index = {}
+    for phase_id in {item.phase_id for items in (turn.calls, turn.tools) for item in items}:
         leg = turn.leg_of(phase_id)
-        return None if leg is None else index[id(leg)]
-
-    calls = [_call_row(start_ns, call, leg_index(call.phase_id)) for call in turn.calls]
+        leg_index[phase_id] = None if leg is None else index[id(leg)]
+    calls = [_call_row(start_ns, call, leg_index[call.phase_id]) for call in turn.calls]
     failure = turn.route_failure
     if turn.ordinary:
         nano = sum(call.usage.nano_aiu for call in turn.calls if call.credits_known)
@@ -465,7 +466,7 @@ def turn_row(turn: Turn, tz: tzinfo | None) -> TurnRow:
         printed=None,  # made of the others, just below
         policy_version=turn.resolved.policy_version if turn.resolved is not None else None,
     )
-    row.printed = turn_json(row, calls, [_tool_row(start_ns, tool, leg_index(tool.phase_id))
+    row.printed = turn_json(row, calls, [_tool_row(start_ns, tool, leg_index[tool.phase_id])
                                          for tool in turn.tools])
     row.worth = worth_figures.TurnWorth(*worth_figures.turn_worth(turn))
     return row
