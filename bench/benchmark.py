@@ -245,6 +245,11 @@ def statusline_rows(footer: dict) -> list[tuple]:
     bare = footer["bare_s"]
     rows.append(("  `python -c pass`, the same way, median / p95",
                  f"{1000 * percentile(bare, 0.5):.1f} / {1000 * percentile(bare, 0.95):.1f} ms", "", None))
+    rows += [(f"  CPU time (user + system), {what}, median / p95",
+              f"{1000 * percentile(values, 0.5):.1f} / {1000 * percentile(values, 0.95):.1f} ms", "", None)
+             for what, values in (("the log unchanged", footer["cpu_s"]["unchanged"]),
+                                  ("a turn in flight appended", footer["cpu_s"]["appended"]),
+                                  ("`python -c pass`", footer["cpu_s"]["bare"]))]
     rows += [(f"statusline, {name}, the slowest of {FAULT_RUNS}", f"{1000 * seconds:.0f} ms",
               f"< {TARGET_STATUSLINE_FAULT_MS:.0f} ms", 1000 * seconds < TARGET_STATUSLINE_FAULT_MS)
              for name, seconds in footer["faults"].items()]

@@ -95,7 +95,7 @@ def measure_watch_idle(state_dir: Path, work: Path, seconds: float) -> dict:
         child = start_on_a_terminal(command, environ, output)
         started = time.monotonic()
         try:
-            if wait_for_log(output, r"HydraFusion: \d+ turns", child, 300) is None:
+            if wait_for_log(output, r"HydraFusion: [\d,]+ turns", child, 300) is None:
                 return {"error": f"report --watch drew nothing (see {output})", "command": command}
             took = time.monotonic() - started
             results[f"{run}_first_frame_s"] = min(took, results.get(f"{run}_first_frame_s", took))

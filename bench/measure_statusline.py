@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import resource
 import subprocess
 import time
 from pathlib import Path
@@ -40,6 +41,19 @@ def timed_runs(rounds: int, run) -> list[float]:
     return sorted(run() for _ in range(rounds))
 
 
+def with_cpu(cpu: list[float], run):
+    """`run` (a call that runs one child), the CPU time (user + system) of that child added to
+    `cpu`: on a machine shared with other work, a refresh's CPU time moves far less than its
+    wall time, so two versions compare by it."""
+    def measured():
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        value = run()
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
+        return value
+    return measured
+
+
 def measure_statusline(work: Path, size_mb: int, rounds: int) -> dict:
     """The footer's command on a log of `size_mb` (see the module docstring, 6.)."""
     progress(f"statusline: a session log of {size_mb} MB")
@@ -62,7 +76,8 @@ def measure_statusline(work: Path, size_mb: int, rounds: int) -> dict:
     old = time.time_ns() - 60 * 10**9
     os.utime(log_path, ns=(old, old))
     unchanged()  # the refresh that notes the log's identity, now trusted
-    results["unchanged_s"] = timed_runs(rounds, unchanged)
+    cpu: dict[str, list[float]] = {"unchanged": [], "appended": [], "bare": []}
+    results["unchanged_s"] = timed_runs(rounds, with_cpu(cpu["unchanged"], unchanged))
     # A turn in flight: each refresh follows a few more of its lines.
     rng = random.Random(SEED + 42)
     pending: list[str] = []
@@ -77,8 +92,9 @@ def measure_statusline(work: Path, size_mb: int, rounds: int) -> dict:
                 handle.write(pending.pop(0).encode() + b"\n")
         return run_statusline(stdin, environ)[0]
 
-    results["appended_s"] = timed_runs(rounds, appended)
-    results["bare_s"] = timed_runs(rounds, lambda: run_bare(environ))
+    results["appended_s"] = timed_runs(rounds, with_cpu(cpu["appended"], appended))
+    results["bare_s"] = timed_runs(rounds, with_cpu(cpu["bare"], lambda: run_bare(environ)))
+    results["cpu_s"] = {name: sorted(seconds) for name, seconds in cpu.items()}
     results["faults"] = statusline_faults(work, environ, stdin, log_path)
     return results
 

@@ -48,7 +48,7 @@ from realcli.driver import Unavailable, npm_install
 
 DEFAULT_DATA = Path(tempfile.gettempdir(), "hydrafusion-bench-data")
 WARM_RUNS = 3  # warm reports a round: each takes a fraction of a first read
-DRAWN = r"HydraFusion: \d+ turns"  # what --watch's table starts with
+DRAWN = r"HydraFusion: [\d,]+ turns"  # what --watch's table starts with
 
 
 @dataclass

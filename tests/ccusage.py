@@ -2,15 +2,21 @@
 
 npm installs the pinned version into .cache/ccusage/<version>/ at the top of the repository
 (git-ignored), the way tests/realcli/driver.py installs the CLI, so only the first run pays
-for the download. `copilot_sessions` runs `ccusage copilot session --json` on a copy of a
+for the download. `copilot` runs `ccusage copilot daily|monthly|session --json` on a copy of a
 state folder, under a HOME of its own, offline (no price list fetched).
 
-How ccusage 20.0.24 reads a Copilot session (its `--help` and what it does with the real
-CLI's logs): the `session.shutdown` events of `session-state/<id>/events.jsonl`, their
-`modelMetrics` (the last shutdown of a resumed session totals all of it, as CLI 1.0.102
-writes it), besides the CLI's OpenTelemetry file export. A session with no shutdown yet, or
-whose shutdown's timestamp has fewer than the three fraction digits the CLI writes, gives it
-nothing. Its `inputTokens` leave out the cache reads and writes that the CLI's include.
+How ccusage 20.0.24 reads a Copilot session (its Copilot guide, and what it does with the
+real CLI's logs, checked on copies changed by hand): of `session-state/<id>/events.jsonl`
+only the `session.shutdown` events, their `modelMetrics`. A shutdown's per-model totals are
+the session's so far (CLI 1.0.102 writes them so: a resumed session's last shutdown totals
+all of it), so ccusage counts the first as it is and each later one as the difference from
+the one before, dated by that shutdown's timestamp (`daily` puts a resumed run on its own
+day; `session` has the session's totals, its first and last shutdown as `firstActivity`
+and `lastActivity`). `messageCount` is the models' `requests.count`; `inputTokens` is
+max(inputTokens - cacheReadTokens - cacheWriteTokens, 0): the CLI's input holds both cache
+kinds. Besides the session logs it reads the CLI's OpenTelemetry file export
+(`~/.copilot/otel/*.jsonl`). A session with no shutdown yet, or whose shutdown's timestamp
+has fewer than the three fraction digits the CLI writes, gives it nothing.
 """
 
 from __future__ import annotations
@@ -41,19 +47,25 @@ def installed() -> Path:
         pytest.skip(f"ccusage {VERSION} cannot be installed: {error}")
 
 
-def copilot_sessions(state_dir: Path, scratch: Path) -> dict:
-    """`ccusage copilot session --json --offline` on a copy of `state_dir`: its document,
-    {"sessions": [...], "totals": {...}}; the calling test is skipped where ccusage has no
-    build for this platform."""
+def copilot(report: str, state_dir: Path, scratch: Path, *options: str) -> dict:
+    """`ccusage copilot REPORT --json --offline OPTIONS` (REPORT: daily, monthly, session) on
+    a copy of `state_dir`: its document, an array (`daily`, `monthly`, `sessions`) and
+    `totals`; the calling test is skipped where ccusage has no build for this platform."""
     launcher = installed()
     home = scratch / "home"
     shutil.copytree(state_dir, home / ".copilot" / "session-state")
     env = {"PATH": os.environ.get("PATH", ""), "HOME": str(home), "NO_COLOR": "1",
            "COPILOT_HOME": str(home / ".copilot")}
-    done = subprocess.run([str(launcher), "copilot", "session", "--json", "--offline"],
+    done = subprocess.run([str(launcher), "copilot", report, "--json", "--offline", *options],
                           cwd=home, env=env, capture_output=True, text=True,
                           timeout=RUN_TIMEOUT_S)
     if "native binary is not available" in done.stderr:
         pytest.skip(f"ccusage {VERSION} has no build here: {done.stderr.strip()}")
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
+
+
+def copilot_sessions(state_dir: Path, scratch: Path) -> dict:
+    """`ccusage copilot session --json --offline` on a copy of `state_dir`: its document,
+    {"sessions": [...], "totals": {...}}."""
+    return copilot("session", state_dir, scratch)

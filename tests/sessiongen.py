@@ -111,12 +111,23 @@ def _plan(kind: str, role: str, scope: str, conditional: bool = False) -> dict:
     return {"kind": kind, "role": role, "scope": scope, "conditional": conditional}
 
 
+def _write_room(figures: dict) -> int:
+    """The most cache-write tokens a leg of these figures may have: the CLI's input tokens
+    hold its cache reads and writes (uncached input, as ccusage counts it, is what is left),
+    so the reads and writes of each of its calls (_record_calls splits the leg's figures by
+    weights of 1 to 9) must leave some of the call's input: _split's rounding takes up to 2
+    tokens per call from the last call's room, weighed by up to 9 * calls."""
+    calls = figures["request_count"]
+    rounding = 2 * (calls - 1) * (9 * (calls - 1) + 1)
+    return max(figures["input_tokens"] - figures["cache_read_tokens"] - rounding, 0)
+
+
 def priced_nano(prices: tuple[int, int, int, int], input_tokens: int, cache_read_tokens: int,
                 cache_write_tokens: int, output_tokens: int) -> int:
     """A call's credits at ``prices`` (nano-credits per uncached input, cache-read, cache-write
-    and output token; input counts the cache reads, as the CLI's does)."""
-    uncached = input_tokens - cache_read_tokens
-    assert uncached >= 0, "a call read more from the cache than its input"
+    and output token; input counts the cache reads and writes, as the CLI's does)."""
+    uncached = input_tokens - cache_read_tokens - cache_write_tokens
+    assert uncached >= 0, "a call's cache reads and writes are more than its input"
     return (prices[0] * uncached + prices[1] * cache_read_tokens + prices[2] * cache_write_tokens
             + prices[3] * output_tokens)
 
@@ -494,8 +505,10 @@ class SessionWriter:
                    "input_tokens": inputs, "cache_read_tokens": int(inputs * rng.uniform(0.3, 0.9)),
                    "output_tokens": rng.randint(0, 90) if failure else rng.randint(150, 4_000),
                    "cache_write_tokens": rng.choice((0, 0, rng.randint(400, 4_000))),
-                   "nano_aiu": rng.randint(300_000_000, 7_500_000_000)}
-        return figures | overrides
+                   "nano_aiu": rng.randint(300_000_000, 7_500_000_000)} | overrides
+        if "cache_write_tokens" not in overrides:
+            figures["cache_write_tokens"] = min(figures["cache_write_tokens"], _write_room(figures))
+        return figures
 
     def _record_calls(self, turn: _Turn, leg: ExpectedLeg, calls: list[tuple[int, int]], *,
                       damaged: bool = False, tool_counts: bool = True,

@@ -402,3 +402,14 @@ def named_paths(doc: Path) -> list[str]:
 @pytest.mark.parametrize("doc", ["README.md"] + sorted(f"docs/{path.name}" for path in DOCS.glob("*.md")))
 def test_every_path_the_readme_and_docs_name_exists(doc):
     assert named_paths(REPO / doc) == []
+
+
+def test_no_file_holds_a_merge_conflicts_markers():
+    """A conflict left in a merge once reached main inside docs/REPORT.md, and every other
+    test passed: git's markers are looked for in every file git tracks."""
+    tracked = subprocess.run(["git", "ls-files", "-z"], cwd=REPO, capture_output=True,
+                             check=True).stdout.decode().split("\0")
+    marker = re.compile(rb"^(<{7} |>{7} |={7}$)", re.MULTILINE)
+    found = [name for name in tracked if name and (REPO / name).is_file()
+             and marker.search((REPO / name).read_bytes())]
+    assert not found, f"merge conflict markers in {found}"

@@ -117,7 +117,7 @@ def footer_imports(tmp_path, stdin: bytes) -> set[str]:
 
 def test_the_footer_imports_no_parser_and_an_unchanged_log_not_the_reading_stages(tmp_path):
     """The CLI runs `statusline` on every refresh: argparse and pathlib are not loaded for
-    it, nor the report, the daemon or the network; and when the log is as it was at the
+    it, nor the report, the daemon or the network, nor typing or hashlib's OpenSSL; and when the log is as it was at the
     last refresh, not the stages that read logs either (tailer/statusline/saved.py), nor
     json's `re` (tailer/fast_json.py) or `-m`'s runpy."""
     import json
@@ -130,6 +130,9 @@ def test_the_footer_imports_no_parser_and_an_unchanged_log_not_the_reading_stage
     stdin = json.dumps({"transcript_path": str(log.parent)}).encode()
     reading = footer_imports(tmp_path, stdin)
     assert "tailer.turns.session_log" in reading  # the check can fail
+    # Reading on (a turn in flight) costs start-up by what it imports: not typing (its
+    # NamedTuple), nor OpenSSL for the position's digest (copilot/lines.py).
+    assert of(reading, ("typing", "hashlib", "_hashlib")) == set()
     at = time.time_ns() - 60 * 10**9
     os.utime(log, ns=(at, at))
     footer_imports(tmp_path, stdin)  # reads the log's new identity: from now on, unchanged

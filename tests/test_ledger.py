@@ -6,7 +6,8 @@ logs; or rows the real CLI would write for generated logs, one per usage record,
 the logs' lines here (ledgergen.rows_of_log). Then it is changed as life changes it: a row
 the log lost, a row the log never had, a session whose log is gone, credits the CLI did not
 know, another program holding a lock, a file that is no database, another CLI version's
-layout, a FIFO or a symlink at its path. `report` and `doctor` run as a user runs them.
+layout, figures too large to add up, a FIFO or a symlink at its path. `report` and `doctor`
+run as a user runs them.
 """
 
 from __future__ import annotations
@@ -106,11 +107,13 @@ def test_a_call_the_log_lost_is_named_with_what_differs(home):
     assert differs["cli"]["credits"] - differs["ours"]["credits"] == pytest.approx(0.25)
     table = run_report("--state-dir", str(state_dir), "--turns", "0").stdout
     assert f"{SESSIONS} sessions checked against the CLI's ledger, 1 differ" in table
-    assert f"  {session[:8]} calls 3 vs 4, input 3,600 vs 4,800," in table
+    # Input is uncached, as the CLI's /usage and ccusage count it, in the report and doctor.
+    assert (differs["ours"]["input_tokens"], differs["cli"]["input_tokens"]) == (3000, 4000)
+    assert f"  {session[:8]} calls 3 vs 4, input 3,000 vs 4,000," in table
     done = doctor("--state-dir", str(state_dir))
     assert done.returncode == 1
     assert f"{SESSIONS} sessions checked against the CLI's ledger, 1 differ" in done.stdout
-    assert f"  {session}  calls 3, the ledger 4; input tokens 3600, the ledger 4800;" in done.stdout
+    assert f"  {session}  calls 3, the ledger 4; input tokens 3000, the ledger 4000;" in done.stdout
 
 
 def test_a_call_the_ledger_lost_is_named_too(home):
@@ -304,6 +307,16 @@ def test_figures_that_are_not_whole_numbers_are_not_summed(home):
     not_read(state_dir, "holds figures that are not whole numbers")
     change(ledger, f"UPDATE {TABLE} SET input_tokens = x'00' WHERE id = 1")
     not_read(state_dir, "holds figures that are not whole numbers")
+
+
+@pytest.mark.parametrize("column", ["input_tokens", "total_nano_aiu"])
+def test_figures_too_large_to_add_up_are_named_plainly(home, column):
+    """Whole numbers each, but past SQLite's integers together: the sum overflows in SQL,
+    which SQLite calls SQLITE_ERROR; the user is told what the file holds."""
+    state_dir, ledger, _ = home
+    change(ledger, f"UPDATE {TABLE} SET {column} = {2**63 - 1} WHERE session_id = "
+                   f"(SELECT session_id FROM {TABLE} GROUP BY session_id HAVING count(*) > 1 LIMIT 1)")
+    not_read(state_dir, "holds figures too large to add up: not checked")
 
 
 def hold_lock(ledger: Path, ready: threading.Event, release: threading.Event, *, exclusive_wal: bool):

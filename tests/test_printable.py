@@ -294,6 +294,8 @@ def test_report_doctor_and_scrub_print_no_payload(tmp_path):
     runs = [tailer("report", "--state-dir", str(state)),
             tailer("report", "--state-dir", str(state), "--format", "csv"),
             tailer("report", "--state-dir", str(state), "--format", "csv-calls"),
+            tailer("report", "--state-dir", str(state), "--by", "session"),  # models under each
+            tailer("report", "--state-dir", str(state), "--by", "day", "--breakdown"),
             tailer("report", "--state-dir", str(state), "--model", NAME),
             tailer("report", "--state-dir", str(state / "missing"), "--html", str(state / "x.html")),
             tailer("doctor", "--state-dir", str(state)),
@@ -308,7 +310,7 @@ def test_report_doctor_and_scrub_print_no_payload(tmp_path):
         runs.append(tailer("run", "--once", "--state-dir", str(state), "--checkpoint", str(held)))
     # docs/REPORT.md, "Exit codes": a missing state folder is 2 in every command; a --model
     # that matches no turn is 1, with the models there are named (escaped) instead.
-    assert [run.returncode for run in runs] == [0, 0, 0, 1, 2, 1, 2, 0, 2, 2, 2]
+    assert [run.returncode for run in runs] == [0, 0, 0, 0, 0, 1, 2, 1, 2, 0, 2, 2, 2]
     for run in runs:
         assert_inert(decoded(run.stdout))
         assert_inert(decoded(run.stderr))

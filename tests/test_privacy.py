@@ -264,7 +264,10 @@ def test_no_text_in_any_report_format(tmp_path):
     env = tailer_env(XDG_CACHE_HOME=str(tmp_path / "cache"))
     for name, options in (("table", []), ("JSON", ["--format", "json"]),
                           ("CSV", ["--format", "csv"]), ("worth CSV", ["--format", "csv-worth"]),
-                          ("HTML", ["--html", str(page)])):
+                          ("HTML", ["--html", str(page)]),
+                          ("--by session", ["--by", "session", "--breakdown"]),
+                          ("--by day JSON", ["--by", "day", "--format", "json"]),
+                          ("--by session CSV", ["--by", "session", "--breakdown", "--format", "csv"])):
         for run in ("", " (from the cache)"):
             done = run_report("--state-dir", str(state), *options, env=env)
             assert done.returncode == 0, done.stderr

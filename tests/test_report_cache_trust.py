@@ -21,7 +21,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
+import subprocess
+import tempfile
 import time
 import zlib
 from pathlib import Path
@@ -34,7 +37,7 @@ from sessiongen import SessionWriter, every_pattern, whole_session
 from tailer import __version__
 from tailer.records import replace
 from tailer.report import cache, gather
-from tailerproc import tailer_env
+from tailerproc import ROOT, tailer_env
 from test_report_cache import LONG, PAST_NS, answers, cache_lines, report
 
 NOBODY = 65534
@@ -199,6 +202,55 @@ def test_a_cache_folder_not_the_users_alone_is_not_used(state, tmp_path, untrust
     assert len(os.listdir(folder)) == len(theirs) + cache.MAX_FILES + 2
 
 
+def test_a_cache_folder_the_user_made_read_only_stays_so(state, tmp_path):
+    """A folder of the user's own closed to writing (0500) is the user's choice: a report
+    reads the cache in it and never makes it writable again."""
+    environ = environ_of(tmp_path)
+    folder = warm(state, environ).parent
+    os.chmod(folder, 0o500)
+    every_pattern("new").write(state)  # a change: a cache in use would be saved
+    code, stdout, _ = report(state, environ, "--format", "json")
+    assert code == 0 and answers(stdout) == uncached(state)
+    assert oct(os.stat(folder).st_mode & 0o7777) == oct(0o500)
+
+
+def test_a_read_only_cache_folder_costs_one_line_and_no_figure(state):
+    """Run as a user the folder's mode binds (root writes in any): the report reads the
+    cache, cannot save it, says so in one line, and shows what the logs hold."""
+    from test_reading_parity import nobody
+
+    (become, user), python = nobody()
+    top = Path(tempfile.mkdtemp(prefix="tailer-read-only-cache-"))
+    try:
+        os.chmod(top, 0o755)
+        shutil.copytree(state, top / "state")
+        for path in [top, *top.rglob("*")]:
+            os.chown(path, user.pw_uid, user.pw_gid, follow_symlinks=False)
+        env = tailer_env(XDG_CACHE_HOME=str(top / "xdg"), HOME=str(top))
+
+        def as_nobody(*options: str) -> subprocess.CompletedProcess:
+            return subprocess.run([python, "-m", "tailer", "report", "--state-dir", str(top / "state"),
+                                   "--format", "json", *options], cwd=ROOT, env=env, text=True,
+                                  capture_output=True, timeout=120, preexec_fn=become)
+
+        first = as_nobody()
+        assert first.returncode == 0 and first.stderr == "", first.stderr
+        folder = cache.cache_file({"XDG_CACHE_HOME": str(top / "xdg")}, top / "state").parent
+        os.chmod(folder, 0o500)
+        every_pattern("new").write(top / "state")  # a change: a cache in use would be saved
+        for path in (top / "state").rglob("*"):
+            os.chown(path, user.pw_uid, user.pw_gid, follow_symlinks=False)
+        expected = answers(as_nobody("--no-cache").stdout)
+        for _ in range(2):
+            done = as_nobody()
+            assert done.returncode == 0 and answers(done.stdout) == expected
+            assert done.stderr == ("hydrafusion-tailer report: the cache cannot be saved (Permission "
+                                   "denied): the next report reads every log again\n")
+            assert oct(os.stat(folder).st_mode & 0o7777) == oct(0o500)
+    finally:
+        shutil.rmtree(top)
+
+
 def special_file(kind: str, path: Path, elsewhere: Path):
     """A FIFO, a socket, a folder or a link to a planted cache at the cache's path; what
     must stay open while the report runs."""
@@ -245,6 +297,30 @@ def test_a_special_file_at_the_caches_path_is_never_opened_and_is_replaced(state
     assert path.is_file() and not path.is_symlink() and cache.load(path)[1] is None
     if kind == "link":
         assert elsewhere.read_bytes() == planted_bytes
+
+
+def test_a_cache_larger_than_any_save_writes_is_not_read_and_is_made_again(state, tmp_path, monkeypatch):
+    """A sparse file of 20 GB at the cache's path (no disk used) was mapped and searched
+    for its header's end, then its CRC worked out: 16 s of every report until it was
+    replaced. A save writes at most MAX_BYTES and a header, so a larger file is refused
+    by its size, none of its bytes looked at (here: mapping it fails the test)."""
+    environ = environ_of(tmp_path)
+    path = warm(state, environ)
+    with path.open("r+b") as handle:
+        handle.truncate(cache.MAX_BYTES + cache.MAX_HEADER_BYTES + 2)
+    expected = uncached(state)
+
+    def never(handle):
+        raise AssertionError("a cache too large to be one was read")
+
+    monkeypatch.setattr(cache, "_contents", never)
+    assert cache.load(path) == ({}, "is larger than any the report writes")
+    os.truncate(path, 20 << 30)
+    code, stdout, stderr = report(state, environ, "--format", "json")
+    assert code == 0 and answers(stdout) == expected
+    assert stderr == ("hydrafusion-tailer report: the cache is larger than any the report writes: "
+                      "ignored, and made again (--no-cache reads without it)\n")
+    assert path.stat().st_size < cache.MAX_BYTES
 
 
 def test_what_a_killed_save_left_is_removed_and_nothing_the_cache_did_not_make(state, tmp_path):
@@ -307,7 +383,8 @@ def nested(depth: int) -> bytes:
     "nested-header", "nested-entry", "old-identity", "row-short", "row-text-credits", "row-nan-credits",
     "row-huge-calls", "row-start-past-the-calendar", "row-kind", "row-models", "leg-short", "leg-credits",
     "row-unknown-credit-calls", "leg-unknown-credit-calls", "json-start-place", "check-short", "check-agrees", "check-difference", "checks-not-a-list",
-    "worth-short", "worth-model", "worth-negative-tokens", "worth-gate", "worth-sums-short"])
+    "worth-short", "worth-model", "worth-negative-tokens", "worth-gate", "worth-sums-short",
+    "worth-huge-tokens", "worth-huge-sums"])
 def test_a_cache_of_right_crcs_but_another_shape_is_refused_and_made_again(state, tmp_path, change):
     """Each of these crashed every later report (a traceback before any rebuild), or asked
     the JSON parser to recurse past its limit."""
@@ -343,6 +420,9 @@ def test_a_cache_of_right_crcs_but_another_shape_is_refused_and_made_again(state
         "worth-negative-tokens": lambda: row[19].__setitem__(1, [-1, 0, 0, 0]),
         "worth-gate": lambda: row[19].__setitem__(2, "another"),
         "worth-sums-short": lambda: row[19].__setitem__(3, [["m", [1]]]),
+        # Beyond what any log gives: the fit's floats overflowed, a traceback every report.
+        "worth-huge-tokens": lambda: row[19].__setitem__(1, [10**400] * 4),
+        "worth-huge-sums": lambda: row[19].__setitem__(3, [["m", [10**400] * 18]]),
     }
     lines = [json.dumps(value, separators=(",", ":")).encode() for value in entries]
     if change == "nested-entry":

@@ -15,8 +15,8 @@ from hypothesis import given, settings, strategies as st
 
 from exposition_helpers import samples
 from tailer.report.figures import (
-    GROUP_KEYS, GROUPINGS, Headline, LegRow, TurnJson, TurnRow, by_kind, headline, moment,
-    snapshot, turn_row,
+    GROUP_KEYS, GROUPINGS, AllUsage, CallRow, Headline, KindUsage, LegRow, ModelUse, Spend,
+    TurnJson, TurnRow, by_kind, headline, moment, snapshot, turn_json, turn_row,
 )
 from test_metrics import counted, turns_of
 
@@ -57,7 +57,12 @@ def test_the_headline_is_of_fusion_turns_and_every_kind_has_its_figures():
     rows = rows_of(lambda w: (w.single("gpt-5.6-sol"), w.ordinary("mai-code-1.1-flash"),
                               w.cascade("mai-code-1.1-flash", "gpt-5.6-sol", verdict="reject")))
     figures = snapshot(rows, now=datetime(2026, 1, 1, tzinfo=timezone.utc), tz=timezone.utc)
-    assert figures.headline == headline([row for row in rows if row.kind != "ordinary"])
+    assert figures.headline == headline(sorted(rows, key=lambda row: row.start))
+    fusion = headline([row for row in rows if row.kind != "ordinary"])
+    assert figures.headline.all_usage.fusion == fusion.all_usage.fusion
+    assert fusion.all_usage.ordinary.prompts == 0
+    assert (figures.headline.all_usage.fusion.prompts, figures.headline.all_usage.ordinary.prompts,
+            figures.headline.all_usage.prompts) == (2, 1, 3)
     assert figures.headline.turns == 2 and figures.headline.judged_turns == 1
     assert figures.headline.rejected_turns == 1 and figures.headline.judge_rejection_rate == 1
     kinds = {figures.kind: figures for figures in by_kind(rows)}
@@ -197,6 +202,44 @@ def fusion_rows(draw, index: int) -> TurnRow:
         policy_version=draw(st.sampled_from((None, "p1", "p2", "p3"))))
 
 
+@st.composite
+def ordinary_rows(draw, index: int) -> TurnRow:
+    """A prompt answered without fusion: its model calls (none, at times), some of unknown
+    credits, in its printed text, where the report reads them."""
+    start = datetime(2026, 12, 20, tzinfo=timezone.utc) + timedelta(
+        minutes=draw(st.integers(0, 60 * 24 * 30)))
+    calls = [CallRow(None, draw(st.sampled_from(MODELS)), 0.0, 1.0,
+                     draw(st.sampled_from((None, draw(st.integers(0, 10**10)) / 1e9))),
+                     draw(st.integers(0, 10**6)), draw(st.integers(0, 10**5)),
+                     draw(st.integers(0, 10**6)), draw(st.integers(0, 10**4)), "stop")
+             for _ in range(draw(st.integers(0, 3)))]
+    row = TurnRow(
+        session_id=draw(st.sampled_from(("s-a", "s-b", "s-c", "s-d", "s-e"))),
+        fusion_id=f"prompt-{index}", kind="ordinary", model=draw(st.sampled_from(MODELS)),
+        start=start.isoformat(timespec="milliseconds"), pattern="ordinary", outcome="completed",
+        compound=False, credits=shown(call_parts(calls)),
+        unknown_credit_calls=sum(call.credits is None for call in calls), calls=len(calls),
+        duration_ms=1.0, routing_ms=None, degraded_reason=None, route_failure_reason=None,
+        legs=[], printed=None)
+    row.printed = turn_json(row, calls, [])
+    return row
+
+
+def prompt_rows(index: int) -> st.SearchStrategy[TurnRow]:
+    return st.one_of(fusion_rows(index), fusion_rows(index), ordinary_rows(index))
+
+
+class _Part:
+    """A model call as a part with credits: unknown (None) is one call left out."""
+
+    def __init__(self, call: CallRow):
+        self.credits, self.unknown_credit_calls = call.credits, int(call.credits is None)
+
+
+def call_parts(calls: list[CallRow]) -> list[_Part]:
+    return [_Part(call) for call in calls]
+
+
 def known_nano(parts) -> int:
     """Credits of legs or turns, those of unknown credits (None) adding nothing."""
     return sum(round(part.credits * 1e9) for part in parts if part.credits is not None)
@@ -210,8 +253,48 @@ def shown(parts) -> float | None:
     return None if unknown and not nano else nano / 1e9
 
 
+def tokens_of(parts) -> tuple[int, int, int, int, int]:
+    """Input, output, cache read, cache write and total tokens of legs or calls."""
+    kinds = [sum(getattr(part, f"{kind}_tokens") for part in parts)
+             for kind in ("input", "output", "cache_read", "cache_write")]
+    return (*kinds, sum(kinds))
+
+
+def use_of(prompts: int, legs: list[LegRow], calls: list[CallRow]) -> tuple:
+    """KindUsage's fields of `prompts` prompts whose legs and calls these are."""
+    parts = legs + call_parts(calls)
+    return (prompts, sum(leg.calls for leg in legs) + len(calls), shown(parts),
+            sum(part.unknown_credit_calls for part in parts), *tokens_of(legs + calls))
+
+
+def all_usage_of(rows: list[TurnRow]) -> AllUsage:
+    """Every prompt's use: HydraFusion's turns by their legs, ordinary prompts by their calls."""
+    fusion = [row for row in rows if row.kind != "ordinary"]
+    legs = [leg for row in fusion for leg in row.legs]
+    calls = [call for row in rows if row.kind == "ordinary" for call in row.model_calls]
+    return AllUsage(*use_of(len(rows), legs, calls), KindUsage(*use_of(len(fusion), legs, [])),
+                    KindUsage(*use_of(len(rows) - len(fusion), [], calls)))
+
+
+def models_of(rows: list[TurnRow]) -> list[ModelUse]:
+    """Each model's whole use, its legs' and its ordinary calls' apart, the biggest first."""
+    legs = [leg for row in rows for leg in row.legs]
+    calls = [call for row in rows if row.kind == "ordinary" for call in row.model_calls]
+    uses = []
+    for model in {leg.model for leg in legs} | {call.model for call in calls}:
+        mine = [leg for leg in legs if leg.model == model]
+        theirs = [call for call in calls if call.model == model]
+        fusion, ordinary = use_of(len(mine), mine, []), use_of(0, [], theirs)
+        uses.append(ModelUse(model, *use_of(len(mine), mine, theirs), Spend(model, *fusion),
+                             Spend(model, *ordinary)))
+    return sorted(uses, key=lambda use: (-(use.credits or 0), use.name))
+
+
 def headline_of(rows: list[TurnRow]) -> tuple:
-    """Headline's fields of `rows`, as docs/METRICS.md defines them, turn by turn."""
+    """Headline's fields of `rows`, as docs/METRICS.md defines them, turn by turn: of their
+    HydraFusion turns, and every prompt's use."""
+    usage = all_usage_of(rows)
+    rows = [row for row in rows if row.kind != "ordinary"]
     legs = [leg for row in rows for leg in row.legs]
     nano = known_nano
     ratio = lambda part, whole: part / whole if whole else None  # noqa: E731
@@ -223,9 +306,10 @@ def headline_of(rows: list[TurnRow]) -> tuple:
             ratio(sum(row.compound for row in routed), len(routed)), len(judged), len(rejected),
             ratio(len(rejected), len(judged)),
             ratio(nano(leg for leg in legs if not leg.committed) / 1e9, nano(legs) / 1e9),
-            ratio(sum(leg.cache_read_tokens for leg in legs), sum(leg.input_tokens for leg in legs)),
+            ratio(sum(leg.cache_read_tokens for leg in legs),
+                  sum(leg.input_tokens + leg.cache_read_tokens + leg.cache_write_tokens for leg in legs)),
             sum(leg.status in ("failed", "cancelled") for leg in legs),
-            sum(row.printed.tool_count for row in rows))
+            sum(row.printed.tool_count for row in rows), usage)
 
 
 def headline_fields(figures) -> tuple:
@@ -237,7 +321,10 @@ def headline_fields(figures) -> tuple:
 @settings(max_examples=200, deadline=None)
 @given(data=st.data(), count=st.integers(0, 40), groupings=st.sets(st.sampled_from(GROUPINGS)))
 def test_the_headline_and_each_group_are_the_figures_of_their_own_turns(data, count, groupings):
-    rows = [data.draw(fusion_rows(index)) for index in range(count)]
+    """Each group is the figures of its own prompts, HydraFusion's and ordinary: a day's, a
+    week's and a month's in the order of their keys, a session's in the order of its last
+    prompt; the headline is every group's, and its all_usage their total."""
+    rows = [data.draw(prompt_rows(index)) for index in range(count)]
     snap = snapshot(rows, now=datetime(2027, 2, 1, tzinfo=timezone.utc), tz=timezone.utc,
                     groupings=tuple(sorted(groupings)))
     ordered = snap.turns
@@ -255,10 +342,14 @@ def test_the_headline_and_each_group_are_the_figures_of_their_own_turns(data, co
         members: dict[str, list[TurnRow]] = {}
         for row in ordered:
             members.setdefault(key(row), []).append(row)
-        assert [group.key for group in groups] == sorted(members)
+        last = {name: max(i for i, row in enumerate(ordered) if key(row) == name) for name in members}
+        assert [group.key for group in groups] == sorted(
+            members, key=(lambda name: (last[name], name)) if name == "session" else None)
         for group in groups:
             own = members[group.key]
             assert headline_fields(group) == headline_of(own)
+            assert (group.first_turn, group.last_turn) == (own[0].start, own[-1].start)
+            assert group.models == models_of(own)
             models = sorted({leg.model for row in own for leg in row.legs})
             assert group.credits_by_model == {
                 m: shown(leg for row in own for leg in row.legs if leg.model == m) for m in models}
@@ -266,17 +357,10 @@ def test_the_headline_and_each_group_are_the_figures_of_their_own_turns(data, co
             assert group.new_policy_versions == [
                 version for version, first in later if key(first) == group.key]
     assert headline_fields(snap.headline) == headline_of(ordered)
+    assert snap.by_model == models_of(ordered)
     legs = [leg for row in ordered for leg in row.legs]
-    for spends, key in ((snap.by_leg_kind, "kind"), (snap.by_model, "model")):
-        assert [spend.name for spend in spends] == sorted(
-            {getattr(leg, key) for leg in legs},
-            key=lambda name: (-(shown(leg for leg in legs if getattr(leg, key) == name) or 0), name))
-        for spend in spends:
-            own = [leg for leg in legs if getattr(leg, key) == spend.name]
-            assert (spend.legs, spend.calls, spend.credits, spend.unknown_credit_calls,
-                    spend.input_tokens, spend.output_tokens,
-                    spend.cache_read_tokens, spend.cache_write_tokens) == (
-                len(own), sum(leg.calls for leg in own), shown(own),
-                sum(leg.unknown_credit_calls for leg in own),
-                sum(leg.input_tokens for leg in own), sum(leg.output_tokens for leg in own),
-                sum(leg.cache_read_tokens for leg in own), sum(leg.cache_write_tokens for leg in own))
+    kinds = sorted({leg.kind for leg in legs},
+                   key=lambda name: (-(shown(leg for leg in legs if leg.kind == name) or 0), name))
+    assert snap.by_leg_kind == [
+        Spend(name, *use_of(len(own), own, []))
+        for name, own in ((name, [leg for leg in legs if leg.kind == name]) for name in kinds)]

@@ -100,8 +100,12 @@ def assert_same_numbers(document, text):
             name = figures["name"]
             assert (figures["credits"] or 0.0) == pytest.approx(credits.get(name, 0.0), rel=1e-12), name
             assert (figures["legs"], figures["calls"]) == (legs[name], calls[name]), name
-            for kind, values in tokens.items():
-                assert figures[f"{kind}_tokens"] == values[name], (name, kind)
+            # The report's input is uncached (ccusage's, the CLI's /usage's); the metrics'
+            # type="input" holds the cache reads and writes, as the GenAI convention does.
+            assert (figures["input_tokens"] + figures["cache_read_tokens"]
+                    + figures["cache_write_tokens"]) == tokens["input"][name], name
+            for kind in ("output", "cache_read", "cache_write"):
+                assert figures[f"{kind}_tokens"] == tokens[kind][name], (name, kind)
 
     prompts = by(text, "hydrafusion_prompts_total", "kind")
     prompt_credits = by(text, "hydrafusion_prompt_aiu_total", "kind")

@@ -1,5 +1,6 @@
 """The report's table, CSV and JSON."""
 
+import contextlib
 import csv
 import io
 import json
@@ -15,6 +16,7 @@ import pytest
 from report_helpers import report_json, run_report, wanted_turns, write_month
 from sessiongen import START, SessionWriter, every_pattern, whole_session
 from tailer import records
+from tailer.commands import cli
 from tailer.copilot.files import session_logs
 from tailer.report.figures import check_figures, snapshot, turn_row
 from tailer.report.read import Selection, SessionReader
@@ -131,6 +133,29 @@ def test_colour_on_a_terminal_unless_no_color(tmp_path):
     assert code == 0 and not ANSI.search(plain) and "TURNS" in plain
     piped = run_report(*args)
     assert not ANSI.search(piped.stdout) and "TURNS" in piped.stdout
+
+
+class _CountedWrites(io.TextIOWrapper):
+    """A stdout that counts the calls made to write to it."""
+
+    writes = 0
+
+    def write(self, text):
+        self.writes += 1
+        return super().write(text)
+
+
+@pytest.mark.parametrize("options", [[], ["--format", "csv"], ["--by", "day"]])
+def test_the_table_and_csv_are_written_whole_not_a_character_at_a_time(tmp_path, options):
+    """A text output is one string: written through writelines, each of its characters was
+    a call of its own (a month's table, some 1 MB, took longer to write than to make)."""
+    write_month(tmp_path, days=4)
+    out = _CountedWrites(io.BytesIO(), encoding="utf-8")
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+        code = cli.main(["report", "--state-dir", str(tmp_path), *options], tailer_env())
+    out.flush()
+    assert code == 0 and len(out.buffer.getvalue()) > 1000
+    assert out.writes <= 2
 
 
 def test_csv_has_one_row_per_leg(tmp_path):

@@ -67,6 +67,65 @@ def test_legs_are_numbered_from_zero_in_every_format(tmp_path):
             "" if call["leg"] is None else str(call["leg"]) for call in turn["model_calls"]]
 
 
+def _tokens_shown(text: str) -> float:
+    """A token count as the table shows it: 27,000, 27000 or 27.0k."""
+    number, suffix = re.fullmatch(r"([\d.,]+)([kMG]?)", text).groups()
+    return float(number.replace(",", "")) * {"": 1, "k": 1e3, "M": 1e6, "G": 1e9}[suffix]
+
+
+def test_input_is_uncached_in_every_format(tmp_path):
+    """"input" is what the CLI's /usage and ccusage call input: the CLI's input tokens (which
+    hold its cache reads and writes) less those, in the JSON, both CSVs, the table and the
+    page; the JSON keeps each kind apart with their total, and the cache share of input
+    keeps its meaning, cache reads over all input."""
+    whole_session("uncached").write(tmp_path)
+    calls, legs = [], []  # the log's own figures: (model, input, cache read, cache write)
+    for line in (tmp_path / "uncached" / "events.jsonl").read_text().splitlines():
+        event = json.loads(line)
+        if event["type"] == "session.usage_record":
+            usage = event["data"]["usage"]
+            calls.append((usage["model"], usage["inputTokens"], usage["cacheReadTokens"],
+                          usage["cacheWriteTokens"]))
+        elif event["type"] == "assistant.fusion_phase_completed":
+            usage = event["data"]["usage"]
+            legs.append((event["data"]["model"], usage["inputTokens"], usage["cachedTokens"],
+                         usage["cacheWriteTokens"]))
+    assert any(write for *_, write in calls)
+
+    def uncached_of(records):
+        return sorted((model, given - read - write) for model, given, read, write in records)
+
+    snap = snap_of(tmp_path)
+    document = json.loads(b"".join(render_json(snap)))
+    assert sorted((call["model"], call["input_tokens"]) for turn in document["turns"]
+                  for call in turn["model_calls"]) == uncached_of(calls)
+    assert sorted((leg["model"], leg["input_tokens"]) for turn in document["turns"]
+                  for leg in turn["legs"]) == uncached_of(legs)
+    for use in document["by_model"]:
+        mine = [call for call in calls if call[0] == use["name"]]
+        assert (use["input_tokens"], use["cache_read_tokens"], use["cache_write_tokens"]) == (
+            sum(given - read - write for _, given, read, write in mine),
+            sum(read for _, _, read, _ in mine), sum(write for *_, write in mine)), use["name"]
+        assert use["total_tokens"] == sum(use[f"{kind}_tokens"] for kind in (
+            "input", "output", "cache_read", "cache_write"))
+    fusion_legs = [leg for turn in document["turns"] for leg in turn["legs"]]
+    assert document["headline"]["cache_share"] == pytest.approx(
+        sum(leg["cache_read_tokens"] for leg in fusion_legs)
+        / sum(given for _, given, _, _ in legs))
+    legs_csv = [row for row in csv.DictReader(io.StringIO(render_csv(snap))) if row["leg"]]
+    assert sorted((row["model"], int(row["input_tokens"])) for row in legs_csv) == uncached_of(legs)
+    calls_csv = list(csv.DictReader(io.StringIO(render_calls_csv(snap))))
+    assert sorted((row["model"], int(row["input_tokens"])) for row in calls_csv) == uncached_of(calls)
+    table = render_table(snap, width=200)
+    shown = re.search(r"all usage: .* input (\S+) \(uncached\)", table).group(1)
+    assert _tokens_shown(shown) == pytest.approx(snap.headline.all_usage.input_tokens, rel=0.05)
+    assert _tokens_shown(shown) != pytest.approx(sum(given for _, given, _, _ in calls), rel=0.05)
+    page = render_html(snap)
+    assert "tokens (input uncached)" in page and '"uncached input"' in page
+    embedded = {int(value) for value in re.findall(r'"i":(\d+)', page)}
+    assert embedded == {given - read - write for _, given, read, write in calls + legs}
+
+
 def _clis_totals(checks) -> dict[str, Usage]:
     """The CLI's own per-model totals of whole logs (session.shutdown modelMetrics): a run's
     shutdown adds its run; one compared as the whole log's (scope `log`) is all of it."""
@@ -104,12 +163,16 @@ def test_by_model_is_a_models_whole_use_as_the_cli_counts_it(tmp_path, where):
         # A model the CLI had no credits for (the `unpriced` scenario): its 0 is no price.
         nano_aiu = 0 if use.credits is None else round(use.credits * 1e9)
         assert (use.credits is None) == (use.unknown_credit_calls == use.calls > 0), model
+        # Its input is uncached, as ccusage and the CLI's /usage count it.
         assert (use.calls, nano_aiu, use.input_tokens, use.output_tokens,
                 use.cache_read_tokens, use.cache_write_tokens) == (
-            theirs.request_count, theirs.nano_aiu, theirs.input_tokens, theirs.output_tokens,
+            theirs.request_count, theirs.nano_aiu, theirs.uncached_input(), theirs.output_tokens,
             theirs.cache_read_tokens, theirs.cache_write_tokens), model
+        assert use.input_tokens + use.cache_read_tokens + use.cache_write_tokens == theirs.input_tokens
+        assert use.total_tokens == (use.input_tokens + use.output_tokens + use.cache_read_tokens
+                                    + use.cache_write_tokens)
         for name in ("calls", "unknown_credit_calls", "input_tokens", "output_tokens",
-                     "cache_read_tokens", "cache_write_tokens"):
+                     "cache_read_tokens", "cache_write_tokens", "total_tokens"):
             assert getattr(use, name) == getattr(use.fusion, name) + getattr(use.ordinary, name), (
                 model, name)
         assert nano_aiu == sum(round((part.credits or 0) * 1e9) for part in (use.fusion, use.ordinary))
@@ -137,25 +200,46 @@ def test_by_model_is_a_models_whole_use_as_the_cli_counts_it(tmp_path, where):
 GROUPINGS = ("by_day", "by_week", "by_month", "by_session")
 
 
+USAGE_FIGURES = ("prompts", "calls", "unknown_credit_calls", "input_tokens", "output_tokens",
+                 "cache_read_tokens", "cache_write_tokens", "total_tokens")
+
+
 def test_every_grouping_adds_up_to_the_headline(tmp_path):
     write_month(tmp_path, days=40)
     snap = snap_of(tmp_path)
     head = snap.headline
-    fusion = [t for t in snap.turns if t.kind != "ordinary"]
     for name in GROUPINGS:
         groups = getattr(snap, name)
         assert len(groups) > 1, name
         for figure in ("turns", "calls", "tools", "judged_turns", "rejected_turns", "failed_legs"):
             assert sum(getattr(g, figure) for g in groups) == getattr(head, figure), (name, figure)
         assert sum(g.credits for g in groups) == pytest.approx(head.credits), name
+        # Every prompt's use, HydraFusion's and ordinary, adds up to the headline's all_usage.
+        for part in ("all", "fusion", "ordinary"):
+            for figure in USAGE_FIGURES:
+                shares = [g.all_usage if part == "all" else getattr(g.all_usage, part) for g in groups]
+                whole = head.all_usage if part == "all" else getattr(head.all_usage, part)
+                assert sum(getattr(s, figure) for s in shares) == getattr(whole, figure), (
+                    name, part, figure)
+        assert sum(round(g.all_usage.credits * 1e9) for g in groups) == round(
+            head.all_usage.credits * 1e9)
         for group in groups:  # to the nano-credit the log counts in, not within float noise
             assert (sum(round(c * 1e9) for c in group.credits_by_model.values())
                     == round(group.credits * 1e9)), (name, group.key)
-        assert [g.key for g in groups] == sorted(g.key for g in groups)
-    assert {g.key for g in snap.by_session} == {t.session_id for t in fusion}
-    assert {g.key for g in snap.by_month} == {t.start[:7] for t in fusion}
+            for figure in ("calls", "input_tokens", "output_tokens", "cache_read_tokens",
+                           "cache_write_tokens", "total_tokens"):
+                assert sum(getattr(m, figure) for m in group.models) == getattr(
+                    group.all_usage, figure), (name, group.key, figure)
+        if name == "by_session":  # by last activity
+            assert [g.last_turn for g in groups] == sorted(
+                (g.last_turn for g in groups), key=datetime.fromisoformat)
+        else:
+            assert [g.key for g in groups] == sorted(g.key for g in groups)
+    # Every prompt has its group, those of sessions with ordinary prompts alone too.
+    assert {g.key for g in snap.by_session} == {t.session_id for t in snap.turns}
+    assert {g.key for g in snap.by_month} == {t.start[:7] for t in snap.turns}
     weeks = {f"{y}-W{w:02d}" for y, w, _ in (datetime.fromisoformat(t.start).isocalendar()
-                                              for t in fusion)}
+                                              for t in snap.turns)}
     assert {g.key for g in snap.by_week} == weeks
     document = json.loads(b"".join(render_json(snap)))
     for name in GROUPINGS:
@@ -191,7 +275,165 @@ def test_by_prints_one_table_in_either_order_with_a_breakdown(tmp_path):
     assert [row["key"] for row in months] == [g.key for g in snap.by_month]
     assert sum(int(row["turns"]) for row in months) == snap.headline.turns
     assert sum(float(row["credits"]) for row in rows if row["model"]) == pytest.approx(
+        snap.headline.all_usage.credits)
+    assert sum(float(row["fusion_credits"]) for row in rows if row["model"]) == pytest.approx(
         snap.headline.credits)
+
+
+REALCLI = ROOT / "tests" / "realcli" / "VERSION"
+# A session's row: its id, turns, ordinary prompts, calls, credits, five token counts, its
+# first and last date, HydraFusion's figures.
+SESSION_ROW = re.compile(r"^([0-9a-f-]{36})((?:  +\S+){9})  +(\d{4}-\d\d-\d\d)  +(\d{4}-\d\d-\d\d)  ")
+
+
+def _realcli_state():
+    return record.recorded(REALCLI.read_text().strip())[0]
+
+
+def _cells(line: str) -> list[str]:
+    return line.split()
+
+
+def test_by_session_is_every_sessions_use_by_last_activity_with_a_total_that_is_the_headlines():
+    """The real CLI's sessions, two of them with ordinary prompts alone: each has its row, in
+    the order of its last prompt, with its first and last prompt and its models under it;
+    the total row is every prompt's use, as the report's `all usage` line beside its
+    HydraFusion headline gives it."""
+    state = _realcli_state()
+    snap = snap_of(state)
+    wide = tailer_env(COLUMNS="300")
+    done = run_report("--state-dir", str(state), "--by", "session", "--timezone", "UTC", env=wide)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    header = next(line for line in lines if line.startswith("BY SESSION "))
+    assert header.split()[2:] == ["turns", "ordinary", "calls", "credits", "input", "output",
+                                  "cache", "read", "cache", "write", "total", "first", "last",
+                                  "HydraFusion", "compound", "judge", "rej.", "review"]
+    rows = [(index, SESSION_ROW.match(line)) for index, line in enumerate(lines)]
+    rows = [(index, found) for index, found in rows if found]
+    sessions: dict[str, list] = {}
+    for turn in snap.turns:
+        sessions.setdefault(turn.session_id, []).append(turn)
+    ordinary_only = {sid for sid, turns in sessions.items() if all(t.kind == "ordinary" for t in turns)}
+    assert ordinary_only and len(rows) == len(sessions) == 12
+    last = {sid: max(datetime.fromisoformat(t.start) for t in turns) for sid, turns in sessions.items()}
+    assert [found.group(1) for _, found in rows] == sorted(sessions, key=lambda sid: (last[sid], sid))
+    for index, found in rows:
+        turns = sessions[found.group(1)]
+        assert (found.group(3), found.group(4)) == (turns[0].start[:10], turns[-1].start[:10])
+        cells = found.group(2).split()
+        assert (int(cells[0]), int(cells[1])) == (sum(t.kind != "ordinary" for t in turns),
+                                                  sum(t.kind == "ordinary" for t in turns))
+        # Tokens exact, as ccusage prints them: thousands separated.
+        use = next(g for g in snap.by_session if g.key == found.group(1)).all_usage
+        assert cells[4:] == [f"{n:,}" for n in (use.input_tokens, use.output_tokens,
+                                                 use.cache_read_tokens, use.cache_write_tokens,
+                                                 use.total_tokens)]
+        models = {leg.model for t in turns for leg in t.legs} | {
+            call.model for t in turns if t.kind == "ordinary" for call in t.model_calls}
+        assert set(lines[index + 1].replace(",", " ").split()) == models
+    total = next(line for line in lines if line.startswith("total "))
+    usage = snap.headline.all_usage
+    assert total.split()[1:4] == [str(snap.headline.turns), str(usage.ordinary.prompts),
+                                  str(usage.calls)]
+    # The report's headline says which is which: its HydraFusion figures, and all usage.
+    table = run_report("--state-dir", str(state), "--timezone", "UTC", "--turns", "0", env=wide).stdout
+    assert "above, HydraFusion turns only:" in table
+    beside = re.search(r"^all usage: (\d+) prompts \((\d+) ordinary\), (\d+) calls, ([\d.]+) "
+                       r"credits \((\d+) calls unknown\)", table, re.M)
+    assert beside, table
+    assert beside.groups() == (str(usage.prompts), str(usage.ordinary.prompts), str(usage.calls),
+                               total.split()[4].removeprefix(">="), str(usage.unknown_credit_calls))
+    assert usage.prompts == len(snap.turns) and usage.calls == sum(t.calls for t in snap.turns)
+
+
+def _first_cells(lines: list[str], keys: list[str]) -> dict[str, list[str]]:
+    """Each key's rows' first cells in `lines`: the key itself, or its start cut with `~`."""
+    found: dict[str, list[str]] = {key: [] for key in keys}
+    for line in lines:
+        cell = line.split(" ", 1)[0]
+        for key in keys:
+            if cell == key or (cell.endswith("~") and key.startswith(cell[:-1])):
+                found[key].append(cell)
+    return found
+
+
+def test_by_session_shows_a_session_id_whole_wherever_it_fits_beside_a_column():
+    """A session id is what a user pastes into --session: in the table by session and in
+    its "worth it" table, other columns are left out before it is cut, so it is whole at
+    every width with room for it and one column (`turns`); narrower, its start is kept,
+    and --session takes that start."""
+    from tailer.report.groups_table import render_groups
+
+    snap = snap_of(ROOT / "fixtures")
+    keys = [group.key for group in snap.by_session]
+    whole_from = len(keys[0]) + 2 + len("turns")
+    for breakdown in (False, True):
+        for width in range(200, 39, -1):
+            lines = render_groups(snap, "session", breakdown=breakdown, width=width).splitlines()
+            assert max(map(len, lines)) <= width, width
+            worth_at = next(i for i, line in enumerate(lines) if line.startswith("WORTH IT"))
+            for table in (lines[:worth_at], lines[worth_at:]):
+                for key, cells in _first_cells(table, keys).items():
+                    if width >= whole_from:
+                        assert cells == [key], (width, breakdown, cells)
+                    else:
+                        assert cells == [key[:width - 8] + "~"], (width, breakdown, cells)
+    narrowest = render_groups(snap, "session", width=40).splitlines()
+    start = _first_cells(narrowest, keys)[keys[0]][0][:-1]
+    done = run_report("--demo", "--session", start, "--by", "session", "--format", "json")
+    assert done.returncode == 0, done.stderr
+    assert [group["key"] for group in json.loads(done.stdout)["sessions"]] == [
+        key for key in keys if key.startswith(start)] and len(start) == 32
+
+
+def test_by_day_without_a_hydrafusion_turn_shows_the_ordinary_prompts_use(tmp_path):
+    writer = SessionWriter("ordinary-only", _utc(2026, 11, 30, 10))
+    for _ in range(3):
+        writer.ordinary("claude-sonnet-4.6", tools=("bash",))
+    writer.shutdown()
+    writer.write(tmp_path)
+    snap = snap_of(tmp_path)
+    done = run_report("--state-dir", str(tmp_path), "--by", "day", "--breakdown", "--timezone",
+                      "UTC", env=tailer_env(COLUMNS="200"))
+    assert done.returncode == 0, done.stderr
+    [day] = [line for line in done.stdout.splitlines() if line.startswith("2026-11-30 ")]
+    usage = snap.headline.all_usage
+    assert day.split()[1:4] == ["0", "3", str(usage.calls)] and usage.calls > 3
+    assert "  claude-sonnet-4.6 " in done.stdout
+    assert [line.split()[1:4] for line in done.stdout.splitlines()
+            if line.startswith("total ")] == [["0", "3", str(usage.calls)]]
+
+
+def test_by_as_json_is_an_array_and_its_totals_in_ccusages_shape(tmp_path):
+    """`--by X --format json`: the groups of X in the table's order, named as ccusage names
+    its arrays, and their totals, the headline; described by docs/report-by.schema.json."""
+    import jsonschema
+    from referencing import Registry, Resource
+
+    write_month(tmp_path, days=9)
+    main, by_schema = (json.loads((ROOT / "docs" / name).read_text())
+                       for name in ("report.schema.json", "report-by.schema.json"))
+    validator = jsonschema.Draft202012Validator(
+        by_schema, registry=Registry().with_resource(main["$id"], Resource.from_contents(main)),
+        format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER)
+    whole = report_json("--state-dir", str(tmp_path), "--timezone", "UTC")
+    for by, array in (("day", "daily"), ("week", "weekly"), ("month", "monthly"),
+                      ("session", "sessions")):
+        document = report_json("--state-dir", str(tmp_path), "--timezone", "UTC", "--by", by)
+        assert not list(validator.iter_errors(document)), by
+        assert set(document) == {"schema_version", "by", "generated_at", "utc_offset", "timezone",
+                                 "filters", array, "totals"}
+        assert document[array] == whole[f"by_{by}"] and document["totals"] == whole["headline"]
+        for figure in ("calls", "input_tokens", "output_tokens", "cache_read_tokens",
+                       "cache_write_tokens", "total_tokens"):
+            assert sum(g["all_usage"][figure] for g in document[array]) == (
+                document["totals"]["all_usage"][figure]), (by, figure)
+        newest = report_json("--state-dir", str(tmp_path), "--timezone", "UTC", "--by", by,
+                             "--order", "desc", "--breakdown")
+        assert newest[array] == document[array][::-1]
+    document["sessions"][0]["all_usage"]["input_tokens"] = -1
+    assert list(validator.iter_errors(document))
 
 
 # -- Time zones -------------------------------------------------------------------------------
@@ -295,7 +537,7 @@ def test_piped_output_takes_its_width_from_columns_and_says_what_it_left_out(tmp
 
 def test_view_options_with_what_they_do_not_shape_are_refused_in_one_line(tmp_path):
     whole_session("refused").write(tmp_path)
-    for args in (["--order", "desc"], ["--breakdown"], ["--by", "day", "--format", "json"],
+    for args in (["--order", "desc"], ["--breakdown"], ["--by", "day", "--format", "csv-calls"],
                  ["--by", "week", "--html", str(tmp_path / "r.html")],
                  ["--by", "day", "--watch"], ["--turns", "3", "--format", "csv"],
                  ["--turns", "3", "--by", "day"], ["--by", "year"]):
@@ -308,7 +550,7 @@ def test_each_output_shows_the_same_with_only_the_groupings_it_asks_for(tmp_path
     """The table, the page and --by make only the groupings they show (a table over 10,000
     sessions would otherwise make 10,000 session groups), and show what they show with all."""
     from tailer.report.figures import GROUPINGS
-    from tailer.report.table import render_groups
+    from tailer.report.groups_table import render_groups
     from tailer.report.text import render_groups_csv
 
     write_month(tmp_path, days=9)
@@ -378,12 +620,17 @@ def test_the_table_groups_thousands_and_csv_and_json_do_not(month):
     assert biggest["turns"] >= 1000
     row = next(line for line in report("--by", "month").splitlines()
                if line.startswith(biggest["key"] + " "))
-    assert row.split()[1:3] == [f"{biggest['turns']:,}", f"{biggest['credits']:,.2f}"]
+    usage = biggest["all_usage"]  # the columns: turns, ordinary, calls, credits, input, ...
+    assert row.split()[1:6] == [f"{biggest['turns']:,}", f"{usage['ordinary']['prompts']:,}",
+                                f"{usage['calls']:,}", f"{usage['credits']:,.2f}",
+                                f"{usage['input_tokens']:,}"]
     # CSV: plain numbers, each a field of its own.
     groups = list(csv.DictReader(io.StringIO(report("--by", "month", "--format", "csv"))))
     by_key = {group["key"]: group for group in groups}
     assert by_key[biggest["key"]]["turns"] == str(biggest["turns"])
-    assert float(by_key[biggest["key"]]["credits"]) == pytest.approx(biggest["credits"])
+    assert by_key[biggest["key"]]["input_tokens"] == str(usage["input_tokens"])
+    assert float(by_key[biggest["key"]]["credits"]) == pytest.approx(usage["credits"])
+    assert float(by_key[biggest["key"]]["fusion_credits"]) == pytest.approx(biggest["credits"])
     for text in (report("--format", "csv"), report("--format", "csv-calls")):
         rows = list(csv.reader(io.StringIO(text)))
         assert {len(row) for row in rows} == {len(rows[0])}  # no figure split by a comma

@@ -133,8 +133,12 @@ def test_the_real_clis_unavailable_credits_are_empty_cells_in_the_csvs(unpriced)
                         SOL: {""}, TERRA: {""}}
     groups = run_report("--state-dir", str(unpriced), "--by", "day", "--format", "csv")
     [day] = list(csv.DictReader(io.StringIO(groups.stdout)))
+    # Every prompt's: the ordinary prompt's call on SOL leaves out a third call; the credits
+    # of HydraFusion's turns apart, of which two.
     assert (float(day["credits"]), day["unknown_credit_calls"]) == (
-        pytest.approx(charged(FLASH) + charged(SONNET)), "2")
+        pytest.approx(charged(FLASH) + charged(SONNET)), "3")
+    assert (float(day["fusion_credits"]), day["ordinary_credits"]) == (
+        pytest.approx(charged(FLASH) + charged(SONNET)), "")
 
 
 def test_the_real_clis_unavailable_credits_keep_their_calls_and_tokens_on_the_page(unpriced, tmp_path):
@@ -146,7 +150,11 @@ def test_the_real_clis_unavailable_credits_keep_their_calls_and_tokens_on_the_pa
     terra = re.search(r'<tr data-name="gpt-5.6-terra" data-credits="" data-unknown="1">(.*?)</tr>', html)
     assert terra, "the model of unknown credits lost its row"
     cells = re.findall(r"<td>([^<]*)</td>", terra.group(1))
-    assert cells[:3] == ["1", "1", "–"] and cells[-3:] == ["1.2k", "40", "–"]  # legs, calls, tokens
+    tokens = dict(re.findall(r'<td data-tokens="(\w+)">([^<]*)</td>', terra.group(1)))
+    # legs, calls, credits, share; tokens (input uncached: 1,200 less 200 read from the cache)
+    assert cells[:3] == ["1", "1", "–"] and cells[-1] == "–"
+    assert (tokens["input_tokens"], tokens["output_tokens"], tokens["cache_read_tokens"]) == (
+        "1,000", "40", "200"), tokens
     assert re.search(r'data-figure="credits" data-value="2.5"><div class="value">2.50</div>.*?'
                      r"2 of unknown credits left out", html)
     data = json.loads(re.search(r'<script type="application/json" id="report-data">(.*?)</script>',

@@ -19,7 +19,7 @@ class Usage:
     """Token and credit figures of a leg or a whole turn."""
 
     request_count: int = 0
-    input_tokens: int = 0  # includes the cache-read tokens, as in the GenAI conventions
+    input_tokens: int = 0  # includes the cache reads and writes, as in the GenAI conventions
     output_tokens: int = 0
     cache_read_tokens: int = 0
     cache_write_tokens: int = 0
@@ -34,6 +34,12 @@ class Usage:
             self.cache_write_tokens + other.cache_write_tokens,
             self.nano_aiu + other.nano_aiu,
         )
+
+    def uncached_input(self) -> int:
+        """Uncached input, as the CLI's `/usage` and ccusage count input: the input tokens
+        less the cache reads and writes they hold, never below 0 (ccusage's max(..., 0), for
+        figures that do not add up)."""
+        return max(self.input_tokens - self.cache_read_tokens - self.cache_write_tokens, 0)
 
     def __sub__(self, other: Usage) -> Usage:
         return Usage(

@@ -31,10 +31,14 @@ from __future__ import annotations
 
 import os
 import stat
-from typing import TYPE_CHECKING, BinaryIO, Callable, Iterator, NamedTuple
+from collections import namedtuple
 
-if TYPE_CHECKING:  # pathlib costs `statusline` some 3 ms of start-up, and a path is all it needs
+# typing costs `statusline` some 5 ms of start-up (its NamedTuple more), and pathlib 3 ms:
+# a type checker takes this as True.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
     from pathlib import Path
+    from typing import BinaryIO, Callable, Iterator
 
 MAX_LINE_BYTES = 8 << 20
 HEAD_BYTES = 4096
@@ -47,30 +51,28 @@ class NotARegularFile(OSError):
     """A log that is a FIFO, a device or a folder: never opened for reading (it may block)."""
 
 
-class Line(NamedTuple):
+class Line(namedtuple("Line", ("number", "data", "end_offset", "oversized"), defaults=(False,))):
     """One complete line. A tuple: one is made for every line handed out, and a tuple is
-    made several times faster than a frozen dataclass."""
+    made several times faster than a frozen dataclass.
 
-    number: int  # 1-based, for messages that point a user at the damage
-    data: bytes  # without its newline; only the head when oversized
-    end_offset: int  # the byte position just past this line's newline
-    oversized: bool = False
+    number: int, 1-based, for messages that point a user at the damage; data: bytes,
+    without its newline, only the head when oversized; end_offset: int, the byte position
+    just past this line's newline; oversized: bool."""
+
+    __slots__ = ()
 
 
-# A Line made without the Python frame of NamedTuple's __new__: the loop below makes one for
+# A Line made without the Python frame of namedtuple's __new__: the loop below makes one for
 # every line it hands out, and that frame was a tenth of what handing out a line cost.
 _new_line = tuple.__new__
 
 
-class Position(NamedTuple):
+class Position(namedtuple("Position", ("offset", "line", "tail_size", "tail"), defaults=(0, 0, 0, ""))):
     """Where a reader is in its log: past `offset` bytes and `line` lines, the last
     `tail_size` bytes before the offset having the digest `tail` (a tuple: one is made
     for every read that moves)."""
 
-    offset: int = 0
-    line: int = 0
-    tail_size: int = 0
-    tail: str = ""
+    __slots__ = ()
 
     def to_data(self) -> list:
         return list(self)
@@ -92,9 +94,20 @@ def _is_count(value) -> bool:
 
 
 def _digest(data: bytes) -> str:
-    import hashlib  # here: a report over unchanged logs reads none, and OpenSSL costs its start-up
+    return _sha256()(data).hexdigest()[:32]
 
-    return hashlib.sha256(data).hexdigest()[:32]
+
+def _sha256():
+    """SHA-256, CPython's own where it has it: hashlib loads OpenSSL first (some 4 ms of the
+    status line's start-up, for a digest of at most TAIL_BYTES), and gives the same digest."""
+    try:
+        from _sha2 import sha256  # CPython 3.12 and later
+    except ImportError:
+        try:
+            from _sha256 import sha256  # CPython 3.11
+        except ImportError:
+            from hashlib import sha256
+    return sha256
 
 
 def open_regular(path: Path) -> BinaryIO:

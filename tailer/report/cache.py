@@ -33,8 +33,9 @@ is a regular file (tailer/private_files.py): in a folder of another user, one ot
 write, or a link, it is neither read nor written (one line on stderr); a FIFO, a socket or
 a link at its path is never opened, and is replaced. Every value of every entry is checked
 as it is loaded (`checked`), so no content can make a report fail. A file that cannot be
-read, is damaged (a CRC says so, or a value is none a report makes), is not a regular file
-or comes from another version is ignored with one line on stderr and made again. It is
+read, is damaged (a CRC says so, or a value is none a report makes), is not a regular file,
+is larger than any save writes (refused by its size, unread) or comes from another version
+is ignored with one line on stderr and made again. It is
 replaced in one step (tailer/atomic_file.py), so two reports at once each read a whole
 file; the last to finish wins, and each file is right, since every entry is checked
 against its log before it is trusted.
@@ -67,8 +68,11 @@ from ..saved_state import finite, mapping, parsed, sequence, text, whole
 from .figures import PRINTED_AT, Check, check_turn_rows
 
 KIND = "hydrafusion report cache"
-FORMAT = 10
+FORMAT = 11
 MAX_BYTES = 128 << 20
+# The header line's bytes at most (it is some 160): a file longer than MAX_BYTES and this
+# is none a save wrote, and is refused by its size, unread (a sparse file of terabytes).
+MAX_HEADER_BYTES = 4096
 MAX_FILES = 4
 MAPPED = os.name == "posix"  # see _contents
 # A log modified this close before it was looked at may change again within the file
@@ -269,6 +273,8 @@ def load(path: Path) -> tuple[dict[str, LogEntry], str | None]:
     (tailer/private_files.py): the cache is then neither read nor written."""
     try:
         with PrivateFolder(path.parent, make=False) as folder, folder.read(path.name) as handle:
+            if os.fstat(handle.fileno()).st_size > MAX_BYTES + MAX_HEADER_BYTES:
+                return {}, "is larger than any the report writes"
             data = _contents(handle)
     except FileNotFoundError:
         return {}, None
@@ -296,7 +302,7 @@ def _contents(handle) -> mmap.mmap | bytes:
 
 def _read(contents: mmap.mmap | bytes) -> tuple[dict[str, LogEntry], str | None]:
     """The entries of the cache's `contents`, each turn's text a view of them."""
-    header_end = contents.find(b"\n") + 1
+    header_end = contents.find(b"\n", 0, MAX_HEADER_BYTES) + 1
     data = memoryview(contents)
     try:
         head = mapping(parsed(bytes(data[:header_end])), "the cache's header")

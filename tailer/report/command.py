@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import TextIO
 
 from .. import __version__, invocation
-from . import table as report_table
+from . import groups_table, table as report_table
 from . import text as report_text
 from ..copilot.files import find_logs
 from ..copilot.ledger import chosen_ledger
@@ -39,6 +39,7 @@ from .figures import GROUPINGS, snapshot
 from .gather import Reading, WorkerFailed, default_jobs, gather
 from .ledger import ledger_check
 from .read import Selection
+from .wrap import cut
 from ..copilot.problems import folder_problem, no_event_problem, state_dir_problem
 from ..turns.session_log import holds_no_event
 
@@ -84,12 +85,12 @@ def add_arguments(parser: argparse.ArgumentParser, state_dir: Path) -> None:
     parser.add_argument("--watch", action="store_true",
                         help="keep the table on screen, redrawn as turns arrive (Ctrl-C ends)")
     parser.add_argument("--by", choices=GROUPINGS, type=str.lower,
-                        help="one table (or CSV) of the HydraFusion turns by day, ISO week, "
-                        "month or session")
+                        help="one table (or CSV, JSON) of every prompt's use, HydraFusion's and "
+                        "ordinary, by day, ISO week, month or session, with its total")
     parser.add_argument("--order", choices=("asc", "desc"), type=str.lower,
                         help="with --by: oldest first (asc, default) or newest first (desc)")
     parser.add_argument("--breakdown", action="store_true",
-                        help="with --by: a row per model inside each group")
+                        help="with --by: a row per model inside each group (the JSON has them always)")
     parser.add_argument("--timezone", metavar="NAME",
                         help="the time zone of days, weeks, months and times shown: an IANA "
                         "name, any case (Europe/Berlin, utc); default the system's")
@@ -195,8 +196,18 @@ class Progress:
         if self._closed.wait(self.AFTER_S):
             return
         self._shown = True
-        while self._write(f"\r{self.line()}\x1b[K") and not self._closed.wait(self.EVERY_S):
+        while (self._write(f"\r{cut(self.line(), self._columns() - 1)}\x1b[K")
+               and not self._closed.wait(self.EVERY_S)):
             pass
+
+    def _columns(self) -> int:
+        """The terminal's width now (it may be resized while the logs are read): a line
+        wider wraps, and `\\r` goes back to the start of its last row alone, so each redraw
+        would leave the rows above it on screen."""
+        try:
+            return max(os.get_terminal_size(self.stream.fileno()).columns, 2)
+        except (OSError, ValueError):
+            return 80
 
     def _write(self, text: str) -> bool:
         """Whether `text` reached the terminal (a terminal hung up takes no more)."""
@@ -260,10 +271,11 @@ def _check_views(args: argparse.Namespace) -> None:
     if (args.order or args.breakdown) and not args.by:
         raise ValueError("--order and --breakdown shape the table of --by day|week|month|session")
     if args.breakdown and args.format == "csv-worth":
-        raise ValueError("--breakdown adds rows per model to --by's table or CSV, not to --format csv-worth")
-    if args.by and (args.watch or args.html or args.format not in ("table", "csv", "csv-worth")):
-        raise ValueError("--by prints a table or, with --format csv or csv-worth, CSV (the JSON holds every "
-                         "grouping): it takes neither --watch, --html nor another --format")
+        raise ValueError("--breakdown adds rows per model to --by's table, CSV or JSON, not to --format csv-worth")
+    if args.by and (args.watch or args.html
+                    or args.format not in ("table", "csv", "json", "csv-worth")):
+        raise ValueError("--by prints a table, or its groups as --format csv, json or csv-worth: "
+                         "it takes neither --watch, --html nor --format csv-calls")
     if args.turns is not None and (args.by or args.watch or args.html or args.format != "table"):
         raise ValueError("--turns shortens the table's turn list: it takes neither --by, "
                          "--watch, --html nor --format")
@@ -432,7 +444,9 @@ def _report(args: argparse.Namespace, environ: dict[str, str], state_dir: Path,
             return EXIT_USAGE
         print(f"wrote {printable(str(args.html))}: {_turns_counted(figures)}", file=sys.stderr)
         return 0
-    if args.format == "json":
+    if args.format == "json" and args.by:
+        text = [report_text.render_groups_json(figures, args.by, order=args.order or "asc")]
+    elif args.format == "json":
         text = report_text.render_json(figures)  # pieces: a month is written as it is made
     elif args.format == "csv" and args.by:
         text = report_text.render_groups_csv(figures, args.by, order=args.order or "asc",
@@ -444,7 +458,7 @@ def _report(args: argparse.Namespace, environ: dict[str, str], state_dir: Path,
     elif args.format == "csv-worth":
         text = report_text.render_worth_csv(figures, args.by, order=args.order or "asc")
     elif args.by:
-        text = report_table.render_groups(figures, args.by, order=args.order or "asc",
+        text = groups_table.render_groups(figures, args.by, order=args.order or "asc",
                                           breakdown=args.breakdown, width=_width(environ), color=color)
     else:
         text = report_table.render_table(figures, width=_width(environ), color=color,
@@ -454,8 +468,8 @@ def _report(args: argparse.Namespace, environ: dict[str, str], state_dir: Path,
             sys.stdout.flush()
             sys.stdout.buffer.writelines(text)
             sys.stdout.buffer.flush()
-        else:
-            sys.stdout.writelines(text)
+        else:  # one str: writelines would write it a character at a time
+            sys.stdout.write(text)
             sys.stdout.flush()
     except BrokenPipeError:
         # `report | head`: the reader has all it wanted.
@@ -468,11 +482,11 @@ def _report(args: argparse.Namespace, environ: dict[str, str], state_dir: Path,
 
 
 def _groupings(args: argparse.Namespace) -> tuple[str, ...]:
-    """The groupings the output shows: every one in the JSON, the days on the page and in
-    the table, the one of --by."""
-    if args.format == "json":
-        return GROUPINGS
-    return (args.by,) if args.by else ("day",)
+    """The groupings the output shows: the one of --by, every one in the JSON, the days on
+    the page and in the table."""
+    if args.by:
+        return (args.by,)
+    return GROUPINGS if args.format == "json" else ("day",)
 
 
 def _turns_counted(figures) -> str:

@@ -5,9 +5,11 @@ are defined once, here, and the same way the stack defines them (docs/METRICS.md
 prometheus/rules/hydrafusion.yml, the dashboard's panels), so the report and the dashboard
 show the same numbers for the same turns:
 
-- the headline, the groups by leg kind, pattern and day are about HydraFusion's
-  turns (route failures included, prompts answered without fusion not), as
-  `hydrafusion_turns_total` and the leg families are;
+- the headline, the groups by leg kind and pattern are about HydraFusion's turns (route
+  failures included, prompts answered without fusion not), as `hydrafusion_turns_total`
+  and the leg families are; the headline's `all_usage` beside them, and each group by day,
+  week, month and session, add every prompt's use, HydraFusion's and ordinary, each part
+  kept apart (what ccusage and the CLI's own totals count);
 - by model is a model's whole use, as the CLI's own per-model totals are: its fusion legs
   and its ordinary prompts' calls, each part kept apart too;
 - credits, tokens and calls of those are counted from the legs, never from the turn rollup
@@ -17,7 +19,11 @@ show the same numbers for the same turns:
 - judge rejection rate: turns in which a verdict sent the draft back (`reject`, `revise`),
   over turns in which a judge gave a verdict: per turn, so a turn judged twice weighs once;
 - review share: credits of the legs that did not produce the answer, over all credits;
-- cache share of input: cache-read tokens over input tokens (input includes cache reads);
+- input tokens are uncached input, as the CLI's `/usage` and ccusage count them: the CLI's
+  input tokens (which include its cache reads and writes, as the metrics' `type="input"`
+  does, the GenAI convention) less those; cache reads, cache writes and output are apart;
+- cache share of input: cache-read tokens over all input tokens (uncached, cache reads and
+  cache writes: the CLI's input tokens, as the metrics count them);
 - by policy version (`router`): the fusion turns (route failures excluded: no policy routed
   them) each version of the remote router's policy decided, as `hydrafusion_router_turns_total`
   counts them; a day, week, month or session names in `new_policy_versions` the versions
@@ -54,7 +60,7 @@ from ..turns.assembly import (
     ROUTE_FAILED_OUTCOME, Reconciliation, ToolCall, Turn, call_start_ns, leg_start_ns,
 )
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 ORDINARY = "ordinary"
 KINDS = ("fusion", "ordinary", "fallback")
 GROUPINGS = ("day", "week", "month", "session")  # GROUP_KEYS's, and the Snapshot's by_ fields
@@ -76,6 +82,7 @@ class Spend:
     output_tokens: int
     cache_read_tokens: int
     cache_write_tokens: int
+    total_tokens: int  # input (uncached), output, cache read and cache write
 
 
 @record(slots=True)
@@ -286,8 +293,35 @@ def json_object(value) -> dict:
 
 
 @record(slots=True)
+class KindUsage:
+    """What some prompts used, every kind of token apart: `input_tokens` is uncached input
+    (the CLI's input tokens less its cache reads and writes, as ccusage counts it) and
+    `total_tokens` the four kinds' sum."""
+
+    prompts: int
+    calls: int
+    credits: float | None
+    unknown_credit_calls: int
+    input_tokens: int
+    output_tokens: int
+    cache_read_tokens: int
+    cache_write_tokens: int
+    total_tokens: int
+
+
+@record(slots=True)
+class AllUsage(KindUsage):
+    """Every prompt's use, HydraFusion's turns and ordinary prompts alike, as ccusage and the
+    CLI's own totals count it, and its two parts (which add up to it)."""
+
+    fusion: KindUsage  # HydraFusion's turns (fusion and fallback), from their legs
+    ordinary: KindUsage  # prompts answered without fusion, from their calls
+
+
+@record(slots=True)
 class Headline:
-    """The figures of the report's first lines, over HydraFusion's turns."""
+    """The figures of the report's first lines: over HydraFusion's turns, but `all_usage`,
+    every prompt's."""
 
     turns: int  # HydraFusion's turns: fusion and fallback
     credits: float | None
@@ -302,15 +336,20 @@ class Headline:
     cache_share: float | None
     failed_legs: int  # legs that ended failed or cancelled
     tools: int  # tool calls of HydraFusion's turns
+    all_usage: AllUsage  # every prompt's, HydraFusion's and ordinary
 
 
 @record(slots=True)
 class Group(Headline):
-    """The headline's figures, under its names, of the HydraFusion turns of one day, ISO
-    week, month or session (`key`), and their credits by model (of their legs)."""
+    """The headline's figures, under its names, of the prompts of one day, ISO week, month
+    or session (`key`) that had any: of its HydraFusion turns, and every prompt's use in
+    `all_usage` and by model (`models`); the credits of its HydraFusion turns' legs by model."""
 
     key: str  # 2026-11-04, 2026-W45, 2026-11 (in the report's time zone), or a session id
+    first_turn: str  # the start of its first prompt, of any kind
+    last_turn: str  # the start of its last: a session's last activity
     credits_by_model: dict[str, float | None]
+    models: list[ModelUse]  # every prompt's use by model, the biggest spender first
     new_policy_versions: list[str]  # the router's versions whose first turn is in this group
 
 
@@ -394,10 +433,9 @@ def snapshot(
     rows = sorted(turns, key=lambda row: (datetime.fromisoformat(row.start), row.session_id,
                                           row.fusion_id))
     fusion = [row for row in rows if row.kind != ORDINARY]
-    parts = parts_of(fusion, groupings)
+    parts = parts_of(rows, groupings)
     every = _Sums.merged(list(parts.values())) if parts else _Sums.of([], ())
-    models, kinds = every.spends()
-    grouped = groupings_of(fusion, parts, groupings)
+    grouped = groupings_of(rows, parts, groupings)
     return Snapshot(
         schema_version=SCHEMA_VERSION,
         generated_at=now.astimezone(tz).isoformat(timespec="seconds"),
@@ -410,8 +448,8 @@ def snapshot(
         last_turn=rows[-1].start if rows else None,
         headline=every.headline(),
         by_kind=by_kind(rows),
-        by_model=by_model(rows, models),
-        by_leg_kind=kinds,
+        by_model=every.models(),
+        by_leg_kind=every.leg_kinds(),
         by_pattern=by_pattern(fusion),
         router=router(fusion),
         **{f"by_{name}": grouped.get(name) for name in GROUPINGS},
@@ -487,7 +525,7 @@ def _leg_row(turn: Turn, leg: LegEnded, nano_aiu: int, unknown: int) -> LegRow:
         calls=usage.request_count,
         credits=_shown(nano_aiu, unknown),
         unknown_credit_calls=unknown,
-        input_tokens=usage.input_tokens,
+        input_tokens=usage.uncached_input(),
         output_tokens=usage.output_tokens,
         cache_read_tokens=usage.cache_read_tokens,
         cache_write_tokens=usage.cache_write_tokens,
@@ -505,7 +543,7 @@ def _call_row(turn_start_ns: int, call: ModelCall, leg: int | None) -> dict:
             "start_ms": (call_start_ns(call) - turn_start_ns) / 1e6,
             "duration_ms": call.duration_ms,
             "credits": _credits(usage.nano_aiu) if call.credits_known else None,
-            "input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens,
+            "input_tokens": usage.uncached_input(), "output_tokens": usage.output_tokens,
             "cache_read_tokens": usage.cache_read_tokens,
             "cache_write_tokens": usage.cache_write_tokens, "finish_reason": call.finish_reason}
 
@@ -517,7 +555,8 @@ def _tool_row(turn_start_ns: int, tool: ToolCall, leg: int | None) -> dict:
 
 
 def headline(rows: list[TurnRow]) -> Headline:
-    """The figures of HydraFusion's turns (no ordinary ones among `rows`)."""
+    """The headline of `rows` (in the order they started): the figures of their
+    HydraFusion turns, and every row's use in `all_usage`."""
     return _Sums.of(rows, range(len(rows))).headline()
 
 
@@ -545,38 +584,6 @@ def by_kind(rows: list[TurnRow]) -> list[KindFigures]:
 
 def _biggest_first(spends: list[Spend]) -> list[Spend]:
     return sorted(spends, key=lambda spend: (-(spend.credits or 0.0), spend.name))
-
-
-def by_model(rows: list[TurnRow], fusion: list[Spend]) -> list[ModelUse]:
-    """Every model's whole use: its legs' spends in HydraFusion's turns (`fusion`) and its calls in the
-    ordinary turns of `rows`, the biggest spender first."""
-    calls: dict[str, list[CallRow]] = defaultdict(list)
-    for row in rows:
-        if row.kind == ORDINARY:
-            for call in row.model_calls:
-                calls[call.model].append(call)
-    ordinary = {}
-    for model, group in calls.items():
-        unknown = sum(call.credits is None for call in group)
-        ordinary[model] = Spend(model, 0, len(group),
-                                _shown(_nano(call.credits for call in group), unknown),
-                                unknown, sum(call.input_tokens for call in group),
-                                sum(call.output_tokens for call in group),
-                                sum(call.cache_read_tokens for call in group),
-                                sum(call.cache_write_tokens for call in group))
-    by_name = {spend.name: spend for spend in fusion}
-    uses = []
-    for model in by_name.keys() | ordinary.keys():
-        parts = (by_name.get(model) or Spend(model, 0, 0, 0.0, 0, 0, 0, 0, 0),
-                 ordinary.get(model) or Spend(model, 0, 0, 0.0, 0, 0, 0, 0, 0))
-        unknown = sum(p.unknown_credit_calls for p in parts)
-        uses.append(ModelUse(
-            model, sum(p.legs for p in parts), sum(p.calls for p in parts),
-            _shown(_nano(p.credits for p in parts), unknown), unknown,
-            sum(p.input_tokens for p in parts), sum(p.output_tokens for p in parts),
-            sum(p.cache_read_tokens for p in parts), sum(p.cache_write_tokens for p in parts),
-            *parts))
-    return _biggest_first(uses)
 
 
 def by_pattern(rows: list[TurnRow]) -> list[PatternFigures]:
@@ -641,37 +648,51 @@ GROUP_KEYS = {
 
 
 class _Sums:
-    """What some HydraFusion turns add up to, in whole numbers (credits in nano-credits, as
-    the log counts them), so that parts merged in any order give the figures of their turns.
+    """What some prompts add up to, in whole numbers (credits in nano-credits, as the log
+    counts them), so that parts merged in any order give the figures of their prompts.
 
-    Each turn is added once, to its part (its session's turns on its day, as far as the
+    Each prompt is added once, to its part (its session's prompts on its day, as far as the
     groupings asked for tell them apart); the headline, the groups and the spends by model
     and leg kind are merged from the parts, a week's and a month's from days. Making each of
     them from the turns was most of a report's figures: a month holds some 7,500 turns,
-    14,000 legs and a few hundred parts."""
+    14,000 legs and a few hundred parts. HydraFusion's turns are counted by their legs,
+    ordinary prompts by their calls, and apart."""
 
-    __slots__ = ("turns", "counts", "outcomes", "by_model", "by_kind")
+    __slots__ = ("turns", "counts", "outcomes", "by_model", "by_kind", "ordinary",
+                 "ordinary_by_model", "span")
 
     def __init__(self, turns: int, counts: tuple[int, ...], outcomes: dict[str, list[int]],
-                 by_model: dict[str, list[int]], by_kind: dict[str, list[int]]):
-        self.turns = turns
+                 by_model: dict[str, list[int]], by_kind: dict[str, list[int]], ordinary: int,
+                 ordinary_by_model: dict[str, list[int]], span: tuple[int, int] | None):
+        self.turns = turns  # HydraFusion's
         # credits, those of legs that did not produce the answer, failed legs, tools, and the
         # turns routed, compound (of those), judged and rejected (of those)
         self.counts = counts
         self.outcomes = outcomes  # outcome -> [turns, the index of its first turn]
-        # model, leg kind -> [legs, calls, nano-credits, calls of unknown credits, input,
-        # output, cache read, cache write]
+        # model, leg kind -> [legs, calls, nano-credits, calls of unknown credits, input
+        # (uncached), output, cache read, cache write]
         self.by_model, self.by_kind = by_model, by_kind
+        self.ordinary = ordinary  # ordinary prompts
+        self.ordinary_by_model = ordinary_by_model  # model -> the same of their calls, legs 0
+        self.span = span  # the indices of the first and the last prompt of any kind
 
     @classmethod
     def of(cls, rows: list[TurnRow], indices) -> _Sums:
-        """The sums of the turns rows[i] for i in `indices`, in order."""
+        """The sums of the prompts rows[i] for i in `indices`, in order."""
         credits = review_credits = failed_legs = tools = routed = compound = judged = rejected = 0
+        turns = ordinary = 0
         outcomes: dict[str, list[int]] = {}
         by_model: dict[str, list[int]] = {}
         by_kind: dict[str, list[int]] = {}
+        ordinary_by_model: dict[str, list[int]] = {}
         for index in indices:
             row = rows[index]
+            if row.kind == ORDINARY:
+                ordinary += 1
+                for call in row.model_calls:
+                    _add_call(ordinary_by_model, call)
+                continue
+            turns += 1
             seen = outcomes.get(row.outcome)
             if seen is None:
                 outcomes[row.outcome] = [1, index]
@@ -710,8 +731,9 @@ class _Sums:
                         found[7] += leg.cache_write_tokens
             judged += verdicts
             rejected += rejecting
-        return cls(len(indices), (credits, review_credits, failed_legs, tools, routed, compound,
-                                  judged, rejected), outcomes, by_model, by_kind)
+        return cls(turns, (credits, review_credits, failed_legs, tools, routed, compound,
+                           judged, rejected), outcomes, by_model, by_kind, ordinary,
+                   ordinary_by_model, (indices[0], indices[-1]) if len(indices) else None)
 
     @classmethod
     def merged(cls, parts: list[_Sums]) -> _Sums:
@@ -723,37 +745,91 @@ class _Sums:
                 seen = outcomes.setdefault(outcome, [0, first])
                 seen[0] += turns
                 seen[1] = min(seen[1], first)
+        spans = [part.span for part in parts if part.span is not None]
         return cls(sum(part.turns for part in parts),
                    tuple(map(sum, zip(*(part.counts for part in parts)))), outcomes,
-                   _summed(part.by_model for part in parts), _summed(part.by_kind for part in parts))
+                   _summed(part.by_model for part in parts), _summed(part.by_kind for part in parts),
+                   sum(part.ordinary for part in parts),
+                   _summed(part.ordinary_by_model for part in parts),
+                   (min(first for first, _ in spans), max(last for _, last in spans)) if spans else None)
 
     def headline(self) -> Headline:
         return Headline(*self._headline())
 
-    def group(self, key: str, new_policy_versions: list[str]) -> Group:
-        return Group(*self._headline(), key,
+    def group(self, key: str, rows: list[TurnRow], new_policy_versions: list[str]) -> Group:
+        """Its figures as the group `key`; `rows`: the prompts its indices are of."""
+        first, last = self.span
+        return Group(*self._headline(), key, rows[first].start, rows[last].start,
                      {model: _shown(nano, unknown)
                       for model, (_, _, nano, unknown, *_) in sorted(self.by_model.items())},
-                     new_policy_versions)
+                     self.models(), new_policy_versions)
 
-    def spends(self) -> tuple[list[Spend], list[Spend]]:
-        """Their legs' spends by model and by leg kind, the biggest spender first."""
-        return tuple(_biggest_first([Spend(name, legs, calls, _shown(nano, unknown), unknown,
-                                           *tokens)
-                                     for name, (legs, calls, nano, unknown, *tokens) in spends.items()])
-                     for spends in (self.by_model, self.by_kind))
+    def models(self) -> list[ModelUse]:
+        """Each model's whole use: its legs in HydraFusion's turns and its calls in ordinary
+        prompts, each part kept; the biggest spender first."""
+        uses = []
+        for name in self.by_model.keys() | self.ordinary_by_model.keys():
+            fusion = self.by_model.get(name, _NONE)
+            ordinary = self.ordinary_by_model.get(name, _NONE)
+            uses.append(ModelUse(*_spend_fields(name, [a + b for a, b in zip(fusion, ordinary)]),
+                                 Spend(*_spend_fields(name, fusion)),
+                                 Spend(*_spend_fields(name, ordinary))))
+        return _biggest_first(uses)
+
+    def leg_kinds(self) -> list[Spend]:
+        """The spends of HydraFusion's legs by their kind, the biggest spender first."""
+        return _biggest_first([Spend(*_spend_fields(name, figures))
+                               for name, figures in self.by_kind.items()])
 
     def _headline(self) -> tuple:
         credits, review_credits, failed_legs, tools, routed, compound, judged, rejected = self.counts
-        _, calls, leg_credits, unknown, input_tokens, _, cache_read_tokens, _ = (
-            map(sum, zip(*self.by_model.values())) if self.by_model else (0,) * 8)
+        fusion, ordinary = (_column_sums(spends) for spends in (self.by_model, self.ordinary_by_model))
+        _, calls, leg_credits, unknown, input_tokens, _, cache_read_tokens, cache_write_tokens = fusion
         # The most first, ties in the order they first came (as Counter.most_common).
         ordered = sorted(self.outcomes.items(), key=lambda item: (-item[1][0], item[1][1]))
+        fusion[0], ordinary[0] = self.turns, self.ordinary  # prompts, where the legs were
         return (self.turns, _shown(credits, unknown), unknown, calls,
                 {name: n for name, (n, _) in ordered},
                 _ratio(compound, routed), judged, rejected, _ratio(rejected, judged),
                 _ratio(_credits(review_credits), _credits(leg_credits)),
-                _ratio(cache_read_tokens, input_tokens), failed_legs, tools)
+                _ratio(cache_read_tokens, input_tokens + cache_read_tokens + cache_write_tokens),
+                failed_legs, tools,
+                AllUsage(*_usage_fields([a + b for a, b in zip(fusion, ordinary)]),
+                         KindUsage(*_usage_fields(fusion)), KindUsage(*_usage_fields(ordinary))))
+
+
+_NONE = [0] * 8  # a spend's figures (_Sums.by_model's) where it has none
+
+
+def _add_call(spends: dict[str, list[int]], call: CallRow) -> None:
+    """An ordinary prompt's model call added to its model's figures (as _Sums.by_model's)."""
+    nano = 0 if call.credits is None else round(call.credits * 1e9)
+    found = spends.get(call.model)
+    if found is None:
+        found = spends[call.model] = [0] * 8
+    found[1] += 1
+    found[2] += nano
+    found[3] += call.credits is None
+    found[4] += call.input_tokens
+    found[5] += call.output_tokens
+    found[6] += call.cache_read_tokens
+    found[7] += call.cache_write_tokens
+
+
+def _column_sums(spends: dict[str, list[int]]) -> list[int]:
+    return [sum(column) for column in zip(*spends.values())] if spends else [0] * 8
+
+
+def _spend_fields(name: str, figures: list[int]) -> tuple:
+    """Spend's fields of a spend's figures (_Sums.by_model's)."""
+    legs, calls, nano, unknown, input_tokens, output_tokens, cache_read, cache_write = figures
+    return (name, legs, calls, _shown(nano, unknown), unknown, input_tokens, output_tokens,
+            cache_read, cache_write, input_tokens + output_tokens + cache_read + cache_write)
+
+
+def _usage_fields(figures: list[int]) -> tuple:
+    """KindUsage's fields of a spend's figures whose first is a count of prompts."""
+    return _spend_fields("", figures)[1:]
 
 
 def _summed(spends) -> dict[str, list[int]]:
@@ -766,8 +842,8 @@ def _summed(spends) -> dict[str, list[int]]:
 
 
 def parts_of(rows: list[TurnRow], groupings: tuple[str, ...]) -> dict[tuple[str, str], _Sums]:
-    """The HydraFusion turns `rows` (in the order they started) in parts, by (day, session
-    id): either is "" where none of `groupings` (GROUPINGS) tells it apart."""
+    """The prompts `rows` (in the order they started) in parts, by (day, session id):
+    either is "" where none of `groupings` (GROUPINGS) tells it apart."""
     by_day = not {"day", "week", "month"}.isdisjoint(groupings)
     by_session = "session" in groupings
     indices: dict[tuple[str, str], list[int]] = {}
@@ -783,9 +859,9 @@ def parts_of(rows: list[TurnRow], groupings: tuple[str, ...]) -> dict[tuple[str,
 
 def groupings_of(rows: list[TurnRow], parts: dict[tuple[str, str], _Sums],
                  groupings: tuple[str, ...]) -> dict[str, list[Group]]:
-    """The groups of the HydraFusion turns `rows` (in the order they started) by each of
-    `groupings`, from their parts_of: each grouping's keys in order (a session's group in the
-    order of its id)."""
+    """The groups of the prompts `rows` (in the order they started) by each of `groupings`,
+    from their parts_of: a day's, week's and month's in the order of their keys, a session's
+    in the order of its last prompt (its last activity)."""
     made: dict[str, dict[str, _Sums]] = {}
     if "session" in groupings:
         made["session"] = _merged(parts, lambda part: part[1])
@@ -803,8 +879,10 @@ def groupings_of(rows: list[TurnRow], parts: dict[tuple[str, str], _Sums],
         new: dict[str, list[str]] = {}
         for version, first in later:
             new.setdefault(GROUP_KEYS[name](first), []).append(version)
-        figures[name] = [sums.group(key, new.get(key, []))
-                         for key, sums in sorted(made[name].items())]
+        order = ((lambda item: (item[1].span[1], item[0])) if name == "session"
+                 else (lambda item: item[0]))
+        figures[name] = [sums.group(key, rows, new.get(key, []))
+                         for key, sums in sorted(made[name].items(), key=order)]
     return figures
 
 
@@ -831,8 +909,9 @@ def check_figures(check: Reconciliation) -> Check:
 
 
 def _figures(usage: Usage, unpriced: bool = False) -> dict:
+    """One side's figures of a model, its input uncached as everywhere in the report."""
     return {"credits": None if unpriced else _credits(usage.nano_aiu), "calls": usage.request_count,
-            "input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens,
+            "input_tokens": usage.uncached_input(), "output_tokens": usage.output_tokens,
             "cache_read_tokens": usage.cache_read_tokens,
             "cache_write_tokens": usage.cache_write_tokens}
 

@@ -106,7 +106,7 @@ def _cards(snap: Snapshot) -> str:
         ("review_share", head.review_share, _percent(head.review_share),
          "credits on legs whose answer was not kept"),
         ("cache_share", head.cache_share, _percent(head.cache_share),
-         "of input tokens read from the cache"),
+         "of input tokens (uncached, cache reads and writes) read from the cache"),
     ]
     labels = {"compound_rate": "compound rate", "judge_rejection_rate": "judge rejection rate",
               "review_share": "review share", "cache_share": "cache share of input"}
@@ -310,7 +310,7 @@ def _share(name: str, spends: list, colors: dict[str, str], total: float | None,
     return (f'<div class="share-bar">{"".join(bar)}</div>'
             + _boxed(f'<table class="figures" data-share="{name}"><thead>'
                      f'<tr class="over"><th colspan="{4 + 2 * parts}"></th>'
-                     f'<th colspan="{len(TOKEN_KINDS)}">tokens</th><th></th></tr>'
+                     f'<th colspan="{len(TOKEN_KINDS)}">tokens (input uncached)</th><th></th></tr>'
                      f'<tr><th></th><th>legs</th><th>calls</th>{credit_heads}'
                      + "".join(f"<th>{label}</th>" for _, label in TOKEN_KINDS)
                      + f'<th>share</th></tr></thead><tbody>{"".join(rows)}</tbody></table>'))

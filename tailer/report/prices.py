@@ -9,8 +9,8 @@ nothing per call, a call's credits are
 
 and the prices that fit the user's calls best (the least sum of squared differences) answer
 "what would these tokens have cost on that model", the report's "same work on one model"
-(tailer/report/worth.py). Uncached input is the input less the cache reads, which the CLI
-counts inside it (docs/REPORT.md says so of every figure).
+(tailer/report/worth.py). Uncached input is the input less the cache reads and writes, which
+the CLI counts inside it (docs/REPORT.md says so of every figure).
 
 A fit needs only sums over its calls: the 4x4 matrix of the sums of the products of their
 token counts, the sums of each count times the credits, the credits' sum and their sum of
@@ -61,12 +61,12 @@ FITTED, TOO_FEW_CALLS, SINGULAR, ILL_CONDITIONED = (
     "fitted", "too_few_calls", "singular", "ill_conditioned")
 
 
-def token_counts(input_tokens: int, output_tokens: int, cache_read_tokens: int,
-                 cache_write_tokens: int) -> tuple[int, int, int, int]:
-    """The counts the prices apply to, in TOKEN_TYPES' order, from the CLI's figures (whose
-    input includes the cache reads)."""
-    return (max(input_tokens - cache_read_tokens, 0), cache_read_tokens, cache_write_tokens,
-            output_tokens)
+def token_counts(usage) -> tuple[int, int, int, int]:
+    """The counts the prices apply to, in TOKEN_TYPES' order, from a call's or a leg's Usage:
+    its input uncached (Usage.uncached_input), as every other figure of the report counts
+    input, so that a fitted input price is per token of the input column shown beside it."""
+    return (usage.uncached_input(), usage.cache_read_tokens, usage.cache_write_tokens,
+            usage.output_tokens)
 
 
 def call_sums(counts: tuple[int, int, int, int], nano_aiu: int | None) -> list[int]:

@@ -64,7 +64,7 @@
   function count(number) { return number.toLocaleString("en-US"); }
 
   // The token kinds of a leg or a call, as the page names them (html.py TOKEN_KINDS).
-  const TOKENS = [["i", "input_tokens", "input"], ["o", "output_tokens", "output"],
+  const TOKENS = [["i", "input_tokens", "uncached input"], ["o", "output_tokens", "output"],
                   ["h", "cache_read_tokens", "cache read"], ["w", "cache_write_tokens", "cache write"]];
 
   function tokens(part) {

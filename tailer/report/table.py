@@ -5,12 +5,14 @@ redirected file may take nothing else; colour is the caller's decision (a termin
 NO_COLOR) and never changes the layout, so the coloured and the plain table line up the
 same. Every name from a log (model, pattern, outcome, verdict, leg kind, session id) goes
 through printable() before it is measured or cut, so a value can neither drive the
-terminal nor break a row, and the escapes it shows instead count in the column widths.
+terminal nor break a row, and the escapes it shows instead count in the column widths; a
+session id, the name of a folder and so any text, through one_column() as every cell of a
+table, so a wide or zero-width character cannot move the columns after it either.
 """
 
 from __future__ import annotations
 
-from ..printable import printable
+from ..printable import one_column, printable
 from ..wording import counted
 from ..turns import ledger_check
 from .figures import LegRow, Snapshot, Spend, TurnRow
@@ -29,12 +31,13 @@ def render_table(snap: Snapshot, *, width: int = 100, color: bool = False,
     paint = _painter(color)
     sections = _sections(snap, width, paint)
     shown = snap.turns if turns is None else snap.turns[len(snap.turns) - turns:] if turns else []
-    columns = _turn_columns(shown, width)  # of every turn shown, so the widths never jump
+    cells = [tuple(cell(turn) for _, cell, _ in TURN_COLUMNS) for turn in shown]  # made once
+    columns = _turn_columns(cells, width)  # of every turn shown, so the widths never jump
     # Each turn takes a line or more: on a screen of `height` lines, the newest `height`
     # turns are the most that can be drawn (a watch over 10,000 turns draws some 30).
-    drawable = shown if height is None else shown[-height:] if height else []
-    blocks = _turn_blocks(drawable, columns, width, paint,
-                          shown[-len(drawable) - 1].start[:10] if len(drawable) < len(shown) else None)
+    drawable = len(shown) if height is None else min(height, len(shown))
+    blocks = _turn_blocks(shown[len(shown) - drawable:], cells[len(cells) - drawable:], columns,
+                          width, paint, shown[-drawable - 1].start[:10] if drawable < len(shown) else None)
     turns_heading = _turns_heading(len(shown), len(snap.turns), width, paint)
     dropped = []
     if shown:
@@ -70,7 +73,7 @@ def _sections(snap: Snapshot, width: int, paint) -> list[list[str]]:
     head = snap.headline
     lines = _title_lines(snap, width, paint)
     if snap.filters:
-        lines += flow(["only"] + [printable(f"--{k} {v}") for k, v in snap.filters.items()], width)
+        lines += flow(["only"] + [one_column(f"--{k} {v}") for k, v in snap.filters.items()], width)
     lines.append("")
     lines += _cards([
         ("turns", f"{head.turns:,}"),
@@ -93,6 +96,7 @@ def _sections(snap: Snapshot, width: int, paint) -> list[list[str]]:
     if skipped["unreadable_logs"]:
         notes.append(f"{counted(skipped['unreadable_logs'], 'log')} unreadable")
     lines += flow(["above, HydraFusion turns only:"] + commas(notes), width)
+    lines += _all_usage(head.all_usage, width)
     unknown = sum(kind.unknown_credit_calls for kind in snap.by_kind)
     if unknown:
         lines += _prose(f"credits leave out {counted(unknown, 'call')} whose credits the CLI "
@@ -125,6 +129,20 @@ def _sections(snap: Snapshot, width: int, paint) -> list[list[str]]:
     ]
 
 
+def _all_usage(usage, width: int) -> list[str]:
+    """Every prompt's use beside the headline's HydraFusion figures: the total of `--by`."""
+    credits = f"{_credits(usage.credits)} credits" + (
+        f" ({counted(usage.unknown_credit_calls, 'call')} unknown)"
+        if usage.unknown_credit_calls else "")
+    return flow(["all usage:"] + commas([
+        f"{counted(usage.prompts, 'prompt')} ({usage.ordinary.prompts} ordinary)",
+        counted(usage.calls, "call"), credits,
+        f"input {_count(usage.input_tokens)} (uncached)", f"output {_count(usage.output_tokens)}",
+        f"cache read {_count(usage.cache_read_tokens)}",
+        f"cache write {_count(usage.cache_write_tokens)}",
+        f"total {_count(usage.total_tokens)} tokens"]), width)
+
+
 def _checks(snap: Snapshot, width: int, paint) -> list[str]:
     """The CLI's own totals against our sums: one line, and one per model that differs."""
     checks = snap.reconciliation
@@ -136,7 +154,7 @@ def _checks(snap: Snapshot, width: int, paint) -> list[str]:
     for check in wrong:
         for difference in check.differences:
             ours, cli = difference["ours"], difference["cli"]
-            lines += _prose(printable(
+            lines += _prose(one_column(
                 f"  {check.session_id[:8]} {check.source}: {difference['model']} ours "
                 f"{_credits(ours['credits'])} credits / {ours['calls']:,} calls, CLI "
                 f"{_credits(cli['credits'])} / {cli['calls']:,}"), width)
@@ -162,7 +180,7 @@ def _ledger(snap: Snapshot, width: int, paint) -> list[str]:
     lines = flow([paint(RED, word) for word in summary] + ["(ours vs the ledger's)"]
                  if found.differ else summary, width)
     for differs in found.differ:
-        head = f"  {printable(differs.session_id[:8])}"
+        head = f"  {one_column(differs.session_id[:8])}"
         lines += flow([head] + commas(_differing(differs)), width, " " * (len(head) + 1))
     said = []
     if found.credits_not_compared:
@@ -387,27 +405,28 @@ def _per_million(price: float | None) -> str:
 
 
 FIRST_COLUMN_KEPT = 24  # a name column is cut below this only when no other column is left
+SESSION_ID_KEPT = 36  # a session id (a UUID) whole, as --session takes it: its tables keep it
 # The columns of the tables by model and by leg kind a narrow terminal leaves out before the
 # others: a share is the credits column over its total, and a model's legs are HydraFusion's.
 SPEND_LEFT_OUT_FIRST = ("share", "legs")
 
 
 def _table(width: int, paint, headers: list[str], rows: list[list], blank: bool = True,
-           left_out_first: tuple[str, ...] = ()) -> list[str]:
+           left_out_first: tuple[str, ...] = (), first_kept: int = FIRST_COLUMN_KEPT) -> list[str]:
     """Left-aligned first column, the rest right-aligned; a whole number with thousands
     separators. Where it does not fit, columns are left out, those `left_out_first` names
     first (in that order), then the others from the right (a line under the table names
-    them), so the names keep up to FIRST_COLUMN_KEPT characters; only then is the first
-    column cut. At least one column beside the names is kept."""
+    them), so the names keep up to `first_kept` characters; only then is the first column
+    cut, its start kept. At least one column beside the names is kept."""
     if not rows:
         return []
-    cells = [[f"{cell:,}" if isinstance(cell, int) else printable(str(cell)) for cell in row]
+    cells = [[f"{cell:,}" if isinstance(cell, int) else one_column(str(cell)) for cell in row]
              for row in rows]
     widths = [max(len(row[i]) for row in [headers] + cells) for i in range(len(headers))]
     order = [headers.index(name) for name in left_out_first if name in headers]
     order += [index for index in range(len(headers) - 1, 0, -1) if index not in order]
     kept, left_out = list(range(len(headers))), []
-    first = min(widths[0], FIRST_COLUMN_KEPT)
+    first = min(widths[0], first_kept)
     while len(kept) > 2 and first + sum(widths[i] + 2 for i in kept[1:]) > width:
         left_out.append(order[len(left_out)])
         kept.remove(left_out[-1])
@@ -444,7 +463,7 @@ class _TurnBlock:
 # wrap after an arrow, under each other), else on the lines below.
 TURN_COLUMNS = (
     ("started", lambda turn: turn.start[11:19], False),
-    ("session", lambda turn: printable(turn.session_id)[:8], False),
+    ("session", lambda turn: one_column(turn.session_id)[:8], False),
     ("pattern", lambda turn: _pattern(turn), False),
     ("credits", lambda turn: _credits(turn.credits, turn.unknown_credit_calls), True),
     ("calls/tools", lambda turn: _counts(turn), True),
@@ -454,13 +473,13 @@ TURN_COLUMNS = (
 TURN_COLUMNS_DROPPED = ("duration", "calls/tools", "session", "credits")
 
 
-def _turn_columns(turns: list[TurnRow], width: int) -> list[tuple[str, int, object, bool]]:
+def _turn_columns(cells: list[tuple[str, ...]], width: int) -> list[tuple[str, int, int, bool]]:
     """The columns that fit in `width` (at least 2 + the started, pattern and outcome
-    columns), each with its width; none without turns."""
-    if not turns:
+    columns), each with its width and its place in a turn's `cells`; none without turns."""
+    if not cells:
         return []
-    columns = [(name, max(len(name), max(len(cell(turn)) for turn in turns)), cell, right)
-               for name, cell, right in TURN_COLUMNS]
+    columns = [(name, max(len(name), max(map(len, texts))), at, right)
+               for at, ((name, _, right), texts) in enumerate(zip(TURN_COLUMNS, zip(*cells)))]
     for name in TURN_COLUMNS_DROPPED:
         if 2 + sum(column[1] + 2 for column in columns) <= width:
             break
@@ -468,7 +487,7 @@ def _turn_columns(turns: list[TurnRow], width: int) -> list[tuple[str, int, obje
     return columns
 
 
-def _turn_header(columns: list[tuple[str, int, object, bool]], width: int,
+def _turn_header(columns: list[tuple[str, int, int, bool]], width: int,
                  beside: bool) -> tuple[str, list[str]]:
     """The turn list's header line (`legs` at its end when a turn's legs are `beside` the
     columns), and the lines naming the columns left out (none when all fit)."""
@@ -481,36 +500,51 @@ def _turn_header(columns: list[tuple[str, int, object, bool]], width: int,
     return _cut(head, width), _too_narrow(dropped, width) if dropped else []
 
 
-def _turn_blocks(turns: list[TurnRow], columns: list[tuple[str, int, object, bool]], width: int,
-                 paint, day: str | None) -> list[_TurnBlock]:
-    """The turns' blocks in `columns`; `day` is the day of the turn before the first."""
+def _turn_blocks(turns: list[TurnRow], cells: list[tuple[str, ...]],
+                 columns: list[tuple[str, int, int, bool]], width: int, paint,
+                 day: str | None) -> list[_TurnBlock]:
+    """The turns' blocks in `columns`, of their `cells`; `day`: the turn's before the first."""
     blocks = []
-    for turn in turns:
-        cells = []
-        for name, w, cell, right in columns:
-            text = cell(turn)
+    indent = 2 + sum(column[1] + 2 for column in columns)
+    # A month's thousands of turns show a few hundred different lists of legs: each is
+    # labelled and wrapped once.
+    drawn_legs: dict[tuple, tuple[bool, list[str]]] = {}
+    for turn, texts in zip(turns, cells):
+        head = "  "
+        for name, w, at, right in columns:
+            text = texts[at]
             if name == "outcome":  # painted before it is padded: colour never ends in spaces
-                cells.append(_paint_outcome(turn.outcome, text, paint) + " " * (w - len(text)))
+                head += _paint_outcome(turn.outcome, text, paint) + " " * (w - len(text)) + "  "
             else:
-                cells.append(text.rjust(w) if right else text.ljust(w))
-        head = "  " + "".join(cell + "  " for cell in cells)
-        indent = 2 + sum(column[1] + 2 for column in columns)
+                head += (text.rjust(w) if right else text.ljust(w)) + "  "
         if turn.kind == "ordinary":
-            labels, colors = call_models(turn), [None] * len(call_models(turn))
+            beside, legs = _legs_lines(call_models(turn), None, indent, width, paint)
         else:
-            labels = [leg_label(leg, turn.kind == "fallback") for leg in turn.legs]
-            colors = [_leg_color(leg) for leg in turn.legs]
-        beside = bool(labels) and all(len(label) + 3 * (index < len(labels) - 1) <= width - indent
-                                      for index, label in enumerate(labels))
-        if beside:
-            legs = _wrap(labels, colors, width - indent, paint)
-            lines = [head + legs[0]] + [" " * indent + line for line in legs[1:]]
-        else:
-            legs = _wrap(labels, colors, width - 6, paint)
-            lines = [head.rstrip()] + ["      " + line for line in legs]
+            key = (turn.kind == "fallback", *((leg.model, leg.kind, leg.verdict, leg.status, leg.committed)
+                                              for leg in turn.legs))
+            drawn = drawn_legs.get(key)
+            if drawn is None:
+                labels = [leg_label(leg, turn.kind == "fallback") for leg in turn.legs]
+                drawn = drawn_legs[key] = _legs_lines(labels, [_leg_color(leg) for leg in turn.legs],
+                                                      indent, width, paint)
+            beside, legs = drawn
+        lines = [head + legs[0]] + legs[1:] if beside else [head.rstrip()] + legs
         blocks.append(_TurnBlock(turn.start[:10], turn.start[:10] != day, lines, beside))
         day = turn.start[:10]
     return blocks
+
+
+def _legs_lines(labels: list[str], colors: list | None, indent: int, width: int,
+                paint) -> tuple[bool, list[str]]:
+    """Whether the legs go beside a turn's columns (which end at `indent`), and their lines:
+    beside, the first to follow the columns and the others indented to them; else below."""
+    colors = colors or [None] * len(labels)
+    beside = bool(labels) and all(len(label) + 3 * (index < len(labels) - 1) <= width - indent
+                                  for index, label in enumerate(labels))
+    if beside:
+        legs = _wrap(labels, colors, width - indent, paint)
+        return True, legs[:1] + [" " * indent + line for line in legs[1:]]
+    return False, ["      " + line for line in _wrap(labels, colors, width - 6, paint)]
 
 
 def _newest(blocks: list[_TurnBlock], room: int) -> list[str]:
@@ -637,37 +671,6 @@ def _too_narrow(names: list[str], width: int) -> list[str]:
     return flow(["  (too narrow for:"] + commas(names[:-1] + [names[-1] + ")"]), width, "   ")
 
 
-# -- --by day|week|month|session ------------------------------------------------------------
-
-GROUP_HEADERS = ["turns", "credits", "compound", "judge rej.", "review", "calls", "tools"]
-
-
-def render_groups(snap: Snapshot, by: str, *, order: str = "asc", breakdown: bool = False,
-                  width: int = 100, color: bool = False) -> str:
-    """One table of the HydraFusion turns by day, week, month or session (`by`), oldest
-    first (`order` desc: newest first); `breakdown` adds each model's credits under its
-    group."""
-    paint = _painter(color)
-    groups = getattr(snap, f"by_{by}")
-    if order == "desc":
-        groups = groups[::-1]
-    rows = []
-    for group in groups:
-        rows.append([group.key, group.turns, _credits(group.credits, group.unknown_credit_calls),
-                     _percent(group.compound_rate), _percent(group.judge_rejection_rate),
-                     _percent(group.review_share), group.calls, group.tools])
-        rows += [["  ^ policy " + version + " first seen"] + [""] * len(GROUP_HEADERS)
-                 for version in group.new_policy_versions]
-        if breakdown:
-            rows += [["  " + model, "", _credits(credits), "", "", "", "", ""]
-                     for model, credits in sorted(group.credits_by_model.items(),
-                                                  key=lambda item: (-(item[1] or 0.0), item[0]))]
-    lines = _title_lines(snap, width, paint) + [""]
-    lines += _table(width, paint, [f"BY {by.upper()}, HydraFusion"] + GROUP_HEADERS, rows)
-    lines += _worth_groups(snap, by, order, width, paint)
-    return "".join(_fit(line, width).rstrip() + "\n" for line in lines)
-
-
 def _worth_groups(snap: Snapshot, by: str, order: str, width: int, paint) -> list[str]:
     """The same groups' credits kept and not kept (their review share is the table's
     `review`), and the same work on one model (an estimate: tailer/report/worth.py)."""
@@ -678,5 +681,16 @@ def _worth_groups(snap: Snapshot, by: str, order: str, width: int, paint) -> lis
             for group in (groups[::-1] if order == "desc" else groups)]
     lines = _table(width, paint, [f"WORTH IT, by {by}", "turns", "credits", "kept", "not kept",
                                   "estimated", "measured", "one model*", "+/-", "saved*"], rows,
-                   blank=False)
+                   blank=False, first_kept=key_kept(by))
     return lines + _note(_ESTIMATE_NOTE, width, paint) + [""]
+
+
+def key_kept(by: str) -> int:
+    """The characters a --by table's keys keep before its columns but one are left out."""
+    return SESSION_ID_KEPT if by == "session" else FIRST_COLUMN_KEPT
+
+
+# -- What the --by table (groups_table.py) lays out its rows with ----------------------------
+
+table_lines, title_lines, painter = _table, _title_lines, _painter
+percent_cell, worth_groups = _percent, _worth_groups

@@ -114,29 +114,62 @@ def _cells(values: list) -> list:
     return cells
 
 
-GROUP_COLUMNS = ("by", "key", "model", "turns", "credits", "compound_rate",
-                 "judge_rejection_rate", "review_share", "calls", "tools",
-                 "unknown_credit_calls", "new_policy_versions")
+# The arrays of `--by X --format json`, named as ccusage names its own (`daily --json`).
+GROUP_ARRAYS = {"day": "daily", "week": "weekly", "month": "monthly", "session": "sessions"}
+
+
+def render_groups_json(snap: Snapshot, by: str, *, order: str = "asc") -> bytes:
+    """The groups of `by` as one document in ccusage's shape, an array and its totals: the
+    groups as the whole report's JSON has them (`by_day`, ...), in the order of the table,
+    and `totals`, the headline, which they add up to. docs/report-by.schema.json describes it."""
+    groups = getattr(snap, f"by_{by}")
+    document = {"schema_version": snap.schema_version, "by": by,
+                "generated_at": snap.generated_at, "utc_offset": snap.utc_offset,
+                "timezone": snap.timezone, "filters": snap.filters,
+                GROUP_ARRAYS[by]: groups[::-1] if order == "desc" else groups,
+                "totals": snap.headline}
+    return (compact_json(document) + "\n").encode("ascii")
+
+
+GROUP_COLUMNS = ("by", "key", "model", "first_turn", "last_turn", "turns", "ordinary_prompts",
+                 "calls", "credits", "unknown_credit_calls", "input_tokens", "output_tokens",
+                 "cache_read_tokens", "cache_write_tokens", "total_tokens", "fusion_credits",
+                 "ordinary_credits", "compound_rate", "judge_rejection_rate", "review_share",
+                 "tools", "new_policy_versions")
 
 
 def render_groups_csv(snap: Snapshot, by: str, *, order: str = "asc",
                       breakdown: bool = False) -> str:
-    """One row per day, week, month or session (`by`) of HydraFusion turns, `model` empty,
-    and the router's policy versions first seen in it, space-separated; `breakdown` adds a
-    row per model with its credits under each."""
+    """One row per day, week, month or session (`by`) with any prompt, `model` empty, as the
+    table shows them: every prompt's calls, credits and tokens (input uncached), the credits
+    of HydraFusion's turns and of ordinary prompts apart, HydraFusion's own figures and the
+    router's policy versions first seen in it, space-separated; `breakdown` adds a row per
+    model with its use under each."""
     out = io.StringIO()
     writer = _csv_writer(out)
     writer.writerow(GROUP_COLUMNS)
     groups = getattr(snap, f"by_{by}")
     for group in groups[::-1] if order == "desc" else groups:
-        writer.writerow(_cells([by, group.key, None, group.turns, group.credits,
+        usage = group.all_usage
+        writer.writerow(_cells([by, group.key, None, group.first_turn, group.last_turn,
+                                group.turns, usage.ordinary.prompts] + _use_cells(usage) + [
+                                usage.fusion.credits, usage.ordinary.credits,
                                 group.compound_rate, group.judge_rejection_rate,
-                                group.review_share, group.calls, group.tools,
-                                group.unknown_credit_calls, " ".join(group.new_policy_versions)]))
+                                group.review_share, group.tools,
+                                " ".join(group.new_policy_versions)]))
         if breakdown:
-            for model, credits in sorted(group.credits_by_model.items()):
-                writer.writerow(_cells([by, group.key, model, None, credits] + [None] * 7))
+            for model in group.models:
+                writer.writerow(_cells([by, group.key, model.name, None, None, None, None]
+                                       + _use_cells(model) + [model.fusion.credits,
+                                                              model.ordinary.credits]
+                                       + [None] * 5))
     return out.getvalue()
+
+
+def _use_cells(use) -> list:
+    """A use's calls, credits and tokens (figures.KindUsage's or Spend's fields)."""
+    return [use.calls, use.credits, use.unknown_credit_calls, use.input_tokens,
+            use.output_tokens, use.cache_read_tokens, use.cache_write_tokens, use.total_tokens]
 
 
 WORTH_COLUMNS = (

@@ -53,26 +53,33 @@ def check_turn_worths(worths: list) -> None:
     """ValueError unless each of `worths` is TurnWorth's fields as turn_worth makes them: the
     report's cache checks its rows' with it as it loads them, so that no saved value can
     make the fit or a renderer fail (a count below 0 or a call's sums of another length
-    would give prices no call ever had)."""
+    would give prices no call ever had, and sums past any log's overflow the fit's floats)."""
     for worth in worths:
         if len(worth) != len(TurnWorth.__annotations__):
             raise ValueError("a cached turn's worth is not its four fields")
         answer_model, tokens, gate, calls = worth
         if not (answer_model is None or type(answer_model) is str):
             raise ValueError("a cached turn's answering model is not a name")
-        if tokens is not None and not _counts(tokens, prices.PRICES):
+        if tokens is not None and not _counts(tokens, prices.PRICES, _COUNT_BOUND):
             raise ValueError("a cached turn's kept tokens are not counts")
         if not (gate is None or gate in GATES):
             raise ValueError("a cached turn's gate is none of " + ", ".join(GATES))
         if type(calls) is not list or not all(
                 type(model_sums) is list and len(model_sums) == 2 and type(model_sums[0]) is str
-                and _counts(model_sums[1], prices.SUMS) for model_sums in calls):
+                and _counts(model_sums[1], prices.SUMS, _PRODUCT_BOUND) for model_sums in calls):
             raise ValueError("a cached turn's calls are not sums per model")
 
 
-def _counts(values, length: int) -> bool:
+# A turn's figures add up to below 2**63 (figures.check_turn_rows), so its token counts do,
+# and a sum of products of them, or of their squares, stays below 2**126: prices.Fit's
+# floats then stay finite for the calls of any report.
+_COUNT_BOUND = 2**63
+_PRODUCT_BOUND = _COUNT_BOUND**2
+
+
+def _counts(values, length: int, bound: int) -> bool:
     return (type(values) is list and len(values) == length
-            and all(type(value) is int and value >= 0 for value in values))
+            and all(type(value) is int and 0 <= value < bound for value in values))
 
 
 def turn_worth(turn: Turn) -> list:
@@ -80,16 +87,11 @@ def turn_worth(turn: Turn) -> list:
     committed = next((leg for leg in turn.legs if turn.is_committed(leg)), None)
     tokens = None
     if committed is not None and turn.kind == "fusion":
-        usage = committed.usage
-        tokens = list(prices.token_counts(usage.input_tokens, usage.output_tokens,
-                                          usage.cache_read_tokens, usage.cache_write_tokens))
+        tokens = list(prices.token_counts(committed.usage))
     by_model: dict[str, list[list[int]]] = {}
     for call in turn.calls:
-        usage = call.usage
-        counts = prices.token_counts(usage.input_tokens, usage.output_tokens,
-                                     usage.cache_read_tokens, usage.cache_write_tokens)
-        by_model.setdefault(call.model, []).append(
-            prices.call_sums(counts, usage.nano_aiu if call.credits_known else None))
+        by_model.setdefault(call.model, []).append(prices.call_sums(
+            prices.token_counts(call.usage), call.usage.nano_aiu if call.credits_known else None))
     return [_answer_model(turn, committed), tokens, turn.gate_outcome,
             [[model, prices.added(sums)] for model, sums in by_model.items()]]
 
@@ -286,8 +288,10 @@ def figures(rows: list, fusion: list, groupings: tuple[str, ...]) -> Worth:
                       lambda found: sorted(found, key=lambda name: (-found[name].figures[0], name)))
     days = grouped(lambda part: part[4])
     made = {"day": days, "week": _by(days, _week), "month": _by(days, lambda day: day[:7])}
+    orders = {}
     if by_session:
         made["session"] = grouped(lambda part: part[5])
+        orders["session"] = _by_last_prompt(rows)
     gates = grouped(lambda part: part[2], lambda part: part[2] is not None)
     return Worth(
         by_pattern=patterns,
@@ -295,7 +299,7 @@ def figures(rows: list, fusion: list, groupings: tuple[str, ...]) -> Worth:
                     + sorted(set(found) - set(GATES))),
         by_policy_version=listed(grouped(lambda part: part[3] or "unknown",
                                          lambda part: part[0] == "fusion"), list),
-        **{f"by_{name}": listed(made[name]) if name in groupings else None
+        **{f"by_{name}": listed(made[name], orders.get(name)) if name in groupings else None
            for name in ("day", "week", "month", "session")},
         versus_single=_versus_single(turns_on, medians, [group.key for group in patterns]),
         prices=[fit.figures() for fit in sorted(fits.values(), key=lambda fit: (-fit.calls, fit.model))],
@@ -313,6 +317,14 @@ def _fits(rows: list) -> dict[str, Fit]:
             for model, found in row.worth.calls:
                 sums.setdefault(model, []).append(found)
     return {model: Fit(model, prices.added(found)) for model, found in sums.items()}
+
+
+def _by_last_prompt(rows: list):
+    """Sessions in the order --by session lists them (figures.groupings_of): by their last
+    prompt, an ordinary one too, of `rows` (in the order they started), so the "worth it"
+    table under it, and its JSON and CSV, follow its rows."""
+    last = {row.session_id: index for index, row in enumerate(rows)}
+    return lambda found: sorted(found, key=lambda name: (last[name], name))
 
 
 def _by(days: dict[str, _Tally], key) -> dict[str, _Tally]:

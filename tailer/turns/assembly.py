@@ -31,7 +31,6 @@ session shuts down, or when the caller decides the session has gone idle
 from __future__ import annotations
 
 from collections import Counter, OrderedDict
-from typing import Callable
 
 from ..records import field, fields, record, replace
 from ..copilot.event_records import (
@@ -39,6 +38,10 @@ from ..copilot.event_records import (
     Resolved, RouteFailed, RunStarted, SessionEnded, SessionTotals, ToolCompleted, ToolStarted,
     Usage,
 )
+
+TYPE_CHECKING = False  # typing costs the footer's start-up (copilot/lines.py)
+if TYPE_CHECKING:
+    from typing import Callable
 
 # How many finished fusion ids a session remembers, so a late or repeated event of a turn
 # already reported does not come back as a second turn.

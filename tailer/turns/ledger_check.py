@@ -156,7 +156,8 @@ def compare(cli: dict[object, LedgerSession], ours: dict[str, LogSums | None], l
 
 
 def _counted(usage: Usage, credits_known: bool) -> Counted:
-    return Counted(usage.request_count, usage.input_tokens, usage.output_tokens,
+    """One side's count, its input uncached as the CLI's `/usage` counts it."""
+    return Counted(usage.request_count, usage.uncached_input(), usage.output_tokens,
                    usage.cache_read_tokens, usage.cache_write_tokens,
                    usage.nano_aiu / 1e9 if credits_known else None)
 

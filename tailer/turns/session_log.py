@@ -21,8 +21,7 @@ What a command does with the turns and the counts is its own business.
 from __future__ import annotations
 
 import os
-from collections import Counter
-from typing import TYPE_CHECKING, Iterator, NamedTuple
+from collections import Counter, namedtuple
 
 from ..copilot import event_records, event_types, events
 from . import session_state
@@ -30,8 +29,10 @@ from ..copilot.lines import Line, LineReader, Position
 from ..copilot.problems import log_problem
 from .assembly import IDLE_TIMEOUT_S, SessionTurns, Turn
 
-if TYPE_CHECKING:  # as in copilot/lines.py: a path is all it needs
+TYPE_CHECKING = False  # as in copilot/lines.py: neither typing nor pathlib at run time
+if TYPE_CHECKING:
     from pathlib import Path
+    from typing import Iterator
 
 INTERNAL_ERROR = "internal_error"
 
@@ -47,18 +48,16 @@ def judge(line: Line) -> event_records.Event | event_records.Malformed | None:
     return events.parse_line(line.data)
 
 
-class Read(NamedTuple):
-    """One line handed out by `SessionLog.read`, with what it became and the turns it
-    finished. `error_type` names the exception when the tailer failed on it (a bug)."""
+class Read(namedtuple("Read", ("line", "record", "finished", "error_type"), defaults=(None,))):
+    """One line handed out by `SessionLog.read` (a Line), with what it became (an Event, a
+    Malformed or None) and the turns it finished (a list of Turn). `error_type` names the
+    exception when the tailer failed on it (a bug), else None."""
 
-    line: Line
-    record: event_records.Event | event_records.Malformed | None
-    finished: list[Turn]
-    error_type: str | None = None
+    __slots__ = ()
 
 
 _NONE: list[Turn] = []  # what most lines finish; never added to
-# A Read made without the Python frame of NamedTuple's __new__, for every record of a log
+# A Read made without the Python frame of namedtuple's __new__, for every record of a log
 # (as copilot/lines.py makes its lines).
 _new_read = tuple.__new__
 
