@@ -8,7 +8,7 @@ only the fields it names, each through tailer/copilot/event_values.py's helpers.
 from __future__ import annotations
 
 from .event_records import (
-    CommitStarted, Completed, Handoff, LegEnded, Malformed, ModelCall, PlannedLeg, Prompt,
+    CODE_FIELDS, CommitStarted, Completed, Handoff, LegEnded, Malformed, ModelCall, PlannedLeg, Prompt,
     Resolved, RouteFailed, RunStarted, SessionEnded, ToolCompleted, ToolStarted, Usage,
     UsageCheckpoint, MAX_PLANNED_LEGS,
 )
@@ -18,7 +18,8 @@ from .event_types import (
     USAGE_RECORD, USER_MESSAGE,
 )
 from .event_values import (
-    MAX_NANO_AIU, is_code, read_count, read_duration, read_number, read_text,
+    MAX_NANO_AIU, code_fields, is_code, names_only, read_codes, read_count, read_duration,
+    read_number, read_text,
 )
 from ..codes import IDENTIFIER
 
@@ -158,17 +159,28 @@ _MAX_MODELS = 64
 _DAMAGED_CALL = Malformed("damaged_usage_record")
 
 
+_CALL_MODEL = code_fields(ModelCall, model="model")
+_CALL_PROVIDER = code_fields(ModelCall, provider="provider")
+_CALL_PROVIDER_ID = code_fields(ModelCall, provider="id")  # of a `provider` object
+_CALL_WORDS = code_fields(ModelCall, finish_reason="finishReason", initiator="initiator")
+_CALL_FUSION = code_fields(ModelCall, fusion_id="fusionId", phase_id="phaseId",
+                           phase_kind="phaseKind")
+
+
 def _model_call(time_ns: int, key: None, data: dict) -> ModelCall | Malformed:
     """A usage record with a missing or impossible figure is damage: it is not a call.
 
     The call's credits are `copilotUsage.totalNanoAiu`, what the API charged for it, in
     the billionths the leg's and the turn's `totalNanoAiu` count. `cost` is not: it is the
     model's premium-request multiplier (1.0 for most models).
+
+    Its codes are checked here (CODES_CHECKED), in CODE_FIELDS' order; a text, a figure and
+    the credits are read in the order that decides which damage a line is counted under.
     """
     usage = data.get("usage")
     if not isinstance(usage, dict):
         return _DAMAGED_CALL
-    model = read_text(usage.get("model"))
+    (model,), refused = read_codes(usage, _CALL_MODEL)
     figures = []
     for name, limit, required, whole in _CALL_FIGURES:
         value = usage.get(name)
@@ -187,18 +199,36 @@ def _model_call(time_ns: int, key: None, data: dict) -> ModelCall | Malformed:
     nano_aiu = _call_nano_aiu(usage.get("copilotUsage"))
     if usage.get("aiCreditsStatus") in _CREDITS_NOT_GIVEN:
         nano_aiu = None
-    fusion_id, phase_id, phase_kind = _fusion_block(usage.get("fusion"))
     provider = usage.get("provider")
-    provider = read_text(provider.get("id") if isinstance(provider, dict) else provider)
+    (provider,), more = (read_codes(provider, _CALL_PROVIDER_ID) if isinstance(provider, dict)
+                         else read_codes(usage, _CALL_PROVIDER))
+    (finish_reason, initiator), words = read_codes(usage, _CALL_WORDS)
+    block = usage.get("fusion")
+    if isinstance(block, dict):
+        (fusion_id, phase_id, phase_kind), fusion = read_codes(block, _CALL_FUSION)
+        refused += more + words + fusion
+    else:
+        fusion_id = phase_id = phase_kind = None
+        refused += more + words
     call_usage = Usage(1, int(input_tokens), int(output_tokens), int(cache_read),
                        int(cache_write), nano_aiu or 0)
     time_to_first_token_ms = _call_figure(usage.get("timeToFirstTokenMs"), _MAX_CALL_MS)
-    finish_reason, initiator = read_text(usage.get("finishReason")), read_text(usage.get("initiator"))
+    tool_requests = _tool_requests(usage.get("toolCounts"))
+    if tool_requests:
+        named = names_only(tool_requests, _TOOL_KIND)
+        if named is not None:
+            tool_requests, refused = named, refused + ("tool_requests",)
     # In the order of ModelCall's fields: by position, as the records of every line are made
     # (see _tool_started).
-    return ModelCall(time_ns, model, provider, call_usage, nano_aiu is not None, float(duration),
+    call = ModelCall(time_ns, model, provider, call_usage, nano_aiu is not None, float(duration),
                      time_to_first_token_ms, finish_reason, initiator, fusion_id, phase_id,
-                     phase_kind, _tool_requests(usage.get("toolCounts")))
+                     phase_kind, tool_requests)
+    if refused:
+        call.not_codes = refused
+    return call
+
+
+_TOOL_KIND = dict(CODE_FIELDS[ModelCall])["tool_requests"]
 
 
 # The `aiCreditsStatus` of a call whose credits the CLI does not know: "Missing billing is
@@ -229,13 +259,6 @@ def _call_figure(value: object, limit: float) -> float | None:
     return number if number is not None and 0 <= number <= limit else None
 
 
-def _fusion_block(block: object) -> tuple[str | None, str | None, str | None]:
-    """fusionId, phaseId and phaseKind of a `fusion` block; Nones on an ordinary turn."""
-    if not isinstance(block, dict):
-        return None, None, None
-    return read_text(block.get("fusionId")), read_text(block.get("phaseId")), read_text(block.get("phaseKind"))
-
-
 def _tool_requests(counts: object) -> tuple[str, ...]:
     """`toolCounts` ({tool name: count}) as one name per request, sorted, bounded."""
     if not isinstance(counts, dict) or not counts:
@@ -250,19 +273,42 @@ def _tool_requests(counts: object) -> tuple[str, ...]:
 
 # The records of the lines a log holds most of (a model call, a tool's start and end) are
 # made with their fields by position, in the order the class lists them: CPython 3.11 makes
-# a record with a dozen keywords in twice the instructions it takes by position.
+# a record with a dozen keywords in twice the instructions it takes by position. Their codes
+# are checked as they are read (CODES_CHECKED), in CODE_FIELDS' order.
+_TOOL_NAMES = code_fields(ToolStarted, tool_name="toolName", mcp_server="mcpServerName",
+                          mcp_tool="mcpToolName")
+_TOOL_FUSION = code_fields(ToolStarted, fusion_id="fusionId", phase_id="phaseId")
+
+
 def _tool_started(time_ns: int, tool_call_id: str, data: dict) -> ToolStarted:
-    fusion_id, phase_id, _ = _fusion_block(data.get("fusion"))
-    tool_name, mcp_server = read_text(data.get("toolName")), read_text(data.get("mcpServerName"))
-    mcp_tool = read_text(data.get("mcpToolName"))
-    return ToolStarted(time_ns, tool_call_id, tool_name, mcp_server, mcp_tool, fusion_id, phase_id)
+    (tool_name, mcp_server, mcp_tool), refused = read_codes(data, _TOOL_NAMES)
+    fusion_id, phase_id, fusion = _tool_fusion(data.get("fusion"))
+    started = ToolStarted(time_ns, tool_call_id, tool_name, mcp_server, mcp_tool, fusion_id,
+                          phase_id)
+    if refused or fusion:
+        started.not_codes = refused + fusion
+    return started
 
 
 def _tool_completed(time_ns: int, tool_call_id: str, data: dict) -> ToolCompleted:
-    fusion_id, phase_id, _ = _fusion_block(data.get("fusion"))
+    fusion_id, phase_id, refused = _tool_fusion(data.get("fusion"))
     success = data.get("success")
     success = success if isinstance(success, bool) else None
-    return ToolCompleted(time_ns, tool_call_id, success, fusion_id, phase_id)
+    completed = ToolCompleted(time_ns, tool_call_id, success, fusion_id, phase_id)
+    if refused:
+        completed.not_codes = refused
+    return completed
+
+
+def _tool_fusion(block: object) -> tuple[str | None, str | None, tuple[str, ...]]:
+    """fusionId and phaseId of a tool event's `fusion` block (Nones on an ordinary turn),
+    and the names of those that are no ids. Its phaseKind is read as any text (a lone
+    surrogate damages the line), though a tool's record keeps none."""
+    if not isinstance(block, dict):
+        return None, None, ()
+    (fusion_id, phase_id), refused = read_codes(block, _TOOL_FUSION)
+    read_text(block.get("phaseKind"))
+    return fusion_id, phase_id, refused
 
 
 def _prompt(time_ns: int, event_id: str | None, data: dict) -> Prompt:
@@ -344,3 +390,6 @@ DECODERS = {
     SESSION_START: _run_started,
     SESSION_RESUME: _run_resumed,
 }
+# The types whose decoders check their record's codes themselves (read_codes): the parser
+# leaves codes_only out for them.
+CODES_CHECKED = frozenset({USAGE_RECORD, TOOL_STARTED, TOOL_COMPLETED})

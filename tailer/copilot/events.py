@@ -35,7 +35,7 @@ from __future__ import annotations
 
 from ..records import replace
 from ..codes import ENUM, FIELD, IDENTIFIER, OTHER
-from .event_decoders import BAD_KEY, DECODERS, KEY_FIELDS, MISSING_KEY
+from .event_decoders import BAD_KEY, CODES_CHECKED, DECODERS, KEY_FIELDS, MISSING_KEY
 from .event_fields import KNOWN_FIELDS, REQUIRED_FIELDS
 from .event_records import Event, Malformed, UnknownFusionEvent
 from .event_types import ANY_MARKER, KNOWN_UNUSED, USER_MESSAGE, leading_type
@@ -113,6 +113,8 @@ def _record(event_type: str, obj: dict) -> Event | Malformed | None:
             key, not_codes = None, ("prompt_id",)  # the prompt is placed by its time instead
     record = parse(time_ns, key, data)
     if isinstance(record, Malformed):
+        return record
+    if event_type in CODES_CHECKED:  # its decoder checked the codes, and has no notes
         return record
     not_codes += codes_only(record)
     if not_codes:

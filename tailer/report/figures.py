@@ -245,9 +245,10 @@ class TurnRow:
         return self.printed.tools()
 
 
-def turn_json(row: TurnRow, calls: list[CallRow], tools: list[ToolRow]) -> TurnJson:
-    """The row's TurnJson, its model calls and tools in the place of `printed`: the object
-    json.dumps writes of its fields (tailer/report/text.py copies it into the report)."""
+def turn_json(row: TurnRow, calls: list, tools: list) -> TurnJson:
+    """The row's TurnJson, its model calls and tools (CallRow and ToolRow, or the dicts of
+    their fields that turn_row makes) in the place of `printed`: the object json.dumps writes
+    of its fields (tailer/report/text.py copies it into the report)."""
     fields = {}
     for name in TurnRow.__match_args__:
         if name == "worth":
@@ -468,12 +469,13 @@ def turn_row(turn: Turn, tz: tzinfo | None) -> TurnRow:
     spent = [turn.leg_credits(leg) for leg in turn.legs]  # (known nano-credits, calls left out)
     legs = [_leg_row(turn, leg, *credits) for leg, credits in zip(turn.legs, spent)]
     index = {id(leg): number for number, leg in enumerate(turn.legs)}
-
-    def leg_index(phase_id: str | None) -> int | None:
+    # The leg of each phase id the calls and tools name (a few), found once: a turn has
+    # dozens of calls and tools.
+    leg_index = {}
+    for phase_id in {item.phase_id for items in (turn.calls, turn.tools) for item in items}:
         leg = turn.leg_of(phase_id)
-        return None if leg is None else index[id(leg)]
-
-    calls = [_call_row(start_ns, call, leg_index(call.phase_id)) for call in turn.calls]
+        leg_index[phase_id] = None if leg is None else index[id(leg)]
+    calls = [_call_row(start_ns, call, leg_index[call.phase_id]) for call in turn.calls]
     failure = turn.route_failure
     if turn.ordinary:
         nano = sum(call.usage.nano_aiu for call in turn.calls if call.credits_known)
@@ -502,7 +504,7 @@ def turn_row(turn: Turn, tz: tzinfo | None) -> TurnRow:
         printed=None,  # made of the others, just below
         policy_version=turn.resolved.policy_version if turn.resolved is not None else None,
     )
-    row.printed = turn_json(row, calls, [_tool_row(start_ns, tool, leg_index(tool.phase_id))
+    row.printed = turn_json(row, calls, [_tool_row(start_ns, tool, leg_index[tool.phase_id])
                                          for tool in turn.tools])
     row.worth = worth_figures.TurnWorth(*worth_figures.turn_worth(turn))
     return row
@@ -531,22 +533,25 @@ def _leg_row(turn: Turn, leg: LegEnded, nano_aiu: int, unknown: int) -> LegRow:
     )
 
 
-# A month's turns have some 200,000 calls and tools: their rows are made with the fields by
-# position, in the order the class lists them (CPython 3.11 makes a record with ten keywords
-# in twice the instructions it takes by position).
-def _call_row(turn_start_ns: int, call: ModelCall, leg: int | None) -> CallRow:
+# A month's turns have some 200,000 calls and tools, and only the JSON of them is kept
+# (TurnJson): each is made as the dict json.dumps writes, its keys CallRow's and ToolRow's
+# fields in their order, so that the encoder written in C writes it without calling back
+# json_object for each (a record made and then taken apart: a fifth of a turn's row).
+def _call_row(turn_start_ns: int, call: ModelCall, leg: int | None) -> dict:
     usage = call.usage
-    start_ms = (call_start_ns(call) - turn_start_ns) / 1e6
-    credits = _credits(usage.nano_aiu) if call.credits_known else None
-    return CallRow(leg, call.model, start_ms, call.duration_ms, credits,
-                   usage.uncached_input(), usage.output_tokens, usage.cache_read_tokens,
-                   usage.cache_write_tokens, call.finish_reason)
+    return {"leg": leg, "model": call.model,
+            "start_ms": (call_start_ns(call) - turn_start_ns) / 1e6,
+            "duration_ms": call.duration_ms,
+            "credits": _credits(usage.nano_aiu) if call.credits_known else None,
+            "input_tokens": usage.uncached_input(), "output_tokens": usage.output_tokens,
+            "cache_read_tokens": usage.cache_read_tokens,
+            "cache_write_tokens": usage.cache_write_tokens, "finish_reason": call.finish_reason}
 
 
-def _tool_row(turn_start_ns: int, tool: ToolCall, leg: int | None) -> ToolRow:
-    start_ms = (tool.start_ns - turn_start_ns) / 1e6
-    duration_ms = (tool.end_ns - tool.start_ns) / 1e6
-    return ToolRow(leg, tool.name or "unknown", tool.success, start_ms, duration_ms, tool.timing)
+def _tool_row(turn_start_ns: int, tool: ToolCall, leg: int | None) -> dict:
+    return {"leg": leg, "name": tool.name or "unknown", "success": tool.success,
+            "start_ms": (tool.start_ns - turn_start_ns) / 1e6,
+            "duration_ms": (tool.end_ns - tool.start_ns) / 1e6, "timing": tool.timing}
 
 
 def headline(rows: list[TurnRow]) -> Headline:

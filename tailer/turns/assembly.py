@@ -296,7 +296,11 @@ class Turn:
         return None
 
     def leg_calls(self, leg: LegEnded) -> list[ModelCall]:
-        return [call for call in self.calls if self.leg_of(call.phase_id) is leg]
+        # leg_of once per phase id the calls name (a few), not once per call: the report
+        # asks this of every leg of every turn, some 60 leg_of calls a turn before.
+        owners = {phase_id: self.leg_of(phase_id)
+                  for phase_id in {call.phase_id for call in self.calls}}
+        return [call for call in self.calls if owners[call.phase_id] is leg]
 
     def calls_difference(self, leg: LegEnded) -> Usage | None:
         """The leg's own figures minus its calls' (request_count: minus the number of
