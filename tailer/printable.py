@@ -12,6 +12,7 @@ it, so printing it would fail instead of showing it.
 from __future__ import annotations
 
 import re
+import unicodedata
 
 _UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069"
                      "\ud800-\udfff]")
@@ -34,3 +35,26 @@ def printable(text: str) -> str:
     if text.isprintable():
         return text
     return _UNSAFE.sub(_escape, text)
+
+
+# What a terminal draws in other than one column: wide characters (CJK, most emoji) in
+# two, combining marks and zero-width or format characters (a joiner, a variation
+# selector) in none; unassigned and private ones in whatever its font says.
+_NOT_ONE_COLUMN = frozenset(("Mn", "Me", "Mc", "Cf", "Cn", "Co", "Zl", "Zp"))
+
+
+def one_column(text: str) -> str:
+    """The text as printable() gives it, with each character a terminal would not draw in
+    exactly one column escaped too (`\\u4f1a`), so its length is the columns it takes: for
+    a table's cell, whose width is counted in characters, of a value any text may be (a
+    session id is the name of a folder)."""
+    text = printable(text)
+    if text.isascii():
+        return text
+    return "".join(ch if ord(ch) < 0x80 or _one_column(ch) else f"\\u{ord(ch):04x}"
+                   if ord(ch) <= 0xFFFF else f"\\U{ord(ch):08x}" for ch in text)
+
+
+def _one_column(ch: str) -> bool:
+    return (unicodedata.east_asian_width(ch) not in ("W", "F")
+            and unicodedata.category(ch) not in _NOT_ONE_COLUMN)

@@ -6,7 +6,8 @@ where this user alone writes, and read without being fooled or blocked:
 
 - Its folder (PrivateFolder) is this user's own, written by nobody else (no group or world
   write) and not a symbolic link; it is made 0700 when missing, and a folder of the user's
-  own that others may only read is made 0700 when it is written. Anything else (another
+  own that others may only read is closed to them when it is written: their permissions
+  are taken away, never one added (a folder the user made read-only stays so). Anything else (another
   user's folder in a shared $XDG_CACHE_HOME, a group-writable one, a link) is refused
   with NotPrivate, and nothing in it is read or written: a planted file could double the
   figures shown, or hang every run. Everything is then done relative to the folder's
@@ -29,7 +30,7 @@ where this user alone writes, and read without being fooled or blocked:
 
 A command that has nowhere to say why it refused a folder (the status line prints its
 line and nothing else) asks with `close_writable` for a folder of the user's own that
-others may write to be closed (0700) and used instead: what others put in it while it was
+others may write to be closed (to them alone) and used instead: what others put in it while it was
 open is theirs, and `read` refuses it.
 
 On Windows there is no owner, mode or folder descriptor to check: a folder is used by
@@ -83,8 +84,9 @@ def is_own_file(found: os.stat_result) -> bool:
 
 class PrivateFolder:
     """A folder that only this user writes, held open; see the module docstring. With
-    `make`, made (and made 0700) when missing; with `close_writable`, one of the user's
-    own that others may write is closed and used (see the module docstring). Raises
+    `make`, made 0700 when missing and closed to others when there; with `close_writable`,
+    one of the user's own that others may write is closed and used (see the module
+    docstring). Raises
     NotPrivate, FileNotFoundError (not made and missing), OSError. Use it in a `with`, or
     close() it."""
 
@@ -99,8 +101,10 @@ class PrivateFolder:
         try:
             found = os.stat(self.fd) if POSIX else os.stat(path, follow_symlinks=False)
             mode = _checked(path, found, writable_ours=close_writable)
-            if (make or close_writable) and POSIX and stat.S_IMODE(mode) != 0o700:
-                os.chmod(self.fd, 0o700)  # others could read it: not any more
+            if (make or close_writable) and POSIX and mode & 0o077:
+                # Others could read it: not any more. Only their bits go: a folder the
+                # user made read-only stays so, and the writes in it fail (and say so).
+                os.chmod(self.fd, stat.S_IMODE(mode) & 0o700)
         except BaseException:
             self.close()
             raise

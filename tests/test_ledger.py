@@ -6,7 +6,8 @@ logs; or rows the real CLI would write for generated logs, one per usage record,
 the logs' lines here (ledgergen.rows_of_log). Then it is changed as life changes it: a row
 the log lost, a row the log never had, a session whose log is gone, credits the CLI did not
 know, another program holding a lock, a file that is no database, another CLI version's
-layout, a FIFO or a symlink at its path. `report` and `doctor` run as a user runs them.
+layout, figures too large to add up, a FIFO or a symlink at its path. `report` and `doctor`
+run as a user runs them.
 """
 
 from __future__ import annotations
@@ -306,6 +307,16 @@ def test_figures_that_are_not_whole_numbers_are_not_summed(home):
     not_read(state_dir, "holds figures that are not whole numbers")
     change(ledger, f"UPDATE {TABLE} SET input_tokens = x'00' WHERE id = 1")
     not_read(state_dir, "holds figures that are not whole numbers")
+
+
+@pytest.mark.parametrize("column", ["input_tokens", "total_nano_aiu"])
+def test_figures_too_large_to_add_up_are_named_plainly(home, column):
+    """Whole numbers each, but past SQLite's integers together: the sum overflows in SQL,
+    which SQLite calls SQLITE_ERROR; the user is told what the file holds."""
+    state_dir, ledger, _ = home
+    change(ledger, f"UPDATE {TABLE} SET {column} = {2**63 - 1} WHERE session_id = "
+                   f"(SELECT session_id FROM {TABLE} GROUP BY session_id HAVING count(*) > 1 LIMIT 1)")
+    not_read(state_dir, "holds figures too large to add up: not checked")
 
 
 def hold_lock(ledger: Path, ready: threading.Event, release: threading.Event, *, exclusive_wal: bool):

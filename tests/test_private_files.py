@@ -57,6 +57,20 @@ def test_a_folder_others_may_only_read_is_used_and_closed_to_them_when_written(t
     assert stat.S_IMODE(folder.stat().st_mode) == 0o700
 
 
+@pytest.mark.parametrize("mode, left", [(0o500, 0o500), (0o555, 0o500), (0o550, 0o500),
+                                        (0o711, 0o700), (0o300, 0o300)], ids=oct)
+def test_a_folder_is_closed_to_others_and_never_given_a_permission_it_lacked(tmp_path, mode, left):
+    """Writing closes the user's own folder to others and does nothing more: one the user
+    made read-only stays read-only (the writes then fail, and say so), whichever caller."""
+    for index, asked in enumerate(({"make": True}, {"make": False, "close_writable": True},
+                                   {"make": True, "close_writable": True})):
+        folder = private(tmp_path / f"f{index}")
+        os.chmod(folder, mode)
+        with PrivateFolder(folder, **asked):
+            pass
+        assert stat.S_IMODE(folder.stat().st_mode) == left, asked
+
+
 @pytest.mark.parametrize("mode", [0o770, 0o730, 0o707, 0o777, 0o1777])
 def test_a_folder_others_may_write_is_refused(tmp_path, mode):
     folder = private(tmp_path / "f")
@@ -76,14 +90,14 @@ def test_another_users_folder_is_refused(tmp_path):
             PrivateFolder(folder, make=make)
 
 
-@pytest.mark.parametrize("mode", [0o770, 0o777])
-def test_a_folder_of_the_users_own_others_may_write_is_closed_when_asked(tmp_path, mode):
+@pytest.mark.parametrize("mode, left", [(0o770, 0o700), (0o777, 0o700), (0o577, 0o500)], ids=oct)
+def test_a_folder_of_the_users_own_others_may_write_is_closed_when_asked(tmp_path, mode, left):
     """close_writable: for the status line, which cannot say why it would refuse one."""
     folder = private(tmp_path / "f")
     os.chmod(folder, mode)
     with PrivateFolder(folder, make=False, close_writable=True):
         pass
-    assert stat.S_IMODE(folder.stat().st_mode) == 0o700
+    assert stat.S_IMODE(folder.stat().st_mode) == left
 
 
 @as_root

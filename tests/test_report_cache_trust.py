@@ -21,7 +21,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
+import subprocess
+import tempfile
 import time
 import zlib
 from pathlib import Path
@@ -34,7 +37,7 @@ from sessiongen import SessionWriter, every_pattern, whole_session
 from tailer import __version__
 from tailer.records import replace
 from tailer.report import cache, gather
-from tailerproc import tailer_env
+from tailerproc import ROOT, tailer_env
 from test_report_cache import LONG, PAST_NS, answers, cache_lines, report
 
 NOBODY = 65534
@@ -197,6 +200,55 @@ def test_a_cache_folder_not_the_users_alone_is_not_used(state, tmp_path, untrust
     assert path.read_bytes() == planted_bytes
     assert {name: (folder / name).read_bytes() for name in theirs} == theirs
     assert len(os.listdir(folder)) == len(theirs) + cache.MAX_FILES + 2
+
+
+def test_a_cache_folder_the_user_made_read_only_stays_so(state, tmp_path):
+    """A folder of the user's own closed to writing (0500) is the user's choice: a report
+    reads the cache in it and never makes it writable again."""
+    environ = environ_of(tmp_path)
+    folder = warm(state, environ).parent
+    os.chmod(folder, 0o500)
+    every_pattern("new").write(state)  # a change: a cache in use would be saved
+    code, stdout, _ = report(state, environ, "--format", "json")
+    assert code == 0 and answers(stdout) == uncached(state)
+    assert oct(os.stat(folder).st_mode & 0o7777) == oct(0o500)
+
+
+def test_a_read_only_cache_folder_costs_one_line_and_no_figure(state):
+    """Run as a user the folder's mode binds (root writes in any): the report reads the
+    cache, cannot save it, says so in one line, and shows what the logs hold."""
+    from test_reading_parity import nobody
+
+    (become, user), python = nobody()
+    top = Path(tempfile.mkdtemp(prefix="tailer-read-only-cache-"))
+    try:
+        os.chmod(top, 0o755)
+        shutil.copytree(state, top / "state")
+        for path in [top, *top.rglob("*")]:
+            os.chown(path, user.pw_uid, user.pw_gid, follow_symlinks=False)
+        env = tailer_env(XDG_CACHE_HOME=str(top / "xdg"), HOME=str(top))
+
+        def as_nobody(*options: str) -> subprocess.CompletedProcess:
+            return subprocess.run([python, "-m", "tailer", "report", "--state-dir", str(top / "state"),
+                                   "--format", "json", *options], cwd=ROOT, env=env, text=True,
+                                  capture_output=True, timeout=120, preexec_fn=become)
+
+        first = as_nobody()
+        assert first.returncode == 0 and first.stderr == "", first.stderr
+        folder = cache.cache_file({"XDG_CACHE_HOME": str(top / "xdg")}, top / "state").parent
+        os.chmod(folder, 0o500)
+        every_pattern("new").write(top / "state")  # a change: a cache in use would be saved
+        for path in (top / "state").rglob("*"):
+            os.chown(path, user.pw_uid, user.pw_gid, follow_symlinks=False)
+        expected = answers(as_nobody("--no-cache").stdout)
+        for _ in range(2):
+            done = as_nobody()
+            assert done.returncode == 0 and answers(done.stdout) == expected
+            assert done.stderr == ("hydrafusion-tailer report: the cache cannot be saved (Permission "
+                                   "denied): the next report reads every log again\n")
+            assert oct(os.stat(folder).st_mode & 0o7777) == oct(0o500)
+    finally:
+        shutil.rmtree(top)
 
 
 def special_file(kind: str, path: Path, elsewhere: Path):

@@ -383,3 +383,39 @@ def test_the_watch_lines_group_thousands(tmp_path):
     flight = InFlightRow("s", "f", "fusion", "cascade", row.start, 75.0, 1234, 23456.7, True, [])
     assert "1m15s 1,234 calls 23,456.70 credits" in render_now([flight], 200)[1]
     live.close()
+
+
+def test_ctrl_z_shows_the_cursor_and_fg_draws_the_whole_frame_again(tmp_path):
+    """Ctrl-Z (SIGTSTP) stops the watch with the cursor shown, for the shell's prompt, and fg
+    (SIGCONT) hides it and draws the frame again over what the shell wrote meanwhile, though
+    no turn came: the default stop left the cursor hidden, and nothing was redrawn until
+    the minute changed."""
+    Session(tmp_path).add(2)
+    leader, follower = pty.openpty()
+    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 30, 100, 0, 0))
+    # A process group of its own in the test's session, as a shell's job: one in a session
+    # of its own is an orphan, and the system does not stop those on SIGTSTP.
+    process = subprocess.Popen(
+        [sys.executable, "-m", "tailer", "report", "--state-dir", str(tmp_path), "--watch",
+         "--no-cache"], cwd=ROOT, env=tailer_env(), stdin=follower, stdout=follower,
+        stderr=subprocess.PIPE, process_group=0, preexec_fn=ctrl_c_quits)
+    os.close(follower)
+    try:
+        output = read_until(leader, lambda out: b"\x1b[J" in out.partition(b"Ctrl-C quits")[2])
+        assert b"Ctrl-C quits" in output, "no whole frame drawn within a minute"
+        process.send_signal(signal.SIGTSTP)
+        stopping = read_until(leader, lambda out: report_live.SHOW_CURSOR.encode() in out, 10)
+        assert report_live.SHOW_CURSOR.encode() in stopping, "stopped with the cursor hidden"
+        _, status = os.waitpid(process.pid, os.WUNTRACED)
+        assert os.WIFSTOPPED(status)
+        process.send_signal(signal.SIGCONT)
+        again = read_until(leader, lambda out: b"\x1b[J" in out.partition(b"Ctrl-C quits")[2], 10)
+        hidden = again.find(report_live.HIDE_CURSOR.encode())
+        assert 0 <= hidden < again.find(b"Ctrl-C quits"), "fg drew no frame, or left the cursor"
+        process.send_signal(signal.SIGINT)
+        assert process.wait(timeout=60) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+        os.close(leader)
+    assert "Traceback" not in process.stderr.read().decode()

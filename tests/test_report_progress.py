@@ -17,6 +17,7 @@ import random
 import re
 import shlex
 import signal
+import subprocess
 import sys
 import time
 from datetime import timedelta
@@ -153,3 +154,24 @@ def the_report(terminal: Terminal) -> int:
     children = children_of(terminal.shell_pid())
     assert len(children) == 1, children
     return children[0]
+
+
+def test_on_a_terminal_narrower_than_the_line_it_is_cut_to_fit_and_leaves_nothing(big, tmp_path):
+    """A line wider than the terminal wraps, and `\\r` goes back to the start of its last row
+    only: each redraw left the rows above it on screen, and the erase at the end too."""
+    env = {name: value for name, value in tailer_env().items()
+           if name in ("PATH", "PYTHONPATH", "HOME", "PYTHONDONTWRITEBYTECODE")}
+    narrow = Terminal(tmp_path, {**env, "XDG_CACHE_HOME": str(tmp_path / "xdg")}, columns=24,
+                      rows=40)
+    try:
+        start(narrow, big, "--jobs 1 --turns 0")
+        screens = []
+        narrow.wait_for(lambda: screens.append(narrow.screen()) or ended(screens[-1]), 180)
+        # Every row printed since, scrolled away or not, each as the terminal shows it.
+        rows = subprocess.run([*narrow.server, "capture-pane", "-p", "-S", "-"],
+                              capture_output=True, text=True, timeout=30).stdout.splitlines()
+    finally:
+        narrow.kill()
+    assert any("reading 0/" in screen for screen in screens), "no progress line was seen"
+    assert all(screen.count("reading") <= 1 and screen.count(" MB") <= 1 for screen in screens)
+    assert not [row for row in rows if "reading" in row or row.endswith(" MB")], rows

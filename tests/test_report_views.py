@@ -347,6 +347,46 @@ def test_by_session_is_every_sessions_use_by_last_activity_with_a_total_that_is_
     assert usage.prompts == len(snap.turns) and usage.calls == sum(t.calls for t in snap.turns)
 
 
+def _first_cells(lines: list[str], keys: list[str]) -> dict[str, list[str]]:
+    """Each key's rows' first cells in `lines`: the key itself, or its start cut with `~`."""
+    found: dict[str, list[str]] = {key: [] for key in keys}
+    for line in lines:
+        cell = line.split(" ", 1)[0]
+        for key in keys:
+            if cell == key or (cell.endswith("~") and key.startswith(cell[:-1])):
+                found[key].append(cell)
+    return found
+
+
+def test_by_session_shows_a_session_id_whole_wherever_it_fits_beside_a_column():
+    """A session id is what a user pastes into --session: in the table by session and in
+    its "worth it" table, other columns are left out before it is cut, so it is whole at
+    every width with room for it and one column (`turns`); narrower, its start is kept,
+    and --session takes that start."""
+    from tailer.report.groups_table import render_groups
+
+    snap = snap_of(ROOT / "fixtures")
+    keys = [group.key for group in snap.by_session]
+    whole_from = len(keys[0]) + 2 + len("turns")
+    for breakdown in (False, True):
+        for width in range(200, 39, -1):
+            lines = render_groups(snap, "session", breakdown=breakdown, width=width).splitlines()
+            assert max(map(len, lines)) <= width, width
+            worth_at = next(i for i, line in enumerate(lines) if line.startswith("WORTH IT"))
+            for table in (lines[:worth_at], lines[worth_at:]):
+                for key, cells in _first_cells(table, keys).items():
+                    if width >= whole_from:
+                        assert cells == [key], (width, breakdown, cells)
+                    else:
+                        assert cells == [key[:width - 8] + "~"], (width, breakdown, cells)
+    narrowest = render_groups(snap, "session", width=40).splitlines()
+    start = _first_cells(narrowest, keys)[keys[0]][0][:-1]
+    done = run_report("--demo", "--session", start, "--by", "session", "--format", "json")
+    assert done.returncode == 0, done.stderr
+    assert [group["key"] for group in json.loads(done.stdout)["sessions"]] == [
+        key for key in keys if key.startswith(start)] and len(start) == 32
+
+
 def test_by_day_without_a_hydrafusion_turn_shows_the_ordinary_prompts_use(tmp_path):
     writer = SessionWriter("ordinary-only", _utc(2026, 11, 30, 10))
     for _ in range(3):

@@ -14,12 +14,15 @@ import shutil
 import sqlite3
 import subprocess
 import sys
+import unicodedata
+from datetime import datetime, timezone
 
 import pytest
 from hypothesis import given, strategies as st
 
 from ledgergen import TABLE
 from realcli import record
+from sessiongen import SessionWriter
 from tailerproc import ROOT, tailer_env
 from tmux import Terminal, needs_tmux
 from tailer.report.table import TURN_COLUMNS_DROPPED
@@ -228,3 +231,42 @@ def test_flow_breaks_between_words_and_loses_nothing(parts, width, indent):
     if all(len(word) <= width - len(indent) for word in given_words):
         assert " ".join(lines).split() == given_words
     assert "".join("".join(lines).split()) == "".join(given_words)
+
+
+# Session ids are the names of the state folder's folders: any text, CJK and emoji, which a
+# terminal draws two columns wide, combining marks and zero-width characters, which it draws
+# in none. Counted as one column each, they moved every column after them.
+ODD_SESSION_IDS = ["会话日本語テスト会话日本語", "😀😀😀-emoji", "e\u0301\u0301\u0301-combining",
+                   "zero\u200bwidth\u200d-joiner", "2b9e1c4a-0e9b-4c1e-9d0a-5f1f2a3b4c5d"]
+
+
+def columns_of(line: str) -> int:
+    """How many columns a terminal draws `line` in: two for a wide character, none for a
+    combining mark or a zero-width one."""
+    return sum(0 if unicodedata.combining(ch) or unicodedata.category(ch) in ("Mn", "Me", "Cf")
+               else 2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in line)
+
+
+@pytest.mark.parametrize("view", [["--turns", "20"], ["--by", "session", "--breakdown"]])
+def test_a_session_id_of_wide_or_zero_width_characters_keeps_every_column_in_place(tmp_path, view):
+    for minute, session_id in enumerate(ODD_SESSION_IDS):
+        writer = SessionWriter(session_id, datetime(2026, 11, 5, 10, minute, tzinfo=timezone.utc))
+        writer.single("gpt-5.6-sol")
+        writer.ordinary("claude-sonnet-4.6")
+        writer.write(tmp_path)
+    done = subprocess.run([sys.executable, "-m", "tailer", "report", "--state-dir", str(tmp_path),
+                           "--ledger", "none", "--no-cache", "--timezone", "UTC", *view],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120,
+                          env=tailer_env(COLUMNS="80"))
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert max(map(columns_of, lines)) <= 80
+    if view[0] == "--turns":  # each turn's pattern in the header's column
+        header = next(line for line in lines if line.startswith("  started "))
+        at = {columns_of(line[:line.index(" single ") + 1]) for line in lines
+              if TURN_LINE.match(line) and " single " in line}
+        assert at == {header.index("pattern")}
+    else:  # the table's rows as wide as its header, its last column right-aligned
+        start = next(i for i, line in enumerate(lines) if line.startswith("BY SESSION"))
+        end = next(i for i in range(start, len(lines)) if lines[i].startswith("total"))
+        assert {columns_of(line) for line in lines[start:end + 1]} == {len(lines[start])}

@@ -470,6 +470,38 @@ def test_json_and_csv_hold_the_same_worth_figures(tmp_path):
     assert [row["key"] for row in weeks] == [group.key for group in snap_of(tmp_path, groupings=("week",)).worth.by_week][::-1]
 
 
+@pytest.mark.parametrize("where", ["demo", "realcli"])
+def test_worth_by_session_is_in_by_sessions_order_in_every_format(where):
+    """The "worth it" groups by session come in --by session's order, by a session's last
+    prompt (an ordinary one too), not by id: in the table under --by session, in the JSON's
+    `worth.by_session`, in `--format csv-worth --by session`, each turned round by --order
+    desc."""
+    import csv
+    import io
+    import json
+
+    from realcli import record
+    from report_helpers import run_report
+    from tailerproc import ROOT, tailer_env
+
+    state = ROOT / "fixtures" if where == "demo" else record.recorded(
+        (ROOT / "tests" / "realcli" / "VERSION").read_text().strip())[0]
+    snap = snap_of(state)
+    worth = {group.key for group in snap.worth.by_session}
+    expected = [group.key for group in snap.by_session if group.key in worth]
+    assert len(expected) == len(worth) > 2 and expected != sorted(expected)
+    assert [group.key for group in snap.worth.by_session] == expected
+    for order, keys in (("asc", expected), ("desc", expected[::-1])):
+        options = ("--state-dir", str(state), "--timezone", "UTC", "--order", order, "--by", "session")
+        table = run_report(*options, env=tailer_env(COLUMNS="200")).stdout.splitlines()
+        at = next(index for index, line in enumerate(table) if line.startswith("WORTH IT"))
+        assert [line.split()[0] for line in table[at + 1:at + 1 + len(keys)]] == keys
+        rows = csv.DictReader(io.StringIO(run_report(*options, "--format", "csv-worth").stdout))
+        assert [row["key"] for row in rows] == keys
+    document = json.loads(run_report("--state-dir", str(state), "--format", "json").stdout)
+    assert [group["key"] for group in document["worth"]["by_session"]] == expected
+
+
 def test_the_page_shows_the_worth_figures_and_labels_every_estimate(tmp_path):
     """The HTML page's panel: the same figures as the table, each table holding an estimate
     of class `estimate` and captioned as one, a model the fit refused named with why."""

@@ -19,6 +19,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -474,6 +475,45 @@ def test_a_state_folder_not_our_own_private_one_is_not_used(tmp_path, thing):
         assert os.stat(folder).st_mode & 0o777 == 0o700 and list(folder.iterdir())
     else:
         assert not list((tmp_path / "theirs" if thing == "symlink" else folder).iterdir())
+
+
+def test_a_state_folder_the_user_made_read_only_stays_so_and_the_line_is_shown(tmp_path):
+    """A folder of the user's own closed to writing (0500) is the user's choice: the line is
+    the one a fresh read gives, and the folder is never made writable again. Run as a user
+    the mode binds too (root writes in any), where nothing can be saved there."""
+    log = every_pattern("sl-read-only").write(tmp_path / "state")
+    quiet(log)
+    env = environ(tmp_path)
+    expected = line_of(log.parent, dict(env, XDG_CACHE_HOME=str(tmp_path / "fresh")))
+    folder = tmp_path / "cache" / "hydrafusion" / "statusline"
+    folder.mkdir(parents=True, mode=0o500)
+    os.chmod(folder, 0o500)
+    for _ in range(2):
+        assert line_of(log.parent, env) == expected
+        assert oct(os.stat(folder).st_mode & 0o7777) == oct(0o500)
+    if os.geteuid() != 0:
+        return
+    from test_reading_parity import nobody
+
+    (become, user), python = nobody()
+    top = Path(tempfile.mkdtemp(prefix="tailer-read-only-statusline-"))
+    try:
+        os.chmod(top, 0o755)
+        shutil.copytree(tmp_path / "state", top / "state")
+        theirs = top / "cache" / "hydrafusion" / "statusline"
+        theirs.mkdir(parents=True)
+        for path in [top, *top.rglob("*")]:
+            os.chown(path, user.pw_uid, user.pw_gid, follow_symlinks=False)
+        os.chmod(theirs, 0o500)
+        for _ in range(2):
+            done = subprocess.run([python, "-m", "tailer", "statusline", "--format", FIELDS],
+                                  input=status_input(top / "state" / log.parent.name), cwd=ROOT,
+                                  env=tailer_env(NO_COLOR="1", XDG_CACHE_HOME=str(top / "cache")),
+                                  capture_output=True, timeout=60, preexec_fn=become)
+            assert assert_footer_safe(done) == expected
+        assert oct(os.stat(theirs).st_mode & 0o7777) == oct(0o500) and not list(theirs.iterdir())
+    finally:
+        shutil.rmtree(top)
 
 
 def saved_state(tmp_path: Path, log: Path) -> bytes:

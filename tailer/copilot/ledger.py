@@ -57,6 +57,8 @@ BUSY_TIMEOUT_S = 1.0
 SESSION_ID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.ASCII)
 # SQLite's primary result codes (an error's code with its extended bits masked off).
 _BUSY, _LOCKED, _CORRUPT, _CANTOPEN, _NOTADB = 5, 6, 11, 14, 26
+# What SQLite's sum() says, as a plain SQLITE_ERROR, of whole numbers past 2**63 together.
+_SUM_OVERFLOW = "integer overflow"
 
 
 class LedgerProblem(Exception):
@@ -229,6 +231,8 @@ def _problem(error) -> LedgerProblem:
         why = "is damaged or not a SQLite database"
     elif code == _CANTOPEN:
         why = "cannot be opened read-only"
+    elif str(error) == _SUM_OVERFLOW:
+        why = "holds figures too large to add up"
     else:
         why = f"cannot be read ({getattr(error, 'sqlite_errorname', None) or type(error).__name__})"
     return LedgerProblem(f"the CLI's ledger ({LEDGER_NAME}) {why}: not checked")

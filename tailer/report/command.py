@@ -39,6 +39,7 @@ from .figures import GROUPINGS, snapshot
 from .gather import Reading, WorkerFailed, default_jobs, gather
 from .ledger import ledger_check
 from .read import Selection
+from .wrap import cut
 from ..copilot.problems import folder_problem, no_event_problem, state_dir_problem
 from ..turns.session_log import holds_no_event
 
@@ -195,8 +196,18 @@ class Progress:
         if self._closed.wait(self.AFTER_S):
             return
         self._shown = True
-        while self._write(f"\r{self.line()}\x1b[K") and not self._closed.wait(self.EVERY_S):
+        while (self._write(f"\r{cut(self.line(), self._columns() - 1)}\x1b[K")
+               and not self._closed.wait(self.EVERY_S)):
             pass
+
+    def _columns(self) -> int:
+        """The terminal's width now (it may be resized while the logs are read): a line
+        wider wraps, and `\\r` goes back to the start of its last row alone, so each redraw
+        would leave the rows above it on screen."""
+        try:
+            return max(os.get_terminal_size(self.stream.fileno()).columns, 2)
+        except (OSError, ValueError):
+            return 80
 
     def _write(self, text: str) -> bool:
         """Whether `text` reached the terminal (a terminal hung up takes no more)."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 from ..printable import printable
 from .figures import Snapshot
 from .table import (
-    DIM, credits_text, painter, percent_cell, table_lines, title_lines, worth_groups,
+    DIM, credits_text, key_kept, painter, percent_cell, table_lines, title_lines, worth_groups,
 )
 from .wrap import commas, cut, fit, flow
 
@@ -54,7 +54,7 @@ def render_groups(snap: Snapshot, by: str, *, order: str = "asc", breakdown: boo
     if rows:
         rows.append(_group_row("total", snap.headline, snap.headline.all_usage,
                                ["", ""] if times else []))
-    table = table_lines(width, paint, headers, rows)
+    table = table_lines(width, paint, headers, rows, first_kept=key_kept(by))
     for index in sorted(under, reverse=True):
         table[index + 2:index + 2] = under[index]
     lines = title_lines(snap, width, paint) + [""] + table

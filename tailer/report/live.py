@@ -20,8 +20,10 @@ on screen and exits with 0.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+import signal
 import sys
 import time
 from datetime import datetime, timedelta, timezone, tzinfo
@@ -265,42 +267,76 @@ def watch(state_dir: Path, selection: Selection, filters: dict[str, str], out: T
     out.write(HIDE_CURSOR + CURSOR_HOME + CLEAR_BELOW + "reading the session logs..." + CLEAR_LINE_END)
     out.flush()
     drawn = tabled = table_text = None
-    try:
-        while True:
-            if on_pass is not None:
-                on_pass()
-            live.poll(PASS_S)
-            if live.cache_problem is not None:
-                print(f"hydrafusion-tailer report: {live.cache_problem}", file=sys.stderr)
-                live.cache_problem = None
-            size = terminal_size()
-            now = datetime.fromtimestamp(clock(), timezone.utc)
-            # The turns in flight are drawn above the table, which gives them its rows.
-            now_lines = render_now(live.in_flight(round(now.timestamp() * 1e9)), size.columns)
-            answered = live.answered()
-            head = head_lines(live, answered, now, size.columns, now_lines)
-            key = table_key(live, answered, size, now) + (len(head),)
-            state = (key, now.strftime("%H:%M"), tuple(head))
-            if state == drawn:
-                continue
-            if key != tabled:
-                # Under the head lines and a blank one, the last line of the screen left free.
-                table_text = table(live, answered, filters, now=now, columns=size.columns,
-                                   rows=size.lines - len(head) + 2, color=color)
-                tabled = key
-            out.write(frame(live, table_text, now=now, columns=size.columns, rows=size.lines,
-                            now_lines=now_lines, answered=answered))
-            out.flush()
-            drawn = state
-    except KeyboardInterrupt:
-        return 0
-    finally:
+    stops = [0]  # how many times Ctrl-Z stopped the watch: fg draws the frame again
+    with _cursor_shown_while_stopped(out, stops):
         try:
-            out.write(SHOW_CURSOR)
-            out.flush()
-        except OSError:
-            pass  # the terminal hung up: no cursor to show, and nobody to tell
-        live.close()
+            while True:
+                if on_pass is not None:
+                    on_pass()
+                live.poll(PASS_S)
+                if live.cache_problem is not None:
+                    print(f"hydrafusion-tailer report: {live.cache_problem}", file=sys.stderr)
+                    live.cache_problem = None
+                size = terminal_size()
+                now = datetime.fromtimestamp(clock(), timezone.utc)
+                # The turns in flight are drawn above the table, which gives them its rows.
+                now_lines = render_now(live.in_flight(round(now.timestamp() * 1e9)), size.columns)
+                answered = live.answered()
+                head = head_lines(live, answered, now, size.columns, now_lines)
+                key = table_key(live, answered, size, now) + (len(head),)
+                state = (key, now.strftime("%H:%M"), tuple(head), stops[0])
+                if state == drawn:
+                    continue
+                if key != tabled:
+                    # Under the head lines and a blank one, the last line of the screen left free.
+                    table_text = table(live, answered, filters, now=now, columns=size.columns,
+                                       rows=size.lines - len(head) + 2, color=color)
+                    tabled = key
+                # After fg, the shell's lines are on the screen, and the cursor shown.
+                resumed = drawn is not None and drawn[-1] != stops[0]
+                out.write((HIDE_CURSOR if resumed else "")
+                          + frame(live, table_text, now=now, columns=size.columns,
+                                  rows=size.lines, now_lines=now_lines, answered=answered))
+                out.flush()
+                drawn = state
+        except KeyboardInterrupt:
+            return 0
+        finally:
+            try:
+                out.write(SHOW_CURSOR)
+                out.flush()
+            except OSError:
+                pass  # the terminal hung up: no cursor to show, and nobody to tell
+            live.close()
+
+
+@contextlib.contextmanager
+def _cursor_shown_while_stopped(out: TextIO, stops: list[int]):
+    """Ctrl-Z (SIGTSTP) shows the cursor before the watch stops, for the shell's prompt,
+    and counts the stop in `stops`, so that after fg the frame the shell wrote over is
+    drawn again (and the cursor hidden), though nothing in it changed. Written straight to
+    the terminal: the handler may run in the middle of a write to `out`'s buffer."""
+    if not hasattr(signal, "SIGTSTP"):
+        yield
+        return
+    owner = os.getpid()
+
+    def stop(signum, frame):
+        if os.getpid() == owner:  # not in a worker forked from the watch
+            try:
+                os.write(out.fileno(), SHOW_CURSOR.encode())
+            except (OSError, ValueError):
+                pass  # no terminal to show it on
+        signal.signal(signal.SIGTSTP, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGTSTP)  # stopped here, until fg
+        signal.signal(signal.SIGTSTP, stop)
+        stops[0] += 1
+
+    previous = signal.signal(signal.SIGTSTP, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTSTP, previous)
 
 
 def _end(row: TurnRow) -> datetime:

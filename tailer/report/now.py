@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import tzinfo
 
 from ..records import record
-from ..printable import printable
+from ..printable import one_column, printable
 from ..turns.assembly import Turn
 from ..turns.in_flight import RUNNING, in_flight
 from .figures import moment
@@ -72,7 +72,7 @@ def render_now(rows: list[InFlightRow], width: int) -> list[str]:
     for row in sorted(rows, key=lambda row: (row.start, row.fusion_id)):
         at_least = "" if row.credits_known else ">="
         lines.append(
-            f"  {row.start[11:19]} {printable(row.session_id[:8])} {printable(row.pattern)} "
+            f"  {row.start[11:19]} {one_column(row.session_id[:8])} {printable(row.pattern)} "
             f"{_elapsed(row.elapsed_s)} {row.calls:,} calls {at_least}{row.credits:,.2f} credits")
         legs = [_leg(leg) for leg in row.legs]
         while legs:

@@ -5,12 +5,14 @@ redirected file may take nothing else; colour is the caller's decision (a termin
 NO_COLOR) and never changes the layout, so the coloured and the plain table line up the
 same. Every name from a log (model, pattern, outcome, verdict, leg kind, session id) goes
 through printable() before it is measured or cut, so a value can neither drive the
-terminal nor break a row, and the escapes it shows instead count in the column widths.
+terminal nor break a row, and the escapes it shows instead count in the column widths; a
+session id, the name of a folder and so any text, through one_column() as every cell of a
+table, so a wide or zero-width character cannot move the columns after it either.
 """
 
 from __future__ import annotations
 
-from ..printable import printable
+from ..printable import one_column, printable
 from ..wording import counted
 from ..turns import ledger_check
 from .figures import LegRow, Snapshot, Spend, TurnRow
@@ -87,7 +89,7 @@ def _sections(snap: Snapshot, width: int, paint) -> list[list[str]]:
     head = snap.headline
     lines = _title_lines(snap, width, paint)
     if snap.filters:
-        lines += flow(["only"] + [printable(f"--{k} {v}") for k, v in snap.filters.items()], width)
+        lines += flow(["only"] + [one_column(f"--{k} {v}") for k, v in snap.filters.items()], width)
     lines.append("")
     lines += _cards([
         ("turns", f"{head.turns:,}"),
@@ -168,7 +170,7 @@ def _checks(snap: Snapshot, width: int, paint) -> list[str]:
     for check in wrong:
         for difference in check.differences:
             ours, cli = difference["ours"], difference["cli"]
-            lines += _prose(printable(
+            lines += _prose(one_column(
                 f"  {check.session_id[:8]} {check.source}: {difference['model']} ours "
                 f"{_credits(ours['credits'])} credits / {ours['calls']:,} calls, CLI "
                 f"{_credits(cli['credits'])} / {cli['calls']:,}"), width)
@@ -194,7 +196,7 @@ def _ledger(snap: Snapshot, width: int, paint) -> list[str]:
     lines = flow([paint(RED, word) for word in summary] + ["(ours vs the ledger's)"]
                  if found.differ else summary, width)
     for differs in found.differ:
-        head = f"  {printable(differs.session_id[:8])}"
+        head = f"  {one_column(differs.session_id[:8])}"
         lines += flow([head] + commas(_differing(differs)), width, " " * (len(head) + 1))
     said = []
     if found.credits_not_compared:
@@ -419,27 +421,28 @@ def _per_million(price: float | None) -> str:
 
 
 FIRST_COLUMN_KEPT = 24  # a name column is cut below this only when no other column is left
+SESSION_ID_KEPT = 36  # a session id (a UUID) whole, as --session takes it: its tables keep it
 # The columns of the tables by model and by leg kind a narrow terminal leaves out before the
 # others: a share is the credits column over its total, and a model's legs are HydraFusion's.
 SPEND_LEFT_OUT_FIRST = ("share", "legs")
 
 
 def _table(width: int, paint, headers: list[str], rows: list[list], blank: bool = True,
-           left_out_first: tuple[str, ...] = ()) -> list[str]:
+           left_out_first: tuple[str, ...] = (), first_kept: int = FIRST_COLUMN_KEPT) -> list[str]:
     """Left-aligned first column, the rest right-aligned; a whole number with thousands
     separators. Where it does not fit, columns are left out, those `left_out_first` names
     first (in that order), then the others from the right (a line under the table names
-    them), so the names keep up to FIRST_COLUMN_KEPT characters; only then is the first
-    column cut. At least one column beside the names is kept."""
+    them), so the names keep up to `first_kept` characters; only then is the first column
+    cut, its start kept. At least one column beside the names is kept."""
     if not rows:
         return []
-    cells = [[f"{cell:,}" if isinstance(cell, int) else printable(str(cell)) for cell in row]
+    cells = [[f"{cell:,}" if isinstance(cell, int) else one_column(str(cell)) for cell in row]
              for row in rows]
     widths = [max(len(row[i]) for row in [headers] + cells) for i in range(len(headers))]
     order = [headers.index(name) for name in left_out_first if name in headers]
     order += [index for index in range(len(headers) - 1, 0, -1) if index not in order]
     kept, left_out = list(range(len(headers))), []
-    first = min(widths[0], FIRST_COLUMN_KEPT)
+    first = min(widths[0], first_kept)
     while len(kept) > 2 and first + sum(widths[i] + 2 for i in kept[1:]) > width:
         left_out.append(order[len(left_out)])
         kept.remove(left_out[-1])
@@ -476,7 +479,7 @@ class _TurnBlock:
 # wrap after an arrow, under each other), else on the lines below.
 TURN_COLUMNS = (
     ("started", lambda turn: turn.start[11:19], False),
-    ("session", lambda turn: printable(turn.session_id)[:8], False),
+    ("session", lambda turn: one_column(turn.session_id)[:8], False),
     ("pattern", lambda turn: _pattern(turn), False),
     ("credits", lambda turn: _credits(turn.credits, turn.unknown_credit_calls), True),
     ("calls/tools", lambda turn: _counts(turn), True),
@@ -694,8 +697,13 @@ def _worth_groups(snap: Snapshot, by: str, order: str, width: int, paint) -> lis
             for group in (groups[::-1] if order == "desc" else groups)]
     lines = _table(width, paint, [f"WORTH IT, by {by}", "turns", "credits", "kept", "not kept",
                                   "estimated", "measured", "one model*", "+/-", "saved*"], rows,
-                   blank=False)
+                   blank=False, first_kept=key_kept(by))
     return lines + _note(_ESTIMATE_NOTE, width, paint) + [""]
+
+
+def key_kept(by: str) -> int:
+    """The characters a --by table's keys keep before its columns but one are left out."""
+    return SESSION_ID_KEPT if by == "session" else FIRST_COLUMN_KEPT
 
 
 # -- What the --by table (groups_table.py) lays out its rows with ----------------------------

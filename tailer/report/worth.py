@@ -288,8 +288,10 @@ def figures(rows: list, fusion: list, groupings: tuple[str, ...]) -> Worth:
                       lambda found: sorted(found, key=lambda name: (-found[name].figures[0], name)))
     days = grouped(lambda part: part[4])
     made = {"day": days, "week": _by(days, _week), "month": _by(days, lambda day: day[:7])}
+    orders = {}
     if by_session:
         made["session"] = grouped(lambda part: part[5])
+        orders["session"] = _by_last_prompt(rows)
     gates = grouped(lambda part: part[2], lambda part: part[2] is not None)
     return Worth(
         by_pattern=patterns,
@@ -297,7 +299,7 @@ def figures(rows: list, fusion: list, groupings: tuple[str, ...]) -> Worth:
                     + sorted(set(found) - set(GATES))),
         by_policy_version=listed(grouped(lambda part: part[3] or "unknown",
                                          lambda part: part[0] == "fusion"), list),
-        **{f"by_{name}": listed(made[name]) if name in groupings else None
+        **{f"by_{name}": listed(made[name], orders.get(name)) if name in groupings else None
            for name in ("day", "week", "month", "session")},
         versus_single=_versus_single(turns_on, medians, [group.key for group in patterns]),
         prices=[fit.figures() for fit in sorted(fits.values(), key=lambda fit: (-fit.calls, fit.model))],
@@ -315,6 +317,14 @@ def _fits(rows: list) -> dict[str, Fit]:
             for model, found in row.worth.calls:
                 sums.setdefault(model, []).append(found)
     return {model: Fit(model, prices.added(found)) for model, found in sums.items()}
+
+
+def _by_last_prompt(rows: list):
+    """Sessions in the order --by session lists them (figures.groupings_of): by their last
+    prompt, an ordinary one too, of `rows` (in the order they started), so the "worth it"
+    table under it, and its JSON and CSV, follow its rows."""
+    last = {row.session_id: index for index, row in enumerate(rows)}
+    return lambda found: sorted(found, key=lambda name: (last[name], name))
 
 
 def _by(days: dict[str, _Tally], key) -> dict[str, _Tally]:
