@@ -47,29 +47,16 @@ def render_table(snap: Snapshot, *, width: int = 100, color: bool = False,
     if height is None:
         turn_lines = _headed(blocks)
     else:
-        sections = _summary_kept(sections, height)
+        # The newest turns matter most on a live screen: the summary gives way, its least
+        # read tables first, until half the height is left for them (live.shows_worth).
+        while len(sections) > 1 and sum(map(len, sections)) > height // 2:
+            sections.pop()
         room = height - sum(map(len, sections)) - len(turns_heading) - len(dropped)
         turn_lines = _newest(blocks, room)
     lines = [line for section in sections for line in section]
     if shown:
         lines += turns_heading + turn_lines + dropped
     return "".join(_fit(line, width) + "\n" for line in lines[:height])
-
-
-def _summary_kept(sections: list[list[str]], height: int) -> list[list[str]]:
-    """The summary's sections a screen of `height` lines keeps. The newest turns matter most
-    on a live screen: the summary gives way, its least read tables first, until half the
-    height is left for them."""
-    while len(sections) > 1 and sum(map(len, sections)) > height // 2:
-        sections.pop()
-    return sections
-
-
-def shows_worth(snap: Snapshot, *, width: int, height: int) -> bool:
-    """Whether render_table(snap, height=height) can show the worth figures, for a snapshot
-    made without them (figures.snapshot's `worth`): not when the sections before theirs
-    fill the summary's room (_summary_kept), as they do on all but a tall screen."""
-    return len(_summary_kept(_sections(snap, width, _painter(False)), height)) > _WORTH_SECTION
 
 
 def _turns_heading(shown: int, turns: int, width: int, paint) -> list[str]:
@@ -79,9 +66,6 @@ def _turns_heading(shown: int, turns: int, width: int, paint) -> list[str]:
     first, *rest = flow(parts, width)
     return [paint(BOLD, "TURNS") + paint(DIM, first[len("TURNS"):])] + [paint(DIM, line)
                                                                         for line in rest]
-
-
-_WORTH_SECTION = 5  # where _sections puts worth_section
 
 
 def _sections(snap: Snapshot, width: int, paint) -> list[list[str]]:
@@ -137,7 +121,7 @@ def _sections(snap: Snapshot, width: int, paint) -> list[list[str]]:
         ]),
         _table(width, paint, ["BY LEG KIND, HydraFusion"] + spend_headers,
                _spend_rows(snap.by_leg_kind, head.credits), left_out_first=SPEND_LEFT_OUT_FIRST),
-        worth_section(snap, width, paint),  # at _WORTH_SECTION
+        worth_section(snap, width, paint),  # the sixth: live.shows_worth counts on it
         _table(width, paint, ["ROUTER, policy version", "first seen", "last seen", "turns",
                               "compound", "median"], _router_rows(snap),
                left_out_first=("last seen", "first seen")),
@@ -706,7 +690,7 @@ def key_kept(by: str) -> int:
     return SESSION_ID_KEPT if by == "session" else FIRST_COLUMN_KEPT
 
 
-# -- What the --by table (groups_table.py) lays out its rows with ----------------------------
+# -- What the --by table (groups_table.py) and --watch (live.py) lay out with ----------------
 
-table_lines, title_lines, painter = _table, _title_lines, _painter
+table_lines, title_lines, painter, summary_sections = _table, _title_lines, _painter, _sections
 percent_cell, worth_groups = _percent, _worth_groups
