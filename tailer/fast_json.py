@@ -1,12 +1,14 @@
-"""JSON read with the C scanner the standard library's json decodes with, without `import json`.
+"""JSON read and written with the C scanner and encoder the standard library's json uses,
+without `import json`.
 
 json.decoder compiles regular expressions when it is imported, so `import json` imports
 `re`, which imports `enum`: some 6 ms of a start, most of what `statusline` would cost the
 CLI's footer beyond the interpreter's own start. The scanner json itself uses
 (_json.make_scanner, in C) needs none of it, given a context with json.JSONDecoder's
 defaults. `loads` gives what json.loads gives and raises ValueError (or RecursionError)
-where json.loads does (tests/test_statusline.py holds the two to it); where there is no C
-scanner, it is json.loads.
+where json.loads does; `dumps` writes what json.dumps writes with separators (",", ":") and
+ASCII only, as the status line's state is saved (tests/test_statusline.py holds both to
+json). Where there is no C scanner or encoder, they are json's.
 """
 
 from __future__ import annotations
@@ -26,26 +28,45 @@ class _Defaults:
     parse_constant = _CONSTANTS.__getitem__
 
 
+def _not_serializable(value: object) -> object:
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+
 try:
-    from _json import make_scanner
+    from _json import encode_basestring_ascii, make_encoder, make_scanner
 except ImportError:
-    _scan = None
+    import json.scanner
+
+    scan_once = json.scanner.make_scanner(json.JSONDecoder())
+    _encode = None
 else:
-    _scan = make_scanner(_Defaults())
+    # (text, index) -> (the value starting at index, where it ends); StopIteration if none.
+    scan_once = make_scanner(_Defaults())
+
+    def _encode(value: object):
+        # As json.JSONEncoder.iterencode makes it for one call (a fresh `markers`, which
+        # finds circular references), with json.dumps's defaults less the separators.
+        return make_encoder({}, _not_serializable, encode_basestring_ascii, None, ":", ",",
+                            False, False, True)(value, 0)
 
 
 def loads(data: bytes | str) -> object:
     """The value of the JSON document `data` (bytes in UTF-8)."""
     text = data.decode("utf-8") if isinstance(data, bytes) else data
-    if _scan is None:
-        import json
-
-        return json.loads(text)
     start = len(text) - len(text.lstrip(_WHITESPACE))
     try:
-        value, end = _scan(text, start)
+        value, end = scan_once(text, start)
     except StopIteration:
         raise ValueError("no JSON value where one was expected") from None
     if text[end:].strip(_WHITESPACE):
         raise ValueError("more after the JSON value")
     return value
+
+
+def dumps(value: object) -> str:
+    """json.dumps(value, separators=(",", ":")): the same text, the same exceptions."""
+    if _encode is None:
+        import json
+
+        return json.dumps(value, separators=(",", ":"))
+    return "".join(_encode(value))

@@ -11,14 +11,11 @@ it, so printing it would fail instead of showing it.
 
 from __future__ import annotations
 
-import re
-import unicodedata
-
-_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069"
-                     "\ud800-\udfff]")
+_UNSAFE = ("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069"
+           "\ud800-\udfff]")
 
 
-def _escape(match: re.Match[str]) -> str:
+def _escape(match) -> str:
     code = ord(match.group())
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
@@ -34,7 +31,11 @@ def printable(text: str) -> str:
     """
     if text.isprintable():
         return text
-    return _UNSAFE.sub(_escape, text)
+    # Imported here, as rarely needed: the status line's refresh never compiles the pattern
+    # when its text is printable (re's module cache keeps it compiled for the next call).
+    import re
+
+    return re.sub(_UNSAFE, _escape, text)
 
 
 # What a terminal draws in other than one column: wide characters (CJK, most emoji) in
@@ -56,5 +57,7 @@ def one_column(text: str) -> str:
 
 
 def _one_column(ch: str) -> bool:
+    import unicodedata  # here: the status line's refresh imports this module, and draws no table
+
     return (unicodedata.east_asian_width(ch) not in ("W", "F")
             and unicodedata.category(ch) not in _NOT_ONE_COLUMN)

@@ -10,7 +10,6 @@ CheckpointError, and the daemon moves the file aside and starts afresh.
 
 from __future__ import annotations
 
-import json
 import math
 
 # A metric's value: no series of ours comes near it, and every conversion of one (to int64,
@@ -24,6 +23,8 @@ def parsed(data: bytes | str) -> object:
     """The JSON value of `data`; ValueError when it is none, a value nested too deep for
     the parser included (json raises RecursionError: `[[[[...` of a few thousand brackets
     would otherwise end every run that reads it)."""
+    import json  # here: the status line's refresh imports this module and never json
+
     try:
         return json.loads(data)
     except RecursionError:

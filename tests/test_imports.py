@@ -117,7 +117,7 @@ def footer_imports(tmp_path, stdin: bytes) -> set[str]:
 
 def test_the_footer_imports_no_parser_and_an_unchanged_log_not_the_reading_stages(tmp_path):
     """The CLI runs `statusline` on every refresh: argparse and pathlib are not loaded for
-    it, nor the report, the daemon or the network, nor typing or hashlib's OpenSSL; and when the log is as it was at the
+    it, nor the report, the daemon or the network, nor typing, hashlib's OpenSSL or json; and when the log is as it was at the
     last refresh, not the stages that read logs either (tailer/statusline/saved.py), nor
     json's `re` (tailer/fast_json.py) or `-m`'s runpy."""
     import json
@@ -131,8 +131,9 @@ def test_the_footer_imports_no_parser_and_an_unchanged_log_not_the_reading_stage
     reading = footer_imports(tmp_path, stdin)
     assert "tailer.turns.session_log" in reading  # the check can fail
     # Reading on (a turn in flight) costs start-up by what it imports: not typing (its
-    # NamedTuple), nor OpenSSL for the position's digest (copilot/lines.py).
-    assert of(reading, ("typing", "hashlib", "_hashlib")) == set()
+    # NamedTuple), nor OpenSSL for the position's digest (copilot/lines.py), nor json (its
+    # lines and the saved state read and written through tailer/fast_json.py).
+    assert of(reading, ("typing", "hashlib", "_hashlib", "json")) == set()
     at = time.time_ns() - 60 * 10**9
     os.utime(log, ns=(at, at))
     footer_imports(tmp_path, stdin)  # reads the log's new identity: from now on, unchanged
@@ -141,7 +142,7 @@ def test_the_footer_imports_no_parser_and_an_unchanged_log_not_the_reading_stage
                           "runpy", "typing")) == set()
     for names in (reading, unchanged):
         assert of(names, (*DAEMON, *REPORT, *NETWORK, "argparse", "pathlib", "subprocess",
-                          "tailer.commands.cli", "dataclasses", "logging")) == set()
+                          "tailer.commands.cli", "dataclasses", "logging", "unicodedata")) == set()
 
 
 # The parser a command builds has only its own options; it must read every command line as

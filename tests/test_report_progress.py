@@ -63,12 +63,15 @@ def terminal(tmp_path):
 
 
 def start(terminal: Terminal, state: Path, options: str) -> float:
-    """Type a report with `options` and run it; when it started."""
+    """Type a report with `options` and run it; a time before it started (taken before Enter
+    is sent, since tmux's send-keys can return long after the key started the report on a
+    loaded machine: a full run saw the line 0.9 s after send-keys returned)."""
     terminal.type("clear; " + " ".join([shlex.quote(sys.executable), "-m", "tailer", "report",
                                          "--state-dir", shlex.quote(str(state)), "--no-cache",
                                          options, '; echo "exit=$?"']))
+    before = time.monotonic()
     terminal.keys("Enter")
-    return time.monotonic()
+    return before
 
 
 def watch_lines(terminal: Terminal, until, within_s: float = 180) -> list[tuple[float, str]]:

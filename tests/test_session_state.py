@@ -130,6 +130,9 @@ def test_a_session_log_s_state_goes_back_and_forth_unchanged(saved):
         part = {key: value for key, value in part.items() if key != "gone_at"}
         log = SessionLog.from_state(session_id, state_dir / session_id / "events.jsonl", part)
         assert without_router_ids(json.loads(json.dumps(log.to_state()))) == part
+        # The status line's refresh checks and decodes a part in one pass: the same log.
+        checked = SessionLog(session_id, log.path, *session_state.checked_session(session_id, part))
+        assert checked.to_state() == log.to_state()
 
 
 @pytest.mark.parametrize("damage", [
@@ -144,3 +147,10 @@ def test_a_damaged_session_part_is_refused_where_it_is_kept(saved, damage):
     damage(raw["sessions"])
     with pytest.raises((KeyError, TypeError, ValueError)):
         session_state.check(raw)
+    refused = 0
+    for session_id, part in raw["sessions"].items():
+        try:
+            session_state.checked_session(session_id, part)
+        except (KeyError, TypeError, ValueError):
+            refused += 1
+    assert refused == 1

@@ -1074,6 +1074,29 @@ def test_fast_json_refuses_what_json_refuses(text):
     assert fast == slow, text
 
 
+@settings(max_examples=300)
+@given(value=JSON_VALUES | st.dictionaries(st.integers() | st.floats() | st.booleans() | st.none(), st.integers(),
+                                           max_size=3))
+def test_fast_json_writes_what_json_writes(value):
+    from tailer import fast_json
+
+    assert fast_json.dumps(value) == json.dumps(value, separators=(",", ":"), ensure_ascii=True)
+
+
+@pytest.mark.parametrize("value", [{(1, 2): 3}, [b"bytes"], {"set": {1}}, "circular"])
+def test_fast_json_refuses_to_write_what_json_refuses(value):
+    from tailer import fast_json
+
+    if value == "circular":
+        value = []
+        value.append(value)
+    with pytest.raises((TypeError, ValueError)) as slow:
+        json.dumps(value, separators=(",", ":"))
+    with pytest.raises(slow.type) as fast:
+        fast_json.dumps(value)
+    assert str(fast.value) == str(slow.value)
+
+
 @pytest.mark.parametrize("kind", [str, int, bool, list])
 def test_a_forged_state_still_prints_only_printable_text(tmp_path, kind):
     """Each value of a saved view in turn, of one kind, made what no state of ours holds (a

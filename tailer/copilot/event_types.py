@@ -9,7 +9,6 @@ CLI's version of any line, for `doctor`, which reports on every event type.
 
 from __future__ import annotations
 
-import json
 import re
 
 from ..codes import ENUM, VERSION
@@ -146,6 +145,8 @@ def cli_version_of(line: bytes) -> str | None:
 
 
 def _json_object(line: bytes) -> dict | None:
+    import json  # here: the status line's refresh imports this module and never json
+
     try:
         obj = json.loads(line.strip(b"\0 \t\r"))
     except (ValueError, RecursionError):

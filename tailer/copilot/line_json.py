@@ -7,18 +7,19 @@ never reads, so a backfill of large sessions stays close to the speed of reading
 
 from __future__ import annotations
 
-import json
-import json.scanner
-
+from ..fast_json import scan_once
 
 # json.loads less the work around its C scanner (detecting the encoding, a decoder object's
 # checks): a few microseconds, on each of the tens of thousands of lines a backfill reads.
-_SCAN_ONCE = json.scanner.make_scanner(json.JSONDecoder())
+# json itself is imported only for a line that does not start as an object's first key.
+_SCAN_ONCE = scan_once
 
 
 def loads(line: bytes) -> object:
     """json.loads(line): the same value, the same exceptions."""
     if not line.startswith(b'{"'):  # json.loads may read it as another encoding
+        import json
+
         return json.loads(line)
     text = line.decode("utf-8", "surrogatepass")  # as json.loads decodes
     try:

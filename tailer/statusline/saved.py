@@ -123,13 +123,11 @@ class Stored:
 
 def encode(identity: list[int], seen_ns: int, caught_up: bool, snapshot: list,
            reading: bytes) -> bytes:
-    import json
+    from ..fast_json import dumps
 
-    view = json.dumps([identity, seen_ns, caught_up, snapshot], separators=(",", ":"),
-                      ensure_ascii=True).encode("ascii")
-    header = json.dumps({"kind": KIND, "version": __version__, "format": FORMAT,
-                         "view_crc": _crc(view), "reading_crc": _crc(reading)},
-                        separators=(",", ":")).encode("ascii")
+    view = dumps([identity, seen_ns, caught_up, snapshot]).encode("ascii")
+    header = dumps({"kind": KIND, "version": __version__, "format": FORMAT,
+                    "view_crc": _crc(view), "reading_crc": _crc(reading)}).encode("ascii")
     return b"\n".join((header, view, reading)) + b"\n"
 
 

@@ -21,9 +21,9 @@ turn still open counts what its calls have spent so far.
 
 from __future__ import annotations
 
-import json
 import time
 
+from ..fast_json import dumps, loads
 from ..printable import printable
 from ..turns.assembly import IDLE_TIMEOUT_S, Turn
 from ..turns.in_flight import in_flight, running
@@ -59,7 +59,7 @@ class Reading:
     def to_data(self) -> bytes:
         data = {"log": self.log.to_state(), "sums": [self.session_nano, self.leg_nano, self.review_nano],
                 "last": None if self.last is None else self.last.to_data()}
-        return json.dumps(data, separators=(",", ":"), ensure_ascii=True).encode("ascii")
+        return dumps(data).encode("ascii")
 
 
 def resumed(session_id: str, path: str, data: bytes) -> Reading:
@@ -67,14 +67,14 @@ def resumed(session_id: str, path: str, data: bytes) -> Reading:
     not shaped as saved (its SessionLog part checked by session_state, as the report's is)."""
     from ..turns import session_state
 
-    saved = mapping(json.loads(data), "a reading")
+    saved = mapping(loads(data), "a reading")
     session_nano, leg_nano, review_nano = (whole(number, "a sum of credits")
                                            for number in sequence(saved["sums"], "the sums"))
     if review_nano > leg_nano:
         raise ValueError("the review credits are more than the legs' credits")
-    session_state.check({"sessions": {session_id: saved["log"]}})
+    position, turns = session_state.checked_session(session_id, saved["log"])
     last = None if saved["last"] is None else TurnView.from_data(saved["last"])
-    return Reading(SessionLog.from_state(session_id, path, saved["log"]),
+    return Reading(SessionLog(session_id, path, position, turns),
                    (session_nano, leg_nano, review_nano), last, resumed=True)
 
 
