@@ -293,6 +293,35 @@ def test_an_idle_watch_makes_its_table_once(tmp_path, monkeypatch):
     assert len(tables) == 2  # the first table, and the one with the new turn
 
 
+def test_the_worth_figures_are_made_only_for_a_screen_that_shows_them(tmp_path, monkeypatch):
+    """The table's summary gives way to the newest turns on a short screen, the worth figures
+    among the first to go: the watch makes them only where they are drawn (over 10,000
+    sessions they were a tenth of its first drawing), and draws what a snapshot with them
+    draws, at every height."""
+    from tailer.report import figures, worth
+    from tailer.report.table import render_table
+
+    session = Session(tmp_path)
+    session.add(3)
+    live = LiveTurns(tmp_path, Selection(), watcher=SessionWatcher(tmp_path, use_inotify=False))
+    live.poll(0)
+    now = datetime.now(timezone.utc)
+    full = figures.snapshot(live.turns, now=now, tz=live.zone, sessions=live.sessions,
+                            skipped=live.reader.skipped(), checks=live.checks(), groupings=("day",))
+    assert full.worth.by_pattern
+    made = []
+    monkeypatch.setattr(worth, "figures", lambda *a, **k: made.append(1) or full.worth)
+    drawn = set()
+    for rows in range(5, 120):
+        made.clear()
+        text = report_live.table(live, [], {}, now=now, columns=100, rows=rows, color=False)
+        assert text == render_table(full, width=100, color=False, height=rows - 4)
+        drawn.add(("WORTH IT" in text, bool(made)))
+    # Not made on a short screen; made where drawn (and where they might just have fitted).
+    assert {(False, False), (True, True)} <= drawn and (True, False) not in drawn
+    live.close()
+
+
 @pytest.mark.parametrize("columns", [60, 200])
 def test_watch_uses_the_terminal_whole_and_cuts_nothing_of_the_last_turn(columns):
     """On the real CLI's sessions, whose last turn's credits the CLI did not give: every

@@ -410,7 +410,8 @@ class Snapshot:
     # The logs against the CLI's ledger (turns.ledger_check.LedgerCheck); None: not looked
     # at (--watch, --demo).
     ledger: object = None
-    worth: worth_figures.Worth | None = None  # was fusion worth it (tailer/report/worth.py)
+    # Was fusion worth it (tailer/report/worth.py); None: not made (snapshot's `worth`).
+    worth: worth_figures.Worth | None = None
 
 
 def snapshot(
@@ -425,11 +426,14 @@ def snapshot(
     in_flight: list = (),
     groupings: tuple[str, ...] = GROUPINGS,
     ledger=None,
+    worth: bool = True,
 ) -> Snapshot:
     """The figures of `turns` (finished ones, made by turn_row), listed in the order they
     started. `tz` is the report's time zone, None the machine's local one. Of the groupings
     by day, week, month and session, those not in `groupings` are None: the table shows its
-    days only, and over 10,000 sessions their groups would be most of its time."""
+    days only, and over 10,000 sessions their groups would be most of its time. Without
+    `worth`, the worth figures are None (worth_of makes them later): --watch's screen shows
+    them only when it is tall, and over 10,000 sessions they were a tenth of its start."""
     rows = sorted(turns, key=lambda row: (datetime.fromisoformat(row.start), row.session_id,
                                           row.fusion_id))
     fusion = [row for row in rows if row.kind != ORDINARY]
@@ -457,8 +461,15 @@ def snapshot(
         turns=rows,
         in_flight=list(in_flight),
         ledger=ledger,
-        worth=worth_figures.figures(rows, fusion, groupings),
+        worth=worth_figures.figures(rows, fusion, groupings) if worth else None,
     )
+
+
+def worth_of(snap: Snapshot, groupings: tuple[str, ...] = GROUPINGS) -> worth_figures.Worth:
+    """The worth figures of a snapshot made without them (snapshot's `worth`), of the
+    same `groupings`."""
+    return worth_figures.figures(snap.turns, [row for row in snap.turns if row.kind != ORDINARY],
+                                 groupings)
 
 
 def turn_row(turn: Turn, tz: tzinfo | None) -> TurnRow:

@@ -34,10 +34,10 @@ from ..printable import printable
 from ..saved_state import parsed
 from ..wording import counted
 from . import cache, gather
-from .figures import Check, TurnRow, check_figures, snapshot, turn_row
+from .figures import Check, Snapshot, TurnRow, check_figures, snapshot, turn_row, worth_of
 from .now import InFlightRow, in_flight_row, render_now
 from .read import Selection, SessionReader
-from .table import call_models, credits_text, leg_label, render_table
+from .table import call_models, credits_text, leg_label, painter, render_table, summary_sections
 from .wrap import cut, flow
 from ..turns.assembly import IDLE_TIMEOUT_S, Turn
 from ..copilot.watch import SessionWatcher
@@ -200,8 +200,19 @@ def table(live: LiveTurns, answered: list[TurnRow], filters: dict[str, str], *, 
     lines: the costly part of a frame (its figures are made again from every turn), so it
     is made only when `table_key` changes."""
     snap = snapshot(live.turns + answered, now=now, tz=live.zone, sessions=live.sessions, skipped=live.reader.skipped(),
-                    filters=filters, checks=live.checks(), groupings=("day",))
-    return render_table(snap, width=columns, color=color, height=max(rows - 4, 1))
+                    filters=filters, checks=live.checks(), groupings=("day",), worth=False)
+    height = max(rows - 4, 1)
+    if shows_worth(snap, width=columns, height=height):  # a screen tall enough for them
+        snap.worth = worth_of(snap, ("day",))
+    return render_table(snap, width=columns, color=color, height=height)
+
+
+def shows_worth(snap: Snapshot, *, width: int, height: int) -> bool:
+    """Whether render_table(snap, height=height) has room for the worth figures, for a
+    snapshot made without them (figures.snapshot's `worth`): on a screen of `height` lines
+    the table keeps its summary's sections in order while they fit in half of it, and theirs
+    is the sixth, so not when the five before it fill that half, as on all but a tall screen."""
+    return sum(map(len, summary_sections(snap, width, painter(False))[:5])) <= height // 2
 
 
 def table_key(live: LiveTurns, answered: list[TurnRow], size: os.terminal_size,

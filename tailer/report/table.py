@@ -48,7 +48,7 @@ def render_table(snap: Snapshot, *, width: int = 100, color: bool = False,
         turn_lines = _headed(blocks)
     else:
         # The newest turns matter most on a live screen: the summary gives way, its least
-        # read tables first, until half the height is left for them.
+        # read tables first, until half the height is left for them (live.shows_worth).
         while len(sections) > 1 and sum(map(len, sections)) > height // 2:
             sections.pop()
         room = height - sum(map(len, sections)) - len(turns_heading) - len(dropped)
@@ -121,7 +121,7 @@ def _sections(snap: Snapshot, width: int, paint) -> list[list[str]]:
         ]),
         _table(width, paint, ["BY LEG KIND, HydraFusion"] + spend_headers,
                _spend_rows(snap.by_leg_kind, head.credits), left_out_first=SPEND_LEFT_OUT_FIRST),
-        worth_section(snap, width, paint),
+        worth_section(snap, width, paint),  # the sixth: live.shows_worth counts on it
         _table(width, paint, ["ROUTER, policy version", "first seen", "last seen", "turns",
                               "compound", "median"], _router_rows(snap),
                left_out_first=("last seen", "first seen")),
@@ -690,7 +690,7 @@ def key_kept(by: str) -> int:
     return SESSION_ID_KEPT if by == "session" else FIRST_COLUMN_KEPT
 
 
-# -- What the --by table (groups_table.py) lays out its rows with ----------------------------
+# -- What the --by table (groups_table.py) and --watch (live.py) lay out with ----------------
 
-table_lines, title_lines, painter = _table, _title_lines, _painter
+table_lines, title_lines, painter, summary_sections = _table, _title_lines, _painter, _sections
 percent_cell, worth_groups = _percent, _worth_groups
