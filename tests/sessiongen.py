@@ -81,6 +81,12 @@ class ExpectedTurn:
     rule_id: str | None = None
     unknown_calls: int = 0  # model calls whose credits the CLI marked unavailable
 
+    @property
+    def end_ms(self) -> int:
+        """end_timestamp in Unix milliseconds: the windows the metrics tests sum over."""
+        moment = datetime.fromisoformat(self.end_timestamp.replace("Z", "+00:00"))
+        return round(moment.timestamp() * 1000)
+
 
 @dataclass
 class _Turn:

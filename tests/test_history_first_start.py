@@ -69,14 +69,9 @@ def write_days(state) -> list:
     return expected
 
 
-def end_ms(turn) -> int:
-    moment = datetime.fromisoformat(turn.end_timestamp.replace("Z", "+00:00"))
-    return round(moment.timestamp() * 1000)
-
-
 def truth(turns, start_ms: int, end: int) -> dict:
     """A window's figures from the files: the turns that ended in (start, end]."""
-    inside = [turn for turn in turns if start_ms < end_ms(turn) <= end]
+    inside = [turn for turn in turns if start_ms < turn.end_ms <= end]
     legs = [leg for turn in inside for leg in turn.legs]
     return {"turns": len(inside), "credits": sum(leg.nano_aiu for leg in legs) / 1e9,
             "rejected": sum(leg.phase_kind == "judge" and leg.verdict == "reject" for leg in legs)}
@@ -283,7 +278,7 @@ def test_a_first_start_killed_at_each_moment_leaves_every_turn_at_its_time(
     finally:
         again.kill()
     assert prometheus.conflicts == [] and prometheus.decreases() == []
-    ends = sorted(end_ms(turn) for turn in turns)
+    ends = sorted(turn.end_ms for turn in turns)
     for at in [*ends, *(NOW_MS - day * DAY_MS for day in range(1, DAYS + 2))]:
         want = truth(turns, 0, at)
         got = {name: sum(read_at(sorted(points.items()), at) or 0

@@ -63,14 +63,9 @@ def write_month(state) -> list:
     return expected
 
 
-def end_ms(turn) -> int:
-    moment = datetime.fromisoformat(turn.end_timestamp.replace("Z", "+00:00"))
-    return round(moment.timestamp() * 1000)
-
-
 def truth(turns, start_ms: int, end: int) -> dict:
     """The window's figures from the files: turns that ended in (start, end]."""
-    inside = [t for t in turns if t.kind != "ordinary" and start_ms < end_ms(t) <= end]
+    inside = [t for t in turns if t.kind != "ordinary" and start_ms < t.end_ms <= end]
     legs = [leg for t in inside for leg in t.legs]
     judges = [leg for leg in legs if leg.phase_kind == "judge"]
     credits = sum(leg.nano_aiu for leg in legs) / 1e9
@@ -108,7 +103,7 @@ def windows(turns) -> list[tuple[str, int, int]]:
     now = round(time.time() * 1000)
     found = [(f"day {day}", first + day * day_ms, min(first + (day + 1) * day_ms, now))
              for day in range(DAYS + 1)]
-    ends = sorted(end_ms(t) for t in turns)
+    ends = sorted(t.end_ms for t in turns)
     found.append(("last 6 hours", now - 6 * 3_600_000, now))
     # A burst: the densest minute of the month; the window starts inside it.
     busiest = max(range(len(ends) - 5), key=lambda i: -(ends[i + 5] - ends[i]))
