@@ -37,7 +37,8 @@ from . import cache, gather
 from .figures import Check, Snapshot, TurnRow, check_figures, snapshot, turn_row, worth_of
 from .now import InFlightRow, in_flight_row, render_now
 from .read import Selection, SessionReader
-from .table import call_models, credits_text, leg_label, painter, render_table, summary_sections
+from .table import (WORTH_SECTION, call_models, credits_text, kept_sections, leg_label, painter,
+                    render_table, summary_sections)
 from .wrap import cut, flow
 from ..turns.assembly import IDLE_TIMEOUT_S, Turn
 from ..copilot.watch import SessionWatcher
@@ -209,10 +210,11 @@ def table(live: LiveTurns, answered: list[TurnRow], filters: dict[str, str], *, 
 
 def shows_worth(snap: Snapshot, *, width: int, height: int) -> bool:
     """Whether render_table(snap, height=height) has room for the worth figures, for a
-    snapshot made without them (figures.snapshot's `worth`): on a screen of `height` lines
-    the table keeps its summary's sections in order while they fit in half of it, and theirs
-    is the sixth, so not when the five before it fill that half, as on all but a tall screen."""
-    return sum(map(len, summary_sections(snap, width, painter(False))[:5])) <= height // 2
+    snapshot made without them (figures.snapshot's `worth`): not when the sections before
+    theirs already fill the room the table keeps for its summary (table.kept_sections), as
+    on all but a tall screen."""
+    before = summary_sections(snap, width, painter(False))[:WORTH_SECTION]
+    return len(kept_sections(before, height)) == WORTH_SECTION
 
 
 def table_key(live: LiveTurns, answered: list[TurnRow], size: os.terminal_size,

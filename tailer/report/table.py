@@ -47,16 +47,22 @@ def render_table(snap: Snapshot, *, width: int = 100, color: bool = False,
     if height is None:
         turn_lines = _headed(blocks)
     else:
-        # The newest turns matter most on a live screen: the summary gives way, its least
-        # read tables first, until half the height is left for them (live.shows_worth).
-        while len(sections) > 1 and sum(map(len, sections)) > height // 2:
-            sections.pop()
+        sections = kept_sections(sections, height)
         room = height - sum(map(len, sections)) - len(turns_heading) - len(dropped)
         turn_lines = _newest(blocks, room)
     lines = [line for section in sections for line in section]
     if shown:
         lines += turns_heading + turn_lines + dropped
     return "".join(_fit(line, width) + "\n" for line in lines[:height])
+
+
+def kept_sections(sections: list[list[str]], height: int) -> list[list[str]]:
+    """The summary's sections a screen of `height` lines keeps, its least read tables given
+    up first until half the height is left for the newest turns (render_table, live)."""
+    kept = list(sections)
+    while len(kept) > 1 and sum(map(len, kept)) > height // 2:
+        kept.pop()
+    return kept
 
 
 def _turns_heading(shown: int, turns: int, width: int, paint) -> list[str]:
@@ -121,7 +127,7 @@ def _sections(snap: Snapshot, width: int, paint) -> list[list[str]]:
         ]),
         _table(width, paint, ["BY LEG KIND, HydraFusion"] + spend_headers,
                _spend_rows(snap.by_leg_kind, head.credits), left_out_first=SPEND_LEFT_OUT_FIRST),
-        worth_section(snap, width, paint),  # the sixth: live.shows_worth counts on it
+        worth_section(snap, width, paint),  # WORTH_SECTION
         _table(width, paint, ["ROUTER, policy version", "first seen", "last seen", "turns",
                               "compound", "median"], _router_rows(snap),
                left_out_first=("last seen", "first seen")),
@@ -634,16 +640,12 @@ def _painter(color: bool):
     return paint
 
 
-def credits_text(value: float | None, unknown: int = 0) -> str:
+def _credits(value: float | None, unknown: int = 0) -> str:
     """`2,212.50`; `>=12.50` when it leaves out `unknown` calls of unknown credits; `-` when
     nothing of its credits is known (figures.py: None)."""
     if value is None:
         return "-"
     return f">={value:,.2f}" if unknown else f"{value:,.2f}"
-
-
-# The name this module's code uses; credits_text is the public one (--watch's lines).
-_credits = credits_text
 
 
 def _percent(value: float | None) -> str:
@@ -693,4 +695,5 @@ def key_kept(by: str) -> int:
 # -- What the --by table (groups_table.py) and --watch (live.py) lay out with ----------------
 
 table_lines, title_lines, painter, summary_sections = _table, _title_lines, _painter, _sections
-percent_cell, worth_groups = _percent, _worth_groups
+WORTH_SECTION = 5  # worth_section's place in _sections: live.shows_worth asks if it is kept
+percent_cell, worth_groups, credits_text = _percent, _worth_groups, _credits
