@@ -36,7 +36,7 @@ from report_helpers import MONTH_START, run_report
 from sessiongen import SessionWriter, every_pattern, whole_session
 from tailer import __version__
 from tailer.records import replace
-from tailer.report import cache, gather
+from tailer.report import cache, gather, prices, worth
 from tailerproc import ROOT, tailer_env
 from test_report_cache import LONG, PAST_NS, answers, cache_lines, report
 
@@ -456,6 +456,58 @@ JSON = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8),
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=4), inner, max_size=4),
     max_leaves=20)
+
+
+COUNT = st.sampled_from([0, 1, 2**62, 2**63 - 1, 2**63, 2**127, -1]) | st.booleans() | st.floats(0, 1)
+
+
+def counts(length: int, right: bool = True):
+    """What turn_worth makes; not `right`: a list of about that many of any numbers."""
+    if right:
+        return st.lists(st.integers(0, 2**62), min_size=length, max_size=length)
+    return st.lists(COUNT, min_size=length - 1, max_size=length + 1)
+
+
+def model_sums(right: bool = True):
+    names = st.text(max_size=2) if right else st.text(max_size=2) | st.integers() | st.none()
+    return st.lists(st.tuples(names, counts(prices.SUMS, right)).map(list), max_size=3)
+
+
+RIGHT_WORTH = st.tuples(st.none() | st.text(max_size=3), st.none() | counts(prices.PRICES),
+                        st.none() | st.sampled_from(worth.GATES), model_sums()).map(list)
+WRONG_FIELDS = [  # for each field, values that are wrong (or right) in many ways
+    st.integers() | JSON, counts(prices.PRICES, right=False) | JSON, st.just("another") | JSON,
+    model_sums(right=False) | st.lists(JSON, max_size=2) | JSON]
+
+
+@st.composite
+def a_worth(draw):
+    """A worth as turn_worth makes it, or with one field made wrong, or of another length."""
+    fields = draw(RIGHT_WORTH)
+    wrong = draw(st.sampled_from(["none", "none", "field", "field", "length", "any"]))
+    if wrong == "field":
+        at = draw(st.integers(0, 3))
+        fields[at] = draw(WRONG_FIELDS[at])
+    elif wrong == "length":
+        fields = fields[:draw(st.integers(0, 3))] + draw(st.lists(st.none(), max_size=2))
+    elif wrong == "any":
+        fields = draw(JSON)
+    return fields
+
+
+@settings(max_examples=EXAMPLES * 8, deadline=None)
+@given(worths=st.lists(a_worth(), max_size=6))
+def test_the_worths_checked_together_refuse_what_each_checked_alone_does(worths):
+    """The cache checks its rows' worth fields together, a field at a time (worth.py); they
+    are refused exactly when one of them, checked alone, is."""
+    def refused(some: list) -> bool:
+        try:
+            worth.check_turn_worths(some)
+        except ValueError:
+            return True
+        return False
+
+    assert refused(worths) == any(refused([one]) for one in worths)
 
 
 @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -99,8 +99,12 @@ def collect(watcher, done, *, timeout=5.0):
 
 
 def started(watcher):
-    """The first call's report, which must come without waiting."""
-    return watcher.changes(3600)
+    """The first call's report, which must come without waiting; then the call that watches
+    the folders it found (inotify), so that what a test changes next is reported by events
+    alone."""
+    first = watcher.changes(3600)
+    assert not watcher.changes(0)
+    return first
 
 
 def step(watcher, clock, seconds):
@@ -322,6 +326,32 @@ def test_inotify_reports_an_append_to_a_cold_log_at_once(state_dir, watchers):
     started(watcher)
     append(log)
     assert collect(watcher, lambda c: c.touched) == Changes(touched={"cold"})
+
+
+@pytest.mark.skipif(not INOTIFY, reason="inotify is Linux only")
+def test_the_first_call_watches_its_folders_only_at_the_next_which_sees_a_change_between(
+    state_dir, watchers, monkeypatch
+):
+    """A watch's first drawing does not wait for a watch a folder: a log written between
+    the first call's listing and its folder's watch is reported by the next call, which
+    adds the watches, and what follows by inotify."""
+    logs = [write_log(state_dir, f"s{i}", age_s=DAYS_AGO_S) for i in range(3)]
+    watched = []
+    real_add_watch = watch.Inotify.add_watch
+
+    def add_watch(self, path, mask):
+        watched.append(Path(path).name)
+        return real_add_watch(self, path, mask)
+
+    monkeypatch.setattr(watch.Inotify, "add_watch", add_watch)
+    watcher = watchers(state_dir, clock=FakeClock(), use_inotify=True)
+    assert len(watcher.changes(3600).appeared) == 3
+    assert watched == [state_dir.name]
+    append(logs[1])
+    assert watcher.changes(0) == Changes(touched={"s1"})
+    assert sorted(watched[1:]) == ["s0", "s1", "s2"]
+    append(logs[2])
+    assert collect(watcher, lambda c: c.touched) == Changes(touched={"s2"})
 
 
 @pytest.mark.skipif(not INOTIFY, reason="inotify is Linux only")
