@@ -14,6 +14,11 @@ json). Where there is no C scanner or encoder, they are json's.
 from __future__ import annotations
 
 _WHITESPACE = " \t\n\r"  # json.decoder's WHITESPACE
+# What scan_once raises where json.loads raises ValueError: StopIteration where no value
+# starts, and, on Python 3.11 in a process that has not imported json, SystemError for any
+# other error: its C scanner raises json.decoder.JSONDecodeError, which it looks for among
+# the modules already imported only (the status line's reading, which never imports json).
+NOT_JSON = (StopIteration, SystemError)
 _CONSTANTS = {"-Infinity": float("-inf"), "Infinity": float("inf"), "NaN": float("nan")}
 
 
@@ -56,7 +61,7 @@ def loads(data: bytes | str) -> object:
     start = len(text) - len(text.lstrip(_WHITESPACE))
     try:
         value, end = scan_once(text, start)
-    except StopIteration:
+    except NOT_JSON:
         raise ValueError("no JSON value where one was expected") from None
     if text[end:].strip(_WHITESPACE):
         raise ValueError("more after the JSON value")

@@ -2,6 +2,9 @@
 
 import copy
 import json
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -568,6 +571,23 @@ def test_reading_without_the_bulk_gives_what_reading_whole_gives(members, event_
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(line_json, "_WHOLE_BELOW", len(raw) + 1)
         assert parse_line(raw) == lean
+
+
+def test_a_line_is_read_alike_in_a_process_that_never_imported_json():
+    """The status line reads logs without importing json. Python 3.11's JSON scanner then
+    fails with SystemError where it should raise ValueError (fast_json.NOT_JSON): a bulky
+    line whose first cut does not join, and a damaged line, must read as anywhere else."""
+    result = {"content": 'a list of "x",' * 400}  # strings ending in a comma: false cuts
+    lines = [line("tool.execution_complete", {"toolCallId": "c", "success": True,
+                                              "result": result, "fusion": TOOL_FUSION}),
+             b'{"type":"session.usage_record","data":{"usage":}}']
+    script = ("import sys; from tailer.copilot.events import parse_line; "
+              "assert 'json.decoder' not in sys.modules; "
+              "print([repr(parse_line(line)) for line in eval(sys.stdin.read())])")
+    done = subprocess.run([sys.executable, "-c", script], input=repr(lines), text=True,
+                          capture_output=True, cwd=Path(__file__).resolve().parent.parent)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == repr([repr(parse_line(line)) for line in lines])
 
 
 # Values at and past the bounds, and any JSON value: huge, negative, fractional and
