@@ -176,9 +176,9 @@ def read_duration(value: object) -> float | None:
 
 
 # The codes of each kind seen lately: nearly every value (a model, a pattern, a leg's phase
-# id) repeats on many lines, and a set lookup costs a fraction of a match. Bounded: cleared
-# when full. Only accepted values are kept, so a refusal is always decided by the pattern.
-# By the kind's name: hashing a CodeKind hashes its pattern, on every line.
+# id) repeats on many lines, and a set lookup costs a fraction of a check. Bounded: cleared
+# when full. Only accepted values are kept, so a refusal is always decided by the check.
+# By the kind's name: a str keeps its hash, where a CodeKind's is made anew on every line.
 _SEEN_LIMIT = 4096
 _SEEN: dict[str, set[str]] = {kind.name: set() for kind in (ENUM, MODEL, TOOL, IDENTIFIER, VERSION)}
 # CODE_FIELDS with each field's set of seen codes, for the loop below.
@@ -192,7 +192,7 @@ def is_code(kind: CodeKind, value: str) -> bool:
     seen = _SEEN[kind.name]
     if value in seen:
         return True
-    if kind.pattern.fullmatch(value) is None:
+    if not kind.is_code(value):
         return False
     if len(seen) >= _SEEN_LIMIT:
         seen.clear()
