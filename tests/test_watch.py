@@ -121,7 +121,7 @@ def step(watcher, clock, seconds):
 
 
 def test_a_report_names_each_session_once():
-    log, status = Path("s", LOG_NAME), os.stat(".")
+    log, status = os.path.join("s", LOG_NAME), os.stat(".")
     replaced = Changes()
     replaced.vanish("s")
     replaced.appear("s", log, status, 1)
@@ -153,7 +153,7 @@ def test_first_call_reports_every_existing_log_without_waiting(
     assert watcher.mode == ("inotify" if use_inotify else "polling")
     before_ns = time.time_ns()
     first = started(watcher)
-    assert first.appeared == logs
+    assert first.appeared == {name: str(log) for name, log in logs.items()}
     assert not first.vanished and not first.touched
     # Each log's stat as the watcher took it, for a caller that would take it again.
     assert first.looked.keys() == logs.keys()
@@ -166,7 +166,7 @@ def test_a_new_session_appears(state_dir, use_inotify, clock, watchers):
     assert not started(watcher)
     log = write_log(state_dir, "new")
     found = collect(watcher, lambda c: c.appeared)
-    assert found.appeared == {"new": log}
+    assert found.appeared == {"new": str(log)}
 
 
 def test_a_folder_made_empty_is_noticed_when_its_log_appears(
@@ -177,7 +177,7 @@ def test_a_folder_made_empty_is_noticed_when_its_log_appears(
     (state_dir / "later").mkdir()
     assert not collect(watcher, bool, timeout=0.3)  # the folder is listed, still empty
     log = write_log(state_dir, "later")
-    assert collect(watcher, lambda c: c.appeared).appeared == {"later": log}
+    assert collect(watcher, lambda c: c.appeared).appeared == {"later": str(log)}
 
 
 def test_an_append_is_touched(state_dir, use_inotify, clock, watchers):
@@ -215,7 +215,7 @@ def test_a_deleted_log_or_folder_vanishes_and_a_new_log_appears_again(
     log.unlink()
     assert collect(watcher, lambda c: c.vanished) == Changes(vanished={"s"})
     write_log(state_dir, "s")
-    assert collect(watcher, lambda c: c.appeared) == Changes(appeared={"s": log})
+    assert collect(watcher, lambda c: c.appeared) == Changes(appeared={"s": str(log)})
 
 
 def test_a_renamed_folder_is_followed_under_its_new_name(state_dir, use_inotify, clock, watchers):
@@ -224,7 +224,7 @@ def test_a_renamed_folder_is_followed_under_its_new_name(state_dir, use_inotify,
     started(watcher)
     (state_dir / "old").rename(state_dir / "new")
     found = collect(watcher, lambda c: c.vanished and c.appeared)
-    assert found == Changes(appeared={"new": state_dir / "new" / LOG_NAME}, vanished={"old"})
+    assert found == Changes(appeared={"new": str(state_dir / "new" / LOG_NAME)}, vanished={"old"})
     append(state_dir / "new" / LOG_NAME)
     assert collect(watcher, lambda c: c.touched) == Changes(touched={"new"})
 
@@ -238,7 +238,7 @@ def test_a_missing_state_dir_warns_once_and_is_picked_up_when_made(
     assert not collect(watcher, bool, timeout=0.3)
     state_dir.mkdir()
     log = write_log(state_dir, "s")
-    assert collect(watcher, lambda c: c.appeared).appeared == {"s": log}
+    assert collect(watcher, lambda c: c.appeared).appeared == {"s": str(log)}
     warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
     assert [r.getMessage() for r in warnings] == [
         "cannot list the state directory: it does not exist"]
@@ -363,7 +363,7 @@ def test_inotify_follows_a_folder_deleted_and_made_again(state_dir, watchers):
     (state_dir / "s").mkdir()
     log = write_log(state_dir, "s")
     found = collect(watcher, lambda c: c.touched or c.appeared)
-    assert found in (Changes(touched={"s"}), Changes(appeared={"s": log}, vanished={"s"}))
+    assert found in (Changes(touched={"s"}), Changes(appeared={"s": str(log)}, vanished={"s"}))
     append(log)
     assert collect(watcher, lambda c: c.touched) == Changes(touched={"s"})
 
@@ -416,7 +416,7 @@ def test_watch_limit_warns_once_and_polls_those_folders(state_dir, watchers, mon
     watcher = watchers(state_dir, clock=clock, use_inotify=True)
     assert len(started(watcher).appeared) == 4
     late = write_log(state_dir, "limited-late")
-    assert step(watcher, clock, 1).appeared == {"limited-late": late}
+    assert step(watcher, clock, 1).appeared == {"limited-late": str(late)}
     append(late)
     assert step(watcher, clock, watch.PASS_INTERVAL_S).touched == {"limited-late"}
     append(limited[0])

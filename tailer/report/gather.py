@@ -26,7 +26,7 @@ import os
 from contextlib import contextmanager
 from datetime import tzinfo
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Callable, Iterator, Mapping
 
 from ..records import field, record, replace
 from ..printable import printable
@@ -196,14 +196,15 @@ class Refreshed:
     changed: bool  # whether the entries differ from the cache's file
 
 
-def refresh(logs: dict[str, Path], wanted: set[str], entries: dict[str, LogEntry], *,
+def refresh(logs: Mapping[str, Path | str], wanted: set[str], entries: dict[str, LogEntry], *,
             workers: int, on_reading: Callable[[Reading], None] | None = None,
             looked: dict[str, tuple[os.stat_result, int]] | None = None,
             now: float | None = None) -> Refreshed:
-    """Bring the entries of the `wanted` sessions of `logs` (every log of the state folder)
-    up to date, reading only the logs that changed since their entry was made; drop the
-    entries of sessions no longer listed. `on_reading` is given the Reading of the logs
-    about to be read (how far reading has got, as it goes). `looked`: stats of logs taken already (watch.Changes's),
+    """Bring the entries of the `wanted` sessions of `logs` (every log of the state folder,
+    its path by session id; as text for --watch, as the watcher gives it) up to date,
+    reading only the logs that changed since their entry was made; drop the entries of
+    sessions no longer listed. `on_reading` is given the Reading of the logs about to be
+    read (how far reading has got, as it goes). `looked`: stats of logs taken already (watch.Changes's),
     by session id, each with the time just before it; the others are stat'ed here. `now`
     (unix seconds): the entries' states that `gather` will read at that time are checked
     first, and their logs read again when they are not as saved. Raises WorkerFailed."""
@@ -225,7 +226,7 @@ def refresh(logs: dict[str, Path], wanted: set[str], entries: dict[str, LogEntry
         if entry is not None and entry.unchanged(identities[session_id][0]) and (
                 now is None or _state_holds(session_id, entry, now)):
             continue
-        jobs.append(_job(session_id, path, entry, identities[session_id][0]))
+        jobs.append(_job(session_id, Path(path), entry, identities[session_id][0]))
     reading = Reading({job.session_id: identities[job.session_id][0][2] for job in jobs})
     if on_reading is not None:
         on_reading(reading)
@@ -276,7 +277,7 @@ def gather(logs: dict[str, Path], wanted: set[str], selection: Selection, tz: tz
     return gathered
 
 
-def through_cache(cache_path: Path | None, logs: dict[str, Path], wanted: set[str], *, workers: int,
+def through_cache(cache_path: Path | None, logs: Mapping[str, Path | str], wanted: set[str], *, workers: int,
                   on_reading: Callable[[Reading], None] | None = None,
                   looked: dict[str, tuple[os.stat_result, int]] | None = None,
                   now: float | None = None) -> tuple[Refreshed, str | None]:

@@ -73,7 +73,7 @@ class LiveTurns:
         self.turns: list[TurnRow] = []
         self.last: TurnRow | None = None  # the turn that ended last
         self._last_end_ns = 0
-        self._logs: dict[str, Path] = {}
+        self._logs: dict[str, str] = {}  # session id -> its log's path, as the watcher gives it
         self._open: set[str] = set()  # sessions with turns still open
         self._first = True
         self._resume: dict[str, bytes] = {}  # session id -> its cached state's JSON, until it changes
@@ -124,7 +124,7 @@ class LiveTurns:
                 self._take(self.reader.finish(session_id))
                 self._open.discard(session_id)
         for session_id in sorted(changes.touched & self._logs.keys()):
-            self._take(self._reader_of(session_id).read(session_id, self._logs[session_id]))
+            self._take(self._reader_of(session_id).read(session_id, Path(self._logs[session_id])))
             if self.reader.open_turns(session_id):
                 self._open.add(session_id)
             else:
@@ -137,7 +137,7 @@ class LiveTurns:
             if self.selection.wants_session(session_id):
                 self.reader.unreadable_folder(session_id, error)
 
-    def _start(self, logs: dict[str, Path], looked: dict[str, tuple[os.stat_result, int]]) -> None:
+    def _start(self, logs: dict[str, str], looked: dict[str, tuple[os.stat_result, int]]) -> None:
         """The first pass: every log through the cache (checked by the watcher's stat of
         it), read where it changed."""
         wanted = {session_id for session_id in logs if self.selection.wants_session(session_id)}
@@ -163,7 +163,7 @@ class LiveTurns:
         saved = self._resume.pop(session_id, None)
         if saved is not None:
             try:
-                self.reader.resume(session_id, self._logs[session_id], parsed(saved))
+                self.reader.resume(session_id, Path(self._logs[session_id]), parsed(saved))
             except (ValueError, KeyError, TypeError):  # not as saved: read it from its start
                 self.turns = [row for row in self.turns if row.session_id != session_id]
                 self.cache_problem = (f"the cache is damaged: session {printable(session_id)} "

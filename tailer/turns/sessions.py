@@ -110,7 +110,7 @@ class Tailer:
         """Find the session logs and where to read each from; returns how many there are."""
         changes = self.watcher.changes(0.0)
         for session_id, path in changes.appeared.items():
-            self.sessions[session_id] = self._open_session(session_id, path)
+            self.sessions[session_id] = self._open_session(session_id, Path(path))
         self._unread.update(self.sessions)
         self._first_pass = False
         now = self.clock()
@@ -136,7 +136,7 @@ class Tailer:
             self.start()
         changes = self.watcher.changes(0.0 if self._unread else timeout)
         for session_id, path in changes.appeared.items():
-            self.sessions[session_id] = self._open_session(session_id, path)
+            self.sessions[session_id] = self._open_session(session_id, Path(path))
             changes.touched.add(session_id)
         for session_id in changes.vanished:
             self._bury(session_id, done)
