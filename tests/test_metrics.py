@@ -1,10 +1,17 @@
 """The turn metrics on plain data: what one finished turn adds to which series."""
 
+import pytest
+from hypothesis import given, settings, strategies as st
+
 from assembly import assemble
 from exposition_helpers import samples, saved_series
 from sessiongen import START, SessionWriter
 from tailer.outputs.exposition import Registry
+from tailer.outputs.logs import turn_line
 from tailer.outputs.metrics import Metrics
+from tailer.outputs.spans import turn_spans
+from tailer.records import replace
+from tailer.turns.assembly import Turn
 
 
 def turns_of(write) -> list:
@@ -173,3 +180,57 @@ def test_the_gate_counts_each_cascade_by_what_its_judge_did_and_splits_its_credi
     metrics = Metrics(Registry())
     gained = {name for name, *_ in metrics.count_turn_as_history(turns[1])}
     assert {"hydrafusion_gate_turns_total", "hydrafusion_gate_aiu_total"} <= gained & metrics.turn_families
+
+
+def test_each_legs_credits_are_found_once_and_the_router_counts_them_once(monkeypatch):
+    """The turn's, the router's and the prompt's credits are sums of the same legs' credits,
+    each leg's found once (Turn.leg_credits), and the router's count each leg once."""
+    writer = SessionWriter("s", START, unpriced=0.5)
+    writer.cascade("mai-code-1.1-flash", "gpt-5.6-sol", verdict="reject", repair_model="gpt-5.6-sol")
+    writer.critique("gpt-5.6-sol", ["claude-sonnet-4.6", "gemini-3.1-pro"], revision_model="gpt-5.6-sol")
+    writer.shutdown()
+    turns = assemble(writer.lines(), "s")
+    asked = []
+    leg_credits = Turn.leg_credits
+    monkeypatch.setattr(Turn, "leg_credits", lambda turn, leg: asked.append(leg) or leg_credits(turn, leg))
+    text = counted(turns)
+    legs = [leg for turn in turns for leg in turn.legs]
+    assert len(asked) == len(legs) and {id(leg) for leg in asked} == {id(leg) for leg in legs}
+    router = samples(text, "hydrafusion_router_aiu_total")
+    assert sum(router.values()) == pytest.approx(sum(samples(text, "hydrafusion_aiu_total").values()))
+    assert sum(router.values()) == pytest.approx(sum(turn.known_nano_aiu for turn in turns) / 1e9)
+
+
+TURN_KINDS = {
+    "single": lambda w: w.single("gpt-5.6-sol"),
+    "accept": lambda w: w.cascade("mai-code-1.1-flash", "gpt-5.6-sol"),
+    "reject": lambda w: w.cascade("mai-code-1.1-flash", "gpt-5.6-sol", verdict="reject",
+                                  repair_model="gpt-5.6-sol"),
+    "revision": lambda w: w.critique("gpt-5.6-sol", ["claude-sonnet-4.6", "gemini-3.1-pro"],
+                                     revision_model="gpt-5.6-sol"),
+    "degraded": lambda w: w.degraded("mai-code-1.1-flash", "gpt-5.6-sol"),
+    "incomplete": lambda w: w.incomplete("mai-code-1.1-flash", "gpt-5.6-sol"),
+    "route_failed": lambda w: w.route_failed("gpt-5.6-mini"),
+    "ordinary": lambda w: w.ordinary("claude-sonnet-4.6", tools=("bash", "view")),
+    "damaged_call": lambda w: w.single("gpt-5.6-sol", damaged_call=True),
+}
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.sampled_from(sorted(TURN_KINDS)), min_size=1, max_size=6),
+       st.sampled_from([0.0, 0.5, 1.0]), st.integers(0, 99))
+def test_a_finished_turns_kept_leg_calls_give_what_finding_them_afresh_gives(kinds, unpriced, seed):
+    """A finished turn keeps each leg's calls (Turn.finish); the same turn unfinished finds
+    them afresh at every ask: every figure of it, every output, is the same."""
+    writer = SessionWriter(f"kept-{seed}", START, unpriced=unpriced)
+    for kind in kinds:
+        TURN_KINDS[kind](writer)
+    writer.shutdown()
+    metrics = Metrics(Registry())
+    for turn in assemble(writer.lines(), writer.session_id):
+        afresh = replace(turn, _finished_leg_calls=None, _finished_tools=None)
+        assert [turn.leg_calls(leg) for leg in turn.legs] == [afresh.leg_calls(leg) for leg in turn.legs]
+        assert turn.tools == afresh.tools
+        assert metrics.turn_changes(turn) == metrics.turn_changes(afresh)
+        assert turn_line(turn) == turn_line(afresh)
+        assert turn_spans(turn) == turn_spans(afresh)

@@ -170,13 +170,19 @@ class TurnFamilies:
         The label values are tuples in the order the family declares its labels in
         __init__: the registry finds known series by them without building a dict per change.
         """
-        changes = self._prompt_changes(turn)
+        duration_s = (turn.end_ns - turn.start_ns) / 1e9
         if turn.ordinary:
-            return changes
+            return self._prompt_changes(turn, duration_s, turn.unknown_credit_calls)
+        # Each leg's credits found once: the turn's, the router's and the prompt's sums are
+        # of the same (known nano-AIU, unknown calls) pairs.
+        credits = [turn.leg_credits(leg) for leg in turn.legs]
+        known_nano_aiu = sum(known for known, _ in credits)
+        unknown_calls = sum(unknown for _, unknown in credits)
+        changes = self._prompt_changes(turn, duration_s, unknown_calls)
         pattern, compound = turn.pattern, _flag(turn.compound)
         changes += [
             (self.turns, (pattern, turn.outcome, compound), 1),
-            (self.turn_duration, (pattern,), (turn.end_ns - turn.start_ns) / 1e9),
+            (self.turn_duration, (pattern,), duration_s),
         ]
         verdicts = [leg.verdict for leg in turn.legs if leg.verdict]
         if verdicts:
@@ -192,26 +198,25 @@ class TurnFamilies:
         else:  # routed: by the policy its resolved record names
             version = turn.resolved.policy_version if turn.resolved is not None else None
             changes.append((self.router_turns, (version, pattern), 1))
-            changes += _known_credits(self.router_aiu, (version, pattern), turn.known_nano_aiu,
-                                      turn.unknown_credit_calls)
+            changes += _known_credits(self.router_aiu, (version, pattern), known_nano_aiu,
+                                      unknown_calls)
             if turn.routing_latency_ms is not None and turn.resolved is not None:
                 changes.append((
                     self.routing_latency,
                     (turn.resolved.route_source or "unknown",),
                     turn.routing_latency_ms / 1000,
                 ))
-        for leg in turn.legs:
+        for leg, (leg_nano_aiu, unknown) in zip(turn.legs, credits):
             kind = leg.phase_kind or "unknown"
             model = leg.model or "unknown"
             committed = _flag(turn.is_committed(leg))
             usage = leg.usage
-            known_nano_aiu, unknown = turn.leg_credits(leg)
             if unknown:
                 changes.append((self.unknown_credit_calls, (turn.kind, pattern, model), unknown))
             changes += _known_credits(self.aiu, (pattern, kind, model, committed, compound),
-                                      known_nano_aiu, unknown)
+                                      leg_nano_aiu, unknown)
             if gate is not None:
-                changes += _known_credits(self.gate_aiu, (gate, committed), known_nano_aiu, unknown)
+                changes += _known_credits(self.gate_aiu, (gate, committed), leg_nano_aiu, unknown)
             changes += [
                 (self.legs, (pattern, kind, leg.role or "unknown", model,
                              leg.status or "unknown", leg.verdict or "none", committed), 1),
@@ -295,22 +300,22 @@ class PromptFamilies:
             ("kind", "tool", "success"),
         )
 
-    def _prompt_changes(self, turn: Turn) -> list[tuple]:
+    def _prompt_changes(self, turn: Turn, duration_s: float, unknown_calls: int) -> list[tuple]:
         """The prompt-level families, and the turn's model calls and tool calls (an
-        ordinary turn's calls of unknown credits too: a fusion turn's are counted by leg)."""
+        ordinary turn's calls of unknown credits too: a fusion turn's are counted by leg).
+        `duration_s` and `unknown_calls` (Turn.unknown_credit_calls) are the turn's."""
         kind, model = turn.kind, turn.prompt_model
-        calls = len(turn.calls) if turn.ordinary else turn.usage.request_count
         usage = turn.usage
+        calls = len(turn.calls) if turn.ordinary else usage.request_count
         changes = [(self.prompts, (kind, model), 1)]
-        changes += _known_credits(self.prompt_aiu, (kind, model), usage.nano_aiu,
-                                  turn.unknown_credit_calls)
+        changes += _known_credits(self.prompt_aiu, (kind, model), usage.nano_aiu, unknown_calls)
         changes += [
             (self.prompt_tokens, (kind, model, "input"), usage.input_tokens),
             (self.prompt_tokens, (kind, model, "output"), usage.output_tokens),
             (self.prompt_tokens, (kind, model, "cache_read"), usage.cache_read_tokens),
             (self.prompt_tokens, (kind, model, "cache_write"), usage.cache_write_tokens),
             (self.prompt_calls, (kind, model), calls),
-            (self.prompt_duration, (kind, model), (turn.end_ns - turn.start_ns) / 1e9),
+            (self.prompt_duration, (kind, model), duration_s),
         ]
         for call in turn.calls:
             changes += [

@@ -100,8 +100,10 @@ class Turn:
     prompt: Prompt | None = None
     calls: list[ModelCall] = field(factory=list)
     tool_events: list[ToolStarted | ToolCompleted] = field(factory=list)
-    # Placed once by `finish`: a finished turn's tools are read by every output.
+    # Placed once by `finish`: a finished turn's tools, and its legs' calls (in the order of
+    # `legs`), are read by every output, its legs' calls several times a leg by the metrics.
     _finished_tools: list[ToolCall] | None = field(default=None, repr=False, compare=False)
+    _finished_leg_calls: list[list[ModelCall]] | None = field(default=None, repr=False, compare=False)
 
     @property
     def kind(self) -> str:
@@ -296,11 +298,19 @@ class Turn:
         return None
 
     def leg_calls(self, leg: LegEnded) -> list[ModelCall]:
+        """The leg's calls; a finished turn's the list `finish` found, to every caller."""
+        if self._finished_leg_calls is not None:
+            for known, calls in zip(self.legs, self._finished_leg_calls):
+                if known is leg:
+                    return calls
+        return self._calls_of([leg])[0]
+
+    def _calls_of(self, legs: list[LegEnded]) -> list[list[ModelCall]]:
         # leg_of once per phase id the calls name (a few), not once per call: the report
         # asks this of every leg of every turn, some 60 leg_of calls a turn before.
         owners = {phase_id: self.leg_of(phase_id)
                   for phase_id in {call.phase_id for call in self.calls}}
-        return [call for call in self.calls if owners[call.phase_id] is leg]
+        return [[call for call in self.calls if owners[call.phase_id] is leg] for leg in legs]
 
     def calls_difference(self, leg: LegEnded) -> Usage | None:
         """The leg's own figures minus its calls' (request_count: minus the number of
@@ -324,7 +334,8 @@ class Turn:
         return self._tool_calls()
 
     def finish(self) -> None:
-        """Nothing more is added to this turn: its tools are placed for good."""
+        """Nothing more is added to this turn: its legs' calls and its tools are placed for good."""
+        self._finished_leg_calls = self._calls_of(self.legs)
         self._finished_tools = self._tool_calls()
 
     def _tool_calls(self) -> list[ToolCall]:
