@@ -14,6 +14,11 @@ json). Where there is no C scanner or encoder, they are json's.
 from __future__ import annotations
 
 _WHITESPACE = " \t\n\r"  # json.decoder's WHITESPACE
+# What scan_once raises for a text that is no JSON value, beside json's JSONDecodeError (a
+# ValueError): StopIteration where no value starts, and SystemError where the C scanner
+# would raise JSONDecodeError in a process that never imported json (Python 3.11 looks
+# the class up in sys.modules, finds nothing, and fails without an exception set).
+NOT_A_VALUE = (StopIteration, SystemError)
 _CONSTANTS = {"-Infinity": float("-inf"), "Infinity": float("inf"), "NaN": float("nan")}
 
 
@@ -56,7 +61,7 @@ def loads(data: bytes | str) -> object:
     start = len(text) - len(text.lstrip(_WHITESPACE))
     try:
         value, end = scan_once(text, start)
-    except StopIteration:
+    except NOT_A_VALUE:
         raise ValueError("no JSON value where one was expected") from None
     if text[end:].strip(_WHITESPACE):
         raise ValueError("more after the JSON value")

@@ -7,7 +7,7 @@ never reads, so a backfill of large sessions stays close to the speed of reading
 
 from __future__ import annotations
 
-from ..fast_json import scan_once
+from ..fast_json import NOT_A_VALUE, scan_once
 
 # json.loads less the work around its C scanner (detecting the encoding, a decoder object's
 # checks): a few microseconds, on each of the tens of thousands of lines a backfill reads.
@@ -24,7 +24,7 @@ def loads(line: bytes) -> object:
     text = line.decode("utf-8", "surrogatepass")  # as json.loads decodes
     try:
         value, end = _SCAN_ONCE(text, 0)
-    except StopIteration:
+    except NOT_A_VALUE:
         raise ValueError("not a JSON value") from None
     if end != len(text) and text[end:].strip(" \t\n\r"):
         raise ValueError("extra data after the JSON value")
