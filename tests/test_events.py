@@ -2,12 +2,14 @@
 
 import copy
 import json
+import re
 import subprocess
 import sys
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import example, given, settings, strategies as st
 
 from tailer import records
 from tailer.copilot import event_fields, event_records, event_types, event_values, events, line_json
@@ -216,6 +218,17 @@ def test_the_bounds_themselves_are_read():
     assert record.duration_ms == 30 * 86_400_000
 
 
+@given(st.text(st.sampled_from("ab\u00e9\u20ac\U0001f600\ud800\udbff\udc00\udfff\ue000"), max_size=210))
+def test_a_text_is_absurd_when_its_kept_part_holds_a_surrogate(text):
+    """read_text asks the UTF-8 codec, where it searched for the surrogates' range."""
+    try:
+        kept = event_values.read_text(text)
+    except event_values.Absurd:
+        kept = "absurd"
+    surrogate = re.search("[\ud800-\udfff]", text[:event_values.MAX_TEXT])
+    assert kept == ("absurd" if surrogate else text[:event_values.MAX_TEXT] or None)
+
+
 def test_a_surrogate_pair_is_text_and_a_surrogate_past_the_kept_length_is_cut_off():
     """Neither damages the line; neither is a code, so both read as `other`."""
     record = parse_line(line("assistant.fusion_phase_completed",
@@ -270,6 +283,7 @@ def test_the_cli_form_takes_the_fast_way(monkeypatch):
         raise AssertionError("took the general way")
 
     monkeypatch.setattr(event_values, "_parse_any_timestamp", refuse)
+    monkeypatch.setattr(event_values, "_PARSED", {})  # no answer remembered: the check can fail
     assert parse_timestamp("2026-09-09T02:43:27.961Z") == 1788921807_961000000
     assert parse_timestamp("2026-09-09T02:43:27.96Z") == 1788921807_960000000
     assert parse_timestamp("2026-09-09T02:43:27Z") == 1788921807_000000000
@@ -296,12 +310,23 @@ def _timestamps(spaces, separators, digits, zones):
     )
 
 
+def _one_changed(text, at, character, how):
+    """`text` with `character` put in at `at`, in the place of the one there, or that one
+    taken out."""
+    return {"insert": text[:at] + character + text[at:], "replace": text[:at] + character + text[at + 1:],
+            "delete": text[:at] + text[at + 1:]}[how]
+
+
+_CLI_FORM = _timestamps(st.just(""), st.just("T"), "0123456789", st.just("Z"))
 # The CLI's form, in range or just out of it (month 13, hour 24, second 60, seven or more
-# fraction digits), and near-misses of it: other separators, zones and digits, stray spaces.
+# fraction digits), and near-misses of it: other separators, zones and digits, stray spaces,
+# a character put in, changed or taken out anywhere.
 _TIMESTAMPS = st.one_of(
-    _timestamps(st.just(""), st.just("T"), "0123456789", st.just("Z")),
+    _CLI_FORM,
     _timestamps(st.sampled_from(["", " "]), st.sampled_from("T t_"), "0123456789\u0663",
                 st.sampled_from(["Z", "", "z", "+02:00", "-0530", "+00:00", "+24:00"])),
+    st.builds(_one_changed, _CLI_FORM, st.integers(0, 31), st.sampled_from("-T:.Z0 9x\u0663+"),
+              st.sampled_from(["insert", "replace", "delete"])),
 )
 
 
@@ -311,6 +336,31 @@ def test_the_fast_way_agrees_with_the_general_way(text):
     if general is not None and not event_values.EARLIEST_NS <= general < event_values.LATEST_NS:
         general = None
     assert parse_timestamp(text) == general
+
+
+@given(_TIMESTAMPS)
+@example("2026-09-09T02:43:27.1234567891Z")
+@example("2026-09-09T02x43:27Z")
+def test_the_arithmetic_of_the_cli_form_is_the_general_ways(text):
+    """The fast way alone (not hidden behind the general way, which parse_timestamp asks
+    when the fast way declines): the general way's answer, and one for every text of the
+    CLI's form that is a time."""
+    general = event_values._parse_any_timestamp(text)
+    fast = event_values._cli_timestamp(text)
+    assert fast == general or fast is None
+    cli_form = re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{1,9})?Z", text, re.ASCII)
+    assert (fast is not None) == (cli_form is not None and general is not None)
+
+
+@given(st.datetimes(datetime(1, 1, 1), datetime(9999, 12, 31, 23, 59, 59)), st.text("0123456789", max_size=9))
+def test_the_arithmetic_of_the_cli_form_is_datetimes(moment, fraction):
+    """Every time of the CLI's form, from year 1 to 9999 (leap days and the turns of
+    centuries among them), as datetime counts the seconds since 1970."""
+    text = moment.strftime("%Y-%m-%dT%H:%M:%S") if moment.year >= 1000 else (
+        f"{moment.year:04d}" + moment.strftime("-%m-%dT%H:%M:%S"))
+    text += f".{fraction}Z" if fraction else "Z"
+    seconds = (moment.replace(microsecond=0) - datetime(1970, 1, 1)) // timedelta(seconds=1)
+    assert event_values._cli_timestamp(text) == seconds * 10**9 + int(fraction.ljust(9, "0"))
 
 
 @given(st.one_of(st.integers(-(2**70), 2**70), st.sampled_from([-1, 0, 2**53 - 1, 2**53, 2**53 + 1])),

@@ -99,14 +99,15 @@ def test_doctor_and_scrub_import_neither_the_daemon_nor_the_report(tmp_path, arg
 
 def footer_imports(tmp_path, stdin: bytes) -> set[str]:
     """The modules `statusline` imports, as the CLI runs the command --install sets (its
-    JSON on stdin), beyond those a bare interpreter imports (this machine's site-packages
-    may import pathlib)."""
+    JSON on stdin), beyond those a bare interpreter imports. Both without site (-S): a
+    machine's site-packages may import re, enum, pathlib and more at every start (this
+    one's do), which would hide them here; the tailer is found on PYTHONPATH."""
     from tailer.statusline.settings import LAUNCH
 
     env = tailer_env(XDG_CACHE_HOME=str(tmp_path / "cache"))
     names = []
     for command in (["-c", "pass"], ["-P", "-c", LAUNCH, "statusline"]):
-        done = subprocess.run([sys.executable, "-X", "importtime", *command], cwd=tmp_path, env=env,
+        done = subprocess.run([sys.executable, "-S", "-X", "importtime", *command], cwd=tmp_path, env=env,
                               input=stdin, capture_output=True, timeout=120, start_new_session=True)
         assert done.returncode == 0, done
         names.append(set(re.findall(r"^import time:\s+\d+ \|\s+\d+ \|\s*(\S+)$",
@@ -117,9 +118,9 @@ def footer_imports(tmp_path, stdin: bytes) -> set[str]:
 
 def test_the_footer_imports_no_parser_and_an_unchanged_log_not_the_reading_stages(tmp_path):
     """The CLI runs `statusline` on every refresh: argparse and pathlib are not loaded for
-    it, nor the report, the daemon or the network, nor typing, hashlib's OpenSSL or json; and when the log is as it was at the
-    last refresh, not the stages that read logs either (tailer/statusline/saved.py), nor
-    json's `re` (tailer/fast_json.py) or `-m`'s runpy."""
+    it, nor the report, the daemon or the network, nor typing, hashlib's OpenSSL, json or
+    re; and when the log is as it was at the last refresh, not the stages that read logs
+    either (tailer/statusline/saved.py), nor `-m`'s runpy."""
     import json
     import os
     import time
@@ -132,8 +133,11 @@ def test_the_footer_imports_no_parser_and_an_unchanged_log_not_the_reading_stage
     assert "tailer.turns.session_log" in reading  # the check can fail
     # Reading on (a turn in flight) costs start-up by what it imports: not typing (its
     # NamedTuple), nor OpenSSL for the position's digest (copilot/lines.py), nor json (its
-    # lines and the saved state read and written through tailer/fast_json.py).
-    assert of(reading, ("typing", "hashlib", "_hashlib", "json")) == set()
+    # lines and the saved state read and written through tailer/fast_json.py), nor re and
+    # its enum (codes.py's checks, event_types.py's patterns compiled on first use), nor
+    # datetime or functools (event_values.py's timestamps by arithmetic, its own cache).
+    assert of(reading, ("typing", "hashlib", "_hashlib", "json", "re", "enum", "datetime",
+                        "functools")) == set()
     at = time.time_ns() - 60 * 10**9
     os.utime(log, ns=(at, at))
     footer_imports(tmp_path, stdin)  # reads the log's new identity: from now on, unchanged

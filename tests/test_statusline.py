@@ -1074,6 +1074,60 @@ def test_fast_json_refuses_what_json_refuses(text):
     assert fast == slow, text
 
 
+# A tool's end as the CLI writes it, its result's text long enough to be cut out unread
+# (copilot/line_json.py): the first joins of its head and tail tried are no JSON.
+LONG_TOOL_END = json.dumps({
+    "type": "tool.execution_complete",
+    "data": {"toolCallId": "call-1", "model": "gpt-5.6-sol", "success": True,
+             "fusion": {"fusionId": "fusion-1", "phaseId": "fusion-1:phase:0", "pattern": "single"},
+             "result": {"content": "x" * 20_000, "detailedContent": "y" * 30}},
+    "id": "event-1", "timestamp": "2026-11-02T09:13:58.000Z", "parentId": None}, separators=(",", ":"))
+READ_WITHOUT_JSON = """
+import sys
+from tailer import fast_json
+from tailer.copilot import events, line_json
+
+def outcome(read, text):
+    try:
+        return repr(read(text))
+    except ValueError:
+        return "ValueError"
+
+for text in sys.stdin.buffer.read().split(b"\\n"):
+    print(outcome(fast_json.loads, text), outcome(line_json.loads, text), repr(events.parse_line(text)))
+print(sorted(name for name in sys.modules if name.split(".")[0] == "json"))
+"""
+
+
+def test_json_read_where_json_was_never_imported_fails_as_json_does(tmp_path):
+    """The footer's refresh reads JSON with json's C scanner and never imports json: there,
+    Python 3.11's scanner raised SystemError for text that is no JSON, and a tool's end
+    whose bulk was cut out was lost as the tailer's own error. Each text reads in such a
+    process as it does here, where json is imported."""
+    from tailer import fast_json
+    from tailer.copilot import events, line_json
+
+    def outcome(read, text):
+        try:
+            return repr(read(text))
+        except ValueError:
+            return "ValueError"
+
+    # Each an object's first key, as line_json.loads reads without json (it imports json
+    # for any other start).
+    texts = [LONG_TOOL_END.encode(), b'{"a" 1}', b'{"a":1,}', b'{"a":[1 2]}', b'{"a":"abc', b'{"a":"\\x"}',
+             b'{"a":', b'{"type":"session.shutdown","data":{"a":[1 2]}}', b'{"a":1}', b'{"a":[1,2]}']
+    done = subprocess.run([sys.executable, "-S", "-c", READ_WITHOUT_JSON], cwd=tmp_path,
+                          env=tailer_env(), input=b"\n".join(texts), capture_output=True, timeout=60)
+    assert done.returncode == 0, done.stderr[-2000:]
+    *read, modules = done.stdout.decode().splitlines()
+    assert modules == "[]"  # json was never imported there: the check can fail
+    assert read == [f"{outcome(fast_json.loads, text)} {outcome(line_json.loads, text)} "
+                    f"{events.parse_line(text)!r}" for text in texts]
+    assert read[0].endswith("fusion_id='fusion-1', phase_id='fusion-1:phase:0')")  # the tool's end
+    assert read[1].startswith("ValueError ValueError ")
+
+
 @settings(max_examples=300)
 @given(value=JSON_VALUES | st.dictionaries(st.integers() | st.floats() | st.booleans() | st.none(), st.integers(),
                                            max_size=3))

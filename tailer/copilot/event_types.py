@@ -9,10 +9,41 @@ CLI's version of any line, for `doctor`, which reports on every event type.
 
 from __future__ import annotations
 
-import re
-
 from ..codes import ENUM, VERSION
 from .event_values import MAX_TEXT, Absurd, read_text
+
+TYPE_CHECKING = False  # typing costs the footer's start-up; a type checker takes it as True
+if TYPE_CHECKING:
+    import re
+
+
+class _Pattern:
+    """A bytes pattern compiled the first time it is searched: a line the CLI wrote starts
+    with its type and needs none, and `re` with its `enum`, imported and compiling, would
+    cost the footer's refresh (tailer/statusline/) some milliseconds of its start."""
+
+    __slots__ = ("_source", "_compiled")
+
+    def __init__(self, source: bytes | tuple[bytes, ...]):
+        """`source`: a pattern, or texts of which any one matches (literally)."""
+        self._source = source
+        self._compiled: re.Pattern[bytes] | None = None
+
+    def search(self, line: bytes) -> re.Match[bytes] | None:
+        return self._pattern().search(line)
+
+    def match(self, line: bytes, start: int = 0) -> re.Match[bytes] | None:
+        return self._pattern().match(line, start)
+
+    def _pattern(self) -> re.Pattern[bytes]:
+        if self._compiled is None:
+            import re
+
+            source = self._source
+            if isinstance(source, tuple):
+                source = b"|".join(re.escape(text) for text in source)
+            self._compiled = re.compile(source)
+        return self._compiled
 
 
 RESOLVED = "session.fusion_resolved"
@@ -46,8 +77,8 @@ DAMAGE_MARKERS = (
 )
 MARKERS = DAMAGE_MARKERS + (b'"tool.execution_start"', b'"tool.execution_complete"')
 # One search for all of them is several times faster than one search for each.
-_ANY_DAMAGE_MARKER = re.compile(b"|".join(re.escape(marker) for marker in DAMAGE_MARKERS))
-ANY_MARKER = re.compile(b"|".join(re.escape(marker) for marker in MARKERS))
+_ANY_DAMAGE_MARKER = _Pattern(DAMAGE_MARKERS)
+ANY_MARKER = _Pattern(MARKERS)
 
 
 def may_matter(line: bytes) -> bool:
@@ -116,7 +147,7 @@ def leading_type(line: bytes) -> bytes | None:
 
 # The CLI writes `type` first, so most lines, and the kept head of an oversized line, give
 # their type without a JSON parse.
-_LEADING_TYPE = re.compile(rb'[\0 \t\r]*\{\s*"type"\s*:\s*"([^"\\]{1,%d})"' % MAX_TEXT)
+_LEADING_TYPE = _Pattern(rb'[\0 \t\r]*\{\s*"type"\s*:\s*"([^"\\]{1,%d})"' % MAX_TEXT)
 def event_type_of(line: bytes) -> str | None:
     """The `type` of any line (without its newline), or None when it has no readable one."""
     match = _LEADING_TYPE.match(line)

@@ -10,10 +10,7 @@ like one (tailer/codes.py): codes_only checks a record against CODE_FIELDS.
 
 from __future__ import annotations
 
-import functools
 import math
-import re
-from datetime import datetime, timedelta, timezone
 
 from ..codes import ENUM, IDENTIFIER, MODEL, OTHER, TOOL, VERSION, CodeKind
 from .event_records import CODE_FIELDS, Event, PlannedLeg, Resolved, Usage
@@ -50,17 +47,6 @@ class Absurd(Exception):
         self.kind = kind
 
 
-# The form the CLI writes, `2026-09-09T02:43:27.961Z`, which datetime.fromisoformat reads
-# in a fraction of the general way's time. The pattern leaves to the general way what
-# fromisoformat would read otherwise: over six fraction digits (it stops at microseconds)
-# and hour 24 (which newer Pythons read as the next midnight; the general way rejects it).
-_CLI_TIMESTAMP = re.compile(
-    r"\d{4}-\d\d-\d\dT(?:[01]\d|2[0-3]):\d\d:\d\d(?:\.\d{1,6})?Z", re.ASCII
-)
-_UNIX_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
-_MICROSECOND = timedelta(microseconds=1)
-
-
 def parse_timestamp(value: object) -> int | None:
     """ISO-8601 with 0 to 9+ fraction digits to unix nanoseconds; naive means UTC.
 
@@ -68,42 +54,100 @@ def parse_timestamp(value: object) -> int | None:
     """
     if not isinstance(value, str):
         return None
-    return _parse_text_timestamp(value)
+    if value in _PARSED:
+        return _PARSED[value]
+    time_ns = _cli_timestamp(value)
+    if time_ns is None:
+        time_ns = _parse_any_timestamp(value)
+    if time_ns is not None and not EARLIEST_NS <= time_ns < LATEST_NS:
+        time_ns = None
+    if len(_PARSED) >= _PARSED_LIMIT:
+        _PARSED.clear()
+    _PARSED[value] = time_ns
+    return time_ns
 
 
 def format_timestamp(time_ns: int) -> str:
     """A time as the CLI writes it: ISO-8601 UTC, always three fraction digits (1.0.102).
     `time_ns` lies within EARLIEST_NS..LATEST_NS, as any parse_timestamp gives."""
+    from datetime import datetime, timezone
+
     seconds, rest = divmod(time_ns, 1_000_000_000)
     moment = datetime.fromtimestamp(seconds, timezone.utc)
     return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{rest // 1_000_000:03d}Z"
 
 
 # Lines written together share their time (the CLI replays a leg's messages and tools at
-# one instant), so a few remembered answers spare most lines the parsing.
-@functools.lru_cache(maxsize=64)
-def _parse_text_timestamp(value: str) -> int | None:
-    time_ns = None
-    if _CLI_TIMESTAMP.fullmatch(value):
-        try:
-            time_ns = (datetime.fromisoformat(value) - _UNIX_EPOCH) // _MICROSECOND * 1000
-        except ValueError:
-            pass  # no such day, like February 30: the general way rejects it too
-    if time_ns is None:
-        time_ns = _parse_any_timestamp(value)
-    if time_ns is None or not EARLIEST_NS <= time_ns < LATEST_NS:
+# one instant), so a few remembered answers spare most lines the parsing. Bounded: cleared
+# when full.
+_PARSED: dict[str, int | None] = {}
+_PARSED_LIMIT = 64
+
+# The form the CLI writes, `2026-09-09T02:43:27.961Z`, is read by arithmetic: the general
+# way's pattern and datetime (`re` with its `enum`, and datetime, imported and compiled)
+# cost the footer's refresh some 5 ms of start-up. Nearly every line falls in a minute
+# of the lines before it, so each minute's start is remembered: a line then costs what
+# fromisoformat and the pattern that vetted its text did. tests/test_events.py holds the
+# two ways to the same answers.
+_MINUTES: dict[str, int] = {}
+_MINUTES_LIMIT = 64
+_DAYS_BEFORE_MONTH = (0, 31, 59, 90, 120, 151, 181, 212, 243, 273, 304, 334, 365)
+_DAYS_TO_1970 = 719_162  # from 0001-01-01, the first day of the proleptic Gregorian calendar
+
+
+def _cli_timestamp(value: str) -> int | None:
+    """The time of a text in the CLI's form, `YYYY-MM-DDTHH:MM:SS`, then `.` and 1 to 9
+    fraction digits or none, then `Z`; None for any other text, and for a date or time that
+    does not exist (the general way decides those)."""
+    length = len(value)
+    if not (length == 20 or 22 <= length <= 30 and value[19] == ".") or value[16] != ":" or value[-1] != "Z":
         return None
-    return time_ns
+    digits = value[17:19] + value[20:-1]  # the seconds, then the fraction's
+    if not (digits.isascii() and digits.isdigit()):
+        return None
+    second = int(value[17:19])
+    if second > 59:
+        return None
+    minute = value[:16]
+    minute_ns = _MINUTES.get(minute)
+    if minute_ns is None:
+        minute_ns = _minute_start(minute)
+        if minute_ns is None:
+            return None
+        if len(_MINUTES) >= _MINUTES_LIMIT:
+            _MINUTES.clear()
+        _MINUTES[minute] = minute_ns
+    return minute_ns + second * 1_000_000_000 + int(value[20:-1].ljust(9, "0"))
 
 
-_TIMESTAMP = re.compile(
-    r"(\d{4})-(\d\d)-(\d\d)[T ](\d\d):(\d\d):(\d\d)(?:\.(\d{1,9})\d*)?(Z|[+-]\d\d:?\d\d)?"
-)
+def _minute_start(minute: str) -> int | None:
+    """The time of `YYYY-MM-DDTHH:MM` (`minute`) and no seconds; None when that is not the
+    text or no such time exists."""
+    if minute[4:14:3] != "--T:":
+        return None
+    digits = minute[0:4] + minute[5:7] + minute[8:10] + minute[11:13] + minute[14:16]
+    if not (digits.isascii() and digits.isdigit()):
+        return None
+    year, month, day = int(minute[0:4]), int(minute[5:7]), int(minute[8:10])
+    hour, minutes = int(minute[11:13]), int(minute[14:16])
+    if not (year >= 1 and 1 <= month <= 12 and hour < 24 and minutes < 60):
+        return None
+    leap_day = 1 if year % 4 == 0 and (year % 100 != 0 or year % 400 == 0) else 0
+    days_before = _DAYS_BEFORE_MONTH[month - 1] + (leap_day if month > 2 else 0)
+    month_days = _DAYS_BEFORE_MONTH[month] - _DAYS_BEFORE_MONTH[month - 1] + (leap_day if month == 2 else 0)
+    if not 1 <= day <= month_days:
+        return None
+    past = year - 1  # whole years, and their leap days, since 0001-01-01
+    days = past * 365 + past // 4 - past // 100 + past // 400 + days_before + day - 1 - _DAYS_TO_1970
+    return ((days * 24 + hour) * 60 + minutes) * 60 * 1_000_000_000
 
 
 def _parse_any_timestamp(value: str) -> int | None:
     """The general way, for every form parse_timestamp takes."""
-    match = _TIMESTAMP.fullmatch(value.strip())
+    import re
+    from datetime import datetime, timezone
+
+    match = re.fullmatch(_TIMESTAMP, value.strip())
     if not match:
         return None
     year, month, day, hour, minute, second, fraction, zone = match.groups()
@@ -124,13 +168,12 @@ def _parse_any_timestamp(value: str) -> int | None:
     return seconds * 1_000_000_000 + nanos
 
 
+# The general way's pattern, compiled on its first use (and kept by re).
+_TIMESTAMP = r"(\d{4})-(\d\d)-(\d\d)[T ](\d\d):(\d\d):(\d\d)(?:\.(\d{1,9})\d*)?(Z|[+-]\d\d:?\d\d)?"
+
+
 # The helpers every field goes through. Absent, null and wrongly typed values read as absent
 # (the log is lenient); a value of the right type outside its range raises Absurd.
-
-# The halves of a UTF-16 pair, which JSON may escape on their own (`"\ud800"`): they have
-# no UTF-8 encoding, so a text holding one cannot reach a span, a log line or a checkpoint.
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
 
 def read_text(value: object) -> str | None:
     if type(value) is str and 0 < len(value) <= MAX_TEXT and value.isascii():
@@ -138,8 +181,12 @@ def read_text(value: object) -> str | None:
     if not isinstance(value, str) or not value:
         return None
     text = value[:MAX_TEXT]
-    if not text.isascii() and _SURROGATE.search(text):
-        raise Absurd("text")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        # A half of a UTF-16 pair, which JSON may escape on its own (`"\ud800"`): it has no
+        # UTF-8 encoding, so a text holding one cannot reach a span, a log line or a checkpoint.
+        raise Absurd("text") from None
     return text
 
 
