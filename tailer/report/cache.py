@@ -331,10 +331,14 @@ def _entries(index: bytes, data: memoryview, texts_start: int) -> dict[str, LogE
     """The entries of `index`, their texts the rest of `data` from `texts_start`; None when
     they are not shaped as `save` writes them."""
     try:
-        lines = index.splitlines()
+        # Split at each newline alone, which also tells that the last line ends with one:
+        # splitlines() needed a count of them too, and the two were a tenth of the load.
+        lines = index.split(b"\n")
+        if lines.pop():
+            return None
         # One parse of every line: 10,000 calls of json.loads cost a fifth more.
         values = sequence(parsed(b"[" + b",".join(lines) + b"]"), "the cache's entries")
-        if len(values) != len(lines) or len(lines) != index.count(b"\n"):
+        if len(values) != len(lines):
             return None
         texts = _Texts(data, texts_start)
         entries = dict(LogEntry.decoded(line, value, texts) for line, value in zip(lines, values))
