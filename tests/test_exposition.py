@@ -461,6 +461,25 @@ def test_scrapes_see_only_published_values():
     assert sample_lines(registry.render_final(), "c_total") == ["c_total 7"]
 
 
+@given(st.lists(st.lists(st.floats(0, 10), max_size=4), min_size=1, max_size=4))
+def test_a_histogram_scrape_sees_what_the_last_publish_copied(rounds):
+    """Every publish copies each histogram's value (its own copy, not the generic one):
+    observations after it are scraped only after the next."""
+    registry = Registry()
+    histogram = registry.histogram("h", "x", (), [1, 5])
+    histogram.observe(None, 0.5)
+    publish(registry)
+    registry.render()  # the zero first, seen
+    publish(registry)
+    for observed in rounds:
+        published = sample_lines(registry.render_final(), "h")
+        for value in observed:
+            histogram.observe(None, value)
+        assert sample_lines(registry.render(), "h") == published
+        publish(registry)
+        assert sample_lines(registry.render(), "h") == sample_lines(registry.render_final(), "h")
+
+
 def test_snapshot_and_restore_keep_values_and_zero_first_state():
     now = [100.0]
     first = Registry(clock=lambda: now[0])

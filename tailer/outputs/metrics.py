@@ -461,18 +461,22 @@ class HealthFamilies:
 
     def count_event(self, event: Event) -> None:
         """Note schema drift, values that were no codes and the newest event time."""
-        event_type = event.event_type
         for name in event.not_codes:
             self.not_codes.inc({"field": name})
+        if event.event_type:  # named only with drift notes or an unknown type: seldom
+            self._count_drift(event)
+        if event.time_ns > self._newest_event_ns and _believable(event.time_ns):
+            self._newest_event_ns = event.time_ns
+            self.last_event.set(None, event.time_ns / 1e9)
+
+    def _count_drift(self, event: Event) -> None:
+        event_type = event.event_type
         if isinstance(event, UnknownFusionEvent):
             self.unknown_events.inc()
         if event.unknown_fields:
             self.unknown_fields.inc({"event_type": event_type}, len(event.unknown_fields))
         if event.missing_fields:
             self.missing_fields.inc({"event_type": event_type}, len(event.missing_fields))
-        if event.time_ns > self._newest_event_ns and _believable(event.time_ns):
-            self._newest_event_ns = event.time_ns
-            self.last_event.set(None, event.time_ns / 1e9)
 
     def count_export(self, outcome: str, spans: int) -> None:
         """Count what became of an export attempt's spans."""

@@ -234,6 +234,7 @@ class Tailer:
             if self._turns_left is not None and self._turns_left <= 0:
                 self._unread.add(session_id)  # the rest of this log: next pass
                 break
+        done.note(TURNS if read_into or skipped else UNCHANGED)  # once a read, not a line
         if session.error is not None:
             self._warnings.warn((session_id, "unreadable"), "%s", session.problem)
             if not isinstance(session.error, NotARegularFile):
@@ -285,7 +286,6 @@ class Tailer:
         """Count one line that became something: True for a record, None when it was
         damaged (its reason counted here; the lines are counted by _read)."""
         record = read.record
-        done.note(TURNS)
         if isinstance(record, event_records.Malformed):
             self._damaged(session_id, read.line.number, record.reason, read.error_type)
             return None
