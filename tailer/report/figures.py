@@ -52,13 +52,11 @@ from collections import Counter, defaultdict
 from datetime import date, datetime, timezone, tzinfo
 
 from ..records import field, is_record, record, replace
-from ..copilot.event_records import LegEnded, ModelCall, REJECTING_VERDICTS, Usage
+from ..copilot.event_records import LegEnded, REJECTING_VERDICTS, Usage
 from ..copilot.event_values import EARLIEST_NS, LATEST_NS
-from . import worth as worth_figures
+from . import turn_text, worth as worth_figures
 from .read import report_pattern
-from ..turns.assembly import (
-    ROUTE_FAILED_OUTCOME, Reconciliation, ToolCall, Turn, call_start_ns, leg_start_ns,
-)
+from ..turns.assembly import ROUTE_FAILED_OUTCOME, Reconciliation, Turn, leg_start_ns
 
 SCHEMA_VERSION = 6
 ORDINARY = "ordinary"
@@ -246,9 +244,9 @@ class TurnRow:
 
 
 def turn_json(row: TurnRow, calls: list, tools: list) -> TurnJson:
-    """The row's TurnJson, its model calls and tools (CallRow and ToolRow, or the dicts of
-    their fields that turn_row makes) in the place of `printed`: the object json.dumps writes
-    of its fields (tailer/report/text.py copies it into the report)."""
+    """The row's TurnJson, its model calls and tools (CallRow and ToolRow, or dicts of their
+    fields) in the place of `printed`: the object json.dumps writes of its fields, which
+    text.py copies into the report. turn_row writes the same text faster (turn_text.py)."""
     fields = {}
     for name in TurnRow.__match_args__:
         if name == "worth":
@@ -486,7 +484,7 @@ def turn_row(turn: Turn, tz: tzinfo | None) -> TurnRow:
     for phase_id in {item.phase_id for items in (turn.calls, turn.tools) for item in items}:
         leg = turn.leg_of(phase_id)
         leg_index[phase_id] = None if leg is None else index[id(leg)]
-    calls = [_call_row(start_ns, call, leg_index[call.phase_id]) for call in turn.calls]
+    calls = [turn_text.call_text(start_ns, call, leg_index[call.phase_id]) for call in turn.calls]
     failure = turn.route_failure
     if turn.ordinary:
         nano = sum(call.usage.nano_aiu for call in turn.calls if call.credits_known)
@@ -515,8 +513,8 @@ def turn_row(turn: Turn, tz: tzinfo | None) -> TurnRow:
         printed=None,  # made of the others, just below
         policy_version=turn.resolved.policy_version if turn.resolved is not None else None,
     )
-    row.printed = turn_json(row, calls, [_tool_row(start_ns, tool, leg_index[tool.phase_id])
-                                         for tool in turn.tools])
+    tools = [turn_text.tool_text(start_ns, tool, leg_index[tool.phase_id]) for tool in turn.tools]
+    row.printed = TurnJson(*turn_text.printed(row, calls, tools), len(tools))
     row.worth = worth_figures.TurnWorth(*worth_figures.turn_worth(turn))
     return row
 
@@ -542,27 +540,6 @@ def _leg_row(turn: Turn, leg: LegEnded, nano_aiu: int, unknown: int) -> LegRow:
         cache_write_tokens=usage.cache_write_tokens,
         failure_reason=leg.failure_reason,
     )
-
-
-# A month's turns have some 200,000 calls and tools, and only the JSON of them is kept
-# (TurnJson): each is made as the dict json.dumps writes, its keys CallRow's and ToolRow's
-# fields in their order, so that the encoder written in C writes it without calling back
-# json_object for each (a record made and then taken apart: a fifth of a turn's row).
-def _call_row(turn_start_ns: int, call: ModelCall, leg: int | None) -> dict:
-    usage = call.usage
-    return {"leg": leg, "model": call.model,
-            "start_ms": (call_start_ns(call) - turn_start_ns) / 1e6,
-            "duration_ms": call.duration_ms,
-            "credits": _credits(usage.nano_aiu) if call.credits_known else None,
-            "input_tokens": usage.uncached_input(), "output_tokens": usage.output_tokens,
-            "cache_read_tokens": usage.cache_read_tokens,
-            "cache_write_tokens": usage.cache_write_tokens, "finish_reason": call.finish_reason}
-
-
-def _tool_row(turn_start_ns: int, tool: ToolCall, leg: int | None) -> dict:
-    return {"leg": leg, "name": tool.name or "unknown", "success": tool.success,
-            "start_ms": (tool.start_ns - turn_start_ns) / 1e6,
-            "duration_ms": (tool.end_ns - tool.start_ns) / 1e6, "timing": tool.timing}
 
 
 def headline(rows: list[TurnRow]) -> Headline:
