@@ -196,6 +196,8 @@ class _Family:
 
     def _ordered_values(self, labels: dict[str, str] | None) -> tuple:
         """The values of labels in the declared label order, as Registry.record takes them."""
+        if not labels and not self.labelnames:
+            return ()  # without a list to build: the newest event's gauge is set most lines
         labels = labels or {}
         if len(labels) == len(self.labelnames):
             try:
