@@ -67,6 +67,13 @@ def test_the_report_imports_neither_the_daemon_nor_the_network(tmp_path, args):
     assert "tailer.report.command" in names
 
 
+def test_a_json_report_imports_no_table(tmp_path):
+    """The table and --by's are imported where they are printed: JSON and CSV pay for neither."""
+    names = imported(tmp_path, "report", "--state-dir", FIXTURES, "--format", "json")
+    assert of(names, ("tailer.report.table", "tailer.report.groups_table")) == set()
+    assert "tailer.report.table" in imported(tmp_path, "report", "--state-dir", FIXTURES)
+
+
 WORKERS = ("tailer.report.workers", "pickle", "multiprocessing", "concurrent.futures")
 
 

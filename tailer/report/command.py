@@ -27,7 +27,6 @@ from pathlib import Path
 from typing import TextIO
 
 from .. import __version__, invocation
-from . import groups_table, table as report_table
 from . import text as report_text
 from ..copilot.files import find_logs
 from ..copilot.ledger import chosen_ledger
@@ -458,9 +457,13 @@ def _report(args: argparse.Namespace, environ: dict[str, str], state_dir: Path,
     elif args.format == "csv-worth":
         text = report_text.render_worth_csv(figures, args.by, order=args.order or "asc")
     elif args.by:
+        from . import groups_table  # here, as the table below: JSON and CSV print no table
+
         text = groups_table.render_groups(figures, args.by, order=args.order or "asc",
                                           breakdown=args.breakdown, width=_width(environ), color=color)
     else:
+        from . import table as report_table
+
         text = report_table.render_table(figures, width=_width(environ), color=color,
                                          turns=args.turns)
     try:
