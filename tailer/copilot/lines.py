@@ -94,7 +94,15 @@ def _is_count(value) -> bool:
 
 
 def _digest(data: bytes) -> str:
-    return _sha256()(data).hexdigest()[:32]
+    global _SHA256
+    if _SHA256 is None:
+        _SHA256 = _sha256()
+    return _SHA256(data).hexdigest()[:32]
+
+
+# Found on the first digest, not at import, nor at each digest: a failed import searches
+# sys.path anew every time, and --watch takes a digest of each of 10,000 logs.
+_SHA256 = None
 
 
 def _sha256():
