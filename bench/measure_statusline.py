@@ -19,7 +19,7 @@ from common import MB, REPO, progress
 from datagen import SEED, add_turn, statusline_log
 from runner import child_environment
 
-from tailer.statusline.settings import LAUNCH
+from tailer.statusline.settings import command_words
 
 FAULT_RUNS = 9  # runs of each fault case, the slowest counted
 
@@ -34,7 +34,7 @@ def run_statusline(stdin: bytes, environ: dict[str, str], *options: str) -> tupl
 
 def statusline_command(*options: str) -> list[str]:
     """As `statusline --install` sets it (tailer/statusline/settings.py, our_command)."""
-    return [runner.PYTHON, "-P", "-c", LAUNCH, "statusline", *options]
+    return [runner.PYTHON, *command_words(list(options))[1:]]
 
 
 def timed_runs(rounds: int, run) -> list[float]:

@@ -108,13 +108,13 @@ def footer_imports(tmp_path, stdin: bytes) -> set[str]:
     """The modules `statusline` imports, as the CLI runs the command --install sets (its
     JSON on stdin), beyond those a bare interpreter imports. Both without site (-S): a
     machine's site-packages may import re, enum, pathlib and more at every start (this
-    one's do), which would hide them here; the tailer is found on PYTHONPATH."""
-    from tailer.statusline.settings import LAUNCH
+    one's do), which would hide them here."""
+    from tailer.statusline.settings import command_words
 
     env = tailer_env(XDG_CACHE_HOME=str(tmp_path / "cache"))
     names = []
-    for command in (["-c", "pass"], ["-P", "-c", LAUNCH, "statusline"]):
-        done = subprocess.run([sys.executable, "-S", "-X", "importtime", *command], cwd=tmp_path, env=env,
+    for command in (["-S", "-c", "pass"], command_words([])[1:]):
+        done = subprocess.run([sys.executable, "-X", "importtime", *command], cwd=tmp_path, env=env,
                               input=stdin, capture_output=True, timeout=120, start_new_session=True)
         assert done.returncode == 0, done
         names.append(set(re.findall(r"^import time:\s+\d+ \|\s+\d+ \|\s*(\S+)$",

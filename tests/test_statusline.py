@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import shutil
 import signal
 import subprocess
@@ -859,6 +860,86 @@ def test_install_keeps_every_other_setting_and_wraps_the_command_already_set(tmp
     assert "installed already" in refused.stdout  # ours is there: nothing to wrap twice
     setting_command(home, "--uninstall")
     assert json.loads(path.read_text()) == before
+
+
+# The command --install wrote before it started Python without site (-S), from a clone.
+OLD_FORM = "PYTHONPATH={root} {python} -P -c 'import sys; from tailer.commands.launch import main; sys.exit(main())' statusline"
+
+
+def copied_tailer(folder: Path) -> Path:
+    """A copy of the tailer's package in `folder`, as pip installs it there; `folder`."""
+    shutil.copytree(ROOT / "tailer", folder / "tailer", ignore=shutil.ignore_patterns("__pycache__"))
+    return folder
+
+
+def command_of(root: Path, *options: str) -> str:
+    """The command `statusline --install` of the tailer in `root` writes."""
+    return subprocess.run([sys.executable, "-S", "-c", "import sys; sys.path.insert(0, sys.argv[1]); "
+                           "from tailer.statusline.settings import our_command; print(our_command(sys.argv[2:]))",
+                           str(root), *options], capture_output=True, text=True, check=True).stdout.rstrip("\n")
+
+
+def footer_of(command: str, tmp_path: Path, log: Path, name: str) -> tuple[str, bool]:
+    """The line `command` prints run as the CLI runs it (through the shell, from the
+    session's folder, its JSON on stdin, a cache of its own), and whether site ran: a .pth
+    file of the user's site-packages (PYTHONUSERBASE) leaves a marker when processed."""
+    user_base, marker = tmp_path / "userbase", tmp_path / f"site-ran-{name}"
+    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "NO_COLOR": "1", "PYTHONDONTWRITEBYTECODE": "1",
+           "PYTHONUSERBASE": str(user_base), "SITE_MARKER": str(marker),
+           "XDG_CACHE_HOME": str(tmp_path / f"cache-{name}")}
+    done = subprocess.run(["/bin/sh", "-c", command], cwd=tmp_path, input=status_input(log.parent), env=env,
+                          capture_output=True, timeout=60, start_new_session=True)
+    ran = marker.exists()
+    marker.unlink(missing_ok=True)
+    return assert_footer_safe(done), ran
+
+
+def user_site(tmp_path: Path) -> Path:
+    """The user's site-packages under tmp_path/userbase, with a .pth file that marks each
+    run of site (footer_of); skips where this Python has no user site."""
+    base = tmp_path / "userbase"
+    found = subprocess.run([sys.executable, "-c", "import site; print(site.ENABLE_USER_SITE, "
+                            "site.getusersitepackages())"], env={**os.environ, "PYTHONUSERBASE": str(base)},
+                           capture_output=True, text=True, check=True).stdout.split()
+    if found[0] != "True":
+        pytest.skip("this Python reads no user site-packages")
+    folder = Path(found[1])
+    folder.mkdir(parents=True)
+    (folder / "marker.pth").write_text("import os; open(os.environ['SITE_MARKER'], 'a').close()\n")
+    return folder
+
+
+def test_the_installed_command_runs_without_site_as_the_old_one_ran_with_it(tmp_path):
+    site_packages = user_site(tmp_path)
+    log = every_pattern("sl-no-site").write(tmp_path / "session-state")
+    old = OLD_FORM.format(root=shlex.quote(str(ROOT)), python=shlex.quote(sys.executable))
+    expected, ran = footer_of(old, tmp_path, log, "old")
+    assert expected.startswith("HydraFusion last single") and ran  # the marker can mark
+    from_clone = command_of(ROOT)
+    assert " -S -P -c " in from_clone and "PYTHONPATH" not in from_clone
+    assert footer_of(from_clone, tmp_path, log, "clone") == (expected, False)
+    installed = command_of(copied_tailer(site_packages))  # pip's copy, in a site-packages
+    assert footer_of(installed, tmp_path, log, "installed") == (expected, False)
+    # The venv rebuilt: the recorded folder holds no tailer, site finds one as without -S.
+    moved = command_of(copied_tailer(tmp_path / "old-venv"))
+    shutil.rmtree(tmp_path / "old-venv")
+    assert footer_of(moved, tmp_path, log, "moved") == (expected, True)
+
+
+def test_install_replaces_an_older_form_of_ours_and_uninstall_removes_one(tmp_path):
+    home = tmp_path / "copilot-home"
+    home.mkdir()
+    path = home / "settings.json"
+    old = OLD_FORM.format(root=shlex.quote(str(ROOT)), python=shlex.quote(sys.executable))
+    older = {"statusLine": {"command": f"{old} --width 90 --then 'echo mine'", "padding": 1}}
+    path.write_text(json.dumps(older))
+    assert "updated" in setting_command(home, "--install").stdout
+    after = json.loads(path.read_text())["statusLine"]
+    assert after == {"command": command_of(ROOT, "--width", "90", "--then", "echo mine"), "padding": 1}
+    assert "installed already" in setting_command(home, "--install").stdout
+    path.write_text(json.dumps(older))
+    setting_command(home, "--uninstall")
+    assert json.loads(path.read_text()) == {"statusLine": {"command": "echo mine", "padding": 1}}
 
 
 @pytest.mark.parametrize("content", [b"{not json", b"[1, 2]", b'{"statusLine": "x"}',

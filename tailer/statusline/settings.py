@@ -32,10 +32,21 @@ MAX_SETTINGS_BYTES = 1 << 20
 BACKUP_SUFFIX = ".hydrafusion-backup"
 SUBCOMMAND = "statusline"
 SCRIPT = "hydrafusion-tailer"
-# What the installed command runs: `-P -c` starts the tailer without `-m`'s runpy, and the
-# `hydrafusion-tailer` script pip writes imports `re`: each some 6 ms of every refresh
-# (bench/benchmark.py, measure_statusline). -P: never a `tailer` of the session's folder.
-LAUNCH = "import sys; from tailer.commands.launch import main; sys.exit(main())"
+LAUNCHER = "from tailer.commands.launch import main"
+
+
+def launch_code(root: str) -> str:
+    """What the installed command runs with `-S -P -c`: the tailer from `root`, the folder
+    that held it at --install. Without `-m`'s runpy, the script pip writes (it imports `re`)
+    and site (every .pth file of site-packages), each some 6 ms or more of every refresh
+    (bench/benchmark.py, measure_statusline); the tailer needs nothing site sets up. When
+    `root` no longer holds the tailer (a venv rebuilt), site finds it as it would have
+    without -S. `root` leads sys.path only while the tailer is found: a site-packages folder
+    ahead of the standard library could shadow it."""
+    return (f"import sys; sys.path.insert(0, {json.dumps(root)})\n"  # a Python literal, no ' for the shell
+            f"try: {LAUNCHER}\n"
+            f"except ImportError: import site; site.main(); {LAUNCHER}\n"
+            "del sys.path[0]; sys.exit(main())")
 
 
 class SettingsError(Exception):
@@ -48,23 +59,14 @@ def settings_path(environ: dict[str, str]) -> Path:
 
 
 def our_command(options: list[str]) -> str:
-    """The command the CLI is to run: this Python, started on LAUNCH, with the tailer's
-    folder on PYTHONPATH when this Python would not find it itself (a clone). The CLI runs
-    it through /bin/sh, as a command that is no file."""
+    """The command the CLI is to run: this Python, started on launch_code. The CLI runs it
+    through /bin/sh, as a command that is no file."""
+    return shlex.join(command_words(options))
+
+
+def command_words(options: list[str]) -> list[str]:
     root = str(Path(__file__).resolve().parents[2])
-    words = " ".join(shlex.quote(word) for word in [LAUNCH, SUBCOMMAND, *options])
-    installed = any(os.path.normcase(os.path.abspath(folder)) == os.path.normcase(root)
-                    for folder in _package_folders())
-    prefix = "" if installed else f"PYTHONPATH={shlex.quote(root)} "
-    return f"{prefix}{shlex.quote(sys.executable)} -P -c {words}"
-
-
-def _package_folders() -> list[str]:
-    import site
-
-    folders = list(site.getsitepackages()) if hasattr(site, "getsitepackages") else []
-    user = site.getusersitepackages() if hasattr(site, "getusersitepackages") else None
-    return folders + ([user] if isinstance(user, str) else [])
+    return [sys.executable, "-S", "-P", "-c", launch_code(root), SUBCOMMAND, *options]
 
 
 def is_ours(command: object) -> bool:
@@ -76,10 +78,26 @@ def is_ours(command: object) -> bool:
         words = shlex.split(command)
     except ValueError:
         return False
-    return any(word == SUBCOMMAND and (words[index - 1] == LAUNCH
+    return any(word == SUBCOMMAND and (_launches(words[index - 1])
                                        or os.path.basename(words[index - 1]) == SCRIPT
                                        or words[index - 2:index] == ["-m", "tailer"])
                for index, word in enumerate(words) if index)
+
+
+def _launches(code: str) -> bool:
+    """Whether `-c` code is one our_command wrote: this version's, or an older one."""
+    return code.startswith("import sys") and LAUNCHER in code
+
+
+def _older_form(command: str) -> list[str] | None:
+    """The options of a command an older version's our_command wrote (another Python's,
+    another folder's, another shape), to write again as this one's; None for any other."""
+    words = shlex.split(command)
+    for index, word in enumerate(words):
+        if word == SUBCOMMAND and index and _launches(words[index - 1]):
+            options = words[index + 1:]
+            return None if our_command(options) == command else options
+    return None
 
 
 def install(path: Path, options: list[str]) -> str:
@@ -92,6 +110,11 @@ def install(path: Path, options: list[str]) -> str:
     if not isinstance(status_line, dict):
         raise SettingsError(f"{_shown(path)}: statusLine is not an object; nothing changed")
     existing = status_line.get("command")
+    if is_ours(existing) and (older := _older_form(existing)) is not None:
+        status_line["command"] = our_command(older)
+        _save(path, settings, original, mode)
+        return f"{_shown(path)}: HydraFusion status line updated to this version's command; " \
+               f"backup in {_shown(_backup(path))}"
     if is_ours(existing):
         return f"{_shown(path)}: the HydraFusion status line is installed already; nothing changed"
     if existing is not None and not (isinstance(existing, str) and existing.strip()):
