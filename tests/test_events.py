@@ -619,7 +619,7 @@ def test_reading_without_the_bulk_gives_what_reading_whole_gives(members, event_
     raw = line(event_type, data)
     lean = parse_line(raw)
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(line_json, "_WHOLE_BELOW", len(raw) + 1)
+        patch.setattr(line_json, "WHOLE_BELOW", len(raw) + 1)
         assert parse_line(raw) == lean
 
 

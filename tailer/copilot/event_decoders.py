@@ -144,17 +144,17 @@ def _route_failed(time_ns: int, attempt_id: str, data: dict) -> RouteFailed:
 
 
 # What a model call's figures may be; past these a record is damaged, not a call.
-_MAX_CALL_TOKENS = 100_000_000
-_MAX_CALL_MS = 7 * 86_400_000.0
+MAX_CALL_TOKENS = 100_000_000
+MAX_CALL_MS = 7 * 86_400_000.0
 # (field of `usage`, its limit, whether it must be there, whether it counts tokens)
 _CALL_FIGURES = (
-    ("inputTokens", _MAX_CALL_TOKENS, True, True),
-    ("outputTokens", _MAX_CALL_TOKENS, True, True),
-    ("cacheReadTokens", _MAX_CALL_TOKENS, False, True),
-    ("cacheWriteTokens", _MAX_CALL_TOKENS, False, True),
-    ("duration", _MAX_CALL_MS, True, False),
+    ("inputTokens", MAX_CALL_TOKENS, True, True),
+    ("outputTokens", MAX_CALL_TOKENS, True, True),
+    ("cacheReadTokens", MAX_CALL_TOKENS, False, True),
+    ("cacheWriteTokens", MAX_CALL_TOKENS, False, True),
+    ("duration", MAX_CALL_MS, True, False),
 )
-_MAX_TOOL_REQUESTS = 64
+MAX_TOOL_REQUESTS = 64
 _MAX_MODELS = 64
 _DAMAGED_CALL = Malformed("damaged_usage_record")
 
@@ -197,7 +197,7 @@ def _model_call(time_ns: int, key: None, data: dict) -> ModelCall | Malformed:
         return _DAMAGED_CALL
     input_tokens, output_tokens, cache_read, cache_write, duration = figures
     nano_aiu = _call_nano_aiu(usage.get("copilotUsage"))
-    if usage.get("aiCreditsStatus") in _CREDITS_NOT_GIVEN:
+    if usage.get("aiCreditsStatus") in CREDITS_NOT_GIVEN:
         nano_aiu = None
     provider = usage.get("provider")
     (provider,), more = (read_codes(provider, _CALL_PROVIDER_ID) if isinstance(provider, dict)
@@ -212,7 +212,7 @@ def _model_call(time_ns: int, key: None, data: dict) -> ModelCall | Malformed:
         refused += more + words
     call_usage = Usage(1, int(input_tokens), int(output_tokens), int(cache_read),
                        int(cache_write), nano_aiu or 0)
-    time_to_first_token_ms = _call_figure(usage.get("timeToFirstTokenMs"), _MAX_CALL_MS)
+    time_to_first_token_ms = _call_figure(usage.get("timeToFirstTokenMs"), MAX_CALL_MS)
     tool_requests = _tool_requests(usage.get("toolCounts"))
     if tool_requests:
         named = names_only(tool_requests, _TOOL_KIND)
@@ -234,7 +234,7 @@ _TOOL_KIND = dict(CODE_FIELDS[ModelCall])["tool_requests"]
 # The `aiCreditsStatus` of a call whose credits the CLI does not know: "Missing billing is
 # unavailable, not a zero charge" (its schema). `partial` is a subtotal, of no one call.
 # Any other word (`complete`, one to come) leaves the figure, if there is one, as it is.
-_CREDITS_NOT_GIVEN = ("unavailable", "partial")
+CREDITS_NOT_GIVEN = ("unavailable", "partial")
 
 
 def _call_nano_aiu(copilot_usage: object) -> int | None:
@@ -267,8 +267,8 @@ def _tool_requests(counts: object) -> tuple[str, ...]:
     for name, count in counts.items():
         name = read_text(name)
         if name is not None:
-            names += [name] * min(read_count(count), _MAX_TOOL_REQUESTS)
-    return tuple(sorted(names)[:_MAX_TOOL_REQUESTS])
+            names += [name] * min(read_count(count), MAX_TOOL_REQUESTS)
+    return tuple(sorted(names)[:MAX_TOOL_REQUESTS])
 
 
 # The records of the lines a log holds most of (a model call, a tool's start and end) are

@@ -43,7 +43,7 @@ def loads(line: bytes) -> object:
 # member after the bulk. Any doubt (no bulky member near the start, nothing that joins)
 # and the line is parsed whole: slower, never wrong.
 
-_WHOLE_BELOW = 4096  # shorter lines are parsed whole: cheaper than cutting them
+WHOLE_BELOW = 4096  # shorter lines are parsed whole: cheaper than cutting them
 _HEAD_BYTES = 4096  # where the bulky member's key is looked for
 _TAIL_BYTES = 16384  # where the members after the bulk are looked for
 _TAIL_TRIES = 8
@@ -57,7 +57,7 @@ _ALL_DATA_BULK = {b"user.message": b'{"type":"user.message","data":{'}
 
 def loads_without_bulk(line: bytes, event_type: bytes) -> object | None:
     """The line's JSON value without its bulky member, or None: parse the line whole."""
-    if len(line) < _WHOLE_BELOW:
+    if len(line) < WHOLE_BELOW:
         return None
     cut = _bulk_start(line, event_type)
     if cut is None:

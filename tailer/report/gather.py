@@ -127,7 +127,17 @@ class Reading:
 
 
 def read_log(job: Job, reading: Reading | None = None) -> LogRead:
-    """Read one log to its end, in a worker or in this process, looked at by `reading`."""
+    """Read one log to its end, in a worker or in this process, looked at by `reading`.
+
+    With the cycle collector paused (lasting_objects): reading makes objects by the million
+    and frees them as its turns end, with no cycle among them, and what it keeps, the rows,
+    lasts as long as the report (the collector's walks were some 2% of a cold report's CPU
+    time, the peak memory the same without them)."""
+    with lasting_objects():
+        return _read_log(job, reading)
+
+
+def _read_log(job: Job, reading: Reading | None) -> LogRead:
     reader = SessionReader()
     if reading is not None:
         reading.reads(reader, job.session_id)
@@ -139,7 +149,7 @@ def read_log(job: Job, reading: Reading | None = None) -> LogRead:
             state = None  # not shaped as saved: read the log from its start
     turns = [turn_data(turn) for turn in reader.read(job.session_id, job.path)]
     if state is not None and reader.rewritten(job.session_id):
-        return read_log(replace(job, state=None), reading)
+        return _read_log(replace(job, state=None), reading)
     read_state = reader.state(job.session_id)
     saved = json.dumps(read_state, separators=(",", ":")).encode("ascii")
     open_turns = [turn_data(turn) for turn in reader.finish(job.session_id)]

@@ -606,8 +606,12 @@ class SessionTurns:
 
     def feed(self, event: Event) -> list[Turn]:
         """Take one record; return the turns it finished (often none)."""
-        if isinstance(event, (ModelCall, ToolStarted, ToolCompleted)):
-            return self._detail(event)
+        if isinstance(event, ModelCall):
+            self.call(event)
+            return []
+        if isinstance(event, (ToolStarted, ToolCompleted)):
+            self.tool(event)
+            return []
         if isinstance(event, SessionTotals):
             finished = self.finish_open() if isinstance(event, SessionEnded) else []
             self._reconcile(event)
@@ -651,18 +655,19 @@ class SessionTurns:
             return [self._finish(turn)]
         return []
 
-    def _detail(self, event: ModelCall | ToolStarted | ToolCompleted) -> list[Turn]:
-        """A model call or a tool event: most records of a log, so they skip feed's tests."""
-        if isinstance(event, ModelCall):
-            self._account(event.model, event.usage, event.credits_known)
-            turn = self._owner(event)
-            if turn is not None:
-                turn.calls.append(event)
-        else:
-            turn = self._owner(event)
-            if turn is not None:
-                turn.tool_events.append(event)
-        return []
+    def call(self, call: ModelCall) -> None:
+        """Take a model call, which finishes no turn: with `tool`, what most records of a log
+        are, taken without feed's tests (SessionLog.read's short way)."""
+        self._account(call.model, call.usage, call.credits_known)
+        turn = self._owner(call)
+        if turn is not None:
+            turn.calls.append(call)
+
+    def tool(self, event: ToolStarted | ToolCompleted) -> None:
+        """Take a tool's start or end, which finishes no turn (see `call`)."""
+        turn = self._owner(event)
+        if turn is not None:
+            turn.tool_events.append(event)
 
     def finish_where(self, over: Callable[[Turn], bool]) -> list[Turn]:
         """Finish the open turns `over` says have ended, as they stand."""

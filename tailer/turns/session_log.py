@@ -25,6 +25,7 @@ from collections import Counter, namedtuple
 
 from ..copilot import event_records, event_types, events
 from . import session_state
+from ..copilot.call_lines import call_record
 from ..copilot.lines import Line, LineReader, Position
 from ..copilot.problems import log_problem
 from .assembly import IDLE_TIMEOUT_S, SessionTurns, Turn
@@ -117,31 +118,38 @@ class SessionLog:
         every record of every log goes through: kept to what must run per line.
         """
         self.error = None
-        reader, feed, every_line = self.reader, self.turns.feed, self.reader.wanted is None
+        reader, turns, every_line = self.reader, self.turns, self.reader.wanted is None
+        take_call, take_tool = turns.call, turns.tool
         malformed, unknown = event_records.Malformed, event_records.UnknownFusionEvent
+        model_call = event_records.ModelCall
         generation = reader.generation
         try:
             for line in reader.read():
                 if reader.generation != generation:
                     generation = reader.generation
-                    self.turns.forget_open()
+                    turns.forget_open()
+                finished = _NONE
                 try:
-                    record = judge(line)
+                    # Most records are model calls and tool events: read the short way, and
+                    # taken by the turns without feed's tests. judge reads any other line.
+                    record = None if line.oversized else call_record(line.data)
                     if record is None:
-                        if every_line:
-                            yield Read(line, None, _NONE)
-                        continue
-                    finished = _NONE
-                    kind = type(record)
-                    if kind is malformed:
-                        self.damage[record.reason] += 1
-                    elif kind is not unknown:
-                        finished = feed(record) or _NONE
+                        record = judge(line)
+                        kind = type(record)
+                        if kind is malformed:
+                            self.damage[record.reason] += 1
+                        elif record is not None and kind is not unknown:
+                            finished = turns.feed(record) or _NONE
+                    elif record.__class__ is model_call:
+                        take_call(record)
+                    else:
+                        take_tool(record)
                 except Exception as error:  # a bug must cost one line, not the command
                     self.damage[INTERNAL_ERROR] += 1
                     yield Read(line, malformed(INTERNAL_ERROR), _NONE, type(error).__name__)
                     continue
-                yield _new_read(Read, (line, record, finished, None))
+                if record is not None or every_line:
+                    yield _new_read(Read, (line, record, finished, None))
         except FileNotFoundError:
             pass  # gone: the session ends
         except OSError as error:  # unreadable, or not a regular file
