@@ -36,12 +36,15 @@ def loads(line: bytes) -> object:
 # A tool's output or arguments and a prompt's text can run to megabytes, and decoding them
 # (unescaping every quote and newline) is most of what a full json.loads of such a line
 # costs. The parser never reads them, so it cuts them out first: the line is parsed as its
-# head (everything before the bulky member) joined to its tail (the members after it). No
-# JSON string can hold the bytes `,"` (a quote inside a string is escaped), so every `,"`
-# is a boundary between members at some depth; the first one in the last _TAIL_BYTES that
-# makes the joined text a valid object is the boundary at the bulk's own depth, the first
-# member after the bulk. Any doubt (no bulky member near the start, nothing that joins)
-# and the line is parsed whole: slower, never wrong.
+# head (everything before the bulky member) joined to its tail (the members after it). A
+# `,"` is either a boundary between members at some depth or, inside a string, its last
+# comma and its closing quote (any other quote in a string is escaped). A cut inside a
+# string turns every later string inside out, so the keys after the bulk (`"id"`,
+# `"timestamp"`) stand outside any string and the joined text never parses; a cut at a
+# boundary deeper in the bulk leaves braces that do not balance. So the first `,"` in the
+# last _TAIL_BYTES that makes the joined text a valid object is the boundary at the bulk's
+# own depth, the first member after the bulk. Any doubt (no bulky member near the start,
+# nothing that joins) and the line is parsed whole: slower, never wrong.
 
 WHOLE_BELOW = 4096  # shorter lines are parsed whole: cheaper than cutting them
 _HEAD_BYTES = 4096  # where the bulky member's key is looked for
