@@ -31,7 +31,7 @@ def render_table(snap: Snapshot, *, width: int = 100, color: bool = False,
     paint = _painter(color)
     sections = _sections(snap, width, paint)
     shown = snap.turns if turns is None else snap.turns[len(snap.turns) - turns:] if turns else []
-    cells = [tuple(cell(turn) for _, cell, _ in TURN_COLUMNS) for turn in shown]  # made once
+    cells = list(zip(*(map(cell, shown) for _, cell, _ in TURN_COLUMNS)))  # made once, a loop in C a column
     columns = _turn_columns(cells, width)  # of every turn shown, so the widths never jump
     # Each turn takes a line or more: on a screen of `height` lines, the newest `height`
     # turns are the most that can be drawn (a watch over 10,000 turns draws some 30).
