@@ -308,7 +308,7 @@ def test_the_worth_figures_are_made_only_for_a_screen_that_shows_them(tmp_path, 
     now = datetime.now(timezone.utc)
     full = figures.snapshot(live.turns, now=now, tz=live.zone, sessions=live.sessions,
                             skipped=live.reader.skipped(), checks=live.checks(), groupings=("day",))
-    assert full.worth.by_pattern
+    assert full.worth.by_pattern and full.router  # the router's table follows the worth's
     made = []
     monkeypatch.setattr(worth, "figures", lambda *a, **k: made.append(1) or full.worth)
     drawn = set()

@@ -34,7 +34,7 @@ from ..printable import printable
 from ..saved_state import parsed
 from ..wording import counted
 from . import cache, gather
-from .figures import Check, Snapshot, TurnRow, check_figures, snapshot, turn_row, worth_of
+from .figures import Check, Snapshot, TurnRow, add_worth, check_figures, snapshot, turn_row
 from .now import InFlightRow, in_flight_row, render_now
 from .read import Selection, SessionReader
 from .table import (WORTH_SECTION, call_models, credits_text, kept_sections, leg_label, painter,
@@ -209,7 +209,7 @@ def table(live: LiveTurns, answered: list[TurnRow], filters: dict[str, str], *, 
                     filters=filters, checks=live.checks(), groupings=("day",), worth=False)
     height = max(rows - 4, 1)
     if shows_worth(snap, width=columns, height=height):  # a screen tall enough for them
-        snap.worth = worth_of(snap, ("day",))
+        add_worth(snap, ("day",))
     return render_table(snap, width=columns, color=color, height=height)
 
 
