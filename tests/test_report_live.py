@@ -295,7 +295,8 @@ def test_an_idle_watch_makes_its_table_once(tmp_path, monkeypatch):
 
 def test_the_worth_figures_are_made_only_for_a_screen_that_shows_them(tmp_path, monkeypatch):
     """The table's summary gives way to the newest turns on a short screen, the worth figures
-    among the first to go: the watch makes them only where they are drawn (over 10,000
+    among the first to go: the watch makes them (and the patterns', the router's) only where
+    they may be drawn (over 10,000
     sessions they were a tenth of its first drawing), and draws what a snapshot with them
     draws, at every height."""
     from tailer.report import figures, worth
@@ -308,17 +309,21 @@ def test_the_worth_figures_are_made_only_for_a_screen_that_shows_them(tmp_path, 
     now = datetime.now(timezone.utc)
     full = figures.snapshot(live.turns, now=now, tz=live.zone, sessions=live.sessions,
                             skipped=live.reader.skipped(), checks=live.checks(), groupings=("day",))
-    assert full.worth.by_pattern
-    made = []
+    assert full.worth.by_pattern and full.router and full.by_pattern  # the router follows the worth
+    made, patterns = [], []
     monkeypatch.setattr(worth, "figures", lambda *a, **k: made.append(1) or full.worth)
-    drawn = set()
+    monkeypatch.setattr(figures, "by_pattern", lambda *a: patterns.append(1) or full.by_pattern)
+    drawn, patterns_drawn = set(), set()
     for rows in range(5, 120):
         made.clear()
+        patterns.clear()
         text = report_live.table(live, [], {}, now=now, columns=100, rows=rows, color=False)
         assert text == render_table(full, width=100, color=False, height=rows - 4)
         drawn.add(("WORTH IT" in text, bool(made)))
+        patterns_drawn.add(("BY PATTERN" in text, bool(patterns)))
     # Not made on a short screen; made where drawn (and where they might just have fitted).
     assert {(False, False), (True, True)} <= drawn and (True, False) not in drawn
+    assert {(False, False), (True, True)} <= patterns_drawn and (True, False) not in patterns_drawn
     live.close()
 
 

@@ -34,10 +34,10 @@ from ..printable import printable
 from ..saved_state import parsed
 from ..wording import counted
 from . import cache, gather
-from .figures import Check, Snapshot, TurnRow, check_figures, snapshot, turn_row, worth_of
+from .figures import Check, Snapshot, TurnRow, add_patterns, add_worth, check_figures, snapshot, turn_row
 from .now import InFlightRow, in_flight_row, render_now
 from .read import Selection, SessionReader
-from .table import (WORTH_SECTION, call_models, credits_text, kept_sections, leg_label, painter,
+from .table import (PATTERN_SECTION, WORTH_SECTION, call_models, credits_text, kept_sections, leg_label, painter,
                     render_table, summary_sections)
 from .wrap import cut, flow
 from ..turns.assembly import IDLE_TIMEOUT_S, Turn
@@ -78,6 +78,7 @@ class LiveTurns:
         self._first = True
         self._resume: dict[str, bytes] = {}  # session id -> its cached state's JSON, until it changes
         self._answered: list[TurnRow] | None = None  # until a pass reads or finishes something
+        self._cache_read: gather.Refreshed | None = None  # the first pass's, until the second
 
     @property
     def sessions(self) -> int:
@@ -108,6 +109,9 @@ class LiveTurns:
 
     def poll(self, timeout: float) -> None:
         """Wait up to `timeout` seconds for a log to change, and read what changed."""
+        # Let go only now, its frame drawn: freeing the lists of 10,000 sessions' entries
+        # was some 25 ms of the first drawing.
+        self._cache_read = None
         changes = self.watcher.changes(timeout)
         if self._first or changes:
             self._answered = None
@@ -143,6 +147,7 @@ class LiveTurns:
         wanted = {session_id for session_id in logs if self.selection.wants_session(session_id)}
         refreshed, self.cache_problem = gather.through_cache(self.cache_path, logs, wanted,
                                                              workers=self.workers, looked=looked)
+        self._cache_read = refreshed
         self.reader.problems.update(refreshed.problems)
         with gather.lasting_objects():  # the rows live as long as the watch
             for session_id in sorted(wanted & refreshed.entries.keys()):
@@ -203,18 +208,21 @@ def table(live: LiveTurns, answered: list[TurnRow], filters: dict[str, str], *, 
     snap = snapshot(live.turns + answered, now=now, tz=live.zone, sessions=live.sessions, skipped=live.reader.skipped(),
                     filters=filters, checks=live.checks(), groupings=("day",), worth=False)
     height = max(rows - 4, 1)
-    if shows_worth(snap, width=columns, height=height):  # a screen tall enough for them
-        snap.worth = worth_of(snap, ("day",))
+    # A section's figures are made only where the screen may show it, the patterns' first.
+    if may_show(snap, PATTERN_SECTION, width=columns, height=height):
+        add_patterns(snap)
+        if may_show(snap, WORTH_SECTION, width=columns, height=height):
+            add_worth(snap, ("day",))
     return render_table(snap, width=columns, color=color, height=height)
 
 
-def shows_worth(snap: Snapshot, *, width: int, height: int) -> bool:
-    """Whether render_table(snap, height=height) has room for the worth figures, for a
-    snapshot made without them (figures.snapshot's `worth`): not when the sections before
-    theirs already fill the room the table keeps for its summary (table.kept_sections), as
-    on all but a tall screen."""
-    before = summary_sections(snap, width, painter(False))[:WORTH_SECTION]
-    return len(kept_sections(before, height)) == WORTH_SECTION
+def may_show(snap: Snapshot, section: int, *, width: int, height: int) -> bool:
+    """Whether render_table(snap, height=height) may have room for the summary's `section`
+    (table.PATTERN_SECTION, WORTH_SECTION), for a snapshot made without its figures
+    (figures.snapshot's `worth`): not when the sections before it already fill the room
+    the table keeps for its summary (table.kept_sections), as on all but a tall screen."""
+    before = summary_sections(snap, width, painter(False))[:section]
+    return len(kept_sections(before, height)) == section
 
 
 def table_key(live: LiveTurns, answered: list[TurnRow], size: os.terminal_size,

@@ -31,7 +31,7 @@ def render_table(snap: Snapshot, *, width: int = 100, color: bool = False,
     paint = _painter(color)
     sections = _sections(snap, width, paint)
     shown = snap.turns if turns is None else snap.turns[len(snap.turns) - turns:] if turns else []
-    cells = [tuple(cell(turn) for _, cell, _ in TURN_COLUMNS) for turn in shown]  # made once
+    cells = list(zip(*(map(cell, shown) for _, cell, _ in TURN_COLUMNS)))  # made once, a loop in C a column
     columns = _turn_columns(cells, width)  # of every turn shown, so the widths never jump
     # Each turn takes a line or more: on a screen of `height` lines, the newest `height`
     # turns are the most that can be drawn (a watch over 10,000 turns draws some 30).
@@ -119,7 +119,7 @@ def _sections(snap: Snapshot, width: int, paint) -> list[list[str]]:
         ]) + _paragraph(_checks(snap, width, paint) + _ledger(snap, width, paint)),
         _table(width, paint, ["BY MODEL, all use"] + spend_headers, _model_rows(snap),
                left_out_first=SPEND_LEFT_OUT_FIRST),
-        _table(width, paint, ["BY PATTERN, HydraFusion", "turns", "credits", "median", "range"], [
+        _table(width, paint, ["BY PATTERN, HydraFusion", "turns", "credits", "median", "range"], [  # PATTERN_SECTION
             [p.pattern, p.turns, _credits(p.credits, p.unknown_credit_calls),
              _credits(p.median_credits),
              "-" if p.min_credits is None else f"{_credits(p.min_credits)} - {_credits(p.max_credits)}"]
@@ -695,5 +695,5 @@ def key_kept(by: str) -> int:
 # -- What the --by table (groups_table.py) and --watch (live.py) lay out with ----------------
 
 table_lines, title_lines, painter, summary_sections = _table, _title_lines, _painter, _sections
-WORTH_SECTION = 5  # worth_section's place in _sections: live.shows_worth asks if it is kept
+PATTERN_SECTION, WORTH_SECTION = 3, 5  # places in _sections: live.may_show asks if each is kept
 percent_cell, worth_groups, credits_text = _percent, _worth_groups, _credits
