@@ -24,6 +24,7 @@ from sessiongen import START, SessionWriter
 from tailer.copilot import event_types, events
 from tailer.report import live as report_live
 from tailer.report.live import CLEAR_BELOW, CURSOR_HOME, LiveTurns, watch
+from tailer.turns import session_log
 from tailer.turns.assembly import IDLE_TIMEOUT_S
 from tailer.report.read import Selection
 from tailer.copilot.watch import SessionWatcher
@@ -93,9 +94,17 @@ def test_watch_redraws_in_place_as_turns_arrive(tmp_path):
 def test_only_what_is_new_is_read(tmp_path, monkeypatch):
     session = Session(tmp_path)
     session.add(5)
-    parsed = []
-    parse_line = events.parse_line
+    parsed = []  # each line read: by parse_line, or the short way of a model call or tool
+    parse_line, call_record = events.parse_line, session_log.call_record
     monkeypatch.setattr(events, "parse_line", lambda line: parsed.append(line) or parse_line(line))
+
+    def read_the_short_way(line):
+        record = call_record(line)
+        if record is not None:
+            parsed.append(line)
+        return record
+
+    monkeypatch.setattr(session_log, "call_record", read_the_short_way)
     live = LiveTurns(tmp_path, Selection(), watcher=SessionWatcher(tmp_path, use_inotify=False))
     live.poll(0)
     assert len(live.turns) == 5
