@@ -10,6 +10,7 @@ from pathlib import Path
 from hypothesis import given, settings, strategies as st
 
 from sessiongen import START, every_pattern, whole_session
+from test_events import json_slots
 from tailer.copilot import call_lines
 from tailer.copilot.call_lines import call_record
 from tailer.copilot.event_types import TOOL_COMPLETED, TOOL_STARTED, USAGE_RECORD, leading_type
@@ -156,16 +157,6 @@ _ANY = st.recursive(
     max_leaves=5)
 _TIMES = st.sampled_from(["2026-10-01 00:01:04", "2026-10-01T00:01:04+02:00", "1999-12-31T23:59:59Z",
                           "2200-01-01T00:00:00Z", "2026-02-30T00:00:00Z", "x", 5, None])
-
-
-def json_slots(node) -> list[tuple]:
-    """(container, key or index) of every value inside a JSON value, at any depth."""
-    items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
-    found = []
-    for key, child in items:
-        found.append((node, key))
-        found += json_slots(child)
-    return found
 
 
 # Where each type keeps what it is read for, with the values that matter there: most
