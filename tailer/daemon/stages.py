@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 from .. import __version__, saved_state
@@ -32,6 +31,7 @@ from ..outputs.outbox import MAX_PENDING_SPANS, Outbox, traces_from_state
 from ..outputs.policy_versions import PolicyVersions, policy_versions_from_state
 from ..outputs.prompt_links import PromptLinks
 from ..outputs.remote_write import RemoteWriter
+from ..records import record
 
 TYPE_CHECKING = False  # a type checker takes it as True; the annotations are never evaluated
 if TYPE_CHECKING:
@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 EXPORT_BATCH_DELAY_S = 0.2
 
 
-@dataclass(frozen=True)
+@record(frozen=True)  # not @dataclass, as Config is: each one made costs every start-up
 class Saved:
     """A checkpoint's parts, each checked by the component that saved it."""
 
@@ -78,7 +78,7 @@ def load_saved(path: Path) -> Saved | None:
     return checkpoint.load(path, Saved.from_state)
 
 
-@dataclass
+@record
 class Stages:
     """What one run of the daemon is made of; None where the Config asks for no such stage."""
 
