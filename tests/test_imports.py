@@ -64,6 +64,9 @@ def test_a_run_with_every_export_off_imports_no_network(tmp_path):
     assert "tailer.outputs.otlp" in names  # the exporters' modules are loaded: the check can fail
     assert of(names, (*NETWORK, "http", "email", "tailer.outputs.http_client",
                       "tailer.outputs.metrics_server")) == set()
+    # Nor uuid nor platform: the instance id and the build's Python version are made
+    # without them (tailer/outputs/identity.py, metrics.py).
+    assert of(names, ("uuid", "platform")) == set()
 
 
 @pytest.mark.parametrize("args", [
