@@ -13,9 +13,11 @@ import json
 import os
 import threading
 import tracemalloc
+import uuid
 from pathlib import Path
 
 import pytest
+from hypothesis import given, strategies as st
 
 from exposition_helpers import saved_series
 from sessiongen import START, SessionWriter
@@ -29,7 +31,7 @@ from tailer.daemon.checkpoint import CheckpointError, load, save
 from tailer.turns.sessions import Tailer
 from tailer.outputs.exposition import Registry
 from tailer.outputs.history import History
-from tailer.outputs.identity import Identity
+from tailer.outputs.identity import Identity, random_uuid
 from tailer.outputs.metrics import Metrics
 from tailer.outputs.outbox import traces_to_state
 from tailer.outputs.spans import turn_spans
@@ -365,3 +367,8 @@ def test_a_version_3_checkpoint_loads_with_its_calls_credits_unknown(tmp_path, s
         assert context.run_unpriced == set(context.run or ())
         assert context.log_unpriced == set(context.log or ())
         assert context.log
+
+
+@given(st.binary(min_size=16, max_size=16))
+def test_the_instance_id_is_written_as_uuid_writes_a_random_one(random):
+    assert random_uuid(random) == str(uuid.UUID(bytes=random, version=4))

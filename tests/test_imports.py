@@ -54,6 +54,21 @@ def test_the_daemons_commands_import_no_report(tmp_path, args):
     assert "tailer.daemon.checkpoint" in names  # its default checkpoint path is in the help
 
 
+def test_a_run_with_every_export_off_imports_no_network(tmp_path):
+    """The first start's backfill (`run --once --from-start`, bench/reading.py's) serves,
+    pushes and exports nothing: http.client, ssl and http.server are imported by the
+    exporters and the server only when the options ask for them."""
+    names = imported(tmp_path, "run", "--once", "--from-start", "--state-dir", FIXTURES,
+                     "--metrics-address", "none", "--otlp-endpoint", "none",
+                     "--checkpoint", str(tmp_path / "checkpoint.json"))
+    assert "tailer.outputs.otlp" in names  # the exporters' modules are loaded: the check can fail
+    assert of(names, (*NETWORK, "http", "email", "tailer.outputs.http_client",
+                      "tailer.outputs.metrics_server")) == set()
+    # Nor uuid nor platform: the instance id and the build's Python version are made
+    # without them (tailer/outputs/identity.py, metrics.py).
+    assert of(names, ("uuid", "platform")) == set()
+
+
 @pytest.mark.parametrize("args", [
     ("report", "--help"),
     ("report", "--state-dir", FIXTURES, "--format", "json"),

@@ -1,5 +1,7 @@
 """The turn metrics on plain data: what one finished turn adds to which series."""
 
+import platform
+
 import pytest
 from hypothesis import given, settings, strategies as st
 
@@ -8,7 +10,7 @@ from exposition_helpers import samples, saved_series
 from sessiongen import START, SessionWriter
 from tailer.outputs.exposition import Registry
 from tailer.outputs.logs import turn_line
-from tailer.outputs.metrics import Metrics
+from tailer.outputs.metrics import Metrics, python_version
 from tailer.outputs.spans import turn_spans
 from tailer.records import replace
 from tailer.turns.assembly import Turn
@@ -234,3 +236,7 @@ def test_a_finished_turns_kept_leg_calls_give_what_finding_them_afresh_gives(kin
         assert metrics.turn_changes(turn) == metrics.turn_changes(afresh)
         assert turn_line(turn) == turn_line(afresh)
         assert turn_spans(turn) == turn_spans(afresh)
+
+
+def test_the_builds_python_version_is_platforms():
+    assert python_version() == platform.python_version()

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 from .. import __version__, saved_state
@@ -26,19 +25,23 @@ from .fanout import TurnFanout
 from ..outputs.history import History, history_from_state
 from ..outputs.identity import Identity, identity_from_state
 from ..outputs.metrics import LABEL_VALUE_LIMITS, Metrics
-from ..outputs.metrics_server import MetricsServer
 from ..outputs.otlp import OtlpExporter, Unit, tls_context
 from ..outputs.otlp_metrics import MetricsPusher, prometheus_labels
 from ..outputs.outbox import MAX_PENDING_SPANS, Outbox, traces_from_state
 from ..outputs.policy_versions import PolicyVersions, policy_versions_from_state
 from ..outputs.prompt_links import PromptLinks
 from ..outputs.remote_write import RemoteWriter
+from ..records import record
+
+TYPE_CHECKING = False  # a type checker takes it as True; the annotations are never evaluated
+if TYPE_CHECKING:
+    from ..outputs.metrics_server import MetricsServer
 
 # Short, so a span reaches the collector well within a second of its line being written.
 EXPORT_BATCH_DELAY_S = 0.2
 
 
-@dataclass(frozen=True)
+@record(frozen=True)  # not @dataclass, as Config is: each one made costs every start-up
 class Saved:
     """A checkpoint's parts, each checked by the component that saved it."""
 
@@ -75,7 +78,7 @@ def load_saved(path: Path) -> Saved | None:
     return checkpoint.load(path, Saved.from_state)
 
 
-@dataclass
+@record
 class Stages:
     """What one run of the daemon is made of; None where the Config asks for no such stage."""
 
@@ -106,6 +109,9 @@ def build(config: Config, saved: Saved | None, previous_run_ms: int, *,
         metrics.restore(saved.metrics)
     server = None
     if config.metrics_bind is not None:
+        # Here: http.server (and through it http.client and ssl) costs a run serving none.
+        from ..outputs.metrics_server import MetricsServer
+
         server = MetricsServer(*config.metrics_bind, registry)
         server.start()
     outbox = Outbox(_traces_exporter(config) if config.traces_url else None,

@@ -22,46 +22,16 @@ from __future__ import annotations
 
 import email.utils
 import http.client
-import re
 import socket
 import ssl
 import threading
 import time
 import urllib.parse
-from typing import NamedTuple
 
 from ..printable import printable
+from .http_answer import TEXT_LIMIT, Answer, one_line
 
 RESPONSE_READ_LIMIT = 64 * 1024
-TEXT_LIMIT = 200
-TOO_LARGE = 413  # a batch answered so is sent again in halves, by each sender
-# RFC 9110: a field name is a token; a value is visible ASCII, Latin-1 text, spaces and tabs.
-_FIELD_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
-_FIELD_VALUE = re.compile(r"[\t\x20-\x7e\x80-\xff]*")
-
-
-class Answer(NamedTuple):
-    """What became of one request. status is None when no whole answer came; problem then
-    says why, for a log line."""
-
-    status: int | None
-    body: bytes = b""
-    retry_after: float | None = None
-    problem: str = ""
-
-    @property
-    def delivered(self) -> bool:
-        return self.status is not None and 200 <= self.status < 300
-
-    @property
-    def unanswered(self) -> bool:
-        """No answer from the configured URL itself: none came whole, or it pointed elsewhere
-        (a redirect, never followed). Always a failure to try again."""
-        return self.status is None or 300 <= self.status < 400
-
-    def reason(self) -> str:
-        """Why this answer is not a delivery, as a log line may say it."""
-        return f"HTTP {self.status}" if self.status is not None and not self.problem else self.problem
 
 
 class Endpoint:
@@ -157,17 +127,6 @@ class Endpoint:
             return (f"the certificate of {self.url} is not trusted ({error.verify_message}): "
                     f"give the CA certificate that signed it in {self._certificate_setting}")
         return one_line(str(error) or type(error).__name__)
-
-
-def can_carry(name: str, value: str) -> bool:
-    """Whether a request can carry this header. http.client refuses any other, or cannot
-    encode it, and every post with it would fail as if the network had."""
-    return bool(_FIELD_NAME.fullmatch(name) and _FIELD_VALUE.fullmatch(value))
-
-
-def one_line(text: str, limit: int = TEXT_LIMIT) -> str:
-    """Text from a server or an error as one printable line of at most limit characters."""
-    return printable(" ".join(text.split()))[:limit]
 
 
 def parse_retry_after(value: str | None, now: float) -> float | None:

@@ -8,8 +8,8 @@ that a new instance began: the spans' and the pushed metrics' resource keep the 
 
 from __future__ import annotations
 
+import os
 import time
-import uuid
 
 from .. import saved_state
 
@@ -22,7 +22,7 @@ class Identity:
         """`saved`: `state()` of an earlier run, read back by `identity_from_state`."""
         saved = saved or {}
         self.is_new = not saved
-        self.instance_id = saved.get("instance_id") or str(uuid.uuid4())
+        self.instance_id = saved.get("instance_id") or random_uuid(os.urandom(16))
         self.start_ns = int(saved.get("start_ns") or time.time_ns())
 
     def state(self) -> dict:
@@ -31,6 +31,17 @@ class Identity:
     def resource(self, resource: dict[str, str]) -> dict[str, str]:
         """resource with this id unless it names an instance itself."""
         return {"service.instance.id": self.instance_id, **resource}
+
+
+def random_uuid(random: bytes) -> str:
+    """A version 4 UUID of 16 random bytes, as str(uuid.uuid4()) writes one. Not uuid
+    itself: with platform, which it imports, some 3% of every daemon start-up
+    (docs/PERFORMANCE.md)."""
+    value = int.from_bytes(random, "big")
+    value = value & ~(0xC000 << 48) | 0x8000 << 48  # RFC 4122's variant
+    value = value & ~(0xF000 << 64) | 4 << 76  # version 4: random
+    text = f"{value:032x}"
+    return f"{text[:8]}-{text[8:12]}-{text[12:16]}-{text[16:20]}-{text[20:]}"
 
 
 def identity_from_state(data: object) -> dict | None:

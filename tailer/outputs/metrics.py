@@ -21,7 +21,7 @@ figures there are its turn's (the rollup's), an ordinary prompt's the sum of its
 
 from __future__ import annotations
 
-import platform
+import sys
 import time
 from collections import Counter
 
@@ -66,6 +66,12 @@ def _known_credits(family, labels: tuple, nano_aiu: int, unknown: int) -> list[t
     """The change that adds known credits: none when `unknown` calls leave nothing known, so
     no series says 0 where the credits are unknown."""
     return [] if unknown and not nano_aiu else [(family, labels, nano_aiu / 1e9)]
+
+
+def python_version() -> str:
+    """platform.python_version() without importing platform (start-up, as uuid in
+    tailer/outputs/identity.py): the version that opens sys.version, as it reads it."""
+    return sys.version.split(None, 1)[0]
 
 
 class TurnFamilies:
@@ -417,7 +423,7 @@ class HealthFamilies:
         )
         gauge(
             "hydrafusion_tailer_build_info", "The tailer's version.", ("version", "python"),
-        ).set({"version": __version__, "python": platform.python_version()}, 1)
+        ).set({"version": __version__, "python": python_version()}, 1)
 
     def show_in_flight(self, turns: list[Turn]) -> None:
         """The turns open now: set each pass, so one finished (or finished incomplete when

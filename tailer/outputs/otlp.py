@@ -13,19 +13,23 @@ Nothing logged here ever contains span content: messages carry counts, HTTP stat
 the collector's own error text.
 """
 
+from __future__ import annotations
+
 import collections
 import gzip
 import json
 import logging
 import math
 import random
-import ssl
 import threading
 import time
 import urllib.parse
-from typing import Callable, NamedTuple
+from typing import TYPE_CHECKING, Callable, NamedTuple
 
-from .http_client import TOO_LARGE, Answer, Endpoint, can_carry, one_line
+from .http_answer import TOO_LARGE, Answer, can_carry, one_line
+
+if TYPE_CHECKING:
+    import ssl
 
 log = logging.getLogger("tailer.otlp")
 
@@ -177,6 +181,8 @@ def tls_context(cafile: str | None) -> ssl.SSLContext | None:
     Raises ValueError when the file cannot be read as PEM certificates."""
     if not cafile:
         return None
+    import ssl  # here, as http_client's imports: a run with every export off never pays for TLS
+
     try:
         return ssl.create_default_context(cafile=cafile)
     except (OSError, ssl.SSLError) as error:
@@ -226,6 +232,8 @@ class OtlpExporter:
         `resource` and the tailer's scope (encode_request). `ssl_context`: for an https URL
         whose certificate a CA of its own signed (tls_context). `timeout`: the deadline of
         each request. `sleep` waits between attempts (by default a wait that close() ends)."""
+        from .http_client import Endpoint  # here: http.client and ssl cost every start-up otherwise
+
         self._endpoint = Endpoint(
             url, timeout=timeout, ssl_context=ssl_context,
             headers={**headers, "Content-Type": "application/json", "Content-Encoding": "gzip",

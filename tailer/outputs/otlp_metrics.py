@@ -22,12 +22,14 @@ from __future__ import annotations
 import gzip
 import json
 import logging
-import ssl
 import threading
 import time
+from typing import TYPE_CHECKING
 
-from .http_client import Endpoint
 from .otlp import error_text, retryable
+
+if TYPE_CHECKING:
+    import ssl
 
 log = logging.getLogger("tailer.otlp")
 
@@ -140,6 +142,8 @@ class MetricsPusher:
     def __init__(self, url: str, *, headers: dict[str, str], interval_s: float,
                  ssl_context: ssl.SSLContext | None = None, timeout: float = 10.0,
                  user_agent: str = "hydrafusion-tailer"):
+        from .http_client import Endpoint  # here, as in otlp.py: only a configured push pays for it
+
         self.url = url
         self.interval_s = interval_s
         self._endpoint = Endpoint(

@@ -19,7 +19,7 @@ from operator import itemgetter
 from typing import Iterable, Iterator, Sequence
 
 from .. import __version__
-from .http_client import TOO_LARGE, Endpoint, one_line
+from .http_answer import TOO_LARGE, one_line
 
 log = logging.getLogger("tailer")
 
@@ -139,6 +139,8 @@ class RemoteWriter:
                  headers: dict[str, str] | None = None, ssl_context=None):
         """headers: e.g. Authorization, or a tenant's X-Scope-OrgID for Mimir;
         ssl_context: for an https URL whose certificate a CA of its own signed."""
+        from .http_client import Endpoint  # here, as in otlp.py: only a configured history pays for it
+
         self.url = url
         self._endpoint = Endpoint(url, timeout=timeout, ssl_context=ssl_context, headers={
             **(headers or {}),
