@@ -34,7 +34,7 @@ from tmux import Terminal, needs_tmux
 pytestmark = [needs_tmux, pytest.mark.skipif(not sys.platform.startswith("linux"),
                                              reason="the workers are looked up in /proc")]
 
-BIG_TURNS, SMALL_TURNS, SMALL_LOGS = 4000, 60, 3  # some 60 MB: seconds of reading
+BIG_TURNS, SMALL_TURNS, SMALL_LOGS = 10_000, 60, 3  # some 160 MB: 3 s or more of reading (some 40 MB/s)
 LINE = re.compile(r"reading (\d+)/(\d+) sessions, ([\d.]+)/([\d.]+) MB")
 
 
