@@ -13,6 +13,7 @@ from pathlib import Path
 from sessiongen import ExpectedTurn, SessionWriter
 from tailerproc import ROOT, tailer_env
 
+from tailer.report.figures import TurnJson, TurnRow, compact_json
 from tailer.report.read import Selection, SessionReader
 
 MODELS = ("gpt-5.6-sol", "claude-sonnet-4.6", "gemini-3.1-pro", "mai-code-1.1-flash",
@@ -88,3 +89,24 @@ def wanted_turns(logs: dict[str, Path], selection: Selection, reader: SessionRea
     for session_id, path in sorted(logs.items()):
         yield from filter(selection.wants, reader.read(session_id, path))
         yield from filter(selection.wants, reader.finish_at_end(session_id, now))
+
+
+def turn_json(row: TurnRow, calls: list, tools: list) -> TurnJson:
+    """The row's TurnJson, its model calls and tools (CallRow and ToolRow, or dicts of their
+    fields) in the place of `printed`, written the general way: json.dumps of its fields,
+    which tests/test_turn_text.py holds tailer/report/turn_text.py's text to."""
+    fields = {}
+    for name in TurnRow.__match_args__:
+        if name == "worth":
+            continue
+        if name == "printed":
+            fields["model_calls"], fields["tools"] = calls, tools
+        else:
+            fields[name] = getattr(row, name)
+    names = list(fields)
+    at = names.index("start")
+    head = {name: fields[name] for name in names[:at]}
+    tail = {name: fields[name] for name in names[at + 1:]}
+    before = compact_json(head)[:-1] + ',"start":'
+    after = "," + compact_json(tail)[1:]
+    return TurnJson((before + after).encode("ascii"), len(before), len(tools))

@@ -44,7 +44,7 @@ from tailer.daemon.checkpoint import claim
 from tailer.copilot.files import session_logs
 from tailer.printable import printable
 from tailer.report.read import Selection, SessionReader
-from report_helpers import wanted_turns
+from report_helpers import turn_json, wanted_turns
 from tailerproc import ROOT, ctrl_c_quits, tailer_env
 from test_report_live import read_until
 
@@ -130,7 +130,7 @@ def hostile(value, name: str = "", keep: frozenset = frozenset()):
         row = records.replace(value, **{
             field.name: hostile(getattr(value, field.name), field.name, keep)
             for field in records.fields(value) if field.name != "printed"})
-        row.printed = figures.turn_json(row, hostile(value.model_calls, "", keep), hostile(value.tools, "", keep))
+        row.printed = turn_json(row, hostile(value.model_calls, "", keep), hostile(value.tools, "", keep))
         return row
     if records.is_record(value) and not isinstance(value, type):
         return records.replace(value, **{

@@ -14,9 +14,10 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from exposition_helpers import samples
+from report_helpers import turn_json
 from tailer.report.figures import (
     GROUP_KEYS, GROUPINGS, AllUsage, CallRow, Headline, KindUsage, LegRow, ModelUse, Spend,
-    TurnJson, TurnRow, by_kind, headline, moment, snapshot, turn_json, turn_row,
+    TurnJson, TurnRow, by_kind, headline, moment, snapshot, turn_row,
 )
 from test_metrics import counted, turns_of
 

@@ -1,13 +1,14 @@
 """A turn's JSON text as turn_row writes it (tailer/report/turn_text.py) is the text the
-general path writes, json.dumps of its fields (figures.turn_json), for any value its
-fields' types allow: texts of any character, numbers of any size, None where a field may be
+general path writes, json.dumps of its fields (report_helpers.turn_json), for any value
+its fields' types allow: texts of any character, numbers of any size, None where a field may be
 absent. Floats are finite, as the records' are (the decoders refuse the others)."""
 
 from hypothesis import given, strategies as st
 
 from tailer.copilot.event_records import ModelCall, Usage
 from tailer.report import turn_text
-from tailer.report.figures import CallRow, LegRow, ToolRow, TurnRow, compact_json, turn_json
+from report_helpers import turn_json
+from tailer.report.figures import CallRow, LegRow, ToolRow, TurnRow, compact_json
 from tailer.turns.assembly import AT_COMMIT, BETWEEN_CALLS, LIVE, ToolCall, call_start_ns
 
 TEXTS = st.text()

@@ -208,7 +208,7 @@ _BOUND = 2**63
 
 def _frames_a_turn(text: memoryview, start_at: int) -> bool:
     """Whether a turn's JSON text is an object with its start's place where the row says
-    (figures.turn_json makes it so); what lies between is the CRC's to vouch for."""
+    (turn_text.printed makes it so); what lies between is the CRC's to vouch for."""
     return (_START_KEY_LENGTH <= start_at <= len(text) and text[:1] == b"{" and text[-1:] == b"}"
             and text[start_at - _START_KEY_LENGTH:start_at] == _START_KEY)
 

@@ -243,27 +243,6 @@ class TurnRow:
         return self.printed.tools()
 
 
-def turn_json(row: TurnRow, calls: list, tools: list) -> TurnJson:
-    """The row's TurnJson, its model calls and tools (CallRow and ToolRow, or dicts of their
-    fields) in the place of `printed`: the object json.dumps writes of its fields, which
-    text.py copies into the report. turn_row writes the same text faster (turn_text.py)."""
-    fields = {}
-    for name in TurnRow.__match_args__:
-        if name == "worth":
-            continue
-        if name == "printed":
-            fields["model_calls"], fields["tools"] = calls, tools
-        else:
-            fields[name] = getattr(row, name)
-    names = list(fields)
-    at = names.index("start")
-    head = {name: fields[name] for name in names[:at]}
-    tail = {name: fields[name] for name in names[at + 1:]}
-    before = compact_json(head)[:-1] + ',"start":'
-    after = "," + compact_json(tail)[1:]
-    return TurnJson((before + after).encode("ascii"), len(before), len(tools))
-
-
 def compact_json(value) -> str:
     """`value` as the report's JSON writes it: compact, so the encoder written in C does the
     work, each figure an object of its fields."""

@@ -1,9 +1,10 @@
 """A turn's JSON text (figures.TurnJson), written from its row and its records.
 
 A month of logs has some 200,000 model calls and tools, and the JSON report prints each of
-them. Made as the dicts json.dumps writes (figures.turn_json, the general path), every one
-cost a dict and then a walk of it in which each key was escaped again: most of the cost of a
-turn's row, more than a fifth of what reading a log into turns costs. Here each object is
+them. Made as the dicts json.dumps writes (the general way, which the tests keep as
+report_helpers.turn_json), every one cost a dict and then a walk of it in which each key was
+escaped again: most of the cost of a turn's row, more than a fifth of what reading a log
+into turns costs. Here each object is
 one f-string of its values in its fields' order, every text escaped by json's own function
 (in C) and every number written as its repr, as json.dumps writes a finite one: the same
 bytes, which tests/test_turn_text.py holds to turn_json for every value the fields' types
@@ -20,7 +21,7 @@ from ..turns.assembly import ToolCall, call_start_ns
 
 
 def printed(row, calls: list[str], tools: list[str]) -> tuple[bytes, int]:
-    """The text of the row (a figures.TurnRow) as figures.turn_json writes it, its model
+    """The text of the row (a figures.TurnRow) as json.dumps writes its fields, its model
     calls and tools the texts of call_text and tool_text; and where its start goes."""
     before = (f'{{"session_id":{_string(row.session_id)},"fusion_id":{_string(row.fusion_id)},'
               f'"kind":{_string(row.kind)},"model":{_string(row.model)},"start":')
