@@ -8,9 +8,20 @@ class's first; defaults, a default made anew for each instance (`field(factory=.
 keyword-only fields, fields left out of comparing or of the repr; frozen and slots. Only
 __init__ is compiled for each class; every record shares one __eq__, __repr__ and __hash__.
 `fields`, `replace` and `as_dict` stand for their dataclasses namesakes.
+
+`TupleRecord` is the same idea for collections.namedtuple, for the few values made once a
+line: importing collections (its ABC-based classes) was some 2 ms of the footer's refresh.
 """
 
 from __future__ import annotations
+
+try:  # namedtuple's own accessor of an item, in C
+    from _collections import _tuplegetter
+except ImportError:  # another Python than CPython
+    from operator import itemgetter
+
+    def _tuplegetter(index: int, doc: str):
+        return property(itemgetter(index), doc=doc)
 
 _MADE = object()  # the __init__ default of a field whose default is made by its factory
 
@@ -194,3 +205,24 @@ def _repr(self) -> str:
 
 def _hash(self) -> int:
     return hash(_values(self, self._compared))
+
+
+class TupleRecord(tuple):
+    """A tuple whose items are named by the class's `_fields`, as collections.namedtuple's:
+    equal, hashed, unpacked and pickled as that tuple. A subclass writes its own `__new__`
+    (its defaults); one made a million times may be made by `tuple.__new__(cls, items)`."""
+
+    __slots__ = ()
+    _fields: tuple[str, ...] = ()
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        for index, name in enumerate(cls._fields):
+            setattr(cls, name, _tuplegetter(index, f"Item {index}: {name}"))
+
+    def __getnewargs__(self) -> tuple:
+        return tuple(self)
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{name}={value!r}" for name, value in zip(self._fields, self))
+        return f"{self.__class__.__qualname__}({shown})"

@@ -157,9 +157,10 @@ def test_the_footer_imports_no_parser_and_an_unchanged_log_not_the_reading_stage
     # NamedTuple), nor OpenSSL for the position's digest (copilot/lines.py), nor json (its
     # lines and the saved state read and written through tailer/fast_json.py), nor re and
     # its enum (codes.py's checks, event_types.py's patterns compiled on first use), nor
-    # datetime or functools (event_values.py's timestamps by arithmetic, its own cache).
+    # datetime or functools (event_values.py's timestamps by arithmetic, its own cache), nor
+    # collections (records.TupleRecord for the namedtuples, a dict for the finished ids).
     assert of(reading, ("typing", "hashlib", "_hashlib", "json", "re", "enum", "datetime",
-                        "functools")) == set()
+                        "functools", "collections")) == set()
     at = time.time_ns() - 60 * 10**9
     os.utime(log, ns=(at, at))
     footer_imports(tmp_path, stdin)  # reads the log's new identity: from now on, unchanged

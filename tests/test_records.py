@@ -99,3 +99,34 @@ def test_a_shared_mutable_default_or_a_non_record_is_refused():
         records.field(default=0, factory=int)
     with pytest.raises(TypeError, match="not a record"):
         records.fields(object())
+
+
+class Pair(records.TupleRecord):
+    """A TupleRecord beside the namedtuple it stands for (`Pair` below, made by collections)."""
+
+    __slots__ = ()
+    _fields = ("first", "second")
+
+    def __new__(cls, first, second=None):
+        return tuple.__new__(cls, (first, second))
+
+
+PlainPair = __import__("collections").namedtuple("Pair", ("first", "second"), defaults=(None,))
+
+
+@given(first=st.integers(), second=st.one_of(st.none(), st.text(max_size=3)),
+       other=st.integers(0, 2))
+def test_a_tuple_record_is_its_namedtuple(first, second, other):
+    made, plain = Pair(first, second), PlainPair(first, second)
+    assert (made.first, made.second) == (plain.first, plain.second) == tuple(made)
+    assert made == plain == (first, second) and hash(made) == hash(plain)
+    assert (made == Pair(other)) == (plain == PlainPair(other))
+    assert Pair(first) == PlainPair(first)  # the default
+    assert repr(made) == repr(plain)
+    assert [*made] == [*plain] and made[1] == plain[1] and len(made) == 2
+    back = pickle.loads(pickle.dumps(made))  # the report's workers send positions
+    assert type(back) is Pair and back == made
+    assert tuple.__new__(Pair, (first, second)) == made  # as the line readers make them
+    with pytest.raises(AttributeError):
+        made.first = 1
+    assert not hasattr(made, "__dict__")

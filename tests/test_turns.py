@@ -146,6 +146,46 @@ def test_late_events_of_a_finished_turn_are_dropped():
     assert assembler.open_count == 0
 
 
+def test_a_session_remembers_its_latest_finished_turns_oldest_forgotten_first(monkeypatch):
+    """Late events of the turns it still remembers are dropped; past the bound, the oldest
+    finished id goes first, through a checkpoint and back too."""
+    from tailer.turns import assembly
+
+    monkeypatch.setattr(assembly, "_REMEMBERED_FINISHED", 3)
+    records = []
+    for number in range(5):
+        f = f"f{number}"
+        records += [resolved(f, (3 * number + 1) * S), leg(f, "phase:0", (3 * number + 2) * S),
+                    completed(f, (3 * number + 3) * S, "phase:0", "m", 1)]
+    assembler, finished = feed_all(records)
+    assert len(finished) == 5 and assembler.finished == ["f2", "f3", "f4"]
+    again = SessionTurns("s1", [], assembler.finished)
+    assert again.feed(leg("f2", "judge", 20 * S, "judge")) == []
+    assert again.feed(completed("f4", 21 * S, "phase:0", "m", 1)) == []
+    assert again.open_count == 0
+    again.feed(resolved("f1", 22 * S))  # forgotten: a turn of its own again
+    assert again.open_count == 1
+    [*_, turn] = feed_all(records + [resolved("f5", 16 * S), leg("f5", "phase:0", 17 * S),
+                                     completed("f5", 18 * S, "phase:0", "m", 1)])[1]
+    assert turn.key == "f5"
+
+
+def test_an_ordinary_turn_is_answered_by_the_model_most_of_its_calls_used_the_first_on_a_tie():
+    from types import SimpleNamespace
+
+    from tailer.turns.assembly import Turn
+
+    def turn_of(*models):
+        turn = Turn("s1", "prompt-1", ordinary=True)
+        turn.calls = [SimpleNamespace(model=model) for model in models]  # all it reads of a call
+        return turn
+
+    assert turn_of("a", "b", "b").main_model == "b"
+    assert turn_of("b", "a", "a", "b").main_model == "b"
+    assert turn_of("a", "b").main_model == "a"
+    assert turn_of().main_model == "unknown"
+
+
 def test_finish_open_is_how_idle_sessions_end():
     assembler, _ = feed_all([resolved("f5", S), leg("f5", "phase:0", 2 * S)])
     [turn] = assembler.finish_open()

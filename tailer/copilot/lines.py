@@ -31,7 +31,8 @@ from __future__ import annotations
 
 import os
 import stat
-from collections import namedtuple
+
+from ..records import TupleRecord
 
 # typing costs `statusline` some 5 ms of start-up (its NamedTuple more), and pathlib 3 ms:
 # a type checker takes this as True.
@@ -51,7 +52,7 @@ class NotARegularFile(OSError):
     """A log that is a FIFO, a device or a folder: never opened for reading (it may block)."""
 
 
-class Line(namedtuple("Line", ("number", "data", "end_offset", "oversized"), defaults=(False,))):
+class Line(TupleRecord):
     """One complete line. A tuple: one is made for every line handed out, and a tuple is
     made several times faster than a frozen dataclass.
 
@@ -60,19 +61,27 @@ class Line(namedtuple("Line", ("number", "data", "end_offset", "oversized"), def
     just past this line's newline; oversized: bool."""
 
     __slots__ = ()
+    _fields = ("number", "data", "end_offset", "oversized")
+
+    def __new__(cls, number: int, data: bytes, end_offset: int, oversized: bool = False):
+        return tuple.__new__(cls, (number, data, end_offset, oversized))
 
 
-# A Line made without the Python frame of namedtuple's __new__: the loop below makes one for
-# every line it hands out, and that frame was a tenth of what handing out a line cost.
+# A Line made without the Python frame of its __new__: the loop below makes one for every
+# line it hands out, and that frame was a tenth of what handing out a line cost.
 _new_line = tuple.__new__
 
 
-class Position(namedtuple("Position", ("offset", "line", "tail_size", "tail"), defaults=(0, 0, 0, ""))):
+class Position(TupleRecord):
     """Where a reader is in its log: past `offset` bytes and `line` lines, the last
     `tail_size` bytes before the offset having the digest `tail` (a tuple: one is made
     for every read that moves)."""
 
     __slots__ = ()
+    _fields = ("offset", "line", "tail_size", "tail")
+
+    def __new__(cls, offset: int = 0, line: int = 0, tail_size: int = 0, tail: str = ""):
+        return tuple.__new__(cls, (offset, line, tail_size, tail))
 
     def to_data(self) -> list:
         return list(self)

@@ -30,8 +30,6 @@ session shuts down, or when the caller decides the session has gone idle
 
 from __future__ import annotations
 
-from collections import Counter, OrderedDict
-
 from ..records import field, fields, record, replace
 from ..copilot.event_records import (
     CommitStarted, Completed, Event, Handoff, LegEnded, ModelCall, Prompt, REJECTING_VERDICTS,
@@ -281,8 +279,10 @@ class Turn:
     @property
     def main_model(self) -> str:
         """The model that answered an ordinary turn: the one most of its calls used."""
-        counts = Counter(call.model for call in self.calls)
-        return counts.most_common(1)[0][0] if counts else "unknown"
+        counts: dict[str, int] = {}
+        for call in self.calls:
+            counts[call.model] = counts.get(call.model, 0) + 1
+        return max(counts, key=counts.__getitem__) if counts else "unknown"  # ties: the first
 
     def leg_of(self, phase_id: str | None) -> LegEnded | None:
         """The leg a call or tool served, by its phase id; None: the turn itself.
@@ -577,7 +577,7 @@ class SessionTurns:
         properties of the same names)."""
         self.session_id = session_id
         self._open: dict[str, Turn] = {turn.key: turn for turn in open_turns}
-        self._finished: OrderedDict[str, None] = OrderedDict.fromkeys(finished)
+        self._finished: dict[str, None] = dict.fromkeys(finished)  # oldest first
         self.context = context or SessionContext()
         self._checks: list[Reconciliation] = []
 
@@ -749,7 +749,7 @@ class SessionTurns:
         del self._open[turn.key]
         self._finished[turn.key] = None
         if len(self._finished) > _REMEMBERED_FINISHED:
-            self._finished.popitem(last=False)
+            del self._finished[next(iter(self._finished))]
         if self.context.awaiting_prompt == turn.key:
             self.context.awaiting_prompt = None
         return turn

@@ -21,13 +21,13 @@ What a command does with the turns and the counts is its own business.
 from __future__ import annotations
 
 import os
-from collections import Counter, namedtuple
 
 from ..copilot import event_records, event_types, events
 from . import session_state
 from ..copilot.call_lines import call_record
 from ..copilot.lines import Line, LineReader, Position
 from ..copilot.problems import log_problem
+from ..records import TupleRecord
 from .assembly import IDLE_TIMEOUT_S, SessionTurns, Turn
 
 TYPE_CHECKING = False  # as in copilot/lines.py: neither typing nor pathlib at run time
@@ -49,16 +49,20 @@ def judge(line: Line) -> event_records.Event | event_records.Malformed | None:
     return events.parse_line(line.data)
 
 
-class Read(namedtuple("Read", ("line", "record", "finished", "error_type"), defaults=(None,))):
+class Read(TupleRecord):
     """One line handed out by `SessionLog.read` (a Line), with what it became (an Event, a
     Malformed or None) and the turns it finished (a list of Turn). `error_type` names the
     exception when the tailer failed on it (a bug), else None."""
 
     __slots__ = ()
+    _fields = ("line", "record", "finished", "error_type")
+
+    def __new__(cls, line: Line, record, finished: list[Turn], error_type: str | None = None):
+        return tuple.__new__(cls, (line, record, finished, error_type))
 
 
 _NONE: list[Turn] = []  # what most lines finish; never added to
-# A Read made without the Python frame of namedtuple's __new__, for every record of a log
+# A Read made without the Python frame of its __new__, for every record of a log
 # (as copilot/lines.py makes its lines).
 _new_read = tuple.__new__
 
@@ -78,7 +82,7 @@ class SessionLog:
         self.session_id = session_id
         self.reader = LineReader(path, position, None if every_line else event_types.may_be_read)
         self.turns = turns if turns is not None else SessionTurns(session_id)
-        self.damage: Counter = Counter()  # reason -> damaged lines
+        self.damage: dict[str, int] = {}  # reason -> damaged lines
         self.error: OSError | None = None  # why the last read could not read the log
 
     @classmethod
@@ -137,7 +141,7 @@ class SessionLog:
                         record = judge(line)
                         kind = type(record)
                         if kind is malformed:
-                            self.damage[record.reason] += 1
+                            self.damage[record.reason] = self.damage.get(record.reason, 0) + 1
                         elif record is not None and kind is not unknown:
                             finished = turns.feed(record) or _NONE
                     elif record.__class__ is model_call:
@@ -145,7 +149,7 @@ class SessionLog:
                     else:
                         take_tool(record)
                 except Exception as error:  # a bug must cost one line, not the command
-                    self.damage[INTERNAL_ERROR] += 1
+                    self.damage[INTERNAL_ERROR] = self.damage.get(INTERNAL_ERROR, 0) + 1
                     yield Read(line, malformed(INTERNAL_ERROR), _NONE, type(error).__name__)
                     continue
                 if record is not None or every_line:
