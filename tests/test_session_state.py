@@ -7,6 +7,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from hypothesis import given, strategies as st
 
 from tailer import records
 from tailer.daemon import checkpoint
@@ -154,3 +155,27 @@ def test_a_damaged_session_part_is_refused_where_it_is_kept(saved, damage):
         except (KeyError, TypeError, ValueError):
             refused += 1
     assert refused == 1
+
+
+_ids = st.one_of(st.text(max_size=8), st.text(min_size=199, max_size=202),
+                 st.sampled_from(["\ud800", "a\udfff", "fusion-1"]),
+                 st.integers(), st.none(), st.lists(st.text(max_size=2), max_size=2),
+                 st.dictionaries(st.text(max_size=2), st.integers(), max_size=2))
+
+
+@given(st.lists(_ids, max_size=6))
+def test_the_finished_ids_are_checked_as_each_one_alone(values):
+    """The finished ids are checked at once where all pass (the footer's refresh checks up
+    to 4,096): a list is refused exactly when one of its values alone would be."""
+    def one_by_one():
+        for value in values:
+            session_state._record_text(value, "an id")
+
+    outcomes = []
+    for check in (one_by_one, lambda: session_state._record_texts(values, "an id")):
+        try:
+            check()
+            outcomes.append(None)
+        except ValueError as error:
+            outcomes.append(str(error))
+    assert outcomes[0] == outcomes[1]

@@ -1255,3 +1255,27 @@ def test_a_forged_state_still_prints_only_printable_text(tmp_path, kind):
             state_file(tmp_path, log).write_bytes(b"\n".join((json.dumps(head).encode(), new_view, reading)) + b"\n")
             shown = line_of(log.parent, environ(tmp_path))
             assert shown.isprintable() and "\x1b" not in shown, (place, shown)
+
+
+def test_a_refresh_of_its_own_ends_at_once_and_main_called_with_arguments_returns(tmp_path):
+    """The CLI's refresh (main reading sys.argv) skips the interpreter's tear-down once its
+    line is written (launch.refresh: no atexit handler runs, the line is whole); main called
+    with its arguments, as tests and scripts call it, returns, the collector left on."""
+    log = every_pattern("own-process").write(tmp_path / "state")
+    env = tailer_env(NO_COLOR="1", XDG_CACHE_HOME=str(tmp_path / "cache"))
+    on_exit = "import atexit, os; atexit.register(lambda: os.write(1, b'torn down'))\n"
+    own = subprocess.run([sys.executable, "-c", on_exit + "from tailer.commands.launch import main; main()",
+                          "statusline"], cwd=ROOT, env=env, input=status_input(log.parent),
+                         capture_output=True, timeout=60, start_new_session=True)
+    called = subprocess.run([sys.executable, "-c", on_exit + "import gc, os, sys\n"
+                             "from tailer.commands.launch import main\n"
+                             "code = main(['statusline'], dict(os.environ))\n"
+                             "print('returned', code, gc.isenabled(), flush=True)"],
+                            cwd=ROOT, env=env, input=status_input(log.parent),
+                            capture_output=True, timeout=60, start_new_session=True)
+    assert own.returncode == 0 and own.stderr == b""
+    assert own.stdout.startswith(b"HydraFusion") and own.stdout.endswith(b"\n")
+    assert b"torn down" not in own.stdout
+    line, after = called.stdout.split(b"\n", 1)
+    assert line == own.stdout.rstrip(b"\n")
+    assert after == b"returned 0 True\ntorn down" and called.stderr == b""

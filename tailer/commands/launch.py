@@ -9,6 +9,7 @@ tailer/statusline/options.py's quick_options. Anything that reads differently th
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 
@@ -20,9 +21,31 @@ def main(argv: list[str] | None = None, environ: dict[str, str] | None = None) -
 
         options = quick_options(arguments[1:])
         if options is not None:
+            if argv is None:
+                refresh(options)
             from ..statusline.command import show
 
             return show(options, dict(os.environ if environ is None else environ))
     from .cli import main as parsed_main
 
     return parsed_main(argv, environ)
+
+
+def refresh(options) -> None:
+    """The footer's command as a process of its own (argv None: the CLI's, not a test's
+    call of main): it never returns. The cyclic garbage collector is off, and the process
+    ends by os._exit, past the interpreter's tear-down of the modules it imported: the two
+    were some 15% of the instructions of a refresh with a turn in flight (docs/PERFORMANCE.md).
+    Both are safe here alone: a refresh reads a bounded number of new bytes (its reading
+    budget), and everything it writes (its line, its saved state, renamed into place)
+    has gone through os.write before `show` returns."""
+    gc.disable()
+    from ..statusline.command import show
+
+    code = show(options, dict(os.environ))
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError, AttributeError):  # closed, or None without a terminal
+            pass
+    os._exit(code)

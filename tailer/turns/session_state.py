@@ -41,8 +41,7 @@ def checked_session(session_id: str, saved: dict) -> tuple[Position, SessionTurn
     position = Position.from_data(saved["position"])
     if "gone_at" in saved:
         finite(saved["gone_at"], "when a session's log went", 0)
-    for key in sequence(saved["finished"], "a session's finished turns"):
-        _record_text(key, "a finished turn's id")
+    _record_texts(sequence(saved["finished"], "a session's finished turns"), "a finished turn's id")
     open_turns = [turn_from_data(turn) for turn in sequence(saved["open"], "a session's open turns")]
     context = context_from_data(saved.get("context"))
     return position, SessionTurns(session_id, open_turns, saved["finished"], context)
@@ -205,6 +204,20 @@ def _record_text(value: object, what: str) -> str:
     except UnicodeEncodeError:
         raise ValueError(f"{what} holds a lone surrogate") from None
     return value
+
+
+def _record_texts(values: list, what: str) -> None:
+    """_record_text of each value, at once where all pass: a session remembers up to 4,096
+    finished ids, and the footer's refresh checks them all. The saved values come from JSON,
+    so each text is a str itself, never a subclass, which join would also take."""
+    try:
+        if max(map(len, values), default=0) <= event_values.MAX_TEXT:
+            "".join(values).encode("utf-8")  # TypeError: not all texts
+            return
+    except (TypeError, UnicodeEncodeError):
+        pass
+    for value in values:
+        _record_text(value, what)
 
 
 def _optional(check):
