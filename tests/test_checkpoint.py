@@ -372,3 +372,35 @@ def test_a_version_3_checkpoint_loads_with_its_calls_credits_unknown(tmp_path, s
 @given(st.binary(min_size=16, max_size=16))
 def test_the_instance_id_is_written_as_uuid_writes_a_random_one(random):
     assert random_uuid(random) == str(uuid.UUID(bytes=random, version=4))
+
+
+def test_taking_the_checkpoint_removes_what_its_killed_saves_left_and_nothing_else(tmp_path):
+    """A save killed before its rename leaves a temporary file as large as a checkpoint;
+    the next tailer to take the lock removes those of its own checkpoint, and no file of
+    another (a second checkpoint, the lock, the metrics textfile, a folder of that name),
+    and never while another tailer holds the lock."""
+    path = tmp_path / "cp.json"
+    save(path, {"sessions": {}})
+    killed = [tmp_path / ".cp.json.0123456789ab.tmp", tmp_path / ".cp.json.tmp_x8k2.tmp"]
+    for leftover in killed:
+        leftover.write_bytes(b"{half a checkpoint")
+    (tmp_path / ".cp.json.dangling.tmp").symlink_to(tmp_path / "nowhere")
+    killed.append(tmp_path / ".cp.json.dangling.tmp")
+    others = [tmp_path / ".other.json.0123456789ab.tmp", tmp_path / ".cp.json.lock.abc.tmp",
+              tmp_path / ".m.prom.abc.tmp", tmp_path / "cp.json.abc.tmp", tmp_path / ".cp.json.abc.tmp.1"]
+    for other in others:
+        other.write_bytes(b"not ours")
+    (tmp_path / ".cp.json.folder.tmp").mkdir()
+    others.append(tmp_path / ".cp.json.folder.tmp")
+    held = checkpoint.claim(path)
+    try:
+        assert not any(os.path.lexists(leftover) for leftover in killed)
+        assert all(other.exists() for other in others) and path.exists()
+        late = tmp_path / ".cp.json.feedfacecafe.tmp"
+        late.write_bytes(b"a running save's")
+        with pytest.raises(checkpoint.CheckpointInUse):
+            checkpoint.claim(path)
+        assert late.exists()  # a second tailer, refused, removes nothing
+    finally:
+        held.close()
+    assert load(path) == {"version": checkpoint.VERSION, "sessions": {}}

@@ -9,7 +9,7 @@ import pytest
 from tailer.commands.cli import COMMANDS, build_parser
 from tailer.commands.completion import script
 from tailerproc import ROOT, tailer_env
-from tmux import Terminal, needs_tmux
+from tmux import BASH, ZSH, Terminal, needs_tmux
 
 pytestmark = pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
 
@@ -53,23 +53,28 @@ def test_the_reports_options_and_their_values_complete(tmp_path):
 AWKWARD = ["my file.html", "*", "new\nline.html", 'a"q.html', "b'q.html", "plain.html"]
 
 
-def typed_in_a_terminal(tmp_path, typed: str, keys: list[str]) -> list[str]:
-    """The arguments `hydrafusion-tailer` gets when `typed` is typed into an interactive bash
-    in a terminal (the script loaded as the README says), then `keys`, then Enter: what Tab
-    or Alt-* (readline's insert-completions: every completion, quoted as bash quotes it) put
-    on the line. The command is a function writing its arguments to a file."""
-    made = subprocess.run([sys.executable, "-m", "tailer", "completion", "bash"], cwd=ROOT,
+def typed_in_a_terminal(tmp_path, typed: str, keys: list[str], shell: str = "bash",
+                        before: str = "true") -> list[str]:
+    """The arguments `hydrafusion-tailer` gets when `typed` is typed into an interactive
+    `shell` in a terminal (the script loaded as the README says, after `before`), then
+    `keys`, then Enter: what Tab or Alt-* (readline's insert-completions: every completion,
+    quoted as bash quotes it) put on the line. The command is a function writing its
+    arguments to a file. No error may show on the screen."""
+    made = subprocess.run([sys.executable, "-m", "tailer", "completion", shell], cwd=ROOT,
                           env=tailer_env(), capture_output=True, text=True, timeout=60, check=True)
-    (tmp_path / "completion.bash").write_text(made.stdout)
+    (tmp_path / f"completion.{shell}").write_text(made.stdout)
     out = tmp_path / "arguments"
-    terminal = Terminal(tmp_path / "names", {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)})
+    terminal = Terminal(tmp_path / "names", {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)},
+                        shell=ZSH if shell == "zsh" else BASH)
     try:
-        terminal.type(f"source {tmp_path}/completion.bash; "
+        terminal.type(f"{before}; source {tmp_path}/completion.{shell}; "
                       f"hydrafusion-tailer() {{ printf '%s\\0' \"$@\" > {out}.new; mv {out}.new {out}; }}")
         terminal.keys("Enter")
         terminal.type(typed)
         terminal.keys(*keys, "Enter")
         terminal.wait_for(out.exists)
+        shown = "\n".join(terminal.lines())
+        assert not any(word in shown for word in ("not found", "compdef", "insecure", "rror")), shown
         return out.read_bytes().decode().split("\0")[:-1]
     finally:
         terminal.kill()
@@ -102,6 +107,22 @@ def test_a_file_name_completes_to_itself(tmp_path, awkward_names, start, name):
     assert typed_in_a_terminal(tmp_path, typed, ["Tab"]) == ["report", "--state-dir", name]
 
 
+@needs_tmux
+@pytest.mark.skipif(shutil.which("zsh") is None, reason="needs zsh")
+@pytest.mark.parametrize("before", ["true", "autoload -U compinit && compinit -u"],
+                         ids=["without compinit", "after compinit"])
+def test_zsh_completes_a_command_and_a_file_name_with_or_without_compinit(
+        tmp_path, awkward_names, before):
+    """In a real zsh (no startup files): a ~/.zshrc that never ran compinit, as one without a
+    framework, and one that did. Without compinit, bashcompinit's `complete` had no compdef
+    to call: an error at every start of the shell, and no command completed."""
+    typed = "hydrafusion-tailer rep"
+    assert typed_in_a_terminal(tmp_path, typed, ["Tab"], "zsh", before) == ["report"]
+    typed = "hydrafusion-tailer report --state-dir my"
+    assert typed_in_a_terminal(tmp_path, typed, ["Tab"], "zsh", before) == [
+        "report", "--state-dir", "my file.html"]
+
+
 def test_zsh_loads_the_same_function_through_bashcompinit():
     """zsh has no compopt: registered with -o default, its bashcompinit completes file names
     itself (_default) where the function offers no words."""
@@ -109,7 +130,7 @@ def test_zsh_loads_the_same_function_through_bashcompinit():
         return text.partition("\n_hydrafusion_tailer()")[2].rpartition("\ncomplete ")[0]
 
     text = script(build_parser({}), "zsh")
-    assert text.splitlines()[1] == "autoload -U +X bashcompinit && bashcompinit"
+    assert text.splitlines()[2] == "autoload -U +X bashcompinit && bashcompinit"
     assert function(text) == function(script(build_parser({}), "bash"))
     assert text.splitlines()[-1] == ("complete -o filenames -o default -F _hydrafusion_tailer "
                                      "hydrafusion-tailer")

@@ -151,6 +151,7 @@ def test_kill_9_at_any_moment_loses_nothing_and_counts_nothing_twice(tmp_path):
             }
             resets = prom.query("sum(resets(hydrafusion_aiu_total[10m]))", time=scraped)
     assert kills >= 4
+    assert not list(tmp_path.glob(".cp.json.*.tmp"))  # a save killed mid-way left nothing behind
     assert counted(body) == truth_of(expected)
     assert float(resets[0]["value"][1]) == 0
     assert Counter(increase) == truth_of(expected)["aiu"]

@@ -1,5 +1,5 @@
-"""An interactive bash in a real terminal (tmux), for what only a terminal shows: what Tab
-completes, what a closed terminal does to the command running in it."""
+"""An interactive bash (or zsh) in a real terminal (tmux), for what only a terminal shows:
+what Tab completes, what a closed terminal does to the command running in it."""
 
 from __future__ import annotations
 
@@ -15,18 +15,23 @@ needs_tmux = pytest.mark.skipif(shutil.which("tmux") is None or shutil.which("ba
                                 reason="needs tmux and bash")
 
 
-class Terminal:
-    """A tmux server of its own running `bash --norc` in `cwd` with `env` alone (and no
-    inputrc: readline's default keys), in a terminal of `columns` by `rows`; `kill` ends
-    the server, the terminal with it."""
+BASH = ("bash", "--norc", "--noprofile")
+ZSH = ("zsh", "-f")  # no startup files: no compinit, no framework
 
-    def __init__(self, cwd: Path, env: dict[str, str], columns: int = 200, rows: int = 50):
+
+class Terminal:
+    """A tmux server of its own running `shell` (bash without its startup files by default)
+    in `cwd` with `env` alone (and no inputrc: readline's default keys), in a terminal of
+    `columns` by `rows`; `kill` ends the server, the terminal with it."""
+
+    def __init__(self, cwd: Path, env: dict[str, str], columns: int = 200, rows: int = 50,
+                 shell: tuple[str, ...] = BASH):
         self.server = ["tmux", "-L", f"hydrafusion-{uuid.uuid4().hex[:12]}"]
         env = {"TERM": "xterm", "INPUTRC": "/dev/null", "LANG": "C.UTF-8", **env}
         subprocess.run([*self.server, "new-session", "-d", "-x", str(columns), "-y", str(rows),
                         "-c", str(cwd),
                         "env", "-i", *(f"{name}={value}" for name, value in env.items()),
-                        "bash", "--norc", "--noprofile"], check=True, timeout=30)
+                        *shell], check=True, timeout=30)
         self.type("PS1='ready$ '")
         self.keys("Enter")
         self.wait_for(lambda: "ready$ " in self.screen())

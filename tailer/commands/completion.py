@@ -31,7 +31,10 @@ def script(parser: argparse.ArgumentParser, shell: str) -> str:
     commands = _commands(parser)
     lines = [f"# {parser.prog} completion for {shell}, made by `{parser.prog} completion {shell}`"]
     if shell == "zsh":
-        lines += ["autoload -U +X bashcompinit && bashcompinit"]
+        # bashcompinit's `complete` registers through compinit's compdef: a ~/.zshrc that
+        # never ran compinit (no framework, `zsh -f`) would get an error and no completion.
+        lines += ["(( $+functions[compdef] )) || { autoload -U +X compinit && compinit -i }",
+                  "autoload -U +X bashcompinit && bashcompinit"]
     lines += [
         f"{FUNCTION}() {{",
         '    local cur="${COMP_WORDS[COMP_CWORD]}" prev="${COMP_WORDS[COMP_CWORD-1]}"',

@@ -46,6 +46,6 @@ def refresh(options) -> None:
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
-        except (OSError, ValueError, AttributeError):  # closed, or None without a terminal
+        except (OSError, ValueError, AttributeError):  # closed, or None: started without it
             pass
     os._exit(code)

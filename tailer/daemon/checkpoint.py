@@ -39,7 +39,7 @@ else:
     import fcntl
 
 from ..turns import session_state
-from ..atomic_file import replace_file
+from ..atomic_file import replace_file, temporary_of
 from ..saved_state import mapping, sequence
 
 VERSION = 4
@@ -74,6 +74,10 @@ def claim(path: Path) -> BinaryIO | None:
     A symlink at the lock's path is never followed (O_NOFOLLOW): one planted there, dangling
     or not, would make us create or touch the file it names. It counts as a lock file that
     cannot be made.
+
+    With the lock held no save of this checkpoint can be running, so the temporary files
+    that saves killed before their rename left (`kill -9`, a machine that stopped) are
+    removed: each can be as large as a checkpoint, and nothing else would ever remove them.
     """
     lock_path = _lock_path(path)
     flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
@@ -94,7 +98,21 @@ def claim(path: Path) -> BinaryIO | None:
             f"another tailer is using the checkpoint {path}; give this one a --checkpoint "
             "of its own"
         ) from None
+    _remove_killed_saves(path)
     return handle
+
+
+def _remove_killed_saves(path: Path) -> None:
+    """Remove the temporary files of this checkpoint's saves (replace_file's names for it),
+    and nothing else: not those of another file in the same folder, nor a folder."""
+    try:
+        with os.scandir(path.parent) as entries:
+            for entry in entries:
+                if temporary_of(entry.name) == path.name and not entry.is_dir(follow_symlinks=False):
+                    with contextlib.suppress(OSError):
+                        os.unlink(entry.path)
+    except OSError:
+        pass  # the folder cannot be listed: the saves will say what is wrong with it
 
 
 def _lock_path(path: Path) -> Path:
