@@ -415,7 +415,7 @@ def snapshot(
     were a tenth of its start (the router's and the patterns', 3% more)."""
     rows = sorted(turns, key=lambda row: (datetime.fromisoformat(row.start), row.session_id,
                                           row.fusion_id))
-    fusion = [row for row in rows if row.kind != ORDINARY]
+    fusion = _fusion_rows(rows)
     parts = parts_of(rows, groupings)
     every = _Sums.merged(list(parts.values())) if parts else _Sums.of([], ())
     grouped = groupings_of(rows, parts, groupings)
@@ -444,15 +444,20 @@ def snapshot(
     )
 
 
+def _fusion_rows(rows: list[TurnRow]) -> list[TurnRow]:
+    """The HydraFusion turns of `rows`, in their order."""
+    return [row for row in rows if row.kind != ORDINARY]
+
+
 def add_patterns(snap: Snapshot) -> None:
     """Give a snapshot made without `worth` its figures by pattern."""
-    snap.by_pattern = by_pattern([row for row in snap.turns if row.kind != ORDINARY])
+    snap.by_pattern = by_pattern(_fusion_rows(snap.turns))
 
 
 def add_worth(snap: Snapshot, groupings: tuple[str, ...] = GROUPINGS) -> None:
     """Give a snapshot made without `worth` its worth figures, of the same `groupings`, and
     its router's."""
-    fusion = [row for row in snap.turns if row.kind != ORDINARY]
+    fusion = _fusion_rows(snap.turns)
     snap.worth = worth_figures.figures(snap.turns, fusion, groupings)
     snap.router = router(fusion)
 
