@@ -31,7 +31,8 @@ from tailer.daemon.checkpoint import CheckpointError, load, save
 from tailer.turns.sessions import Tailer
 from tailer.outputs.exposition import Registry
 from tailer.outputs.history import History
-from tailer.outputs.identity import Identity, random_uuid
+from tailer.outputs.identity import Identity
+from tailer.uuids import random_uuid
 from tailer.outputs.metrics import Metrics
 from tailer.outputs.outbox import traces_to_state
 from tailer.outputs.spans import turn_spans

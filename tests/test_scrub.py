@@ -209,4 +209,4 @@ def test_a_random_uuid_is_what_the_uuid_module_makes_of_the_same_bits(seed):
     import uuid
 
     drawn = random.Random(seed).getrandbits(128)
-    assert scrub.random_uuid(random.Random(seed)) == str(uuid.UUID(int=drawn, version=4))
+    assert scrub.seeded_uuid(random.Random(seed)) == str(uuid.UUID(int=drawn, version=4))

@@ -36,7 +36,7 @@ from typing import Callable
 from ..copilot import event_types, event_values
 from ..copilot.scrub_tables import Kept
 from ..copilot.files import LOG_NAME, find_logs
-from .scrub import IdMap, dumps, random_uuid, read_events, scrub_event
+from .scrub import IdMap, dumps, read_events, scrub_event, seeded_uuid
 from ..copilot.problems import folder_problem
 from ..turns.session_log import SessionLog
 
@@ -137,7 +137,7 @@ class Replayer:
         self._start, self._source_session_id, self._turns = _fixture_turns(fixtures)
         if not self._turns:
             raise ValueError(f"no fusion turns in {fixtures}")
-        self.session_id = random_uuid(self.rng)
+        self.session_id = seeded_uuid(self.rng)
         self.log_path = work / self.session_id / LOG_NAME
         self._next = 0
         self._due = clock()

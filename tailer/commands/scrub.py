@@ -59,6 +59,7 @@ from ..records import field, record
 from ..wording import counted
 from ..copilot.problems import folder_problem
 from ..turns.session_log import SessionLog
+from ..uuids import random_uuid
 
 EXIT_NOTHING = 1  # docs/REPORT.md, "Exit codes"
 EXIT_USAGE = 2
@@ -100,17 +101,12 @@ class IdMap:
         return self._new[key]
 
     def _uuid(self) -> str:
-        return random_uuid(self._rng)
+        return seeded_uuid(self._rng)
 
 
-def random_uuid(rng: random.Random) -> str:
-    """A version 4 UUID drawn from `rng`, as str(uuid.UUID(int=..., version=4)) writes it:
-    the uuid module imports platform, some 3 ms of every demo's start-up."""
-    value = rng.getrandbits(128)
-    value = value & ~(0xF000 << 64) | 0x4000 << 64  # the version, 4
-    value = value & ~(0xC000 << 48) | 0x8000 << 48  # the variant, RFC 4122's
-    text = f"{value:032x}"
-    return f"{text[:8]}-{text[8:12]}-{text[12:16]}-{text[16:20]}-{text[20:]}"
+def seeded_uuid(rng: random.Random) -> str:
+    """A version 4 UUID of 128 bits drawn from `rng`: the same ids for the same seed."""
+    return random_uuid(rng.getrandbits(128).to_bytes(16, "big"))
 
 
 def read_events(session: SessionLog) -> Iterator[dict | None]:

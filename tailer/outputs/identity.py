@@ -12,6 +12,7 @@ import os
 import time
 
 from .. import saved_state
+from ..uuids import random_uuid
 
 # The OpenTelemetry semantic conventions advise a UUID; a longer id is not one we made.
 MAX_INSTANCE_ID = 200
@@ -31,17 +32,6 @@ class Identity:
     def resource(self, resource: dict[str, str]) -> dict[str, str]:
         """resource with this id unless it names an instance itself."""
         return {"service.instance.id": self.instance_id, **resource}
-
-
-def random_uuid(random: bytes) -> str:
-    """A version 4 UUID of 16 random bytes, as str(uuid.uuid4()) writes one. Not uuid
-    itself: with platform, which it imports, some 3% of every daemon start-up
-    (docs/PERFORMANCE.md)."""
-    value = int.from_bytes(random, "big")
-    value = value & ~(0xC000 << 48) | 0x8000 << 48  # RFC 4122's variant
-    value = value & ~(0xF000 << 64) | 4 << 76  # version 4: random
-    text = f"{value:032x}"
-    return f"{text[:8]}-{text[8:12]}-{text[12:16]}-{text[16:20]}-{text[20:]}"
 
 
 def identity_from_state(data: object) -> dict | None:
