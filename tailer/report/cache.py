@@ -63,7 +63,7 @@ from typing import Callable
 
 from ..records import field, record
 from .. import __version__
-from ..private_files import NotARegularFile, NotPrivate, PrivateFolder
+from ..private_files import NotARegularFile, PrivateFolder
 from ..saved_state import finite, mapping, parsed, sequence, text, whole
 from .figures import PRINTED_AT, Check, check_turn_rows
 
@@ -150,7 +150,6 @@ class LogEntry:
         data = [self.identity, self.seen_ns, len(self.state), turns, open_turns, self.checks,
                 self.damaged_lines]
         return json.dumps([session_id, data], separators=(",", ":")).encode("ascii")
-
 
 
 def checked(entries: list[LogEntry]) -> None:
@@ -263,8 +262,8 @@ def _decoded(lines: list[bytes], values: list, data: memoryview, start: int) -> 
     turn_texts = list(itertools.compress(texts, is_turn))
     if not all(map(_frames_a_turn, turn_texts, map(_START_AT, printed))):
         raise ValueError("a turn's JSON is not an object with its start")
-    for turn_printed, text in zip(printed, turn_texts):
-        turn_printed[0] = text
+    for turn_printed, its_text in zip(printed, turn_texts):
+        turn_printed[0] = its_text
     states = [bytes(texts[at]) for at in state_at]  # bytes: a worker that reads the log on is sent it
     return dict(zip(session_ids, map(LogEntry, identities, seen, states, turns, open_turns, checks,
                                      damaged, lines)))

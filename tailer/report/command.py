@@ -45,7 +45,6 @@ from ..turns.session_log import holds_no_event
 EXIT_NO_SESSIONS = 1  # and no turn that the filters choose: nothing to report either way
 EXIT_USAGE = 2
 FORMATS = ("table", "json", "csv", "csv-calls", "csv-worth")
-GROUPINGS = ("day", "week", "month", "session")
 PIPED_WIDTH = 100  # piped without $COLUMNS: what a reader's window or a file shows whole
 # A narrower table would cut more than it shows: a narrower terminal wraps its lines instead.
 NARROWEST = 40

@@ -40,7 +40,7 @@ from .read import Selection, SessionReader
 from .table import (PATTERN_SECTION, WORTH_SECTION, call_models, credits_text, kept_sections, leg_label, painter,
                     render_table, summary_sections)
 from .wrap import cut, flow
-from ..turns.assembly import IDLE_TIMEOUT_S, Turn
+from ..turns.assembly import Turn
 from ..copilot.watch import SessionWatcher
 
 CURSOR_HOME, CLEAR_LINE_END, CLEAR_BELOW = "\x1b[H", "\x1b[K", "\x1b[J"

@@ -28,7 +28,7 @@ from ..copilot.call_lines import call_record
 from ..copilot.lines import Line, LineReader, Position
 from ..copilot.problems import log_problem
 from ..records import TupleRecord
-from .assembly import IDLE_TIMEOUT_S, SessionTurns, Turn
+from .assembly import SessionTurns, Turn
 
 TYPE_CHECKING = False  # as in copilot/lines.py: neither typing nor pathlib at run time
 if TYPE_CHECKING:
