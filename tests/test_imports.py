@@ -65,7 +65,7 @@ def test_a_run_with_every_export_off_imports_no_network(tmp_path):
     assert of(names, (*NETWORK, "http", "email", "tailer.outputs.http_client",
                       "tailer.outputs.metrics_server")) == set()
     # Nor uuid nor platform: the instance id and the build's Python version are made
-    # without them (tailer/outputs/identity.py, metrics.py).
+    # without them (tailer/uuids.py, tailer/outputs/metrics.py).
     assert of(names, ("uuid", "platform")) == set()
 
 

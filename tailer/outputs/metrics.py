@@ -70,7 +70,7 @@ def _known_credits(family, labels: tuple, nano_aiu: int, unknown: int) -> list[t
 
 def python_version() -> str:
     """platform.python_version() without importing platform (start-up, as uuid in
-    tailer/outputs/identity.py): the version that opens sys.version, as it reads it."""
+    tailer/uuids.py): the version that opens sys.version, as it reads it."""
     return sys.version.split(None, 1)[0]
 
 
