@@ -69,6 +69,62 @@ def test_a_log_read_in_pieces_gives_what_one_read_gives(tmp_path, damage_at, cut
     assert sum(log.damage.values()) == len(damage_at)
 
 
+def checked_lines() -> list[str]:
+    """LINES with the CLI's totals checked twice (a usage checkpoint, a shutdown)."""
+    writer = SessionWriter("s", START)
+    writer.single("gpt-5.6-sol")
+    writer.usage_checkpoint()
+    writer.cascade("mai-code-1.1-flash", "gpt-5.6-sol", verdict="reject")
+    writer.ordinary("gpt-5.6-sol")
+    writer.shutdown(nano_aiu_off_by=7)
+    return writer.lines()
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(damage_at=damage_places, cut_at=cuts, fail_at=st.sets(st.integers(0, 200), max_size=3))
+def test_turns_only_hands_out_the_finishing_lines_and_counts_as_every_record_does(
+        tmp_path, damage_at, cut_at, fail_at):
+    """The report's way (turns_only): the same turns in the same order, damage (a bug's
+    too), checks of the CLI's totals and position as a read that hands out every record,
+    however the log arrives; and no line handed out that finished nothing."""
+    lines = checked_lines()
+    for number, at in enumerate(sorted({at % (len(lines) + 1) for at in damage_at}, reverse=True)):
+        lines.insert(at, DAMAGED[number % len(DAMAGED)])
+    data = "".join(f"{line}\n" for line in lines).encode()
+    results = []
+    for turns_only in (False, True):
+        path = tmp_path / f"events-{turns_only}.jsonl"
+        path.write_bytes(b"")
+        log = SessionLog("s", path, turns_only=turns_only)
+        fed, real_feed = [], log.turns.feed
+
+        def failing_sometimes(record):
+            fed.append(record)
+            if len(fed) - 1 in fail_at:
+                raise KeyError("a bug")
+            return real_feed(record)
+
+        log.turns.feed = failing_sometimes
+        turns, checks, reads = [], [], []
+        for cut in sorted({cut % (len(data) + 1) for cut in cut_at}) + [len(data)]:
+            with open(path, "r+b") as out:
+                out.seek(0, os.SEEK_END)
+                out.write(data[out.tell():cut])
+            for read in log.read():
+                reads.append(read)
+                turns += read.finished
+            checks += log.turns.take_reconciliations()
+        turns += log.finish_open()
+        results.append((turns, dict(log.damage), checks, log.reader.position))
+        if turns_only:
+            assert all(read.finished for read in reads)
+        else:
+            assert any(not read.finished for read in reads)
+    every_record, turns_only = results
+    assert turns_only == every_record
+    assert every_record[2]  # the CLI's totals were checked
+
+
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(read_first=st.integers(0, len(LINES)))
 def test_a_rewritten_log_is_read_again_with_no_turn_twice(tmp_path, read_first):

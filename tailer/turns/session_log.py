@@ -72,24 +72,30 @@ class SessionLog:
 
     By default only the lines that may be records are handed out (event_types.may_be_read);
     `every_line` hands out all of them, for a command that looks at every line (doctor,
-    scrub).
+    scrub). With `turns_only`, only the lines that finished turns are: for a command that
+    wants the turns and the counts alone (the report), which `damage` and
+    `turns.take_reconciliations` hold; a log's records are most of its lines, and handing
+    each one out was a tenth of what reading a log into a report's rows cost.
     """
 
-    __slots__ = ("session_id", "reader", "turns", "damage", "error")
+    __slots__ = ("session_id", "reader", "turns", "damage", "error", "turns_only")
 
     def __init__(self, session_id: str, path: Path, position: Position = Position(),
-                 turns: SessionTurns | None = None, *, every_line: bool = False):
+                 turns: SessionTurns | None = None, *, every_line: bool = False,
+                 turns_only: bool = False):
         self.session_id = session_id
         self.reader = LineReader(path, position, None if every_line else event_types.may_be_read)
         self.turns = turns if turns is not None else SessionTurns(session_id)
+        self.turns_only = turns_only and not every_line
         self.damage: dict[str, int] = {}  # reason -> damaged lines
         self.error: OSError | None = None  # why the last read could not read the log
 
     @classmethod
-    def from_state(cls, session_id: str, path: Path, saved: dict) -> "SessionLog":
+    def from_state(cls, session_id: str, path: Path, saved: dict, *,
+                   turns_only: bool = False) -> "SessionLog":
         """Resume where `to_state` left off (`saved` checked by session_state.check)."""
         return cls(session_id, path, Position.from_data(saved["position"]),
-                   session_state.turns_from_state(session_id, saved))
+                   session_state.turns_from_state(session_id, saved), turns_only=turns_only)
 
     def to_state(self) -> dict:
         return session_state.session_to_state(self.reader.position, self.turns)
@@ -115,7 +121,8 @@ class SessionLog:
 
     def read(self) -> Iterator[Read]:
         """Each line appended since the last read that became something (every line with
-        `every_line`), judged and fed to the session's turns.
+        `every_line`, only those that finished turns with `turns_only`), judged and fed to
+        the session's turns.
 
         Stopping early is fine: the next read goes on after the last line handed out. A
         log that cannot be read sets `error`; one that is gone does not. This is the loop
@@ -123,6 +130,7 @@ class SessionLog:
         """
         self.error = None
         reader, turns, every_line = self.reader, self.turns, self.reader.wanted is None
+        every_record = not self.turns_only
         take_call, take_tool = turns.call, turns.tool
         malformed, unknown = event_records.Malformed, event_records.UnknownFusionEvent
         model_call = event_records.ModelCall
@@ -150,9 +158,10 @@ class SessionLog:
                         take_tool(record)
                 except Exception as error:  # a bug must cost one line, not the command
                     self.damage[INTERNAL_ERROR] = self.damage.get(INTERNAL_ERROR, 0) + 1
-                    yield Read(line, malformed(INTERNAL_ERROR), _NONE, type(error).__name__)
+                    if every_record:
+                        yield Read(line, malformed(INTERNAL_ERROR), _NONE, type(error).__name__)
                     continue
-                if record is not None or every_line:
+                if finished is not _NONE or every_record and (record is not None or every_line):
                     yield _new_read(Read, (line, record, finished, None))
         except FileNotFoundError:
             pass  # gone: the session ends
