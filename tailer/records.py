@@ -210,15 +210,20 @@ def _hash(self) -> int:
 class TupleRecord(tuple):
     """A tuple whose items are named by the class's `_fields`, as collections.namedtuple's:
     equal, hashed, unpacked and pickled as that tuple. A subclass writes its own `__new__`
-    (its defaults); one made a million times may be made by `tuple.__new__(cls, items)`."""
+    (its defaults); one made a million times may be made by `tuple.__new__(cls, items)`.
+    `fields`, `replace` and `as_dict` take it as they take a record."""
 
     __slots__ = ()
     _fields: tuple[str, ...] = ()
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
+        made = []
         for index, name in enumerate(cls._fields):
             setattr(cls, name, _tuplegetter(index, f"Item {index}: {name}"))
+            made.append(Field())
+            made[-1].name = name
+        cls.__record_fields__ = tuple(made)
 
     def __getnewargs__(self) -> tuple:
         return tuple(self)

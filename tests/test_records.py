@@ -130,3 +130,43 @@ def test_a_tuple_record_is_its_namedtuple(first, second, other):
     with pytest.raises(AttributeError):
         made.first = 1
     assert not hasattr(made, "__dict__")
+
+
+@given(first=st.integers(), second=st.one_of(st.none(), st.text(max_size=3)))
+def test_a_tuple_record_is_taken_by_fields_replace_and_as_dict(first, second):
+    made = Pair(first, second)
+    assert records.is_record(made) and [f.name for f in records.fields(Pair)] == ["first", "second"]
+    assert records.replace(made, second="x") == Pair(first, "x")
+    assert type(records.replace(made, first=0)) is Pair
+    assert records.as_dict(made) == {"first": first, "second": second}
+    assert records.as_dict(Wrapped(made)) == {"pair": {"first": first, "second": second}}
+
+
+@record(slots=True)
+class Wrapped:
+    pair: Pair
+
+
+counts = st.integers(0, 10**15)
+usages = st.tuples(counts, counts, counts, counts, counts, counts)
+
+
+@given(one=usages, other=usages)
+def test_usage_adds_subtracts_and_shows_field_by_field(one, other):
+    """event_records.Usage (a TupleRecord, added in C) against the record it replaced: made
+    by position or by name, its sums and differences field by field, and its repr."""
+    from tailer.copilot.event_records import Usage
+
+    names = [f.name for f in records.fields(Usage)]
+    assert names == ["request_count", "input_tokens", "output_tokens", "cache_read_tokens",
+                     "cache_write_tokens", "nano_aiu"]
+    first, second = Usage(*one), Usage(**dict(zip(names, other)))
+    assert type(first + second) is Usage and type(first - second) is Usage
+    assert list(first + second) == [a + b for a, b in zip(one, other)]
+    assert list(first - second) == [a - b for a, b in zip(one, other)]
+    assert sum([first, second], Usage()) == first + second
+    assert Usage() == Usage(0, 0, 0, 0, 0, 0) and (first == Usage()) == (not any(one))
+    assert records.as_dict(first) == dict(zip(names, one))
+    assert repr(first) == "Usage(" + ", ".join(f"{n}={v!r}" for n, v in zip(names, one)) + ")"
+    assert first.aiu == one[5] / 1e9
+    assert first.uncached_input() == max(one[1] - one[3] - one[4], 0)

@@ -7,33 +7,39 @@ codes_only checks as each record is built.
 
 from __future__ import annotations
 
-from ..records import field, record
+try:  # operator's functions, in C, without operator.py's import (the footer's start-up)
+    from _operator import add as _add, sub as _sub
+except ImportError:  # another Python than CPython
+    from operator import add as _add, sub as _sub
+
+from ..records import TupleRecord, field, record
 from ..codes import ENUM, IDENTIFIER, MODEL, TOOL, VERSION, CodeKind
 
+_new = tuple.__new__
 
-# The records are slotted but not frozen: a frozen record sets each field through
-# object.__setattr__, which made building records the largest cost of parsing after
-# json.loads. Treat them as values all the same (records.replace).
-@record(slots=True)
-class Usage:
-    """Token and credit figures of a leg or a whole turn."""
 
-    request_count: int = 0
-    input_tokens: int = 0  # includes the cache reads and writes, as in the GenAI conventions
-    output_tokens: int = 0
-    cache_read_tokens: int = 0
-    cache_write_tokens: int = 0
-    nano_aiu: int = 0
+class Usage(TupleRecord):
+    """Token and credit figures of a leg or a whole turn: input_tokens includes the cache
+    reads and writes, as in the GenAI conventions; nano_aiu is credits in billionths.
+
+    A tuple, made and added in C: a model call makes one and every sum of calls one per
+    call (the ledgers, each leg's and turn's figures), and a record's compiled __init__
+    and __add__ were some 3% of what reading a log into a report cost."""
+
+    __slots__ = ()
+    _fields = ("request_count", "input_tokens", "output_tokens", "cache_read_tokens",
+               "cache_write_tokens", "nano_aiu")
+
+    def __new__(cls, request_count: int = 0, input_tokens: int = 0, output_tokens: int = 0,
+                cache_read_tokens: int = 0, cache_write_tokens: int = 0, nano_aiu: int = 0):
+        return _new(cls, (request_count, input_tokens, output_tokens, cache_read_tokens,
+                          cache_write_tokens, nano_aiu))
 
     def __add__(self, other: Usage) -> Usage:
-        return Usage(
-            self.request_count + other.request_count,
-            self.input_tokens + other.input_tokens,
-            self.output_tokens + other.output_tokens,
-            self.cache_read_tokens + other.cache_read_tokens,
-            self.cache_write_tokens + other.cache_write_tokens,
-            self.nano_aiu + other.nano_aiu,
-        )
+        return _new(Usage, map(_add, self, other))
+
+    def __sub__(self, other: Usage) -> Usage:
+        return _new(Usage, map(_sub, self, other))
 
     def uncached_input(self) -> int:
         """Uncached input, as the CLI's `/usage` and ccusage count input: the input tokens
@@ -41,22 +47,15 @@ class Usage:
         figures that do not add up)."""
         return max(self.input_tokens - self.cache_read_tokens - self.cache_write_tokens, 0)
 
-    def __sub__(self, other: Usage) -> Usage:
-        return Usage(
-            self.request_count - other.request_count,
-            self.input_tokens - other.input_tokens,
-            self.output_tokens - other.output_tokens,
-            self.cache_read_tokens - other.cache_read_tokens,
-            self.cache_write_tokens - other.cache_write_tokens,
-            self.nano_aiu - other.nano_aiu,
-        )
-
     @property
     def aiu(self) -> float:
         """Credits: the CLI counts them in billionths."""
         return self.nano_aiu / 1e9
 
 
+# The records are slotted but not frozen: a frozen record sets each field through
+# object.__setattr__, which made building records the largest cost of parsing after
+# json.loads. Treat them as values all the same (records.replace).
 @record(slots=True)
 class Event:
     """Fields every record has: when it was written and what the parser noticed.
