@@ -273,11 +273,14 @@ class LineReader:
         offset, number = self.position.offset, self.position.line
         last = None  # the last line consumed (with its newline): its end makes the digest
         unfinished, self._unfinished = self._unfinished, None
+        # A line read whole in one piece of at most this is never oversized: no line's
+        # length is compared to MAX_LINE_BYTES, on every line of every log.
+        piece = min(CHUNK_BYTES, MAX_LINE_BYTES)
         try:
             while True:
-                line = handle.readline(CHUNK_BYTES)
+                line = handle.readline(piece)
                 if unfinished is None:
-                    if line[-1:] == b"\n" and len(line) <= MAX_LINE_BYTES:
+                    if line[-1:] == b"\n":
                         offset += len(line)
                         number += 1
                         last = line
