@@ -339,23 +339,31 @@ class Turn:
         self._finished_tools = self._tool_calls()
 
     def _tool_calls(self) -> list[ToolCall]:
-        starts: dict[str, ToolStarted] = {}
-        ends: dict[str, ToolCompleted] = {}
+        # Each tool call's first start and first end, in the order its first event came: one
+        # walk of the events (a month has some 100,000 tools), then one ToolCall each, made
+        # by position in the order of its fields.
+        pairs: dict[str, list] = {}
         for event in self.tool_events:
-            found = starts if isinstance(event, ToolStarted) else ends
-            found.setdefault(event.tool_call_id, event)
+            pair = pairs.get(event.tool_call_id)
+            if pair is None:
+                pair = pairs[event.tool_call_id] = [None, None]
+            ended = event.__class__ is not ToolStarted
+            if pair[ended] is None:
+                pair[ended] = event
         tools = []
-        for tool_call_id in dict.fromkeys(event.tool_call_id for event in self.tool_events):
-            start, end = starts.get(tool_call_id), ends.get(tool_call_id)
+        for tool_call_id, (start, end) in pairs.items():
             first = start or end
-            name, mcp_server, mcp_tool = ((start.tool_name, start.mcp_server, start.mcp_tool)
-                                          if start else (None, None, None))
-            success = end.success if end else None
-            phase_id = first.phase_id or (end.phase_id if end else None)
-            end_ns = max(end.time_ns, first.time_ns) if end else first.time_ns
-            # By position, in the order of ToolCall's fields: a month has some 100,000 tools.
-            tools.append(ToolCall(tool_call_id, name, mcp_server, mcp_tool, success, phase_id,
-                                  first.time_ns, end_ns))
+            if start is None:
+                name = mcp_server = mcp_tool = None
+            else:
+                name, mcp_server, mcp_tool = start.tool_name, start.mcp_server, start.mcp_tool
+            if end is None:
+                tools.append(ToolCall(tool_call_id, name, mcp_server, mcp_tool, None,
+                                      first.phase_id or None, first.time_ns, first.time_ns))
+            else:
+                tools.append(ToolCall(tool_call_id, name, mcp_server, mcp_tool, end.success,
+                                      first.phase_id or end.phase_id, first.time_ns,
+                                      max(end.time_ns, first.time_ns)))
         self._place_replayed(tools)
         return tools
 
@@ -371,7 +379,8 @@ class Turn:
         """
         if self.commit is None:
             return
-        replayed = [tool for tool in tools if tool.start_ns >= self.commit.time_ns]
+        committed_ns = self.commit.time_ns
+        replayed = [tool for tool in tools if tool.start_ns >= committed_ns]
         if not replayed:
             return
         for tool in replayed:
