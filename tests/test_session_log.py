@@ -122,7 +122,7 @@ def test_turns_only_hands_out_the_finishing_lines_and_counts_as_every_record_doe
             assert any(not read.finished for read in reads)
     every_record, turns_only = results
     assert turns_only == every_record
-    assert every_record[2]  # the CLI's totals were checked
+    assert every_record[2] or fail_at  # the CLI's totals were checked, unless a bug hit them
 
 
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
