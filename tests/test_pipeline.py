@@ -451,3 +451,46 @@ def test_a_line_the_tailer_fails_on_costs_that_line_only(tmp_path, monkeypatch, 
     assert samples(metrics.registry.render_final(), "hydrafusion_tailer_malformed_lines_total")[
         (("reason", "internal_error"),)] == 1
     assert "(KeyError)" in caplog.text and "a bug" not in caplog.text
+
+
+@pytest.mark.parametrize("budget", [None, 3])
+@pytest.mark.parametrize("future", [False, True])
+def test_records_the_daemon_takes_quietly_count_as_those_it_is_handed(
+        tmp_path_factory, monkeypatch, budget, future):
+    """SessionLog does not hand the daemon the model calls and tools it reads the short way
+    (read's quiet_until_ns): every metric is as when each record is handed out and counted,
+    the lines read and the newest event time too; a record from past the believable future
+    (a clock ahead) among them is handed out and left out of the newest time as before."""
+    import json
+
+    writers = [every_pattern(f"quiet-{n}") for n in range(2)]
+    for writer in writers:
+        lines = writer.lines()
+        if future:  # a model call, and a tool, written in 2150
+            for number, line in enumerate(lines):
+                event = json.loads(line)
+                if event["type"] in ("session.usage_record", "tool.execution_start"):
+                    event["timestamp"] = "2150-01-01T00:00:00.000Z"
+                    lines[number] = json.dumps(event, separators=(",", ":"))
+                    if event["type"] == "tool.execution_start":
+                        break
+            writer.lines = lambda lines=lines: lines
+    rendered = []
+    for quietly in (True, False):
+        state = tmp_path_factory.mktemp("quiet" if quietly else "loud")
+        for writer in writers:
+            writer.write(state)
+        if not quietly:
+            monkeypatch.setattr(Metrics, "believable_until_ns", lambda self: -1)
+        tailer, metrics, finished = make_tailer(state, Clock(0))
+        taken = []
+        passes = 0
+        while not (passes and tailer.caught_up):
+            tailer.poll(turn_budget=budget)
+            passes += 1
+            taken.append(sum(log.quiet_records for log in tailer.sessions.values()))
+        assert (sum(taken) > 0) == quietly
+        rendered.append((metrics.registry.render_final(), sorted(t.key for t in finished)))
+    assert rendered[0] == rendered[1]
+    newest = samples(rendered[0][0], "hydrafusion_tailer_last_event_timestamp_seconds")[()]
+    assert 0 < newest < 4_102_444_800  # before 2100: the call from 2150 is not believed

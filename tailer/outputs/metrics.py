@@ -471,9 +471,18 @@ class HealthFamilies:
             self.not_codes.inc({"field": name})
         if event.event_type:  # named only with drift notes or an unknown type: seldom
             self._count_drift(event)
-        if event.time_ns > self._newest_event_ns and _believable(event.time_ns):
-            self._newest_event_ns = event.time_ns
-            self.last_event.set(None, event.time_ns / 1e9)
+        self.note_event_time(event.time_ns)
+
+    def note_event_time(self, time_ns: int) -> None:
+        """An event's time, for the newest one (the daemon's records it does not count one
+        by one come as the newest of their times)."""
+        if time_ns > self._newest_event_ns and _believable(time_ns):
+            self._newest_event_ns = time_ns
+            self.last_event.set(None, time_ns / 1e9)
+
+    def believable_until_ns(self) -> int:
+        """A time up to which every event time is believable, now and from now on."""
+        return time.time_ns() + FUTURE_SLACK_NS
 
     def _count_drift(self, event: Event) -> None:
         event_type = event.event_type

@@ -220,7 +220,7 @@ class Tailer:
         generation = reader.generation
         before = reader.position.line
         read_into, skipped = 0, 0  # lines read into a record, and damaged: counted at the end
-        for read in session.read():
+        for read in session.read(self.metrics.believable_until_ns()):
             if reader.generation != generation:
                 generation, before, read_into, skipped = reader.generation, 0, 0, 0
                 log.info("%s", rewritten_problem(session_id))
@@ -234,6 +234,9 @@ class Tailer:
             if self._turns_left is not None and self._turns_left <= 0:
                 self._unread.add(session_id)  # the rest of this log: next pass
                 break
+        if session.quiet_records:
+            read_into += session.quiet_records
+            self.metrics.note_event_time(session.newest_quiet_ns)
         done.note(TURNS if read_into or skipped else UNCHANGED)  # once a read, not a line
         if session.error is not None:
             self._warnings.warn((session_id, "unreadable"), "%s", session.problem)
