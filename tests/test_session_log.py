@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from sessiongen import START, SessionWriter
 from tailer.copilot import problems
 from tailer.turns import session_log
+from tailer.copilot.event_values import LATEST_NS
 from tailer.copilot.lines import Position
 from tailer.turns.session_log import SessionLog
 
@@ -82,20 +83,20 @@ def checked_lines() -> list[str]:
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(damage_at=damage_places, cut_at=cuts, fail_at=st.sets(st.integers(0, 200), max_size=3))
-def test_turns_only_hands_out_the_finishing_lines_and_counts_as_every_record_does(
+def test_quiet_records_are_counted_and_the_rest_is_as_when_every_record_is_handed_out(
         tmp_path, damage_at, cut_at, fail_at):
-    """The report's way (turns_only): the same turns in the same order, damage (a bug's
-    too), checks of the CLI's totals and position as a read that hands out every record,
-    however the log arrives; and no line handed out that finished nothing."""
+    """read(quiet_until_ns), the report's and the daemon's way: the same turns in the same
+    order, damage (a bug's too), checks of the CLI's totals and position as a read that hands
+    out every record, however the log arrives; each record not handed out is counted."""
     lines = checked_lines()
     for number, at in enumerate(sorted({at % (len(lines) + 1) for at in damage_at}, reverse=True)):
         lines.insert(at, DAMAGED[number % len(DAMAGED)])
     data = "".join(f"{line}\n" for line in lines).encode()
-    results = []
-    for turns_only in (False, True):
-        path = tmp_path / f"events-{turns_only}.jsonl"
+    results, records = [], []
+    for quiet_until_ns in (-1, LATEST_NS):
+        path = tmp_path / f"events-{quiet_until_ns}.jsonl"
         path.write_bytes(b"")
-        log = SessionLog("s", path, turns_only=turns_only)
+        log = SessionLog("s", path)
         fed, real_feed = [], log.turns.feed
 
         def failing_sometimes(record):
@@ -105,24 +106,24 @@ def test_turns_only_hands_out_the_finishing_lines_and_counts_as_every_record_doe
             return real_feed(record)
 
         log.turns.feed = failing_sometimes
-        turns, checks, reads = [], [], []
+        turns, checks, handed, quiet = [], [], 0, 0
         for cut in sorted({cut % (len(data) + 1) for cut in cut_at}) + [len(data)]:
             with open(path, "r+b") as out:
                 out.seek(0, os.SEEK_END)
                 out.write(data[out.tell():cut])
-            for read in log.read():
-                reads.append(read)
+            for read in log.read(quiet_until_ns):
+                handed += read.record is not None
                 turns += read.finished
+            quiet += log.quiet_records
             checks += log.turns.take_reconciliations()
         turns += log.finish_open()
         results.append((turns, dict(log.damage), checks, log.reader.position))
-        if turns_only:
-            assert all(read.finished for read in reads)
-        else:
-            assert any(not read.finished for read in reads)
-    every_record, turns_only = results
-    assert turns_only == every_record
+        records.append((handed, quiet))
+    every_record, quietly = results
+    assert quietly == every_record
     assert every_record[2] or fail_at  # the CLI's totals were checked, unless a bug hit them
+    (all_handed, none_quiet), (handed, quiet) = records
+    assert none_quiet == 0 and quiet > 0 and handed + quiet == all_handed
 
 
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -14,6 +14,8 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from ..records import record
+from ..copilot import event_records
+from ..copilot.event_values import LATEST_NS
 from ..copilot.problems import folder_problem
 from ..turns import session_state
 from ..turns.session_log import SessionLog
@@ -92,7 +94,7 @@ class SessionReader:
         from its checkpoint (the report's cache). ValueError, KeyError or TypeError when
         `saved` is not shaped as `state` gives it (session_state.check)."""
         session_state.check({"sessions": {session_id: saved}})
-        self._logs[session_id] = SessionLog.from_state(session_id, path, saved, turns_only=True)
+        self._logs[session_id] = SessionLog.from_state(session_id, path, saved)
 
     def state(self, session_id: str) -> dict:
         """Where reading the log stands, to `resume` from later: its position, open turns,
@@ -119,14 +121,15 @@ class SessionReader:
         soon as it does: a log of thousands of turns is never held as all their records."""
         log = self._logs.get(session_id)
         if log is None:
-            log = self._logs[session_id] = SessionLog(session_id, path, turns_only=True)
-        damaged = sum(log.damage.values())
-        try:
-            for read in log.read():
-                yield from read.finished
-        finally:
-            self.damaged_lines += sum(log.damage.values()) - damaged
-            self.reconciliations += log.turns.take_reconciliations()
+            log = self._logs[session_id] = SessionLog(session_id, path)
+        # A model call or tool read the short way is nothing to a report but the turn it
+        # joined: not handed out (every record's time is before LATEST_NS).
+        for read in log.read(quiet_until_ns=LATEST_NS):
+            if type(read.record) is event_records.Malformed:
+                self.damaged_lines += 1
+            yield from read.finished
+            if isinstance(read.record, event_records.SessionTotals):
+                self.reconciliations += log.turns.take_reconciliations()
         if log.problem is not None:
             self.problems[session_id] = log.problem
         else:

@@ -72,33 +72,27 @@ class SessionLog:
 
     By default only the lines that may be records are handed out (event_types.may_be_read);
     `every_line` hands out all of them, for a command that looks at every line (doctor,
-    scrub). With `turns_only`, only the lines that finished turns are: for a command that
-    wants the turns and the counts alone (the report), which `damage` and
-    `turns.take_reconciliations` hold; a log's records are most of its lines, and handing
-    each one out was some 2.5% of a cold report's bytecodes.
+    scrub).
     """
 
-    __slots__ = ("session_id", "reader", "turns", "damage", "error", "turns_only",
-                 "quiet_records", "newest_quiet_ns")
+    __slots__ = ("session_id", "reader", "turns", "damage", "error", "quiet_records",
+                 "newest_quiet_ns")
 
     def __init__(self, session_id: str, path: Path, position: Position = Position(),
-                 turns: SessionTurns | None = None, *, every_line: bool = False,
-                 turns_only: bool = False):
+                 turns: SessionTurns | None = None, *, every_line: bool = False):
         self.session_id = session_id
         self.reader = LineReader(path, position, None if every_line else event_types.may_be_read)
         self.turns = turns if turns is not None else SessionTurns(session_id)
-        self.turns_only = turns_only and not every_line
         self.quiet_records = 0  # of the last read: see `read`
         self.newest_quiet_ns = 0
         self.damage: dict[str, int] = {}  # reason -> damaged lines
         self.error: OSError | None = None  # why the last read could not read the log
 
     @classmethod
-    def from_state(cls, session_id: str, path: Path, saved: dict, *,
-                   turns_only: bool = False) -> "SessionLog":
+    def from_state(cls, session_id: str, path: Path, saved: dict) -> "SessionLog":
         """Resume where `to_state` left off (`saved` checked by session_state.check)."""
         return cls(session_id, path, Position.from_data(saved["position"]),
-                   session_state.turns_from_state(session_id, saved), turns_only=turns_only)
+                   session_state.turns_from_state(session_id, saved))
 
     def to_state(self) -> dict:
         return session_state.session_to_state(self.reader.position, self.turns)
@@ -124,14 +118,14 @@ class SessionLog:
 
     def read(self, quiet_until_ns: int = -1) -> Iterator[Read]:
         """Each line appended since the last read that became something (every line with
-        `every_line`, only those that finished turns with `turns_only`), judged and fed to
-        the session's turns.
+        `every_line`), judged and fed to the session's turns.
 
         A model call or tool event read the short way (never damage, no notes, finishing
         no turn) and written at or before `quiet_until_ns` is not handed out: it is counted
         in `quiet_records`, the newest of their times kept in `newest_quiet_ns`. For the
-        daemon, to which such a record is a line to count and a time: they are most of a
-        log's records, and handing each out cost it some 6% of a backfill.
+        daemon and the report, to which such a record is a line to count and a time: they
+        are most of a log's records, and handing each out cost some 6% of a backfill's
+        bytecodes and 2.5% of a cold report's.
 
         Stopping early is fine: the next read goes on after the last line handed out. A
         log that cannot be read sets `error`; one that is gone does not. This is the loop
@@ -140,7 +134,6 @@ class SessionLog:
         self.error = None
         self.quiet_records = self.newest_quiet_ns = 0
         reader, turns, every_line = self.reader, self.turns, self.reader.wanted is None
-        every_record = not self.turns_only
         take_call, take_tool = turns.call, turns.tool
         malformed, unknown = event_records.Malformed, event_records.UnknownFusionEvent
         model_call = event_records.ModelCall
@@ -174,10 +167,9 @@ class SessionLog:
                             continue
                 except Exception as error:  # a bug must cost one line, not the command
                     self.damage[INTERNAL_ERROR] = self.damage.get(INTERNAL_ERROR, 0) + 1
-                    if every_record:
-                        yield Read(line, malformed(INTERNAL_ERROR), _NONE, type(error).__name__)
+                    yield Read(line, malformed(INTERNAL_ERROR), _NONE, type(error).__name__)
                     continue
-                if finished is not _NONE or every_record and (record is not None or every_line):
+                if record is not None or every_line:
                     yield _new_read(Read, (line, record, finished, None))
         except FileNotFoundError:
             pass  # gone: the session ends
