@@ -247,9 +247,7 @@ class Counter(_Family):
     def _add(self, series: _Series, amount: float) -> None:
         if not amount >= 0:
             raise ValueError(f"counter {self.name} can only grow, got {amount!r}")
-        # _exact, written out: a finished turn makes dozens of changes, and the call was
-        # a fifth of what applying one cost.
-        series.value += amount * EXACT if type(amount) is int else round(amount * EXACT)
+        series.value += _exact(amount)
 
     def zero(self) -> int:
         return 0
@@ -310,7 +308,7 @@ class Histogram(_Family):
             raise ValueError(f"histogram {self.name} cannot observe NaN")
         state = series.value
         state.bucket_counts[bisect.bisect_left(self.bounds, value)] += 1
-        state.sum += value * EXACT if type(value) is int else round(value * EXACT)  # _exact
+        state.sum += _exact(value)
 
     def zero(self) -> _HistogramValue:
         return _HistogramValue(len(self.bounds) + 1)
