@@ -623,6 +623,31 @@ def test_reading_without_the_bulk_gives_what_reading_whole_gives(members, event_
         assert parse_line(raw) == lean
 
 
+_QUOTEY_BYTES = st.binary(max_size=80) | st.lists(
+    st.sampled_from([b",", b'"', b'\\"', b',"', b"a", b"\\", b"}", b":"]), max_size=60).map(b"".join)
+
+
+@given(_QUOTEY_BYTES, st.integers(0, 90))
+@example(b'a\\"b\\"c\\"d\\"e\\"f,"g', 0)  # more quotes before the one after a comma than are walked
+@example(b'a\\"b\\"c\\"d\\"e\\"f\\"g', 0)  # and none after a comma
+@example(b'a\\"b\\"c\\"d\\"e,"', 0)  # the first after a comma is the last walked
+def test_the_members_after_the_bulk_are_found_as_a_search_for_comma_quote_finds_them(line, start):
+    """line_json walks from quote to quote, then searches: the same place as find(b',"')."""
+    assert line_json._comma_quote(line, start) == line.find(b',"', start)
+
+
+@given(st.lists(st.sampled_from([b',"result":', b',"error":', b',"arguments":', b"x" * 500, b'"a"']),
+                max_size=20).map(b"".join),
+       st.sampled_from([b"tool.execution_start", b"tool.execution_complete", b"user.message", b"x"]))
+def test_the_bulk_starts_at_the_first_of_its_keys_within_the_head(line, event_type):
+    """Where the bulk is cut: the first bulky key in the line's first _HEAD_BYTES, as a
+    search for each key through all of them finds it."""
+    found = [line.find(key, 0, line_json._HEAD_BYTES) for key in line_json._BULK_KEYS.get(event_type, ())]
+    found = [position for position in found if position > 0]
+    if event_type not in line_json._ALL_DATA_BULK:
+        assert line_json._bulk_start(line, event_type) == (min(found) if found else None)
+
+
 def test_a_line_is_read_alike_in_a_process_that_never_imported_json():
     """The status line reads logs without importing json. Python 3.11's JSON scanner then
     fails with SystemError where it should raise ValueError (fast_json.NOT_JSON): a bulky

@@ -69,7 +69,7 @@ def loads_without_bulk(line: bytes, event_type: bytes) -> object | None:
     data_opened = head.endswith(b"{")
     boundary = max(cut, len(line) - _TAIL_BYTES)
     for _ in range(_TAIL_TRIES):
-        boundary = line.find(b',"', boundary + 1)
+        boundary = _comma_quote(line, boundary + 1)
         if boundary < 0:
             return None
         tails = [line[boundary + 1:] if data_opened else line[boundary:]]
@@ -88,6 +88,35 @@ def _bulk_start(line: bytes, event_type: bytes) -> int | None:
     opening = _ALL_DATA_BULK.get(event_type)
     if opening is not None:
         return len(opening) if line.startswith(opening) else None
-    found = [line.find(key, 0, _HEAD_BYTES) for key in _BULK_KEYS.get(event_type, ())]
-    found = [position for position in found if position > 0]
-    return min(found) if found else None
+    first = None
+    for key in _BULK_KEYS.get(event_type, ()):
+        # A key found first bounds where the next is looked for: an absent one (a result's
+        # `error`) was searched for through all of _HEAD_BYTES, on every large tool line.
+        position = line.find(key, 0, _HEAD_BYTES if first is None else min(first + len(key) - 1, _HEAD_BYTES))
+        if position > 0:
+            first = position
+    return first
+
+
+def _comma_quote(line: bytes, start: int) -> int:
+    """line.find(b',"', start), sooner where the line holds few quotes after `start`.
+
+    Searching for two bytes walks the line a few bytes at a time: some 8 us on each tool
+    output of 9 KB, half of what cutting its bulk out cost. A quote alone is found at
+    memchr's speed, and where the bulk's text holds no quote the one sought is the sixth
+    or so (those of the bulk's key, of its text's key, the text's two ends). After
+    _QUOTE_TRIES quotes not after a comma (a text full of escaped quotes), the two bytes
+    are searched for: some 2 us more than searching at once.
+    """
+    quote = line.find(b'"', start + 1)
+    for _ in range(_QUOTE_TRIES):
+        if quote < 0:
+            return -1
+        if line[quote - 1] == _COMMA:
+            return quote - 1
+        quote = line.find(b'"', quote + 1)
+    return line.find(b',"', quote - 1) if quote >= 0 else -1
+
+
+_QUOTE_TRIES = 8
+_COMMA = ord(",")
