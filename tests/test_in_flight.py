@@ -7,7 +7,8 @@ from hypothesis import given, settings, strategies as st
 
 from in_flight_truth import in_flight_after
 from sessiongen import START, SessionWriter, whole_session
-from tailer.copilot import event_records, event_types, events
+from tailer.codes import ENUM
+from tailer.copilot import event_records, event_types, event_values, events
 from tailer.copilot.event_records import PlannedLeg
 from tailer.turns.assembly import SessionTurns
 from tailer.turns.in_flight import DONE, PENDING, RUNNING, SKIPPED, in_flight
@@ -89,6 +90,29 @@ def test_elapsed_time_is_the_clock_passed_in_less_the_start():
     [later] = snapshots_after(prefix, now_ns=now.start_ns + 12_500_000_000)
     assert (now.elapsed_s, later.elapsed_s) == (0.0, 12.5)
     assert now.legs[0].state == PENDING and now.calls == 0
+
+
+_PLAN_VALUES = st.sampled_from([None, "", "primary", "judge", "solver", "root", "Root Scope",
+                                 "/home/me/CANARY", "other", "x" * 200]) | st.text(max_size=6)
+
+
+@given(st.lists(st.tuples(_PLAN_VALUES, _PLAN_VALUES, _PLAN_VALUES, st.booleans()), max_size=5))
+def test_each_plan_value_is_its_code_or_other_and_each_refusal_is_counted_under_its_field(legs):
+    """codes_only over any plan: each leg's value as ENUM.accept gives it, the record's plan
+    made again only when one is refused, the refused fields named once each, sorted."""
+    plan = tuple(PlannedLeg(*leg) for leg in legs)
+    record = event_records.Resolved(1, fusion_id="fusion-1", pattern=None, synthetic_model=None,
+                                    policy=None, route_source=None, routing_latency_ms=None,
+                                    phase_plan=plan)
+    refused = event_values.codes_only(record)
+    expected = tuple(PlannedLeg(ENUM.accept(kind), ENUM.accept(role), ENUM.accept(scope), conditional)
+                     for kind, role, scope, conditional in legs)
+    assert record.phase_plan == expected
+    assert (record.phase_plan is plan) == (expected == plan)
+    assert refused == tuple(sorted(
+        {counted_as for leg, accepted in zip(plan, expected)
+         for counted_as, name in (("phase_kind", "kind"), ("role", "role"), ("scope", "scope"))
+         if getattr(leg, name) != getattr(accepted, name)}))
 
 
 def test_a_plan_s_values_that_are_no_codes_become_other_and_are_counted():

@@ -310,19 +310,15 @@ _PLAN_CODES = (("kind", "phase_kind"), ("role", "role"), ("scope", "scope"))
 
 def _plan_codes_only(record: Resolved) -> tuple[str, ...]:
     """codes_only for the phase plan: each leg's kind, role and scope is an ENUM, and a
-    refusal is counted under the field a leg record holds it in."""
-    refused = set()
-    plan = []
-    for leg in record.phase_plan:
-        codes = {}
-        for name, counted_as in _PLAN_CODES:
-            value = getattr(leg, name)
-            codes[name] = ENUM.accept(value)
-            if codes[name] != value:
-                refused.add(counted_as)
-        plan.append(PlannedLeg(**codes, conditional=leg.conditional))
+    refusal is counted under the field a leg record holds it in. The plan is made again
+    only when a value is refused: its codes nearly always are among those seen lately."""
+    refused = {counted_as for leg in record.phase_plan for name, counted_as in _PLAN_CODES
+               if getattr(leg, name) is not None and not is_code(ENUM, getattr(leg, name))}
     if refused:
-        record.phase_plan = tuple(plan)
+        record.phase_plan = tuple(
+            PlannedLeg(**{name: ENUM.accept(getattr(leg, name)) for name, _ in _PLAN_CODES},
+                       conditional=leg.conditional)
+            for leg in record.phase_plan)
     return tuple(sorted(refused))
 
 
