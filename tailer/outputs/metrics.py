@@ -323,19 +323,25 @@ class PromptFamilies:
             (self.prompt_calls, (kind, model), calls),
             (self.prompt_duration, (kind, model), duration_s),
         ]
+        # A turn's dozens of calls and tools fall in a few series of each counter: counted
+        # per series first, one change each, where a change per call and per tool was
+        # some tenth of a backfill's bytecodes. Histograms take each observation.
+        counted: dict[tuple, int] = {}
         for call in turn.calls:
-            changes += [
-                (self.model_calls, (kind, call.model, call.finish_reason or "unknown"), 1),
-                (self.call_duration, (call.model,), call.duration_ms / 1000),
-            ]
+            key = (self.model_calls, (kind, call.model, call.finish_reason or "unknown"))
+            counted[key] = counted.get(key, 0) + 1
+            changes.append((self.call_duration, (call.model,), call.duration_ms / 1000))
             if call.time_to_first_token_ms is not None:
                 changes.append(
                     (self.time_to_first_token, (call.model,), call.time_to_first_token_ms / 1000))
             if turn.ordinary and not call.credits_known:
-                changes.append((self.unknown_credit_calls, (kind, ORDINARY_PATTERN, call.model), 1))
+                key = (self.unknown_credit_calls, (kind, ORDINARY_PATTERN, call.model))
+                counted[key] = counted.get(key, 0) + 1
         for tool in turn.tools:
             success = "unknown" if tool.success is None else _flag(tool.success)
-            changes.append((self.tool_calls, (kind, tool.name or "unknown", success), 1))
+            key = (self.tool_calls, (kind, tool.name or "unknown", success))
+            counted[key] = counted.get(key, 0) + 1
+        changes += [(family, labels, count) for (family, labels), count in counted.items()]
         return changes
 
 
