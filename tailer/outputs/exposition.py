@@ -523,7 +523,8 @@ class Registry:
             touched = {}
             for family, values, _ in changes:
                 series = self._series(family, values)
-                touched.setdefault(id(series), (family, series, family.dump(series.value)))
+                if id(series) not in touched:
+                    touched[id(series)] = (family, series, family.dump(series.value))
             for family, values, amount in changes:
                 family._record(values, amount)
             gained = []
