@@ -56,6 +56,21 @@ def temporary_of(name: str) -> str | None:
     return match.group(1) if match else None
 
 
+def remove_killed_saves(path: Path) -> None:
+    """Remove the temporary files replace_file made for `path` and a kill left behind, and
+    nothing else: not those of another file in the same folder, nor a folder. For the one
+    writer of `path` (a tailer holding its checkpoint), before its first save: a save of
+    another writer running at that moment would lose its file and say so."""
+    try:
+        with os.scandir(path.parent) as entries:
+            for entry in entries:
+                if temporary_of(entry.name) == path.name and not entry.is_dir(follow_symlinks=False):
+                    with contextlib.suppress(OSError):
+                        os.unlink(entry.path)
+    except OSError:
+        pass  # the folder cannot be listed: the saves will say what is wrong with it
+
+
 def _new_temporary(path: Path, folder_fd: int | None) -> tuple[int, str]:
     """A new file beside `path`, made 0600 and never through a link (O_EXCL, O_NOFOLLOW),
     and its name (relative to `folder_fd` when given)."""

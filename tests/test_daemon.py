@@ -1,6 +1,7 @@
 """The tailer as users run it: a real process, a temporary state dir, a local OTLP receiver."""
 
 import json
+import os
 import re
 import signal
 import time
@@ -13,6 +14,8 @@ from otlp_sink import OtlpSink, Reply, plain_attributes
 from prom import free_port
 from sessiongen import START, SessionWriter, every_pattern
 from tailerproc import run_once, running_tailer, tailer_env
+from tailer.daemon.service import Textfile
+from tailer.outputs.exposition import Registry
 
 TURN_LINE = re.compile(
     r"INFO fusion (\S{1,20}) pattern=(\S+) phases=(\d+) models=(\S+) aiu=(\d+\.\d\d)$")
@@ -229,3 +232,54 @@ def test_collector_down_is_counted_and_nothing_else_breaks(tmp_path):
             time.sleep(0.2)
         turns = metric_samples(tailer.metrics(), "hydrafusion_turns_total")
     assert sum(turns.values()) == len(expected)
+
+
+def _leftovers_and_others(folder):
+    """What killed writes of `hydrafusion.prom` leave in its folder (a link among them),
+    and files and a folder that only look alike."""
+    killed = [folder / ".hydrafusion.prom.0123456789ab.tmp", folder / ".hydrafusion.prom.tmp_x8k2.tmp"]
+    for leftover in killed:
+        leftover.write_text("# half a textfile\n")
+    (folder / ".hydrafusion.prom.dangling.tmp").symlink_to(folder / "nowhere")
+    killed.append(folder / ".hydrafusion.prom.dangling.tmp")
+    others = [folder / ".other.prom.0123456789ab.tmp", folder / "hydrafusion.prom.abc.tmp",
+              folder / ".hydrafusion.prom.abc.tmp.1", folder / ".cp.json.abc.tmp"]
+    for other in others:
+        other.write_text("not ours")
+    (folder / ".hydrafusion.prom.folder.tmp").mkdir()
+    return killed, others + [folder / ".hydrafusion.prom.folder.tmp"]
+
+
+def test_a_run_removes_what_killed_writes_of_its_textfile_left_and_nothing_else(tmp_path):
+    """A tailer killed while writing its textfile leaves `.hydrafusion.prom.RANDOM.tmp` in
+    the collector's folder, where nothing else would ever remove it: the next run removes
+    those of its own textfile before it writes it, and no other file."""
+    state = tmp_path / "state"
+    state.mkdir()
+    write_sessions(state)
+    metrics = tmp_path / "textfiles"
+    metrics.mkdir()
+    killed, others = _leftovers_and_others(metrics)
+    result = run_once("--state-dir", str(state), "--otlp-endpoint", "none",
+                      "--textfile", str(metrics / "hydrafusion.prom"), "--metrics-address", "none")
+    assert result.returncode == 0, result.stderr
+    assert not any(os.path.lexists(leftover) for leftover in killed)
+    assert all(other.exists() for other in others)
+    assert "hydrafusion_turns_total" in (metrics / "hydrafusion.prom").read_text()
+
+
+def test_only_the_first_write_of_a_run_removes_leftovers(tmp_path):
+    """Later writes remove nothing: a file that appears meanwhile may be a save under way
+    (of a second tailer given the same textfile), not a killed one's."""
+    registry = Registry()
+    turns = registry.counter("t_turns_total", "Turns.", ["pattern"])
+    textfile = Textfile(tmp_path / "hydrafusion.prom", registry)
+    killed, others = _leftovers_and_others(tmp_path)
+    textfile.write()
+    assert not any(os.path.lexists(leftover) for leftover in killed)
+    running = tmp_path / ".hydrafusion.prom.feedfacecafe.tmp"
+    running.write_text("a save under way")
+    turns.inc({"pattern": "single"})
+    textfile.write(final=True)
+    assert running.exists() and all(other.exists() for other in others)
+    assert 't_turns_total{pattern="single"} 1' in (tmp_path / "hydrafusion.prom").read_text()

@@ -39,7 +39,7 @@ else:
     import fcntl
 
 from ..turns import session_state
-from ..atomic_file import replace_file, temporary_of
+from ..atomic_file import remove_killed_saves, replace_file
 from ..saved_state import mapping, sequence
 
 VERSION = 4
@@ -98,21 +98,8 @@ def claim(path: Path) -> BinaryIO | None:
             f"another tailer is using the checkpoint {path}; give this one a --checkpoint "
             "of its own"
         ) from None
-    _remove_killed_saves(path)
+    remove_killed_saves(path)
     return handle
-
-
-def _remove_killed_saves(path: Path) -> None:
-    """Remove the temporary files of this checkpoint's saves (replace_file's names for it),
-    and nothing else: not those of another file in the same folder, nor a folder."""
-    try:
-        with os.scandir(path.parent) as entries:
-            for entry in entries:
-                if temporary_of(entry.name) == path.name and not entry.is_dir(follow_symlinks=False):
-                    with contextlib.suppress(OSError):
-                        os.unlink(entry.path)
-    except OSError:
-        pass  # the folder cannot be listed: the saves will say what is wrong with it
 
 
 def _lock_path(path: Path) -> Path:

@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 
 from .. import __version__
+from ..atomic_file import remove_killed_saves
 from . import checkpoint
 from .config import Config
 from ..turns.sessions import POSITIONS, TURNS, UNCHANGED
@@ -514,7 +515,9 @@ class _InBackground:
 
 class Textfile:
     """The metrics written to a file (node_exporter's textfile collector), when configured:
-    rewritten at each save, refreshed every TEXTFILE_REFRESH_S, written only when changed."""
+    rewritten at each save, refreshed every TEXTFILE_REFRESH_S, written only when changed.
+    Its first write removes what the writes of a killed run left beside it: in the
+    collector's folder, each would stay there for good."""
 
     def __init__(self, path: Path | None, registry: Registry, clock=time.monotonic):
         self.path = path
@@ -522,6 +525,7 @@ class Textfile:
         self.clock = clock
         self._written_at = float("-inf")
         self._written: str | None = None
+        self._tidied = False
 
     def due(self) -> bool:
         return self.path is not None and self.clock() - self._written_at >= TEXTFILE_REFRESH_S
@@ -533,6 +537,9 @@ class Textfile:
         text = self.registry.render_final() if final else self.registry.render_textfile()
         if text == self._written:
             return
+        if not self._tidied:
+            remove_killed_saves(self.path)
+            self._tidied = True
         try:
             write_textfile(self.path, text)
             self._written = text
