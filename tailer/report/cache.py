@@ -205,11 +205,11 @@ _DIFFERENCES = operator.itemgetter(4)
 _BOUND = 2**63
 
 
-def _frames_a_turn(text: memoryview, start_at: int) -> bool:
+def _frames_a_turn(printed: memoryview, start_at: int) -> bool:
     """Whether a turn's JSON text is an object with its start's place where the row says
     (turn_text.printed makes it so); what lies between is the CRC's to vouch for."""
-    return (_START_KEY_LENGTH <= start_at <= len(text) and text[:1] == b"{" and text[-1:] == b"}"
-            and text[start_at - _START_KEY_LENGTH:start_at] == _START_KEY)
+    return (_START_KEY_LENGTH <= start_at <= len(printed) and printed[:1] == b"{"
+            and printed[-1:] == b"}" and printed[start_at - _START_KEY_LENGTH:start_at] == _START_KEY)
 
 
 _START_KEY = b',"start":'
@@ -408,8 +408,8 @@ def save(path: Path, entries: dict[str, LogEntry]) -> None:
     index = b"".join(line for line, _ in pieces.values())
     texts_crc = 0
     for _, texts in pieces.values():
-        for text in texts:
-            texts_crc = zlib.crc32(text, texts_crc)
+        for printed in texts:
+            texts_crc = zlib.crc32(printed, texts_crc)
     header = json.dumps({"kind": KIND, "version": __version__, "format": FORMAT,
                          "index_bytes": len(index), "crc32": f"{zlib.crc32(index):08x}",
                          "texts_crc32": f"{texts_crc:08x}"}).encode("utf-8")
@@ -426,5 +426,5 @@ def save(path: Path, entries: dict[str, LogEntry]) -> None:
 
 
 def _with_text_length(row: list) -> list:
-    text, *rest = row[PRINTED_AT]
-    return [*row[:PRINTED_AT], [len(text), *rest], *row[PRINTED_AT + 1:]]
+    printed, *rest = row[PRINTED_AT]
+    return [*row[:PRINTED_AT], [len(printed), *rest], *row[PRINTED_AT + 1:]]
