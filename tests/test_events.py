@@ -636,6 +636,21 @@ def test_the_members_after_the_bulk_are_found_as_a_search_for_comma_quote_finds_
     assert line_json._comma_quote(line, start) == line.find(b',"', start)
 
 
+def test_a_process_without_re_finds_the_members_after_the_bulk_where_re_finds_them():
+    """The footer's refresh never imports re: there the search after the quotes walked is
+    bytes.find's, and it finds the same place, and re stays out of the process."""
+    lines = [b'x' + b'\\"a' * n + tail for n in (0, 7, 8, 9, 40) for tail in (b',"b', b'\\",', b'')]
+    script = ("import sys; from tailer.copilot import line_json; "
+              "lines = eval(sys.stdin.read()); "
+              "print([line_json._comma_quote(line, 0) for line in lines]); "
+              "print('re' in sys.modules)")
+    done = subprocess.run([sys.executable, "-S", "-c", script], input=repr(lines), text=True,
+                          capture_output=True, cwd=Path(__file__).resolve().parent.parent)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split("\n")[:2] == [repr([line.find(b',"', 0) for line in lines]), "False"]
+    assert [line_json._comma_quote(line, 0) for line in lines] == [line.find(b',"', 0) for line in lines]
+
+
 @given(st.lists(st.sampled_from([b',"result":', b',"error":', b',"arguments":', b"x" * 500, b'"a"']),
                 max_size=20).map(b"".join),
        st.sampled_from([b"tool.execution_start", b"tool.execution_complete", b"user.message", b"x"]))

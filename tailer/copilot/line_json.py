@@ -7,6 +7,8 @@ never reads, so a backfill of large sessions stays close to the speed of reading
 
 from __future__ import annotations
 
+import sys
+
 from ..fast_json import NOT_JSON, scan_once
 
 # json.loads less the work around its C scanner (detecting the encoding, a decoder object's
@@ -101,12 +103,14 @@ def _bulk_start(line: bytes, event_type: bytes) -> int | None:
 def _comma_quote(line: bytes, start: int) -> int:
     """line.find(b',"', start), sooner where the line holds few quotes after `start`.
 
-    Searching for two bytes walks the line a few bytes at a time: some 8 us on each tool
+    bytes.find walks the line a few bytes at a time for two bytes: some 8 us on each tool
     output of 9 KB, half of what cutting its bulk out cost. A quote alone is found at
     memchr's speed, and where the bulk's text holds no quote the one sought is the sixth
     or so (those of the bulk's key, of its text's key, the text's two ends). After
     _QUOTE_TRIES quotes not after a comma (a text full of escaped quotes), the two bytes
-    are searched for: some 2 us more than searching at once.
+    are searched for, by `re` where the process has it: 2.4 times as fast as bytes.find on
+    such a text (5.7 against 13.6 us on 13 KB). The footer's refresh never imports re
+    (some 6 ms of its start-up), and finds the same place with bytes.find.
     """
     quote = line.find(b'"', start + 1)
     for _ in range(_QUOTE_TRIES):
@@ -115,8 +119,23 @@ def _comma_quote(line: bytes, start: int) -> int:
         if line[quote - 1] == _COMMA:
             return quote - 1
         quote = line.find(b'"', quote + 1)
-    return line.find(b',"', quote - 1) if quote >= 0 else -1
+    if quote < 0:
+        return -1
+    search = _comma_quote_search()
+    if search is None:
+        return line.find(b',"', quote - 1)
+    found = search(line, quote - 1)
+    return -1 if found is None else found.start()
+
+
+def _comma_quote_search():
+    """re's search for `,"`, compiled once some module of this process has imported re."""
+    global _SEARCH
+    if _SEARCH is None and "re" in sys.modules:
+        _SEARCH = sys.modules["re"].compile(b',"').search
+    return _SEARCH
 
 
 _QUOTE_TRIES = 8
 _COMMA = ord(",")
+_SEARCH = None
