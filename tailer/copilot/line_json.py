@@ -97,7 +97,8 @@ def _bulk_start(line: bytes, event_type: bytes) -> int | None:
     for key in _BULK_KEYS.get(event_type, ()):
         # A key found first bounds where the next is looked for: an absent one (a result's
         # `error`) was searched for through all of _HEAD_BYTES, on every large tool line.
-        position = line.find(key, 0, _HEAD_BYTES if first is None else min(first + len(key) - 1, _HEAD_BYTES))
+        end = _HEAD_BYTES if first is None else min(first + len(key) - 1, _HEAD_BYTES)
+        position = line.find(key, 0, end)
         if position > 0:
             first = position
     return first

@@ -324,8 +324,8 @@ class PromptFamilies:
             (self.prompt_duration, (kind, model), duration_s),
         ]
         # A turn's dozens of calls and tools fall in a few series of each counter: counted
-        # per series first, one change each, where a change per call and per tool was
-        # some tenth of a backfill's bytecodes. Histograms take each observation.
+        # per series first, one change each (a change per call and per tool cost a backfill
+        # some 2% of its instructions). Histograms take each observation.
         counted: dict[tuple, int] = {}
         for call in turn.calls:
             key = (self.model_calls, (kind, call.model, call.finish_reason or "unknown"))
