@@ -581,8 +581,9 @@ def test_stop_signals_in_a_burst_leave_no_copy_and_no_traceback(tmp_path):
                 process.send_signal(stop)
             time.sleep(rng.random() * 0.002)
         stderr = process.stderr.read().decode()
-        # 130: cut short; 0 or killed by a late signal: it had ended, the copy removed.
-        assert process.wait(timeout=60) in (0, 130, -signal.SIGTERM, -signal.SIGINT)
+        # 130: cut short; 0 or killed by a late signal (the first sent, SIGHUP, most often,
+        # on a loaded machine): it had ended, the copy removed.
+        assert process.wait(timeout=60) in (0, 130, -signal.SIGHUP, -signal.SIGTERM, -signal.SIGINT)
         assert stderr == "" and list(tmp_path.iterdir()) == []
 
 
