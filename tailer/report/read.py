@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from ..records import record
-from ..copilot import event_records
 from ..copilot.event_values import LATEST_NS
 from ..copilot.problems import folder_problem
 from ..turns import session_state
@@ -123,13 +122,15 @@ class SessionReader:
         if log is None:
             log = self._logs[session_id] = SessionLog(session_id, path)
         # A model call or tool read the short way is nothing to a report but the turn it
-        # joined: not handed out (every record's time is before LATEST_NS).
-        for read in log.read(quiet_until_ns=LATEST_NS):
-            if type(read.record) is event_records.Malformed:
-                self.damaged_lines += 1
-            yield from read.finished
-            if isinstance(read.record, event_records.SessionTotals):
-                self.reconciliations += log.turns.take_reconciliations()
+        # joined: not handed out (every record's time is before LATEST_NS). The damage and
+        # the checks of the CLI's totals are the log's own counts.
+        damaged = sum(log.damage.values())
+        try:
+            for read in log.read(quiet_until_ns=LATEST_NS):
+                yield from read.finished
+        finally:
+            self.damaged_lines += sum(log.damage.values()) - damaged
+            self.reconciliations += log.turns.take_reconciliations()
         if log.problem is not None:
             self.problems[session_id] = log.problem
         else:
