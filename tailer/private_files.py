@@ -129,12 +129,14 @@ class PrivateFolder:
             raise NotARegularFile(f"not a regular file: {name!r}")
         fd = os.open(where, _FILE, dir_fd=self.fd)
         try:
-            if not is_own_file(os.fstat(fd)):  # put there since it was looked at
-                raise NotARegularFile(f"not a regular file: {name!r}")
-            return open(fd, "rb")
+            own = is_own_file(os.fstat(fd))
         except BaseException:
             os.close(fd)
             raise
+        if not own:  # put there since it was looked at
+            os.close(fd)
+            raise NotARegularFile(f"not a regular file: {name!r}")
+        return open(fd, "rb")  # closes fd from here on, however it ends (lines.open_regular)
 
     def replace(self, name: str, write: Callable[[BinaryIO], None]) -> None:
         """Replace the file `name` with what `write(binary file)` writes, whole or not at

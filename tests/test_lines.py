@@ -327,3 +327,29 @@ def test_a_fifo_is_refused_without_blocking(tmp_path):
         pass
     else:
         raise AssertionError("a FIFO was read")
+
+
+def _open_then_stopped(real_open):
+    """`open` as a stop signal meets it: its KeyboardInterrupt raised just after `open`
+    returned, before the caller holds the file object (which is dropped, closing its fd)."""
+    def stopped_open(*args, **kwargs):
+        real_open(*args, **kwargs)
+        raise KeyboardInterrupt
+    return stopped_open
+
+
+def test_a_stop_just_after_the_log_is_opened_stays_a_stop_and_closes_it_once(tmp_path, monkeypatch):
+    """The file object owns the descriptor from `open` on: closing it again raised EBADF in
+    the stop's place, and the report went on, calling the log unreadable (a burst of stop
+    signals in tests/test_command_frictions.py met it)."""
+    path = tmp_path / "events.jsonl"
+    path.write_bytes(b'{"a":1}\n')
+    monkeypatch.setattr(lines, "open", _open_then_stopped(open), raising=False)
+    before = sorted(os.listdir("/proc/self/fd"))
+    try:
+        read_all(LineReader(path))
+    except KeyboardInterrupt:
+        pass
+    else:
+        raise AssertionError("the stop was lost")
+    assert sorted(os.listdir("/proc/self/fd")) == before

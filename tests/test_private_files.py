@@ -262,3 +262,23 @@ def test_tidy_removes_what_a_killed_save_left_and_never_a_running_saves_file(tmp
         private_folder.tidy(MADE, 4)
     assert temporaries(folder) == [] and os.listdir(folder) == [NAME]
 
+
+
+def test_a_stop_just_after_a_file_is_opened_stays_a_stop_and_closes_it_once(tmp_path, monkeypatch):
+    """As copilot/lines.open_regular (tests/test_lines.py): the file object alone closes the
+    descriptor once `open` returned, so a stop then is a KeyboardInterrupt, never EBADF."""
+    import tailer.private_files as private_files
+
+    folder = private(tmp_path / "f")
+    (folder / NAME).write_bytes(b"mine")
+    real_open = open
+
+    def stopped_open(*args, **kwargs):
+        real_open(*args, **kwargs)
+        raise KeyboardInterrupt
+    with PrivateFolder(folder, make=False) as private_folder:
+        monkeypatch.setattr(private_files, "open", stopped_open, raising=False)
+        before = sorted(os.listdir("/proc/self/fd"))
+        with pytest.raises(KeyboardInterrupt):
+            private_folder.read(NAME)
+        assert sorted(os.listdir("/proc/self/fd")) == before

@@ -150,7 +150,7 @@ def test_a_worker_killed_by_any_signal_ends_the_report_with_one_line(report, sig
 
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGHUP], ids=lambda sig: sig.name)
 def test_a_report_killed_or_hung_up_leaves_no_worker(report, sig):
-    """SIGHUP ends a report as Ctrl-C does (command.stops_as_interrupt), SIGKILL kills it."""
+    """SIGHUP ends a report as Ctrl-C does (report/stops.py), SIGKILL kills it."""
     running = report()
     os.kill(running.process.pid, sig)
     assert running.left_within(ORPHAN_S) == []
@@ -177,6 +177,35 @@ def test_a_busy_worker_sends_its_progress_until_it_answers():
         answered = time.monotonic()
     assert answers == [(6 * PROGRESS_S, "done")]
     assert len(sent) >= 3 and sent == sorted(sent) and sent[-1] < answered
+
+
+def test_a_stop_that_came_just_before_the_end_still_ends_every_worker(monkeypatch):
+    """Python runs the handler of a stop that came just before the signals were held as
+    they are: its KeyboardInterrupt comes out of pthread_sigmask, before a worker is
+    killed."""
+    from tailer.report import workers
+
+    real_mask, stops = signal.pthread_sigmask, [KeyboardInterrupt]
+
+    def stop_once(how, mask):
+        previous = real_mask(how, mask)
+        if how == signal.SIG_BLOCK and stops:
+            raise stops.pop()
+        return previous
+    pool = workers.Pool(2, lambda job: job)
+    pids = list(pool.pids)
+    monkeypatch.setattr(workers.signal, "pthread_sigmask", stop_once)
+    try:
+        pool.close()
+    except KeyboardInterrupt:
+        pass
+    else:
+        raise AssertionError("the stop was lost")
+    finally:
+        real_mask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM, signal.SIGHUP})
+    for pid in pids:
+        with pytest.raises(ChildProcessError):  # reaped
+            os.waitpid(pid, os.WNOHANG)
 
 
 @pytest.mark.parametrize("dies", [True, False], ids=["killed", "raises"])

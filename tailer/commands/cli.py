@@ -548,14 +548,14 @@ def _run(args: argparse.Namespace, environ: dict[str, str]) -> int:
 def _report(args: argparse.Namespace, environ: dict[str, str]) -> int:
     """The report, which SIGTERM and SIGHUP end as Ctrl-C does: the demo's copy removed, no
     traceback."""
-    from ..report import command as report
+    from ..report import command as report, stops
 
     if args.demo and args.state_dir != default_state_dir(environ):
         # Judged by its value: $COPILOT_STATE_DIR, set for every report, is no mistake.
         return report.refused(ValueError("--demo reports on the bundled example sessions: "
                                          "it takes no --state-dir"))
     try:
-        with report.stops_as_interrupt():
+        with stops.as_interrupt():
             if args.demo:
                 from .demo_report import report_demo
 

@@ -13,7 +13,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from . import demo
-from ..report import command as report
+from ..report import command as report, stops
 
 
 def report_demo(args, environ: dict[str, str]) -> int:
@@ -28,11 +28,11 @@ def report_demo(args, environ: dict[str, str]) -> int:
         # The example sessions are a few hundred KB: reading them here is quicker than
         # starting worker processes (and importing what they need).
         args = argparse.Namespace(**{**vars(args), "jobs": 1})
-    # Made and removed with the stop signals held (report.stops_held): one that came between
-    # making the folder and keeping its name, or in the middle of removing it, would leave it.
+    # Made and removed with the stops held (report/stops.py): one that came between making
+    # the folder and keeping its name would leave it, as would one in shutil.rmtree.
     work = None
     try:
-        with report.stops_held():
+        with stops.held():
             work = tempfile.mkdtemp(prefix="hydrafusion-demo-")
         state_dir = Path(work, "session-state")
         demo.prepare(demo.FIXTURES, state_dir, datetime.now(timezone.utc), keep_session_ids=True)
@@ -43,5 +43,9 @@ def report_demo(args, environ: dict[str, str]) -> int:
         return report.main(args, environ, state_dir=state_dir, on_pass=replay)
     finally:
         if work is not None:
-            with report.stops_held():
+            try:
+                with stops.held():
+                    shutil.rmtree(work, ignore_errors=True)
+            except KeyboardInterrupt:  # the first stop alone raises: the second try is whole
                 shutil.rmtree(work, ignore_errors=True)
+                raise

@@ -132,16 +132,21 @@ def open_regular(path: Path) -> BinaryIO:
 
     O_NONBLOCK makes opening a FIFO return at once instead of waiting for a writer; the
     type is then checked on the open descriptor, so a swap between a check and the open
-    cannot slip through.
+    cannot slip through. Once `open` has the descriptor, it alone closes it: a stop signal's
+    KeyboardInterrupt just after it returned drops the file object, which closes it, and a
+    second close here would have raised EBADF in its place (the stop taken for an
+    unreadable log, and the report going on).
     """
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise NotARegularFile(f"not a regular file: {os.fspath(path)!r}")
-        return open(fd, "rb", buffering=BUFFER_BYTES)
+        regular = stat.S_ISREG(os.fstat(fd).st_mode)
     except BaseException:
         os.close(fd)
         raise
+    if not regular:
+        os.close(fd)
+        raise NotARegularFile(f"not a regular file: {os.fspath(path)!r}")
+    return open(fd, "rb", buffering=BUFFER_BYTES)
 
 
 class _Unfinished:

@@ -19,7 +19,6 @@ import argparse
 import contextlib
 import os
 import re
-import signal
 import sys
 import threading
 from datetime import datetime, timedelta, timezone, tzinfo
@@ -51,9 +50,6 @@ NARROWEST = 40
 # Wider than any screen: a bar as long as a mistyped $COLUMNS would never finish printing.
 WIDEST = 1000
 CHOOSING = ("since", "until", "session", "model", "pattern")  # the options that choose turns
-# What ends a report as Ctrl-C does (stops_as_interrupt).
-STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP")
-                     if hasattr(signal, name))
 
 
 def add_arguments(parser: argparse.ArgumentParser, state_dir: Path) -> None:
@@ -297,51 +293,6 @@ def time_zone(name: str | None) -> tzinfo | None:
         raise ValueError(f"--timezone {printable(name)!r} is not a time zone name "
                          "(e.g. Europe/Berlin, UTC)")
     return zoneinfo.ZoneInfo(spelled)
-
-
-@contextlib.contextmanager
-def stops_as_interrupt():
-    """SIGTERM (`timeout`, `kill`) and SIGHUP (its terminal closed, or the shell that ran it
-    there killed) end a report as Ctrl-C does: a --watch shows the cursor again and the
-    demo's copy is removed, where the default action would leave both behind.
-
-    The first of them (Ctrl-C's SIGINT too) ends the report; the ones after it are ignored,
-    since it is ending already: a closed terminal sends SIGHUP twice (the shell passes its
-    own on), and a second KeyboardInterrupt would cut the clean-up short."""
-    stopped, owner = False, os.getpid()
-
-    def interrupt(signum, frame):
-        nonlocal stopped
-        # Not in a worker forked from the report: its parent must still be able to end it.
-        if os.getpid() == owner:
-            stopped = True
-            for number in STOP_SIGNALS:  # a handler, not SIG_IGN: one already caught then
-                signal.signal(number, ignore)  # runs it, where SIG_IGN's would be an OSError
-        raise KeyboardInterrupt
-
-    def ignore(signum, frame):
-        pass
-    previous = {number: signal.signal(number, interrupt) for number in STOP_SIGNALS}
-    try:
-        yield
-    finally:
-        if not stopped:
-            for number, handler in previous.items():
-                signal.signal(number, handler)
-
-
-@contextlib.contextmanager
-def stops_held():
-    """The stop signals held back (then delivered) while a step that must be whole runs:
-    a temporary folder made and its name kept, or removed (elsewhere than POSIX, not held)."""
-    if not hasattr(signal, "pthread_sigmask"):
-        yield
-        return
-    held = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, held)
 
 
 def _report(args: argparse.Namespace, environ: dict[str, str], state_dir: Path,

@@ -45,7 +45,7 @@ from typing import Callable, Iterator, NoReturn
 
 _LENGTH = struct.Struct("<Q")
 _HELD = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}  # while workers start and end
-# Signals the report turns into KeyboardInterrupt (command.stops_as_interrupt), which a
+# Signals the report turns into KeyboardInterrupt (stops.as_interrupt), which a
 # worker must take by their default action instead.
 _DEFAULT = (signal.SIGTERM, signal.SIGHUP)
 PROGRESS_S = 0.2  # between two of a busy worker's reports of its progress
@@ -116,7 +116,11 @@ class Pool:
 
     def close(self) -> None:
         """Kill and reap every worker, close every pipe."""
-        previous = signal.pthread_sigmask(signal.SIG_BLOCK, _HELD)
+        try:
+            previous = signal.pthread_sigmask(signal.SIG_BLOCK, _HELD)
+        except KeyboardInterrupt:  # a stop that came just before: raised as they were held
+            self.close()
+            raise
         try:
             running = [pid for pid in self.pids if pid is not None]
             for pid in running:
