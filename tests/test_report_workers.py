@@ -150,7 +150,7 @@ def test_a_worker_killed_by_any_signal_ends_the_report_with_one_line(report, sig
 
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGHUP], ids=lambda sig: sig.name)
 def test_a_report_killed_or_hung_up_leaves_no_worker(report, sig):
-    """SIGHUP ends a report as Ctrl-C does (report/stops.py), SIGKILL kills it."""
+    """SIGHUP ends a report as Ctrl-C does (commands/stops.py), SIGKILL kills it."""
     running = report()
     os.kill(running.process.pid, sig)
     assert running.left_within(ORPHAN_S) == []

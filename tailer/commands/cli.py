@@ -501,11 +501,11 @@ def main(argv: list[str] | None = None, environ: dict[str, str] | None = None) -
         if args.cli is not None and args.state_dir != default_state_dir(environ):
             _usage_error("hydrafusion-tailer doctor: --cli checks the CLI's event schema, no "
                          "session logs: it takes no --state-dir", " doctor")
-        return doctor.main(args, environ)
+        return _until_stopped(lambda: doctor.main(args, environ))
     if args.command == "scrub":
         from . import scrub
 
-        return scrub.main(args)
+        return _until_stopped(lambda: scrub.main(args))
     if args.command == "report":
         return _report(args, environ)
     if args.command == "statusline":
@@ -546,22 +546,30 @@ def _run(args: argparse.Namespace, environ: dict[str, str]) -> int:
 
 
 def _report(args: argparse.Namespace, environ: dict[str, str]) -> int:
-    """The report, which SIGTERM and SIGHUP end as Ctrl-C does: the demo's copy removed, no
-    traceback."""
-    from ..report import command as report, stops
+    """The report: its demo on a copy of the fixtures, made and removed here."""
+    from ..report import command as report
 
     if args.demo and args.state_dir != default_state_dir(environ):
         # Judged by its value: $COPILOT_STATE_DIR, set for every report, is no mistake.
         return report.refused(ValueError("--demo reports on the bundled example sessions: "
                                          "it takes no --state-dir"))
+    if args.demo:
+        from .demo_report import report_demo
+
+        return _until_stopped(lambda: report_demo(args, environ))
+    return _until_stopped(lambda: report.main(args, environ))
+
+
+def _until_stopped(command) -> int:
+    """`command()`, which SIGTERM and SIGHUP end as Ctrl-C does (commands/stops.py): what
+    it made is removed, and it exits 130 without a traceback. A --watch ends on a stop with
+    0 itself."""
+    from . import stops
+
     try:
         with stops.as_interrupt():
-            if args.demo:
-                from .demo_report import report_demo
-
-                return report_demo(args, environ)
-            return report.main(args, environ)
-    except KeyboardInterrupt:  # outside --watch, which ends on it with 0: cut short
+            return command()
+    except KeyboardInterrupt:
         return EXIT_INTERRUPTED
 
 

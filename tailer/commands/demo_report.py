@@ -12,8 +12,8 @@ import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
 
-from . import demo
-from ..report import command as report, stops
+from . import demo, stops
+from ..report import command as report
 
 
 def report_demo(args, environ: dict[str, str]) -> int:
@@ -28,7 +28,7 @@ def report_demo(args, environ: dict[str, str]) -> int:
         # The example sessions are a few hundred KB: reading them here is quicker than
         # starting worker processes (and importing what they need).
         args = argparse.Namespace(**{**vars(args), "jobs": 1})
-    # Made and removed with the stops held (report/stops.py): one that came between making
+    # Made and removed with the stops held (commands/stops.py): one that came between making
     # the folder and keeping its name would leave it, as would one in shutil.rmtree.
     work = None
     try:

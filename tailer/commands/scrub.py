@@ -46,10 +46,12 @@ import hashlib
 import json
 import random
 import re
+import shutil
 import sys
 from pathlib import Path
 from typing import Callable, Iterator
 
+from . import stops
 from ..copilot import event_values, scrub_tables
 from ..codes import CodeKind
 from ..copilot.scrub_tables import Kept
@@ -242,7 +244,9 @@ class NothingToScrub(ValueError):
 def scrub_tree(src: Path, dst: Path, seed: str | None = None) -> Summary:
     """Write the scrubbed copy of every session under `src` into `dst`/<new id>/events.jsonl.
 
-    `dst` must not exist yet or be empty, so a scrub never mixes with other files.
+    `dst` must not exist yet or be empty, so a scrub never mixes with other files. On a
+    KeyboardInterrupt (a stop: commands/stops.py) what it wrote is removed, `dst` left as it
+    was: a copy someone finds there is whole.
     """
     logs, unreadable = source_logs(src)
     if not logs and not unreadable:
@@ -253,6 +257,27 @@ def scrub_tree(src: Path, dst: Path, seed: str | None = None) -> Summary:
         seed = default_seed(logs)
     summary = Summary(problems=[folder_problem(session_id, error)
                                 for session_id, error in sorted(unreadable.items())])
+    made = [] if dst.exists() else [_first_missing(dst)]  # removed if a stop cuts it short
+    try:
+        _scrub_logs(logs, dst, seed, summary, made)
+    except KeyboardInterrupt:  # the first stop alone raises (stops.py): the removal is whole
+        for folder in reversed(made):
+            shutil.rmtree(folder, ignore_errors=True)
+        raise
+    return summary
+
+
+def _first_missing(path: Path) -> Path:
+    """The outermost folder that making `path` with its parents makes."""
+    while not path.parent.exists() and path.parent != path:
+        path = path.parent
+    return path
+
+
+def _scrub_logs(logs: dict[str, Path], dst: Path, seed: str, summary: Summary,
+                made: list[Path]) -> None:
+    """Scrub each log into `dst`, counting into `summary`; each session folder made is
+    added to `made` with its log written whole (stops.held)."""
     for session_id, path in sorted(logs.items()):
         ids = IdMap(random.Random(f"{seed}\n{session_id}"))
         session = SessionLog(session_id, path, every_line=True)
@@ -267,11 +292,12 @@ def scrub_tree(src: Path, dst: Path, seed: str | None = None) -> Summary:
             summary.problems.append(session.problem)
             continue
         folder = dst / ids.replace(Kept.SESSION_ID, session_id)
-        folder.mkdir(parents=True)
-        (folder / LOG_NAME).write_bytes("".join(lines).encode())  # "\n" on Windows too
+        with stops.held():
+            folder.mkdir(parents=True)
+            made.append(folder)
+            (folder / LOG_NAME).write_bytes("".join(lines).encode())  # "\n" on Windows too
         summary.sessions += 1
         summary.events += len(lines)
-    return summary
 
 
 def main(args: argparse.Namespace) -> int:

@@ -45,7 +45,7 @@ from typing import Callable, Iterator, NoReturn
 
 _LENGTH = struct.Struct("<Q")
 _HELD = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}  # while workers start and end
-# Signals the report turns into KeyboardInterrupt (stops.as_interrupt), which a
+# Signals the report turns into KeyboardInterrupt (commands/stops.as_interrupt), which a
 # worker must take by their default action instead.
 _DEFAULT = (signal.SIGTERM, signal.SIGHUP)
 PROGRESS_S = 0.2  # between two of a busy worker's reports of its progress

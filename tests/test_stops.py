@@ -1,9 +1,9 @@
-"""tailer/report/stops.py: a stop signal ends a report as Ctrl-C does, the first stop
-alone, never lost in a finalizer, held off a step that must be whole; and the demo's copy
-gone however it ends.
+"""tailer/commands/stops.py: a stop signal ends `report`, `doctor` and `scrub` as Ctrl-C
+does, the first stop alone, never lost in a finalizer, held off a step that must be whole;
+the demo's copy and a scrub cut short gone however they end.
 
 A stop lands wherever Python next checks for signals, so these tests send it at each
-moment in turn: a profile function counts the calls and returns of the report and sends
+moment in turn: a profile function counts the calls and returns of the command and sends
 SIGHUP, SIGTERM and SIGINT at the k-th. Each run is in a child process (the handlers are
 the process's), the runs for many k in one child to keep the test short.
 """
@@ -17,17 +17,19 @@ import textwrap
 
 from tailerproc import ROOT, tailer_env
 
-# The k-th call or return from the one after report.main returned: the demo's copy removed,
-# the handlers given back. A stop at any of them must end the report at once (130) or find
-# it ended (0, the stop then taken by the default handler: here the child's, which counts
-# it), with the copy removed and nothing on stderr.
+# Runs `hydrafusion-tailer ARGV` in this process again and again, sending the burst at the
+# k-th call or return (counted from the start, or from report.main's return with
+# "after-report"), for k = 1, 1 + stride, ...; "{work}" in ARGV is a new folder each run,
+# also $TMPDIR. Prints each run's exit code, whether the burst came after the command had
+# given the handlers back (`late`: this child's own handler took it), its stderr and what
+# it left in the folder.
 EACH_MOMENT = textwrap.dedent("""
     import io, json, os, signal, sys, tempfile
     from tailer.commands import launch
     from tailer.report import command
 
-    late = []
-    real_main, moments, at, base = command.main, [0], [0], tempfile.gettempdir()
+    argv, stride, after_report = json.loads(sys.argv[1]), int(sys.argv[2]), sys.argv[3] == "after-report"
+    late, moments, at, base = [], [0], [0], tempfile.gettempdir()
 
     def counting(frame, event, arg):
         moments[0] += 1
@@ -35,11 +37,13 @@ EACH_MOMENT = textwrap.dedent("""
             for number in (signal.SIGHUP, signal.SIGTERM, signal.SIGINT):
                 os.kill(os.getpid(), number)
 
+    real_main = command.main
     def main_then_count(*args, **kwargs):
         code = real_main(*args, **kwargs)
         sys.setprofile(counting)
         return code
-    command.main = main_then_count
+    if after_report:
+        command.main = main_then_count
 
     def run(k):
         moments[0], at[0] = 0, k
@@ -50,34 +54,70 @@ EACH_MOMENT = textwrap.dedent("""
         os.environ["TMPDIR"] = tempfile.tempdir = work
         sys.stdout, sys.stderr = io.StringIO(), io.StringIO()
         try:
-            code = launch.main(["report", "--demo"])
+            if not after_report:
+                sys.setprofile(counting)
+            code = launch.main([part.replace("{work}", work) for part in argv])
         finally:
             sys.setprofile(None)
             stderr, sys.stdout, sys.stderr = sys.stderr.getvalue(), sys.__stdout__, sys.__stderr__
-        left = os.listdir(work)
-        os.rmdir(work) if not left else None
+        left = sorted(os.path.relpath(os.path.join(folder, name), work)
+                      for folder, folders, files in os.walk(work) for name in folders + files)
         return {"k": k, "code": code, "late": bool(late), "stderr": stderr, "left": left,
                 "moments": moments[0]}
 
-    total = run(0)["moments"]
-    print(json.dumps([run(k) for k in range(1, total + 1, int(sys.argv[1]))]))
+    run(0)  # the first imports what the command needs: more moments than any run after
+    clean = run(0)
+    runs = [run(k) for k in range(1, clean["moments"] + 1, stride)]
+    print(json.dumps([clean] + [run for run in runs if run["moments"] >= run["k"]]))
 """)
+
+
+def at_each_moment(argv: list[str], *, stride: int = 1, after_report: bool = False) -> tuple[dict, list[dict]]:
+    """The run without a stop, and a run with the burst at each moment (EACH_MOMENT)."""
+    child = subprocess.run(
+        [sys.executable, "-c", EACH_MOMENT, json.dumps(argv), str(stride),
+         "after-report" if after_report else "from-start"],
+        cwd=ROOT, env=tailer_env(), capture_output=True, text=True, timeout=600)
+    assert child.returncode == 0, child.stderr[-3000:]
+    clean, *runs = json.loads(child.stdout)
+    assert clean["stderr"] == "" and clean["code"] == 0, clean
+    assert {run["code"] for run in runs} == {0, 130}  # the stops came both in time and late
+    return clean, runs
 
 
 def test_a_stop_at_each_moment_of_the_demo_report_s_end_leaves_no_copy_and_no_traceback():
     """The moments a burst in tests/test_command_frictions.py met, once in many runs: a stop
     just before the copy's removal began (the signal mask it was held with came too late:
     Python ran the handler at the mask's first moment) and inside shutil.rmtree (which then
-    closed a folder twice: EBADF, and a traceback)."""
-    child = subprocess.run([sys.executable, "-c", EACH_MOMENT, "1"], cwd=ROOT, env=tailer_env(),
-                           capture_output=True, text=True, timeout=600)
-    assert child.returncode == 0, child.stderr[-3000:]
-    runs = json.loads(child.stdout)
-    assert len(runs) > 100  # the removal and the hand-back, at least
+    closed a folder twice: EBADF, and a traceback). Every moment from report.main's return:
+    the copy's removal and the handlers given back."""
+    _, runs = at_each_moment(["report", "--demo"], after_report=True)
+    assert len(runs) > 100
     for run in runs:
         assert run["stderr"] == "" and run["left"] == [], run
         assert run["code"] == 130 or (run["code"] == 0 and run["late"]), run
-    assert {run["code"] for run in runs} == {0, 130}  # both ends were reached
+
+
+def test_a_stop_at_any_moment_of_doctor_ends_it_at_once_without_a_traceback():
+    """Ctrl-C in doctor printed a traceback from wherever it was reading."""
+    _, runs = at_each_moment(["doctor", "--state-dir", str(ROOT / "fixtures")], stride=1201)
+    for run in runs:
+        assert run["stderr"] == "" and run["left"] == [], run
+        assert run["code"] == 130 or (run["code"] == 0 and run["late"]), run
+
+
+def test_a_scrub_stopped_at_any_moment_leaves_nothing_and_one_not_stopped_is_whole():
+    """A scrub cut short left the sessions written so far, a copy one might share taking it
+    for whole (and Ctrl-C a traceback). Now it is whole or not there, with the folder made
+    for it ("new/")."""
+    clean, runs = at_each_moment(["scrub", str(ROOT / "fixtures"), "{work}/new/dst"], stride=2503)
+    assert len(clean["left"]) > 2
+    for run in runs:
+        assert run["stderr"] == "", run
+        if run["code"] == 130:
+            assert run["left"] == [], run
+        else:
+            assert run["code"] == 0 and run["late"] and run["left"] == clean["left"], run
 
 
 def _in_a_child(code: str) -> subprocess.CompletedProcess:
@@ -90,7 +130,7 @@ def test_a_stop_raised_in_a_finalizer_is_raised_again_after_it_and_nothing_is_pr
     report went on to its end, the stop lost, a traceback on stderr."""
     child = _in_a_child("""
         import os, signal
-        from tailer.report import stops
+        from tailer.commands import stops
 
         def closing():
             try:
@@ -118,7 +158,7 @@ def test_only_the_first_stop_raises():
     clean-up the first began. A burst at once: one stop; and none after the report."""
     child = _in_a_child("""
         import os, signal
-        from tailer.report import stops
+        from tailer.commands import stops
 
         raised = 0
         with stops.as_interrupt():
@@ -139,7 +179,7 @@ def test_only_the_first_stop_raises():
 def test_a_stop_during_a_held_step_is_raised_once_it_is_done():
     child = _in_a_child("""
         import os, signal
-        from tailer.report import stops
+        from tailer.commands import stops
 
         done = []
         with stops.as_interrupt():
@@ -159,7 +199,7 @@ def test_outside_a_report_the_stops_are_the_process_s_own_again():
     """A report that ended without a stop gives every handler and the unraisable hook back."""
     child = _in_a_child("""
         import signal, sys
-        from tailer.report import stops
+        from tailer.commands import stops
 
         before = [signal.getsignal(number) for number in stops.STOP_SIGNALS], sys.unraisablehook
         with stops.as_interrupt():

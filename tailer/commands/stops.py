@@ -1,10 +1,11 @@
-"""How a stop signal ends a report: SIGTERM (`timeout`, `kill`) and SIGHUP (its terminal
-closed, or the shell that ran it there killed) as Ctrl-C does, with a KeyboardInterrupt, so
-that a --watch shows the cursor again and the demo's copy is removed, where the default
-action would leave both behind.
+"""How a stop signal ends `report`, `doctor` and `scrub`: SIGTERM (`timeout`, `kill`) and
+SIGHUP (its terminal closed, or the shell that ran it there killed) as Ctrl-C does, with a
+KeyboardInterrupt, so that a --watch shows the cursor again, the demo's copy and a scrub cut
+short are removed, and the command exits 130 without a traceback, where the default action
+would leave them behind.
 
 A KeyboardInterrupt can be raised wherever Python code runs, which three places cannot
-take, each met by a burst of stop signals (tests/test_report_stops.py):
+take, each met by a burst of stop signals (tests/test_stops.py):
 - a second stop in the clean-up the first began: only the first stop raises; the others
   are ignored (a closed terminal sends SIGHUP twice, the shell passing its own on);
 - a finalizer (a generator collected, a __del__), where Python drops what is raised,
@@ -27,7 +28,7 @@ STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SI
 
 
 class _Stops:
-    """The stop signals' handler and state while a report runs (`as_interrupt`)."""
+    """The stop signals' handler and state while a command runs (`as_interrupt`)."""
 
     def __init__(self, dropped) -> None:
         self.dropped = dropped  # sys.unraisablehook before ours
@@ -67,7 +68,7 @@ class _Stops:
         sys.setprofile(again)
 
 
-_stops: _Stops | None = None  # the report's, while it runs: the signals are the process's
+_stops: _Stops | None = None  # the command's, while it runs: the signals are the process's
 
 
 @contextlib.contextmanager
