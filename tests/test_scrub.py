@@ -210,3 +210,23 @@ def test_a_random_uuid_is_what_the_uuid_module_makes_of_the_same_bits(seed):
 
     drawn = random.Random(seed).getrandbits(128)
     assert scrub.seeded_uuid(random.Random(seed)) == str(uuid.UUID(int=drawn, version=4))
+
+
+def test_the_default_seed_reads_a_log_a_piece_at_a_time(tmp_path):
+    """It read each log whole into memory: a state folder of GBs held at once. The digest is
+    the same as of the whole bytes."""
+    import hashlib
+    import tracemalloc
+
+    log = tmp_path / "s" / "events.jsonl"
+    log.parent.mkdir()
+    data = b'{"type":"session.info","data":{}}\n' * (24 << 20 >> 5)  # ~24 MB
+    log.write_bytes(data)
+    tracemalloc.start()
+    try:
+        seed = scrub.default_seed({"s": log})
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert seed == hashlib.sha256(b"s\0" + data + b"\0").hexdigest()
+    assert peak < 8 << 20  # the whole log: 24 MB, twice over in the concatenation

@@ -56,6 +56,7 @@ from ..copilot import event_values, scrub_tables
 from ..codes import CodeKind
 from ..copilot.scrub_tables import Kept
 from ..copilot.files import LOG_NAME, find_logs
+from ..copilot.lines import open_regular
 from ..printable import printable
 from ..records import field, record
 from ..wording import counted
@@ -226,14 +227,22 @@ def source_logs(src: Path) -> tuple[dict[str, Path], dict[str, OSError]]:
     return find_logs(src)
 
 
+SEED_CHUNK_BYTES = 1 << 20
+
+
 def default_seed(logs: dict[str, Path]) -> str:
-    """A digest of the input, so scrubbing the same logs twice gives the same files."""
+    """A digest of the input, so scrubbing the same logs twice gives the same files. Read a
+    piece at a time: a log of GBs is never held whole."""
     digest = hashlib.sha256()
     for session_id, path in sorted(logs.items()):
+        digest.update(session_id.encode() + b"\0")
         try:
-            digest.update(session_id.encode() + b"\0" + path.read_bytes() + b"\0")
+            with open_regular(path) as log:
+                while piece := log.read(SEED_CHUNK_BYTES):
+                    digest.update(piece)
         except OSError:
             pass  # reading it names the problem
+        digest.update(b"\0")
     return digest.hexdigest()
 
 

@@ -33,7 +33,7 @@ class _Stops:
     def __init__(self, dropped) -> None:
         self.dropped = dropped  # sys.unraisablehook before ours
         self.owner = os.getpid()
-        self.stopped = False  # the first stop came: the report is ending
+        self.stopped = False  # the first stop came: the command is ending
         self.holding = 0  # steps under way that must be whole
         self.pending = False  # a stop that came during one, raised when the last ends
 
@@ -92,7 +92,7 @@ def as_interrupt():
 def held():
     """A stop that comes while the step inside runs is raised once it is done. One that came
     just before may still be raised on entering, before the step: a step that must run
-    however the report ends is retried on that KeyboardInterrupt."""
+    however the command ends is retried on that KeyboardInterrupt."""
     stops = _stops
     if stops is None:
         yield
