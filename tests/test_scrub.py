@@ -230,3 +230,31 @@ def test_the_default_seed_reads_a_log_a_piece_at_a_time(tmp_path):
         tracemalloc.stop()
     assert seed == hashlib.sha256(b"s\0" + data + b"\0").hexdigest()
     assert peak < 8 << 20  # the whole log: 24 MB, twice over in the concatenation
+
+
+@pytest.mark.parametrize("beside", [False, True], ids=["alone", "another-scrub-beside"])
+def test_a_stopped_scrub_removes_what_it_wrote_and_nothing_else(tmp_path, monkeypatch, beside):
+    """A stop (KeyboardInterrupt, commands/stops.py) after one session was written: that
+    session and the folders made for DST go, but not what another scrub into the same DST
+    wrote meanwhile (two at once), nor DST with it."""
+    from tailer.commands.demo import FIXTURES
+
+    dst = tmp_path / "new" / "dst"
+    real_read, sessions = scrub.read_events, []
+
+    def stopped_at_the_second(session):
+        sessions.append(session)
+        if len(sessions) == 2:
+            if beside:
+                (dst / "another").mkdir()
+                (dst / "another" / "events.jsonl").write_text("{}\n")
+            raise KeyboardInterrupt
+        return real_read(session)
+    monkeypatch.setattr(scrub, "read_events", stopped_at_the_second)
+    with pytest.raises(KeyboardInterrupt):
+        scrub.scrub_tree(FIXTURES, dst, "seed")
+    if beside:
+        assert [path.relative_to(tmp_path).as_posix() for path in sorted(tmp_path.rglob("*"))] == [
+            "new", "new/dst", "new/dst/another", "new/dst/another/events.jsonl"]
+    else:
+        assert list(tmp_path.iterdir()) == []

@@ -42,8 +42,10 @@ are dropped and counted; the summary gives counts only, never a line's text.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import json
+import os
 import random
 import re
 import shutil
@@ -266,27 +268,32 @@ def scrub_tree(src: Path, dst: Path, seed: str | None = None) -> Summary:
         seed = default_seed(logs)
     summary = Summary(problems=[folder_problem(session_id, error)
                                 for session_id, error in sorted(unreadable.items())])
-    made = [] if dst.exists() else [_first_missing(dst)]  # removed if a stop cuts it short
+    missing, written = _missing(dst), []  # removed if a stop cuts the scrub short
     try:
-        _scrub_logs(logs, dst, seed, summary, made)
+        _scrub_logs(logs, dst, seed, summary, written)
     except KeyboardInterrupt:  # the first stop alone raises (stops.py): the removal is whole
-        for folder in reversed(made):
+        for folder in written:
             shutil.rmtree(folder, ignore_errors=True)
+        for folder in missing:  # only if empty: another scrub may be writing there too
+            with contextlib.suppress(OSError):
+                folder.rmdir()
         raise
     return summary
 
 
-def _first_missing(path: Path) -> Path:
-    """The outermost folder that making `path` with its parents makes."""
-    while not path.parent.exists() and path.parent != path:
+def _missing(path: Path) -> list[Path]:
+    """`path` and its parents that do not exist, innermost first."""
+    missing = []
+    while not os.path.lexists(path) and path.parent != path:
+        missing.append(path)
         path = path.parent
-    return path
+    return missing
 
 
 def _scrub_logs(logs: dict[str, Path], dst: Path, seed: str, summary: Summary,
-                made: list[Path]) -> None:
+                written: list[Path]) -> None:
     """Scrub each log into `dst`, counting into `summary`; each session folder made is
-    added to `made` with its log written whole (stops.held)."""
+    added to `written` with its log written whole (stops.held)."""
     for session_id, path in sorted(logs.items()):
         ids = IdMap(random.Random(f"{seed}\n{session_id}"))
         session = SessionLog(session_id, path, every_line=True)
@@ -303,7 +310,7 @@ def _scrub_logs(logs: dict[str, Path], dst: Path, seed: str, summary: Summary,
         folder = dst / ids.replace(Kept.SESSION_ID, session_id)
         with stops.held():
             folder.mkdir(parents=True)
-            made.append(folder)
+            written.append(folder)
             (folder / LOG_NAME).write_bytes("".join(lines).encode())  # "\n" on Windows too
         summary.sessions += 1
         summary.events += len(lines)
