@@ -38,10 +38,12 @@ def run_once(*args: str, env: dict[str, str] | None = None, timeout: float = 120
 
 
 def ctrl_c_quits() -> None:
-    """For a child that a test stops with SIGINT: a shell starts a background job with SIGINT
-    ignored, Python then installs no KeyboardInterrupt, and the test would hang only when
-    the suite runs in the background (`bash .ci/run &`)."""
+    """For a child that a test stops with SIGINT or SIGHUP: a shell starts a background job
+    with SIGINT ignored, and nohup with SIGHUP ignored; Python then installs no
+    KeyboardInterrupt, the tailer leaves both ignored (commands/stops.py), and the test
+    would hang only when the suite runs in the background (`nohup bash .ci/run &`)."""
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
 
 
 def start_on_a_terminal(*args: str, rows: int, columns: int,

@@ -147,6 +147,43 @@ def test_a_signal_ends_a_once_runs_wait_for_its_collector(tmp_path):
     assert json.loads((tmp_path / "cp.json").read_text())["pending"]
 
 
+def test_sighup_ends_a_run_as_sigterm_does_unless_it_was_ignored_from_the_start(tmp_path):
+    """The terminal of a `run` in front closed: it ended by SIGHUP's default action, nothing
+    flushed and no state saved. Under nohup (SIGHUP ignored from the start) it runs on."""
+    import subprocess
+    import sys
+
+    from tailerproc import ROOT
+
+    state = tmp_path / "state"
+    state.mkdir()
+    write_sessions(state, count=1)
+    for nohup in (False, True):
+        checkpoint = tmp_path / f"cp-{nohup}.json"
+        log = tmp_path / f"log-{nohup}"
+        with open(log, "wb") as output:
+            process = subprocess.Popen(
+                [sys.executable, "-m", "tailer", "run", "--metrics-address", "none",
+                 "--otlp-endpoint", "none", "--state-dir", str(state), "--checkpoint", str(checkpoint)],
+                cwd=ROOT, env=tailer_env(), stdout=output, stderr=subprocess.STDOUT,
+                preexec_fn=(lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN)) if nohup else None)
+        try:
+            deadline = time.monotonic() + 30
+            while b"state dir" not in log.read_bytes():
+                assert time.monotonic() < deadline and process.poll() is None, log.read_text()
+                time.sleep(0.05)
+            process.send_signal(signal.SIGHUP)
+            if nohup:
+                time.sleep(1)
+                assert process.poll() is None, log.read_text()
+                process.send_signal(signal.SIGTERM)
+            assert process.wait(timeout=30) == 0, log.read_text()
+        finally:
+            if process.poll() is None:
+                process.kill()
+        assert json.loads(checkpoint.read_text())["stopped"] is True
+
+
 def test_once_timeout_from_the_environment_and_0_waits_for_nothing(tmp_path):
     state = tmp_path / "state"
     state.mkdir()

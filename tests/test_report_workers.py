@@ -69,9 +69,11 @@ def living(group: int) -> list[int]:
 
 
 def quietly_killable() -> None:
-    """In the report's process before it starts: Ctrl-C raises (a shell's background job
-    ignores SIGINT otherwise), and a worker killed by SIGSEGV or SIGABRT dumps no core."""
+    """In the report's process before it starts: Ctrl-C and SIGHUP end it (a shell's
+    background job ignores SIGINT otherwise, nohup SIGHUP), and a worker killed by SIGSEGV
+    or SIGABRT dumps no core."""
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
 
 

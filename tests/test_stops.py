@@ -11,9 +11,12 @@ the process's), the runs for many k in one child to keep the test short.
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
 import textwrap
+
+import pytest
 
 from tailerproc import ROOT, tailer_env
 
@@ -210,3 +213,19 @@ def test_outside_a_report_the_stops_are_the_process_s_own_again():
         print(before == after)
     """)
     assert (child.stdout, child.stderr) == ("True\n", "")
+
+
+@pytest.mark.parametrize("ignored", [signal.SIGHUP, signal.SIGINT], ids=["nohup", "a-background-job"])
+def test_a_stop_ignored_from_the_start_stays_ignored(tmp_path, ignored):
+    """`nohup hydrafusion-tailer report --html page.html &` and a terminal closed: the
+    report ended on the SIGHUP that nohup is there to keep away (and a shell's background job,
+    which ignores SIGINT, on the Ctrl-C meant for the job in front)."""
+    process = subprocess.Popen([sys.executable, "-m", "tailer", "report", "--demo"], cwd=ROOT,
+                               env=tailer_env(TMPDIR=str(tmp_path)), stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, preexec_fn=lambda: signal.signal(ignored, signal.SIG_IGN))
+    while process.poll() is None and not list(tmp_path.iterdir()):
+        pass  # until the copy is being made
+    process.send_signal(ignored)
+    stdout, stderr = process.communicate(timeout=60)
+    assert (process.returncode, stderr) == (0, b"") and b"turns" in stdout
+    assert list(tmp_path.iterdir()) == []

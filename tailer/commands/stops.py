@@ -76,7 +76,10 @@ def as_interrupt():
     """The stop signals end what runs inside as Ctrl-C does (see the module)."""
     global _stops
     stops = _stops = _Stops(sys.unraisablehook)
-    previous = {number: signal.signal(number, stops.handle) for number in STOP_SIGNALS}
+    # One ignored from the start stays so: SIGHUP under nohup, SIGINT in a shell's
+    # background job (a Ctrl-C is for the job in front).
+    previous = {number: signal.signal(number, stops.handle) for number in STOP_SIGNALS
+                if signal.getsignal(number) is not signal.SIG_IGN}
     sys.unraisablehook = stops.lost
     try:
         yield

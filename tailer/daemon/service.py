@@ -602,10 +602,12 @@ def _load_checkpoint(path: Path) -> Saved | None:
 
 
 def _handle_signals(stop: threading.Event) -> None:
-    """SIGTERM (docker stop) and Ctrl-C end the loop cleanly so exports are flushed."""
+    """SIGTERM (docker stop), Ctrl-C and SIGHUP (the terminal of a `run` in front closed)
+    end the loop cleanly so exports are flushed and the state saved. One ignored from the
+    start stays so: SIGHUP under nohup, SIGINT in a shell's background job."""
     if threading.current_thread() is not threading.main_thread():
         return
-    for name in ("SIGTERM", "SIGINT", "SIGBREAK"):
+    for name in ("SIGTERM", "SIGINT", "SIGHUP", "SIGBREAK"):
         number = getattr(signal, name, None)
-        if number is not None:
+        if number is not None and signal.getsignal(number) is not signal.SIG_IGN:
             signal.signal(number, lambda *_: stop.set())
