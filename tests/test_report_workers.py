@@ -194,7 +194,7 @@ def test_a_stop_that_came_just_before_the_end_still_ends_every_worker(monkeypatc
         if how == signal.SIG_BLOCK and stops:
             raise stops.pop()
         return previous
-    pool = workers.Pool(2, lambda job: job)
+    pool = workers.Pool(2, lambda job: job).__enter__()
     pids = list(pool.pids)
     monkeypatch.setattr(workers.signal, "pthread_sigmask", stop_once)
     try:
@@ -208,6 +208,36 @@ def test_a_stop_that_came_just_before_the_end_still_ends_every_worker(monkeypatc
     for pid in pids:
         with pytest.raises(ChildProcessError):  # reaped
             os.waitpid(pid, os.WNOHANG)
+
+
+def test_a_stop_that_comes_while_a_worker_is_forked_still_ends_it(monkeypatch):
+    """The stop signals are held across the fork; one that came meanwhile is raised as they
+    are let go, which was before the new worker was known to the pool: it was never killed
+    (it ended only with the report's lifeline)."""
+    from tailer.report import workers
+
+    real_fork, forked = os.fork, []
+
+    def fork_then_stopped():
+        pid = real_fork()
+        if pid:
+            forked.append(pid)
+            os.kill(os.getpid(), signal.SIGTERM)  # held: raised when the fork is done
+        return pid
+
+    def stop(signum, frame):
+        raise KeyboardInterrupt
+    previous = signal.signal(signal.SIGTERM, stop)
+    monkeypatch.setattr(workers.os, "fork", fork_then_stopped)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            with workers.Pool(2, lambda job: job):
+                pass
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert len(forked) == 1
+    with pytest.raises(ChildProcessError):  # killed and reaped
+        os.waitpid(forked[0], os.WNOHANG)
 
 
 @pytest.mark.parametrize("dies", [True, False], ids=["killed", "raises"])

@@ -24,17 +24,19 @@ from tailerproc import ROOT, tailer_env
 # k-th call or return (counted from the start, or from report.main's return with
 # "after-report"), for k = 1, 1 + stride, ...; "{work}" in ARGV is a new folder each run,
 # also $TMPDIR. Prints each run's exit code, whether the burst came after the command had
-# given the handlers back (`late`: this child's own handler took it), its stderr and what
-# it left in the folder.
+# given the handlers back (`late`: this child's own handler took it), its stderr, and what
+# it left: in the folder, and processes (the report's workers).
 EACH_MOMENT = textwrap.dedent("""
     import io, json, os, signal, sys, tempfile
     from tailer.commands import launch
     from tailer.report import command
 
     argv, stride, after_report = json.loads(sys.argv[1]), int(sys.argv[2]), sys.argv[3] == "after-report"
-    late, moments, at, base = [], [0], [0], tempfile.gettempdir()
+    late, moments, at, base, harness = [], [0], [0], tempfile.gettempdir(), os.getpid()
 
     def counting(frame, event, arg):
+        if os.getpid() != harness:  # a worker forked from the report
+            return
         moments[0] += 1
         if moments[0] == at[0]:
             for number in (signal.SIGHUP, signal.SIGTERM, signal.SIGINT):
@@ -47,6 +49,13 @@ EACH_MOMENT = textwrap.dedent("""
         return code
     if after_report:
         command.main = main_then_count
+
+    def children():  # the report's workers still running (reaped when they have ended)
+        found = []
+        for task in os.listdir(f"/proc/{harness}/task"):
+            with open(f"/proc/{harness}/task/{task}/children") as listed:
+                found += map(int, listed.read().split())
+        return [pid for pid in found if os.waitpid(pid, os.WNOHANG) == (0, 0)]
 
     def run(k):
         moments[0], at[0] = 0, k
@@ -65,6 +74,7 @@ EACH_MOMENT = textwrap.dedent("""
             stderr, sys.stdout, sys.stderr = sys.stderr.getvalue(), sys.__stdout__, sys.__stderr__
         left = sorted(os.path.relpath(os.path.join(folder, name), work)
                       for folder, folders, files in os.walk(work) for name in folders + files)
+        left += [f"a worker: {pid}" for pid in children()]
         return {"k": k, "code": code, "late": bool(late), "stderr": stderr, "left": left,
                 "moments": moments[0]}
 
@@ -121,6 +131,16 @@ def test_a_scrub_stopped_at_any_moment_leaves_nothing_and_one_not_stopped_is_who
             assert run["left"] == [], run
         else:
             assert run["code"] == 0 and run["late"] and run["left"] == clean["left"], run
+
+
+def test_a_stop_at_any_moment_of_a_report_with_workers_leaves_no_worker_and_no_traceback():
+    """The workers start, read and are ended in the report's process; a stop that came just
+    before their end came out of the signal mask that holds it, before any was killed."""
+    argv = ["report", "--state-dir", str(ROOT / "fixtures"), "--jobs", "2", "--no-cache"]
+    _, runs = at_each_moment(argv, stride=211)
+    for run in runs:
+        assert run["stderr"] == "" and run["left"] == [], run
+        assert run["code"] == 130 or (run["code"] == 0 and run["late"]), run
 
 
 def _in_a_child(code: str) -> subprocess.CompletedProcess:

@@ -171,15 +171,11 @@ def read_all(jobs: list[Job], workers: int, reading: Reading) -> dict[str, LogRe
         return reads
     # Imported here, where workers start: pickle and the rest cost start-up that a warm
     # report, which reads in this process, would pay for nothing.
-    from .workers import JobFailed, Pool, WorkerDied
+    from .workers import CannotStart, JobFailed, Pool, WorkerDied
 
-    try:
-        # Each worker's copy of `reading` looks at its own reader, and sends what it sees.
-        pool = Pool(pool_size(workers, len(jobs)), functools.partial(read_log, reading=reading),
-                    progress=reading.here)
-    except OSError as error:  # no process or pipe could be made
-        raise WorkerFailed(f"cannot start the processes that read the session logs "
-                           f"({error.strerror}): no report; --jobs 1 reads in one process") from None
+    # Each worker's copy of `reading` looks at its own reader, and sends what it sees.
+    pool = Pool(pool_size(workers, len(jobs)), functools.partial(read_log, reading=reading),
+                progress=reading.here)
     reads = {}
     try:
         with pool:
@@ -187,6 +183,9 @@ def read_all(jobs: list[Job], workers: int, reading: Reading) -> dict[str, LogRe
                                       on_progress=reading.into_log):
                 reads[job.session_id] = read
                 reading.log_read(job)
+    except CannotStart as error:
+        raise WorkerFailed(f"cannot start the processes that read the session logs "
+                           f"({error.args[0]}): no report; --jobs 1 reads in one process") from None
     except WorkerDied as error:
         raise WorkerFailed(f"a process reading the session logs stopped ({error}): no report; "
                            "--jobs 1 reads in one process") from None

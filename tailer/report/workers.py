@@ -56,30 +56,40 @@ class WorkerDied(Exception):
     status)."""
 
 
+class CannotStart(Exception):
+    """No worker process or pipe could be made: args[0] says why (the OSError's strerror)."""
+
+
 class JobFailed(Exception):
     """The function raised in a worker: args are the job and the error's class name."""
 
 
 class Pool:
-    """`size` worker processes running `function` on the jobs `run` hands them. Use it in a
-    `with`: leaving it kills and reaps them all. Raises OSError when a pipe or a process
-    cannot be made."""
+    """`size` worker processes running `function` on the jobs `run` hands them, started on
+    entering its `with` (CannotStart when a pipe or a process cannot be made): leaving it
+    kills and reaps them all. Started there and not when made, so that nothing is left to
+    end when a stop comes between the two."""
 
     def __init__(self, size: int, function: Callable, progress: Callable[[], object] | None = None):
+        self.size = size
         self.function = function
         self.progress = progress
         self.pids: list[int | None] = []  # None: reaped
         self.jobs_fds: list[int] = []  # this process's end of each worker's pipe of jobs
         self.answers_fds: list[int] = []  # and of its pipe of answers
-        self.lifeline, self._lifeline_end = os.pipe()  # the workers' end, this process's end
+        self.lifeline = self._lifeline_end = -1  # the workers' end, this process's end
+
+    def __enter__(self) -> Pool:
         try:
-            for _ in range(size):
+            self.lifeline, self._lifeline_end = os.pipe()
+            for _ in range(self.size):
                 self._start()
+        except OSError as error:
+            self.close()
+            raise CannotStart(error.strerror or type(error).__name__) from None
         except BaseException:
             self.close()
             raise
-
-    def __enter__(self) -> Pool:
         return self
 
     def __exit__(self, *exc_info) -> None:
@@ -128,7 +138,8 @@ class Pool:
             for pid in running:
                 os.waitpid(pid, 0)
             for fd in (*self.jobs_fds, *self.answers_fds, self.lifeline, self._lifeline_end):
-                os.close(fd)
+                if fd != -1:
+                    os.close(fd)
             self.pids, self.jobs_fds, self.answers_fds = [], [], []
             self.lifeline = self._lifeline_end = -1
         finally:
@@ -151,9 +162,9 @@ class Pool:
                     _serve(self.function, self.progress, job_reader, answer_writer,
                            self.lifeline, previous,
                            (*self.jobs_fds, *self.answers_fds, self._lifeline_end))
+                self.pids.append(pid)  # before a stop held meanwhile is raised below
             finally:
                 signal.pthread_sigmask(signal.SIG_SETMASK, previous)
-            self.pids.append(pid)
         finally:
             for fd in theirs:
                 os.close(fd)
