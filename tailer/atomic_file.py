@@ -82,4 +82,10 @@ def _new_temporary(path: Path, folder_fd: int | None) -> tuple[int, str]:
             return os.open(name, _NEW_FILE, 0o600, dir_fd=folder_fd), name
         except FileExistsError:
             continue  # 2**48 names: only a folder filled on purpose gets here twice
+        except BaseException:
+            # A stop (KeyboardInterrupt) raised as os.open returns, its descriptor never
+            # kept: the file is made all the same, and nobody else would remove it.
+            with contextlib.suppress(OSError):
+                os.unlink(name, dir_fd=folder_fd)
+            raise
     raise FileExistsError(errno.EEXIST, "no free name for a temporary file", str(path.parent))

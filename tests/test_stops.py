@@ -249,3 +249,34 @@ def test_a_stop_ignored_from_the_start_stays_ignored(tmp_path, ignored):
     stdout, stderr = process.communicate(timeout=60)
     assert (process.returncode, stderr) == (0, b"") and b"turns" in stdout
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_stop_as_a_temporary_file_is_made_leaves_no_temporary(tmp_path):
+    """Python checks for signals as a call into C returns, so a stop can be raised as
+    os.open returns, its descriptor never kept: the report's page (`.page.html.*.tmp`) and
+    atomic_file's saves (the report's cache, the daemon's checkpoint) made the file before
+    the `try` that removes it, and left it behind. Here the stop is raised there."""
+    child = _in_a_child(f"""
+        import os
+        from pathlib import Path
+        from tailer import atomic_file
+        from tailer.commands import launch
+
+        work, real_open = Path({str(tmp_path)!r}), os.open
+
+        def open_then_stop(path, flags, *args, **kwargs):
+            fd = real_open(path, flags, *args, **kwargs)
+            if os.path.basename(path).startswith((".saved.json.", ".page.html.")):
+                os.close(fd)
+                raise KeyboardInterrupt
+            return fd
+
+        os.open = open_then_stop
+        try:
+            atomic_file.replace_file(work / "saved.json", lambda out: out.write(b"{{}}"), durable=True)
+        except KeyboardInterrupt:
+            print("stopped")
+        print(launch.main(["report", "--demo", "--html", str(work / "page.html")]))
+        print(sorted(path.name for path in work.iterdir()))
+    """)
+    assert (child.stdout, child.stderr) == ("stopped\n130\n[]\n", "")

@@ -462,11 +462,15 @@ def _write_replacing(path: Path, text: str) -> None:
 
     temp = path.with_name(f".{path.name}.{secrets.token_hex(8)}.tmp")
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
-    fd = os.open(temp, flags | getattr(os, "O_BINARY", 0), 0o666)
+    # The file is made inside the try: a stop raised as os.open returns (before its
+    # descriptor is kept) still finds the file removed.
     try:
+        fd = os.open(temp, flags | getattr(os, "O_BINARY", 0), 0o666)
         with open(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
         os.replace(temp, path)
+    except FileExistsError:
+        raise  # only os.open says so: the file at that name is not ours
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(temp)
