@@ -201,6 +201,15 @@ def test_refuses_a_destination_that_is_not_empty(raw, tmp_path, capsys):
     assert [path.name for path in (tmp_path / "out").iterdir()] == ["mine.txt"]
 
 
+def test_a_destination_that_is_a_link_to_nothing_is_named_so(raw, tmp_path, capsys):
+    """It said "out: File exists" (mkdir meeting the link), true but no help."""
+    (tmp_path / "out").symlink_to(tmp_path / "gone")
+    args = argparse.Namespace(src=raw, dst=tmp_path / "out", seed=None)
+    assert scrub.main(args) == scrub.EXIT_USAGE
+    assert "is a link to nothing: give a new folder, or remove the link" in capsys.readouterr().err
+    assert (tmp_path / "out").is_symlink() and not (tmp_path / "gone").exists()
+
+
 @given(seed=st.integers(0, 2**64))
 def test_a_random_uuid_is_what_the_uuid_module_makes_of_the_same_bits(seed):
     """The demo's and the scrubber's ids, without importing uuid: the same text, so the

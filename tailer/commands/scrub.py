@@ -264,6 +264,8 @@ def scrub_tree(src: Path, dst: Path, seed: str | None = None) -> Summary:
         raise NothingToScrub(f"no {LOG_NAME} in {src} or in its folders")
     if dst.exists() and any(dst.iterdir()):
         raise ValueError(f"{dst} is not empty")
+    if dst.is_symlink() and not dst.exists():
+        raise ValueError(f"{dst} is a link to nothing: give a new folder, or remove the link")
     if seed is None:
         seed = default_seed(logs)
     summary = Summary(problems=[folder_problem(session_id, error)
