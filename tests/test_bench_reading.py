@@ -13,6 +13,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "bench"))
 
 from ccusage import VERSION as CCUSAGE_VERSION  # noqa: E402
+from reading_stages import REPORT, STAGES  # noqa: E402
 from reading_table import BEGIN, END, row_names, update_doc  # noqa: E402
 
 
@@ -49,3 +50,18 @@ def test_the_table_goes_between_the_markers_of_the_page(tmp_path):
     assert text.count(BEGIN) == text.count(END) == 1
     page.write_text("no markers\n")
     assert "markers" in update_doc(page, "| a |\n")
+
+
+def test_the_stages_of_a_first_read_are_each_measured(tmp_path):
+    """bench/reading_stages.py: every stage on both data sets, and what is left of the target."""
+    done = subprocess.run(
+        [sys.executable, str(REPO / "bench" / "reading_stages.py"), "--size-mb", "2", "--rounds", "1",
+         "--data", str(tmp_path / "data")], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    rows = [line for line in done.stdout.splitlines() if line.startswith("| ")][2:]
+    assert [row.split(" | ")[0].strip("| ") for row in rows] == [label for _, label, _ in STAGES] + [REPORT[1]]
+    for row in rows:
+        cells = [cell.strip() for cell in row.strip("|").split("|")][1:]
+        assert cells[0].endswith(" s") and cells[3].endswith(" s") and cells[1].endswith(" x"), row
+    assert [line.split(":")[0] for line in done.stdout.splitlines() if "have" in line and "left" in line] == [
+        "escape-heavy", "plain"]
