@@ -25,7 +25,7 @@ from tailer.commands import demo, demo_report
 from tailer.commands.cli import COMMANDS, parse_args
 from tailer.report import command as report
 from tailer.report import live as report_live
-from tailerproc import ROOT, tailer_env
+from tailerproc import ROOT, ctrl_c_quits, tailer_env
 from test_report_live import Session, read_until
 from tmux import Terminal, needs_tmux
 
@@ -63,7 +63,7 @@ def watch_in_a_terminal(tmp_path, *args, **env):
     process = subprocess.Popen(
         [sys.executable, "-m", "tailer", "report", *args, "--watch"], cwd=ROOT,
         env=tailer_env(TMPDIR=str(tmp_path / "tmp"), **env), stdin=follower, stdout=follower,
-        stderr=subprocess.PIPE, start_new_session=True,
+        stderr=subprocess.PIPE, start_new_session=True, preexec_fn=ctrl_c_quits,
     )
     os.close(follower)
     output = read_until(leader, lambda out: b"\x1b[J" in out.partition(b"Ctrl-C quits")[2])
@@ -572,7 +572,7 @@ def test_stop_signals_in_a_burst_leave_no_copy_and_no_traceback(tmp_path):
     for _ in range(12):
         process = subprocess.Popen([sys.executable, "-m", "tailer", "report", "--demo"], cwd=ROOT,
                                    env=tailer_env(TMPDIR=str(tmp_path)), stdout=subprocess.DEVNULL,
-                                   stderr=subprocess.PIPE)
+                                   stderr=subprocess.PIPE, preexec_fn=ctrl_c_quits)
         while process.poll() is None and not list(tmp_path.iterdir()):
             pass  # until the copy is being made
         time.sleep(rng.random() * 0.15)

@@ -153,7 +153,7 @@ def test_sighup_ends_a_run_as_sigterm_does_unless_it_was_ignored_from_the_start(
     import subprocess
     import sys
 
-    from tailerproc import ROOT
+    from tailerproc import ROOT, ctrl_c_quits
 
     state = tmp_path / "state"
     state.mkdir()
@@ -166,7 +166,7 @@ def test_sighup_ends_a_run_as_sigterm_does_unless_it_was_ignored_from_the_start(
                 [sys.executable, "-m", "tailer", "run", "--metrics-address", "none",
                  "--otlp-endpoint", "none", "--state-dir", str(state), "--checkpoint", str(checkpoint)],
                 cwd=ROOT, env=tailer_env(), stdout=output, stderr=subprocess.STDOUT,
-                preexec_fn=(lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN)) if nohup else None)
+                preexec_fn=(lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN)) if nohup else ctrl_c_quits)
         try:
             deadline = time.monotonic() + 30
             while b"state dir" not in log.read_bytes():

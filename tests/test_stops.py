@@ -18,7 +18,7 @@ import textwrap
 
 import pytest
 
-from tailerproc import ROOT, tailer_env
+from tailerproc import ROOT, ctrl_c_quits, tailer_env
 
 # Runs `hydrafusion-tailer ARGV` in this process again and again, sending the burst at the
 # k-th call or return (counted from the start, or from report.main's return with
@@ -90,7 +90,7 @@ def at_each_moment(argv: list[str], *, stride: int = 1, after_report: bool = Fal
     child = subprocess.run(
         [sys.executable, "-c", EACH_MOMENT, json.dumps(argv), str(stride),
          "after-report" if after_report else "from-start"],
-        cwd=ROOT, env=tailer_env(), capture_output=True, text=True, timeout=600)
+        cwd=ROOT, env=tailer_env(), capture_output=True, text=True, timeout=600, preexec_fn=ctrl_c_quits)
     assert child.returncode == 0, child.stderr[-3000:]
     clean, *runs = json.loads(child.stdout)
     assert clean["stderr"] == "" and clean["code"] == 0, clean
@@ -145,7 +145,7 @@ def test_a_stop_at_any_moment_of_a_report_with_workers_leaves_no_worker_and_no_t
 
 def _in_a_child(code: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], cwd=ROOT, env=tailer_env(),
-                          capture_output=True, text=True, timeout=60)
+                          capture_output=True, text=True, timeout=60, preexec_fn=ctrl_c_quits)
 
 
 def test_a_stop_raised_in_a_finalizer_is_raised_again_after_it_and_nothing_is_printed():
