@@ -19,27 +19,28 @@ _NEW_FILE = (os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
 
 
 def replace_file(path: Path, write: Callable[[BinaryIO], None], *, durable: bool,
-                 mode: int = 0o600, folder_fd: int | None = None) -> None:
+                 mode: int | None = 0o600, folder_fd: int | None = None) -> None:
     """Write a new `path` through `write(binary file)`, then rename it over the old one.
 
     The temporary file sits in the same directory (os.replace cannot cross file systems),
     and its name starts with a dot and ends in .tmp (`temporary_of` tells one), so
     node_exporter's textfile collector (which reads *.prom) skips it. `durable`: flushed
     to disk before the rename, so a crash of the machine leaves a whole file too. `mode`:
-    the file is made 0600. `folder_fd`: the folder, held open (tailer/private_files.py):
-    `path` is a name in it, and the file is made and renamed relative to it, never
-    through a folder put in its place since. On Windows os.replace fails (OSError) while
-    another process holds the file open: the caller reports it, and its next write
-    replaces the file.
+    the file is made 0600, then given `mode`; None: made as any file a command writes, 0666
+    less the umask (a page the user asked for, to share). `folder_fd`: the folder, held
+    open (tailer/private_files.py): `path` is a name in it, and the file is made and
+    renamed relative to it, never through a folder put in its place since. On Windows
+    os.replace fails (OSError) while another process holds the file open: the caller
+    reports it, and its next write replaces the file.
     """
-    fd, temp_name = _new_temporary(path, folder_fd)
+    fd, temp_name = _new_temporary(path, folder_fd, 0o666 if mode is None else 0o600)
     try:
         with os.fdopen(fd, "wb") as temp:
             write(temp)
             if durable:
                 temp.flush()
                 os.fsync(temp.fileno())
-        if mode != 0o600:
+        if mode is not None and mode != 0o600:
             os.chmod(temp_name, mode, dir_fd=folder_fd)
         os.replace(temp_name, path if folder_fd is None else path.name,
                    src_dir_fd=folder_fd, dst_dir_fd=folder_fd)
@@ -71,15 +72,15 @@ def remove_killed_saves(path: Path) -> None:
         pass  # the folder cannot be listed: the saves will say what is wrong with it
 
 
-def _new_temporary(path: Path, folder_fd: int | None) -> tuple[int, str]:
-    """A new file beside `path`, made 0600 and never through a link (O_EXCL, O_NOFOLLOW),
-    and its name (relative to `folder_fd` when given)."""
+def _new_temporary(path: Path, folder_fd: int | None, mode: int) -> tuple[int, str]:
+    """A new file beside `path`, made with `mode` (less the umask) and never through a link
+    (O_EXCL, O_NOFOLLOW), and its name (relative to `folder_fd` when given)."""
     for _ in range(100):
         name = f".{path.name}.{os.urandom(6).hex()}.tmp"
         if folder_fd is None:
             name = os.path.join(path.parent, name)
         try:
-            return os.open(name, _NEW_FILE, 0o600, dir_fd=folder_fd), name
+            return os.open(name, _NEW_FILE, mode, dir_fd=folder_fd), name
         except FileExistsError:
             continue  # 2**48 names: only a folder filled on purpose gets here twice
         except BaseException:

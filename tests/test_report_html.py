@@ -1,5 +1,6 @@
 """The HTML report, opened in headless Chromium: what it shows must be what the data holds."""
 
+import os
 import re
 import tempfile
 from datetime import datetime, timedelta, timezone
@@ -251,6 +252,18 @@ def test_a_symlink_at_the_pages_path_is_replaced_never_written_through(tmp_path)
         assert not page.is_symlink() and page.read_text().startswith("<!doctype html>")
     assert kept.read_text() == "not the report's"
     assert sorted(path.name for path in tmp_path.iterdir()) == ["kept.txt", "report.html", "state"]
+
+
+def test_the_page_is_made_as_any_file_the_user_writes(tmp_path):
+    """Its mode follows the umask (a page to share), not 0600 as the tailer's own saves."""
+    every_pattern("mode").write(tmp_path / "state")
+    page = tmp_path / "report.html"
+    for umask, mode in ((0o022, 0o644), (0o077, 0o600)):
+        done = run_report("--state-dir", str(tmp_path / "state"), "--html", str(page),
+                          preexec_fn=lambda umask=umask: os.umask(umask))
+        assert done.returncode == 0, done.stderr
+        assert page.stat().st_mode & 0o777 == mode
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["report.html", "state"]
 
 
 def test_a_page_that_cannot_be_written_is_one_line(tmp_path):

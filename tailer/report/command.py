@@ -16,7 +16,6 @@ its output.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
 import re
 import sys
@@ -26,6 +25,7 @@ from pathlib import Path
 from typing import TextIO
 
 from .. import __version__, invocation
+from ..atomic_file import replace_file
 from . import text as report_text
 from ..copilot.files import find_logs
 from ..copilot.ledger import chosen_ledger
@@ -386,7 +386,10 @@ def _report(args: argparse.Namespace, environ: dict[str, str], state_dir: Path,
         try:
             from . import html as report_html  # imported by --html alone, as live is
 
-            _write_replacing(args.html, report_html.render(figures))
+            # Renamed onto FILE whole: a reader never sees half a page, and a symlink
+            # there is replaced, never written through to the file it points to.
+            page = report_html.render(figures).encode("utf-8")
+            replace_file(args.html, lambda out: out.write(page), durable=False, mode=None)
         except OSError as error:
             print(f"hydrafusion-tailer report: cannot write {printable(str(args.html))}: "
                   f"{error.strerror}", file=sys.stderr)
@@ -447,34 +450,6 @@ def _turns_counted(figures) -> str:
     ordinary = sum(kind.turns for kind in figures.by_kind if kind.kind == "ordinary")
     text = counted(figures.headline.turns, "turn")
     return text + f" (+{ordinary} ordinary)" if ordinary else text
-
-
-def _write_replacing(path: Path, text: str) -> None:
-    """Write `text` to a new file beside `path`, then rename it onto `path`.
-
-    The rename replaces whatever is at `path` in one step: a reader never sees half a page,
-    and a symlink there is replaced by the page, never written through, so a link planted
-    at the page's path cannot make the report overwrite the file it points to. The new file
-    is made with O_EXCL and O_NOFOLLOW, so it is ours; its mode follows the umask, as any
-    file a command writes does.
-    """
-    import secrets  # here, with the page: it imports hmac and random
-
-    temp = path.with_name(f".{path.name}.{secrets.token_hex(8)}.tmp")
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
-    # The file is made inside the try: a stop raised as os.open returns (before its
-    # descriptor is kept) still finds the file removed.
-    try:
-        fd = os.open(temp, flags | getattr(os, "O_BINARY", 0), 0o666)
-        with open(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.replace(temp, path)
-    except FileExistsError:
-        raise  # only os.open says so: the file at that name is not ours
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temp)
-        raise
 
 
 def _nothing_found(state_dir: Path, *, exists: bool) -> int:
