@@ -943,7 +943,8 @@ def test_install_replaces_an_older_form_of_ours_and_uninstall_removes_one(tmp_pa
 
 
 @pytest.mark.parametrize("content", [b"{not json", b"[1, 2]", b'{"statusLine": "x"}',
-                                     b'{"statusLine": {"command": 5}}', b"\xff\xfe{}", b"{" * 100_000])
+                                     b'{"statusLine": {"command": 5}}', b"\xff\xfe{}", b"{" * 100_000,
+                                     b'{"a": NaN}', b'{"a": -Infinity}'])
 def test_install_refuses_settings_it_cannot_read_as_the_cli_does(tmp_path, content):
     home = tmp_path / "copilot-home"
     home.mkdir()
@@ -954,6 +955,22 @@ def test_install_refuses_settings_it_cannot_read_as_the_cli_does(tmp_path, conte
         assert "Traceback" not in done.stderr and (done.stderr + done.stdout).count("\n") == 1
         assert (home / "settings.json").read_bytes() == content
         assert not (home / "settings.json.hydrafusion-backup").exists()
+
+
+@pytest.mark.parametrize("option", ["--install", "--uninstall"])
+def test_a_number_json_reads_as_infinite_is_never_written_back_as_infinity(tmp_path, option):
+    """1e999 is JSON, which the CLI reads; json reads it as inf, and wrote it back as
+    `Infinity`, which is none: the CLI then refused the whole settings file. It is left as
+    it was, with one line saying why."""
+    home = tmp_path / "copilot-home"
+    home.mkdir()
+    command = "echo mine" if option == "--install" else "hydrafusion-tailer statusline --then 'echo mine'"
+    content = b'{"big": 1e999, "statusLine": {"command": %s}}' % json.dumps(command).encode()
+    (home / "settings.json").write_bytes(content)
+    done = setting_command(home, option, check=False)
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done
+    assert "Traceback" not in done.stderr and "1e308" in done.stderr
+    assert (home / "settings.json").read_bytes() == content
 
 
 @pytest.mark.parametrize("thing", ["symlink", "fifo", "another user's file", "folder"])

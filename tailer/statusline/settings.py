@@ -189,7 +189,7 @@ def _load(path: Path, missing_ok: bool = True) -> tuple[dict, bytes | None, int]
     except OSError as error:
         raise SettingsError(f"{_shown(path)}: {error.strerror}; nothing changed") from None
     try:
-        settings = json.loads(original) if original.strip() else {}
+        settings = json.loads(original, parse_constant=_not_json) if original.strip() else {}
     except (ValueError, RecursionError):
         raise SettingsError(f"{_shown(path)} is not valid JSON (the CLI refuses it too): fix "
                             "it first; nothing changed") from None
@@ -198,8 +198,20 @@ def _load(path: Path, missing_ok: bool = True) -> tuple[dict, bytes | None, int]
     return settings, original, stat.S_IMODE(found.st_mode)
 
 
+def _not_json(constant: str) -> float:
+    """json reads NaN and Infinity, which are no JSON: the CLI refuses such a file."""
+    raise ValueError(f"{constant} is not JSON")
+
+
 def _save(path: Path, settings: dict, original: bytes | None, mode: int) -> None:
-    text = (json.dumps(settings, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+    try:
+        # A number past 1e308 (valid JSON, which the CLI reads) loads as inf: json would
+        # write it back as Infinity, and the CLI would refuse the whole file.
+        written = json.dumps(settings, indent=2, ensure_ascii=False, allow_nan=False)
+    except ValueError:
+        raise SettingsError(f"{_shown(path)} holds a number too large to write back (over "
+                            "1e308): fix it first; nothing changed") from None
+    text = (written + "\n").encode("utf-8")
     try:
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         if original is not None:
