@@ -973,6 +973,25 @@ def test_a_number_json_reads_as_infinite_is_never_written_back_as_infinity(tmp_p
     assert (home / "settings.json").read_bytes() == content
 
 
+@pytest.mark.parametrize("content, options", [
+    (b'{"note": "\\ud800"}', ["--install"]),
+    (b'{"note": "\\ud800", "statusLine": {"command": "hydrafusion-tailer statusline"}}', ["--uninstall"]),
+    (b'{"model": "auto"}', ["--install", "--then", os.fsdecode(b"echo \xff")]),
+])
+def test_text_that_is_no_utf_8_is_refused_in_one_line(tmp_path, content, options):
+    """A lone surrogate, as a `\\ud800` escape in the settings (JSON, which the CLI reads)
+    or as --then's bytes that are not UTF-8 (a command line is bytes), cannot be written as
+    UTF-8: --install and --uninstall ended in a traceback. One line, nothing changed."""
+    home = tmp_path / "copilot-home"
+    home.mkdir()
+    (home / "settings.json").write_bytes(content)
+    done = setting_command(home, *options, check=False)
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done
+    assert "Traceback" not in done.stderr and "not UTF-8" in done.stderr
+    assert (home / "settings.json").read_bytes() == content
+    assert not (home / "settings.json.hydrafusion-backup").exists()
+
+
 @pytest.mark.parametrize("thing", ["symlink", "fifo", "another user's file", "folder"])
 def test_install_refuses_anything_but_the_users_own_settings_file(tmp_path, thing):
     home = tmp_path / "copilot-home"

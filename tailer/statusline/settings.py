@@ -211,7 +211,12 @@ def _save(path: Path, settings: dict, original: bytes | None, mode: int) -> None
     except ValueError:
         raise SettingsError(f"{_shown(path)} holds a number too large to write back (over "
                             "1e308): fix it first; nothing changed") from None
-    text = (written + "\n").encode("utf-8")
+    try:
+        text = (written + "\n").encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate: the file's `\ud800`, or bytes of --then's
+        raise SettingsError(f"{_shown(path)}: the settings would hold text that is not UTF-8 "
+                            "(a lone \\uD800-\\uDFFF escape in the file, or a --then that is "
+                            "not UTF-8); nothing changed") from None
     try:
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         if original is not None:
