@@ -563,6 +563,19 @@ def test_a_cache_that_cannot_be_saved_costs_one_line(tmp_path):
     assert "the cache cannot be saved" in stderr
 
 
+@pytest.mark.parametrize("options", [(), ("--format", "csv"), ("--html", "page.html"), ("--watch",)])
+def test_a_state_folder_that_is_a_loop_of_links_is_one_line(tmp_path, options):
+    """Naming the cache of a --state-dir that is a loop of symbolic links (Path.resolve)
+    raised RuntimeError: a traceback before the folder was looked at. One line, exit 2, as
+    with --no-cache, and no cache."""
+    loop = tmp_path / "loop"
+    loop.symlink_to(loop)
+    options = [str(tmp_path / option) if option.endswith(".html") else option for option in options]
+    code, stdout, stderr = report(loop, {"XDG_CACHE_HOME": str(tmp_path / "xdg")}, *options)
+    assert code == 2 and stdout == "" and len(stderr.splitlines()) == 1, stderr
+    assert "symbolic links" in stderr and not (tmp_path / "xdg").exists()
+
+
 def test_a_log_rewritten_to_the_same_length_is_read_again(tmp_path):
     """Other bytes of the same length: the modification time moved, so the log is opened,
     and the digest before the cache's offset no longer matches."""

@@ -88,7 +88,9 @@ def cache_file(environ: dict[str, str], state_dir: Path) -> Path | None:
         if not home:
             return None
         base = os.path.join(home, ".cache")
-    path = os.fsencode(state_dir.resolve())
+    # realpath, not Path.resolve: the same path, but a loop of links is no RuntimeError (the
+    # report then says what is wrong with the folder as it looks at it).
+    path = os.fsencode(os.path.realpath(state_dir))
     # Checksums are enough (and spare every report hashlib's OpenSSL): were two folders'
     # names the same, each report would find the other's sessions gone and drop them.
     name = f"{zlib.crc32(path):08x}{zlib.adler32(path):08x}"
