@@ -228,6 +228,18 @@ def test_a_program_still_gets_its_document_when_nothing_matches():
     assert done.returncode == 1 and done.stdout.startswith("session_id,")
 
 
+@pytest.mark.parametrize("options", [("--format", "json"), ("--format", "csv"), ()])
+def test_output_to_a_full_disk_is_one_line(options):
+    """`report > FILE` on a full disk (/dev/full): the write failed with a traceback. One
+    line saying the report could not be written, exit 2."""
+    with open("/dev/full", "w") as full:
+        done = subprocess.run([sys.executable, "-m", "tailer", "report", "--state-dir",
+                               str(ROOT / "fixtures"), "--no-cache", *options], cwd=ROOT,
+                              env=tailer_env(), stdout=full, stderr=subprocess.PIPE, text=True,
+                              timeout=120)
+    assert done.returncode == 2 and "cannot write the report" in one_line(done), done.stderr
+
+
 # -- A log of random bytes is named as damaged, not counted as lines of no type -----------------
 
 

@@ -430,6 +430,13 @@ def _report(args: argparse.Namespace, environ: dict[str, str], state_dir: Path,
     except BrokenPipeError:
         # `report | head`: the reader has all it wanted.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except OSError as error:
+        # `report > FILE` on a full disk: the output is cut short, and saying so is all that
+        # is left (what is still buffered goes nowhere, or Python's exit would fail on it).
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        print(f"hydrafusion-tailer report: cannot write the report ({error.strerror})",
+              file=sys.stderr)
+        return EXIT_USAGE
     if nothing:
         return matched_nothing()
     if not figures.turns and args.format == "table":
