@@ -270,3 +270,19 @@ def test_a_session_id_of_wide_or_zero_width_characters_keeps_every_column_in_pla
         start = next(i for i, line in enumerate(lines) if line.startswith("BY SESSION"))
         end = next(i for i in range(start, len(lines)) if lines[i].startswith("total"))
         assert {columns_of(line) for line in lines[start:end + 1]} == {len(lines[start])}
+
+
+@pytest.mark.parametrize("given", ["²", "¹²⁰", "①"])
+def test_columns_of_digits_int_does_not_read_is_the_piped_width(given):
+    """`²` is a digit to str.isdigit and none to int: a $COLUMNS of such digits ended the
+    report in a traceback. It is no number of columns, so the piped width is used, as for
+    any other text."""
+    def report(columns: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "tailer", "report", "--state-dir",
+                               str(ROOT / "fixtures"), "--ledger", "none", "--no-cache"],
+                              cwd=ROOT, capture_output=True, text=True, timeout=120,
+                              env=tailer_env(COLUMNS=columns))
+
+    done = report(given)
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    assert done.stdout == report("wide").stdout

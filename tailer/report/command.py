@@ -512,7 +512,8 @@ def _width(environ: dict[str, str]) -> int:
     columns = os.get_terminal_size(sys.stdout.fileno()).columns if sys.stdout.isatty() else 0
     if not columns:
         given = environ.get("COLUMNS", "").strip()
-        columns = int(given) if given.isdigit() else PIPED_WIDTH
+        # isdecimal, not isdigit: `²` is a digit, and no number to int.
+        columns = int(given) if given.isdecimal() else PIPED_WIDTH
     return max(NARROWEST, min(WIDEST, columns))
 
 
