@@ -1143,6 +1143,21 @@ def test_the_width_is_the_terminals_even_with_stdin_and_stdout_piped(tmp_path):
     assert len(columns) == 41
 
 
+def test_columns_of_digits_int_does_not_read_cost_the_width_not_the_line(tmp_path):
+    """`²` is a digit to str.isdigit and none to int: a $COLUMNS of such digits raised as the
+    width was worked out, and the footer got no line at all. It is no number of columns:
+    the line is drawn as with no $COLUMNS."""
+    log = every_pattern("sl-columns").write(tmp_path / "state")
+    quiet(log)
+    env = tailer_env(NO_COLOR="1", XDG_CACHE_HOME=str(tmp_path / "cache"))
+    env.pop("COLUMNS", None)
+    expected = assert_footer_safe(run_statusline(stdin=status_input(log.parent), env=env))
+    for columns in ("²", "¹²⁰", "①"):
+        shown = assert_footer_safe(run_statusline(stdin=status_input(log.parent),
+                                                  env=dict(env, COLUMNS=columns)))
+        assert shown == expected != ""
+
+
 # -- JSON without `import json` ----------------------------------------------------------------
 
 JSON_VALUES = st.recursive(

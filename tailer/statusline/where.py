@@ -94,4 +94,5 @@ def terminal_width(environ: dict[str, str]) -> int | None:
         finally:
             os.close(fd)
     columns = environ.get("COLUMNS", "").strip()
-    return int(columns) if columns.isdigit() and 1 <= int(columns) <= 1000 else None
+    # isdecimal, not isdigit: `²` is a digit, and no number to int (the line was lost).
+    return int(columns) if columns.isdecimal() and 1 <= int(columns) <= 1000 else None
