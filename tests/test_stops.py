@@ -218,6 +218,53 @@ def test_a_stop_during_a_held_step_is_raised_once_it_is_done():
     assert (child.stdout, child.stderr) == ("stopped after [0, 1, 2]\n", "")
 
 
+def test_ctrl_c_as_a_command_starts_is_exit_130_without_a_traceback(tmp_path):
+    """Ctrl-C before the command set its stops (its imports, its options read by argparse:
+    most of a short report's time) ended it with a KeyboardInterrupt traceback. Ctrl-C at
+    moments all through a report and `statusline --install`, each run importing the
+    tailer's modules afresh, as a command starts: exit 130, or 0 once it was done."""
+    child = _in_a_child(f"""
+        import io, json, os, signal, sys
+
+        def run(argv, k):
+            moments = [0]
+
+            def counting(frame, event, arg):
+                moments[0] += 1
+                if moments[0] == k:
+                    os.kill(os.getpid(), signal.SIGINT)
+
+            from tailer.commands import launch  # what `python -m tailer` imports before main
+
+            signal.signal(signal.SIGINT, signal.default_int_handler)  # as Python starts a process
+
+            sys.stdout = sys.stderr = io.StringIO()
+            sys.setprofile(counting)
+            try:
+                code = launch.main(argv)
+            except BaseException as error:
+                code = repr(error)
+            finally:
+                sys.setprofile(None)
+                sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
+            for name in [name for name in sys.modules if name.startswith("tailer")]:
+                del sys.modules[name]  # the next run imports them again
+            return code, moments[0]
+
+        os.environ["COPILOT_HOME"] = {json.dumps(str(tmp_path))}
+        codes = []
+        for argv in (["report", "--state-dir", {json.dumps(str(ROOT / "fixtures"))}, "--no-cache",
+                      "--format", "csv"], ["statusline", "--install", "--width", "90"]):
+            moments = run(argv, 0)[1]
+            # From the second: the first is main's own call, before its first line.
+            codes += [run(argv, k)[0] for k in range(2, moments, moments // 40)]
+        print(json.dumps(codes))
+    """)
+    assert child.returncode == 0 and child.stderr == "", child.stderr[-3000:]
+    codes = json.loads(child.stdout)
+    assert set(codes) <= {0, 130} and codes.count(130) > 60, codes
+
+
 def test_outside_a_report_the_stops_are_the_process_s_own_again():
     """A report that ended without a stop gives every handler and the unraisable hook back."""
     child = _in_a_child("""

@@ -13,8 +13,19 @@ import gc
 import os
 import sys
 
+EXIT_INTERRUPTED = 130  # commands/cli.py's, which the footer's refresh never imports
+
 
 def main(argv: list[str] | None = None, environ: dict[str, str] | None = None) -> int:
+    try:
+        return _main(argv, environ)
+    except KeyboardInterrupt:
+        # Ctrl-C as the command starts (its imports, its options read), before it set its
+        # own stops (commands/stops.py): the exit of a command cut short, no traceback.
+        return EXIT_INTERRUPTED
+
+
+def _main(argv: list[str] | None, environ: dict[str, str] | None) -> int:
     arguments = sys.argv[1:] if argv is None else argv
     if arguments[:1] == ["statusline"]:
         from ..statusline.options import quick_options
