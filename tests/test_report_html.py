@@ -254,6 +254,25 @@ def test_a_symlink_at_the_pages_path_is_replaced_never_written_through(tmp_path)
     assert sorted(path.name for path in tmp_path.iterdir()) == ["kept.txt", "report.html", "state"]
 
 
+def test_what_a_run_killed_as_it_wrote_the_page_left_is_removed_by_the_next(tmp_path):
+    """SIGKILL as the page is written leaves its temporary file (`.report.html.*.tmp`, as
+    big as the page), which no later run removed. The next run removes those a minute old,
+    not one that a run writing the page now may be writing, nor any other file."""
+    every_pattern("killed").write(tmp_path / "state")
+    page = tmp_path / "report.html"
+    old_s = datetime.now().timestamp() - 120
+    names = {"killed": ".report.html.69aa9add5f78.tmp", "writing": ".report.html.0123456789ab.tmp",
+             "another page's": ".other.html.69aa9add5f78.tmp", "the user's": "report.html.tmp"}
+    for what, name in names.items():
+        (tmp_path / name).write_text(what)
+        if what != "writing":
+            os.utime(tmp_path / name, (old_s, old_s))
+    done = run_report("--state-dir", str(tmp_path / "state"), "--html", str(page))
+    assert done.returncode == 0, done.stderr
+    assert sorted(path.name for path in tmp_path.iterdir()) == sorted(
+        ["state", "report.html", *(name for what, name in names.items() if what != "killed")])
+
+
 def test_the_page_is_made_as_any_file_the_user_writes(tmp_path):
     """Its mode follows the umask (a page to share), not 0600 as the tailer's own saves."""
     every_pattern("mode").write(tmp_path / "state")
