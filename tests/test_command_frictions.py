@@ -240,6 +240,21 @@ def test_output_to_a_full_disk_is_one_line(options):
     assert done.returncode == 2 and "cannot write the report" in one_line(done), done.stderr
 
 
+@pytest.mark.parametrize("options", [("--html", "page.html"), ("--format", "json"), ()])
+def test_a_report_started_with_its_stdout_closed_writes_its_page(tmp_path, options):
+    """`report --html FILE >&-` (or a scheduler's job without a stdout): Python makes
+    sys.stdout None, and the report ended in an AttributeError traceback before reading a
+    log, though the page needs no stdout. The page is written; what is printed goes nowhere."""
+    options = [str(tmp_path / option) if option.endswith(".html") else option for option in options]
+    done = subprocess.run([sys.executable, "-m", "tailer", "report", "--state-dir",
+                           str(ROOT / "fixtures"), "--no-cache", *options], cwd=ROOT,
+                          env=tailer_env(), stderr=subprocess.PIPE, text=True, timeout=120,
+                          preexec_fn=lambda: os.close(1))
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    if "--html" in options:
+        assert (tmp_path / "page.html").read_text().startswith("<!doctype html>")
+
+
 # -- A log of random bytes is named as damaged, not counted as lines of no type -----------------
 
 
