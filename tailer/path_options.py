@@ -19,7 +19,9 @@ def user_path(text: str) -> Path:
     unexpanded); an empty one is refused, since it would quietly mean the current folder."""
     if not text.strip():
         raise argparse.ArgumentTypeError("an empty path")
-    return Path(text).expanduser()
+    # os.path's: `~name` of no such user stays as typed, as a shell leaves it, where
+    # Path.expanduser raises RuntimeError.
+    return Path(os.path.expanduser(text))
 
 
 NO_LEDGER = "none"

@@ -143,6 +143,21 @@ def test_a_tilde_in_the_state_folder_is_the_home_folder(tmp_path):
     assert "does not exist" not in doctor.stderr and doctor.returncode == 0, doctor.stderr
 
 
+def test_a_tilde_of_no_such_user_is_a_path_as_typed_not_a_traceback(tmp_path):
+    """`--state-dir=~nobody-here/x` (after `=`, the shell expands no `~`) or such a
+    $COPILOT_STATE_DIR: pathlib raised RuntimeError ("Could not determine home directory")
+    as the command line was read. As a shell does, the path stays as typed: a folder that
+    does not exist, a page's folder that does not exist."""
+    gone = "~no-such-user-of-the-tailer"
+    for done in (run_report(f"--state-dir={gone}/x", "--format", "json"),
+                 run_report("--format", "json", env=tailer_env(COPILOT_STATE_DIR=f"{gone}/x")),
+                 run_report("--format", "json", env=tailer_env(COPILOT_HOME=gone)),
+                 run_report("--state-dir", str(ROOT / "fixtures"), f"--html={gone}/r.html"),
+                 run_tailer("doctor", f"--state-dir={gone}/x")):
+        assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+        assert gone in done.stderr
+
+
 # -- The command line's own options -------------------------------------------------------
 
 

@@ -34,10 +34,11 @@ COPILOT_OTEL_PATH_ENV = "COPILOT_OTEL_FILE_EXPORTER_PATH"
 
 
 def default_state_dir(environ: dict[str, str]) -> Path:
+    # os.path.expanduser, as path_options.user_path: `~name` of no such user is no error.
     if environ.get("COPILOT_STATE_DIR"):
-        return Path(environ["COPILOT_STATE_DIR"]).expanduser()
+        return Path(os.path.expanduser(environ["COPILOT_STATE_DIR"]))
     if environ.get("COPILOT_HOME"):
-        return Path(environ["COPILOT_HOME"], "session-state").expanduser()
+        return Path(os.path.expanduser(os.path.join(environ["COPILOT_HOME"], "session-state")))
     return Path.home() / ".copilot" / "session-state"
 
 
