@@ -158,6 +158,37 @@ def test_a_tilde_of_no_such_user_is_a_path_as_typed_not_a_traceback(tmp_path):
         assert gone in done.stderr
 
 
+NO_HOME = """
+import os, pwd, sys
+
+def unknown(uid):
+    raise KeyError(f"getpwuid(): uid not found: {uid}")
+
+pwd.getpwuid = unknown  # a uid the user database does not know, as a container's
+from tailer.commands import launch
+sys.exit(launch.main(sys.argv[1:]))
+"""
+
+
+def test_a_user_with_no_home_gets_a_report_and_one_line_from_install():
+    """$HOME unset and a uid the user database does not know (a container's): Path.home()
+    raised RuntimeError as the command line was read, even for `report --demo`, which needs
+    no home. The demo is reported; `statusline --install`, which has nowhere to look for
+    the CLI's settings, says so in one line."""
+    env = tailer_env()
+    env.pop("HOME", None)
+
+    def run(*args):
+        return subprocess.run([sys.executable, "-c", NO_HOME, *args], cwd=ROOT, env=env,
+                              capture_output=True, text=True, timeout=120)
+
+    demo = run("report", "--demo", "--format", "csv")
+    assert demo.returncode == 0 and demo.stdout.startswith("session_id,"), demo.stderr
+    install = run("statusline", "--install")
+    assert install.returncode == 2 and "COPILOT_HOME" in one_line(install)
+    assert run("report").returncode == 2 and "Traceback" not in run("report").stderr
+
+
 # -- The command line's own options -------------------------------------------------------
 
 

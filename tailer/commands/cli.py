@@ -39,7 +39,9 @@ def default_state_dir(environ: dict[str, str]) -> Path:
         return Path(os.path.expanduser(environ["COPILOT_STATE_DIR"]))
     if environ.get("COPILOT_HOME"):
         return Path(os.path.expanduser(os.path.join(environ["COPILOT_HOME"], "session-state")))
-    return Path.home() / ".copilot" / "session-state"
+    # No home ($HOME unset, a uid the user database does not know: a container's): `~`
+    # stays, a folder that does not exist, where Path.home raised RuntimeError.
+    return Path(os.path.expanduser("~"), ".copilot", "session-state")
 
 
 def otlp_url(option: str | None, environ: dict[str, str]) -> str | None:

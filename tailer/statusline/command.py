@@ -80,8 +80,8 @@ def main(args, environ: dict[str, str]) -> int:
 
     from .settings import SettingsError, install, settings_path, uninstall
 
-    path = settings_path(environ)
     try:
+        path = settings_path(environ)
         message = install(path, installed_options(args)) if args.install else uninstall(path)
     except SettingsError as error:
         print(f"hydrafusion-tailer statusline: {error}", file=sys.stderr)

@@ -55,7 +55,13 @@ class SettingsError(Exception):
 
 def settings_path(environ: dict[str, str]) -> Path:
     home = environ.get("COPILOT_HOME")
-    return Path(home, "settings.json") if home else Path.home() / ".copilot" / "settings.json"
+    if home:
+        return Path(home, "settings.json")
+    try:
+        return Path.home() / ".copilot" / "settings.json"
+    except RuntimeError:  # $HOME unset, and a uid the user database does not know (a container's)
+        raise SettingsError("no home folder to find the CLI's settings in: set COPILOT_HOME; "
+                            "nothing changed") from None
 
 
 def our_command(options: list[str]) -> str:
