@@ -8,6 +8,8 @@ import contextlib
 import errno
 import os
 import re
+import stat
+import time
 from pathlib import Path
 from typing import BinaryIO, Callable
 
@@ -57,17 +59,28 @@ def temporary_of(name: str) -> str | None:
     return match.group(1) if match else None
 
 
-def remove_killed_saves(path: Path) -> None:
+def remove_killed_saves(path: Path, *, older_than_s: float | None = None) -> None:
     """Remove the temporary files replace_file made for `path` and a kill left behind, and
     nothing else: not those of another file in the same folder, nor a folder. For the one
     writer of `path` (a tailer holding its checkpoint), before its first save: a save of
-    another writer running at that moment would lose its file and say so."""
+    another writer running at that moment would lose its file and say so. For a file that
+    several runs may write at once (a report's page), `older_than_s`: only this user's
+    regular files that old, since a younger one may be a save under way."""
+    if older_than_s is not None:
+        before = time.time() - older_than_s
+        owner = os.geteuid() if hasattr(os, "geteuid") else None
     try:
         with os.scandir(path.parent) as entries:
             for entry in entries:
-                if temporary_of(entry.name) == path.name and not entry.is_dir(follow_symlinks=False):
-                    with contextlib.suppress(OSError):
-                        os.unlink(entry.path)
+                if temporary_of(entry.name) != path.name or entry.is_dir(follow_symlinks=False):
+                    continue
+                if older_than_s is not None:
+                    found = entry.stat(follow_symlinks=False)
+                    if not (stat.S_ISREG(found.st_mode) and found.st_mtime < before
+                            and owner in (None, found.st_uid)):
+                        continue
+                with contextlib.suppress(OSError):
+                    os.unlink(entry.path)
     except OSError:
         pass  # the folder cannot be listed: the saves will say what is wrong with it
 

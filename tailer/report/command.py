@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TextIO
 
 from .. import __version__, invocation
-from ..atomic_file import replace_file, temporary_of
+from ..atomic_file import remove_killed_saves, replace_file
 from . import text as report_text
 from ..copilot.files import find_logs
 from ..copilot.ledger import chosen_ledger
@@ -393,7 +393,7 @@ def _report(args: argparse.Namespace, environ: dict[str, str], state_dir: Path,
             # Renamed onto FILE whole: a reader never sees half a page, and a symlink
             # there is replaced, never written through to the file it points to.
             page = report_html.render(figures).encode("utf-8")
-            _remove_killed_pages(args.html)
+            remove_killed_saves(args.html, older_than_s=KILLED_PAGE_AGE_S)
             replace_file(args.html, lambda out: out.write(page), durable=False, mode=None)
         except OSError as error:
             print(f"hydrafusion-tailer report: cannot write {printable(str(args.html))}: "
@@ -452,29 +452,6 @@ def _report(args: argparse.Namespace, environ: dict[str, str], state_dir: Path,
 # A temporary page this old is a killed run's: a page, tens of MB at most, is written in
 # far less (the status line's saves are judged so too: statusline/saved.py).
 KILLED_PAGE_AGE_S = 60
-
-
-def _remove_killed_pages(page: Path) -> None:
-    """Remove the temporary files of `page` that runs killed as they wrote it left behind
-    (SIGKILL: nothing of theirs could remove them), once KILLED_PAGE_AGE_S old, so that one
-    being written now is not: only this user's regular files that replace_file named for
-    `page`, nothing else of the folder."""
-    import stat
-    import time
-
-    before = time.time() - KILLED_PAGE_AGE_S
-    owner = os.geteuid() if hasattr(os, "geteuid") else None
-    try:
-        with os.scandir(page.parent) as entries:
-            for entry in entries:
-                if temporary_of(entry.name) != page.name:
-                    continue
-                found = entry.stat(follow_symlinks=False)
-                if (stat.S_ISREG(found.st_mode) and found.st_mtime < before
-                        and owner in (None, found.st_uid)):
-                    os.unlink(entry.path)
-    except OSError:
-        pass  # the page's own write says what is wrong with its folder
 
 
 def _groupings(args: argparse.Namespace) -> tuple[str, ...]:
