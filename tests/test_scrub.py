@@ -210,6 +210,30 @@ def test_a_destination_that_is_a_link_to_nothing_is_named_so(raw, tmp_path, caps
     assert (tmp_path / "out").is_symlink() and not (tmp_path / "gone").exists()
 
 
+def test_a_scrub_that_cannot_write_whole_leaves_nothing_and_can_be_run_again(raw, tmp_path, monkeypatch, capsys):
+    """A disk that filled up (or a file size limit) as the second session was written left
+    the first session and half of the second, its last line cut: a copy one might share
+    taking it for whole, and a DST that the next scrub refused as not empty."""
+    import errno
+    from pathlib import Path
+
+    real_write, writes = Path.write_bytes, []
+
+    def full_at_the_second(path, data):
+        writes.append(path)
+        if len(writes) == 2:
+            real_write(path, data[: len(data) // 2])
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real_write(path, data)
+    monkeypatch.setattr(Path, "write_bytes", full_at_the_second)
+    args = argparse.Namespace(src=raw, dst=tmp_path / "new" / "out", seed=None)
+    assert scrub.main(args) == scrub.EXIT_USAGE
+    assert "No space left on device" in capsys.readouterr().err
+    assert not (tmp_path / "new").exists()
+    monkeypatch.setattr(Path, "write_bytes", real_write)
+    assert scrub.main(args) == 0
+
+
 @given(seed=st.integers(0, 2**64))
 def test_a_random_uuid_is_what_the_uuid_module_makes_of_the_same_bits(seed):
     """The demo's and the scrubber's ids, without importing uuid: the same text, so the

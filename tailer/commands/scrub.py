@@ -256,8 +256,9 @@ def scrub_tree(src: Path, dst: Path, seed: str | None = None) -> Summary:
     """Write the scrubbed copy of every session under `src` into `dst`/<new id>/events.jsonl.
 
     `dst` must not exist yet or be empty, so a scrub never mixes with other files. On a
-    KeyboardInterrupt (a stop: commands/stops.py) what it wrote is removed, `dst` left as it
-    was: a copy someone finds there is whole.
+    KeyboardInterrupt (a stop: commands/stops.py) or an OSError (a disk full) what it wrote
+    is removed, `dst` left as it was: a copy someone finds there is whole, and the next
+    scrub into it is not refused.
     """
     logs, unreadable = source_logs(src)
     if not logs and not unreadable:
@@ -273,7 +274,8 @@ def scrub_tree(src: Path, dst: Path, seed: str | None = None) -> Summary:
     missing, written = _missing(dst), []  # removed if a stop cuts the scrub short
     try:
         _scrub_logs(logs, dst, seed, summary, written)
-    except KeyboardInterrupt:  # the first stop alone raises (stops.py): the removal is whole
+    # The first stop alone raises (stops.py): the removal is whole.
+    except (KeyboardInterrupt, OSError):
         for folder in written:
             shutil.rmtree(folder, ignore_errors=True)
         for folder in missing:  # only if empty: another scrub may be writing there too
