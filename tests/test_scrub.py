@@ -234,6 +234,22 @@ def test_a_scrub_that_cannot_write_whole_leaves_nothing_and_can_be_run_again(raw
     assert scrub.main(args) == 0
 
 
+def test_a_write_that_fails_names_the_destination(raw, tmp_path, monkeypatch, capsys):
+    """A write's error names no file, and the message named SRC: "raw: No space left on
+    device", sending the user to free room where the logs are rather than where the copy
+    goes."""
+    import errno
+    from pathlib import Path
+
+    def full(path, data):
+        raise OSError(errno.ENOSPC, "No space left on device")
+    monkeypatch.setattr(Path, "write_bytes", full)
+    args = argparse.Namespace(src=raw, dst=tmp_path / "out", seed=None)
+    assert scrub.main(args) == scrub.EXIT_USAGE
+    assert capsys.readouterr().err == (
+        f"hydrafusion-tailer scrub: {tmp_path / 'out'}: No space left on device\n")
+
+
 @given(seed=st.integers(0, 2**64))
 def test_a_random_uuid_is_what_the_uuid_module_makes_of_the_same_bits(seed):
     """The demo's and the scrubber's ids, without importing uuid: the same text, so the

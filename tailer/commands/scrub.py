@@ -328,7 +328,8 @@ def main(args: argparse.Namespace) -> int:
         print(f"hydrafusion-tailer scrub: {printable(str(error))}", file=sys.stderr)
         return EXIT_NOTHING if isinstance(error, NothingToScrub) else EXIT_USAGE
     except OSError as error:  # its str() is "[Errno 2] ...": the file and the reason read better
-        where = printable(str(error.filename or args.src))
+        # What names no file is a write (a disk full): the copy's, in DST; SRC's errors do.
+        where = printable(str(error.filename or args.dst))
         print(f"hydrafusion-tailer scrub: {where}: {error.strerror or type(error).__name__}",
               file=sys.stderr)
         return EXIT_USAGE
