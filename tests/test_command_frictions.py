@@ -385,6 +385,19 @@ def test_what_a_variable_sets_is_not_refused_with_the_options_it_does_not_matter
     assert done.returncode == 0, done.stderr
 
 
+def test_a_textfile_at_the_checkpoints_path_is_refused(tmp_path):
+    """--textfile and --checkpoint (or their variables) naming one file: every save's
+    textfile replaced the checkpoint, and the next run moved it aside as damaged and started
+    afresh, every turn it had read exported again."""
+    Session(tmp_path / "state").add()
+    (tmp_path / "other").mkdir()
+    for textfile in (tmp_path / "checkpoint.json", tmp_path / "other" / ".." / "checkpoint.json"):
+        done = run_tailer("run", *(word.format(state=tmp_path / "state", tmp=tmp_path) for word in RUN),
+                          "--once", "--textfile", str(textfile))
+        assert done.returncode == 2 and "--textfile" in one_line(done)
+        assert not (tmp_path / "checkpoint.json").exists()
+
+
 def test_a_watch_reads_in_the_processes_jobs_asks_for(tmp_path, monkeypatch):
     """--jobs was ignored by --watch, which always read in one process per CPU."""
     Session(tmp_path / "state").add()

@@ -625,6 +625,10 @@ def run_config(args: argparse.Namespace, environ: dict[str, str]) -> Config:
         raise ValueError(ignored)
     if args.textfile is not None:
         check_output_file("--textfile", args.textfile)
+        # Each save's textfile would replace the checkpoint: every run then afresh.
+        if os.path.realpath(args.textfile) == os.path.realpath(args.checkpoint):
+            raise ValueError(f"--textfile {printable(str(args.textfile))} is the checkpoint: "
+                             "give each a file of its own")
     if is_folder("--checkpoint", args.checkpoint):  # it would be moved aside as unreadable and replaced
         raise ValueError(f"--checkpoint {printable(str(args.checkpoint))} is a folder: give a file name")
     is_folder("--state-dir", args.state_dir)  # one that cannot be looked at is refused now
