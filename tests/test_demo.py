@@ -261,6 +261,26 @@ def test_a_copy_cut_short_is_made_again_not_carried_on_with(tmp_path):
     assert not partial.exists()
 
 
+@pytest.mark.parametrize("what", ["file", "link-to-nothing"])
+def test_a_copys_place_taken_by_no_folder_is_named_and_no_copy_is_left(tmp_path, what):
+    """A file or a dangling link at FILE.sessions: the whole copy was made aside, then its
+    rename failed, "[Errno 20] Not a directory: '...sessions.partial' -> '...sessions'", and
+    the copy stayed there as .partial."""
+    checkpoint = tmp_path / "demo.json"
+    copy = demo_run.demo_sessions(checkpoint)
+    if what == "file":
+        copy.write_text("mine")
+    else:
+        copy.symlink_to(tmp_path / "gone")
+    result = subprocess.run(
+        [sys.executable, "-m", "tailer", "demo", "--once", "--checkpoint", str(checkpoint),
+         "--otlp-endpoint", "none"], cwd=ROOT, env=tailer_env(), capture_output=True, text=True,
+        timeout=120)
+    assert result.returncode == 2
+    assert result.stderr == f"hydrafusion-tailer demo: {copy} is not a folder: move it away, or give another --checkpoint\n"
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["demo.json.lock", "demo.json.sessions"]
+
+
 def test_the_demo_replays_the_bundled_sessions_whatever_copilot_state_dir_says():
     """`demo` alone replays the example sessions the package holds (a pipx install has no
     clone to point --state-dir at), never the user's own sessions unasked."""

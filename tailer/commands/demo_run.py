@@ -43,6 +43,9 @@ def _run_demo(config: Config, heartbeat: service.Heartbeat, replay_interval_s: f
     fixtures, work = config.state_dir, demo_sessions(config.checkpoint)
     try:
         if not work.is_dir():
+            if os.path.lexists(work):  # the copy would be made, then fail to take its place
+                raise ValueError(f"{work} is not a folder: move it away, or give another "
+                                 "--checkpoint")
             # Made aside and renamed into place: a copy cut short is never carried on with.
             partial = work.with_name(work.name + ".partial")
             shutil.rmtree(partial, ignore_errors=True)
