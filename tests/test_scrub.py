@@ -148,6 +148,22 @@ def test_output_is_deterministic_for_a_seed_and_the_default_seed_follows_the_inp
     assert run("changed", None).keys().isdisjoint(default.keys())
 
 
+def test_a_session_folder_whose_name_is_not_utf_8_is_scrubbed_as_any_other(raw, tmp_path, capsys):
+    """A folder named in another encoding (`caf\\xe9`, Latin-1) ended the whole scrub:
+    "'utf-8' codec can't encode character '\\udce9' in position 3", as its name seeded its
+    ids. The other sessions' ids are what they were."""
+    import os
+
+    before = scrub.scrub_tree(raw, tmp_path / "before", "seed")
+    os.rename(raw / "session-b", os.fsencode(raw) + b"/caf\xe9")
+    args = argparse.Namespace(src=raw, dst=tmp_path / "out", seed="seed")
+    assert scrub.main(args) == 0
+    assert capsys.readouterr().err == ""
+    logs = scrubbed_logs(tmp_path / "out")
+    assert len(logs) == 2 and before.sessions == 2
+    assert scrubbed_logs(tmp_path / "before").keys() & logs.keys()  # session-a's new id: as before
+
+
 def test_unknown_types_keep_the_envelope_and_odd_values_are_dropped(tmp_path):
     session = tmp_path / "raw" / "only"
     session.mkdir(parents=True)

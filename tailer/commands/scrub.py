@@ -237,7 +237,7 @@ def default_seed(logs: dict[str, Path]) -> str:
     piece at a time: a log of GBs is never held whole."""
     digest = hashlib.sha256()
     for session_id, path in sorted(logs.items()):
-        digest.update(session_id.encode() + b"\0")
+        digest.update(os.fsencode(session_id) + b"\0")  # a folder's name, in any encoding
         try:
             with open_regular(path) as log:
                 while piece := log.read(SEED_CHUNK_BYTES):
@@ -299,7 +299,8 @@ def _scrub_logs(logs: dict[str, Path], dst: Path, seed: str, summary: Summary,
     """Scrub each log into `dst`, counting into `summary`; each session folder made is
     added to `written` with its log written whole (stops.held)."""
     for session_id, path in sorted(logs.items()):
-        ids = IdMap(random.Random(f"{seed}\n{session_id}"))
+        # Its bytes: a name in another encoding has no UTF-8 (the same seed for one that has).
+        ids = IdMap(random.Random(os.fsencode(f"{seed}\n{session_id}")))
         session = SessionLog(session_id, path, every_line=True)
         lines = []
         for obj in read_events(session):
