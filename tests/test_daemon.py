@@ -205,6 +205,16 @@ def test_missing_state_dir_is_one_clear_line_and_exit_2(tmp_path):
     assert "does not exist" in line and "nowhere" in line
 
 
+def test_a_state_dir_that_is_a_file_is_named_so(tmp_path):
+    """A session's log given for the folder: "does not exist", of a file that does."""
+    (tmp_path / "events.jsonl").write_text("")
+    result = run_once("--state-dir", str(tmp_path / "events.jsonl"), "--otlp-endpoint", "none",
+                      "--metrics-address", "none")
+    assert result.returncode == 2
+    [line] = result.stderr.strip().splitlines()
+    assert "events.jsonl is not a folder" in line
+
+
 def test_state_dir_from_environment(tmp_path):
     home = tmp_path / "home"
     (home / "session-state").mkdir(parents=True)

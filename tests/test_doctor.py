@@ -189,6 +189,15 @@ def test_missing_state_dir_is_one_clear_line_and_exit_2(capsys, tmp_path):
     assert "nowhere" in line and "does not exist" in line
 
 
+def test_a_state_dir_that_is_a_file_is_named_so(capsys, tmp_path):
+    """A session's log given for the folder: "does not exist", of a file that does."""
+    (tmp_path / "events.jsonl").write_text("")
+    code, out, err = doctor_run(capsys, tmp_path / "events.jsonl")
+    assert (code, out) == (2, "")
+    [line] = err.splitlines()
+    assert "events.jsonl is not a folder" in line
+
+
 def test_as_users_run_it_it_prints_no_value_from_the_logs(logs):
     """A subprocess reading the state dir from the environment, as `run` does.
 

@@ -117,7 +117,8 @@ def run_holding(config: Config, heartbeat: Heartbeat, on_pass=None) -> int:
     if not _state_dir_found(config.state_dir):
         if not config.wait_for_state_dir or config.once:
             print(printable(
-                f"hydrafusion-tailer: state directory {config.state_dir} does not exist "
+                f"hydrafusion-tailer: state directory {config.state_dir} "
+                f"{'is not a folder' if os.path.exists(config.state_dir) else 'does not exist'} "
                 "(set --state-dir or COPILOT_STATE_DIR)"),
                 file=sys.stderr,
             )
