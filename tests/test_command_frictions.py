@@ -398,6 +398,19 @@ def test_a_textfile_at_the_checkpoints_path_is_refused(tmp_path):
         assert not (tmp_path / "checkpoint.json").exists()
 
 
+def test_a_checkpoint_under_a_file_is_named_so(tmp_path):
+    """A file where a folder of --checkpoint's path should be (or $XDG_STATE_HOME a file):
+    "cannot read .../checkpoint.json: Not a directory, and it cannot be moved aside ...;
+    move or delete it", of a checkpoint that is not there to move."""
+    Session(tmp_path / "state").add()
+    (tmp_path / "notes").write_text("mine")
+    done = run_tailer("run", "--once", "--otlp-endpoint", "none", "--state-dir", str(tmp_path / "state"),
+                      "--checkpoint", str(tmp_path / "notes" / "sub" / "checkpoint.json"))
+    assert done.returncode == 2
+    assert one_line(done).endswith(f"{tmp_path / 'notes'} is not a folder")
+    assert (tmp_path / "notes").read_text() == "mine"
+
+
 def test_a_watch_reads_in_the_processes_jobs_asks_for(tmp_path, monkeypatch):
     """--jobs was ignored by --watch, which always read in one process per CPU."""
     Session(tmp_path / "state").add()

@@ -631,6 +631,14 @@ def run_config(args: argparse.Namespace, environ: dict[str, str]) -> Config:
                              "give each a file of its own")
     if is_folder("--checkpoint", args.checkpoint):  # it would be moved aside as unreadable and replaced
         raise ValueError(f"--checkpoint {printable(str(args.checkpoint))} is a folder: give a file name")
+    # Its folders are made as needed, but not through a file: the load would fail, and ask
+    # that a checkpoint which is not there be moved aside.
+    folder = args.checkpoint.parent
+    while not os.path.lexists(folder) and folder.parent != folder:
+        folder = folder.parent
+    if not is_folder("--checkpoint", folder):
+        raise ValueError(f"--checkpoint {printable(str(args.checkpoint))}: "
+                         f"{printable(str(folder))} is not a folder")
     is_folder("--state-dir", args.state_dir)  # one that cannot be looked at is refused now
     push_interval_s = args.otlp_metrics_interval
     if push_interval_s is None:
