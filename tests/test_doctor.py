@@ -198,6 +198,24 @@ def test_a_state_dir_that_is_a_file_is_named_so(capsys, tmp_path):
     assert "events.jsonl is not a folder" in line
 
 
+def test_a_reader_gone_before_the_report_is_no_traceback(logs):
+    """`doctor | less` quit before doctor was done (it reads every log first): a
+    BrokenPipeError traceback. The exit code is what the logs say, as when read."""
+    import os
+
+    state, _ = logs
+    command = [sys.executable, "-m", "tailer", "doctor", "--state-dir", str(state)]
+    read = subprocess.run(command, cwd=ROOT, env=tailer_env(), capture_output=True, timeout=60)
+    reader, writer = os.pipe()
+    os.close(reader)
+    try:
+        gone = subprocess.run(command, cwd=ROOT, env=tailer_env(), stdout=writer,
+                              stderr=subprocess.PIPE, timeout=60)
+    finally:
+        os.close(writer)
+    assert (gone.returncode, gone.stderr) == (read.returncode, b"")
+
+
 def test_as_users_run_it_it_prints_no_value_from_the_logs(logs):
     """A subprocess reading the state dir from the environment, as `run` does.
 

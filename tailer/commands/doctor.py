@@ -23,6 +23,7 @@ version changed that the tailer does not expect.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections import Counter
 from dataclasses import dataclass, field
@@ -103,7 +104,12 @@ def main(args: argparse.Namespace, environ: dict[str, str] | None = None) -> int
     except OSError as error:
         print(printable(f"hydrafusion-tailer: {state_dir_problem(error)}"), file=sys.stderr)
         return EXIT_USAGE
-    print(render(state_dir, findings), end="")
+    try:
+        print(render(state_dir, findings), end="")
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # `doctor | less` quit early: the reader has all it wanted (report/command.py).
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     # docs/REPORT.md, "Exit codes": no logs is nothing to report, as drift is something to mend.
     return EXIT_DRIFT if findings.drift or not findings.sessions else 0
 
