@@ -266,6 +266,26 @@ def test_a_write_that_fails_names_the_destination(raw, tmp_path, monkeypatch, ca
         f"hydrafusion-tailer scrub: {tmp_path / 'out'}: No space left on device\n")
 
 
+def test_a_reader_gone_before_the_summary_is_no_traceback(raw, tmp_path):
+    """`scrub SRC DST | head -0`, or a reader that quit while the logs were read: a
+    BrokenPipeError traceback after a scrub that was whole."""
+    import os
+    import subprocess
+    import sys
+
+    from tailerproc import ROOT, tailer_env
+
+    reader, writer = os.pipe()
+    os.close(reader)
+    try:
+        done = subprocess.run([sys.executable, "-m", "tailer", "scrub", str(raw), str(tmp_path / "out")],
+                              cwd=ROOT, env=tailer_env(), stdout=writer, stderr=subprocess.PIPE, timeout=60)
+    finally:
+        os.close(writer)
+    assert (done.returncode, done.stderr) == (0, b"")
+    assert len(scrubbed_logs(tmp_path / "out")) == 2
+
+
 @given(seed=st.integers(0, 2**64))
 def test_a_random_uuid_is_what_the_uuid_module_makes_of_the_same_bits(seed):
     """The demo's and the scrubber's ids, without importing uuid: the same text, so the

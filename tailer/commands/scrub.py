@@ -336,9 +336,14 @@ def main(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     for problem in summary.problems:
         print(f"hydrafusion-tailer scrub: {problem}", file=sys.stderr)
-    print(
-        f"scrubbed {counted(summary.sessions, 'session')} into {printable(str(args.dst))}: "
-        f"{counted(summary.events, 'event')} kept, {counted(summary.dropped, 'line')} dropped "
-        f"({summary.damaged} damaged)"
-    )
+    try:
+        print(
+            f"scrubbed {counted(summary.sessions, 'session')} into {printable(str(args.dst))}: "
+            f"{counted(summary.events, 'event')} kept, {counted(summary.dropped, 'line')} dropped "
+            f"({summary.damaged} damaged)"
+        )
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # The reader is gone; the copy is whole all the same (report/command.py).
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     return 0
