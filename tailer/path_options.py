@@ -68,6 +68,11 @@ def check_output_file(option: str, path: Path) -> None:
     page before a log is read, the daemon's textfile before it starts."""
     if is_folder(option, path):
         raise ValueError(f"{option} {printable(str(path))} is a folder: give a file name")
+    # The file is renamed onto its path: a device there (`/dev/null`, `/dev/stdout`'s link,
+    # writable by root) would itself be replaced, for every program of the machine.
+    status = _status(option, path)
+    if status is not None and not stat.S_ISREG(status.st_mode):
+        raise ValueError(f"{option} {printable(str(path))} is not a regular file: give a file name")
     if not is_folder(option, path.parent):
         raise ValueError(f"{option} {printable(str(path))}: its folder does not exist")
     if not os.access(path.parent, os.W_OK):

@@ -52,6 +52,23 @@ def test_an_html_path_that_cannot_be_written_is_refused_before_a_log_is_read(tmp
     assert done.returncode == 2 and "--html" in one_line(done)
 
 
+@pytest.mark.parametrize("command", ["report", "run"])
+def test_an_output_path_that_is_a_device_is_refused_not_replaced(tmp_path, command):
+    """`--html /dev/null`, `--textfile /dev/stdout` (a link to the process's stdout): the
+    file written is renamed onto its path, so, run as root, the device itself (the link at
+    /dev/stdout) was replaced by a regular file, for every program on the machine. Here a
+    link to /dev/null stands for it: it was replaced by the page, or the metrics."""
+    (tmp_path / "state").mkdir()
+    (tmp_path / "out").symlink_to("/dev/null")
+    if command == "report":
+        done = run_report("--state-dir", str(tmp_path / "state"), "--html", str(tmp_path / "out"))
+    else:
+        done = run_tailer("run", "--once", "--otlp-endpoint", "none", "--state-dir", str(tmp_path / "state"),
+                          "--checkpoint", str(tmp_path / "cp.json"), "--textfile", str(tmp_path / "out"))
+    assert done.returncode == 2 and "is not a regular file" in one_line(done)
+    assert (tmp_path / "out").is_symlink()
+
+
 # -- SIGTERM during --watch ---------------------------------------------------------------
 
 
