@@ -8,6 +8,7 @@ import pty
 import random
 import re
 import signal
+import stat
 import struct
 import subprocess
 import sys
@@ -426,6 +427,28 @@ def test_a_checkpoint_under_a_file_is_named_so(tmp_path):
     assert done.returncode == 2
     assert one_line(done).endswith(f"{tmp_path / 'notes'} is not a folder")
     assert (tmp_path / "notes").read_text() == "mine"
+
+
+@pytest.mark.parametrize("what", ["a device", "a link to a device"])
+def test_a_checkpoint_that_is_a_device_is_refused_not_moved_aside(tmp_path, what):
+    """`--checkpoint /dev/null`, a way to say "no checkpoint": taken for a damaged one, it
+    was renamed aside, the device itself (/dev/null.unreadable, as root), and a regular
+    file of the checkpoint's put in its place; `/dev/stdout`'s link so too. Here a device
+    made in tmp_path (as root), or a link to /dev/null, stands for it."""
+    Session(tmp_path / "state").add()
+    path = tmp_path / "null"
+    if what == "a device":
+        try:
+            os.mknod(path, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+        except PermissionError:
+            pytest.skip("making a device needs root")
+    else:
+        path.symlink_to("/dev/null")
+    done = run_tailer("run", "--once", "--otlp-endpoint", "none", "--state-dir", str(tmp_path / "state"),
+                      "--checkpoint", str(path))
+    assert done.returncode == 2 and "is not a regular file" in one_line(done)
+    assert sorted(entry.name for entry in tmp_path.iterdir()) == ["null", "state"]
+    assert path.is_symlink() or path.is_char_device()
 
 
 def test_a_watch_reads_in_the_processes_jobs_asks_for(tmp_path, monkeypatch):

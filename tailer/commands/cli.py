@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Collection
 
 from .. import __version__, invocation
-from ..path_options import check_output_file, is_folder, ledger_path, user_path
+from ..path_options import check_output_file, exists, is_folder, ledger_path, user_path
 from ..printable import printable
 
 if TYPE_CHECKING:
@@ -631,6 +631,11 @@ def run_config(args: argparse.Namespace, environ: dict[str, str]) -> Config:
                              "give each a file of its own")
     if is_folder("--checkpoint", args.checkpoint):  # it would be moved aside as unreadable and replaced
         raise ValueError(f"--checkpoint {printable(str(args.checkpoint))} is a folder: give a file name")
+    # Nor moved aside as a damaged checkpoint: `/dev/null` (or the link at `/dev/stdout`)
+    # renamed, as root, is the machine's own gone.
+    if exists("--checkpoint", args.checkpoint) and not os.path.isfile(args.checkpoint):
+        raise ValueError(f"--checkpoint {printable(str(args.checkpoint))} is not a regular file: "
+                         "give a file name")
     # Its folders are made as needed, but not through a file: the load would fail, and ask
     # that a checkpoint which is not there be moved aside.
     folder = args.checkpoint.parent
