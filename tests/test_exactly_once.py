@@ -303,6 +303,21 @@ def test_a_claim_is_exclusive_until_its_file_is_closed(tmp_path):
     claim(path).close()
 
 
+@pytest.mark.skipif(os.name == "nt", reason="flock's own errors")
+def test_a_file_system_without_locks_is_named_not_taken_for_another_tailer(tmp_path, monkeypatch):
+    """A checkpoint on NFS without its lock daemon: flock fails with ENOLCK, and the tailer
+    said another one was using the checkpoint, sending the user to look for it."""
+    import errno
+
+    from tailer.daemon import checkpoint
+
+    def no_locks(fd, how):
+        raise OSError(errno.ENOLCK, "No locks available")
+    monkeypatch.setattr(checkpoint.fcntl, "flock", no_locks)
+    with pytest.raises(CheckpointInUse, match="cannot lock the checkpoint .*: No locks available"):
+        claim(tmp_path / "cp.json")
+
+
 def test_a_symlink_at_the_lock_files_path_is_never_followed(tmp_path):
     """A link planted there, dangling or to a file, makes no file and touches none."""
     path = tmp_path / "state" / "cp.json"

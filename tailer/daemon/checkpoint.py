@@ -92,8 +92,14 @@ def claim(path: Path) -> BinaryIO | None:
             msvcrt.locking(handle.fileno(), msvcrt.LK_NBLCK, 1)
         else:
             fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
+    except OSError as error:
         handle.close()
+        if os.name != "nt" and not isinstance(error, BlockingIOError):
+            # Not held by another: a file system without locks (NFS without its lock daemon).
+            raise CheckpointInUse(
+                f"cannot lock the checkpoint {path}: {error.strerror}; give it a --checkpoint "
+                "on a file system that has locks (a local one)"
+            ) from None
         raise CheckpointInUse(
             f"another tailer is using the checkpoint {path}; give this one a --checkpoint "
             "of its own"
