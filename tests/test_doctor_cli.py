@@ -124,6 +124,30 @@ def test_a_file_that_is_not_the_schema_is_a_clear_usage_error(capsys, tmp_path, 
     assert "cannot read the CLI's event schema" in err and "Traceback" not in err
 
 
+@pytest.mark.parametrize("what", ["fifo", "too large"])
+def test_a_schema_path_that_is_no_schema_file_is_refused_at_once(tmp_path, what):
+    """`doctor --cli` read whatever it was given whole: a FIFO waited for a writer for
+    good, and /dev/zero (or /dev/urandom) filled the memory until the process was killed.
+    Here a sparse file just past the limit stands for the endless ones."""
+    import os
+    import subprocess
+    import sys
+
+    from tailerproc import ROOT, tailer_env
+
+    path = tmp_path / "schema.json"
+    if what == "fifo":
+        os.mkfifo(path)
+    else:
+        with open(path, "wb") as handle:  # sparse: costs no disk
+            handle.truncate(schema_drift.MAX_SCHEMA_BYTES + 1)
+    done = subprocess.run([sys.executable, "-m", "tailer", "doctor", "--cli", str(path)], cwd=ROOT,
+                          env=tailer_env(), capture_output=True, text=True, timeout=60)
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr.startswith("hydrafusion-tailer: cannot read the CLI's event schema")
+    assert ("not a regular file" if what == "fifo" else "larger than") in done.stderr
+
+
 def test_no_installed_cli_says_where_it_looked(capsys, tmp_path):
     code, out, err = doctor_cli(capsys, environ={"HOME": str(tmp_path)})
     assert code == 2 and out == ""

@@ -26,6 +26,7 @@ from .event_fields import KNOWN_FIELDS, READ_AS, REQUIRED_FIELDS
 from . import event_types, scrub_tables
 
 SCHEMA_NAME = "session-events.schema.json"
+MAX_SCHEMA_BYTES = 64 << 20
 # Event types the check covers even when the tailer does not know them.
 _SCOPE = re.compile(r"fusion|usage")
 # What each way of reading a field accepts (JSON Schema types); null always reads as absent.
@@ -258,8 +259,16 @@ def _shown_types(types: frozenset[str]) -> str:
 
 def load(path: Path) -> dict[str, dict[str, SchemaField]]:
     """Read a schema file. Raises OSError, or SchemaError for a file that is not one."""
+    from .lines import open_regular
+
+    # A FIFO would wait for a writer for good, /dev/zero fill the memory: a regular file
+    # only, and no larger than a schema (the CLI's is some 120 KB) is read.
+    with open_regular(path) as handle:
+        data = handle.read(MAX_SCHEMA_BYTES + 1)
+    if len(data) > MAX_SCHEMA_BYTES:
+        raise SchemaError(f"larger than {MAX_SCHEMA_BYTES >> 20} MiB: no schema")
     try:
-        schema = json.loads(path.read_bytes())
+        schema = json.loads(data)
     except (ValueError, RecursionError) as error:
         raise SchemaError(f"not JSON ({type(error).__name__})") from None
     return event_fields(schema)
