@@ -319,6 +319,29 @@ def test_a_report_started_with_its_stdout_closed_writes_its_page(tmp_path, optio
         assert (tmp_path / "page.html").read_text().startswith("<!doctype html>")
 
 
+@pytest.mark.parametrize("closed", [1, 2], ids=["stdout", "stderr"])
+@pytest.mark.parametrize("command", ["report", "doctor", "run", "statusline"])
+def test_a_command_started_with_its_stdout_or_its_stderr_closed_ends_without_a_traceback(
+        tmp_path, command, closed):
+    """`cmd >&-` or `cmd 2>&-` (a scheduler's job): Python makes that stream None. Used as a
+    file, it ended in a traceback; given to print(file=sys.stderr), None means the stdout,
+    so a closed stderr put the errors in the stdout, a program's document. One rule for
+    every command (commands/launch.py): what is printed there goes nowhere."""
+    Session(tmp_path / "logs").add()
+    for state, code in (("logs", 0), ("missing", 2)):
+        if command == "statusline":  # a wrong value is its error: it needs no state folder
+            args = ["statusline", "--width", "90" if state == "logs" else "wide"]
+        else:
+            args = command_line(command, tmp_path / state, tmp_path)
+        done = subprocess.run([sys.executable, "-m", "tailer", *args], cwd=ROOT,
+                              env=tailer_env(), input="{}", capture_output=True, text=True,
+                              timeout=120, preexec_fn=lambda: os.close(closed))
+        assert done.returncode == code, done
+        assert "Traceback" not in done.stdout + done.stderr, done
+        if code and closed == 2:
+            assert not done.stdout, done.stdout
+
+
 # -- A log of random bytes is named as damaged, not counted as lines of no type -----------------
 
 

@@ -17,6 +17,13 @@ EXIT_INTERRUPTED = 130  # commands/cli.py's, which the footer's refresh never im
 
 
 def main(argv: list[str] | None = None, environ: dict[str, str] | None = None) -> int:
+    # Started with its stdout or stderr closed (`cmd >&-`, a scheduler's job), Python makes
+    # it None: a traceback at its first use, or print(file=sys.stderr) putting the errors in
+    # the stdout. What is printed there goes nowhere, as to /dev/null.
+    if sys.stdout is None:
+        sys.stdout = open(os.devnull, "w")
+    if sys.stderr is None:
+        sys.stderr = open(os.devnull, "w")
     try:
         return _main(argv, environ)
     except KeyboardInterrupt:
@@ -57,6 +64,6 @@ def refresh(options) -> None:
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
-        except (OSError, ValueError, AttributeError):  # closed, or None: started without it
+        except (OSError, ValueError):  # closed, or its reader gone
             pass
     os._exit(code)

@@ -298,10 +298,6 @@ def time_zone(name: str | None) -> tzinfo | None:
 def _report(args: argparse.Namespace, environ: dict[str, str], state_dir: Path,
             selection: Selection, now: datetime, zone, cache_path: Path | None,
             ledger_path: Path | None, on_pass=None) -> int:
-    if sys.stdout is None:
-        # Started with its stdout closed (`report --html FILE >&-`, a scheduler's job, where
-        # Python makes it None): what is printed goes nowhere, as to /dev/null.
-        sys.stdout = open(os.devnull, "w")
     color = sys.stdout.isatty() and not environ.get("NO_COLOR") and not args.no_color
     try:
         found = (is_folder if args.watch else exists)("--state-dir", state_dir)
