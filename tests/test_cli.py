@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from otlp_sink import OtlpSink
-from tailer.commands.cli import build_parser, default_state_dir, otlp_url, parse_address, parse_args
+from tailer.commands.cli import (COPILOT_OTEL_PATH_ENV, build_parser, default_state_dir, otlp_url,
+                                 parse_address, parse_args, run_config)
 from tailerproc import ROOT, run_once, tailer_env
 from sessiongen import every_pattern
 
@@ -16,6 +17,19 @@ def test_state_dir_precedence():
     assert default_state_dir({"COPILOT_STATE_DIR": "/a", "COPILOT_HOME": "/b"}) == Path("/a")
     assert default_state_dir({"COPILOT_HOME": "/b"}) == Path("/b", "session-state")
     assert default_state_dir({}) == Path.home() / ".copilot" / "session-state"
+
+
+def test_a_cli_telemetry_path_with_a_tilde_of_no_such_user_is_a_path_as_typed():
+    """`run --cli-otel=~nobody/x` (after `=`, the shell expands no `~`) or such a
+    $COPILOT_OTEL_FILE_EXPORTER_PATH: Path.expanduser raised RuntimeError, a traceback as
+    run started. As for the other path options (path_options.user_path), the path stays
+    as typed, as a shell leaves it; `~` alone is still the home folder."""
+    gone = "~no-such-user-of-the-tailer/otel.jsonl"
+    for args, environ in ((["run", f"--cli-otel={gone}"], {}),
+                          (["run"], {COPILOT_OTEL_PATH_ENV: gone})):
+        assert run_config(parse_args(args, environ), environ).cli_otel == Path(gone)
+    mine = run_config(parse_args(["run", "--cli-otel=~/otel.jsonl"], {}), {}).cli_otel
+    assert mine == Path.home() / "otel.jsonl"
 
 
 def test_otlp_endpoint_precedence():

@@ -389,7 +389,7 @@ def _is_none(value: str | None) -> bool:
 
 
 def _cli_otel_path(value: str) -> Path | None:
-    return None if value.strip().lower() in ("", "none") else Path(value).expanduser()
+    return None if value.strip().lower() in ("", "none") else user_path(value)
 
 
 def _nonempty(value: str) -> str:
