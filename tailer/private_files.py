@@ -72,14 +72,34 @@ class NotPrivate(Exception):
 class NotARegularFile(OSError):
     """A FIFO, a device, a socket, a folder, a link or a file not the user's alone where a
     file was expected: never opened for reading (a FIFO would block, a device could do
-    anything, another user's file say anything)."""
+    anything, another user's file say anything). The message is which, in a refusal's
+    words ("is not a regular file", "belongs to another user (uid 0)")."""
 
 
 def is_own_file(found: os.stat_result) -> bool:
     """Whether `found` (an lstat) is a regular file of this user's that nobody else may
     write: the only file a private state reads, or replaces."""
-    return stat.S_ISREG(found.st_mode) and (not POSIX or (
-        found.st_uid == os.geteuid() and not found.st_mode & (stat.S_IWGRP | stat.S_IWOTH)))
+    return _not_own_file(found) is None
+
+
+def _not_own_file(found: os.stat_result) -> str | None:
+    """Why `found` is not a file `is_own_file`, in a refusal's words; None when it is."""
+    if not stat.S_ISREG(found.st_mode):
+        return "is not a regular file"
+    return _not_alone(found) if POSIX else None
+
+
+def _not_alone(found: os.stat_result, *, writable_ours: bool = False,
+               private_mode: str = "") -> str | None:
+    """Why the file or folder `found` describes may be written by others than this user,
+    in a refusal's words (with `private_mode`, the chmod that closes it); None when it may
+    not, or, with `writable_ours`, when it is this user's own."""
+    if found.st_uid != os.geteuid():
+        return f"belongs to another user (uid {found.st_uid})"
+    if found.st_mode & (stat.S_IWGRP | stat.S_IWOTH) and not writable_ours:
+        fix = f"; chmod {private_mode} it" if private_mode else ""
+        return f"may be written by others (mode {stat.S_IMODE(found.st_mode):o}{fix})"
+    return None
 
 
 class PrivateFolder:
@@ -125,17 +145,18 @@ class PrivateFolder:
         that nobody else may write (`is_own_file`). Raises FileNotFoundError,
         NotARegularFile, OSError."""
         where = self._where(name)
-        if not is_own_file(os.stat(where, dir_fd=self.fd, follow_symlinks=False)):
-            raise NotARegularFile(f"not a regular file: {name!r}")
+        why = _not_own_file(os.stat(where, dir_fd=self.fd, follow_symlinks=False))
+        if why is not None:
+            raise NotARegularFile(why)
         fd = os.open(where, _FILE, dir_fd=self.fd)
         try:
-            own = is_own_file(os.fstat(fd))
+            why = _not_own_file(os.fstat(fd))
         except BaseException:
             os.close(fd)
             raise
-        if not own:  # put there since it was looked at
+        if why is not None:  # put there since it was looked at
             os.close(fd)
-            raise NotARegularFile(f"not a regular file: {name!r}")
+            raise NotARegularFile(why)
         return open(fd, "rb")  # closes fd from here on, however it ends (lines.open_regular)
 
     def replace(self, name: str, write: Callable[[BinaryIO], None]) -> None:
@@ -211,9 +232,7 @@ def _checked(path: str | Path, found: os.stat_result, *, writable_ours: bool = F
         raise NotPrivate(f"{printable(str(path))} is a symbolic link")
     if not stat.S_ISDIR(found.st_mode):
         raise NotPrivate(f"{printable(str(path))} is not a folder")
-    if POSIX and found.st_uid != os.geteuid():
-        raise NotPrivate(f"{printable(str(path))} belongs to another user (uid {found.st_uid})")
-    if POSIX and found.st_mode & (stat.S_IWGRP | stat.S_IWOTH) and not writable_ours:
-        raise NotPrivate(f"{printable(str(path))} may be written by others "
-                         f"(mode {stat.S_IMODE(found.st_mode):o}; chmod 700 it)")
+    why = _not_alone(found, writable_ours=writable_ours, private_mode="700") if POSIX else None
+    if why is not None:
+        raise NotPrivate(f"{printable(str(path))} {why}")
     return found.st_mode

@@ -299,6 +299,27 @@ def test_a_special_file_at_the_caches_path_is_never_opened_and_is_replaced(state
         assert elsewhere.read_bytes() == planted_bytes
 
 
+@pytest.mark.parametrize("whose", ["group-writable", "another-user"])
+def test_a_cache_not_the_users_alone_is_refused_in_its_true_words_and_made_again(
+        state, tmp_path, whose):
+    """A cache file others may write, or another user's (left by root, or by someone while
+    its folder was open to others), was said to be "not a regular file", which it is: the
+    user looked for a FIFO or a link. It is named in tailer/private_files.py's words for a
+    folder refused so, and made again, this user's alone."""
+    environ = environ_of(tmp_path)
+    path = warm(state, environ)
+    if whose == "another-user":
+        why = another_users(path)
+    else:
+        os.chmod(path, 0o660)
+        why = "may be written by others (mode 660)"
+    code, stdout, stderr = report(state, environ, "--format", "json")
+    assert code == 0 and answers(stdout) == uncached(state)
+    assert stderr == (f"hydrafusion-tailer report: the cache {why}: ignored, and made again "
+                      "(--no-cache reads without it)\n")
+    assert cache.load(path)[1] is None
+
+
 def test_a_cache_larger_than_any_save_writes_is_not_read_and_is_made_again(state, tmp_path, monkeypatch):
     """A sparse file of 20 GB at the cache's path (no disk used) was mapped and searched
     for its header's end, then its CRC worked out: 16 s of every report until it was

@@ -33,8 +33,9 @@ is a regular file (tailer/private_files.py): in a folder of another user, one ot
 write, or a link, it is neither read nor written (one line on stderr); a FIFO, a socket or
 a link at its path is never opened, and is replaced. Every value of every entry is checked
 as it is loaded (`checked`), so no content can make a report fail. A file that cannot be
-read, is damaged (a CRC says so, or a value is none a report makes), is not a regular file,
-is larger than any save writes (refused by its size, unread) or comes from another version
+read, is damaged (a CRC says so, or a value is none a report makes), is not a regular file
+of the user's alone (another user's, or one others may write: the line says which), is
+larger than any save writes (refused by its size, unread) or comes from another version
 is ignored with one line on stderr and made again. It is
 replaced in one step (tailer/atomic_file.py), so two reports at once each read a whole
 file; the last to finish wins, and each file is right, since every entry is checked
@@ -295,8 +296,8 @@ def load(path: Path) -> tuple[dict[str, LogEntry], str | None]:
             data = _contents(handle)
     except FileNotFoundError:
         return {}, None
-    except NotARegularFile:
-        return {}, "is not a regular file"
+    except NotARegularFile as refused:
+        return {}, str(refused)
     except OSError as error:
         return {}, f"cannot be read ({error.strerror})"
     return _read(data)
