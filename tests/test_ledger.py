@@ -387,6 +387,19 @@ def test_a_fifo_at_the_ledgers_path_or_its_wal_is_refused_without_blocking(home)
     not_read(state_dir, "(session-store.db) is not a regular file")
 
 
+def test_a_ledger_given_that_cannot_be_read_is_named_by_the_file_given(home, tmp_path):
+    """`--ledger FILE` of a FIFO or of a damaged file: the line named the CLI's
+    session-store.db, a file the user did not give (and may have, whole, beside the state
+    folder). The file given is named."""
+    state_dir, _, _ = home
+    os.mkfifo(tmp_path / "pipe.db")
+    (tmp_path / "copy.db").write_bytes(b"not a database, but a prompt someone saved here\n" * 100)
+    for name, why in (("pipe.db", "is not a regular file"),
+                      ("copy.db", "is damaged or not a SQLite database")):
+        found, _ = ledger_of("--state-dir", str(state_dir), "--ledger", str(tmp_path / name))
+        assert f"the CLI's ledger ({name}) {why}" in found["problem"], found
+
+
 def test_a_symlink_is_followed_to_a_ledger_and_refused_to_anything_else(home, tmp_path):
     state_dir, ledger, _ = home
     real = tmp_path / "real.db"

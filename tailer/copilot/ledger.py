@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Collection
 
 from ..path_options import NO_LEDGER, check_input_file
+from ..printable import printable
 from ..records import record
 from .event_records import Usage
 
@@ -115,13 +116,13 @@ def read_ledger(path: Path, untimed: Collection = ()) -> dict[object, LedgerSess
         connection = sqlite3.connect(_read_only_uri(path, unchanging), uri=True,
                                      timeout=BUSY_TIMEOUT_S, isolation_level=None)
     except sqlite3.Error as error:
-        raise _problem(error) from None
+        raise _problem(path, error) from None
     # Text as the file holds it, bytes that are not UTF-8 escaped as a folder's name is
     # (a session id, a column's name): a damaged file is no reason to fail.
     connection.text_factory = _text
     try:
         connection.execute("PRAGMA trusted_schema = OFF")
-        _check_layout(connection)
+        _check_layout(path, connection)
         sums = connection.execute(SUMS).fetchall()
         # Only ids of the CLI's shape are asked back: another (text that was not UTF-8,
         # escaped above) could not be sent as a parameter, and is counted, never named.
@@ -135,10 +136,16 @@ def read_ledger(path: Path, untimed: Collection = ()) -> dict[object, LedgerSess
             times.update((session_id, (first, last)) for session_id, first, last in found)
     # SQLite's message about a damaged schema quotes it, and may not be UTF-8 then.
     except (sqlite3.Error, UnicodeDecodeError) as error:
-        raise _problem(error) from None
+        raise _problem(path, error) from None
     finally:
         connection.close()
-    return {row[0]: _session(row, *times.get(row[0], (None, None))) for row in sums}
+    return {row[0]: _session(path, row, *times.get(row[0], (None, None))) for row in sums}
+
+
+def _named(path: Path) -> str:
+    """The ledger as a line names it: by the name of its file, the CLI's session-store.db
+    or the one a user gave with --ledger."""
+    return f"the CLI's ledger ({printable(path.name)})"
 
 
 def _text(data: bytes) -> str:
@@ -155,15 +162,14 @@ def _check_files(path: Path) -> bool:
     fd = _open(path)
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise LedgerProblem(f"the CLI's ledger ({LEDGER_NAME}) is not a regular file: not read")
+            raise LedgerProblem(f"{_named(path)} is not a regular file: not read")
         header = os.read(fd, 100)
     except OSError as error:
-        raise _file_problem(error) from None
+        raise _file_problem(path, error) from None
     finally:
         os.close(fd)
     if not header.startswith(b"SQLite format 3\0") or len(header) < 100:
-        raise LedgerProblem(f"the CLI's ledger ({LEDGER_NAME}) is damaged or not a SQLite "
-                            "database: not checked")
+        raise LedgerProblem(f"{_named(path)} is damaged or not a SQLite database: not checked")
     found = {}
     for suffix in ("-wal", "-shm"):
         try:
@@ -171,10 +177,10 @@ def _check_files(path: Path) -> bool:
         except FileNotFoundError:
             continue
         except OSError as error:
-            raise _file_problem(error) from None
+            raise _file_problem(path, error) from None
         if not stat.S_ISREG(found[suffix].st_mode):
-            raise LedgerProblem(f"the CLI's ledger's {LEDGER_NAME}{suffix} is not a regular "
-                                "file: not read")
+            raise LedgerProblem(f"the CLI's ledger's {printable(path.name)}{suffix} is not a "
+                                "regular file: not read")
     # Bytes 18 and 19 of the header: the versions that write and read it, 2 in WAL mode.
     return header[18:20] == b"\2\2" and "-wal" not in found
 
@@ -187,12 +193,12 @@ def _open(path: Path) -> int:
     except (FileNotFoundError, NotADirectoryError):
         raise FileNotFoundError(path) from None
     except OSError as error:
-        raise _file_problem(error) from None
+        raise _file_problem(path, error) from None
 
 
-def _file_problem(error: OSError) -> LedgerProblem:
+def _file_problem(path: Path, error: OSError) -> LedgerProblem:
     reason = error.strerror or type(error).__name__
-    return LedgerProblem(f"the CLI's ledger ({LEDGER_NAME}) cannot be read ({reason}): not checked")
+    return LedgerProblem(f"{_named(path)} cannot be read ({reason}): not checked")
 
 
 def _read_only_uri(path: Path, unchanging: bool) -> str:
@@ -206,21 +212,21 @@ def _read_only_uri(path: Path, unchanging: bool) -> str:
     return f"file://{escaped}?mode=ro" + ("&immutable=1" if unchanging else "")
 
 
-def _check_layout(connection) -> None:
+def _check_layout(path: Path, connection) -> None:
     """The table and the columns read, or LedgerLayoutChanged naming what is missing."""
     found = connection.execute("SELECT type FROM sqlite_master WHERE name = ?", (TABLE,)).fetchall()
     if found != [("table",)]:
-        raise LedgerLayoutChanged(f"the CLI's ledger ({LEDGER_NAME}) has no table {TABLE} "
+        raise LedgerLayoutChanged(f"{_named(path)} has no table {TABLE} "
                                   "(another CLI version's layout): not checked")
     columns = {row[1] for row in connection.execute(f"PRAGMA table_info({TABLE})")}
     missing = [name for name in COLUMNS if name not in columns]
     if missing:
-        raise LedgerLayoutChanged(f"the CLI's ledger ({LEDGER_NAME}) has no column "
+        raise LedgerLayoutChanged(f"{_named(path)} has no column "
                                   f"{', '.join(missing)} in {TABLE} (another CLI version's "
                                   "layout): not checked")
 
 
-def _problem(error) -> LedgerProblem:
+def _problem(path: Path, error) -> LedgerProblem:
     """SQLite's error in our words: its own message may quote the file's contents."""
     code = (getattr(error, "sqlite_errorcode", None) or 0) & 0xFF
     if isinstance(error, UnicodeDecodeError):
@@ -235,14 +241,14 @@ def _problem(error) -> LedgerProblem:
         why = "holds figures too large to add up"
     else:
         why = f"cannot be read ({getattr(error, 'sqlite_errorname', None) or type(error).__name__})"
-    return LedgerProblem(f"the CLI's ledger ({LEDGER_NAME}) {why}: not checked")
+    return LedgerProblem(f"{_named(path)} {why}: not checked")
 
 
-def _session(row: tuple, first: object, last: object) -> LedgerSession:
+def _session(path: Path, row: tuple, first: object, last: object) -> LedgerSession:
     _, calls, *figures, priced = row
     if any(type(figure) is not int or figure < 0 for figure in figures if figure is not None):
-        raise LedgerProblem(f"the CLI's ledger ({LEDGER_NAME}) holds figures that are not "
-                            "whole numbers: not checked")
+        raise LedgerProblem(f"{_named(path)} holds figures that are not whole numbers: "
+                            "not checked")
     usage = Usage(calls, *(figure or 0 for figure in figures))  # in SUMS's order, Usage's
     return LedgerSession(usage, calls - priced, _time_ns(first), _time_ns(last))
 
