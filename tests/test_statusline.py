@@ -857,7 +857,7 @@ def test_install_keeps_every_other_setting_and_wraps_the_command_already_set(tmp
     assert (home / "settings.json.hydrafusion-backup").read_bytes() == original
     assert os.stat(path).st_mode & 0o777 == 0o640
     refused = setting_command(home, "--install", "--then", "x", check=False)
-    assert "installed already" in refused.stdout  # ours is there: nothing to wrap twice
+    assert refused.returncode == 2 and "leave out --then" in refused.stderr  # ours wraps one
     setting_command(home, "--uninstall")
     assert json.loads(path.read_text()) == before
 
@@ -940,6 +940,29 @@ def test_install_replaces_an_older_form_of_ours_and_uninstall_removes_one(tmp_pa
     path.write_text(json.dumps(older))
     setting_command(home, "--uninstall")
     assert json.loads(path.read_text()) == {"statusLine": {"command": "echo mine", "padding": 1}}
+
+
+def test_install_again_with_other_options_puts_them_in_place_and_keeps_the_rest(tmp_path):
+    """`--install --width 90` after an `--install` said "installed already; nothing changed"
+    and left the command as it was: the options given were dropped without a word. They
+    take the place of those installed, in one line; the command ours runs after it
+    (--then) and every other setting stay. The same options again change nothing, and so
+    does no option at all."""
+    home = tmp_path / "copilot-home"
+    home.mkdir()
+    path = home / "settings.json"
+    before = {"model": "auto", "statusLine": {"command": "echo mine", "padding": 2}}
+    path.write_text(json.dumps(before))
+    setting_command(home, "--install", "--format", "HF {turn}")
+    assert "updated to the options given" in setting_command(home, "--install", "--width", "90").stdout
+    after = json.loads(path.read_text())
+    assert after == {"model": "auto", "statusLine": {
+        "command": command_of(ROOT, "--width", "90", "--then", "echo mine"), "padding": 2}}
+    for again in (["--width", "90"], []):
+        assert "installed already; nothing changed" in setting_command(home, "--install", *again).stdout
+    assert json.loads(path.read_text()) == after
+    setting_command(home, "--uninstall")
+    assert json.loads(path.read_text()) == before
 
 
 @pytest.mark.parametrize("content", [b"{not json", b"[1, 2]", b'{"statusLine": "x"}',

@@ -6,7 +6,8 @@ file is changed only when it parses as a JSON object, and only that one key: eve
 and value stays as it was (their order too), and so does the rest of `statusLine`
 (`padding`, `refreshInterval`). A command already set is kept by running it after ours
 (`--then`), and `--uninstall` puts it back; without one, `--uninstall` removes the key (and
-`statusLine` if that leaves it empty).
+`statusLine` if that leaves it empty). Run again with options, `--install` puts them in place
+of those installed, the command run after ours kept; without any, it keeps those installed.
 
 Before the change, the file as it was is copied to `settings.json.hydrafusion-backup`; the
 new file is written beside it and renamed over it (tailer/atomic_file.py), flushed to disk
@@ -116,13 +117,26 @@ def install(path: Path, options: list[str]) -> str:
     if not isinstance(status_line, dict):
         raise SettingsError(f"{_shown(path)}: statusLine is not an object; nothing changed")
     existing = status_line.get("command")
-    if is_ours(existing) and (older := _older_form(existing)) is not None:
-        status_line["command"] = our_command(older)
-        _save(path, settings, original, mode)
-        return f"{_shown(path)}: HydraFusion status line updated to this version's command; " \
-               f"backup in {_shown(_backup(path))}"
     if is_ours(existing):
-        return f"{_shown(path)}: the HydraFusion status line is installed already; nothing changed"
+        if options:
+            # They take the place of those installed; the command ours runs after it
+            # stays, for --uninstall to put back.
+            wrapped = _wrapped(existing)
+            kept = ["--then", wrapped] if wrapped is not None and "--then" not in options else []
+            command, what = our_command([*options, *kept]), "the options given"
+            if wrapped is not None and not kept and command != existing:
+                raise SettingsError(f"{_shown(path)}: the HydraFusion status line runs the "
+                                    "command it had after ours already (--then): leave out --then")
+        else:
+            older = _older_form(existing)
+            command = existing if older is None else our_command(older)
+            what = "this version's command"
+        if command == existing:
+            return f"{_shown(path)}: the HydraFusion status line is installed already; nothing changed"
+        status_line["command"] = command
+        _save(path, settings, original, mode)
+        return f"{_shown(path)}: HydraFusion status line updated to {what}; " \
+               f"backup in {_shown(_backup(path))}"
     if existing is not None and not (isinstance(existing, str) and existing.strip()):
         raise SettingsError(f"{_shown(path)}: statusLine.command is not a command; nothing changed")
     if existing and "--then" in options:
