@@ -10,6 +10,7 @@ import threading
 import time
 from collections import Counter
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 
@@ -328,9 +329,61 @@ def test_a_symlink_at_the_lock_files_path_is_never_followed(tmp_path):
     for target in (tmp_path / "nowhere", kept):
         lock.unlink(missing_ok=True)
         lock.symlink_to(target)
-        assert claim(path) is None  # as a lock file that cannot be made
+        with pytest.raises(CheckpointInUse, match="cp.json.lock is a symbolic link, never followed"):
+            claim(path)
     assert not (tmp_path / "nowhere").exists()
     assert kept.read_text() == "someone else's"
     lock.unlink()
     claim(path).close()
     assert stat.S_IMODE(os.stat(lock).st_mode) == 0o600
+
+
+@pytest.mark.parametrize("what", ["a folder", "a FIFO"])
+def test_what_is_in_the_lock_files_way_is_refused_not_run_without_the_lock(tmp_path, what):
+    """A folder at FILE.lock was taken for a lock file that could not be made, and the
+    tailer ran without the lock, saying nothing: two of them could share the checkpoint and
+    count its turns twice. A FIFO there opens, and flock takes it, but is no lock file of
+    ours. Either is refused at start, in one line naming it."""
+    state, path = tmp_path / "state", tmp_path / "cp.json"
+    state.mkdir()
+    every_pattern("in-the-way").write(state)
+    lock = path.with_name("cp.json.lock")
+    if what == "a folder":
+        lock.mkdir()
+    else:
+        os.mkfifo(lock)
+    done = run_once("--state-dir", str(state), "--checkpoint", str(path), "--otlp-endpoint", "none")
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+    assert f"cannot lock the checkpoint {path}: {lock} is {what};" in done.stderr
+    assert not path.exists()
+
+
+@pytest.mark.skipif(os.name == "nt" or os.geteuid() != 0, reason="another user's file needs root")
+def test_another_users_lock_file_is_refused_not_run_without_the_lock(tmp_path):
+    """Another user's tailer on a checkpoint in a folder both may write: its lock file
+    (0600) cannot be opened by this user, and this tailer ran without the lock beside it."""
+    folder = tmp_path / "shared"
+    folder.mkdir(mode=0o777)
+    os.chmod(folder, 0o777)
+    (folder / "cp.json.lock").touch(mode=0o600)  # root's
+    read, write = os.pipe()
+    child = os.fork()
+    if child == 0:
+        try:
+            os.close(read)
+            os.chdir(folder)  # above it, tmp_path is closed to nobody
+            os.setgid(65534)
+            os.setuid(65534)
+            try:
+                claim(Path("cp.json"))
+                os.write(write, b"claimed")
+            except CheckpointInUse as error:
+                os.write(write, str(error).encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    with os.fdopen(read) as said:
+        message = said.read()
+    os.waitpid(child, 0)
+    assert message.startswith("cannot lock the checkpoint cp.json: cp.json.lock belongs to "
+                              "another user (uid 0);"), message

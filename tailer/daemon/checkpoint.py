@@ -54,7 +54,7 @@ class CheckpointError(Exception):
 
 
 class CheckpointInUse(Exception):
-    """Another tailer holds the checkpoint."""
+    """Another tailer holds the checkpoint, or may: its lock cannot be taken."""
 
 
 def default_path(environ: dict[str, str], name: str = "checkpoint.json") -> Path:
@@ -69,23 +69,37 @@ def claim(path: Path) -> BinaryIO | None:
     Two tailers on one checkpoint would each resume from the other's saves, counting turns
     twice or missing them, so a second one is refused (CheckpointInUse). The lock belongs to
     the operating system, which ends it with the process, `kill -9` included. Returns None
-    when the lock file cannot be made: the checkpoint's own saves report that problem.
+    when the lock file cannot be made for want of a writable folder: the checkpoint's own
+    saves report that problem. Anything else at the lock's path that is not a regular file
+    we can open (a folder, a FIFO, a link, another user's file) is refused (CheckpointInUse):
+    run unlocked, this tailer and another could share the checkpoint.
 
     A symlink at the lock's path is never followed (O_NOFOLLOW): one planted there, dangling
-    or not, would make us create or touch the file it names. It counts as a lock file that
-    cannot be made.
+    or not, would make us create or touch the file it names.
 
     With the lock held no save of this checkpoint can be running, so the temporary files
     that saves killed before their rename left (`kill -9`, a machine that stopped) are
     removed: each can be as large as a checkpoint, and nothing else would ever remove them.
     """
     lock_path = _lock_path(path)
-    flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
+    # Whatever is there is opened without blocking or becoming our terminal: it is looked
+    # at before it is used.
+    flags = (os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+             | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_BINARY", 0))
     try:
         lock_path.parent.mkdir(parents=True, exist_ok=True)
         handle = open(os.open(lock_path, flags, 0o600), "r+b")
-    except OSError:
-        return None
+    except OSError as error:
+        try:
+            found = os.lstat(lock_path)
+        except OSError:
+            return None
+        raise _in_the_way(path, lock_path, found, error.strerror) from None
+    # A FIFO opens, and flock takes it, but no tailer of ours made it.
+    found = os.fstat(handle.fileno())
+    if not stat.S_ISREG(found.st_mode):
+        handle.close()
+        raise _in_the_way(path, lock_path, found, None)
     try:
         if os.name == "nt":
             handle.seek(0)
@@ -106,6 +120,24 @@ def claim(path: Path) -> BinaryIO | None:
         ) from None
     remove_killed_saves(path)
     return handle
+
+
+def _in_the_way(path: Path, lock_path: Path, found: os.stat_result,
+                strerror: str | None) -> CheckpointInUse:
+    if stat.S_ISLNK(found.st_mode):
+        what = "is a symbolic link, never followed"
+    elif stat.S_ISDIR(found.st_mode):
+        what = "is a folder"
+    elif stat.S_ISFIFO(found.st_mode):
+        what = "is a FIFO"
+    elif not stat.S_ISREG(found.st_mode):
+        what = "is not a regular file"
+    elif os.name != "nt" and found.st_uid != os.geteuid():
+        what = f"belongs to another user (uid {found.st_uid})"
+    else:
+        what = f"cannot be opened: {strerror}"
+    return CheckpointInUse(f"cannot lock the checkpoint {path}: {lock_path} {what}; give this "
+                           "tailer a --checkpoint of its own")
 
 
 def _lock_path(path: Path) -> Path:
