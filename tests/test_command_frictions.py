@@ -7,15 +7,18 @@ import os
 import pty
 import random
 import re
+import shutil
 import signal
 import stat
 import struct
 import subprocess
 import sys
+import tempfile
 import termios
 import time
 from collections import Counter
 from datetime import datetime, timedelta, timezone
+from pathlib import Path
 from zoneinfo import ZoneInfo
 
 import pytest
@@ -450,6 +453,29 @@ def test_a_checkpoint_under_a_file_is_named_so(tmp_path):
     assert done.returncode == 2
     assert one_line(done).endswith(f"{tmp_path / 'notes'} is not a folder")
     assert (tmp_path / "notes").read_text() == "mine"
+
+
+def test_a_checkpoint_in_a_folder_it_cannot_be_written_in_is_refused():
+    """A --checkpoint whose folder is not writable (as --textfile's is refused): the run
+    read and exported everything, warned "cannot save the checkpoint", and every restart
+    exported the same turns again. Its folders that are not there yet are made, so the
+    nearest one that is must be writable. Run as `nobody`, whom the folder's mode binds."""
+    from test_reading_parity import nobody
+
+    (become, _), python = nobody()
+    top = Path(tempfile.mkdtemp(prefix="tailer-read-only-checkpoint-"))
+    try:
+        os.chmod(top, 0o755)
+        Session(top / "state").add()
+        for path in (top / "cp.json", top / "new" / "sub" / "cp.json"):
+            done = subprocess.run([python, "-m", "tailer", "run", "--once", "--otlp-endpoint", "none",
+                                   "--state-dir", str(top / "state"), "--checkpoint", str(path)],
+                                  cwd=ROOT, env=tailer_env(), capture_output=True, text=True,
+                                  timeout=120, preexec_fn=become)
+            assert done.returncode == 2
+            assert one_line(done).endswith(f"--checkpoint {path}: {top} is not writable")
+    finally:
+        shutil.rmtree(top)
 
 
 @pytest.mark.parametrize("what", ["a device", "a link to a device"])

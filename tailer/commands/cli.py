@@ -644,6 +644,10 @@ def run_config(args: argparse.Namespace, environ: dict[str, str]) -> Config:
     if not is_folder("--checkpoint", folder):
         raise ValueError(f"--checkpoint {printable(str(args.checkpoint))}: "
                          f"{printable(str(folder))} is not a folder")
+    # Never saved, it would have every restart export the same turns again.
+    if not os.access(folder, os.W_OK):
+        raise ValueError(f"--checkpoint {printable(str(args.checkpoint))}: "
+                         f"{printable(str(folder))} is not writable")
     is_folder("--state-dir", args.state_dir)  # one that cannot be looked at is refused now
     push_interval_s = args.otlp_metrics_interval
     if push_interval_s is None:

@@ -69,10 +69,11 @@ def claim(path: Path) -> BinaryIO | None:
     Two tailers on one checkpoint would each resume from the other's saves, counting turns
     twice or missing them, so a second one is refused (CheckpointInUse). The lock belongs to
     the operating system, which ends it with the process, `kill -9` included. Returns None
-    when the lock file cannot be made for want of a writable folder: the checkpoint's own
-    saves report that problem. Anything else at the lock's path that is not a regular file
-    we can open (a folder, a FIFO, a link, another user's file) is refused (CheckpointInUse):
-    run unlocked, this tailer and another could share the checkpoint.
+    when the lock file cannot be made with nothing in its way (a full disk; a folder not
+    writable, refused at start by the command line): the checkpoint's own saves report that
+    problem. Anything at the lock's path that is not a regular file we can open (a folder,
+    a FIFO, a link, another user's file) is refused (CheckpointInUse): run unlocked, this
+    tailer and another could share the checkpoint.
 
     A symlink at the lock's path is never followed (O_NOFOLLOW): one planted there, dangling
     or not, would make us create or touch the file it names.
