@@ -222,7 +222,7 @@ def test_state_dir_from_environment(tmp_path):
     env = tailer_env(COPILOT_HOME=str(home), HYDRAFUSION_METRICS_ADDRESS="none")
     result = run_once("--otlp-endpoint", "none", env=env)
     assert result.returncode == 0, result.stderr
-    assert "1 sessions" in result.stderr
+    assert ", 1 session, " in result.stderr
     assert result.stderr.count("pattern=cascade") == 4
 
 

@@ -400,8 +400,11 @@ def test_watched_cold_logs_are_stat_once_a_minute(state_dir, watchers, monkeypat
 
 
 @pytest.mark.skipif(not INOTIFY, reason="inotify is Linux only")
-def test_watch_limit_warns_once_and_polls_those_folders(state_dir, watchers, monkeypatch, caplog):
-    """The user's watch limit is simulated: ENOSPC for folders named limited-*."""
+@pytest.mark.parametrize("limited_folders, said", [(3, "3 session folders"), (1, "1 session folder")])
+def test_watch_limit_warns_once_and_polls_those_folders(state_dir, watchers, monkeypatch, caplog,
+                                                        limited_folders, said):
+    """The user's watch limit is simulated: ENOSPC for folders named limited-*. One such
+    folder was "1 session folders"."""
     real_add_watch = watch.Inotify.add_watch
 
     def add_watch(self, path, mask):
@@ -410,11 +413,11 @@ def test_watch_limit_warns_once_and_polls_those_folders(state_dir, watchers, mon
         return real_add_watch(self, path, mask)
 
     monkeypatch.setattr(watch.Inotify, "add_watch", add_watch)
-    limited = [write_log(state_dir, f"limited-{i}", age_s=DAYS_AGO_S) for i in range(3)]
+    limited = [write_log(state_dir, f"limited-{i}", age_s=DAYS_AGO_S) for i in range(limited_folders)]
     write_log(state_dir, "watched", age_s=DAYS_AGO_S)
     clock = FakeClock()
     watcher = watchers(state_dir, clock=clock, use_inotify=True)
-    assert len(started(watcher).appeared) == 4
+    assert len(started(watcher).appeared) == limited_folders + 1
     late = write_log(state_dir, "limited-late")
     assert step(watcher, clock, 1).appeared == {"limited-late": str(late)}
     append(late)
@@ -425,7 +428,7 @@ def test_watch_limit_warns_once_and_polls_those_folders(state_dir, watchers, mon
         found = step(watcher, clock, watch.PASS_INTERVAL_S)
     assert found.touched == {"limited-0"}
     assert [r.getMessage() for r in caplog.records] == [
-        "inotify cannot watch 3 session folders (the inotify watch limit is reached:"
+        f"inotify cannot watch {said} (the inotify watch limit is reached:"
         " raise fs.inotify.max_user_watches): polling them instead"]
 
 

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Callable
 
 from ..records import field, record
+from ..wording import counted
 from .files import LOG_NAME
 from .inotify import (IN_CREATE, IN_DELETE, IN_EXCL_UNLINK, IN_IGNORED, IN_MODIFY, IN_MOVE_SELF,
                       IN_MOVED_FROM, IN_MOVED_TO, IN_ONLYDIR, IN_Q_OVERFLOW, Inotify)
@@ -422,8 +423,8 @@ class SessionWatcher:
             if errno.ENOSPC in self._unwatched:
                 hint = " (the inotify watch limit is reached: raise fs.inotify.max_user_watches)"
             log.warning(
-                "inotify cannot watch %d session folders%s: polling them instead",
-                len(self._unwatched), hint,
+                "inotify cannot watch %s%s: polling them instead",
+                counted(len(self._unwatched), "session folder"), hint,
             )
         self._unwatched.clear()
 

@@ -30,6 +30,7 @@ from ..outputs.otlp_metrics import MetricsPusher, encode, metrics_request
 from ..outputs.outbox import BACKPRESSURE_SPANS, Outbox, traces_to_state
 from ..path_options import is_folder
 from ..printable import printable
+from ..wording import counted
 from .stages import Saved, build, load_saved
 
 log = logging.getLogger("tailer")
@@ -141,9 +142,9 @@ def run_holding(config: Config, heartbeat: Heartbeat, on_pass=None) -> int:
               f"{error.strerror}", file=sys.stderr)
         return EXIT_USAGE
     log.info(
-        "hydrafusion-tailer %s: state dir %s, %d sessions, %s, OTLP %s, metrics %s, "
+        "hydrafusion-tailer %s: state dir %s, %s, %s, OTLP %s, metrics %s, "
         "metrics push %s, watching by %s, CLI telemetry %s",
-        __version__, config.state_dir, run.sessions_found,
+        __version__, config.state_dir, counted(run.sessions_found, "session"),
         f"resuming from {config.checkpoint}" if saved else f"new checkpoint {config.checkpoint}",
         config.traces_url or "off", config.metrics_url, config.metrics_push_url or "off",
         run.tailer.watcher.mode, config.cli_otel if run.cli is not None else "off",
