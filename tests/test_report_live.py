@@ -70,7 +70,7 @@ def test_watch_redraws_in_place_as_turns_arrive(tmp_path):
         calls.append(1)
         if len(calls) == 2:
             session.add()
-        if "3 turns, 1 sessions" in out.getvalue() or len(calls) > 40:
+        if "3 turns, 1 session" in out.getvalue() or len(calls) > 40:
             raise KeyboardInterrupt
         return SIZE
 
