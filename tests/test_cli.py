@@ -59,6 +59,14 @@ def test_bad_metrics_addresses(value):
         parse_address(value)
 
 
+@pytest.mark.parametrize("value", ["\udcff:9464", "a\x01:9464", "host:\u00b2", "host:\u0663"])
+def test_metrics_addresses_of_odd_characters_are_refused(value):
+    """A host of argv bytes that are no UTF-8 ended in bind's TypeError, a traceback; a port
+    of "²" passed isdigit, then int() refused it without naming the option; "٣" was port 3."""
+    with pytest.raises(ValueError, match="--metrics-address"):
+        parse_address(value)
+
+
 def test_every_option_has_an_environment_variable():
     environ = {
         "COPILOT_STATE_DIR": "/s", "HYDRAFUSION_WAIT_FOR_STATE_DIR": "true",

@@ -490,7 +490,10 @@ def _subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentP
 def parse_address(value: str) -> tuple[str, int]:
     """HOST:PORT, an IPv6 host in brackets (`[::1]:9464`); an empty host is every IPv4 one."""
     host, separator, port = value.rpartition(":")
-    if not separator or not port.isdigit() or int(port) > 65535:
+    # bind raises TypeError on a host of undecodable argv bytes (surrogates); int() takes
+    # "٣" as 3 and isdigit takes "²", which int() refuses without naming the option.
+    if (not separator or not host.isprintable() or not (port.isascii() and port.isdigit())
+            or int(port) > 65535):
         raise ValueError(f"--metrics-address: expected HOST:PORT or none, got {value!r}")
     return host.strip("[]") or "0.0.0.0", int(port)
 
