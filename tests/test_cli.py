@@ -207,6 +207,17 @@ def test_bad_history_options_are_usage_errors(tmp_path):
         assert "Traceback" not in result.stderr
 
 
+@pytest.mark.parametrize("url", ["http://h:99999", "http://h:-1", "http://h:\u0663", "http://h:1_0",
+                                 "http://:4318", "http://a\x01b:4318", "http://\udcff:4318"])
+def test_urls_no_request_can_go_to_are_refused_at_start(url):
+    """Taken at start, each failed in its request alone: the traces were dropped or retried
+    for ever, the metrics push ended in a traceback, the history was never sent."""
+    for args in (["run", "--otlp-endpoint", url], ["run", "--otlp-metrics-endpoint", url],
+                 ["run", "--history-url", url, "--history-labels", "job=a,instance=b"]):
+        with pytest.raises(ValueError, match="http"):
+            run_config(parse_args(args, {}), {})
+
+
 def test_demo_keeps_a_checkpoint_of_its_own():
     run_args, demo_args = parse_args(["run"], {}), parse_args(["demo"], {})
     assert run_args.checkpoint != demo_args.checkpoint

@@ -131,10 +131,10 @@ def history_endpoint(url: str, environ: dict[str, str]) -> tuple[str, dict[str, 
     import base64
     import urllib.parse
 
-    from ..outputs.otlp import parse_headers
+    from ..outputs.otlp import is_http_url, parse_headers
 
     parts = urllib.parse.urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
+    if not is_http_url(parts):
         raise ValueError("--history-url is not an http(s) URL")
     headers = {}
     if parts.username is not None:

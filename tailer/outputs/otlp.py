@@ -66,9 +66,20 @@ def metrics_url(endpoint: str) -> str:
 def _signal_url(endpoint: str, path: str) -> str:
     url = endpoint.strip().rstrip("/")
     parts = urllib.parse.urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.netloc:
+    if not is_http_url(parts):
         raise ValueError(f"OTLP endpoint is not an http(s) URL: {endpoint!r}")
     return url if parts.path.endswith(path) else url + path
+
+
+def is_http_url(parts: urllib.parse.SplitResult) -> bool:
+    """An http(s) URL with a host and a port, if any, that a request can go to. Any other
+    (port 99999, a control character or undecodable bytes in the host) would be refused by
+    each request alone: every export dropped or retried, the metrics push's a traceback."""
+    try:
+        host, _ = parts.hostname, parts.port  # .port raises ValueError on a bad one
+    except ValueError:
+        return False
+    return parts.scheme in ("http", "https") and bool(host) and host.isprintable()
 
 
 def parse_headers(value: str) -> dict[str, str]:
