@@ -28,8 +28,8 @@ NO_LEDGER = "none"
 
 
 def ledger_path(text: str) -> Path | str:
-    """`--ledger`'s value: a file, or NO_LEDGER (`none`) for none."""
-    return NO_LEDGER if text.strip() == NO_LEDGER else user_path(text)
+    """`--ledger`'s value: a file, or NO_LEDGER (`none`, any case, as every option's) for none."""
+    return NO_LEDGER if text.strip().lower() == NO_LEDGER else user_path(text)
 
 
 def exists(option: str, path: Path) -> bool:

@@ -32,6 +32,7 @@ from tailer.copilot.event_records import Usage
 from tailer.copilot.ledger import (
     BUSY_TIMEOUT_S, LedgerLayoutChanged, LedgerProblem, LedgerSession, read_ledger,
 )
+from tailer.path_options import NO_LEDGER, ledger_path
 from tailerproc import ROOT, tailer_env
 
 VERSION = driver.pinned_version()
@@ -234,6 +235,12 @@ def test_the_ledger_is_found_beside_the_state_folder_wherever_it_is(home, tmp_pa
                      "credits_not_compared": 0, "not_in_ledger": 0, "logs_without_start": 0,
                      "only_in_ledger": [], "only_in_ledger_unnamed": 0}
     assert "not read (--ledger none)" in doctor("--state-dir", str(moved), "--ledger", "none").stdout
+
+
+def test_none_in_any_case_reads_no_ledger():
+    """`none` turns off every other output in any case (--otlp-endpoint NONE); `--ledger
+    NONE` was taken for a file: 'does not exist', exit 2."""
+    assert ledger_path("NONE") == ledger_path(" None ") == NO_LEDGER
 
 
 def test_a_warm_report_reads_the_ledger_as_it_is_now(home, tmp_path):
