@@ -288,6 +288,16 @@ def test_a_filter_that_matches_nothing_names_what_there_is(options):
     assert named == expected
 
 
+@pytest.mark.parametrize("options", [["--pattern", "fallback "], ["--model", " sonnet"],
+                                     ["--session", "c523b6e0\t"]])
+def test_a_filter_pasted_with_spaces_around_it_is_the_filter(options):
+    """It matched nothing (exit 1), and the line naming what there is listed the very value:
+    '--pattern fallback : the patterns seen: ..., fallback (2)'."""
+    done = run_report("--demo", "--format", "json", *options)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["turns"]
+
+
 def test_a_program_still_gets_its_document_when_nothing_matches():
     done = run_report("--demo", "--format", "json", "--pattern", "foo")
     assert done.returncode == 1 and json.loads(done.stdout)["turns"] == []

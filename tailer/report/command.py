@@ -66,9 +66,13 @@ def add_arguments(parser: argparse.ArgumentParser, state_dir: Path) -> None:
                         "midnight), today, yesterday, a date and time, or a time ago (2w, 7d, 24h, 30m)")
     parser.add_argument("--until", metavar="WHEN",
                         help="turns that started before WHEN; a date counts in whole")
-    parser.add_argument("--session", metavar="ID", help="one session: its id or the start of it")
-    parser.add_argument("--model", help="turns with a leg on this model (part of its name, any case)")
-    parser.add_argument("--pattern", help="turns of this pattern, any case (single, cascade, critique, ...; "
+    # Stripped: a value pasted with a space matched nothing, and the line naming what there
+    # is listed it ('--pattern fallback : the patterns seen: ..., fallback (2)').
+    parser.add_argument("--session", metavar="ID", type=str.strip,
+                        help="one session: its id or the start of it")
+    parser.add_argument("--model", type=str.strip,
+                        help="turns with a leg on this model (part of its name, any case)")
+    parser.add_argument("--pattern", type=str.strip, help="turns of this pattern, any case (single, cascade, critique, ...; "
                         "fallback: route failures; ordinary: prompts without fusion)")
     parser.add_argument("--format", choices=FORMATS, default="table", type=str.lower,
                         help="what to print: a table (default), one JSON document, CSV with "
