@@ -351,6 +351,16 @@ def test_traces_url_refuses_what_is_not_http(endpoint):
         traces_url(endpoint)
 
 
+@pytest.mark.parametrize("endpoint", ["http://user:hunter2@localhost:4318",
+                                      "http://hunter2@localhost:4318", "ftp://u:hunter2@x"])
+def test_traces_url_refuses_a_user_and_password_without_quoting_them(endpoint):
+    """Taken, they were never sent (the client connects to the host alone, so every export
+    was refused unauthenticated) and the start line logged them in the clear."""
+    with pytest.raises(ValueError, match="OTEL_EXPORTER_OTLP_HEADERS") as refused:
+        traces_url(endpoint)
+    assert "hunter2" not in str(refused.value)
+
+
 def test_parse_headers_decodes_values_and_skips_malformed_entries(caplog):
     parsed = parse_headers("api-key=secret%20value, x-tenant = a=b ,no-equals-secret,=v,")
     assert parsed == {"api-key": "secret value", "x-tenant": "a=b"}

@@ -66,6 +66,9 @@ def metrics_url(endpoint: str) -> str:
 def _signal_url(endpoint: str, path: str) -> str:
     url = endpoint.strip().rstrip("/")
     parts = urllib.parse.urlsplit(url)
+    if parts.username is not None:  # never sent, it was logged in the start line: not quoted
+        raise ValueError("OTLP endpoint has a user:password, which is not sent: give it as "
+                         "a header in OTEL_EXPORTER_OTLP_HEADERS (Authorization=Basic%20...)")
     if not is_http_url(parts):
         raise ValueError(f"OTLP endpoint is not an http(s) URL: {endpoint!r}")
     return url if parts.path.endswith(path) else url + path
