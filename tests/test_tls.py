@@ -5,6 +5,7 @@ basic auth asked for; with another one, the tailer says which endpoint it does n
 what to set, and loses nothing: started again with the right one, it delivers it all."""
 
 import base64
+import os
 from datetime import datetime, timedelta, timezone
 
 from gateway import make_certificate
@@ -79,3 +80,13 @@ def test_a_certificate_file_that_cannot_be_read_is_a_usage_error(tmp_path):
         OTEL_EXPORTER_OTLP_CERTIFICATE=str(tmp_path / "missing.crt")))
     assert done.returncode == 2
     assert "cannot read the CA certificate" in done.stderr and "missing.crt" in done.stderr
+
+
+def test_a_certificate_that_is_a_fifo_is_a_usage_error_not_a_hang(tmp_path):
+    """Opened to be read, a FIFO waited for a writer: the tailer hung at start, saying
+    nothing, whatever the endpoint (the file is checked before anything is sent)."""
+    os.mkfifo(tmp_path / "ca.crt")
+    done = run_once("--state-dir", str(tmp_path), timeout=30, env=tailer_env(
+        HYDRAFUSION_HISTORY_CERTIFICATE=str(tmp_path / "ca.crt")))
+    assert done.returncode == 2
+    assert "cannot read the CA certificate" in done.stderr and "not a regular file" in done.stderr

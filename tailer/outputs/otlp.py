@@ -20,7 +20,9 @@ import gzip
 import json
 import logging
 import math
+import os
 import random
+import stat
 import threading
 import time
 import urllib.parse
@@ -198,6 +200,8 @@ def tls_context(cafile: str | None) -> ssl.SSLContext | None:
     import ssl  # here, as http_client's imports: a run with every export off never pays for TLS
 
     try:
+        if not stat.S_ISREG(os.stat(cafile).st_mode):  # a FIFO blocked the start for good
+            raise ValueError(f"cannot read the CA certificate {cafile}: not a regular file")
         return ssl.create_default_context(cafile=cafile)
     except (OSError, ssl.SSLError) as error:
         raise ValueError(f"cannot read the CA certificate {cafile}: "
