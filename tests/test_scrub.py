@@ -217,6 +217,17 @@ def test_refuses_a_destination_that_is_not_empty(raw, tmp_path, capsys):
     assert [path.name for path in (tmp_path / "out").iterdir()] == ["mine.txt"]
 
 
+@pytest.mark.parametrize("inside", ["sub/out", "session-a/out", "."])
+def test_a_destination_inside_the_source_is_refused(raw, tmp_path, capsys, inside):
+    """`scrub SRC SRC/sub` wrote the copy into SRC, where report and run then read each
+    session twice, once more under its new id."""
+    args = argparse.Namespace(src=raw, dst=raw / inside, seed=None)
+    assert scrub.main(args) == scrub.EXIT_USAGE
+    assert "its copies would be read as more sessions" in capsys.readouterr().err
+    assert sorted(path.name for path in raw.iterdir()) == ["session-a", "session-b"]
+    assert not (raw / "session-a" / "out").exists()
+
+
 def test_a_destination_that_is_a_link_to_nothing_is_named_so(raw, tmp_path, capsys):
     """It said "out: File exists" (mkdir meeting the link), true but no help."""
     (tmp_path / "out").symlink_to(tmp_path / "gone")

@@ -263,6 +263,10 @@ def scrub_tree(src: Path, dst: Path, seed: str | None = None) -> Summary:
     logs, unreadable = source_logs(src)
     if not logs and not unreadable:
         raise NothingToScrub(f"no {LOG_NAME} in {src} or in its folders")
+    # Its sessions, under new ids, would be more sessions of SRC to every command after.
+    if os.path.commonpath([os.path.realpath(src), os.path.realpath(dst)]) == os.path.realpath(src):
+        raise ValueError(f"{dst} is inside {src}: its copies would be read as more sessions; "
+                         "give a folder outside it")
     if dst.exists() and any(dst.iterdir()):
         raise ValueError(f"{dst} is not empty")
     if dst.is_symlink() and not dst.exists():
