@@ -32,9 +32,9 @@ from pathlib import Path
 from ..copilot import event_records, event_types, schema_drift
 from ..copilot.files import find_logs
 from ..copilot.ledger import chosen_ledger
-from ..path_options import exists, is_folder
+from ..path_options import is_folder
 from ..printable import printable
-from ..copilot.problems import folder_problem, no_event_problem, state_dir_problem
+from ..copilot.problems import folder_problem, no_event_problem, state_dir_missing, state_dir_problem
 from ..turns.session_log import Read, SessionLog
 from ..turns.assembly import Reconciliation
 from ..turns import ledger_check
@@ -87,12 +87,7 @@ def main(args: argparse.Namespace, environ: dict[str, str] | None = None) -> int
         print(printable(f"hydrafusion-tailer: {error}"), file=sys.stderr)
         return EXIT_USAGE
     if not found:
-        print(
-            f"hydrafusion-tailer: state directory {printable(str(state_dir))} "
-            f"{'is not a folder' if exists('--state-dir', state_dir) else 'does not exist'} "
-            "(set --state-dir or COPILOT_STATE_DIR)",
-            file=sys.stderr,
-        )
+        print(printable(f"hydrafusion-tailer: {state_dir_missing(state_dir)}"), file=sys.stderr)
         return EXIT_USAGE
     try:
         ledger = chosen_ledger(args.ledger, state_dir)

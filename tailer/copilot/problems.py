@@ -7,6 +7,8 @@ may hold a prompt or an answer.
 
 from __future__ import annotations
 
+import os
+
 from .lines import NotARegularFile
 
 
@@ -24,6 +26,13 @@ def no_event_problem(session_id: str) -> str:
     """A log whose lines are none of them an event: random bytes, another program's file."""
     return (f"session {session_id}: no line of its log is an event (damaged, or not a Copilot "
             "CLI log); skipped")
+
+
+def state_dir_missing(state_dir) -> str:
+    """A state folder `run`, `demo` or `doctor` cannot start without: nothing there, or
+    something else (a session's events.jsonl given for the folder)."""
+    what = "is not a folder" if os.path.exists(state_dir) else "does not exist"
+    return f"state directory {state_dir} {what} (set --state-dir or COPILOT_STATE_DIR)"
 
 
 def state_dir_problem(error: OSError | str) -> str:

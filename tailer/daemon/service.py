@@ -21,6 +21,7 @@ from pathlib import Path
 
 from .. import __version__
 from ..atomic_file import remove_killed_saves
+from ..copilot.problems import state_dir_missing
 from . import checkpoint
 from .config import Config
 from ..turns.sessions import POSITIONS, TURNS, UNCHANGED
@@ -117,12 +118,8 @@ def run_holding(config: Config, heartbeat: Heartbeat, on_pass=None) -> int:
     _handle_signals(stop)
     if not _state_dir_found(config.state_dir):
         if not config.wait_for_state_dir or config.once:
-            print(printable(
-                f"hydrafusion-tailer: state directory {config.state_dir} "
-                f"{'is not a folder' if os.path.exists(config.state_dir) else 'does not exist'} "
-                "(set --state-dir or COPILOT_STATE_DIR)"),
-                file=sys.stderr,
-            )
+            print(printable(f"hydrafusion-tailer: {state_dir_missing(config.state_dir)}"),
+                  file=sys.stderr)
             return EXIT_USAGE
         log.info("waiting for the state directory %s to appear", config.state_dir)
         while not _state_dir_found(config.state_dir):
