@@ -19,6 +19,7 @@ _WHITESPACE = " \t\n\r"  # json.decoder's WHITESPACE
 # other error: its C scanner raises json.decoder.JSONDecodeError, which it looks for among
 # the modules already imported only (the status line's reading, which never imports json).
 NOT_JSON = (StopIteration, SystemError)
+_OTHER_ENCODINGS = (b"\xef\xbb\xbf", b"\xff\xfe", b"\xfe\xff")  # byte order marks
 _CONSTANTS = {"-Infinity": float("-inf"), "Infinity": float("inf"), "NaN": float("nan")}
 
 
@@ -57,6 +58,12 @@ else:
 
 def loads(data: bytes | str) -> object:
     """The value of the JSON document `data` (bytes in UTF-8)."""
+    if isinstance(data, bytes) and (b"\0" in data[:4] or data.startswith(_OTHER_ENCODINGS)):
+        # UTF-16 or UTF-32 (NULs among the first bytes), or a byte order mark: json.loads
+        # reads bytes in the encoding they are found in, and so must this.
+        import json
+
+        return json.loads(data)
     text = data.decode("utf-8") if isinstance(data, bytes) else data
     start = len(text) - len(text.lstrip(_WHITESPACE))
     try:
