@@ -292,3 +292,26 @@ def test_a_path_under_a_closed_folder_is_refused_in_one_line(tmp_path, option, a
     assert done.returncode == 2, done.stderr
     [line] = done.stderr.splitlines()
     assert f"{option} {top}/closed/" in line and "Permission denied" in line, line
+
+
+def test_a_log_reached_through_two_folders_is_one_session_for_every_reader(tmp_path):
+    """A link to a session's folder and a hard link of its log (two names of one file) are
+    that session, read once: the report and the daemon count its turns once."""
+    state = tmp_path / "state"
+    writer("s-good", "single", "cascade").write(state)
+    (state / "a-link").symlink_to("s-good")
+    (state / "z-hard").mkdir()
+    os.link(state / "s-good" / "events.jsonl", state / "z-hard" / "events.jsonl")
+    logs, unreadable = find_logs(state)
+    assert list(logs) == ["s-good"] and not unreadable
+    assert len(list(wanted_turns(logs, Selection(), SessionReader()))) == 2
+    tailer = Tailer(state, metrics=Metrics(Registry()), from_start=True, idle_timeout_s=1e9)
+    try:
+        assert [turn.session_id for turn in tailer.poll().turns] == ["s-good", "s-good"]
+    finally:
+        tailer.close()
+    report = subprocess.run([sys.executable, "-m", "tailer", "report", "--state-dir", str(state),
+                             "--format", "json", "--no-cache"], capture_output=True, text=True,
+                            env=tailer_env(), cwd=ROOT, timeout=60)
+    assert report.returncode == 0, report.stderr
+    assert [row["session_id"] for row in json.loads(report.stdout)["turns"]] == ["s-good", "s-good"]

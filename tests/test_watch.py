@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from tailer.copilot import watch
-from tailer.copilot.files import LOG_NAME
+from tailer.copilot.files import LOG_NAME, find_logs
 from tailer.copilot.watch import Changes, SessionWatcher
 
 DAYS_AGO_S = 3 * 24 * 3600
@@ -451,3 +451,46 @@ def test_inotify_queue_overflow_touches_every_log_once(state_dir, watchers):
     found = collect(watcher, lambda c: "quiet" in c.touched)
     assert found == Changes(touched={"busy-a", "busy-b", "quiet"})
     assert not collect(watcher, bool, timeout=0.2)
+
+
+def test_a_log_reached_through_two_folders_is_reported_once(state_dir, use_inotify, clock, watchers):
+    """A link to a session's folder, a hard link of its log: one session, as find_logs lists
+    it (the real folder before a link, then by name), or its turns are counted twice."""
+    log = write_log(state_dir, "b")
+    (state_dir / "a").symlink_to("b")
+    (state_dir / "c").mkdir()
+    os.link(log, state_dir / "c" / LOG_NAME)
+    other = write_log(state_dir, "d")
+    watcher = watchers(state_dir, clock=clock, use_inotify=use_inotify)
+    assert started(watcher).appeared == {"b": str(log), "d": str(other)}
+    assert find_logs(state_dir) == ({"b": log, "d": other}, {})
+    append(log)
+    assert collect(watcher, lambda c: c.touched) == Changes(touched={"b"})
+    (state_dir / "e").symlink_to("d")
+    (state_dir / "f").mkdir()
+    os.link(other, state_dir / "f" / LOG_NAME)
+    assert not collect(watcher, bool, timeout=0.5)
+    assert find_logs(state_dir)[0].keys() == {"b", "d"}
+    # A link shares its folder's inotify watch: removing the link leaves the folder's.
+    (state_dir / "e").unlink()
+    assert not collect(watcher, bool, timeout=0.5)
+    append(other)
+    assert collect(watcher, lambda c: c.touched) == Changes(touched={"d"})
+
+
+def test_a_log_that_becomes_another_sessions_vanishes_from_its_own(
+    state_dir, use_inotify, clock, watchers
+):
+    first = write_log(state_dir, "a")
+    second = write_log(state_dir, "b")
+    watcher = watchers(state_dir, clock=clock, use_inotify=use_inotify)
+    started(watcher)
+    second.unlink()
+    os.link(first, second)
+    assert collect(watcher, lambda c: c.vanished) == Changes(vanished={"b"})
+    second.unlink()
+    write_log(state_dir, "b")  # its own file again
+    assert collect(watcher, lambda c: c.appeared) == Changes(appeared={"b": str(second)})
+    first.unlink()
+    os.link(second, first)  # now the other way round: "a" gives way while "b" holds the file
+    assert collect(watcher, lambda c: c.vanished) == Changes(vanished={"a"})

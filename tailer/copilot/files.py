@@ -7,6 +7,7 @@ and nothing about what the files say.
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 
 LOG_NAME = "events.jsonl"
@@ -21,22 +22,40 @@ def find_logs(state_dir: Path) -> tuple[dict[str, Path], dict[str, OSError]]:
     """Session id -> path of its log, for every session folder that has one; and session
     id -> why, for the folders that cannot be read.
 
+    A log reached through two folders (a link to another session's folder or log, a hard
+    link) is one session, listed once, under the folder `listing_order` takes first: read
+    under both names, each of its turns would be counted twice.
+
     Raises OSError when the state directory itself cannot be listed; a session folder that
     vanishes while we look is simply not listed.
     """
     found, unreadable = {}, {}
+    by_file: dict[tuple[int, int], str] = {}
     with os.scandir(state_dir) as entries:
-        for entry in entries:
+        for entry in sorted(entries, key=listing_order):
             try:
                 if not entry.is_dir():
                     continue
                 log = Path(entry.path, LOG_NAME)
-                os.stat(log)
+                status = os.stat(log)
             except (FileNotFoundError, NotADirectoryError):
                 continue
             except OSError as error:
                 unreadable[entry.name] = error
                 continue
-            if log.is_file():
+            if stat.S_ISREG(status.st_mode) and by_file.setdefault(
+                    (status.st_dev, status.st_ino), entry.name) == entry.name:
                 found[entry.name] = log
     return found, unreadable
+
+
+def listing_order(entry: os.DirEntry) -> tuple[bool, str]:
+    """The order session folders are taken in: of two folders that reach one log, the
+    first is its session. A real folder comes before a link to one, so a link to another
+    session's folder gives way to that session; then by name, so that every command, and
+    the daemon from its first listing on, picks the same one."""
+    try:
+        is_link = entry.is_symlink()
+    except OSError:
+        is_link = True
+    return is_link, entry.name

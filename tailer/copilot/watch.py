@@ -32,7 +32,7 @@ from typing import Callable
 
 from ..records import field, record
 from ..wording import counted
-from .files import LOG_NAME
+from .files import LOG_NAME, listing_order
 from .inotify import (IN_CREATE, IN_DELETE, IN_EXCL_UNLINK, IN_IGNORED, IN_MODIFY, IN_MOVE_SELF,
                       IN_MOVED_FROM, IN_MOVED_TO, IN_ONLYDIR, IN_Q_OVERFLOW, Inotify)
 from .problems import folder_problem, state_dir_problem
@@ -100,7 +100,9 @@ class _Folder:
     __slots__ = ("identity", "wd")
 
     def __init__(self) -> None:
-        self.identity: tuple[int, int, int] | None = None  # its log's (size, mtime_ns, inode)
+        # Its log's (size, mtime_ns, inode, device); None while it has none, or while its
+        # log is another listed folder's (SessionWatcher._check).
+        self.identity: tuple[int, int, int, int] | None = None
         self.wd: int | None = None  # its inotify watch; None when it is only polled
 
 
@@ -136,8 +138,13 @@ class SessionWatcher:
                             error.strerror)
         self.mode = "inotify" if self._inotify else "polling"
         self._folders: dict[str, _Folder] = {}
+        # (inode, device) of each log reported -> its session: a log reached through a
+        # second folder (a link, a hard link) is not reported again (files.find_logs).
+        self._by_file: dict[tuple[int, int], str] = {}
         self._hot: dict[str, float] = {}  # session id -> when it last changed or appeared
-        self._watched: dict[int, str] = {}  # inotify watch -> session id
+        # inotify watch -> its sessions: one watch, whose wd inotify gives again for the
+        # same folder reached through a link.
+        self._watched: dict[int, list[str]] = {}
         self._state_wd: int | None = None
         self._state_identity: tuple[int, int, int] | None = None
         self._started = False
@@ -238,17 +245,18 @@ class SessionWatcher:
                     # Gone or moved away: watch whatever stands at its path when next listed.
                     self._inotify.remove_watch(wd)
                     self._state_wd = None
-            elif (session_id := self._watched.get(wd)) is not None:
+            elif (session_ids := self._watched.get(wd)) is not None:
                 if mask & IN_IGNORED:
                     # The kernel dropped the watch: the folder was deleted, perhaps made
                     # again under the same name, which then needs a watch of its own.
                     del self._watched[wd]
-                    folder = self._folders[session_id]
-                    folder.wd = None
-                    self._watch(session_id, folder)
-                    suspects.add(session_id)
+                    for session_id in session_ids:
+                        folder = self._folders[session_id]
+                        folder.wd = None
+                        self._watch(session_id, folder)
+                    suspects.update(session_ids)
                 elif name == LOG_NAME:
-                    suspects.add(session_id)
+                    suspects.update(session_ids)
         return suspects, relist, overflow
 
     def _state_dir_changed(self) -> bool:
@@ -285,22 +293,24 @@ class SessionWatcher:
         if names is None:
             return
         # Forget before adding: a renamed folder keeps its inode, and so its watch.
-        for session_id in self._folders.keys() - names:
+        for session_id in self._folders.keys() - names.keys():
             self._forget(session_id, changes)
-        for session_id in names - self._folders.keys():
-            self._add_folder(session_id, now, changes, watch_folders)
+        for session_id in names:
+            if session_id not in self._folders:
+                self._add_folder(session_id, now, changes, watch_folders)
 
-    def _list_state_dir(self) -> set[str] | None:
-        """Names of the session folders; None when the directory cannot be listed."""
-        names = set()
+    def _list_state_dir(self) -> dict[str, None] | None:
+        """Names of the session folders, in files.listing_order; None when the directory
+        cannot be listed."""
+        names = {}
         try:
             with os.scandir(self._root) as entries:
-                for entry in entries:
+                for entry in sorted(entries, key=listing_order):
                     if entry.name in self._folders or _is_dir(entry):
-                        names.add(entry.name)
+                        names[entry.name] = None
         except FileNotFoundError:
             self._warn_state_dir("it does not exist")
-            return set()  # every session in it is gone
+            return {}  # every session in it is gone
         except OSError as error:
             self._warn_state_dir(error.strerror)
             return None  # cannot tell what is there: keep what is known
@@ -320,9 +330,13 @@ class SessionWatcher:
         self._hot.pop(session_id, None)
         self.unreadable.pop(session_id, None)
         if folder.wd is not None:
-            del self._watched[folder.wd]
-            self._inotify.remove_watch(folder.wd)
+            sharing = self._watched[folder.wd]
+            sharing.remove(session_id)
+            if not sharing:
+                del self._watched[folder.wd]
+                self._inotify.remove_watch(folder.wd)
         if folder.identity is not None:
+            self._release(folder)
             changes.vanish(session_id)
 
     def _check(self, session_id: str, now: float, changes: Changes) -> None:
@@ -343,21 +357,32 @@ class SessionWatcher:
             self.unreadable[session_id] = error
             return
         self.unreadable.pop(session_id, None)
-        if status is None or not stat.S_ISREG(status.st_mode):
+        identity = None
+        if status is not None and stat.S_ISREG(status.st_mode):
+            identity = (status.st_size, status.st_mtime_ns, status.st_ino, status.st_dev)
+            if identity == folder.identity:
+                return
+            if self._by_file.setdefault(identity[2:], session_id) != session_id:
+                identity = None  # another listed folder's log: that session reports it
+        if identity is None:
             if folder.identity is not None:
-                folder.identity = None
+                self._release(folder)
                 changes.vanish(session_id)
                 self._hot[session_id] = now  # a new log may follow soon
-            return
-        identity = (status.st_size, status.st_mtime_ns, status.st_ino)
-        if identity == folder.identity:
             return
         if folder.identity is None:
             changes.appear(session_id, path, status, seen_ns)
         else:
+            if folder.identity[2:] != identity[2:]:
+                self._release(folder)
             changes.touch(session_id)
         folder.identity = identity
         self._hot[session_id] = now
+
+    def _release(self, folder: _Folder) -> None:
+        """The folder's log is no longer its session's: another folder may report it."""
+        del self._by_file[folder.identity[2:]]
+        folder.identity = None
 
     def _cool_old_folders(self) -> None:
         """At start every folder has just appeared; only the recently written stay hot.
@@ -414,7 +439,7 @@ class SessionWatcher:
             # Otherwise (ENOENT, ENOTDIR) it is gone already, and the check that follows
             # says so.
             return
-        self._watched[folder.wd] = session_id
+        self._watched.setdefault(folder.wd, []).append(session_id)
 
     def _warn_unwatched(self) -> None:
         if self._unwatched and not self._warned_unwatched:
