@@ -26,14 +26,14 @@ import os
 from contextlib import contextmanager
 from datetime import tzinfo
 from pathlib import Path
-from typing import Callable, Iterator, Mapping
+from typing import Callable, Iterable, Iterator, Mapping
 
 from ..records import field, record, replace
 from ..printable import printable
 from ..private_files import NotPrivate
 from ..saved_state import parsed
 from ..turns import session_state
-from ..turns.assembly import IDLE_TIMEOUT_S, Turn
+from ..turns.assembly import IDLE_TIMEOUT_S, INCOMPLETE_OUTCOME, Turn
 from ..turns.in_flight import running
 from . import cache
 from .cache import LogEntry
@@ -274,6 +274,7 @@ def gather(logs: dict[str, Path], wanted: set[str], selection: Selection, tz: tz
     refreshed, cache_problem = through_cache(cache_path, logs, wanted, workers=workers,
                                              on_reading=on_reading, now=now)
     gathered = Gathered(problems=refreshed.problems, cache_problem=cache_problem)
+    rows = OnePerTurn()
     with lasting_objects():
         for session_id in sorted(wanted & refreshed.entries.keys()):
             entry = refreshed.entries[session_id]
@@ -281,9 +282,53 @@ def gather(logs: dict[str, Path], wanted: set[str], selection: Selection, tz: tz
             gathered.checks += map(cache.check_from_data, entry.checks)
             gathered.states[session_id] = entry.state
             ending, flying = _at_end(session_id, entry, now)
-            gathered.rows += (row for row, _ in wanted_rows(entry.turns + ending, selection, tz))
+            for row, _ in wanted_rows(entry.turns + ending, selection, tz):
+                rows.add(row)
             gathered.in_flight += filter(selection.wants, flying)
+    gathered.rows = rows.rows
+    gathered.in_flight = rows.open_ones(gathered.in_flight)
     return gathered
+
+
+class OnePerTurn:
+    """The rows of turns, one per turn: a copy of a session's log kept in the state folder
+    holds its turns again, under their own keys (tailer/turns/reported.py). Of two rows of
+    one turn the first is kept, unless it is `incomplete` and the other is not: a copy
+    made while a turn ran ends in that turn, open for good, which the session itself
+    finished (as the daemon, which reports the one finished first, counts it)."""
+
+    def __init__(self) -> None:
+        self.rows: list[TurnRow] = []
+        self.changes = 0  # rows kept or replaced: what a redraw looks at
+        self._at: dict[str, int] = {}  # turn key -> its row's place in `rows`
+
+    def add(self, row: TurnRow) -> bool:
+        """Keep `row` unless its turn has a row already; whether it was kept."""
+        at = self._at.get(row.fusion_id)
+        if at is None:
+            self._at[row.fusion_id] = len(self.rows)
+            self.rows.append(row)
+        elif self.rows[at].outcome == INCOMPLETE_OUTCOME != row.outcome:
+            self.rows[at] = row
+        else:
+            return False
+        self.changes += 1
+        return True
+
+    def open_ones(self, turns: Iterable[Turn]) -> list[Turn]:
+        """Turns still open, one per key, none of a turn that has a row."""
+        first: dict[str, Turn] = {}
+        for turn in turns:
+            if turn.key not in self._at:
+                first.setdefault(turn.key, turn)
+        return list(first.values())
+
+    def drop_session(self, session_id: str) -> None:
+        """Forget the rows of one session (its log is read again from its start)."""
+        kept = [row for row in self.rows if row.session_id != session_id]
+        self.rows, self._at = [], {}
+        for row in kept:
+            self.add(row)
 
 
 def through_cache(cache_path: Path | None, logs: Mapping[str, Path | str], wanted: set[str], *, workers: int,

@@ -70,7 +70,7 @@ class LiveTurns:
         self.cache_problem: str | None = None  # one line: the cache was ignored, or not saved
         self.reader = SessionReader()
         self.cached_checks: list[Check] = []  # of the logs as the cache held them
-        self.turns: list[TurnRow] = []
+        self.rows = gather.OnePerTurn()  # the finished turns'
         self.last: TurnRow | None = None  # the turn that ended last
         self._last_end_ns = 0
         self._logs: dict[str, str] = {}  # session id -> its log's path, as the watcher gives it
@@ -79,6 +79,10 @@ class LiveTurns:
         self._resume: dict[str, bytes] = {}  # session id -> its cached state's JSON, until it changes
         self._answered: list[TurnRow] | None = None  # until a pass reads or finishes something
         self._cache_read: gather.Refreshed | None = None  # the first pass's, until the second
+
+    @property
+    def turns(self) -> list[TurnRow]:
+        return self.rows.rows
 
     @property
     def sessions(self) -> int:
@@ -91,20 +95,20 @@ class LiveTurns:
     def in_progress(self) -> int:
         """The wanted turns running now, the ones the "now" lines show: an answered prompt
         without fusion stays open until the next prompt, but is no longer in progress."""
-        return sum(1 for turn in self.reader.in_flight() if self.selection.wants(turn))
+        return sum(1 for turn in self.rows.open_ones(self.reader.in_flight()) if self.selection.wants(turn))
 
     def answered(self) -> list[TurnRow]:
         """The rows of the wanted turns that have answered but are still open (see the
         module docstring), made anew after a pass that read or finished something: they
         may still change, and an idle watch makes none."""
         if self._answered is None:
-            self._answered = [turn_row(turn, self.zone) for turn in self.reader.answered()
+            self._answered = [turn_row(turn, self.zone) for turn in self.rows.open_ones(self.reader.answered())
                               if self.selection.wants(turn)]
         return self._answered
 
     def in_flight(self, now_ns: int) -> list[InFlightRow]:
         """The wanted turns open now, for the "now" section, in local time."""
-        return [in_flight_row(turn, now_ns, self.zone) for turn in self.reader.in_flight()
+        return [in_flight_row(turn, now_ns, self.zone) for turn in self.rows.open_ones(self.reader.in_flight())
                 if self.selection.wants(turn)]
 
     def poll(self, timeout: float) -> None:
@@ -170,14 +174,13 @@ class LiveTurns:
             try:
                 self.reader.resume(session_id, Path(self._logs[session_id]), parsed(saved))
             except (ValueError, KeyError, TypeError):  # not as saved: read it from its start
-                self.turns = [row for row in self.turns if row.session_id != session_id]
+                self.rows.drop_session(session_id)
                 self.cache_problem = (f"the cache is damaged: session {printable(session_id)} "
                                       "is read from its start")
         return self.reader
 
     def _keep(self, row: TurnRow, end_ns: int) -> None:
-        self.turns.append(row)
-        if self.last is None or end_ns >= self._last_end_ns:
+        if self.rows.add(row) and (self.last is None or end_ns >= self._last_end_ns):
             self.last, self._last_end_ns = row, end_ns
 
     def _take(self, finished: Iterable[Turn]) -> None:
@@ -229,9 +232,10 @@ def table_key(live: LiveTurns, answered: list[TurnRow], size: os.terminal_size,
               now: datetime) -> tuple:
     """Everything the table shows depends on: the turns, the sessions, what was skipped or
     checked, the terminal's size and the UTC offset (a daylight saving time change).
-    Finished turns and checks are only ever added, so their numbers tell when they
-    changed; an answered turn may still grow, so its figures are part of the key."""
-    return (len(live.turns), tuple(answered), live.sessions, tuple(live.reader.skipped().values()),
+    Finished turns are only ever added or replaced (OnePerTurn.changes counts both) and
+    checks added, so their counts tell when they changed; an answered turn may still grow,
+    so its figures are part of the key."""
+    return (live.rows.changes, tuple(answered), live.sessions, tuple(live.reader.skipped().values()),
             len(live.cached_checks) + len(live.reader.reconciliations), tuple(size),
             now.astimezone(live.zone).utcoffset())
 

@@ -53,6 +53,7 @@ IDLE_TIMEOUT_S = 1800.0
 ORDINARY_PREFIX = "prompt-"
 # The outcome of a turn whose routing failed (the event is events.ROUTE_FAILED).
 ROUTE_FAILED_OUTCOME = "route_failed"
+INCOMPLETE_OUTCOME = "incomplete"  # a turn finished without its end: idle, or its log gone
 
 # How a tool span's times were found (`ToolCall.timing`).
 LIVE = "live"  # the tool's own start and complete events, written as it ran
@@ -130,7 +131,7 @@ class Turn:
             return self.completed.outcome or "completed"
         if self.ordinary and self.calls and self.calls[-1].finish_reason != "tool_calls":
             return "completed"
-        return "incomplete"
+        return INCOMPLETE_OUTCOME
 
     @property
     def synthetic_model(self) -> str:

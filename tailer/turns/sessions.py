@@ -22,7 +22,7 @@ import logging
 import os
 import time
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterable
 
 from ..copilot import event_records
 from ..copilot.lines import NotARegularFile
@@ -31,6 +31,7 @@ from ..copilot.problems import line_problem, rewritten_problem
 from .session_log import INTERNAL_ERROR, Read, SessionLog, finish_tombstone
 from .assembly import Turn
 from .in_flight import running
+from .reported import ReportedTurns
 from ..copilot.watch import SessionWatcher
 
 log = logging.getLogger("tailer")
@@ -96,6 +97,8 @@ class Tailer:
         # Sessions with no log at hand: the checkpoint's until their logs are found, and
         # tombstones of logs that vanished (with "gone_at", the clock when they did).
         self._resting: dict[str, dict] = dict((saved or {}).get("sessions", {}))
+        self._reported = ReportedTurns((session_id, saved_session["finished"])
+                                       for session_id, saved_session in self._resting.items())
         self._start_at_end = saved is None and not from_start
         self._backfill_s = None if backfill_days is None else backfill_days * 86400
         self._first_pass = True
@@ -153,8 +156,8 @@ class Tailer:
             self._read(session_id, session, done)
         self._finish_idle(done)
         self.metrics.sessions.set(None, len(self.sessions))
-        open_turns = [turn for session_id in self._with_open_turns
-                      for turn in self.sessions[session_id].turns.open_turns]
+        open_turns = self._first_of_each(turn for session_id in self._with_open_turns
+                                         for turn in self.sessions[session_id].turns.open_turns)
         self.metrics.open_turns.set(None, len(open_turns))
         in_flight = list(filter(running, open_turns))
         self.metrics.show_in_flight(in_flight)
@@ -323,7 +326,17 @@ class Tailer:
                 self._warned_drift.add((kind, name))
                 log.warning("log format drift: %s: %s (the CLI may have changed)", kind, name)
 
+    def _first_of_each(self, open_turns: Iterable[Turn]) -> list[Turn]:
+        """Open turns, one per key, none already reported: a copy of a log made while a
+        turn ran holds it open too (ReportedTurns)."""
+        first: dict[str, Turn] = {}
+        for turn in open_turns:
+            if turn.key not in self._reported:
+                first.setdefault(turn.key, turn)
+        return list(first.values())
+
     def _finished(self, turns: list[Turn], done: Pass) -> None:
+        turns = [turn for turn in turns if self._reported.first(turn)]
         done.finished(turns)
         if self._turns_left is not None:
             self._turns_left -= len(turns)

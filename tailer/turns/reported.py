@@ -1,0 +1,57 @@
+"""Which session reported each turn, so that a turn found in two logs is reported once.
+
+A copy of a session's folder kept in the state folder (`cp -r ID ID.bak`), or a folder
+renamed while the daemon was stopped, holds that session's turns again, under the ids the
+CLI gave them (a fusionId, a prompt's event id: a turn's key), which no turn of another
+session has. Each key is reported by the session that finished it first; the report keeps
+one row per key by its own rule (tailer/report/gather.py's OnePerTurn).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Iterable
+
+from .assembly import Turn
+
+log = logging.getLogger("tailer")
+
+# Keys beyond this many (the oldest first) are forgotten: a year of heavy use is some
+# 50,000 turns, and each session's checkpoint keeps its own last 4,096 besides.
+MAX_KEYS = 200_000
+_MAX_TOLD = 1000  # pairs of sessions told of, so a copy is named once, not per turn
+
+
+class ReportedTurns:
+    """The keys of the turns reported, each with its session."""
+
+    def __init__(self, sessions: Iterable[tuple[str, Iterable[str]]] = ()):
+        """`sessions`: each session id with the keys of the turns it reported already, as
+        its saved state holds them (session_state: "finished")."""
+        self._session_of: dict[str, str] = {}
+        self._told: set[tuple[str, str]] = set()
+        for session_id, keys in sessions:
+            for key in keys:
+                self._session_of.setdefault(key, session_id)
+        self._forget_oldest()
+
+    def __contains__(self, key: str) -> bool:
+        return key in self._session_of
+
+    def first(self, turn: Turn) -> bool:
+        """Whether `turn` is to be reported: no other session reported a turn of its key.
+        The turn's key is then its session's."""
+        owner = self._session_of.setdefault(turn.key, turn.session_id)
+        if owner == turn.session_id:
+            self._forget_oldest()
+            return True
+        pair = (turn.session_id, owner)
+        if pair not in self._told and len(self._told) < _MAX_TOLD:
+            self._told.add(pair)
+            log.info("session %s: its turns are session %s's too (a copy of its log): "
+                     "counted once, as that session's", turn.session_id, owner)
+        return False
+
+    def _forget_oldest(self) -> None:
+        while len(self._session_of) > MAX_KEYS:
+            del self._session_of[next(iter(self._session_of))]

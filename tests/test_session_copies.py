@@ -1,0 +1,139 @@
+"""A copy of a session's folder kept in the state folder (`cp -r ID ID.bak`), or a folder
+renamed while the daemon was stopped, holds that session's turns again under their own
+keys: the report, `--watch` and the daemon count each turn once (tailer/turns/reported.py,
+tailer/report/gather.py's OnePerTurn), with its figures as the session finished it.
+"""
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tailer.copilot.watch import SessionWatcher
+from tailer.outputs.exposition import Registry
+from tailer.outputs.metrics import Metrics
+from tailer.report.live import LiveTurns
+from tailer.report.read import Selection
+from tailer.turns.sessions import Tailer
+from tailerproc import ROOT, tailer_env
+
+FIXTURES = ROOT / "fixtures"
+SESSION = "645823d9-cfb3-4ca0-88f0-6322f06c06f9"  # three fusion turns, each with its rollup
+COMPLETED = '"type":"session.fusion_completed"'
+
+
+def report(state: Path, home: Path, *options: str) -> dict:
+    done = subprocess.run([sys.executable, "-m", "tailer", "report", "--state-dir", str(state),
+                           "--format", "json", *options], capture_output=True, text=True,
+                          env=tailer_env(HOME=str(home), XDG_CACHE_HOME=""), cwd=ROOT, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def turns_of(document: dict) -> list[tuple]:
+    return sorted((row["fusion_id"], row["session_id"], row["outcome"], row["credits"])
+                  for row in document["turns"])
+
+
+def copy_cut_before_last_rollup(state: Path, name: str) -> str:
+    """A copy of SESSION made while its last turn ran: its log ends before that turn's
+    rollup. Returns that turn's key."""
+    lines = (FIXTURES / SESSION / "events.jsonl").read_text().splitlines(keepends=True)
+    last = max(number for number, line in enumerate(lines) if COMPLETED in line)
+    (state / name).mkdir()
+    (state / name / "events.jsonl").write_text("".join(lines[:last]))
+    return json.loads(lines[last])["data"]["fusionId"]
+
+
+def daemon_turns(state: Path, saved: dict | None = None) -> tuple[list[tuple[str, str, str]], dict]:
+    """The turns a daemon reports from `state` (from each log's start) until caught up, as
+    (key, session, outcome), and its saved state."""
+    tailer = Tailer(state, metrics=Metrics(Registry()), saved=saved, from_start=True,
+                    idle_timeout_s=1e9, watcher=SessionWatcher(state, use_inotify=False))
+    try:
+        found = []
+        for _ in range(50):
+            found += tailer.poll().turns
+            if tailer.caught_up:
+                break
+        return sorted((t.key, t.session_id, t.outcome) for t in found), tailer.state()
+    finally:
+        tailer.close()
+
+
+@pytest.fixture
+def state(tmp_path):
+    copied = tmp_path / "state"
+    shutil.copytree(FIXTURES, copied)
+    return copied
+
+
+@pytest.mark.parametrize("name", ["00-copy", f"{SESSION}.bak"], ids=["first", "last"])
+def test_the_report_counts_a_copied_session_once(state, tmp_path, name):
+    before = report(state, tmp_path, "--no-cache")
+    shutil.copytree(state / SESSION, state / name)
+    for options in (("--no-cache",), (), ()):  # without the cache, making it, from it
+        after = report(state, tmp_path, *options)
+        assert after["headline"] == before["headline"] and after["by_model"] == before["by_model"]
+        owners = {row["fusion_id"]: row["session_id"] for row in after["turns"]}
+        first = name if name < SESSION else SESSION  # the first folder in name order
+        assert turns_of(after) == sorted((key, first if session == SESSION else session, outcome, credits)
+                                         for key, session, outcome, credits in turns_of(before))
+        assert len(owners) == len(after["turns"])
+
+
+def test_a_copy_made_while_a_turn_ran_gives_way_to_the_session_that_finished_it(state, tmp_path):
+    before = report(state, tmp_path, "--no-cache")
+    key = copy_cut_before_last_rollup(state, "00-copy")  # before SESSION in name order
+    after = report(state, tmp_path, "--no-cache")
+    assert after["headline"] == before["headline"] and not after["in_flight"]
+    [row] = [row for row in after["turns"] if row["fusion_id"] == key]
+    assert row["session_id"] == SESSION and row["outcome"] == "completed"
+    daemon, _ = daemon_turns(state)
+    assert (key, SESSION, "completed") in daemon and len(daemon) == len(after["turns"])
+
+
+def test_the_daemon_counts_a_copy_once_whenever_it_appears(state, tmp_path):
+    alone, saved = daemon_turns(state)
+    assert len(alone) == 29 and len({key for key, _, _ in alone}) == 29  # 26 fusion, 3 ordinary
+    shutil.copytree(state / SESSION, state / "00-copy")
+    again, saved = daemon_turns(state, saved)  # a copy made while it was stopped
+    assert again == []
+    assert daemon_turns(state)[0] == sorted(
+        (key, "00-copy" if session == SESSION else session, outcome)
+        for key, session, outcome in alone)  # on a first start: the first in name order
+    (state / SESSION).rename(state / "renamed")  # while it was stopped
+    assert daemon_turns(state, saved)[0] == []
+
+
+def test_the_daemon_counts_a_copy_made_as_it_runs_once(state):
+    tailer = Tailer(state, metrics=Metrics(Registry()), from_start=True, idle_timeout_s=1e9,
+                    watcher=SessionWatcher(state, use_inotify=False))
+    try:
+        while not tailer.caught_up or not tailer.poll().turns == []:
+            tailer.poll()
+        shutil.copytree(state / SESSION, state / f"{SESSION}.bak")
+        reported = []
+        for _ in range(20):
+            reported += tailer.poll(timeout=0.05).turns
+        assert reported == [] and f"{SESSION}.bak" in tailer.sessions
+    finally:
+        tailer.close()
+
+
+def test_watch_counts_a_copy_once(state):
+    shutil.copytree(state / SESSION, state / "00-copy")
+    copy_cut_before_last_rollup(state, "01-cut")
+    live = LiveTurns(state, Selection(), watcher=SessionWatcher(state, use_inotify=False))
+    try:
+        live.poll(0)
+        assert len(live.turns) == 29 and len({row.fusion_id for row in live.turns}) == 29
+        shutil.copytree(state / SESSION, state / "zz-copy")
+        for _ in range(10):
+            live.poll(0.05)
+        assert len(live.turns) == 29 and live.in_progress() == 0
+    finally:
+        live.close()
