@@ -143,7 +143,9 @@ def test_a_signal_ends_a_once_runs_wait_for_its_collector(tmp_path):
             tailer.wait_for_log("OTLP export failed")
             tailer.process.send_signal(signal.SIGTERM)
             assert tailer.process.wait(timeout=30) == 1, tailer.log()
-    assert "kept for the next run" in tailer.log()
+    assert "still waiting for the collector when a signal stopped the run; they are kept " \
+        "for the next run" in tailer.log()
+    assert "--once-timeout" not in tailer.log()
     assert json.loads((tmp_path / "cp.json").read_text())["pending"]
 
 

@@ -245,8 +245,7 @@ class Run:
         if not delivered:
             log.warning(
                 "%d spans are still waiting for the collector%s; they are kept for the next run",
-                self.outbox.pending_units,
-                " at the end of --once-timeout" if self.config.once else "",
+                self.outbox.pending_units, self._why_still_waiting(signalled),
             )
         if self.config.once and self.saves.failed:
             log.error("this --once run could not save the checkpoint %s: the next run reads "
@@ -255,6 +254,13 @@ class Run:
         if self.config.once and (self.lost_spans or not delivered):
             return 1
         return 0
+
+    def _why_still_waiting(self, signalled: threading.Event | None) -> str:
+        """What ended the wait for the collector, as the stop's warning says it: a --once
+        run stopped by a signal did not wait out its --once-timeout."""
+        if signalled is not None and signalled.is_set():
+            return " when a signal stopped the run"
+        return " at the end of --once-timeout" if self.config.once else ""
 
     def _flush_s(self, signalled: threading.Event | None) -> float:
         """How long the exporters have to deliver what waits: a --once run gives them its
