@@ -345,13 +345,27 @@ def test_progress_goes_to_a_terminal_only(tmp_path, monkeypatch):
         reading.log_read(Job(path.parent.name, path, None, 0))
     total = sum(path.stat().st_size for path in logs) / 1e6
     deadline = time.monotonic() + 30
-    while f"\rreading 3/3 sessions, {total:.1f}/{total:.1f} MB" not in shown.getvalue():
+    while f"\rread 3 of 3 sessions, {total:.1f} of {total:.1f} MB" not in shown.getvalue():
         assert time.monotonic() < deadline, shown.getvalue()
         time.sleep(0.01)
     progress.close()
     assert shown.getvalue().endswith("\r\x1b[K")  # the line is cleared once reading is done
     done = run_report("--state-dir", str(tmp_path))  # stderr is a pipe here, not a terminal
     assert done.returncode == 0 and "reading" not in done.stderr
+
+
+def test_the_progress_line_reads_as_words():
+    """`reading 0/1 sessions` read as neither words nor a fraction: the counts are said."""
+    from tailer.report.gather import Reading
+
+    for sizes, said in (({"one": 1_500_000}, "read 0 of 1 session, 0.0 of 1.5 MB"),
+                        ({f"log-{n}": 1_000 for n in range(1_200)},
+                         "read 0 of 1,200 sessions, 0.0 of 1.2 MB")):
+        progress = report.Progress(io.StringIO(), Reading(sizes))
+        try:
+            assert progress.line() == said
+        finally:
+            progress.close()
 
 
 def test_usage_errors(tmp_path):

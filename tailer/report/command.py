@@ -161,7 +161,7 @@ def filters_of(args: argparse.Namespace) -> dict[str, str]:
 
 
 class Progress:
-    """`reading 12/200 sessions, 340/1018 MB` on a terminal's stderr, once reading has lasted
+    """`read 12 of 200 sessions, 340.2 of 1018.4 MB` on a terminal's stderr, once reading has lasted
     AFTER_S, then every EVERY_S until `close` erases it: drawn by a thread of its own from
     what the Reading holds, so a log of hundreds of MB moves it as it is read, and reading
     never waits for it. Nothing else writes to stderr while the logs are read."""
@@ -180,8 +180,8 @@ class Progress:
     def line(self) -> str:
         reading = self.reading
         done = min(reading.bytes(), self.total_bytes)  # a log that grew while it was read
-        return (f"reading {reading.logs_read}/{len(reading.sizes)} sessions, "
-                f"{done / 1e6:.1f}/{self.total_bytes / 1e6:.1f} MB")
+        return (f"read {reading.logs_read:,} of {counted(len(reading.sizes), 'session')}, "
+                f"{done / 1e6:.1f} of {self.total_bytes / 1e6:.1f} MB")
 
     def close(self) -> None:
         """Stop drawing and erase the line: before the report, or an error, is printed."""
