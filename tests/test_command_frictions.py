@@ -631,8 +631,8 @@ def test_conflicting_options_are_refused_in_one_line(tmp_path, options, named):
     assert not (tmp_path / "r.html").exists()
 
 
-@pytest.mark.parametrize("when", ["1w", "yesterday", "today", "Yesterday"])
-def test_weeks_and_named_days_are_accepted(when):
+@pytest.mark.parametrize("when", ["1w", "yesterday", "today", "Yesterday", "TODAY", "3D"])
+def test_weeks_and_named_days_are_accepted_in_any_case(when):
     done = run_report("--demo", "--format", "json", "--since", when)
     assert done.returncode == 0, done.stderr
 

@@ -112,11 +112,12 @@ def parse_when(text: str, now: datetime, *, zone: tzinfo | None = None,
     """`2w`, `7d`, `24h`, `30m` before `now` (spans of time, whatever the zone); a date,
     `today` or `yesterday` (midnight in `zone`, else the system's; the next one with
     whole_day_after); or an ISO date and time (in `zone` unless it names its offset).
-    Raises ValueError."""
+    Units and words in any case (`3D` as `TODAY`): a user who typed one in capitals
+    means the same. Raises ValueError."""
     text = text.strip()
-    ago = re.fullmatch(r"(\d+(?:\.\d+)?)([wdhm])", text)
+    ago = re.fullmatch(r"(\d+(?:\.\d+)?)([wdhm])", text, flags=re.IGNORECASE)
     if ago:
-        unit = {"w": "weeks", "d": "days", "h": "hours", "m": "minutes"}[ago.group(2)]
+        unit = {"w": "weeks", "d": "days", "h": "hours", "m": "minutes"}[ago.group(2).lower()]
         try:
             return now - timedelta(**{unit: float(ago.group(1))})
         except OverflowError:
