@@ -240,6 +240,38 @@ def test_a_stop_that_comes_while_a_worker_is_forked_still_ends_it(monkeypatch):
         os.waitpid(forked[0], os.WNOHANG)
 
 
+@pytest.mark.parametrize("stopped_at", [0, 1, 2, 3],
+                         ids=["lifeline", "jobs", "answers", "second-worker's-jobs"])
+def test_a_stop_that_comes_as_a_pipe_is_made_leaves_neither_end_open(monkeypatch, stopped_at):
+    """A stop whose handler ran right as os.pipe returned: its two descriptors were held by
+    nothing that closes them, and stayed open for the rest of the report."""
+    from tailer.report import workers
+
+    real_pipe, made = os.pipe, []
+
+    def pipe_then_stopped():
+        ends = real_pipe()
+        made.extend(ends)
+        if len(made) == 2 * (stopped_at + 1):
+            os.kill(os.getpid(), signal.SIGTERM)
+        return ends
+
+    def stop(signum, frame):
+        raise KeyboardInterrupt
+    previous = signal.signal(signal.SIGTERM, stop)
+    monkeypatch.setattr(workers.os, "pipe", pipe_then_stopped)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            with workers.Pool(2, lambda job: job):
+                pass
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert len(made) >= 2 * (stopped_at + 1)  # the stop is raised once the worker is made
+    for fd in made:
+        with pytest.raises(OSError):  # closed
+            os.fstat(fd)
+
+
 @pytest.mark.parametrize("dies", [True, False], ids=["killed", "raises"])
 def test_a_worker_killed_while_it_sends_progress_ends_the_reading_in_one_line(busy, monkeypatch, dies):
     """The worker's progress thread killed (or failing) as it looks at its reader: the

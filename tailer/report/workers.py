@@ -81,7 +81,14 @@ class Pool:
 
     def __enter__(self) -> Pool:
         try:
-            self.lifeline, self._lifeline_end = os.pipe()
+            # Held as each pipe is made (here and in _start): a stop whose handler ran as
+            # os.pipe returned left both its ends open, in no list that close() reads. Held,
+            # it is raised as they are let go, with both ends in one by then.
+            previous = signal.pthread_sigmask(signal.SIG_BLOCK, _HELD)
+            try:
+                self.lifeline, self._lifeline_end = os.pipe()
+            finally:
+                signal.pthread_sigmask(signal.SIG_SETMASK, previous)
             for _ in range(self.size):
                 self._start()
         except OSError as error:
@@ -146,17 +153,17 @@ class Pool:
             signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
     def _start(self) -> None:
-        job_reader, job_writer = os.pipe()
-        self.jobs_fds.append(job_writer)
-        theirs = [job_reader]  # the new worker's ends of its pipes: closed here once it has them
+        # Held from before its pipes are made (see __enter__) and across the fork: the
+        # child must not run the report's handlers before it has put its own in place.
+        previous = signal.pthread_sigmask(signal.SIG_BLOCK, _HELD)
         try:
-            answer_reader, answer_writer = os.pipe()
-            self.answers_fds.append(answer_reader)
-            theirs.append(answer_writer)
-            # Held across the fork: the child must not run the report's handlers before it
-            # has put its own in place.
-            previous = signal.pthread_sigmask(signal.SIG_BLOCK, _HELD)
+            job_reader, job_writer = os.pipe()
+            self.jobs_fds.append(job_writer)
+            theirs = [job_reader]  # the new worker's ends of its pipes: closed once it has them
             try:
+                answer_reader, answer_writer = os.pipe()
+                self.answers_fds.append(answer_reader)
+                theirs.append(answer_writer)
                 pid = os.fork()
                 if pid == 0:
                     _serve(self.function, self.progress, job_reader, answer_writer,
@@ -164,10 +171,10 @@ class Pool:
                            (*self.jobs_fds, *self.answers_fds, self._lifeline_end))
                 self.pids.append(pid)  # before a stop held meanwhile is raised below
             finally:
-                signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+                for fd in theirs:
+                    os.close(fd)
         finally:
-            for fd in theirs:
-                os.close(fd)
+            signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
     def _send(self, index: int, job):
         try:
