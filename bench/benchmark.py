@@ -57,7 +57,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import runner
-from common import MB, machine, percentile, progress, verdict
+from common import MB, data_folder, machine, percentile, progress, verdict
 from datagen import DATA_KINDS, DataShape, DataSummary, prepare_backfill_data
 from measure_live import (IDLE_SESSIONS, measure_idle_and_resume, measure_imports, measure_latency,
                           measure_watch_idle, measure_watch_record)
@@ -353,6 +353,7 @@ def main() -> int:
     parser.add_argument("--only", choices=["statusline"],
                         help="measure only this part (statusline: the footer's command, item 6)")
     options = parser.parse_args()
+    kept_data = data_folder(options.data) if options.data else None
     settings = QUICK if options.quick else FULL
     if options.size_mb is not None:
         if options.size_mb < 20:
@@ -374,7 +375,7 @@ def main() -> int:
             print(f"\ncommand: python {' '.join(sys.argv)}\nmachine: {machine()}")
             print_table(statusline_rows(footer))
             return 0
-        data_root = options.data.resolve() if options.data else work / "data"
+        data_root = kept_data or work / "data"
         receiver = Receiver()
         backfills = []
         try:

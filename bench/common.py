@@ -28,6 +28,23 @@ def progress(message: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
 
 
+def data_folder(path: Path) -> Path:
+    """--data's folder, made if missing, as an absolute path. One that cannot be made (a
+    regular file in its place or above it, no permission) ends the script here in one line
+    with exit 2: found by the data's generation, it was a traceback, in benchmark.py after
+    minutes of measuring for a later data set."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        problem = "is not a folder"
+    except OSError as error:
+        problem = f"cannot be made: {error.strerror or type(error).__name__}"
+    else:
+        return path.resolve()
+    print(f"{Path(sys.argv[0]).name}: --data {path} {problem}", file=sys.stderr)
+    sys.exit(2)
+
+
 def machine() -> str:
     model = ""
     try:

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import runner
-from common import MB, REPO, machine, progress
+from common import MB, REPO, data_folder, machine, progress
 from datagen import DATA_KINDS, DATA_VERSION, DataShape, DataSummary, make_old_sessions, prepare_backfill_data
 from measure_reading import naive_reader
 from reading_table import Column, Figures, markdown, update_doc
@@ -262,7 +262,7 @@ def parse_options() -> argparse.Namespace:
     for name in ("size_mb", "watch_sessions", "rounds"):
         if getattr(options, name) < 1:
             parser.error(f"--{name.replace('_', '-')}: at least 1")
-    options.data = options.data.resolve()
+    options.data = data_folder(options.data)
     return options
 
 

@@ -32,7 +32,7 @@ import time
 from pathlib import Path
 
 import runner
-from common import MB, machine, progress
+from common import MB, data_folder, machine, progress
 from datagen import DATA_KINDS
 from measure_reading import naive_reader, run_report
 from reading import DEFAULT_DATA, DataSet, prepare
@@ -146,8 +146,9 @@ def main() -> int:
     options = parser.parse_args()
     if options.size_mb < 1 or options.rounds < 1:
         parser.error("--size-mb and --rounds: at least 1")
+    data = data_folder(options.data)
     sizes = {"escape-heavy": options.size_mb, "plain": max(1, options.size_mb // 2)}
-    sets = [prepare(options.data.resolve(), kind, sizes[kind]) for kind in DATA_KINDS]
+    sets = [prepare(data, kind, sizes[kind]) for kind in DATA_KINDS]
     with tempfile.TemporaryDirectory(prefix="tailer-stages-") as temp:
         runner.use_bare_python(Path(temp, "python"))
         figures = [measure(data, Path(temp), options.rounds) for data in sets]

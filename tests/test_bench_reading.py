@@ -65,3 +65,17 @@ def test_the_stages_of_a_first_read_are_each_measured(tmp_path):
         assert cells[0].endswith(" s") and cells[3].endswith(" s") and cells[1].endswith(" x"), row
     assert [line.split(":")[0] for line in done.stdout.splitlines() if "have" in line and "left" in line] == [
         "escape-heavy", "plain"]
+
+
+def test_a_data_folder_that_cannot_be_made_is_one_line_and_exit_2(tmp_path):
+    """--data under a regular file (or one itself): a traceback from deep in the data's
+    generation, after minutes of the run for benchmark.py's later data sets."""
+    in_the_way = tmp_path / "a-file"
+    in_the_way.write_text("")
+    for script in ("benchmark.py", "reading.py", "reading_stages.py"):
+        for data in (in_the_way / "data", in_the_way):
+            done = subprocess.run([sys.executable, str(REPO / "bench" / script), "--data", str(data)],
+                                  capture_output=True, text=True, timeout=120)
+            assert done.returncode == 2, (script, done.stderr)
+            assert done.stderr.count("\n") == 1 and str(data) in done.stderr, (script, done.stderr)
+            assert done.stdout == ""
