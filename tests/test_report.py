@@ -244,9 +244,12 @@ def test_when_takes_dates_times_and_durations():
     assert report.parse_when("7d", now) == now - timedelta(days=7)
     assert report.parse_when("24h", now) == now - timedelta(hours=24)
     assert report.parse_when("90m", now) == now - timedelta(minutes=90)
-    # Units in capitals as TODAY and Yesterday are taken: one case rule for every word.
-    for upper, lower in (("3D", "3d"), ("2W", "2w"), ("24H", "24h"), ("90M", "90m")):
+    # Units in capitals as TODAY and Yesterday are taken: one case rule for every word,
+    # but M, months to many tools, is not silently minutes.
+    for upper, lower in (("3D", "3d"), ("2W", "2w"), ("24H", "24h")):
         assert report.parse_when(upper, now) == report.parse_when(lower, now)
+    with pytest.raises(ValueError, match="minutes are `m`; for months, give the date"):
+        report.parse_when("3M", now)
     # A date or time without an offset is the machine's local time.
     assert report.parse_when("2026-11-04", now) == datetime(2026, 11, 4).astimezone()
     assert report.parse_when("2026-11-04", now, whole_day_after=True) == datetime(

@@ -113,9 +113,13 @@ def parse_when(text: str, now: datetime, *, zone: tzinfo | None = None,
     `today` or `yesterday` (midnight in `zone`, else the system's; the next one with
     whole_day_after); or an ISO date and time (in `zone` unless it names its offset).
     Units and words in any case (`3D` as `TODAY`): a user who typed one in capitals
-    means the same. Raises ValueError."""
+    means the same; but `M`, which many tools read as months, is refused rather than
+    taken as minutes. Raises ValueError."""
     text = text.strip()
     ago = re.fullmatch(r"(\d+(?:\.\d+)?)([wdhm])", text, flags=re.IGNORECASE)
+    if ago and ago.group(2) == "M":
+        raise ValueError(f"{text!r}: minutes are `m`; for months, give the date to start from "
+                         "(2026-09-01)")
     if ago:
         unit = {"w": "weeks", "d": "days", "h": "hours", "m": "minutes"}[ago.group(2).lower()]
         try:
