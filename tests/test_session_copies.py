@@ -5,6 +5,7 @@ tailer/report/gather.py's OnePerTurn), with its figures as the session finished 
 """
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -137,3 +138,27 @@ def test_watch_counts_a_copy_once(state):
         assert len(live.turns) == 29 and live.in_progress() == 0
     finally:
         live.close()
+
+
+def test_a_hard_link_left_when_its_session_goes_is_not_counted_again(state):
+    """The hard link is the session (tailer/copilot/watch.py) until the session's folder
+    goes; then it is read from its first line under its own name, and its turns are the
+    ones reported already."""
+    (state / "zz-link").mkdir()
+    os.link(state / SESSION / "events.jsonl", state / "zz-link" / "events.jsonl")
+    tailer = Tailer(state, metrics=Metrics(Registry()), from_start=True, idle_timeout_s=1e9,
+                    watcher=SessionWatcher(state, use_inotify=False))
+    try:
+        first = []
+        while not tailer.caught_up or not first:
+            first += tailer.poll().turns
+        assert len(first) == 29 and "zz-link" not in tailer.sessions
+        shutil.rmtree(state / SESSION)
+        later = []
+        for _ in range(300):  # the watcher lists the state folder again within a minute
+            later += tailer.poll(timeout=0.01).turns
+            if "zz-link" in tailer.sessions and tailer.caught_up:
+                break
+        assert "zz-link" in tailer.sessions and later == []
+    finally:
+        tailer.close()
