@@ -11,10 +11,13 @@ import logging
 import os
 import shutil
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tailer.copilot import watch
 from tailer.copilot.files import LOG_NAME, find_logs
@@ -494,3 +497,75 @@ def test_a_log_that_becomes_another_sessions_vanishes_from_its_own(
     first.unlink()
     os.link(second, first)  # now the other way round: "a" gives way while "b" holds the file
     assert collect(watcher, lambda c: c.vanished) == Changes(vanished={"a"})
+
+
+NAMES = ("a", "b", "c", "d")
+FOLDER_OPS = st.one_of(
+    st.tuples(st.just("make"), st.sampled_from(NAMES)),
+    st.tuples(st.just("append"), st.sampled_from(NAMES)),
+    st.tuples(st.just("link_folder"), st.sampled_from(NAMES), st.sampled_from(NAMES)),
+    st.tuples(st.just("hard_link"), st.sampled_from(NAMES), st.sampled_from(NAMES)),
+    st.tuples(st.just("replace_log"), st.sampled_from(NAMES), st.sampled_from(NAMES)),
+    st.tuples(st.just("rename"), st.sampled_from(NAMES), st.sampled_from(NAMES)),
+    st.tuples(st.just("remove"), st.sampled_from(NAMES)),
+)
+
+
+def apply_folder_op(state_dir: Path, op: tuple) -> None:
+    """One change a user or a backup tool may make in the state folder; none where it
+    does not apply."""
+    kind, name, *other = op
+    path, target = state_dir / name, state_dir / other[0] if other else None
+    there = os.path.lexists(path)
+    target_log = target / LOG_NAME if target else None
+    if kind == "make" and not there:
+        write_log(state_dir, name)
+    elif kind == "append" and (path / LOG_NAME).is_file():
+        append(path / LOG_NAME)
+    elif kind == "link_folder" and not there and target.is_dir() and not target.is_symlink():
+        path.symlink_to(other[0])
+    elif kind in ("hard_link", "replace_log") and target_log.is_file() and name != other[0]:
+        if kind == "hard_link" and not there:
+            path.mkdir()
+            os.link(target_log, path / LOG_NAME)
+        elif kind == "replace_log" and path.is_dir() and not path.is_symlink():
+            os.link(target_log, path / "next")
+            os.replace(path / "next", path / LOG_NAME)
+    elif kind == "rename" and there and not os.path.lexists(target):
+        path.rename(target)
+    elif kind == "remove" and there:
+        path.unlink() if path.is_symlink() else shutil.rmtree(path)
+
+
+@given(st.lists(st.tuples(FOLDER_OPS, st.integers(0, 3)), max_size=25))
+@settings(max_examples=300)
+def test_every_log_file_is_reported_once_whatever_is_done_to_the_folders(ops):
+    """Model test: after any changes to the session folders (made, linked, hard linked,
+    renamed, removed, a log replaced by another's), once the watcher has looked again,
+    the logs it reports are exactly the files find_logs lists (one folder each), and no
+    file under two names: what the daemon and --watch count is what the report counts."""
+    with tempfile.TemporaryDirectory() as top:
+        state_dir = Path(top)
+        clock = FakeClock()
+        watcher = SessionWatcher(state_dir, clock=clock, use_inotify=False)
+        reported: dict[str, str] = {}
+
+        def take(found: Changes) -> None:
+            assert not found.vanished - reported.keys() and not found.touched - reported.keys()
+            assert not found.appeared.keys() & reported.keys()
+            for session_id in found.vanished:
+                del reported[session_id]
+            reported.update(found.appeared)
+
+        try:
+            take(watcher.changes(0))
+            for op, passes in ops:
+                apply_folder_op(state_dir, op)
+                take(step(watcher, clock, passes * watch.PASS_INTERVAL_S))
+            take(step(watcher, clock, watch.RELIST_EVERY_S + 2 * watch.SWEEP_ROUND_S))
+        finally:
+            watcher.close()
+        files = [(status.st_dev, status.st_ino) for status in map(os.stat, reported.values())]
+        assert len(set(files)) == len(files)
+        listed = {(status.st_dev, status.st_ino) for status in map(os.stat, find_logs(state_dir)[0].values())}
+        assert set(files) == listed
