@@ -9,13 +9,21 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
+import time
+from datetime import timezone
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from tailer.copilot.files import find_logs
 from tailer.copilot.watch import SessionWatcher
 from tailer.outputs.exposition import Registry
 from tailer.outputs.metrics import Metrics
+from tailer.report.figures import TurnRow
+from tailer.report.gather import OnePerTurn, gather
 from tailer.report.live import LiveTurns
 from tailer.report.read import Selection
 from tailer.turns.sessions import Tailer
@@ -162,3 +170,58 @@ def test_a_hard_link_left_when_its_session_goes_is_not_counted_again(state):
         assert "zz-link" in tailer.sessions and later == []
     finally:
         tailer.close()
+
+
+def report_rows(state: Path) -> dict[str, tuple]:
+    """The report's rows (in this process, as `report --no-cache --jobs 1` reads), by key:
+    each turn's figures, without the session it is counted under."""
+    logs, _ = find_logs(state)
+    rows = gather(logs, set(logs), Selection(), timezone.utc, now=time.time(), cache_path=None,
+                  workers=1).rows
+    figures = {row.fusion_id: (row.outcome, row.calls, row.credits, row.duration_ms,
+                               row.legs) for row in rows}
+    assert len(figures) == len(rows)
+    return figures
+
+
+COPIES = st.lists(st.tuples(st.sampled_from(sorted(path.name for path in FIXTURES.iterdir())),
+                            st.integers(0, 200), st.sampled_from(["00-copy", "zz-copy", "mm-copy"])),
+                  max_size=3, unique_by=lambda copy: copy[2])
+
+
+@given(COPIES)
+@settings(max_examples=50)
+def test_any_copies_cut_anywhere_change_no_figure(copies):
+    """Model test: copies of any sessions, cut after any line (a copy made at any moment),
+    under names before or after the session's: the report has the turns and figures it has
+    without them, and the daemon reports the same turns, each once."""
+    with tempfile.TemporaryDirectory() as top:
+        state = Path(top) / "state"
+        shutil.copytree(FIXTURES, state)
+        truth = report_rows(state)
+        daemon_truth = daemon_turns(state)[0]
+        for session, cut, name in copies:
+            lines = (FIXTURES / session / "events.jsonl").read_bytes().splitlines(keepends=True)
+            (state / name).mkdir()
+            (state / name / "events.jsonl").write_bytes(b"".join(lines[:cut]))
+        assert report_rows(state) == truth
+        assert [(key, outcome) for key, _, outcome in daemon_turns(state)[0]] == [
+            (key, outcome) for key, _, outcome in daemon_truth]
+
+
+def test_of_two_rows_of_a_turn_the_fuller_is_kept():
+    """A copy cut in a turn holds less of it: a row not incomplete, then one of more calls
+    (an ordinary prompt cut after a call that asked for no tool, where the CLI went on),
+    else the first."""
+    def row(session, outcome, calls):
+        return TurnRow(session, "k", "ordinary", "m", "", "ordinary", outcome, False, 1.0, 0,
+                       calls, 1.0, None, None, None, [], None)
+
+    for rows, kept in [([row("a", "incomplete", 5), row("b", "completed", 1)], "b"),
+                       ([row("a", "completed", 2), row("b", "completed", 3)], "b"),
+                       ([row("a", "completed", 3), row("b", "completed", 2)], "a"),
+                       ([row("a", "completed", 3), row("b", "completed", 3)], "a")]:
+        one = OnePerTurn()
+        for each in rows:
+            one.add(each)
+        assert [r.session_id for r in one.rows] == [kept]

@@ -293,9 +293,10 @@ def gather(logs: dict[str, Path], wanted: set[str], selection: Selection, tz: tz
 class OnePerTurn:
     """The rows of turns, one per turn: a copy of a session's log kept in the state folder
     holds its turns again, under their own keys (tailer/turns/reported.py). Of two rows of
-    one turn the first is kept, unless it is `incomplete` and the other is not: a copy
-    made while a turn ran ends in that turn, open for good, which the session itself
-    finished (as the daemon, which reports the one finished first, counts it)."""
+    one turn the fuller is kept: one not `incomplete`, then the one of more calls, else the
+    first. A copy made while a turn ran ends in that turn, cut short and open for good,
+    which the session itself finished (as the daemon, which reports the one finished
+    first, counts it)."""
 
     def __init__(self) -> None:
         self.rows: list[TurnRow] = []
@@ -308,7 +309,7 @@ class OnePerTurn:
         if at is None:
             self._at[row.fusion_id] = len(self.rows)
             self.rows.append(row)
-        elif self.rows[at].outcome == INCOMPLETE_OUTCOME != row.outcome:
+        elif _fullness(row) > _fullness(self.rows[at]):
             self.rows[at] = row
         else:
             return False
@@ -329,6 +330,10 @@ class OnePerTurn:
         self.rows, self._at = [], {}
         for row in kept:
             self.add(row)
+
+
+def _fullness(row: TurnRow) -> tuple[bool, int]:
+    return row.outcome != INCOMPLETE_OUTCOME, row.calls
 
 
 def through_cache(cache_path: Path | None, logs: Mapping[str, Path | str], wanted: set[str], *, workers: int,
