@@ -225,19 +225,27 @@ def test_a_stop_that_comes_while_a_worker_is_forked_still_ends_it(monkeypatch):
             os.kill(os.getpid(), signal.SIGTERM)  # held: raised when the fork is done
         return pid
 
+    monkeypatch.setattr(workers.os, "fork", fork_then_stopped)
+    a_pool_is_stopped()
+    assert len(forked) == 1
+    with pytest.raises(ChildProcessError):  # killed and reaped
+        os.waitpid(forked[0], os.WNOHANG)
+
+
+def a_pool_is_stopped():
+    """Start a pool of two workers with SIGTERM handled as Ctrl-C is (a KeyboardInterrupt),
+    where the test sends one as the pool starts: the pool's start ends in that stop."""
+    from tailer.report import workers
+
     def stop(signum, frame):
         raise KeyboardInterrupt
     previous = signal.signal(signal.SIGTERM, stop)
-    monkeypatch.setattr(workers.os, "fork", fork_then_stopped)
     try:
         with pytest.raises(KeyboardInterrupt):
             with workers.Pool(2, lambda job: job):
                 pass
     finally:
         signal.signal(signal.SIGTERM, previous)
-    assert len(forked) == 1
-    with pytest.raises(ChildProcessError):  # killed and reaped
-        os.waitpid(forked[0], os.WNOHANG)
 
 
 @pytest.mark.parametrize("stopped_at", [0, 1, 2, 3],
@@ -256,16 +264,8 @@ def test_a_stop_that_comes_as_a_pipe_is_made_leaves_neither_end_open(monkeypatch
             os.kill(os.getpid(), signal.SIGTERM)
         return ends
 
-    def stop(signum, frame):
-        raise KeyboardInterrupt
-    previous = signal.signal(signal.SIGTERM, stop)
     monkeypatch.setattr(workers.os, "pipe", pipe_then_stopped)
-    try:
-        with pytest.raises(KeyboardInterrupt):
-            with workers.Pool(2, lambda job: job):
-                pass
-    finally:
-        signal.signal(signal.SIGTERM, previous)
+    a_pool_is_stopped()
     assert len(made) >= 2 * (stopped_at + 1)  # the stop is raised once the worker is made
     for fd in made:
         with pytest.raises(OSError):  # closed
