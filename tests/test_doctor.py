@@ -2,6 +2,7 @@
 
 import json
 import re
+import shutil
 import subprocess
 import sys
 from collections import Counter
@@ -90,7 +91,7 @@ def test_clean_logs_are_reported_in_full_and_exit_0(capsys, logs):
     turns = [t for w in writers for t in w.expected]
     assert table(out, "Fusion turns") == {
         "turns (distinct fusion ids)": sum(t.outcome != "route_failed" for t in turns),
-        "route failures": sum(t.outcome == "route_failed" for t in turns)}
+        "route failures (distinct attempts)": sum(t.outcome == "route_failed" for t in turns)}
     assert table(out, "Event types") == Counter(json.loads(line)["type"] for line in every_line)
     for heading in ("Fusion event types the tailer does not know", "Unknown fields on fusion events",
                     "Required fields missing", "Malformed lines"):
@@ -290,3 +291,13 @@ def test_sessions_whose_sums_differ_from_the_clis_totals_are_listed_and_exit_1(c
     assert table(out, "Sessions whose sums differ from the CLI's totals") == {
         f"session-differs shutdown {model} {theirs - 2:.9g}": f"{theirs:.9g}"}
     assert table(out, "The CLI's own totals")["totals our sums disagree with"] == 1
+
+
+def test_a_copy_of_a_session_counts_no_turn_twice(capsys, logs):
+    """Turns and route failures are counted by their ids, as every command counts them: a
+    copy of a session's folder kept in the state folder adds none."""
+    state, _ = logs
+    before = table(doctor_run(capsys, state)[1], "Fusion turns")
+    shutil.copytree(state / "session-a", state / "session-a.bak")
+    assert table(doctor_run(capsys, state)[1], "Fusion turns") == before
+    assert before["route failures (distinct attempts)"] > 0

@@ -60,7 +60,7 @@ class Findings:
     damaged: dict[str, str] = field(default_factory=dict)  # logs with lines, none an event
     versions: Counter = field(default_factory=Counter)  # CLI version -> sessions
     fusion_ids: set[str] = field(default_factory=set)
-    route_failures: int = 0
+    route_failures: set[str] = field(default_factory=set)  # their attempts' ids
     event_types: Counter = field(default_factory=Counter)  # type -> lines
     unknown_types: Counter = field(default_factory=Counter)  # fusion type -> lines
     unknown_fields: Counter = field(default_factory=Counter)  # (type, field) -> lines
@@ -163,7 +163,7 @@ def _examine_line(findings: Findings, read: Read, types: Counter) -> str | None:
         elif isinstance(record, (event_records.Resolved, event_records.Completed)):
             findings.fusion_ids.add(record.fusion_id)
         elif isinstance(record, event_records.RouteFailed):
-            findings.route_failures += 1
+            findings.route_failures.add(record.fusion_id)
         for name in record.unknown_fields:
             _tally(findings.unknown_fields, (record.event_type, name),
                    others=(record.event_type, OTHERS))
@@ -198,7 +198,7 @@ def render(state_dir: Path, findings: Findings) -> str:
     out += _table("Copilot CLI versions (sessions)", _by_count(findings.versions))
     out += _table("Fusion turns", [
         ("turns (distinct fusion ids)", len(findings.fusion_ids)),
-        ("route failures", findings.route_failures),
+        ("route failures (distinct attempts)", len(findings.route_failures)),
     ])
     out += _table("Event types (lines)", _by_count(findings.event_types))
     out += _table("Fusion event types the tailer does not know (lines)",
