@@ -23,7 +23,6 @@ version changed that the tailer does not expect.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from collections import Counter
 from dataclasses import dataclass, field
@@ -34,6 +33,7 @@ from ..copilot.files import find_logs
 from ..copilot.ledger import chosen_ledger
 from ..path_options import is_folder
 from ..printable import printable
+from ..stdout_gone import stdout_to_devnull
 from ..copilot.problems import folder_problem, no_event_problem, state_dir_missing, state_dir_problem
 from ..turns.session_log import Read, SessionLog
 from ..turns.assembly import Reconciliation
@@ -103,8 +103,8 @@ def main(args: argparse.Namespace, environ: dict[str, str] | None = None) -> int
         print(render(state_dir, findings), end="")
         sys.stdout.flush()
     except BrokenPipeError:
-        # `doctor | less` quit early: the reader has all it wanted (report/command.py).
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        # `doctor | less` quit early: the reader has all it wanted.
+        stdout_to_devnull()
     # docs/REPORT.md, "Exit codes": no logs is nothing to report, as drift is something to mend.
     return EXIT_DRIFT if findings.drift or not findings.sessions else 0
 

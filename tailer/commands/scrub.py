@@ -61,6 +61,7 @@ from ..copilot.files import LOG_NAME, find_logs
 from ..copilot.lines import open_regular
 from ..printable import printable
 from ..records import field, record
+from ..stdout_gone import stdout_to_devnull
 from ..wording import counted
 from ..copilot.problems import folder_problem
 from ..turns.session_log import SessionLog
@@ -348,6 +349,6 @@ def main(args: argparse.Namespace) -> int:
         )
         sys.stdout.flush()
     except BrokenPipeError:
-        # The reader is gone; the copy is whole all the same (report/command.py).
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        # The reader is gone; the copy is whole all the same.
+        stdout_to_devnull()
     return 0

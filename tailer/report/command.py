@@ -31,6 +31,7 @@ from ..copilot.files import find_logs
 from ..copilot.ledger import chosen_ledger
 from ..path_options import check_output_file, exists, is_folder, ledger_path, user_path
 from ..printable import printable
+from ..stdout_gone import stdout_to_devnull
 from ..wording import counted
 from .cache import cache_file
 from .figures import GROUPINGS, snapshot
@@ -439,11 +440,11 @@ def _report(args: argparse.Namespace, environ: dict[str, str], state_dir: Path,
             sys.stdout.flush()
     except BrokenPipeError:
         # `report | head`: the reader has all it wanted.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        stdout_to_devnull()
     except OSError as error:
         # `report > FILE` on a full disk: the output is cut short, and saying so is all that
         # is left (what is still buffered goes nowhere, or Python's exit would fail on it).
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        stdout_to_devnull()
         print(f"hydrafusion-tailer report: cannot write the report ({error.strerror})",
               file=sys.stderr)
         return EXIT_USAGE
