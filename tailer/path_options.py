@@ -54,6 +54,23 @@ def _status(option: str, path: Path) -> os.stat_result | None:
         raise ValueError(f"{option} {printable(str(path))}: {error.strerror}") from None
 
 
+def missing_folders(path: Path) -> list[Path]:
+    """`path` and its parents that do not exist, innermost first: what a command makes to
+    write at `path`, and removes again if it is stopped before the write is whole."""
+    missing = []
+    while not os.path.lexists(path) and path.parent != path:
+        missing.append(path)
+        path = path.parent
+    return missing
+
+
+def nearest_existing(path: Path) -> Path:
+    """The innermost of `path` and its parents that exists: the folder a path's missing
+    folders would be made in, which must be a writable folder, not a file."""
+    missing = missing_folders(path)
+    return missing[-1].parent if missing else path
+
+
 def check_input_file(option: str, path: Path) -> None:
     """A file a user gave a command to read, refused now (ValueError) when it is not there
     or is a folder."""

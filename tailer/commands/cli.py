@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Collection
 
 from .. import __version__, invocation
-from ..path_options import check_output_file, exists, is_folder, ledger_path, user_path
+from ..path_options import (check_output_file, exists, is_folder, ledger_path, nearest_existing,
+                            user_path)
 from ..printable import printable
 
 if TYPE_CHECKING:
@@ -641,9 +642,7 @@ def run_config(args: argparse.Namespace, environ: dict[str, str]) -> Config:
                          "give a file name")
     # Its folders are made as needed, but not through a file: the load would fail, and ask
     # that a checkpoint which is not there be moved aside.
-    folder = args.checkpoint.parent
-    while not os.path.lexists(folder) and folder.parent != folder:
-        folder = folder.parent
+    folder = nearest_existing(args.checkpoint.parent)
     if not is_folder("--checkpoint", folder):
         raise ValueError(f"--checkpoint {printable(str(args.checkpoint))}: "
                          f"{printable(str(folder))} is not a folder")

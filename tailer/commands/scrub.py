@@ -59,6 +59,7 @@ from ..codes import CodeKind
 from ..copilot.scrub_tables import Kept
 from ..copilot.files import LOG_NAME, find_logs
 from ..copilot.lines import open_regular
+from ..path_options import missing_folders
 from ..printable import printable
 from ..records import field, record
 from ..stdout_gone import stdout_to_devnull
@@ -276,7 +277,7 @@ def scrub_tree(src: Path, dst: Path, seed: str | None = None) -> Summary:
         seed = default_seed(logs)
     summary = Summary(problems=[folder_problem(session_id, error)
                                 for session_id, error in sorted(unreadable.items())])
-    missing, written = _missing(dst), []  # removed if a stop cuts the scrub short
+    missing, written = missing_folders(dst), []  # removed if a stop cuts the scrub short
     try:
         _scrub_logs(logs, dst, seed, summary, written)
     # The first stop alone raises (stops.py): the removal is whole.
@@ -288,15 +289,6 @@ def scrub_tree(src: Path, dst: Path, seed: str | None = None) -> Summary:
                 folder.rmdir()
         raise
     return summary
-
-
-def _missing(path: Path) -> list[Path]:
-    """`path` and its parents that do not exist, innermost first."""
-    missing = []
-    while not os.path.lexists(path) and path.parent != path:
-        missing.append(path)
-        path = path.parent
-    return missing
 
 
 def _scrub_logs(logs: dict[str, Path], dst: Path, seed: str, summary: Summary,
