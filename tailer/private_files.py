@@ -89,13 +89,24 @@ def _not_own_file(found: os.stat_result) -> str | None:
     return _not_alone(found) if POSIX else None
 
 
+def another_users(found: os.stat_result) -> str | None:
+    """The words `belongs to another user (uid N)` when the file `found` describes is not
+    this user's; None when it is, or where files have no owner to compare (Windows). Every
+    refusal of a file that is not ours says it so: the private states' and the daemon's
+    checkpoint lock's."""
+    if POSIX and found.st_uid != os.geteuid():
+        return f"belongs to another user (uid {found.st_uid})"
+    return None
+
+
 def _not_alone(found: os.stat_result, *, writable_ours: bool = False,
                private_mode: str = "") -> str | None:
     """Why the file or folder `found` describes may be written by others than this user,
     in a refusal's words (with `private_mode`, the chmod that closes it); None when it may
     not, or, with `writable_ours`, when it is this user's own."""
-    if found.st_uid != os.geteuid():
-        return f"belongs to another user (uid {found.st_uid})"
+    owner = another_users(found)
+    if owner is not None:
+        return owner
     if found.st_mode & (stat.S_IWGRP | stat.S_IWOTH) and not writable_ours:
         fix = f"; chmod {private_mode} it" if private_mode else ""
         return f"may be written by others (mode {stat.S_IMODE(found.st_mode):o}{fix})"

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from tailer.atomic_file import temporary_of
-from tailer.private_files import NotARegularFile, NotPrivate, PrivateFolder
+from tailer.private_files import NotARegularFile, NotPrivate, PrivateFolder, another_users
 from tailerproc import ROOT, tailer_env
 
 NOBODY = 65534
@@ -88,6 +88,17 @@ def test_another_users_folder_is_refused(tmp_path):
     for make in (False, True):
         with pytest.raises(NotPrivate, match=f"belongs to another user \\(uid {NOBODY}\\)"):
             PrivateFolder(folder, make=make)
+
+
+@as_root
+def test_another_users_file_is_named_so_and_the_users_own_not(tmp_path):
+    """another_users: the words every refusal of a file not ours says it in (the daemon's
+    checkpoint lock too: tests/test_exactly_once.py)."""
+    path = tmp_path / "f"
+    path.write_text("")
+    assert another_users(os.stat(path)) is None
+    os.chown(path, NOBODY, NOBODY)
+    assert another_users(os.stat(path)) == f"belongs to another user (uid {NOBODY})"
 
 
 @pytest.mark.parametrize("mode, left", [(0o770, 0o700), (0o777, 0o700), (0o577, 0o500)], ids=oct)

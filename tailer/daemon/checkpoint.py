@@ -40,6 +40,7 @@ else:
 
 from ..turns import session_state
 from ..atomic_file import remove_killed_saves, replace_file
+from ..private_files import another_users
 from ..saved_state import mapping, sequence
 
 VERSION = 4
@@ -133,10 +134,9 @@ def _in_the_way(path: Path, lock_path: Path, found: os.stat_result,
         what = "is a FIFO"
     elif not stat.S_ISREG(found.st_mode):
         what = "is not a regular file"
-    elif os.name != "nt" and found.st_uid != os.geteuid():
-        what = f"belongs to another user (uid {found.st_uid})"
     else:
-        what = f"cannot be opened: {strerror}"
+        # A regular file that would not open: another user's (0600), or what the open said.
+        what = another_users(found) or f"cannot be opened: {strerror}"
     return CheckpointInUse(f"cannot lock the checkpoint {path}: {lock_path} {what}; give this "
                            "tailer a --checkpoint of its own")
 
