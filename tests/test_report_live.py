@@ -433,3 +433,39 @@ def test_ctrl_z_shows_the_cursor_and_fg_draws_the_whole_frame_again(tmp_path):
             process.kill()
         os.close(leader)
     assert "Traceback" not in process.stderr.read().decode()
+
+
+def test_a_watch_whose_terminal_closed_under_nohup_ends_quietly(tmp_path):
+    """The terminal closed while SIGHUP is ignored (`nohup`, a job the shell keeps): no
+    signal ends the watch, and its next frame, written to a terminal that is gone, ended in
+    an OSError (EIO) traceback and exit 1. It ends as a hangup ends it: exit 0, nothing said,
+    and nothing left for Python's flush at exit to fail on."""
+    session = Session(tmp_path)
+    session.add(2)
+    leader, follower = pty.openpty()
+    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 30, 100, 0, 0))
+
+    def terminal_of_its_own_with_sighup_ignored():
+        fcntl.ioctl(0, termios.TIOCSCTTY, 0)  # closing the leader hangs it up
+        ctrl_c_quits()
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)
+
+    process = subprocess.Popen(
+        [sys.executable, "-m", "tailer", "report", "--state-dir", str(tmp_path), "--watch",
+         "--no-cache"], cwd=ROOT, env=tailer_env(), stdin=follower, stdout=follower,
+        stderr=subprocess.PIPE, start_new_session=True,
+        preexec_fn=terminal_of_its_own_with_sighup_ignored)
+    os.close(follower)
+    try:
+        output = read_until(leader, lambda out: b"\x1b[J" in out.partition(b"Ctrl-C quits")[2])
+        assert b"Ctrl-C quits" in output, "no whole frame drawn within a minute"
+        os.close(leader)
+        leader = None
+        session.add()  # a frame to draw
+        code = process.wait(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+        if leader is not None:
+            os.close(leader)
+    assert (code, process.stderr.read().decode()) == (0, "")

@@ -329,6 +329,10 @@ def _report(args: argparse.Namespace, environ: dict[str, str], state_dir: Path,
         except WorkerFailed as error:  # its first pass reads through the cache, as a report does
             print(f"hydrafusion-tailer report: {error}", file=sys.stderr)
             return EXIT_USAGE
+        except live.TerminalGone:
+            # Closed under nohup: ended as its hangup ends a watch, with nobody left to tell.
+            stdout_to_devnull()
+            return 0
     if not found:
         return _nothing_found(state_dir, exists=False)
     try:

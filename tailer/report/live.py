@@ -48,6 +48,11 @@ HIDE_CURSOR, SHOW_CURSOR = "\x1b[?25l", "\x1b[?25h"
 PASS_S = 1.0
 
 
+class TerminalGone(Exception):
+    """The terminal the watch draws on is gone: a frame could not be written to it (EIO once
+    it closed while SIGHUP was ignored, as under nohup, where no signal ends the watch)."""
+
+
 class LiveTurns:
     """The finished turns under a state directory, brought up to date by `poll`, their
     times in `zone` (None: the system's).
@@ -281,13 +286,13 @@ def watch(state_dir: Path, selection: Selection, filters: dict[str, str], out: T
     record arrives; its elapsed time ticks each second), the terminal is resized or the
     minute changes (the live line says how long ago the last turn was); until Ctrl-C.
     A record appended to a log is on screen within a pass: the watcher wakes as it comes.
+    Raises TerminalGone when the terminal went away and no signal ended the watch.
 
     Only a change the table shows makes the table again: the minute's redraw of an idle
     watch over thousands of turns costs the live lines alone."""
     live = LiveTurns(state_dir, selection, zone=zone, watcher=watcher, clock=clock,
                      cache_path=cache_path, workers=jobs)
-    out.write(HIDE_CURSOR + CURSOR_HOME + CLEAR_BELOW + "reading the session logs..." + CLEAR_LINE_END)
-    out.flush()
+    _draw(out, HIDE_CURSOR + CURSOR_HOME + CLEAR_BELOW + "reading the session logs..." + CLEAR_LINE_END)
     drawn = tabled = table_text = None
     stops = [0]  # how many times Ctrl-Z stopped the watch: fg draws the frame again
     with _cursor_shown_while_stopped(out, stops):
@@ -316,10 +321,9 @@ def watch(state_dir: Path, selection: Selection, filters: dict[str, str], out: T
                     tabled = key
                 # After fg, the shell's lines are on the screen, and the cursor shown.
                 resumed = drawn is not None and drawn[-1] != stops[0]
-                out.write((HIDE_CURSOR if resumed else "")
-                          + frame(live, table_text, now=now, columns=size.columns,
-                                  rows=size.lines, now_lines=now_lines, answered=answered))
-                out.flush()
+                _draw(out, (HIDE_CURSOR if resumed else "")
+                      + frame(live, table_text, now=now, columns=size.columns,
+                              rows=size.lines, now_lines=now_lines, answered=answered))
                 drawn = state
         except KeyboardInterrupt:
             return 0
@@ -330,6 +334,15 @@ def watch(state_dir: Path, selection: Selection, filters: dict[str, str], out: T
             except OSError:
                 pass  # the terminal hung up: no cursor to show, and nobody to tell
             live.close()
+
+
+def _draw(out: TextIO, text: str) -> None:
+    """Write `text` to the terminal whole; TerminalGone when it takes no more."""
+    try:
+        out.write(text)
+        out.flush()
+    except OSError as error:
+        raise TerminalGone(error.strerror) from None
 
 
 @contextlib.contextmanager
