@@ -123,6 +123,37 @@ def test_only_what_is_new_is_read(tmp_path, monkeypatch):
     live.close()
 
 
+def polled_until(live, done, timeout=10):
+    """Whether done() came true while `live` polled, within `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while not done() and time.monotonic() < deadline:
+        live.poll(0.2)
+    return done()
+
+
+@pytest.mark.parametrize("moved", ["the state folder", "a session folder"])
+def test_a_folder_moved_away_and_back_counts_its_turns_once(tmp_path, moved):
+    """`mv ~/.copilot/session-state elsewhere` and back (or a session's folder) while
+    watching: the sessions came back read from their start, and every turn the first pass
+    had found was counted twice (52 turns where the report says 26)."""
+    state = tmp_path / "state"
+    Session(state).add(2)
+    Session(state, "other").add(1)
+    live = LiveTurns(state, Selection(), watcher=SessionWatcher(state, use_inotify=False),
+                     workers=1)
+    live.poll(0)
+    assert (len(live.turns), live.sessions) == (3, 2)
+    folder = state if moved == "the state folder" else state / "live"
+    left = 0 if folder == state else 1  # the sessions watched while it is away
+    folder.rename(tmp_path / "away")
+    assert polled_until(live, lambda: live.sessions == left)
+    (tmp_path / "away").rename(folder)
+    assert polled_until(live, lambda: live.sessions == 2)
+    live.poll(0.2)
+    assert len(live.turns) == 3
+    live.close()
+
+
 def test_open_turns_wait_and_idle_ones_end_incomplete(tmp_path):
     session = Session(tmp_path)
     session.add()

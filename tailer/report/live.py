@@ -133,7 +133,9 @@ class LiveTurns:
                 changes.touched.add(session_id)
         for session_id in changes.vanished:
             if self._logs.pop(session_id, None) is not None:
-                self._resume.pop(session_id, None)  # its cached state holds no open turn
+                # A cached state, if it has one, is kept (it holds no open turn): a log
+                # that comes back (its folder moved away and back) is read on from there,
+                # its turns not counted again from its start.
                 self._take(self.reader.finish(session_id))
                 self._open.discard(session_id)
         for session_id in sorted(changes.touched & self._logs.keys()):
