@@ -124,6 +124,17 @@ def run_on_a_terminal(args, env):
     return process.returncode, output.decode()
 
 
+@pytest.mark.parametrize("damaged, said", [(1, "1 damaged line skipped"),
+                                           (2, "2 damaged lines skipped")])
+def test_the_damaged_lines_are_counted_in_words(tmp_path, damaged, said):
+    """A broken line appended to a log (a CLI killed mid-write): '1 damaged lines skipped'."""
+    path = every_pattern("damaged").write(tmp_path)
+    with open(path, "ab") as log:
+        log.write(b'{"type":"session.fusion_completed","data":{}}\n' * damaged)
+    notes = " ".join(render_table(snap_of(tmp_path), width=300).split())
+    assert f" {said}" in notes
+
+
 def test_colour_on_a_terminal_unless_no_color(tmp_path):
     every_pattern("terminal").write(tmp_path)
     args = ["--state-dir", str(tmp_path)]

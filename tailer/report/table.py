@@ -98,7 +98,7 @@ def _sections(snap: Snapshot, width: int, paint) -> list[list[str]]:
         notes.append(f"{counted(head.failed_legs, 'failed or cancelled leg')}")
     skipped = snap.skipped
     if skipped["damaged_lines"]:
-        notes.append(f"{skipped['damaged_lines']:,} damaged lines skipped")
+        notes.append(f"{counted(skipped['damaged_lines'], 'damaged line')} skipped")
     if skipped["unreadable_logs"]:
         notes.append(f"{counted(skipped['unreadable_logs'], 'log')} unreadable")
     lines += flow(["above, HydraFusion turns only:"] + commas(notes), width)
