@@ -157,7 +157,7 @@ class StubLive:
     """What live.frame reads of a LiveTurns."""
 
     def __init__(self, last):
-        self.sessions, self.last = 3, last
+        self.sessions, self.last, self.state_dir_problem = 3, last, None
 
     def in_progress(self) -> int:
         return 1

@@ -23,7 +23,7 @@ from report_helpers import report_json
 from sessiongen import START, SessionWriter
 from tailer.copilot import event_types, events
 from tailer.report import live as report_live
-from tailer.report.live import CLEAR_BELOW, CURSOR_HOME, LiveTurns, watch
+from tailer.report.live import CLEAR_BELOW, CURSOR_HOME, LiveTurns, head_lines, watch
 from tailer.turns import session_log
 from tailer.turns.assembly import IDLE_TIMEOUT_S
 from tailer.report.read import Selection
@@ -151,6 +151,27 @@ def test_a_folder_moved_away_and_back_counts_its_turns_once(tmp_path, moved):
     assert polled_until(live, lambda: live.sessions == 2)
     live.poll(0.2)
     assert len(live.turns) == 3
+    live.close()
+
+
+def test_a_state_folder_gone_is_said_on_screen_until_it_is_back(tmp_path):
+    """The state folder removed or moved while watching: 'watching 0 sessions' over the
+    turns already shown, and the one line saying why was written under the frame, where
+    the next frame, drawn at once, wiped it."""
+    state = tmp_path / "state"
+    Session(state).add(1)
+    live = LiveTurns(state, Selection(), watcher=SessionWatcher(state, use_inotify=False),
+                     workers=1)
+    live.poll(0)
+    now = datetime.now(timezone.utc)
+    gone = "cannot list the state directory: it does not exist"
+    assert gone not in head_lines(live, [], now, 100)
+    state.rename(tmp_path / "away")
+    assert polled_until(live, lambda: live.sessions == 0)
+    assert gone in head_lines(live, [], now, 100)
+    (tmp_path / "away").rename(state)
+    assert polled_until(live, lambda: live.sessions == 1)
+    assert gone not in head_lines(live, [], now, 100)
     live.close()
 
 
@@ -414,7 +435,7 @@ def test_the_watch_lines_group_thousands(tmp_path):
     row = replace(live.last, credits=12345.678, legs=[])
 
     class Watched:
-        sessions, last = 1234, row
+        sessions, last, state_dir_problem = 1234, row, None
 
         def in_progress(self) -> int:
             return 1500

@@ -158,7 +158,9 @@ class SessionWatcher:
         self._unwatched: list[int] = []  # errno of each watch refused since the last pass
         self._watch_next_pass: list[str] = []  # folders of the first listing, not watched yet
         self._warned_unwatched = False
-        self._warned_state_dir = False
+        # Why the state folder cannot be listed now, in every command's words; None once it
+        # is: warned of once, and shown by `report --watch` as long as it lasts.
+        self.listing_problem: str | None = None
         # Session folders that cannot be read, and why: warned of once, until readable again.
         self.unreadable: dict[str, OSError] = {}
 
@@ -314,7 +316,7 @@ class SessionWatcher:
         except OSError as error:
             self._warn_state_dir(error.strerror)
             return None  # cannot tell what is there: keep what is known
-        self._warned_state_dir = False
+        self.listing_problem = None
         return names
 
     def _add_folder(self, session_id: str, now: float, changes: Changes, watch_folder: bool) -> None:
@@ -454,9 +456,9 @@ class SessionWatcher:
         self._unwatched.clear()
 
     def _warn_state_dir(self, reason: str) -> None:
-        if not self._warned_state_dir:
-            self._warned_state_dir = True
+        if self.listing_problem is None:
             log.warning("%s", state_dir_problem(reason))
+        self.listing_problem = state_dir_problem(reason)
 
 
 def _is_dir(entry: os.DirEntry) -> bool:

@@ -93,6 +93,12 @@ class LiveTurns:
     def sessions(self) -> int:
         return len(self._logs)
 
+    @property
+    def state_dir_problem(self) -> str | None:
+        """Why the state folder cannot be listed now, None when it can: the sessions
+        watched are gone with it until it is back."""
+        return self.watcher.listing_problem
+
     def checks(self) -> list[Check]:
         """The CLI's totals checked: those the cache held, then those read since."""
         return self.cached_checks + [check_figures(check) for check in self.reader.reconciliations]
@@ -256,13 +262,16 @@ def frame(live: LiveTurns, table_text: str, *, now: datetime, columns: int, rows
 
 def head_lines(live: LiveTurns, answered: list[TurnRow], now: datetime, columns: int,
                now_lines: list[str] = ()) -> list[str]:
-    """What a frame shows above the table, in `columns`: what is being watched, the last
-    turn to end (an `answered` one too), wrapped where it is longer (nothing of it cut),
-    and the turns in flight (the "now" lines of render_now)."""
+    """What a frame shows above the table, in `columns`: what is being watched (and why
+    not, while the state folder cannot be listed), the last turn to end (an `answered` one
+    too), wrapped where it is longer (nothing of it cut), and the turns in flight (the
+    "now" lines of render_now)."""
     watching = [f"watching {counted(live.sessions, 'session')}"]
     if live.in_progress():
         watching = [watching[0] + ",", f"{counted(live.in_progress(), 'turn')} in progress"]
     lines = flow(watching + ["| Ctrl-C quits"], columns)
+    if live.state_dir_problem is not None:
+        lines += flow([live.state_dir_problem], columns)
     ended_turns = [row for row in (live.last, *answered) if row is not None]
     if not ended_turns:
         return lines + ["last turn: none yet"] + [cut(line, columns) for line in now_lines]
