@@ -133,6 +133,20 @@ def test_a_piped_watch_is_refused_and_writes_no_cursor_escapes(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.parametrize("kind", ["file", "FIFO"])
+def test_a_watched_state_folder_that_is_a_file_is_not_said_missing(tmp_path, kind):
+    """`report --watch --state-dir FILE` (a session's events.jsonl given for the folder)
+    said 'FILE does not exist.' of a file that is there."""
+    path = tmp_path / "events.jsonl"
+    if kind == "file":
+        path.write_text("")
+    else:
+        os.mkfifo(path)
+    done = run_report("--state-dir", str(path), "--watch")
+    first = done.stderr.splitlines()[0]
+    assert done.returncode == 2 and first.endswith(f"{path} is not a folder."), done.stderr
+
+
 # -- The demo's ids -----------------------------------------------------------------------
 
 

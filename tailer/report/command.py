@@ -480,7 +480,10 @@ def _turns_counted(figures) -> str:
 
 
 def _nothing_found(state_dir: Path, *, exists: bool) -> int:
-    why = "has no session logs (*/events.jsonl)" if exists else "does not exist"
+    if exists:
+        why = "has no session logs (*/events.jsonl)"
+    else:  # --watch refuses what is there but no folder (a session's events.jsonl)
+        why = "is not a folder" if os.path.exists(state_dir) else "does not exist"
     print(
         f"hydrafusion-tailer report: {printable(str(state_dir))} {why}.\n"
         "  Copilot CLI keeps its sessions in ~/.copilot/session-state (or "
