@@ -91,6 +91,22 @@ def test_watch_redraws_in_place_as_turns_arrive(tmp_path):
     assert len(frames) < len(calls)  # nothing new, nothing drawn
 
 
+def test_a_watch_ended_before_its_first_frame_takes_its_reading_line_away(tmp_path):
+    """Ctrl-C, or a worker killed, while the first pass reads: the shell's prompt, or the
+    error's one line, came on the line of 'reading the session logs...', glued to it
+    ('reading the session logs...hydrafusion-tailer report: a process reading ...')."""
+    Session(tmp_path).add(1)
+
+    def stopped():
+        raise KeyboardInterrupt
+
+    out = io.StringIO()
+    assert watch(tmp_path, Selection(), {}, out, color=False, on_pass=stopped,
+                 watcher=SessionWatcher(tmp_path, use_inotify=False)) == 0
+    assert out.getvalue().endswith("reading the session logs..." + report_live.CLEAR_LINE_END
+                                   + "\r" + report_live.CLEAR_LINE_END + report_live.SHOW_CURSOR)
+
+
 def test_only_what_is_new_is_read(tmp_path, monkeypatch):
     session = Session(tmp_path)
     session.add(5)

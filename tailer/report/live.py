@@ -339,8 +339,12 @@ def watch(state_dir: Path, selection: Selection, filters: dict[str, str], out: T
         except KeyboardInterrupt:
             return 0
         finally:
+            # Ended before a frame was begun (Ctrl-C, a worker killed in the first pass): the
+            # reading line goes, so that the shell's prompt or the error's line starts a line
+            # of its own. Not `drawn`, set only once a frame is written: a stop landing just
+            # after the first frame would add this after it.
             try:
-                out.write(SHOW_CURSOR)
+                out.write(("" if table_text is not None else "\r" + CLEAR_LINE_END) + SHOW_CURSOR)
                 out.flush()
             except OSError:
                 pass  # the terminal hung up: no cursor to show, and nobody to tell
