@@ -107,6 +107,30 @@ def test_a_watch_ended_before_its_first_frame_takes_its_reading_line_away(tmp_pa
                                    + "\r" + report_live.CLEAR_LINE_END + report_live.SHOW_CURSOR)
 
 
+def test_what_the_watch_has_to_say_comes_under_its_last_frame(tmp_path, monkeypatch):
+    """A damaged cache's one line was written to the terminal just before the first frame,
+    which wiped it at once: on a terminal, nobody ever read it. It comes once the watch
+    ends, under the frame left on screen."""
+    state = tmp_path / "state"
+    Session(state).add(1)
+    cache_path = tmp_path / "cache.json"
+    cache_path.write_bytes(b"not a cache")
+    terminal = io.StringIO()  # stdout and stderr on one terminal, as a user has them
+    monkeypatch.setattr(sys, "stderr", terminal)
+    passes = []
+
+    def second_pass_stops():
+        passes.append(1)
+        if len(passes) == 2:
+            raise KeyboardInterrupt
+
+    assert watch(state, Selection(), {}, terminal, color=False, on_pass=second_pass_stops,
+                 watcher=SessionWatcher(state, use_inotify=False), cache_path=cache_path) == 0
+    shown = terminal.getvalue()
+    said = "hydrafusion-tailer report: the cache is damaged: ignored, and made again"
+    assert shown.count(said) == 1 and shown.index(said) > shown.rindex(CURSOR_HOME), shown
+
+
 def test_only_what_is_new_is_read(tmp_path, monkeypatch):
     session = Session(tmp_path)
     session.add(5)

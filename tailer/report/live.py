@@ -305,6 +305,7 @@ def watch(state_dir: Path, selection: Selection, filters: dict[str, str], out: T
                      cache_path=cache_path, workers=jobs)
     _draw(out, HIDE_CURSOR + CURSOR_HOME + CLEAR_BELOW + "reading the session logs..." + CLEAR_LINE_END)
     drawn = tabled = table_text = None
+    said: list[str] = []  # printed now, each line would be wiped by the next frame at once
     stops = [0]  # how many times Ctrl-Z stopped the watch: fg draws the frame again
     with _cursor_shown_while_stopped(out, stops):
         try:
@@ -313,7 +314,7 @@ def watch(state_dir: Path, selection: Selection, filters: dict[str, str], out: T
                     on_pass()
                 live.poll(PASS_S)
                 if live.cache_problem is not None:
-                    print(f"hydrafusion-tailer report: {live.cache_problem}", file=sys.stderr)
+                    said.append(f"hydrafusion-tailer report: {live.cache_problem}")
                     live.cache_problem = None
                 size = terminal_size()
                 now = datetime.fromtimestamp(clock(), timezone.utc)
@@ -349,6 +350,9 @@ def watch(state_dir: Path, selection: Selection, filters: dict[str, str], out: T
             except OSError:
                 pass  # the terminal hung up: no cursor to show, and nobody to tell
             live.close()
+            for line in said:  # under the frame left on screen
+                with contextlib.suppress(OSError):
+                    print(line, file=sys.stderr)
 
 
 def _draw(out: TextIO, text: str) -> None:
