@@ -561,3 +561,32 @@ def test_a_watch_whose_terminal_closed_under_nohup_ends_quietly(tmp_path):
         if leader is not None:
             os.close(leader)
     assert (code, process.stderr.read().decode()) == (0, "")
+
+
+def test_a_watch_follows_its_terminal_made_smaller_though_lines_and_columns_are_set(tmp_path):
+    """$LINES and $COLUMNS exported (as some shells and multiplexers leave them) hold the
+    size the terminal had when the watch began: made smaller, the frame was still drawn for
+    that size, wrapped and scrolled, where a terminal's own width is the rule."""
+    Session(tmp_path).add(2)
+    process, leader = start_on_a_terminal(
+        "report", "--state-dir", str(tmp_path), "--watch", "--no-cache", rows=30, columns=100,
+        env=tailer_env(LINES="30", COLUMNS="100"))
+    try:
+        first = read_until(leader, lambda out: b"\x1b[J" in out.partition(b"Ctrl-C quits")[2])
+        assert b"Ctrl-C quits" in first, "no whole frame drawn within a minute"
+        fcntl.ioctl(leader, termios.TIOCSWINSZ, struct.pack("HHHH", 15, 60, 0, 0))
+
+        def drawn_small(out):
+            frames = frames_of(out.decode(errors="replace"))
+            return frames and frames[-1].endswith(CLEAR_BELOW) and frames[-1].count("\n") <= 14
+
+        resized = read_until(leader, drawn_small, 15)
+        process.send_signal(signal.SIGINT)
+        assert process.wait(timeout=60) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+        os.close(leader)
+    assert drawn_small(resized), "the frame was not drawn again for 15 x 60"
+    for line in frames_of(resized.decode(errors="replace"))[-1].split("\r\n"):
+        assert len(re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", line)) <= 60, line

@@ -21,6 +21,7 @@ on screen and exits with 0.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import shutil
 import signal
@@ -290,7 +291,7 @@ def head_lines(live: LiveTurns, answered: list[TurnRow], now: datetime, columns:
 
 def watch(state_dir: Path, selection: Selection, filters: dict[str, str], out: TextIO, *,
           color: bool, zone: tzinfo | None = None, on_pass: Callable[[], object] | None = None,
-          terminal_size: Callable[[], os.terminal_size] = shutil.get_terminal_size,
+          terminal_size: Callable[[], os.terminal_size] | None = None,
           clock: Callable[[], float] = time.time, watcher: SessionWatcher | None = None,
           cache_path: Path | None = None, jobs: int | None = None) -> int:
     """Redraw `out` whenever a turn finishes, a turn starts, a turn in flight moves on (a
@@ -298,9 +299,11 @@ def watch(state_dir: Path, selection: Selection, filters: dict[str, str], out: T
     minute changes (the live line says how long ago the last turn was); until Ctrl-C.
     A record appended to a log is on screen within a pass: the watcher wakes as it comes.
     Raises TerminalGone when the terminal went away and no signal ended the watch.
+    `terminal_size` gives the size to draw for (None: `out`'s terminal's, see _size_of).
 
     Only a change the table shows makes the table again: the minute's redraw of an idle
     watch over thousands of turns costs the live lines alone."""
+    terminal_size = terminal_size or functools.partial(_size_of, out)
     live = LiveTurns(state_dir, selection, zone=zone, watcher=watcher, clock=clock,
                      cache_path=cache_path, workers=jobs)
     _draw(out, HIDE_CURSOR + CURSOR_HOME + CLEAR_BELOW + "reading the session logs..." + CLEAR_LINE_END)
@@ -353,6 +356,18 @@ def watch(state_dir: Path, selection: Selection, filters: dict[str, str], out: T
             for line in said:  # under the frame left on screen
                 with contextlib.suppress(OSError):
                     print(line, file=sys.stderr)
+
+
+def _size_of(out: TextIO) -> os.terminal_size:
+    """The size of the terminal `out` is on, as it is now; shutil's answer ($COLUMNS and
+    $LINES, else 80 x 24) only where the terminal gives none. Not shutil's first: $COLUMNS
+    and $LINES, where a shell exports them, hold the size the watch began with, and a frame
+    drawn for it wraps and scrolls once the terminal is made smaller."""
+    try:
+        size = os.get_terminal_size(out.fileno())
+    except (OSError, ValueError):  # no terminal, or a closed one
+        return shutil.get_terminal_size()
+    return size if size.columns and size.lines else shutil.get_terminal_size()
 
 
 def _draw(out: TextIO, text: str) -> None:
