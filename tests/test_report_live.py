@@ -8,6 +8,7 @@ import os
 import pty
 import re
 import select
+import shutil
 import signal
 import struct
 import subprocess
@@ -128,6 +129,30 @@ def test_what_the_watch_has_to_say_comes_under_its_last_frame(tmp_path, monkeypa
                  watcher=SessionWatcher(state, use_inotify=False), cache_path=cache_path) == 0
     shown = terminal.getvalue()
     said = "hydrafusion-tailer report: the cache is damaged: ignored, and made again"
+    assert shown.count(said) == 1 and shown.index(said) > shown.rindex(CURSOR_HOME), shown
+
+
+def test_what_the_reading_stages_warn_of_comes_under_the_last_frame_too(tmp_path, monkeypatch):
+    """The watcher's warnings (a state folder or a session's folder that cannot be listed)
+    went to stderr through logging's last resort, without the command's name, where the
+    next frame wiped them at once. They come with the watch's own lines when it ends."""
+    state = tmp_path / "state"
+    Session(state).add(1)
+    terminal = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    passes = []
+
+    def folder_removed_then_stopped():
+        passes.append(1)
+        if len(passes) == 2:
+            shutil.rmtree(state)
+        if len(passes) == 4:
+            raise KeyboardInterrupt
+
+    assert watch(state, Selection(), {}, terminal, color=False, on_pass=folder_removed_then_stopped,
+                 watcher=SessionWatcher(state, use_inotify=False)) == 0
+    shown = terminal.getvalue()
+    said = "hydrafusion-tailer report: cannot list the state directory: it does not exist\n"
     assert shown.count(said) == 1 and shown.index(said) > shown.rindex(CURSOR_HOME), shown
 
 

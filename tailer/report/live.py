@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import logging
 import os
 import shutil
 import signal
@@ -310,14 +311,14 @@ def watch(state_dir: Path, selection: Selection, filters: dict[str, str], out: T
     drawn = tabled = table_text = None
     said: list[str] = []  # printed now, each line would be wiped by the next frame at once
     stops = [0]  # how many times Ctrl-Z stopped the watch: fg draws the frame again
-    with _cursor_shown_while_stopped(out, stops):
+    with _cursor_shown_while_stopped(out, stops), _warnings_kept_in(said):
         try:
             while True:
                 if on_pass is not None:
                     on_pass()
                 live.poll(PASS_S)
                 if live.cache_problem is not None:
-                    said.append(f"hydrafusion-tailer report: {live.cache_problem}")
+                    _keep_said(said, live.cache_problem)
                     live.cache_problem = None
                 size = terminal_size()
                 now = datetime.fromtimestamp(clock(), timezone.utc)
@@ -377,6 +378,38 @@ def _draw(out: TextIO, text: str) -> None:
         out.flush()
     except OSError as error:
         raise TerminalGone(error.strerror) from None
+
+
+def _keep_said(said: list[str], problem: str) -> None:
+    """Keep `problem` to be said when the watch ends, once however often it came."""
+    line = f"hydrafusion-tailer report: {printable(problem)}"
+    if line not in said:
+        said.append(line)
+
+
+class _KeptWarnings(logging.Handler):
+    """The reading stages' warnings (the watcher's: a folder that cannot be listed, inotify
+    refused), kept in `said` while the watch draws."""
+
+    def __init__(self, said: list[str]):
+        super().__init__(logging.WARNING)
+        self.said = said
+
+    def emit(self, record: logging.LogRecord) -> None:
+        _keep_said(self.said, record.getMessage())
+
+
+@contextlib.contextmanager
+def _warnings_kept_in(said: list[str]):
+    """The tailer's log warnings kept in `said` while the watch runs: with no handler they
+    went to stderr through logging's last resort, without the command's name, and the next
+    frame wiped them at once."""
+    logger, kept = logging.getLogger("tailer"), _KeptWarnings(said)
+    logger.addHandler(kept)
+    try:
+        yield
+    finally:
+        logger.removeHandler(kept)
 
 
 @contextlib.contextmanager
