@@ -1,5 +1,6 @@
 """`report --watch`: redrawn in place as turns arrive, reading only what is new."""
 
+import contextlib
 import fcntl
 import io
 import itertools
@@ -332,6 +333,20 @@ def read_until(fd, done, timeout=60):
     return output
 
 
+@contextlib.contextmanager
+def ended_by_ctrl_c(process, leader):
+    """What the test does with the watch on a terminal, then Ctrl-C, which ends it with 0;
+    whatever happens, the watch killed if still running and its terminal closed."""
+    try:
+        yield
+        process.send_signal(signal.SIGINT)
+        assert process.wait(timeout=60) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+        os.close(leader)
+
+
 def test_watch_on_a_terminal_ends_cleanly_on_ctrl_c(tmp_path):
     """The demo, watched in a real pseudo-terminal of 100 x 30, stopped by Ctrl-C."""
     leader, follower = pty.openpty()
@@ -370,7 +385,7 @@ def test_watch_demo_shows_the_replayed_turn_in_flight_until_it_ends(tmp_path):
     the turn is in the table. The first replayed turn is the first session's: a single."""
     process, leader = start_on_a_terminal("report", "--demo", "--watch", rows=40, columns=100,
                                           env=tailer_env(TMPDIR=str(tmp_path)))
-    try:
+    with ended_by_ctrl_c(process, leader):
         running = read_until(leader, lambda out: re.search(
             rb"now: 1 running\S*\r\n  \S+ \S+ single \d+s [1-9]\d* calls .*\r\n    \*primary\(gpt-5\.6-sol\)",
             out))
@@ -378,12 +393,6 @@ def test_watch_demo_shows_the_replayed_turn_in_flight_until_it_ends(tmp_path):
         assert b".primary\x1b" in running, "the turn was not seen before its first call"
         ended = read_until(leader, lambda out: b"now: nothing running" in out)
         assert b"now: nothing running" in ended, "the replayed turn did not end within a minute"
-        process.send_signal(signal.SIGINT)
-        assert process.wait(timeout=60) == 0
-    finally:
-        if process.poll() is None:
-            process.kill()
-        os.close(leader)
     frames = frames_of((running + ended).decode(errors="replace"))
     assert re.search(r"27 turns \(\+3 ordinary\), 6 sessions", frames[-1])
 
@@ -531,7 +540,7 @@ def test_ctrl_z_shows_the_cursor_and_fg_draws_the_whole_frame_again(tmp_path):
          "--no-cache"], cwd=ROOT, env=tailer_env(), stdin=follower, stdout=follower,
         stderr=subprocess.PIPE, process_group=0, preexec_fn=ctrl_c_quits)
     os.close(follower)
-    try:
+    with ended_by_ctrl_c(process, leader):
         output = read_until(leader, lambda out: b"\x1b[J" in out.partition(b"Ctrl-C quits")[2])
         assert b"Ctrl-C quits" in output, "no whole frame drawn within a minute"
         process.send_signal(signal.SIGTSTP)
@@ -543,12 +552,6 @@ def test_ctrl_z_shows_the_cursor_and_fg_draws_the_whole_frame_again(tmp_path):
         again = read_until(leader, lambda out: b"\x1b[J" in out.partition(b"Ctrl-C quits")[2], 10)
         hidden = again.find(report_live.HIDE_CURSOR.encode())
         assert 0 <= hidden < again.find(b"Ctrl-C quits"), "fg drew no frame, or left the cursor"
-        process.send_signal(signal.SIGINT)
-        assert process.wait(timeout=60) == 0
-    finally:
-        if process.poll() is None:
-            process.kill()
-        os.close(leader)
     assert "Traceback" not in process.stderr.read().decode()
 
 
@@ -596,22 +599,16 @@ def test_a_watch_follows_its_terminal_made_smaller_though_lines_and_columns_are_
     process, leader = start_on_a_terminal(
         "report", "--state-dir", str(tmp_path), "--watch", "--no-cache", rows=30, columns=100,
         env=tailer_env(LINES="30", COLUMNS="100"))
-    try:
+
+    def drawn_small(out):
+        frames = frames_of(out.decode(errors="replace"))
+        return frames and frames[-1].endswith(CLEAR_BELOW) and frames[-1].count("\n") <= 14
+
+    with ended_by_ctrl_c(process, leader):
         first = read_until(leader, lambda out: b"\x1b[J" in out.partition(b"Ctrl-C quits")[2])
         assert b"Ctrl-C quits" in first, "no whole frame drawn within a minute"
         fcntl.ioctl(leader, termios.TIOCSWINSZ, struct.pack("HHHH", 15, 60, 0, 0))
-
-        def drawn_small(out):
-            frames = frames_of(out.decode(errors="replace"))
-            return frames and frames[-1].endswith(CLEAR_BELOW) and frames[-1].count("\n") <= 14
-
         resized = read_until(leader, drawn_small, 15)
-        process.send_signal(signal.SIGINT)
-        assert process.wait(timeout=60) == 0
-    finally:
-        if process.poll() is None:
-            process.kill()
-        os.close(leader)
     assert drawn_small(resized), "the frame was not drawn again for 15 x 60"
     for line in frames_of(resized.decode(errors="replace"))[-1].split("\r\n"):
         assert len(re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", line)) <= 60, line
