@@ -220,6 +220,50 @@ def test_a_folder_moved_away_and_back_counts_its_turns_once(tmp_path, moved):
     live.close()
 
 
+def test_a_turn_whose_folder_moved_away_and_back_mid_turn_ends_as_its_log_says(tmp_path):
+    """A session's folder moved away mid-turn and back: the watch finished the turn
+    `incomplete` when the folder vanished, and kept it so when the log went on and the turn
+    completed (22 completed, 2 incomplete where the report said 23 and 1). A vanished log's
+    open turns wait as the daemon's tombstones do: for the log to come back, or for the
+    idle timeout."""
+    state = tmp_path / "state"
+    session = Session(state)
+    session.writer.cascade("mai-code-1.1-flash", "gpt-5.6-sol", verdict="accept")
+    lines = [line + "\n" for line in session.writer.lines()]
+    session.path.write_text("".join(lines[:-3]))
+    live = LiveTurns(state, Selection(), watcher=SessionWatcher(state, use_inotify=False),
+                     workers=1)
+    live.poll(0)
+    assert (live.turns, live.in_progress()) == ([], 1)
+    session.path.parent.rename(tmp_path / "away")
+    assert polled_until(live, lambda: live.sessions == 0)
+    assert (live.turns, live.in_progress()) == ([], 0)  # gone from "now", not finished
+    (tmp_path / "away").rename(session.path.parent)
+    with open(session.path, "a") as log:
+        log.write("".join(lines[-3:]))
+    assert polled_until(live, lambda: live.turns)
+    assert [turn.outcome for turn in live.turns] == ["completed"]
+    live.close()
+
+
+def test_a_turn_whose_folder_stays_gone_ends_incomplete_after_the_idle_timeout(tmp_path):
+    state = tmp_path / "state"
+    session = Session(state)
+    session.add(incomplete=True)  # the log ends inside a turn
+    now = [time.time()]
+    live = LiveTurns(state, Selection(), clock=lambda: now[0],
+                     watcher=SessionWatcher(state, use_inotify=False), workers=1)
+    live.poll(0)
+    assert (live.turns, live.in_progress()) == ([], 1)
+    shutil.rmtree(session.path.parent)
+    assert polled_until(live, lambda: live.sessions == 0)
+    assert live.turns == []
+    now[0] += IDLE_TIMEOUT_S
+    live.poll(0)
+    assert [turn.outcome for turn in live.turns] == ["incomplete"]
+    live.close()
+
+
 def test_a_state_folder_gone_is_said_on_screen_until_it_is_back(tmp_path):
     """The state folder removed or moved while watching: 'watching 0 sessions' over the
     turns already shown, and the one line saying why was written under the frame, where

@@ -42,7 +42,7 @@ from .read import Selection, SessionReader
 from .table import (PATTERN_SECTION, WORTH_SECTION, call_models, credits_text, kept_sections, leg_label, painter,
                     render_table, summary_sections)
 from .wrap import cut, flow
-from ..turns.assembly import Turn
+from ..turns.assembly import IDLE_TIMEOUT_S, Turn
 from ..copilot.watch import SessionWatcher
 
 CURSOR_HOME, CLEAR_LINE_END, CLEAR_BELOW = "\x1b[H", "\x1b[K", "\x1b[J"
@@ -82,6 +82,7 @@ class LiveTurns:
         self._last_end_ns = 0
         self._logs: dict[str, str] = {}  # session id -> its log's path, as the watcher gives it
         self._open: set[str] = set()  # sessions with turns still open
+        self._gone: dict[str, float] = {}  # session id -> when its log with open turns vanished
         self._first = True
         self._resume: dict[str, bytes] = {}  # session id -> its cached state's JSON, until it changes
         self._answered: list[TurnRow] | None = None  # until a pass reads or finishes something
@@ -108,7 +109,11 @@ class LiveTurns:
     def in_progress(self) -> int:
         """The wanted turns running now, the ones the "now" lines show: an answered prompt
         without fusion stays open until the next prompt, but is no longer in progress."""
-        return sum(1 for turn in self.rows.open_ones(self.reader.in_flight()) if self.selection.wants(turn))
+        return sum(1 for turn in self.rows.open_ones(self.reader.in_flight()) if self._shown(turn))
+
+    def _shown(self, turn: Turn) -> bool:
+        """Whether an open turn is shown: wanted, and its log not gone."""
+        return self.selection.wants(turn) and turn.session_id in self._logs
 
     def answered(self) -> list[TurnRow]:
         """The rows of the wanted turns that have answered but are still open (see the
@@ -116,13 +121,13 @@ class LiveTurns:
         may still change, and an idle watch makes none."""
         if self._answered is None:
             self._answered = [turn_row(turn, self.zone) for turn in self.rows.open_ones(self.reader.answered())
-                              if self.selection.wants(turn)]
+                              if self._shown(turn)]
         return self._answered
 
     def in_flight(self, now_ns: int) -> list[InFlightRow]:
         """The wanted turns open now, for the "now" section, in local time."""
         return [in_flight_row(turn, now_ns, self.zone) for turn in self.rows.open_ones(self.reader.in_flight())
-                if self.selection.wants(turn)]
+                if self._shown(turn)]
 
     def poll(self, timeout: float) -> None:
         """Wait up to `timeout` seconds for a log to change, and read what changed."""
@@ -138,13 +143,16 @@ class LiveTurns:
         for session_id, path in changes.appeared.items():
             if self.selection.wants_session(session_id) and session_id not in self._logs:
                 self._logs[session_id] = path
+                self._gone.pop(session_id, None)
                 changes.touched.add(session_id)
         for session_id in changes.vanished:
             if self._logs.pop(session_id, None) is not None:
-                # A cached state, if it has one, is kept (it holds no open turn): a log
-                # that comes back (its folder moved away and back) is read on from there,
-                # its turns not counted again from its start.
-                self._take(self.reader.finish(session_id))
+                # Kept as the daemon keeps a tombstone (tailer/turns/sessions.py): a log that
+                # comes back (its folder moved away and back) is read on from where it was,
+                # its turns not counted again, its open ones ended as the log ends them;
+                # those of a log that stays gone end `incomplete` after the idle timeout.
+                if session_id in self._open:
+                    self._gone[session_id] = self.clock()
                 self._open.discard(session_id)
         for session_id in sorted(changes.touched & self._logs.keys()):
             self._take(self._reader_of(session_id).read(session_id, Path(self._logs[session_id])))
@@ -215,6 +223,10 @@ class LiveTurns:
             if idle:
                 finished += idle
                 self._open.discard(session_id)
+        for session_id, gone_at in list(self._gone.items()):
+            if self.clock() - gone_at >= IDLE_TIMEOUT_S:
+                finished += self.reader.finish(session_id)
+                del self._gone[session_id]
         return finished
 
 
