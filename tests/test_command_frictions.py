@@ -147,6 +147,20 @@ def test_a_watched_state_folder_that_is_a_file_is_not_said_missing(tmp_path, kin
     assert done.returncode == 2 and first.endswith(f"{path} is not a folder."), done.stderr
 
 
+@pytest.mark.parametrize("output", ["file", "closed"])
+def test_a_watch_to_a_file_or_a_closed_output_is_not_said_piped(tmp_path, output):
+    """`report --watch > FILE` or `>&-` was refused as 'piped'."""
+    with open(tmp_path / "out.txt", "w") as file:
+        done = subprocess.run(
+            [sys.executable, "-m", "tailer", "report", "--state-dir", str(ROOT / "fixtures"),
+             "--watch"], cwd=ROOT, env=tailer_env(), stderr=subprocess.PIPE, text=True,
+            timeout=60, stdout=file if output == "file" else None,
+            preexec_fn=(lambda: os.close(1)) if output == "closed" else None)
+    assert done.returncode == 2
+    assert one_line(done) == ("hydrafusion-tailer report: --watch redraws a terminal, and the "
+                              "output is not one (a pipe, a file, closed): leave it out")
+
+
 # -- The demo's ids -----------------------------------------------------------------------
 
 

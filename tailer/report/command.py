@@ -317,8 +317,8 @@ def _report(args: argparse.Namespace, environ: dict[str, str], state_dir: Path,
         if not found:
             return _nothing_found(state_dir, exists=False)
         if not sys.stdout.isatty():
-            print("hydrafusion-tailer report: --watch redraws a terminal; piped, leave it out",
-                  file=sys.stderr)
+            print("hydrafusion-tailer report: --watch redraws a terminal, and the output is "
+                  "not one (a pipe, a file, closed): leave it out", file=sys.stderr)
             return EXIT_USAGE
         from . import live  # imported by --watch alone: the inotify watcher costs start-up
 
