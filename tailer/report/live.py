@@ -109,7 +109,7 @@ class LiveTurns:
     def in_progress(self) -> int:
         """The wanted turns running now, the ones the "now" lines show: an answered prompt
         without fusion stays open until the next prompt, but is no longer in progress."""
-        return sum(1 for turn in self.rows.open_ones(self.reader.in_flight()) if self._shown(turn))
+        return len(self.rows.open_ones(filter(self._shown, self.reader.in_flight())))
 
     def _shown(self, turn: Turn) -> bool:
         """Whether an open turn is shown: wanted, and its log not gone."""
@@ -120,14 +120,14 @@ class LiveTurns:
         module docstring), made anew after a pass that read or finished something: they
         may still change, and an idle watch makes none."""
         if self._answered is None:
-            self._answered = [turn_row(turn, self.zone) for turn in self.rows.open_ones(self.reader.answered())
-                              if self._shown(turn)]
+            self._answered = [turn_row(turn, self.zone)
+                              for turn in self.rows.open_ones(filter(self._shown, self.reader.answered()))]
         return self._answered
 
     def in_flight(self, now_ns: int) -> list[InFlightRow]:
         """The wanted turns open now, for the "now" section, in local time."""
-        return [in_flight_row(turn, now_ns, self.zone) for turn in self.rows.open_ones(self.reader.in_flight())
-                if self._shown(turn)]
+        return [in_flight_row(turn, now_ns, self.zone)
+                for turn in self.rows.open_ones(filter(self._shown, self.reader.in_flight()))]
 
     def poll(self, timeout: float) -> None:
         """Wait up to `timeout` seconds for a log to change, and read what changed."""
