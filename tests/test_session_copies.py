@@ -26,6 +26,7 @@ from tailer.report.figures import TurnRow
 from tailer.report.gather import OnePerTurn, gather
 from tailer.report.live import LiveTurns
 from tailer.report.read import Selection
+from tailer.turns.reported import ReportedTurns
 from tailer.turns.sessions import Tailer
 from tailerproc import ROOT, tailer_env
 
@@ -225,3 +226,16 @@ def test_of_two_rows_of_a_turn_the_fuller_is_kept():
         for each in rows:
             one.add(each)
         assert [r.session_id for r in one.rows] == [kept]
+
+
+def test_a_checkpoint_of_many_finished_turns_is_read_at_once():
+    """Each session's checkpoint keeps its last 4,096 turn keys: 150 sessions hold 600,000,
+    of which the last 200,000 are kept. Forgotten one at a time from the front of a dict,
+    each deletion looked past the ones before: the daemon's start took minutes."""
+    sessions = [(f"session-{number}", [f"fusion-{number}-{turn}" for turn in range(4096)])
+                for number in range(150)]
+    started = time.monotonic()
+    reported = ReportedTurns(sessions)
+    assert time.monotonic() - started < 5
+    assert "fusion-149-4095" in reported and "fusion-101-4095" in reported
+    assert "fusion-0-0" not in reported and "fusion-100-4095" not in reported
