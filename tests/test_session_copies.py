@@ -18,6 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tailer.commands import scrub
 from tailer.copilot.files import find_logs
 from tailer.copilot.watch import SessionWatcher
 from tailer.outputs.exposition import Registry
@@ -239,3 +240,19 @@ def test_a_checkpoint_of_many_finished_turns_is_read_at_once():
     assert time.monotonic() - started < 5
     assert "fusion-149-4095" in reported and "fusion-101-4095" in reported
     assert "fusion-0-0" not in reported and "fusion-100-4095" not in reported
+
+
+
+@pytest.mark.parametrize("name", ["00-copy", f"{SESSION}.bak"], ids=["first", "last"])
+def test_a_scrubbed_copy_is_still_counted_once(state, tmp_path, name):
+    """scrub gave each session's ids fresh replacements of its own: a copy's turns came out
+    under new ids, other turns to every command reading the scrubbed folder (the fixtures'
+    29 turns became 34)."""
+    truth = report_rows(state)
+    daemon_truth = daemon_turns(state)[0]
+    shutil.copytree(state / SESSION, state / name)
+    scrub.scrub_tree(state, tmp_path / "scrubbed")
+    rows = report_rows(tmp_path / "scrubbed")
+    assert sorted(rows.values()) == sorted(truth.values())
+    daemon = daemon_turns(tmp_path / "scrubbed")[0]
+    assert sorted(outcome for _, _, outcome in daemon) == sorted(outcome for _, _, outcome in daemon_truth)

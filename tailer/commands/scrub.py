@@ -27,7 +27,8 @@ boolean, or a string that is a code of the field's kind (tailer/codes.py: an enu
 model or tool name, a version); any other string becomes `other`, and an entry of a map
 keyed by model or tool names whose name is no such name is dropped.
 
-Ids are replaced, consistently across a session, so nothing links a shared file to its
+Ids are replaced, consistently across the sessions scrubbed (a copy of a session keeps
+its turns' ids, and is counted once as in SRC), so nothing links a shared file to its
 original: the session id (folder name, `sessionId`, the keys of a shutdown's accounting
 watermarks) and event ids get fresh uuids, each `fusionId` a fresh `fusion-<uuid>` that
 every id derived from it (`<fusionId>:phase:0`, `<fusionId>:route`, ...) follows, and tool
@@ -81,11 +82,15 @@ class IdMap:
 
     `pin` fixes a replacement in advance, so a caller can splice a rewritten event into a
     log of its own (the demo uses it to chain replayed turns onto its session).
+
+    `known`, the replacements made so far, may be shared by the maps of several sessions:
+    a copy of a session's folder (cp -r ID ID.bak) holds its turns again, known by their
+    ids, and replaced apart they would be other turns to every command reading the copy.
     """
 
-    def __init__(self, rng: random.Random):
+    def __init__(self, rng: random.Random, known: dict[tuple[str, str], str] | None = None):
         self._rng = rng
-        self._new: dict[tuple[str, str], str] = {}
+        self._new = {} if known is None else known
 
     def replace(self, kind: str, old: str) -> str:
         if kind != Kept.FUSION_ID:
@@ -295,9 +300,10 @@ def _scrub_logs(logs: dict[str, Path], dst: Path, seed: str, summary: Summary,
                 written: list[Path]) -> None:
     """Scrub each log into `dst`, counting into `summary`; each session folder made is
     added to `written` with its log written whole (stops.held)."""
+    known: dict[tuple[str, str], str] = {}  # every session's: see IdMap
     for session_id, path in sorted(logs.items()):
         # Its bytes: a name in another encoding has no UTF-8 (the same seed for one that has).
-        ids = IdMap(random.Random(os.fsencode(f"{seed}\n{session_id}")))
+        ids = IdMap(random.Random(os.fsencode(f"{seed}\n{session_id}")), known)
         session = SessionLog(session_id, path, every_line=True)
         lines = []
         for obj in read_events(session):
