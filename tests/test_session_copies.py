@@ -11,7 +11,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from datetime import timezone
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
@@ -29,6 +29,7 @@ from tailer.report.live import LiveTurns
 from tailer.report.read import Selection
 from tailer.turns.reported import ReportedTurns
 from tailer.turns.sessions import Tailer
+from sessiongen import SessionWriter
 from tailerproc import ROOT, tailer_env
 
 FIXTURES = ROOT / "fixtures"
@@ -256,3 +257,31 @@ def test_a_scrubbed_copy_is_still_counted_once(state, tmp_path, name):
     assert sorted(rows.values()) == sorted(truth.values())
     daemon = daemon_turns(tmp_path / "scrubbed")[0]
     assert sorted(outcome for _, _, outcome in daemon) == sorted(outcome for _, _, outcome in daemon_truth)
+
+
+def test_a_copys_cut_turn_read_a_backfill_pass_before_its_session_gives_way(state):
+    """The daemon reads a backfill 50 turns a pass (service.TURNS_PER_PASS) and, after each,
+    finished the open turns of the logs idle for the idle timeout: a copy made a day ago
+    while a turn ran, read in a pass before the session, had its cut turn finished
+    `incomplete` and counted as its own, where the session completed it (as the report
+    says)."""
+    writer = SessionWriter("10-busy", datetime(2026, 10, 1, tzinfo=timezone.utc))
+    for _ in range(60):  # read between the copy and the session: the first pass's budget
+        writer.single("gpt-5.6-sol")
+    writer.shutdown()
+    writer.write(state)
+    key = copy_cut_before_last_rollup(state, "00-copy")
+    a_day_ago = time.time() - 86400
+    for log in state.glob("*/events.jsonl"):
+        os.utime(log, (a_day_ago, a_day_ago))
+    assert report_rows(state)[key][0] == "completed"
+    tailer = Tailer(state, metrics=Metrics(Registry()), from_start=True, idle_timeout_s=1800,
+                    watcher=SessionWatcher(state, use_inotify=False))
+    try:
+        found = []
+        while not tailer.caught_up or not found:
+            found += tailer.poll(turn_budget=50).turns
+    finally:
+        tailer.close()
+    assert [(turn.session_id, turn.outcome) for turn in found if turn.key == key] == [(SESSION, "completed")]
+    assert len(found) == len(report_rows(state))

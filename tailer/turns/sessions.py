@@ -272,11 +272,15 @@ class Tailer:
         """Finish the open turns of sessions whose log has not changed for the idle timeout,
         and of tombstones gone for as long.
 
-        A log a pass left half read is not idle, however old: the rest of its open turns is
-        still to be read.
+        None while a pass left logs unread (a backfill goes 50 turns a pass): a log half
+        read is not idle, however old, and a log still to read may hold the same turn,
+        finished (a copy of a session made while the turn ran, cut in it, gives way to the
+        session that finished it: ReportedTurns keeps the first finished).
         """
+        if self._unread:
+            return
         now = self.clock()
-        for session_id in self._with_open_turns - self._unread:
+        for session_id in list(self._with_open_turns):  # each finished is discarded
             finished = self.sessions[session_id].finish_if_idle(now, self.idle_timeout_s)
             if finished:
                 self._finished(finished, done)
