@@ -285,3 +285,21 @@ def test_a_copys_cut_turn_read_a_backfill_pass_before_its_session_gives_way(stat
         tailer.close()
     assert [(turn.session_id, turn.outcome) for turn in found if turn.key == key] == [(SESSION, "completed")]
     assert len(found) == len(report_rows(state))
+
+
+def test_a_copy_cut_in_a_turn_then_continued_gives_way_in_one_pass(state):
+    """A copy made while a turn ran, then resumed on its own (a prompt of its own after the
+    cut), finishes the cut turn `incomplete` at that prompt: read first (its name before
+    the session's), the daemon counted that, where the session completed the turn, as the
+    report keeps it. Of the turns of one key finished in one pass the fuller is counted."""
+    key = copy_cut_before_last_rollup(state, "00-copy")
+    log = state / "00-copy" / "events.jsonl"
+    last = json.loads(log.read_bytes().splitlines()[-1])["timestamp"]
+    writer = SessionWriter("00-copy", datetime.fromisoformat(last.replace("Z", "+00:00")), seed="own")
+    own = writer.single("gpt-5.6-sol")
+    with log.open("a") as out:
+        out.writelines(line + "\n" for line in writer.lines()[1:])  # after its session.start
+    rows = report_rows(state)
+    assert rows[key][0] == "completed" and own.fusion_id in rows
+    daemon, _ = daemon_turns(state)
+    assert (key, SESSION, "completed") in daemon and len(daemon) == len(rows)

@@ -3,8 +3,9 @@
 A copy of a session's folder kept in the state folder (`cp -r ID ID.bak`), or a folder
 renamed while the daemon was stopped, holds that session's turns again, under the ids the
 CLI gave them (a fusionId, a prompt's event id: a turn's key), which no turn of another
-session has. Each key is reported by the session that finished it first; the report keeps
-one row per key by its own rule (tailer/report/gather.py's OnePerTurn).
+session has. Each key is reported by the session that finished it first (of a pass's, the
+fuller: `to_report`); the report keeps one row per key by the same rule
+(tailer/report/gather.py's OnePerTurn).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import logging
 from itertools import islice
 from typing import Iterable
 
-from .assembly import Turn
+from .assembly import INCOMPLETE_OUTCOME, Turn
 
 log = logging.getLogger("tailer")
 
@@ -42,6 +43,22 @@ class ReportedTurns:
     def __contains__(self, key: str) -> bool:
         return key in self._session_of
 
+    def to_report(self, turns: list[Turn]) -> list[Turn]:
+        """Of the turns one pass finished, those to report: of each key the fuller (not
+        `incomplete`, then more calls, else the first, as the report keeps its rows), unless
+        another session reported that key. A copy made while a turn ran, then resumed on
+        its own, finishes the turn cut short at its next prompt, maybe read before the
+        session that completed it."""
+        fuller: dict[str, Turn] = {}
+        for turn in turns:
+            if _fullness(turn) > _fullness(fuller.setdefault(turn.key, turn)):
+                fuller[turn.key] = turn
+        reported = [turn for turn in fuller.values() if self.first(turn)]
+        for turn in turns:
+            if turn is not fuller[turn.key]:
+                self.first(turn)  # names the copy in the log
+        return reported
+
     def first(self, turn: Turn) -> bool:
         """Whether `turn` is to be reported: no other session reported a turn of its key.
         The turn's key is then its session's."""
@@ -59,3 +76,7 @@ class ReportedTurns:
     def _forget_oldest(self) -> None:
         while len(self._session_of) > MAX_KEYS:
             del self._session_of[next(iter(self._session_of))]
+
+
+def _fullness(turn: Turn) -> tuple[bool, int]:
+    return turn.outcome != INCOMPLETE_OUTCOME, len(turn.calls)

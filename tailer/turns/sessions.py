@@ -155,6 +155,7 @@ class Tailer:
                 continue
             self._read(session_id, session, done)
         self._finish_idle(done)
+        done.turns = self._reported.to_report(done.turns)
         self.metrics.sessions.set(None, len(self.sessions))
         open_turns = self._first_of_each(turn for session_id in self._with_open_turns
                                          for turn in self.sessions[session_id].turns.open_turns)
@@ -340,7 +341,7 @@ class Tailer:
         return list(first.values())
 
     def _finished(self, turns: list[Turn], done: Pass) -> None:
-        turns = [turn for turn in turns if self._reported.first(turn)]
+        """Note turns finished: the pass reports them at its end, one per key (to_report)."""
         done.finished(turns)
         if self._turns_left is not None:
             self._turns_left -= len(turns)
