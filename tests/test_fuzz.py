@@ -79,6 +79,14 @@ def _short_session(session_id: str) -> SessionWriter:
 # Built once: the sessions every example damages, with the turns they hold.
 BASES = [every_pattern("fuzz-every-pattern"), _short_session("fuzz-short")]
 BASE_LINES = [[line.encode() for line in writer.lines()] for writer in BASES]
+# The damaged-sessions test draws up to MAX_SESSIONS sessions, each of one of BASES: a base
+# drawn twice is written with ids of its own each time, two sessions, not a copy of one
+# (whose turns are counted once: tests/test_session_copies.py).
+MAX_SESSIONS = 3
+SESSION_BASES = [[every_pattern(f"fuzz-every-pattern-{number}"), _short_session(f"fuzz-short-{number}")]
+                 for number in range(MAX_SESSIONS)]
+SESSION_BASE_LINES = [[[line.encode() for line in writer.lines()] for writer in bases]
+                      for bases in SESSION_BASES]
 
 
 class _OneLineLog(logging.Handler):
@@ -271,7 +279,7 @@ def _log_bytes(entries: list[Entry], partial: bool) -> bytes:
 
 
 @FUZZ
-@given(st.lists(SESSION, min_size=1, max_size=3))
+@given(st.lists(SESSION, min_size=1, max_size=MAX_SESSIONS))
 def test_damaged_logs_cost_only_the_turns_they_damage(sessions):
     with tempfile.TemporaryDirectory() as temp:
         folder = Path(temp)
@@ -279,7 +287,7 @@ def test_damaged_logs_cost_only_the_turns_they_damage(sessions):
         state_dir.mkdir()
         expected, logs = {}, []
         for number, session in enumerate(sessions):
-            lines = BASE_LINES[session["base"]]
+            lines = SESSION_BASE_LINES[number][session["base"]]
             entries, partial = damage(lines, session["damage"])
             name = f"s{number}".encode() + (b"-\xff\xfe" if session["folder"] == "not_utf8" else b"")
             log = os.path.join(os.fsencode(state_dir), name, b"events.jsonl")
@@ -287,7 +295,7 @@ def test_damaged_logs_cost_only_the_turns_they_damage(sessions):
             data = _log_bytes(entries, partial)
             first = data[:int(len(data) * session["first_run_reads"])]
             logs.append((log, data, first, session["log_becomes"]))
-            for turn in BASES[session["base"]].expected:
+            for turn in SESSION_BASES[number][session["base"]].expected:
                 if session["log_becomes"] is None and intact(entries, lines, turn.fusion_id):
                     expected[(os.fsdecode(name), turn.fusion_id)] = turn
         for log, _, first, _ in logs:
