@@ -569,3 +569,15 @@ def test_every_log_file_is_reported_once_whatever_is_done_to_the_folders(ops):
         assert len(set(files)) == len(files)
         listed = {(status.st_dev, status.st_ino) for status in map(os.stat, find_logs(state_dir)[0].values())}
         assert set(files) == listed
+
+
+def test_a_loop_of_links_as_a_folder_is_named_as_find_logs_names_it(state_dir, watchers):
+    """`ln -s loop loop`: find_logs names it unreadable (the report, doctor, scrub); the
+    watcher said nothing of it (run, --watch)."""
+    (state_dir / "loop").symlink_to("loop")
+    write_log(state_dir, "s")
+    watcher = watchers(state_dir, use_inotify=False)
+    assert started(watcher).appeared.keys() == {"s"}
+    unreadable = find_logs(state_dir)[1]
+    assert watcher.unreadable.keys() == unreadable.keys() == {"loop"}
+    assert watcher.unreadable["loop"].errno == unreadable["loop"].errno == errno.ELOOP

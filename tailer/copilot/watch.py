@@ -462,7 +462,11 @@ class SessionWatcher:
 
 
 def _is_dir(entry: os.DirEntry) -> bool:
+    """Whether the entry may be a session folder: one that cannot be looked at (a loop of
+    links, a folder not to be entered) is, so that its check names why, as find_logs does."""
     try:
         return entry.is_dir()
-    except OSError:
+    except (FileNotFoundError, NotADirectoryError):
         return False
+    except OSError:
+        return True
