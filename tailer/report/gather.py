@@ -33,8 +33,9 @@ from ..printable import printable
 from ..private_files import NotPrivate
 from ..saved_state import parsed
 from ..turns import session_state
-from ..turns.assembly import IDLE_TIMEOUT_S, INCOMPLETE_OUTCOME, Turn
+from ..turns.assembly import IDLE_TIMEOUT_S, Turn
 from ..turns.in_flight import running
+from ..turns.reported import first_open_per_key, fullness
 from . import cache
 from .cache import LogEntry
 from .figures import Check, TurnRow, check_figures, row_from_data, turn_data
@@ -309,7 +310,7 @@ class OnePerTurn:
         if at is None:
             self._at[row.fusion_id] = len(self.rows)
             self.rows.append(row)
-        elif _fullness(row) > _fullness(self.rows[at]):
+        elif fullness(row.outcome, row.calls) > fullness(self.rows[at].outcome, self.rows[at].calls):
             self.rows[at] = row
         else:
             return False
@@ -318,11 +319,7 @@ class OnePerTurn:
 
     def open_ones(self, turns: Iterable[Turn]) -> list[Turn]:
         """Turns still open, one per key, none of a turn that has a row."""
-        first: dict[str, Turn] = {}
-        for turn in turns:
-            if turn.key not in self._at:
-                first.setdefault(turn.key, turn)
-        return list(first.values())
+        return first_open_per_key(turns, self._at)
 
     def drop_session(self, session_id: str) -> None:
         """Forget the rows of one session (its log is read again from its start)."""
@@ -330,10 +327,6 @@ class OnePerTurn:
         self.rows, self._at = [], {}
         for row in kept:
             self.add(row)
-
-
-def _fullness(row: TurnRow) -> tuple[bool, int]:
-    return row.outcome != INCOMPLETE_OUTCOME, row.calls
 
 
 def through_cache(cache_path: Path | None, logs: Mapping[str, Path | str], wanted: set[str], *, workers: int,

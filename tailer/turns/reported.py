@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 from itertools import islice
-from typing import Iterable
+from typing import Container, Iterable
 
 from .assembly import INCOMPLETE_OUTCOME, Turn
 
@@ -51,7 +51,8 @@ class ReportedTurns:
         session that completed it."""
         fuller: dict[str, Turn] = {}
         for turn in turns:
-            if _fullness(turn) > _fullness(fuller.setdefault(turn.key, turn)):
+            kept = fuller.setdefault(turn.key, turn)
+            if fullness(turn.outcome, len(turn.calls)) > fullness(kept.outcome, len(kept.calls)):
                 fuller[turn.key] = turn
         reported = [turn for turn in fuller.values() if self.first(turn)]
         for turn in turns:
@@ -78,5 +79,17 @@ class ReportedTurns:
             del self._session_of[next(iter(self._session_of))]
 
 
-def _fullness(turn: Turn) -> tuple[bool, int]:
-    return turn.outcome != INCOMPLETE_OUTCOME, len(turn.calls)
+def fullness(outcome: str, calls: int) -> tuple[bool, int]:
+    """How much of a turn a log holds, to keep the fuller of two records of one turn: a
+    copy made while the turn ran holds it cut short (`incomplete`, fewer calls)."""
+    return outcome != INCOMPLETE_OUTCOME, calls
+
+
+def first_open_per_key(open_turns: Iterable[Turn], counted: Container[str]) -> list[Turn]:
+    """Open turns, the first of each key, none of a key already `counted`: a copy of a log
+    made while a turn ran holds it open too."""
+    first: dict[str, Turn] = {}
+    for turn in open_turns:
+        if turn.key not in counted:
+            first.setdefault(turn.key, turn)
+    return list(first.values())

@@ -22,7 +22,7 @@ import logging
 import os
 import time
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Callable
 
 from ..copilot import event_records
 from ..copilot.lines import NotARegularFile
@@ -31,7 +31,7 @@ from ..copilot.problems import line_problem, rewritten_problem
 from .session_log import INTERNAL_ERROR, Read, SessionLog, finish_tombstone
 from .assembly import Turn
 from .in_flight import running
-from .reported import ReportedTurns
+from .reported import ReportedTurns, first_open_per_key
 from ..copilot.watch import SessionWatcher
 
 log = logging.getLogger("tailer")
@@ -157,8 +157,9 @@ class Tailer:
         self._finish_idle(done)
         done.turns = self._reported.to_report(done.turns)
         self.metrics.sessions.set(None, len(self.sessions))
-        open_turns = self._first_of_each(turn for session_id in self._with_open_turns
-                                         for turn in self.sessions[session_id].turns.open_turns)
+        open_turns = first_open_per_key((turn for session_id in self._with_open_turns
+                                         for turn in self.sessions[session_id].turns.open_turns),
+                                        self._reported)
         self.metrics.open_turns.set(None, len(open_turns))
         in_flight = list(filter(running, open_turns))
         self.metrics.show_in_flight(in_flight)
@@ -330,15 +331,6 @@ class Tailer:
             if (kind, name) not in self._warned_drift and len(self._warned_drift) < 1000:
                 self._warned_drift.add((kind, name))
                 log.warning("log format drift: %s: %s (the CLI may have changed)", kind, name)
-
-    def _first_of_each(self, open_turns: Iterable[Turn]) -> list[Turn]:
-        """Open turns, one per key, none already reported: a copy of a log made while a
-        turn ran holds it open too (ReportedTurns)."""
-        first: dict[str, Turn] = {}
-        for turn in open_turns:
-            if turn.key not in self._reported:
-                first.setdefault(turn.key, turn)
-        return list(first.values())
 
     def _finished(self, turns: list[Turn], done: Pass) -> None:
         """Note turns finished: the pass reports them at its end, one per key (to_report)."""
