@@ -13,7 +13,9 @@ from pathlib import Path
 from sessiongen import ExpectedTurn, SessionWriter
 from tailerproc import ROOT, tailer_env
 
-from tailer.report.figures import TurnJson, TurnRow, compact_json
+from tailer.report.figures import compact_json
+
+from tailer.report.rows import TurnJson, TurnRow
 from tailer.report.read import Selection, SessionReader
 
 MODELS = ("gpt-5.6-sol", "claude-sonnet-4.6", "gemini-3.1-pro", "mai-code-1.1-flash",

@@ -55,7 +55,7 @@ from tailer.outputs.exposition import Registry
 from tailer.outputs.metrics import MAX_MODELS, Metrics
 from tailer.outputs.otlp import encode_request
 from tailer.outputs.spans import turn_spans
-from tailer.report import figures
+from tailer.report import rows as report_rows
 from tailer.report.now import in_flight_row, render_now
 from tailer.turns.assembly import Turn
 
@@ -243,7 +243,7 @@ def read_run(state_dir: Path, saved: stages.Saved | None, clock: Clock) -> tuple
         export(turn)
         # The report's cache refuses a row it could not have made (its check as it loads
         # one): every row a log can give must pass it, or such a log's cache is never used.
-        figures.check_turn_rows([figures.turn_data(turn)])
+        report_rows.check_turn_rows([report_rows.turn_data(turn)])
     for line in metrics.registry.render_final().splitlines():
         assert line.startswith("#") or math.isfinite(float(line.rsplit(" ", 1)[1])), line
     return turns, {**state, "metrics": saved_series(metrics.registry), "pending": []}

@@ -36,7 +36,7 @@ from sessiongen import START, SessionWriter, whole_session
 from tailer import records
 from tailer.commands import doctor
 from tailer.outputs import logs
-from tailer.report import figures
+from tailer.report import figures, rows as report_rows
 from tailer.report import live
 from tailer.report import table as report_table
 from tailer.report import text as report_text
@@ -124,8 +124,8 @@ def hostile(value, name: str = "", keep: frozenset = frozenset()):
     if isinstance(value, dict):
         return {(hostile(key, "", keep) if name in NAMED_KEYS else key): hostile(item, "", keep)
                 for key, item in value.items()}
-    if isinstance(value, figures.TurnRow):
-        # Its model calls and tools are kept as JSON text (figures.TurnJson): made again of
+    if isinstance(value, report_rows.TurnRow):
+        # Its model calls and tools are kept as JSON text (rows.TurnJson): made again of
         # the hostile row and hostile calls and tools, as the report makes it.
         row = records.replace(value, **{
             field.name: hostile(getattr(value, field.name), field.name, keep)
@@ -146,7 +146,7 @@ def real_snapshot(tmp_path: Path) -> figures.Snapshot:
     writer.write(tmp_path / "state")
     reader = SessionReader()
     logs_ = session_logs(tmp_path / "state")
-    rows = [figures.turn_row(turn, timezone.utc)
+    rows = [report_rows.turn_row(turn, timezone.utc)
             for turn in wanted_turns(logs_, Selection(), reader)]
     return figures.snapshot(rows, now=START, tz=timezone.utc, sessions=1,
                                    skipped=reader.skipped(), filters={"model": "gpt"},

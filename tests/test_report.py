@@ -18,7 +18,8 @@ from tailer.commands import launch
 from tailer.copilot import events
 from tailer.report import command as report
 from tailer.copilot.files import session_logs
-from tailer.report.figures import check_figures, snapshot, turn_row
+from tailer.report.figures import check_figures, snapshot
+from tailer.report.rows import turn_row
 from tailer.report.read import Selection, SessionReader
 from tailer.turns.assembly import IDLE_TIMEOUT_S
 from tailerproc import ROOT, tailer_env

@@ -16,9 +16,9 @@ from hypothesis import given, settings, strategies as st
 from exposition_helpers import samples
 from report_helpers import turn_json
 from tailer.report.figures import (
-    GROUP_KEYS, GROUPINGS, AllUsage, CallRow, Headline, KindUsage, LegRow, ModelUse, Spend,
-    TurnJson, TurnRow, by_kind, headline, moment, snapshot, turn_row,
+    GROUP_KEYS, GROUPINGS, AllUsage, Headline, KindUsage, ModelUse, Spend, by_kind, headline, snapshot,
 )
+from tailer.report.rows import CallRow, LegRow, TurnJson, TurnRow, moment, turn_row
 from test_metrics import counted, turns_of
 
 
@@ -145,7 +145,7 @@ def test_a_moment_in_the_machines_zone_is_its_local_time(zone):
     script = textwrap.dedent("""
         import random
         from datetime import datetime, timezone
-        from tailer.report.figures import moment
+        from tailer.report.rows import moment
         draw = random.Random(7)
         for _ in range(20_000):
             at = draw.randrange(1_600_000_000 * 10**9, 1_900_000_000 * 10**9)

@@ -18,7 +18,8 @@ from sessiongen import START, SessionWriter, every_pattern, whole_session
 from tailer import records
 from tailer.commands import cli
 from tailer.copilot.files import session_logs
-from tailer.report.figures import check_figures, snapshot, turn_row
+from tailer.report.figures import check_figures, snapshot
+from tailer.report.rows import turn_row
 from tailer.report.read import Selection, SessionReader
 from tailer.report.table import render_table
 from tailer.report.text import CSV_COLUMNS, render_calls_csv, render_csv, render_json
@@ -222,7 +223,7 @@ def test_csv_cells_never_become_formulas(tmp_path):
 
 def test_a_turns_json_is_its_rows_fields_in_order(tmp_path):
     """The JSON copies each turn's model calls and tools from the text they are kept as
-    (figures.TurnJson): the same objects, in the same place, as the row's fields give (but
+    (rows.TurnJson): the same objects, in the same place, as the row's fields give (but
     `worth`, what only the worth figures read, never printed with the turn)."""
     every_pattern("detail").write(tmp_path)
     snap = snap_of(tmp_path)

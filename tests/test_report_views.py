@@ -18,7 +18,8 @@ from test_report import figures_of
 from tailer.copilot.event_records import Usage
 from tailer.report.html import render as render_html
 from tailer.copilot.files import session_logs
-from tailer.report.figures import check_figures, snapshot, turn_row
+from tailer.report.figures import check_figures, snapshot
+from tailer.report.rows import turn_row
 from tailer.report.read import Selection, SessionReader
 from tailer.report.table import render_table
 from tailer.report.text import render_calls_csv, render_csv, render_json

@@ -24,7 +24,8 @@ from report_helpers import wanted_turns
 from sessiongen import START, SessionWriter, priced_nano
 from tailer.copilot.files import session_logs
 from tailer.report import prices
-from tailer.report.figures import check_figures, snapshot, turn_row
+from tailer.report.figures import check_figures, snapshot
+from tailer.report.rows import turn_row
 from tailer.report.prices import Fit, call_sums
 from tailer.report.read import Selection, SessionReader
 

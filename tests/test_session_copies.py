@@ -23,7 +23,7 @@ from tailer.copilot.files import find_logs
 from tailer.copilot.watch import SessionWatcher
 from tailer.outputs.exposition import Registry
 from tailer.outputs.metrics import Metrics
-from tailer.report.figures import TurnRow
+from tailer.report.rows import TurnRow
 from tailer.report.gather import OnePerTurn, gather
 from tailer.report.live import LiveTurns
 from tailer.report.read import Selection

@@ -8,7 +8,8 @@ from hypothesis import given, strategies as st
 from tailer.copilot.event_records import ModelCall, Usage
 from tailer.report import turn_text
 from report_helpers import turn_json
-from tailer.report.figures import CallRow, LegRow, ToolRow, TurnRow, compact_json
+from tailer.report.figures import compact_json
+from tailer.report.rows import CallRow, LegRow, ToolRow, TurnRow
 from tailer.turns.assembly import AT_COMMIT, BETWEEN_CALLS, LIVE, ToolCall, call_start_ns
 
 TEXTS = st.text()
@@ -55,7 +56,7 @@ def turn_rows(draw) -> TurnRow:
 
 
 def call_row(turn_start_ns: int, call: ModelCall, leg: int | None) -> CallRow:
-    """What figures.CallRow says a call is."""
+    """What rows.CallRow says a call is."""
     usage = call.usage
     return CallRow(leg, call.model, (call_start_ns(call) - turn_start_ns) / 1e6, call.duration_ms,
                    usage.nano_aiu / 1e9 if call.credits_known else None, usage.uncached_input(),
@@ -64,7 +65,7 @@ def call_row(turn_start_ns: int, call: ModelCall, leg: int | None) -> CallRow:
 
 
 def tool_row(turn_start_ns: int, tool: ToolCall, leg: int | None) -> ToolRow:
-    """What figures.ToolRow says a tool call is."""
+    """What rows.ToolRow says a tool call is."""
     return ToolRow(leg, tool.name or "unknown", tool.success, (tool.start_ns - turn_start_ns) / 1e6,
                    (tool.end_ns - tool.start_ns) / 1e6, tool.timing)
 

@@ -12,7 +12,7 @@ written nowhere. The folder is made 0700 and the file 0600. Per session log it h
   (tailer/turns/session_state.py): the position with the digest of the bytes before it,
   the open turns' records, the keys of the finished turns, the ledgers; kept as its JSON,
   parsed only where the log is read on;
-- the rows of the turns it finished (figures.turn_data, in no time zone), the rows its open
+- the rows of the turns it finished (rows.turn_data, in no time zone), the rows its open
   turns give when finished as they stand, the CLI's totals checked, the damaged lines.
 
 Metadata only: what the report's JSON shows and what the daemon's checkpoint keeps.
@@ -20,7 +20,7 @@ Metadata only: what the report's JSON shows and what the daemon's checkpoint kee
 The file is a header line (what it is, the tailer's version, the cache format, the length
 of the entries, the CRC-32 of the entries, the CRC-32 of the texts); the entries, a line of
 JSON each, in which the log's state and each turn's JSON as the report prints it
-(figures.TurnJson, with its model calls and tools most of the bytes) are there by their
+(rows.TurnJson, with its model calls and tools most of the bytes) are there by their
 lengths only; then the texts one after another, an entry's state first. Loading it is one
 parse of the entries while another core checks the texts' CRC (the two took about as
 long), the texts never parsed nor copied, and a log is then looked at with one stat: a
@@ -66,7 +66,8 @@ from ..records import field, record
 from .. import __version__
 from ..private_files import NotARegularFile, PrivateFolder
 from ..saved_state import finite, mapping, parsed, sequence, text, whole
-from .figures import PRINTED_AT, Check, check_turn_rows
+from .figures import Check
+from .rows import PRINTED_AT, check_turn_rows
 
 KIND = "hydrafusion report cache"
 FORMAT = 11
@@ -128,7 +129,7 @@ class LogEntry:
     identity: list[int]  # device, inode, size, modification and change times (ns), before it was read
     seen_ns: int  # when the identity was looked at
     state: bytes  # the JSON of session_state.session_to_state: position, open turns, finished keys
-    turns: list[list]  # the finished turns' rows (figures.turn_data)
+    turns: list[list]  # the finished turns' rows (rows.turn_data)
     open_turns: list[list]  # the open turns' rows, finished as they stand
     checks: list[list]  # the CLI's totals checked (check_data)
     damaged_lines: int
@@ -157,7 +158,7 @@ class LogEntry:
 
 def checked(entries: list[LogEntry]) -> None:
     """ValueError unless every value of the `entries` is one a report makes: identities of
-    5 whole numbers, whole times and counts, rows of figures (figures.check_turn_rows),
+    5 whole numbers, whole times and counts, rows of figures (rows.check_turn_rows),
     checks of the CLI's totals as check_data makes them; so that nothing of an entry loaded
     can fail later. (Its state, parsed only where the log is read on or a turn of it is
     running, is checked there: session_state.check.)

@@ -35,10 +35,11 @@ from ..saved_state import parsed
 from ..turns import session_state
 from ..turns.assembly import IDLE_TIMEOUT_S, Turn
 from ..turns.in_flight import running
-from ..turns.reported import first_open_per_key, fullness
+from ..turns.copies import first_open_per_key, fullness
 from . import cache
 from .cache import LogEntry
-from .figures import Check, TurnRow, check_figures, row_from_data, turn_data
+from .figures import Check, check_figures
+from .rows import TurnRow, row_from_data, turn_data
 from .read import Selection, SessionReader
 
 # A worker starts as a copy of this process (the only way that does not run the command

@@ -20,7 +20,8 @@ from importlib import resources
 
 from ..turns import ledger_check
 from ..wording import counted
-from .figures import Snapshot, TurnRow
+from .figures import Snapshot
+from .rows import TurnRow
 
 # Tableau 10: distinct, and kind to the common colour-vision deficiencies.
 PALETTE = ("#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1",

@@ -36,7 +36,8 @@ from ..printable import printable
 from ..saved_state import parsed
 from ..wording import counted
 from . import cache, gather
-from .figures import Check, Snapshot, TurnRow, add_patterns, add_worth, check_figures, snapshot, turn_row
+from .figures import Check, Snapshot, add_patterns, add_worth, check_figures, snapshot
+from .rows import TurnRow, turn_row
 from .now import InFlightRow, in_flight_row, render_now
 from .read import Selection, SessionReader
 from .table import (PATTERN_SECTION, WORTH_SECTION, call_models, credits_text, kept_sections, leg_label, painter,

@@ -14,7 +14,7 @@ from typing import Callable
 
 from ..printable import printable
 from ..wording import counted
-from .figures import TurnRow
+from .rows import TurnRow
 from .read import Selection
 
 CLOSEST_SESSIONS = 3

@@ -14,7 +14,7 @@ from ..records import record
 from ..printable import one_column, printable
 from ..turns.assembly import Turn
 from ..turns.in_flight import RUNNING, in_flight
-from .figures import moment
+from .rows import moment
 from .read import report_pattern
 
 

@@ -15,7 +15,8 @@ from __future__ import annotations
 from ..printable import one_column, printable
 from ..wording import counted
 from ..turns import ledger_check
-from .figures import LegRow, Snapshot, Spend, TurnRow
+from .figures import Snapshot, Spend
+from .rows import LegRow, TurnRow
 from .wrap import commas, cut as _cut, fit as _fit, flow, prose as _prose
 
 BOLD, DIM, RED, GREEN, YELLOW, MAGENTA = "1", "2", "31", "32", "33", "35"

@@ -11,7 +11,8 @@ import json
 from typing import Iterator
 
 from ..printable import printable
-from .figures import Snapshot, TurnRow, compact_json
+from .figures import Snapshot, compact_json
+from .rows import TurnRow
 
 
 def render_json(snap: Snapshot) -> Iterator[bytes]:

@@ -1,4 +1,4 @@
-"""A turn's JSON text (figures.TurnJson), written from its row and its records.
+"""A turn's JSON text (rows.TurnJson), written from its row and its records.
 
 A month of logs has some 200,000 model calls and tools, and the JSON report prints each of
 them. Made as the dicts json.dumps writes (the general way, which the tests keep as
@@ -21,7 +21,7 @@ from ..turns.assembly import ToolCall, call_start_ns
 
 
 def printed(row, calls: list[str], tools: list[str]) -> tuple[bytes, int]:
-    """The text of the row (a figures.TurnRow) as json.dumps writes its fields, its model
+    """The text of the row (a rows.TurnRow) as json.dumps writes its fields, its model
     calls and tools the texts of call_text and tool_text; and where its start goes."""
     before = (f'{{"session_id":{_string(row.session_id)},"fusion_id":{_string(row.fusion_id)},'
               f'"kind":{_string(row.kind)},"model":{_string(row.model)},"start":')
@@ -37,7 +37,7 @@ def printed(row, calls: list[str], tools: list[str]) -> tuple[bytes, int]:
 
 
 def call_text(turn_start_ns: int, call: ModelCall, leg: int | None) -> str:
-    """A model call as a figures.CallRow's object: `leg`, the index of the leg it served."""
+    """A model call as a rows.CallRow's object: `leg`, the index of the leg it served."""
     usage = call.usage
     credits = _number(usage.nano_aiu / 1e9) if call.credits_known else "null"
     return (f'{{"leg":{_number(leg)},"model":{_string(call.model)},'
@@ -50,7 +50,7 @@ def call_text(turn_start_ns: int, call: ModelCall, leg: int | None) -> str:
 
 
 def tool_text(turn_start_ns: int, tool: ToolCall, leg: int | None) -> str:
-    """A tool call as a figures.ToolRow's object: `leg`, the index of the leg that ran it."""
+    """A tool call as a rows.ToolRow's object: `leg`, the index of the leg that ran it."""
     success = tool.success
     return (f'{{"leg":{_number(leg)},"name":{_string(tool.name or "unknown")},'
             f'"success":{"null" if success is None else _flag(success)},'
@@ -60,7 +60,7 @@ def tool_text(turn_start_ns: int, tool: ToolCall, leg: int | None) -> str:
 
 
 def _leg_text(leg) -> str:
-    """A figures.LegRow's object."""
+    """A rows.LegRow's object."""
     return (f'{{"kind":{_string(leg.kind)},"role":{_string(leg.role)},'
             f'"model":{_string(leg.model)},"status":{_string(leg.status)},'
             f'"verdict":{_text(leg.verdict)},"committed":{_flag(leg.committed)},'

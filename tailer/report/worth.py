@@ -58,7 +58,7 @@ def check_turn_worths(worths: list) -> None:
     would give prices no call ever had, and sums past any log's overflow the fit's floats).
 
     Checked a field at a time over every worth, each check a loop in C, as the rows'
-    figures are (figures.check_turn_rows): a watch of 10,000 sessions loads as many."""
+    figures are (rows.check_turn_rows): a watch of 10,000 sessions loads as many."""
     if set(map(type, worths)) - {list} or set(map(len, worths)) - {len(TurnWorth.__annotations__)}:
         raise ValueError("a cached turn's worth is not its four fields")
     answer_models, tokens, gates, calls = zip(*worths) if worths else ((),) * 4
@@ -75,7 +75,7 @@ def check_turn_worths(worths: list) -> None:
         raise ValueError("a cached turn's calls are not sums per model")
 
 
-# A turn's figures add up to below 2**63 (figures.check_turn_rows), so its token counts do,
+# A turn's figures add up to below 2**63 (rows.check_turn_rows), so its token counts do,
 # and a sum of products of them, or of their squares, stays below 2**126: prices.Fit's
 # floats then stay finite for the calls of any report.
 _COUNT_BOUND = 2**63
@@ -91,7 +91,7 @@ def _counts(lists: list, length: int, bound: int) -> bool:
 
 
 def turn_worth(turn: Turn) -> list:
-    """TurnWorth's fields for a finished turn, as JSON-able lists (figures.turn_data)."""
+    """TurnWorth's fields for a finished turn, as JSON-able lists (rows.turn_data)."""
     committed = next((leg for leg in turn.legs if turn.is_committed(leg)), None)
     tokens = None
     if committed is not None and turn.kind == "fusion":
@@ -224,7 +224,7 @@ class _Tally:
 def figures(rows: list, fusion: list, groupings: tuple[str, ...]) -> Worth:
     """The worth figures of the report's turns: `rows` every turn (the fit takes every call
     of known credits, ordinary prompts' too), `fusion` HydraFusion's in the order they
-    started (figures.TurnRow); by day, week, month and session only those in `groupings`.
+    started (rows.TurnRow); by day, week, month and session only those in `groupings`.
 
     One pass over the turns, each added to its part (the turns of one pattern, gate,
     policy version, day and, where asked for, session), in whole numbers; every grouping is

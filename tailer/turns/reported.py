@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import logging
 from itertools import islice
-from typing import Container, Iterable
+from typing import Iterable
 
-from .assembly import INCOMPLETE_OUTCOME, Turn
+from .assembly import Turn
+from .copies import fullness
 
 log = logging.getLogger("tailer")
 
@@ -77,19 +78,3 @@ class ReportedTurns:
     def _forget_oldest(self) -> None:
         while len(self._session_of) > MAX_KEYS:
             del self._session_of[next(iter(self._session_of))]
-
-
-def fullness(outcome: str, calls: int) -> tuple[bool, int]:
-    """How much of a turn a log holds, to keep the fuller of two records of one turn: a
-    copy made while the turn ran holds it cut short (`incomplete`, fewer calls)."""
-    return outcome != INCOMPLETE_OUTCOME, calls
-
-
-def first_open_per_key(open_turns: Iterable[Turn], counted: Container[str]) -> list[Turn]:
-    """Open turns, the first of each key, none of a key already `counted`: a copy of a log
-    made while a turn ran holds it open too."""
-    first: dict[str, Turn] = {}
-    for turn in open_turns:
-        if turn.key not in counted:
-            first.setdefault(turn.key, turn)
-    return list(first.values())

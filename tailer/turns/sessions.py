@@ -31,7 +31,8 @@ from ..copilot.problems import line_problem, rewritten_problem
 from .session_log import INTERNAL_ERROR, Read, SessionLog, finish_tombstone
 from .assembly import Turn
 from .in_flight import running
-from .reported import ReportedTurns, first_open_per_key
+from .copies import first_open_per_key
+from .reported import ReportedTurns
 from ..copilot.watch import SessionWatcher
 
 log = logging.getLogger("tailer")
