@@ -360,7 +360,7 @@ class SessionWriter:
 
         ``carry_totals``: the resumed run's shutdown totals the whole session, as CLI 1.0.102
         writes it; without, it totals the resumed run alone. The tailer checks the CLI's
-        totals either way (tailer/turns/assembly.py, Reconciliation)."""
+        totals either way (tailer/turns/reconciliation.py)."""
         self._flush()
         resumed = self._after(self._clock, 3_600_000, 6 * 3_600_000)
         self._emit(resumed, "session.resume", {"resumeTime": self._timestamp(resumed),

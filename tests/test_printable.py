@@ -36,7 +36,7 @@ from sessiongen import START, SessionWriter, whole_session
 from tailer import records
 from tailer.commands import doctor
 from tailer.outputs import logs
-from tailer.report import figures, rows as report_rows
+from tailer.report import checks as report_checks, figures, rows as report_rows
 from tailer.report import live
 from tailer.report import table as report_table
 from tailer.report import text as report_text
@@ -150,7 +150,7 @@ def real_snapshot(tmp_path: Path) -> figures.Snapshot:
             for turn in wanted_turns(logs_, Selection(), reader)]
     return figures.snapshot(rows, now=START, tz=timezone.utc, sessions=1,
                                    skipped=reader.skipped(), filters={"model": "gpt"},
-                                   checks=list(map(figures.check_figures, reader.reconciliations)))
+                                   checks=list(map(report_checks.check_figures, reader.reconciliations)))
 
 
 class StubLive:

@@ -18,7 +18,8 @@ from tailer.commands import launch
 from tailer.copilot import events
 from tailer.report import command as report
 from tailer.copilot.files import session_logs
-from tailer.report.figures import check_figures, snapshot
+from tailer.report.figures import snapshot
+from tailer.report.checks import check_figures
 from tailer.report.rows import turn_row
 from tailer.report.read import Selection, SessionReader
 from tailer.turns.assembly import IDLE_TIMEOUT_S
@@ -102,7 +103,6 @@ def test_headline_figures_follow_the_stack_definitions(tmp_path):
     head = figures_of(tmp_path).headline
     legs = [leg for turn in expected for leg in turn.legs]
     routed = [turn for turn in expected if turn.outcome != "route_failed"]
-    verdicts = [leg for leg in legs if leg.phase_kind == "judge" and leg.verdict]
     total = sum(leg.nano_aiu for leg in legs)
     assert head.turns == len(expected)
     assert head.credits == pytest.approx(total / 1e9)

@@ -11,7 +11,7 @@ import pytest
 from chromium import Browser, needs_chromium
 from sessiongen import START, SessionWriter, every_pattern, whole_session
 from tailer import records
-from tailer.report import figures as report_figures, rows as report_rows
+from tailer.report import checks as report_checks, figures as report_figures, rows as report_rows
 from tailer.report import html as report_html
 from tailer.copilot import event_values
 from tailer.copilot.files import session_logs
@@ -64,7 +64,7 @@ def snapshot_of(state_dir):
     turns = [report_rows.turn_row(turn, timezone.utc)
              for turn in wanted_turns(logs, Selection(), reader)]
     return report_figures.snapshot(turns, now=NOW, tz=timezone.utc, sessions=len(logs), skipped=reader.skipped(),
-                    checks=list(map(report_figures.check_figures, reader.reconciliations)))
+                    checks=list(map(report_checks.check_figures, reader.reconciliations)))
 
 
 def write_page(snap, path):

@@ -18,7 +18,8 @@ from sessiongen import START, SessionWriter, every_pattern, whole_session
 from tailer import records
 from tailer.commands import cli
 from tailer.copilot.files import session_logs
-from tailer.report.figures import check_figures, snapshot
+from tailer.report.figures import snapshot
+from tailer.report.checks import check_figures
 from tailer.report.rows import turn_row
 from tailer.report.read import Selection, SessionReader
 from tailer.report.table import render_table

@@ -18,7 +18,8 @@ from test_report import figures_of
 from tailer.copilot.event_records import Usage
 from tailer.report.html import render as render_html
 from tailer.copilot.files import session_logs
-from tailer.report.figures import check_figures, snapshot
+from tailer.report.figures import snapshot
+from tailer.report.checks import check_figures
 from tailer.report.rows import turn_row
 from tailer.report.read import Selection, SessionReader
 from tailer.report.table import render_table

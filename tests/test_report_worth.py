@@ -21,10 +21,11 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from report_helpers import wanted_turns
-from sessiongen import START, SessionWriter, priced_nano
+from sessiongen import START, SessionWriter
 from tailer.copilot.files import session_logs
 from tailer.report import prices
-from tailer.report.figures import check_figures, snapshot
+from tailer.report.figures import snapshot
+from tailer.report.checks import check_figures
 from tailer.report.rows import turn_row
 from tailer.report.prices import Fit, call_sums
 from tailer.report.read import Selection, SessionReader

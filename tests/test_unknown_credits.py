@@ -17,7 +17,6 @@ import json
 import re
 import shutil
 import tempfile
-import time
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -35,7 +34,8 @@ from tailer.copilot.files import session_logs
 from tailer.outputs.exposition import Registry
 from tailer.outputs.metrics import Metrics
 from tailer.outputs.spans import turn_spans
-from tailer.report.figures import check_figures, snapshot
+from tailer.report.figures import snapshot
+from tailer.report.checks import check_figures
 from tailer.report.rows import turn_row
 from tailer.report.read import Selection, SessionReader
 from tailer.report.text import render_calls_csv, render_csv, render_json

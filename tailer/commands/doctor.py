@@ -36,7 +36,7 @@ from ..printable import printable
 from ..stdout_gone import stdout_to_devnull
 from ..copilot.problems import folder_problem, no_event_problem, state_dir_missing, state_dir_problem
 from ..turns.session_log import Read, SessionLog
-from ..turns.assembly import Reconciliation
+from ..turns.reconciliation import Reconciliation
 from ..turns import ledger_check
 from ..turns.ledger_check import LedgerCheck
 

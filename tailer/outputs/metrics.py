@@ -29,7 +29,8 @@ from .. import __version__
 from . import copilot_otel
 from ..copilot.event_records import Event, NOT_CODE_FIELDS, REJECTING_VERDICTS, UnknownFusionEvent
 from .exposition import Registry
-from ..turns.assembly import Reconciliation, Turn
+from ..turns.assembly import Turn
+from ..turns.reconciliation import Reconciliation
 
 # The GenAI conventions' duration buckets (0.01 s doubling to 81.92 s), extended for
 # agentic turns that run for many minutes.

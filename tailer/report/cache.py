@@ -66,7 +66,7 @@ from ..records import field, record
 from .. import __version__
 from ..private_files import NotARegularFile, PrivateFolder
 from ..saved_state import finite, mapping, parsed, sequence, text, whole
-from .figures import Check
+from .checks import Check
 from .rows import PRINTED_AT, check_turn_rows
 
 KIND = "hydrafusion report cache"
@@ -187,7 +187,7 @@ def _within(numbers: list[int], low: int) -> bool:
 
 
 def _check_difference(difference: object) -> None:
-    """ValueError unless `difference` is one of a Check's, as figures.check_figures makes it."""
+    """ValueError unless `difference` is one of a Check's, as checks.check_figures makes it."""
     if mapping(difference, "a difference").keys() != {"model", "ours", "cli"}:
         raise ValueError("a difference is not a model and two sides")
     text(difference["model"], "a difference's model", limit=None)

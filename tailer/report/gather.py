@@ -38,7 +38,7 @@ from ..turns.in_flight import running
 from ..turns.copies import first_open_per_key, fullness
 from . import cache
 from .cache import LogEntry
-from .figures import Check, check_figures
+from .checks import Check, check_figures
 from .rows import TurnRow, row_from_data, turn_data
 from .read import Selection, SessionReader
 

@@ -36,7 +36,8 @@ from ..printable import printable
 from ..saved_state import parsed
 from ..wording import counted
 from . import cache, gather
-from .figures import Check, Snapshot, add_patterns, add_worth, check_figures, snapshot
+from .figures import Snapshot, add_patterns, add_worth, snapshot
+from .checks import Check, check_figures
 from .rows import TurnRow, turn_row
 from .now import InFlightRow, in_flight_row, render_now
 from .read import Selection, SessionReader

@@ -19,7 +19,8 @@ from ..copilot.problems import folder_problem
 from ..turns import session_state
 from ..turns.session_log import SessionLog
 from ..turns.assembly import IDLE_TIMEOUT_S
-from ..turns.assembly import Reconciliation, Turn
+from ..turns.assembly import Turn
+from ..turns.reconciliation import Reconciliation
 from ..turns.in_flight import running
 
 

@@ -18,7 +18,7 @@ the next routed turn, a new CLI run, the shutdown or the idle timeout.
 Each session also keeps a ledger of what its calls cost, per model, since the CLI run
 began (`session.start` or `session.resume`) and since the log began; the CLI's own
 totals (`session.shutdown`, `session.usage_checkpoint`) are checked against it
-(`Reconciliation`).
+(tailer/turns/reconciliation.py).
 
 Only durable events reach the log, and the CLI may crash or be killed anywhere, so a turn
 may lack its `resolved`, its rollup or some legs. A turn without a rollup is finished as
@@ -36,6 +36,7 @@ from ..copilot.event_records import (
     Resolved, RouteFailed, RunStarted, SessionEnded, SessionTotals, ToolCompleted, ToolStarted,
     Usage,
 )
+from .reconciliation import Reconciliation, reconcile
 
 TYPE_CHECKING = False  # typing costs the footer's start-up (copilot/lines.py)
 if TYPE_CHECKING:
@@ -516,64 +517,6 @@ class SessionContext:
     log_unpriced: set[str] = field(factory=set)
 
 
-ALL_MODELS = "all models"
-
-
-@record(frozen=True)
-class Reconciliation:
-    """Our sums next to the CLI's own totals for one run of a session.
-
-    `source` is `shutdown` or `usage_checkpoint`; `scope` says which ledger was compared:
-    `run` (since the CLI run began) or, when that one disagrees but the whole log's agrees,
-    `log` (a resumed run whose totals carry the earlier runs). `ours` and `theirs` are per
-    model, or under ALL_MODELS when the CLI gives credits only. `unpriced` names the models
-    whose credits in `ours` are unknown (see SessionContext): only their other figures
-    are compared.
-    """
-
-    session_id: str
-    source: str
-    time_ns: int
-    scope: str
-    ours: dict[str, Usage]
-    theirs: dict[str, Usage]
-    unpriced: frozenset[str] = frozenset()
-
-    @property
-    def agrees(self) -> bool:
-        return self._disagreeing() == []
-
-    def describe(self) -> str:
-        """One line naming the session and, per model that differs, both figures."""
-        if self.agrees:
-            return f"session {self.session_id}: our sums match the CLI's {self.source} totals"
-        parts = [
-            f"{model}: ours {_figures(self.ours.get(model, Usage()), model in self.unpriced)}, "
-            f"CLI {_figures(self.theirs.get(model, Usage()))}"
-            for model in self._disagreeing()
-        ]
-        return (f"session {self.session_id}: our sums differ from the CLI's {self.source} "
-                f"totals: " + "; ".join(parts))
-
-    def _disagreeing(self) -> list[str]:
-        found = []
-        for model in self.ours.keys() | self.theirs.keys():
-            ours, theirs = self.ours.get(model, Usage()), self.theirs.get(model, Usage())
-            if model in self.unpriced:
-                ours = replace(ours, nano_aiu=theirs.nano_aiu)
-            if ours != theirs:
-                found.append(model)
-        return sorted(found)
-
-
-def _figures(usage: Usage, unpriced: bool = False) -> str:
-    """`aiu>=` when some of the credits are unknown: ours are then at least that."""
-    aiu = f"aiu>={usage.aiu:.9g}" if unpriced else f"aiu={usage.aiu:.9g}"
-    return (f"{aiu} calls={usage.request_count} input={usage.input_tokens} "
-            f"output={usage.output_tokens} cache_read={usage.cache_read_tokens} "
-            f"cache_write={usage.cache_write_tokens}")
-
-
 class SessionTurns:
     """The open turns of one session, the ids of the ones already finished, its ledgers.
 
@@ -624,7 +567,11 @@ class SessionTurns:
             return []
         if isinstance(event, SessionTotals):
             finished = self.finish_open() if isinstance(event, SessionEnded) else []
-            self._reconcile(event)
+            context = self.context
+            check = reconcile(self.session_id, event, (("run", context.run, context.run_unpriced),
+                                                       ("log", context.log, context.log_unpriced)))
+            if check is not None:
+                self._checks.append(check)
             return finished
         if isinstance(event, RunStarted):
             finished = self.finish_open()
@@ -722,29 +669,6 @@ class SessionTurns:
                 if not credits_known:
                     unpriced.add(model)
 
-    def _reconcile(self, totals: SessionTotals) -> None:
-        """Check the CLI's totals against the run's ledger, else the whole log's.
-
-        Credits alone (a usage checkpoint) are not checked against a ledger holding calls
-        of unknown credits: there would be nothing left to compare."""
-        if totals.models is not None:
-            theirs, view = totals.models, dict
-        elif totals.nano_aiu is not None:
-            theirs, view = {ALL_MODELS: Usage(nano_aiu=totals.nano_aiu)}, _credits_only
-        else:
-            return
-        source = "shutdown" if isinstance(totals, SessionEnded) else "usage_checkpoint"
-        context = self.context
-        checks = [
-            Reconciliation(self.session_id, source, totals.time_ns, scope, view(ledger), theirs,
-                           frozenset(unpriced))
-            for scope, ledger, unpriced in (("run", context.run, context.run_unpriced),
-                                            ("log", context.log, context.log_unpriced))
-            if ledger is not None and not (unpriced and view is _credits_only)
-        ]
-        if checks:
-            self._checks.append(next((c for c in checks if c.agrees), checks[0]))
-
     def _turn(self, key: str, ordinary: bool = False) -> Turn | None:
         """The open turn for this key, a new one, or None when it was already finished."""
         if key in self._finished:
@@ -763,7 +687,3 @@ class SessionTurns:
         if self.context.awaiting_prompt == turn.key:
             self.context.awaiting_prompt = None
         return turn
-
-
-def _credits_only(ledger: dict[str, Usage]) -> dict[str, Usage]:
-    return {ALL_MODELS: Usage(nano_aiu=sum(usage.nano_aiu for usage in ledger.values()))}
