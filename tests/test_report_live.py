@@ -29,7 +29,9 @@ from tailer.report.live import CLEAR_BELOW, CURSOR_HOME, LiveTurns, head_lines, 
 from tailer.turns import session_log
 from tailer.turns.assembly import IDLE_TIMEOUT_S
 from tailer.report.read import Selection
-from tailer.copilot.watch import SessionWatcher
+from tailer.copilot.files import find_logs
+from tailer.copilot.watch import RELIST_EVERY_S, SessionWatcher
+from tailer.report.gather import gather
 from tailerproc import ROOT, ctrl_c_quits, start_on_a_terminal, tailer_env
 
 SIZE = os.terminal_size((100, 40))
@@ -247,6 +249,8 @@ def test_a_turn_whose_folder_moved_away_and_back_mid_turn_ends_as_its_log_says(t
 
 
 def test_a_turn_whose_folder_stays_gone_ends_incomplete_after_the_idle_timeout(tmp_path):
+    """Ended as the daemon ends a tombstone's turn, but shown only with its session: the
+    watch drew the row of a session it no longer counted, which no report would show."""
     state = tmp_path / "state"
     session = Session(state)
     session.add(incomplete=True)  # the log ends inside a turn
@@ -255,12 +259,15 @@ def test_a_turn_whose_folder_stays_gone_ends_incomplete_after_the_idle_timeout(t
                      watcher=SessionWatcher(state, use_inotify=False), workers=1)
     live.poll(0)
     assert (live.turns, live.in_progress()) == ([], 1)
-    shutil.rmtree(session.path.parent)
+    session.path.parent.rename(tmp_path / "away")
     assert polled_until(live, lambda: live.sessions == 0)
     assert live.turns == []
     now[0] += IDLE_TIMEOUT_S
     live.poll(0)
-    assert [turn.outcome for turn in live.turns] == ["incomplete"]
+    assert (live.turns, live.in_progress()) == ([], 0)
+    (tmp_path / "away").rename(session.path.parent)
+    assert polled_until(live, lambda: live.sessions == 1)
+    assert [turn.outcome for turn in live.turns] == ["incomplete"] and live.in_progress() == 0
     live.close()
 
 
@@ -656,3 +663,195 @@ def test_a_watch_follows_its_terminal_made_smaller_though_lines_and_columns_are_
     assert drawn_small(resized), "the frame was not drawn again for 15 x 60"
     for line in frames_of(resized.decode(errors="replace"))[-1].split("\r\n"):
         assert len(re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", line)) <= 60, line
+
+
+# The watch shows what a fresh report over the files present shows: turns, totals, sessions.
+
+FIXTURES = ROOT / "fixtures"
+COPIED = "645823d9-cfb3-4ca0-88f0-6322f06c06f9"  # three fusion turns (test_session_copies.py)
+OTHER = "c523b6e0-855f-4905-a475-81cf55b657a2"
+
+
+def seeing_all(state):
+    """A watcher that looks at every folder on each pass: its clock jumps past every
+    schedule (hot, sweep, listing) each time it is read, so one `poll(0)` sees all."""
+    ticks = itertools.count(0.0, RELIST_EVERY_S + 1)
+    return SessionWatcher(state, use_inotify=False, clock=lambda: next(ticks))
+
+
+def figures(row):
+    return row.fusion_id, row.session_id, row.outcome, row.calls, row.credits
+
+
+def reported(state):
+    """What a fresh one-shot report over the files in `state` now counts: its rows'
+    figures, its turns in flight and its sessions (as command._report gathers them)."""
+    try:
+        logs, _ = find_logs(state)
+    except FileNotFoundError:
+        logs = {}
+    gathered = gather(logs, set(logs), Selection(), timezone.utc, now=time.time(),
+                      cache_path=None, workers=1)
+    return sorted(map(figures, gathered.rows)), len(gathered.in_flight), len(logs)
+
+
+def shown(live):
+    """The same of what the watch shows: the table's rows (finished and answered turns),
+    the turns in progress, the sessions watched."""
+    return sorted(map(figures, live.turns + live.answered())), live.in_progress(), live.sessions
+
+
+def watching(state):
+    live = LiveTurns(state, Selection(), zone=timezone.utc, watcher=seeing_all(state), workers=1)
+    live.poll(0)
+    return live
+
+
+def as_reported(live, state):
+    """Poll once; whether the watch then shows what a fresh report does."""
+    live.poll(0)
+    return shown(live) == reported(state)
+
+
+@pytest.fixture
+def fixtures_state(tmp_path):
+    state = tmp_path / "state"
+    shutil.copytree(FIXTURES, state)
+    return state
+
+
+@pytest.mark.parametrize("how", ["folder moved away", "folder deleted, copied back", "log deleted"])
+def test_a_session_gone_leaves_the_view_and_comes_back_once(fixtures_state, tmp_path, how):
+    """A session's folder removed while watching: its turns stayed in the table and its
+    totals, under a count of sessions that no longer held it (the frame said 26 turns
+    where the report said 23). Put back, it is counted once, read on where it was."""
+    state, folder = fixtures_state, fixtures_state / COPIED
+    live = watching(state)
+    full = reported(state)
+    assert shown(live) == full and len(full[0]) == 29
+    if how == "folder moved away":
+        folder.rename(tmp_path / "away")
+    elif how == "folder deleted, copied back":
+        shutil.rmtree(folder)
+    else:
+        (folder / "events.jsonl").unlink()
+    assert as_reported(live, state) and len(shown(live)[0]) < 29
+    if how == "folder moved away":
+        (tmp_path / "away").rename(folder)
+    elif how == "folder deleted, copied back":
+        shutil.copytree(FIXTURES / COPIED, folder)
+    else:
+        shutil.copy(FIXTURES / COPIED / "events.jsonl", folder / "events.jsonl")
+    assert as_reported(live, state) and shown(live) == full
+    live.close()
+
+
+@pytest.mark.parametrize("how", ["removed", "moved away and back", "swapped"])
+def test_the_state_folder_gone_or_swapped_shows_what_is_there(fixtures_state, tmp_path, how):
+    """The state folder removed while watching: the frame said '26 turns, 0 sessions';
+    swapped for another, 132 turns where a fresh report said 106."""
+    state = fixtures_state
+    live = watching(state)
+    if how == "removed":
+        shutil.rmtree(state)
+        assert as_reported(live, state) and shown(live) == ([], 0, 0)
+        shutil.copytree(FIXTURES, state)  # made again: the same logs, other files
+    elif how == "moved away and back":
+        state.rename(tmp_path / "away")
+        assert as_reported(live, state) and shown(live) == ([], 0, 0)
+        (tmp_path / "away").rename(state)
+    else:
+        other = tmp_path / "other"
+        other.mkdir()
+        for name in (COPIED, "another"):  # one session of the same name, with other content
+            (other / name).mkdir()
+            shutil.copy(FIXTURES / OTHER / "events.jsonl", other / name / "events.jsonl")
+        state.rename(tmp_path / "away")
+        other.rename(state)
+        assert as_reported(live, state) and live.sessions == 2
+        state.rename(other)
+        (tmp_path / "away").rename(state)
+    assert as_reported(live, state) and len(shown(live)[0]) == 29
+    live.close()
+
+
+@pytest.mark.parametrize("how", ["truncated", "rewritten with another log"])
+def test_a_rewritten_log_shows_only_what_it_holds_now(fixtures_state, how):
+    """A log truncated or rewritten while watching is read again from its start: its old
+    turns' rows stayed beside those of the new content."""
+    state = fixtures_state
+    log = state / COPIED / "events.jsonl"
+    live = watching(state)
+    if how == "truncated":
+        lines = log.read_text().splitlines(keepends=True)
+        log.write_text("".join(lines[:len(lines) // 2]))
+    else:
+        log.write_bytes((FIXTURES / OTHER / "events.jsonl").read_bytes())
+    assert as_reported(live, state)
+    assert len(shown(live)[0]) < 29
+    live.close()
+
+
+@pytest.mark.parametrize("copy", ["00-copy", f"{COPIED}.bak"], ids=["first", "last"])
+def test_a_turn_kept_from_a_copy_stays_once_its_other_session_goes(fixtures_state, tmp_path, copy):
+    """Of a session and its copy (`cp -r ID ID.bak`) each turn is shown once; when the
+    session whose row was shown went, its turns left the view though the other still held
+    them, where a report shows them once from the one left."""
+    state = fixtures_state
+    live = watching(state)
+    shutil.copytree(state / COPIED, state / copy)
+    assert as_reported(live, state) and len(shown(live)[0]) == 29
+    for gone in (COPIED, copy):
+        (state / gone).rename(tmp_path / "away")
+        assert as_reported(live, state) and len(shown(live)[0]) == 29
+        (tmp_path / "away").rename(state / gone)
+        assert as_reported(live, state) and len(shown(live)[0]) == 29
+    live.close()
+
+
+def test_a_turn_cut_in_a_copy_is_shown_from_the_session_that_finished_it(fixtures_state, tmp_path):
+    """A copy made mid-turn holds that turn cut short; the session finished it. With the
+    session gone, a report shows the copy's turn as the copy holds it (open, in flight);
+    back, completed, once."""
+    state = fixtures_state
+    lines = (FIXTURES / COPIED / "events.jsonl").read_text().splitlines(keepends=True)
+    last = max(number for number, line in enumerate(lines) if "session.fusion_completed" in line)
+    (state / "00-copy").mkdir()
+    (state / "00-copy" / "events.jsonl").write_text("".join(lines[:last]))
+    live = watching(state)
+    assert shown(live) == reported(state)
+    (state / COPIED).rename(tmp_path / "away")
+    assert as_reported(live, state)
+    (tmp_path / "away").rename(state / COPIED)
+    assert as_reported(live, state) and len(shown(live)[0]) == 29
+    live.close()
+
+
+@pytest.mark.parametrize("put", ["a FIFO", "a link to another log", "a link to a new log",
+                                 "a dangling link"])
+def test_what_is_put_where_a_log_was_is_shown_as_a_report_shows_it(fixtures_state, tmp_path, put):
+    """A FIFO is no log (and opening one would hang the watch); a link is followed, a log
+    reached twice counted once (files.find_logs), a dangling link no log."""
+    state = fixtures_state
+    # The link to another log is in the folder later in name order: of a log reached
+    # through two folders, the watcher keeps the one it saw first, the report the first
+    # in name order (left alone here: the turns and totals are the same either way).
+    session = OTHER if put == "a link to another log" else COPIED
+    log = state / session / "events.jsonl"
+    live = watching(state)
+    log.unlink()
+    if put == "a FIFO":
+        os.mkfifo(log)
+    elif put == "a link to another log":
+        log.symlink_to(state / COPIED / "events.jsonl")
+    elif put == "a link to a new log":
+        elsewhere = tmp_path / "elsewhere.jsonl"
+        elsewhere.write_bytes((FIXTURES / OTHER / "events.jsonl").read_bytes())
+        log.symlink_to(elsewhere)
+    else:
+        log.symlink_to(tmp_path / "nothing")
+    assert as_reported(live, state) and len(shown(live)[0]) < 29
+    log.unlink()
+    shutil.copy(FIXTURES / session / "events.jsonl", log)
+    assert as_reported(live, state) and len(shown(live)[0]) == 29
+    live.close()

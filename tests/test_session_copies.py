@@ -230,6 +230,26 @@ def test_of_two_rows_of_a_turn_the_fuller_is_kept():
         assert [r.session_id for r in one.rows] == [kept]
 
 
+def test_a_turn_whose_shown_session_goes_is_shown_from_the_one_left():
+    """--watch takes a session's rows away when its log goes: the turn it showed left the
+    table, though a copy still held it. Of rows as full, the session first in name order is
+    shown, whatever order they came in, as a report (which adds them in that order) shows."""
+    def row(session, outcome, calls):
+        return TurnRow(session, "k", "ordinary", "m", "", "ordinary", outcome, False, 1.0, 0,
+                       calls, 1.0, None, None, None, [], None)
+
+    one = OnePerTurn()
+    for each in (row("c", "completed", 3), row("b", "incomplete", 1), row("a", "completed", 3)):
+        one.add(each)
+    assert [r.session_id for r in one.rows] == ["a"]
+    assert {session: len(rows) for session, rows in one.drop_sessions({"a"}).items()} == {"a": 1}
+    assert [r.session_id for r in one.rows] == ["c"]
+    one.drop_sessions({"c"})
+    assert [(r.session_id, r.outcome) for r in one.rows] == [("b", "incomplete")]
+    one.drop_sessions({"b"})
+    assert one.rows == [] and one.open_ones([]) == []
+
+
 def test_a_checkpoint_of_many_finished_turns_is_read_at_once():
     """Each session's checkpoint keeps its last 4,096 turn keys: 150 sessions hold 600,000,
     of which the last 200,000 are kept. Forgotten one at a time from the front of a dict,

@@ -294,26 +294,34 @@ def gather(logs: dict[str, Path], wanted: set[str], selection: Selection, tz: tz
 
 class OnePerTurn:
     """The rows of turns, one per turn: a copy of a session's log kept in the state folder
-    holds its turns again, under their own keys (tailer/turns/reported.py). Of two rows of
-    one turn the fuller is kept: one not `incomplete`, then the one of more calls, else the
-    first. A copy made while a turn ran ends in that turn, cut short and open for good,
-    which the session itself finished (as the daemon, which reports the one finished
-    first, counts it)."""
+    holds its turns again, under their own keys (tailer/turns/reported.py). Of the rows of
+    one turn the fullest is shown: one not `incomplete`, then the one of more calls, then
+    the one of the session first in name order (a report adds its sessions in that order
+    and keeps the first). A copy made while a turn ran ends in that turn, cut short and open
+    for good, which the session itself finished (as the daemon, which reports the one
+    finished first, counts it).
+
+    The rows not shown are kept too, one per session that holds the turn, only where a
+    turn has more than one: when the session shown leaves (`drop_sessions`: its log gone,
+    or rewritten), a copy that stays shows the turn, as a report of the logs left would."""
 
     def __init__(self) -> None:
         self.rows: list[TurnRow] = []
-        self.changes = 0  # rows kept or replaced: what a redraw looks at
+        self.changes = 0  # rows kept, replaced or dropped: what a redraw looks at
         self._at: dict[str, int] = {}  # turn key -> its row's place in `rows`
+        self._others: dict[str, list[TurnRow]] = {}  # turn key -> its rows not shown
 
     def add(self, row: TurnRow) -> bool:
-        """Keep `row` unless its turn has a row already; whether it was kept."""
+        """Show `row` unless its turn has a row to show before it; whether it is shown."""
         at = self._at.get(row.fusion_id)
         if at is None:
             self._at[row.fusion_id] = len(self.rows)
             self.rows.append(row)
-        elif fullness(row.outcome, row.calls) > fullness(self.rows[at].outcome, self.rows[at].calls):
+        elif _rank(row) < _rank(self.rows[at]):
+            self._others.setdefault(row.fusion_id, []).append(self.rows[at])
             self.rows[at] = row
         else:
+            self._others.setdefault(row.fusion_id, []).append(row)
             return False
         self.changes += 1
         return True
@@ -322,12 +330,51 @@ class OnePerTurn:
         """Turns still open, one per key, none of a turn that has a row."""
         return first_open_per_key(turns, self._at)
 
+    def drop_sessions(self, session_ids: set[str]) -> dict[str, list[TurnRow]]:
+        """Forget the rows of these sessions, shown or not: each turn one of them showed is
+        shown from another session that holds it, if one does. Returns the rows forgotten,
+        by session id. One walk over the rows, however many sessions go at once (a state
+        folder removed takes them all)."""
+        dropped: dict[str, list[TurnRow]] = {}
+        for key, others in list(self._others.items()):
+            staying = [row for row in others if row.session_id not in session_ids]
+            for row in others:
+                if row.session_id in session_ids:
+                    dropped.setdefault(row.session_id, []).append(row)
+            if len(staying) < len(others):
+                if staying:
+                    self._others[key] = staying
+                else:
+                    del self._others[key]
+        kept = []
+        for row in self.rows:
+            if row.session_id not in session_ids:
+                kept.append(row)
+                continue
+            dropped.setdefault(row.session_id, []).append(row)
+            self.changes += 1
+            others = self._others.pop(row.fusion_id, [])
+            if others:
+                best = min(others, key=_rank)
+                others.remove(best)
+                kept.append(best)
+                if others:
+                    self._others[row.fusion_id] = others
+        if dropped:
+            self.rows = kept
+            self._at = {row.fusion_id: at for at, row in enumerate(kept)}
+        return dropped
+
     def drop_session(self, session_id: str) -> None:
         """Forget the rows of one session (its log is read again from its start)."""
-        kept = [row for row in self.rows if row.session_id != session_id]
-        self.rows, self._at = [], {}
-        for row in kept:
-            self.add(row)
+        self.drop_sessions({session_id})
+
+
+def _rank(row: TurnRow) -> tuple[bool, int, str]:
+    """Of the rows of one turn, the one of the lowest rank is shown (OnePerTurn): the
+    fuller, then the one of the session first in name order."""
+    finished, calls = fullness(row.outcome, row.calls)
+    return not finished, -calls, row.session_id
 
 
 def through_cache(cache_path: Path | None, logs: Mapping[str, Path | str], wanted: set[str], *, workers: int,

@@ -8,6 +8,11 @@ turn still open is not counted until it finishes: it is drawn above the table, i
 daemon's idle timeout is finished as `incomplete`, by the daemon's own rule
 (SessionLog.finish_if_idle).
 
+A session whose log goes (its folder removed or moved away, the state folder with it) leaves
+the view, as a report of the logs left would: its rows are set aside, with its reader, and
+shown again if it comes back, each turn once. A log found rewritten is read again from its
+start, its old rows dropped, as a report reads it (gather.refresh).
+
 An answered prompt without fusion stays open until the next prompt, as a later call may
 still be its: the table shows it as a report would (read.SessionReader.finish_at_end),
 from its turn as it stands at each pass, and keeps it once it finishes.
@@ -84,7 +89,7 @@ class LiveTurns:
         self._last_end_ns = 0
         self._logs: dict[str, str] = {}  # session id -> its log's path, as the watcher gives it
         self._open: set[str] = set()  # sessions with turns still open
-        self._gone: dict[str, float] = {}  # session id -> when its log with open turns vanished
+        self._gone = GoneSessions()
         self._first = True
         self._resume: dict[str, bytes] = {}  # session id -> its cached state's JSON, until it changes
         self._answered: list[TurnRow] | None = None  # until a pass reads or finishes something
@@ -145,19 +150,20 @@ class LiveTurns:
         for session_id, path in changes.appeared.items():
             if self.selection.wants_session(session_id) and session_id not in self._logs:
                 self._logs[session_id] = path
-                self._gone.pop(session_id, None)
+                for row in self._gone.back(session_id):
+                    self._keep(row, _end_ns(row))
                 changes.touched.add(session_id)
-        for session_id in changes.vanished:
-            if self._logs.pop(session_id, None) is not None:
-                # Kept as the daemon keeps a tombstone (tailer/turns/sessions.py): a log that
-                # comes back (its folder moved away and back) is read on from where it was,
-                # its turns not counted again, its open ones ended as the log ends them;
-                # those of a log that stays gone end `incomplete` after the idle timeout.
-                if session_id in self._open:
-                    self._gone[session_id] = self.clock()
-                self._open.discard(session_id)
+        vanished = {session_id for session_id in changes.vanished
+                    if self._logs.pop(session_id, None) is not None}
+        dropped = self._drop(vanished)
+        for session_id in vanished:
+            # Its reader is kept too: a log that comes back (its folder moved away and back)
+            # is read on from where it was, its turns not counted again.
+            self._gone.leave(session_id, dropped.get(session_id, []),
+                             open_since=self.clock() if session_id in self._open else None)
+            self._open.discard(session_id)
         for session_id in sorted(changes.touched & self._logs.keys()):
-            self._take(self._reader_of(session_id).read(session_id, Path(self._logs[session_id])))
+            self._read(session_id)
             if self.reader.open_turns(session_id):
                 self._open.add(session_id)
             else:
@@ -169,6 +175,28 @@ class LiveTurns:
         for session_id, error in self.watcher.unreadable.items():
             if self.selection.wants_session(session_id):
                 self.reader.unreadable_folder(session_id, error)
+
+    def _read(self, session_id: str) -> None:
+        """Read what the session's log added; all of it again when the log turns out to be
+        rewritten (truncated, replaced by another file): the reader reads such a log on
+        from its start but, as the daemon must, without the turns it finished before, which
+        the new content may hold again or not, so its rows are dropped and the log read
+        anew, as a report reads it."""
+        path = Path(self._logs[session_id])
+        self._take(self._reader_of(session_id).read(session_id, path))
+        if self.reader.rewritten(session_id):
+            self._drop({session_id})
+            self.reader.forget(session_id)
+            self._take(self.reader.read(session_id, path))
+
+    def _drop(self, session_ids: set[str]) -> dict[str, list[TurnRow]]:
+        """Take the rows of these sessions out of the view (OnePerTurn.drop_sessions), and
+        the last turn to end with them: it is then the last of those left."""
+        dropped = self.rows.drop_sessions(session_ids)
+        if self.last is not None and self.last.session_id in dropped:
+            self.last = max(self.rows.rows, key=_end, default=None)
+            self._last_end_ns = _end_ns(self.last) if self.last is not None else 0
+        return dropped
 
     def _start(self, logs: dict[str, str], looked: dict[str, tuple[os.stat_result, int]]) -> None:
         """The first pass: every log through the cache (checked by the watcher's stat of
@@ -199,7 +227,7 @@ class LiveTurns:
             try:
                 self.reader.resume(session_id, Path(self._logs[session_id]), parsed(saved))
             except (ValueError, KeyError, TypeError):  # not as saved: read it from its start
-                self.rows.drop_session(session_id)
+                self._drop({session_id})
                 self.cache_problem = (f"the cache is damaged: session {printable(session_id)} "
                                       "is read from its start")
         return self.reader
@@ -219,17 +247,52 @@ class LiveTurns:
         self.watcher.close()
 
     def _finish_idle(self) -> list[Turn]:
+        """The open turns of the logs quiet for the idle timeout, finished. Those of a log
+        gone for that long are finished too, but set aside with its rows (GoneSessions)."""
         finished = []
         for session_id in list(self._open):
             idle = self.reader.finish_if_idle(session_id, self.clock())
             if idle:
                 finished += idle
                 self._open.discard(session_id)
-        for session_id, gone_at in list(self._gone.items()):
-            if self.clock() - gone_at >= IDLE_TIMEOUT_S:
-                finished += self.reader.finish(session_id)
-                del self._gone[session_id]
+        for session_id in self._gone.idle(self.clock()):
+            self._gone.set_aside(session_id, [turn_row(turn, self.zone) for turn in self.reader.finish(session_id)
+                                              if self.selection.wants(turn)])
         return finished
+
+
+class GoneSessions:
+    """The sessions whose logs went while watched, kept as the daemon keeps tombstones
+    (tailer/turns/sessions.py): their rows, out of the view as out of a report of the logs
+    left, to be shown again if the log comes back; and, for those that left turns open,
+    since when, to end those turns `incomplete` once gone for the idle timeout (ended as
+    the log ends them if it comes back before)."""
+
+    def __init__(self) -> None:
+        self._rows: dict[str, list[TurnRow]] = {}
+        self._since: dict[str, float] = {}  # session id -> when its log went, turns open
+
+    def leave(self, session_id: str, rows: list[TurnRow], *, open_since: float | None) -> None:
+        """The session's log went, with these rows; `open_since`: when, if it left turns open."""
+        self.set_aside(session_id, rows)
+        if open_since is not None:
+            self._since[session_id] = open_since
+
+    def set_aside(self, session_id: str, rows: list[TurnRow]) -> None:
+        self._rows.setdefault(session_id, []).extend(rows)
+
+    def back(self, session_id: str) -> list[TurnRow]:
+        """The session's log is back: its rows, forgotten here."""
+        self._since.pop(session_id, None)
+        return self._rows.pop(session_id, [])
+
+    def idle(self, now: float) -> list[str]:
+        """The sessions gone with turns open for the idle timeout at `now`, forgotten from
+        the wait: their turns are to be ended."""
+        ended = [session_id for session_id, since in self._since.items() if now - since >= IDLE_TIMEOUT_S]
+        for session_id in ended:
+            del self._since[session_id]
+        return ended
 
 
 def table(live: LiveTurns, answered: list[TurnRow], filters: dict[str, str], *, now: datetime,
@@ -261,8 +324,8 @@ def table_key(live: LiveTurns, answered: list[TurnRow], size: os.terminal_size,
               now: datetime) -> tuple:
     """Everything the table shows depends on: the turns, the sessions, what was skipped or
     checked, the terminal's size and the UTC offset (a daylight saving time change).
-    Finished turns are only ever added or replaced (OnePerTurn.changes counts both) and
-    checks added, so their counts tell when they changed; an answered turn may still grow,
+    Finished turns are only ever added, replaced or dropped (OnePerTurn.changes counts
+    each) and checks added, so their counts tell when they changed; an answered turn may still grow,
     so its figures are part of the key."""
     return (live.rows.changes, tuple(answered), live.sessions, tuple(live.reader.skipped().values()),
             len(live.cached_checks) + len(live.reader.reconciliations), tuple(size),
@@ -457,6 +520,11 @@ def _cursor_shown_while_stopped(out: TextIO, stops: list[int]):
 
 def _end(row: TurnRow) -> datetime:
     return datetime.fromisoformat(row.start) + timedelta(milliseconds=row.duration_ms)
+
+
+def _end_ns(row: TurnRow) -> int:
+    """When the row's turn ended, in unix nanoseconds (to the millisecond the row keeps)."""
+    return round(_end(row).timestamp() * 1e9)
 
 
 def _ago(seconds: int) -> str:

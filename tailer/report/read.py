@@ -137,6 +137,11 @@ class SessionReader:
         else:
             self.problems.pop(session_id, None)
 
+    def forget(self, session_id: str) -> None:
+        """Forget where reading one log stands (its open turns, the keys of the turns it
+        finished): the next read reads it from its start, as a new log."""
+        self._logs.pop(session_id, None)
+
     def finish(self, session_id: str) -> list[Turn]:
         """Finish the open turns of one session as they stand (`incomplete` without a rollup)."""
         log = self._logs.get(session_id)
