@@ -14,11 +14,15 @@ import signal
 import struct
 import subprocess
 import sys
+import tempfile
 import termios
 import time
 from datetime import datetime, timezone
+from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from realcli import record
 from report_helpers import report_json
@@ -855,3 +859,96 @@ def test_what_is_put_where_a_log_was_is_shown_as_a_report_shows_it(fixtures_stat
     shutil.copy(FIXTURES / session / "events.jsonl", log)
     assert as_reported(live, state) and len(shown(live)[0]) == 29
     live.close()
+
+
+FIXTURE_LOGS = [(FIXTURES / name / "events.jsonl").read_text().splitlines(keepends=True)
+                for name in sorted(os.listdir(FIXTURES))]
+NAMES = ("a", "b", "c")
+names = st.sampled_from(NAMES)
+steps = st.lists(st.one_of(
+    st.tuples(st.just("grow"), names, st.integers(0, len(FIXTURE_LOGS) - 1), st.integers(1, 200)),
+    st.tuples(st.just("remove"), names),
+    st.tuples(st.just("put back"), names),
+    st.tuples(st.just("copy"), names, names),
+    st.tuples(st.just("truncate"), names, st.integers(0, 150)),
+    st.tuples(st.just("swap state folder")),
+    st.tuples(st.just("remove state folder")),
+), max_size=10)
+
+
+class StateFolder:
+    """A state folder of sessions `a`, `b`, `c`, each a part of a fixture log from its start
+    (which one in `fixture` beside it, so that copies and swaps carry it), changed a step
+    at a time. `away` holds sessions removed, `other` the state folder it is swapped with."""
+
+    def __init__(self, root):
+        self.state, self.away, self.other = root / "state", root / "away", root / "other"
+        self.away.mkdir()
+
+    def do(self, step):
+        kind, *args = step
+        getattr(self, kind.replace(" ", "_"))(*args)
+
+    def grow(self, name, fixture, lines):
+        folder = self.state / name
+        if not folder.is_dir():
+            folder.mkdir(parents=True)
+            (folder / "fixture").write_text(str(fixture))
+        log = folder / "events.jsonl"
+        held = log.read_text().count("\n") if log.exists() else 0
+        whole = FIXTURE_LOGS[int((folder / "fixture").read_text())]
+        with open(log, "a") as out:
+            out.write("".join(whole[held:held + lines]))
+
+    def remove(self, name):
+        if (self.state / name).is_dir():
+            shutil.rmtree(self.away / name, ignore_errors=True)
+            (self.state / name).rename(self.away / name)
+
+    def put_back(self, name):
+        if (self.away / name).is_dir() and self.state.is_dir() and not (self.state / name).exists():
+            (self.away / name).rename(self.state / name)
+
+    def copy(self, name, to):
+        if (self.state / name).is_dir() and not (self.state / to).exists():
+            shutil.copytree(self.state / name, self.state / to)
+
+    def truncate(self, name, lines):
+        log = self.state / name / "events.jsonl"
+        if log.is_file():
+            log.write_text("".join(log.read_text().splitlines(keepends=True)[:lines]))
+
+    def swap_state_folder(self):
+        """Exchanged with `other`: moved away when there is none, back the next time."""
+        parked = self.state.with_name("parked")
+        if self.state.exists():
+            self.state.rename(parked)
+        if self.other.exists():
+            self.other.rename(self.state)
+        if parked.exists():
+            parked.rename(self.other)
+
+    def remove_state_folder(self):
+        shutil.rmtree(self.state, ignore_errors=True)
+
+
+@settings(max_examples=40)
+@given(first=st.lists(st.tuples(names, st.integers(0, len(FIXTURE_LOGS) - 1), st.integers(1, 200)),
+                      min_size=1, max_size=3), steps=steps)
+def test_the_watch_shows_what_a_report_of_the_files_there_shows(first, steps):
+    """Whatever happens to the logs between two passes (appended to, removed and put back,
+    copied, truncated, the state folder swapped or removed), the watch shows the turns, their
+    figures, the turns in flight and the sessions of a fresh report over the files there."""
+    with tempfile.TemporaryDirectory() as root:
+        folder = StateFolder(Path(root))
+        for grown in first:
+            folder.grow(*grown)
+        live = watching(folder.state)
+        try:
+            assert shown(live) == reported(folder.state)
+            for step in steps:
+                folder.do(step)
+                live.poll(0)
+                assert shown(live) == reported(folder.state), step
+        finally:
+            live.close()
