@@ -114,6 +114,22 @@ def test_a_stop_signal_ends_a_watch_as_ctrl_c_does(tmp_path, demo, stop):
     assert list((tmp_path / "tmp").iterdir()) == []  # no hydrafusion-demo-XXXX left
 
 
+def test_a_demo_watch_stopped_while_it_copies_its_fixtures_exits_as_a_stopped_watch(tmp_path, monkeypatch):
+    """Ctrl-C before the watch's first frame, while the demo copied its fixtures: it exited
+    130, where a stopped watch exits 0 (docs/REPORT.md's exit codes). The copy goes too."""
+    from tailer.commands import cli
+
+    def stopped_while_copying(*args, **kwargs):
+        os.kill(os.getpid(), signal.SIGINT)
+
+    environ = tailer_env()
+    monkeypatch.setattr(demo, "prepare", stopped_while_copying)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    assert cli.main(["report", "--demo", "--watch"], environ) == 0
+    assert list(tmp_path.iterdir()) == []
+    assert cli.main(["report", "--demo"], environ) == 130  # a report cut short
+
+
 def test_a_watch_shows_the_time_zone_it_is_given(tmp_path):
     """`--watch --timezone`: the turns' times and days in that zone, which the table names."""
     (tmp_path / "tmp").mkdir()

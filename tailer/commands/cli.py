@@ -560,24 +560,27 @@ def _report(args: argparse.Namespace, environ: dict[str, str]) -> int:
         # Judged by its value: $COPILOT_STATE_DIR, set for every report, is no mistake.
         return report.refused(ValueError("--demo reports on the bundled example sessions: "
                                          "it takes no --state-dir"))
+    # A watch ends on a stop with 0 (live.watch): also one stopped before it draws, while
+    # the demo copies its fixtures, which exited 130.
+    stopped = 0 if args.watch else EXIT_INTERRUPTED
     if args.demo:
         from .demo_report import report_demo
 
-        return _until_stopped(lambda: report_demo(args, environ))
-    return _until_stopped(lambda: report.main(args, environ))
+        return _until_stopped(lambda: report_demo(args, environ), stopped)
+    return _until_stopped(lambda: report.main(args, environ), stopped)
 
 
-def _until_stopped(command) -> int:
+def _until_stopped(command, stopped: int = EXIT_INTERRUPTED) -> int:
     """`command()`, which SIGTERM and SIGHUP end as Ctrl-C does (commands/stops.py): what
-    it made is removed, and it exits 130 without a traceback. A --watch ends on a stop with
-    0 itself."""
+    it made is removed, and it exits `stopped` (130 but for a --watch) without a
+    traceback."""
     from . import stops
 
     try:
         with stops.as_interrupt():
             return command()
     except KeyboardInterrupt:
-        return EXIT_INTERRUPTED
+        return stopped
 
 
 def _ignored(args: argparse.Namespace, environ: dict[str, str], push_url: str | None,
