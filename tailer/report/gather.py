@@ -365,10 +365,6 @@ class OnePerTurn:
             self._at = {row.fusion_id: at for at, row in enumerate(kept)}
         return dropped
 
-    def drop_session(self, session_id: str) -> None:
-        """Forget the rows of one session (its log is read again from its start)."""
-        self.drop_sessions({session_id})
-
 
 def _rank(row: TurnRow) -> tuple[bool, int, str]:
     """Of the rows of one turn, the one of the lowest rank is shown (OnePerTurn): the
