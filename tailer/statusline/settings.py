@@ -11,10 +11,12 @@ of those installed, the command run after ours kept; without any, it keeps those
 
 Before the change, the file as it was is copied to `settings.json.hydrafusion-backup`; the
 new file is written beside it and renamed over it (tailer/atomic_file.py), flushed to disk
-first, with the mode the old one had. A file that is not a regular file of this user's (a
-symbolic link, a FIFO, another user's file) is refused without being opened for reading, as
-are one that does not parse, one over MAX_SETTINGS_BYTES, and one whose `statusLine` is not
-an object: each with one line saying why, and nothing written.
+first, with the mode the old one had. The CLI saves the file too (/settings): found saved by
+another since it was read, just before the rename, it is read and changed again. A file
+that is not a regular file of this user's (a symbolic link, a FIFO, another user's file) is
+refused without being opened for reading, as are one that does not parse, one over
+MAX_SETTINGS_BYTES, and one whose `statusLine` is not an object: each with one line saying
+why, and nothing written.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from ..atomic_file import replace_file
 from ..printable import printable
 
 MAX_SETTINGS_BYTES = 1 << 20
+ATTEMPTS = 5
 BACKUP_SUFFIX = ".hydrafusion-backup"
 SUBCOMMAND = "statusline"
 SCRIPT = "hydrafusion-tailer"
@@ -107,9 +110,35 @@ def _older_form(command: str) -> list[str] | None:
     return None
 
 
+class _ChangedMeanwhile(Exception):
+    """The file is no longer the one read: someone saved it while we changed it."""
+
+
 def install(path: Path, options: list[str]) -> str:
     """Set ours as the status line command (keeping one already set as --then); the line to
     print. Raises SettingsError."""
+    return _again_if_changed(path, _install, path, options)
+
+
+def uninstall(path: Path) -> str:
+    """Remove ours, putting back the command it ran with --then; the line to print."""
+    return _again_if_changed(path, _uninstall, path)
+
+
+def _again_if_changed(path: Path, change, *args) -> str:
+    """`change(*args)`, from a new read of the file each time it finds the file saved by
+    another meanwhile (the CLI saves it from /settings; another --install): that save is
+    never written over."""
+    for _ in range(ATTEMPTS):
+        try:
+            return change(*args)
+        except _ChangedMeanwhile:
+            continue
+    raise SettingsError(f"{_shown(path)} kept changing while it was changed; nothing changed: "
+                        "run again")
+
+
+def _install(path: Path, options: list[str]) -> str:
     settings, original, mode = _load(path)
     if settings.get("statusLine") is None:  # absent, or null as the CLI reads it: none set
         settings["statusLine"] = {}
@@ -148,8 +177,7 @@ def install(path: Path, options: list[str]) -> str:
     return f"{_shown(path)}: HydraFusion status line installed{kept}; backup in {_shown(_backup(path))}"
 
 
-def uninstall(path: Path) -> str:
-    """Remove ours, putting back the command it ran with --then; the line to print."""
+def _uninstall(path: Path) -> str:
     settings, original, mode = _load(path, missing_ok=False)
     status_line = settings.get("statusLine")
     if not isinstance(status_line, dict) or not is_ours(status_line.get("command")):
@@ -241,10 +269,31 @@ def _save(path: Path, settings: dict, original: bytes | None, mode: int) -> None
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         if original is not None:
             replace_file(_backup(path), lambda handle: handle.write(original), durable=True, mode=mode)
-        replace_file(path, lambda handle: handle.write(text), durable=True, mode=mode)
+        # Flushed to disk by _write_if_unchanged, before its check rather than after it.
+        replace_file(path, lambda handle: _write_if_unchanged(handle, text, path, original),
+                     durable=False, mode=mode)
     except OSError as error:
         raise SettingsError(f"{_shown(path)} cannot be written ({error.strerror}); nothing "
                             "changed") from None
+
+
+def _write_if_unchanged(handle, text: bytes, path: Path, original: bytes | None) -> None:
+    """Write the new file, flushed to disk, then check the old one is still the one read
+    (raising _ChangedMeanwhile): last, so that only the rename is left after the check."""
+    handle.write(text)
+    handle.flush()
+    os.fsync(handle.fileno())
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+    except FileNotFoundError:
+        if original is None:
+            return
+        raise _ChangedMeanwhile() from None
+    except OSError:  # a symbolic link put there: the next read refuses it
+        raise _ChangedMeanwhile() from None
+    with open(fd, "rb") as now:
+        if now.read(MAX_SETTINGS_BYTES + 1) != original:
+            raise _ChangedMeanwhile()
 
 
 def _backup(path: Path) -> Path:
