@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from sessiongen import every_pattern
 from tailer.statusline import settings
+from test_statusline import environ, line_of, quiet
 
 
 @pytest.mark.parametrize("option", ["--install", "--uninstall"])
@@ -36,3 +38,37 @@ def test_settings_the_cli_saves_while_install_writes_them_are_not_lost(tmp_path,
     after = json.loads(path.read_text())
     assert after["theme"] == "dark" and after["model"] == "auto"
     assert settings.is_ours(after.get("statusLine", {}).get("command")) == (option == "--install")
+
+
+def test_a_log_whose_bulk_is_lines_it_skips_is_read_within_each_refreshs_budget(tmp_path, monkeypatch):
+    """The budget was looked at only on the lines the reader hands on (records), so a log
+    whose bytes are mostly lines it skips (the assistant's messages, a tool's output: most of
+    a real log) was read to its end in one refresh: 5 s for 300 MB, and past the CLI's 10 s
+    kill for a log a few times that, every refresh killed before it saved, the footer empty
+    for good. Each refresh now stops within its budget there too, and goes on at the next."""
+    from tailer.copilot.event_types import may_be_read
+    from tailer.copilot.lines import BUFFER_BYTES
+    from tailer.statusline import command, summary
+
+    lines = every_pattern("sl-skipped").lines()
+    message = json.dumps({"type": "assistant.message", "data": {"content": "words " * 1300},
+                          "id": "m", "timestamp": "2026-05-01T10:00:00.000Z"})
+    assert not may_be_read(message.encode())
+    log = tmp_path / "state" / "sl-skipped" / "events.jsonl"
+    log.parent.mkdir(parents=True)
+    half = len(lines) // 2
+    log.write_text("".join(line + "\n" for line in [*lines[:half], *[message] * 200, *lines[half:]]))
+    quiet(log)
+    env = environ(tmp_path)
+    fresh = line_of(log.parent, dict(env, XDG_CACHE_HOME=str(tmp_path / "fresh")))
+    monkeypatch.setattr(command, "READ_BUDGET_S", 0.0)
+    monkeypatch.setattr(summary, "LEFT_BYTES", 64 << 10)
+    shown = [line_of(log.parent, env)]
+    while shown[-1].startswith("HydraFusion: reading the log") and len(shown) < 10_000:
+        shown.append(line_of(log.parent, env))
+    percents = [0, *(int(text.rpartition(" ")[2].rstrip("%")) for text in shown[:-1])]
+    # A step is a line; the last reads to the end what is left within LEFT_BYTES of it, as
+    # far as the reader can tell (its file's offset is ahead by what it buffered).
+    most = 100 * (summary.LEFT_BYTES + BUFFER_BYTES + len(message)) / log.stat().st_size + 1
+    assert max(after - before for before, after in zip(percents, percents[1:])) <= most, percents
+    assert shown[-1] == fresh

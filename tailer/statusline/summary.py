@@ -89,7 +89,20 @@ def read_on(reading: Reading, deadline: float, size: int) -> tuple[Reading, bool
     read."""
     lines = reading.log.read()
     reader = reading.log.reader
+    wanted = reader.wanted
     done = True
+
+    def wanted_in_time(line: bytes) -> bool:
+        # The lines the reader skips never reach the loop below, and most of a log's bytes
+        # are such lines (the assistant's messages, tools' output): read through they were
+        # seconds of one refresh. A line skipped is consumed, so stopping at one loses none.
+        if wanted(line):
+            return True
+        if time.monotonic() > deadline and size - reader.reached > LEFT_BYTES:
+            raise _OutOfTime
+        return False
+
+    reader.wanted = wanted_in_time
     try:
         for read in lines:
             for turn in read.finished:
@@ -97,14 +110,21 @@ def read_on(reading: Reading, deadline: float, size: int) -> tuple[Reading, bool
             if time.monotonic() > deadline and size - reader.offset > LEFT_BYTES:
                 done = False
                 break
+    except _OutOfTime:
+        done = False
     finally:
         lines.close()
+        reader.wanted = wanted
     if reading.log.error is not None:
         raise reading.log.error
     if reading.resumed and reading.log.generation:
         # Rewritten: what the saved sums held of it may be gone from it. From its start.
         return read_on(fresh(reading.log.session_id, reading.log.path), deadline, size)
     return reading, done
+
+
+class _OutOfTime(Exception):
+    """The read's budget spent on lines the reader skips (read_on)."""
 
 
 def snapshot(reading: Reading, mtime_ns: int, now_ns: int, percent: int | None) -> Snapshot:
