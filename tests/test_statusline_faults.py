@@ -10,7 +10,7 @@ import pytest
 
 from sessiongen import every_pattern
 from tailer.statusline import settings
-from test_statusline import environ, line_of, quiet
+from test_statusline import environ, line_of, quiet, settled_line
 
 
 @pytest.mark.parametrize("option", ["--install", "--uninstall"])
@@ -60,7 +60,7 @@ def test_a_log_whose_bulk_is_lines_it_skips_is_read_within_each_refreshs_budget(
     log.write_text("".join(line + "\n" for line in [*lines[:half], *[message] * 200, *lines[half:]]))
     quiet(log)
     env = environ(tmp_path)
-    fresh = line_of(log.parent, dict(env, XDG_CACHE_HOME=str(tmp_path / "fresh")))
+    fresh = settled_line(log.parent, dict(env, XDG_CACHE_HOME=str(tmp_path / "fresh")))
     monkeypatch.setattr(command, "READ_BUDGET_S", 0.0)
     monkeypatch.setattr(summary, "LEFT_BYTES", 64 << 10)
     shown = [line_of(log.parent, env)]
