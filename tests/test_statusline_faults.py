@@ -10,7 +10,7 @@ import pytest
 
 from sessiongen import every_pattern
 from tailer.statusline import settings
-from test_statusline import environ, line_of, quiet, settled_line
+from test_statusline import environ, line_of, quiet, settled_line, status_input
 
 
 @pytest.mark.parametrize("option", ["--install", "--uninstall"])
@@ -72,3 +72,34 @@ def test_a_log_whose_bulk_is_lines_it_skips_is_read_within_each_refreshs_budget(
     most = 100 * (summary.LEFT_BYTES + BUFFER_BYTES + len(message)) / log.stat().st_size + 1
     assert max(after - before for before, after in zip(percents, percents[1:])) <= most, percents
     assert shown[-1] == fresh
+
+
+def test_a_then_that_cannot_be_started_costs_its_output_not_our_line(tmp_path, monkeypatch):
+    """A process at its limit of open files (or a machine at its own) could not make the
+    pipes for `--then`'s command: that failure cost our line as well, the footer empty."""
+    import errno
+    import os
+
+    from tailer.statusline import command, then
+    from tailer.statusline.options import Options, parse_format
+
+    log = every_pattern("sl-no-pipe").write(tmp_path / "state")
+    quiet(log)
+    env = environ(tmp_path)
+    expected = line_of(log.parent, env, "{session}")
+
+    def no_descriptor_left():
+        raise OSError(errno.EMFILE, os.strerror(errno.EMFILE))
+
+    stdin_read, stdin_write = os.pipe()
+    stdout_read, stdout_write = os.pipe()
+    os.write(stdin_write, status_input(log.parent))
+    os.close(stdin_write)
+    monkeypatch.setattr(then.os, "pipe", no_descriptor_left)
+    try:
+        command.show(Options(parse_format("{session}"), then="echo theirs"), env, stdin_read, stdout_write)
+    finally:
+        os.close(stdin_read)
+        os.close(stdout_write)
+    with os.fdopen(stdout_read, "rb") as output:
+        assert output.read().decode() == expected + "\n"

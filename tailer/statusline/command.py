@@ -112,7 +112,10 @@ def show(options: Options, environ: dict[str, str], stdin: int = 0, stdout: int 
         if options.then:
             from .then import Then
 
-            then = Then(options.then, data, options.then_timeout_s)
+            try:
+                then = Then(options.then, data, options.then_timeout_s)
+            except OSError:  # no pipe to be had (no descriptor left): theirs lost, not ours
+                pass
         if width is None:
             width = where.terminal_width(environ)
         ours = our_line(data, options, width, environ)
