@@ -103,3 +103,30 @@ def test_a_then_that_cannot_be_started_costs_its_output_not_our_line(tmp_path, m
         os.close(stdout_write)
     with os.fdopen(stdout_read, "rb") as output:
         assert output.read().decode() == expected + "\n"
+
+
+@pytest.mark.parametrize("where", ["no home", "a folder not ours"])
+def test_a_big_log_with_nowhere_to_save_is_read_whole_not_reading_for_good(tmp_path, monkeypatch, where):
+    """Each refresh reads for its budget and saves where it got, for the next to go on
+    from; with no state folder to save in (no $HOME, as a container's user may have; one
+    that is not the user's own), each refresh began again at the log's start and stopped at
+    the same place: "HydraFusion: reading the log 3%" for good, on every big log."""
+    import os
+
+    from tailer.statusline import command, summary
+
+    log = every_pattern("sl-nowhere").write(tmp_path / "state")
+    quiet(log)
+    env = environ(tmp_path)
+    expected = settled_line(log.parent, env)
+    if where == "no home":
+        env = {"NO_COLOR": "1"}
+    else:
+        (tmp_path / "theirs").mkdir(mode=0o700)
+        (tmp_path / "other-cache" / "hydrafusion").mkdir(parents=True)
+        (tmp_path / "other-cache" / "hydrafusion" / "statusline").symlink_to(tmp_path / "theirs")
+        env = dict(env, XDG_CACHE_HOME=str(tmp_path / "other-cache"))
+    monkeypatch.setattr(command, "READ_BUDGET_S", 0.0)
+    monkeypatch.setattr(summary, "LEFT_BYTES", 0)
+    assert line_of(log.parent, env) == line_of(log.parent, env) == expected
+    assert where == "no home" or not list((tmp_path / "theirs").iterdir())

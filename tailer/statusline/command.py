@@ -180,10 +180,15 @@ def session_snapshot(log_path: str, found: os.stat_result, now_ns: int,
 def _read_on(log_path: str, identity: list[int], now_ns: int,
              folder: saved.PrivateFolder | None, name: str,
              stored: saved.Stored | None) -> Snapshot | None:
-    """Read the log from where `stored` stopped (or its start), within READ_BUDGET_S."""
+    """Read the log from where `stored` stopped (or its start), within READ_BUDGET_S where
+    the state can be saved."""
     from . import summary
 
-    deadline = time.monotonic() + READ_BUDGET_S
+    # The budget spreads a big log over refreshes that each go on from the last one's
+    # state: with nowhere to save it, each began again and stopped at the same place
+    # ("reading the log 3%" for good), so such a refresh reads the log whole.
+    savable = folder is not None and os.access(folder.path, os.W_OK)
+    deadline = time.monotonic() + READ_BUDGET_S if savable else float("inf")
     session_id = os.path.basename(os.path.dirname(log_path))
     reading = None
     if stored is not None and stored.identity[:2] == identity[:2]:
