@@ -130,3 +130,33 @@ def test_a_big_log_with_nowhere_to_save_is_read_whole_not_reading_for_good(tmp_p
     monkeypatch.setattr(summary, "LEFT_BYTES", 0)
     assert line_of(log.parent, env) == line_of(log.parent, env) == expected
     assert where == "no home" or not list((tmp_path / "theirs").iterdir())
+
+
+def test_a_forged_state_whose_open_turn_holds_no_record_is_read_again(tmp_path):
+    """A saved reading whose CRC matches, an open turn in it emptied of its records (no
+    turn the reader saves is: a turn opens with its first record): its start and end are
+    those of its records, and finding them failed, the line empty until the log changed.
+    The state is refused as damaged now, and the log read again from its start."""
+    from test_statusline import DAMAGE_LOG_LINES, saved_state, state_file
+    from tailer.statusline import saved
+
+    log = tmp_path / "state" / "sl-empty-turn" / "events.jsonl"
+    log.parent.mkdir(parents=True)
+    log.write_text("".join(line + "\n" for line in DAMAGE_LOG_LINES[:60]))
+    quiet(log, 60)
+    env = environ(tmp_path)
+    header, view, reading, _ = saved_state(tmp_path, log).split(b"\n")
+    state = json.loads(reading)
+    opened = state["log"]["open"]
+    assert opened and line_of(log.parent, env).startswith("running")
+    for turn in opened:
+        turn["records"] = []
+    forged = json.dumps(state).encode()
+    head = json.loads(header)
+    head["reading_crc"] = saved._crc(forged)
+    state_file(tmp_path, log).write_bytes(b"\n".join((json.dumps(head).encode(), view, forged)) + b"\n")
+    with log.open("a") as more:
+        more.write(DAMAGE_LOG_LINES[60] + "\n")
+    quiet(log, 60)
+    expected = line_of(log.parent, environ(tmp_path / "fresh"))
+    assert line_of(log.parent, env) == expected and expected.startswith("running")

@@ -85,7 +85,10 @@ def turn_from_data(data: dict) -> Turn:
     # The session id is a folder name: any text, surrogate escapes of non-UTF-8 bytes too.
     turn = Turn(text(data["session"], "an open turn's session", None),
                 _record_text(data["fusion"], "an open turn's id"), ordinary=ordinary)
-    for record in map(_record_from_data, sequence(data["records"], "an open turn's records")):
+    records = sequence(data["records"], "an open turn's records")
+    if not records:  # a turn opens with its first record: one without is no turn saved here
+        raise ValueError("an open turn holds no record")
+    for record in map(_record_from_data, records):
         if isinstance(record, event_records.LegEnded):
             turn.legs.append(record)
         elif isinstance(record, event_records.Handoff):
