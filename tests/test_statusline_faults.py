@@ -4,13 +4,15 @@ beyond those tests/test_statusline.py feeds it: each test here failed before its
 from __future__ import annotations
 
 import json
+import os
+import stat
 from pathlib import Path
 
 import pytest
 
 from sessiongen import every_pattern
 from tailer.statusline import settings
-from test_statusline import environ, line_of, quiet, settled_line, status_input
+from test_statusline import environ, line_of, quiet, setting_command, settled_line, status_input
 
 
 @pytest.mark.parametrize("option", ["--install", "--uninstall"])
@@ -78,7 +80,6 @@ def test_a_then_that_cannot_be_started_costs_its_output_not_our_line(tmp_path, m
     """A process at its limit of open files (or a machine at its own) could not make the
     pipes for `--then`'s command: that failure cost our line as well, the footer empty."""
     import errno
-    import os
 
     from tailer.statusline import command, then
     from tailer.statusline.options import Options, parse_format
@@ -111,8 +112,6 @@ def test_a_big_log_with_nowhere_to_save_is_read_whole_not_reading_for_good(tmp_p
     from; with no state folder to save in (no $HOME, as a container's user may have; one
     that is not the user's own), each refresh began again at the log's start and stopped at
     the same place: "HydraFusion: reading the log 3%" for good, on every big log."""
-    import os
-
     from tailer.statusline import command, summary
 
     log = every_pattern("sl-nowhere").write(tmp_path / "state")
@@ -160,3 +159,23 @@ def test_a_forged_state_whose_open_turn_holds_no_record_is_read_again(tmp_path):
     quiet(log, 60)
     expected = line_of(log.parent, environ(tmp_path / "fresh"))
     assert line_of(log.parent, env) == expected and expected.startswith("running")
+
+
+@pytest.mark.parametrize("option", ["--install", "--uninstall"])
+def test_settings_the_user_made_read_only_are_refused_not_replaced(tmp_path, option):
+    """A settings.json made read-only (0444) was replaced all the same, its mode kept: the
+    rename over it needs only the folder writable. Whoever took their own write permission
+    away asked for it not to change: one line says so, exit 2, nothing written, no backup."""
+    home = tmp_path / "copilot-home"
+    home.mkdir()
+    path = home / "settings.json"
+    installed = {"statusLine": {"command": settings.our_command([])}} if option == "--uninstall" else {}
+    content = json.dumps({"model": "auto", **installed}).encode()
+    path.write_bytes(content)
+    path.chmod(0o444)
+    done = setting_command(home, option, check=False)
+    assert done.returncode == 2 and done.stdout == "" and done.stderr.count("\n") == 1, done
+    assert "is read-only" in done.stderr and "nothing changed" in done.stderr
+    assert path.read_bytes() == content and stat.S_IMODE(os.stat(path).st_mode) == 0o444
+    assert os.listdir(home) == ["settings.json"]
+

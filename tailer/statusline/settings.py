@@ -16,7 +16,8 @@ another since it was read, just before the rename, it is read and changed again.
 that is not a regular file of this user's (a symbolic link, a FIFO, another user's file) is
 refused without being opened for reading, as are one that does not parse, one over
 MAX_SETTINGS_BYTES, and one whose `statusLine` is not an object: each with one line saying
-why, and nothing written.
+why, and nothing written. One the user made read-only (no write permission for its owner)
+is refused so too when it would be changed: the rename would replace it all the same.
 """
 
 from __future__ import annotations
@@ -252,6 +253,11 @@ def _not_json(constant: str) -> float:
 
 
 def _save(path: Path, settings: dict, original: bytes | None, mode: int) -> None:
+    if not mode & stat.S_IWUSR:
+        # The rename would replace it all the same (the folder is writable): the user
+        # who took away their own write permission asked for it to stay as it is.
+        raise SettingsError(f"{_shown(path)} is read-only: make it writable (chmod u+w) to "
+                            "let the status line be changed; nothing changed")
     try:
         # A number past 1e308 (valid JSON, which the CLI reads) loads as inf: json would
         # write it back as Infinity, and the CLI would refuse the whole file.
