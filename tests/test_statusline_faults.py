@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import stat
+import sys
 from pathlib import Path
 
 import pytest
@@ -179,3 +180,55 @@ def test_settings_the_user_made_read_only_are_refused_not_replaced(tmp_path, opt
     assert path.read_bytes() == content and stat.S_IMODE(os.stat(path).st_mode) == 0o444
     assert os.listdir(home) == ["settings.json"]
 
+
+
+def nested(depth: int) -> bytes:
+    """Settings valid as JSON (the CLI reads them), `depth` levels deep."""
+    return b'{"deep": ' + b"[" * depth + b"]" * depth + b"}"
+
+
+@pytest.mark.parametrize("option", ["--install", "--uninstall"])
+def test_settings_nested_too_deeply_for_json_are_said_to_be_so(tmp_path, option):
+    """Settings some 990 levels deep were called "not valid JSON" (json's RecursionError),
+    though they are: the one line now says what is wrong with them; nothing changed."""
+    home = tmp_path / "copilot-home"
+    home.mkdir()
+    (home / "settings.json").write_bytes(nested(990))
+    done = setting_command(home, option, check=False)
+    assert done.returncode == 2 and done.stderr.count("\n") == 1 and "Traceback" not in done.stderr, done
+    assert "nested too deeply" in done.stderr and "not valid JSON" not in done.stderr
+    assert (home / "settings.json").read_bytes() == nested(990)
+    assert os.listdir(home) == ["settings.json"]
+
+
+def deepest_json_reads() -> int:
+    """The deepest nesting json reads from this stack: its recursion limit less the stack."""
+    low, high = 1, sys.getrecursionlimit()
+    while low < high:
+        middle = (low + high + 1) // 2
+        try:
+            json.loads("[" * middle + "]" * middle)
+            low = middle
+        except RecursionError:
+            high = middle - 1
+    return low
+
+
+def test_settings_at_the_depth_json_stops_at_are_changed_or_said_too_deep(tmp_path):
+    """json reads through C and writes with indent through Python, each with its own depth
+    to stop at: around where reading stops, the settings are changed whole or refused as
+    too deep (so far, what json reads it writes back too), never a traceback."""
+    path = tmp_path / "settings.json"
+    deepest, outcomes = deepest_json_reads(), set()
+    for depth in range(deepest - 40, deepest + 2):
+        path.write_bytes(nested(depth))
+        try:
+            settings.install(path, [])
+        except settings.SettingsError as error:
+            assert "nested too deeply" in str(error) and path.read_bytes() == nested(depth)
+            outcomes.add("refused")
+            continue
+        written = b"".join(path.read_bytes().split())
+        assert written.startswith(b"".join(nested(depth).split())[:-1] + b',"statusLine":{"command":'), depth
+        outcomes.add("changed")
+    assert outcomes == {"changed", "refused"}

@@ -14,10 +14,11 @@ new file is written beside it and renamed over it (tailer/atomic_file.py), flush
 first, with the mode the old one had. The CLI saves the file too (/settings): found saved by
 another since it was read, just before the rename, it is read and changed again. A file
 that is not a regular file of this user's (a symbolic link, a FIFO, another user's file) is
-refused without being opened for reading, as are one that does not parse, one over
-MAX_SETTINGS_BYTES, and one whose `statusLine` is not an object: each with one line saying
-why, and nothing written. One the user made read-only (no write permission for its owner)
-is refused so too when it would be changed: the rename would replace it all the same.
+refused without being opened for reading, as are one that does not parse, one nested too
+deeply for json, one over MAX_SETTINGS_BYTES, and one whose `statusLine` is not an object:
+each with one line saying why, and nothing written. One the user made read-only (no write
+permission for its owner) is refused so too when it would be changed: the rename would
+replace it all the same.
 """
 
 from __future__ import annotations
@@ -239,9 +240,13 @@ def _load(path: Path, missing_ok: bool = True) -> tuple[dict, bytes | None, int]
         raise SettingsError(f"{_shown(path)}: {error.strerror}; nothing changed") from None
     try:
         settings = json.loads(original, parse_constant=_not_json) if original.strip() else {}
-    except (ValueError, RecursionError):
+    except ValueError:
         raise SettingsError(f"{_shown(path)} is not valid JSON (the CLI refuses it too): fix "
                             "it first; nothing changed") from None
+    except RecursionError:  # valid JSON (the CLI reads it), past Python's recursion limit
+        raise SettingsError(f"{_shown(path)} is nested too deeply to read (some thousand "
+                            "levels of [ ] or { }): add the setting by hand "
+                            "(docs/STATUSLINE.md); nothing changed") from None
     if not isinstance(settings, dict):
         raise SettingsError(f"{_shown(path)} is not a JSON object; nothing changed")
     return settings, original, stat.S_IMODE(found.st_mode)
