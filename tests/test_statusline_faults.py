@@ -5,14 +5,19 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import stat
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from sessiongen import every_pattern
+from tailer.atomic_file import temporary_of
 from tailer.statusline import settings
+from tailerproc import ROOT, tailer_env
 from test_statusline import environ, line_of, quiet, setting_command, settled_line, status_input
 
 
@@ -180,6 +185,54 @@ def test_settings_the_user_made_read_only_are_refused_not_replaced(tmp_path, opt
     assert path.read_bytes() == content and stat.S_IMODE(os.stat(path).st_mode) == 0o444
     assert os.listdir(home) == ["settings.json"]
 
+
+# `python -m tailer statusline --install`, killed (SIGKILL) as it renames its new file onto
+# the file named by its first argument: that file written and flushed, nothing renamed.
+KILLED_AT_RENAME = """\
+import os, runpy, signal, sys
+rename, killed_at = os.replace, sys.argv[1]
+def killed_at_rename(source, target, **kwargs):
+    if os.path.basename(target) == killed_at:
+        os.kill(os.getpid(), signal.SIGKILL)
+    return rename(source, target, **kwargs)
+os.replace = killed_at_rename
+sys.argv = ["tailer", "statusline", "--install"]
+runpy.run_module("tailer", run_name="__main__", alter_sys=True)
+"""
+
+
+@pytest.mark.parametrize("killed_at", ["settings.json", "settings.json.hydrafusion-backup"])
+def test_what_a_killed_install_left_the_next_removes_and_nothing_else(tmp_path, killed_at):
+    """An --install killed between writing its new file (or backup) and the rename left
+    `.settings.json.RANDOM.tmp` in ~/.copilot for good. The next run removes it, and only
+    what is unmistakably a killed run's: no link so named (nor what it points to), no file
+    young enough to be another run's save under way, no other file's."""
+    home = tmp_path / "copilot-home"
+    home.mkdir()
+    path = home / "settings.json"
+    path.write_text('{"model": "auto"}')
+    killed = subprocess.run([sys.executable, "-c", KILLED_AT_RENAME, killed_at], cwd=ROOT,
+                            env=tailer_env(COPILOT_HOME=str(home)), capture_output=True, timeout=60)
+    assert killed.returncode == -signal.SIGKILL, killed
+    left = [name for name in os.listdir(home) if temporary_of(name) == killed_at]
+    assert len(left) == 1 and json.loads(path.read_text()) == {"model": "auto"}
+    target = tmp_path / "elsewhere.json"
+    target.write_text("theirs")
+    link, young, other = (home / name for name in (".settings.json.0123456789ab.tmp",
+                                                   ".settings.json.abcdef012345.tmp",
+                                                   ".other.json.0123456789ab.tmp"))
+    link.symlink_to(target)
+    young.write_text("a save under way")
+    other.write_text("another file's")
+    an_hour_ago = time.time() - 3600  # the next --install comes later
+    for name in (left[0], link.name, other.name):
+        os.utime(home / name, (an_hour_ago, an_hour_ago), follow_symlinks=False)
+    setting_command(home, "--install")
+    after = json.loads(path.read_text())
+    assert after["model"] == "auto" and settings.is_ours(after["statusLine"]["command"])
+    assert sorted(os.listdir(home)) == sorted(["settings.json", "settings.json.hydrafusion-backup",
+                                               link.name, young.name, other.name])
+    assert target.read_text() == "theirs"
 
 
 def nested(depth: int) -> bytes:

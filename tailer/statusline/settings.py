@@ -12,7 +12,9 @@ of those installed, the command run after ours kept; without any, it keeps those
 Before the change, the file as it was is copied to `settings.json.hydrafusion-backup`; the
 new file is written beside it and renamed over it (tailer/atomic_file.py), flushed to disk
 first, with the mode the old one had. The CLI saves the file too (/settings): found saved by
-another since it was read, just before the rename, it is read and changed again. A file
+another since it was read, just before the rename, it is read and changed again. The
+temporary files a run killed before its rename left are removed by the next run
+(atomic_file.remove_killed_saves, once KILLED_SAVE_AGE_S old). A file
 that is not a regular file of this user's (a symbolic link, a FIFO, another user's file) is
 refused without being opened for reading, as are one that does not parse, one nested too
 deeply for json, one over MAX_SETTINGS_BYTES, and one whose `statusLine` is not an object:
@@ -30,11 +32,12 @@ import stat
 import sys
 from pathlib import Path
 
-from ..atomic_file import replace_file
+from ..atomic_file import remove_killed_saves, replace_file
 from ..printable import printable
 
 MAX_SETTINGS_BYTES = 1 << 20
 ATTEMPTS = 5
+KILLED_SAVE_AGE_S = 60
 BACKUP_SUFFIX = ".hydrafusion-backup"
 SUBCOMMAND = "statusline"
 SCRIPT = "hydrafusion-tailer"
@@ -119,12 +122,22 @@ class _ChangedMeanwhile(Exception):
 def install(path: Path, options: list[str]) -> str:
     """Set ours as the status line command (keeping one already set as --then); the line to
     print. Raises SettingsError."""
+    _remove_killed_saves(path)
     return _again_if_changed(path, _install, path, options)
 
 
 def uninstall(path: Path) -> str:
     """Remove ours, putting back the command it ran with --then; the line to print."""
+    _remove_killed_saves(path)
     return _again_if_changed(path, _uninstall, path)
+
+
+def _remove_killed_saves(path: Path) -> None:
+    """The new file (or backup) of a run killed before its rename would stay beside the
+    settings for good: nothing else ever removes it. Only this user's regular files
+    KILLED_SAVE_AGE_S old, since a younger one may be the save of another run under way."""
+    for saved in (path, _backup(path)):
+        remove_killed_saves(saved, older_than_s=KILLED_SAVE_AGE_S)
 
 
 def _again_if_changed(path: Path, change, *args) -> str:
