@@ -35,8 +35,8 @@ def watch_first_pass(state_dir: Path, warnings: Warnings) -> dict:
     finally:
         live.close()
     return {"turns": sorted(row.fusion_id for row in live.turns if row.kind == "fusion"),
-            "damaged": live.reader.skipped()["damaged_lines"],
-            "unreadable": live.reader.skipped()["unreadable_logs"],
+            "damaged": live.skipped()["damaged_lines"],
+            "unreadable": live.skipped()["unreadable_logs"],
             "problems": sorted(set(warnings.messages) | set(live.reader.problems.values()))}
 
 

@@ -502,8 +502,8 @@ def shown(live) -> tuple:
     """What a watch's table and live lines are made of."""
     rows = sorted((row.session_id, row.fusion_id, row.start, row.credits, row.outcome)
                   for row in live.turns)
-    checks = sorted(live.checks(), key=lambda check: (check.session_id, check.source, check.scope))
-    return rows, live.sessions, live.in_progress(), live.reader.skipped(), checks
+    checks = sorted(live.figures.checks(), key=lambda check: (check.session_id, check.source, check.scope))
+    return rows, live.sessions, live.in_progress(), live.skipped(), checks
 
 
 def test_watch_starts_from_the_cache_and_writes_it(tmp_path, monkeypatch):

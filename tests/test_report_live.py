@@ -498,7 +498,7 @@ def test_the_worth_figures_are_made_only_for_a_screen_that_shows_them(tmp_path, 
     live.poll(0)
     now = datetime.now(timezone.utc)
     full = figures.snapshot(live.turns, now=now, tz=live.zone, sessions=live.sessions,
-                            skipped=live.reader.skipped(), checks=live.checks(), groupings=("day",))
+                            skipped=live.skipped(), checks=live.figures.checks(), groupings=("day",))
     assert full.worth.by_pattern and full.router and full.by_pattern  # the router follows the worth
     made, patterns = [], []
     monkeypatch.setattr(worth, "figures", lambda *a, **k: made.append(1) or full.worth)
@@ -689,20 +689,25 @@ def figures(row):
 
 def reported(state):
     """What a fresh one-shot report over the files in `state` now counts: its rows'
-    figures, its turns in flight and its sessions (as command._report gathers them)."""
+    figures, its turns in flight, its sessions, its checks of the CLI's totals and what it
+    skipped (as command._report gathers them)."""
     try:
-        logs, _ = find_logs(state)
+        logs, unreadable = find_logs(state)
     except FileNotFoundError:
-        logs = {}
+        logs, unreadable = {}, {}
     gathered = gather(logs, set(logs), Selection(), timezone.utc, now=time.time(),
                       cache_path=None, workers=1)
-    return sorted(map(figures, gathered.rows)), len(gathered.in_flight), len(logs)
+    skipped = {"damaged_lines": gathered.damaged_lines,
+               "unreadable_logs": len(gathered.problems.keys() | unreadable.keys())}
+    return (sorted(map(figures, gathered.rows)), len(gathered.in_flight), len(logs),
+            gathered.checks, skipped)
 
 
 def shown(live):
     """The same of what the watch shows: the table's rows (finished and answered turns),
-    the turns in progress, the sessions watched."""
-    return sorted(map(figures, live.turns + live.answered())), live.in_progress(), live.sessions
+    the turns in progress, the sessions watched, the checks and the skipped counts."""
+    return (sorted(map(figures, live.turns + live.answered())), live.in_progress(), live.sessions,
+            live.figures.checks(), live.skipped())
 
 
 def watching(state):
@@ -758,11 +763,11 @@ def test_the_state_folder_gone_or_swapped_shows_what_is_there(fixtures_state, tm
     live = watching(state)
     if how == "removed":
         shutil.rmtree(state)
-        assert as_reported(live, state) and shown(live) == ([], 0, 0)
+        assert as_reported(live, state) and shown(live)[:3] == ([], 0, 0)
         shutil.copytree(FIXTURES, state)  # made again: the same logs, other files
     elif how == "moved away and back":
         state.rename(tmp_path / "away")
-        assert as_reported(live, state) and shown(live) == ([], 0, 0)
+        assert as_reported(live, state) and shown(live)[:3] == ([], 0, 0)
         (tmp_path / "away").rename(state)
     else:
         other = tmp_path / "other"
@@ -793,6 +798,52 @@ def test_a_rewritten_log_shows_only_what_it_holds_now(fixtures_state, how):
         log.write_bytes((FIXTURES / OTHER / "events.jsonl").read_bytes())
     assert as_reported(live, state)
     assert len(shown(live)[0]) < 29
+    live.close()
+
+
+CUT_LINE = '{"type":"session.fusion_completed","data":{"fusionId":"fusion-cut\n'  # damage
+
+
+def with_a_damaged_line(lines):
+    """The log's lines with a fusion line cut short after its first (a report counts it)."""
+    return lines[:1] + [CUT_LINE] + lines[1:]
+
+
+@pytest.mark.parametrize("how", ["folder moved away and back", "log deleted and put back",
+                                 "truncated and grown back", "rewritten"])
+def test_a_session_s_checks_and_damaged_lines_go_and_come_back_with_it(fixtures_state, tmp_path, how):
+    """The CLI's totals checked and the damaged lines of a session whose log went stayed in
+    the frame (5 checks and 1 damaged line where a report counted 4 and none); a log
+    rewritten or truncated had them counted again on each read from its start (7 checks,
+    3 damaged lines where a report counted 5 and 1). They are the session's, as a
+    report's are: gone with it, back with it once, replaced when its log is read again."""
+    state, folder = fixtures_state, fixtures_state / COPIED
+    log = folder / "events.jsonl"
+    lines = with_a_damaged_line(log.read_text().splitlines(keepends=True))
+    log.write_text("".join(lines))
+    live = watching(state)
+    checks = len(live.figures.checks())
+    assert shown(live) == reported(state) and live.skipped()["damaged_lines"] == 1 and checks == 5
+    if how == "folder moved away and back":
+        folder.rename(tmp_path / "away")
+        assert as_reported(live, state) and live.skipped()["damaged_lines"] == 0
+        assert len(live.figures.checks()) == checks - 1
+        (tmp_path / "away").rename(folder)
+    elif how == "log deleted and put back":
+        log.unlink()
+        assert as_reported(live, state) and live.skipped()["damaged_lines"] == 0
+        log.write_text("".join(lines))
+    elif how == "truncated and grown back":
+        log.write_text("".join(lines[:len(lines) // 2]))
+        assert as_reported(live, state) and live.skipped()["damaged_lines"] == 1
+        with open(log, "a") as grown:
+            grown.write("".join(lines[len(lines) // 2:]))
+    else:  # the same lines, the damaged one last: read again from its start
+        new = folder / "new.jsonl"
+        new.write_text("".join(lines[:1] + lines[2:] + lines[1:2]))
+        new.replace(log)
+    assert as_reported(live, state) and live.skipped()["damaged_lines"] == 1
+    assert len(live.figures.checks()) == checks
     live.close()
 
 
@@ -866,7 +917,8 @@ FIXTURE_LOGS = [(FIXTURES / name / "events.jsonl").read_text().splitlines(keepen
 NAMES = ("a", "b", "c")
 names = st.sampled_from(NAMES)
 steps = st.lists(st.one_of(
-    st.tuples(st.just("grow"), names, st.integers(0, len(FIXTURE_LOGS) - 1), st.integers(1, 200)),
+    st.tuples(st.just("grow"), names, st.integers(0, len(FIXTURE_LOGS) - 1), st.integers(1, 200),
+              st.booleans()),
     st.tuples(st.just("remove"), names),
     st.tuples(st.just("put back"), names),
     st.tuples(st.just("copy"), names, names),
@@ -878,8 +930,9 @@ steps = st.lists(st.one_of(
 
 class StateFolder:
     """A state folder of sessions `a`, `b`, `c`, each a part of a fixture log from its start
-    (which one in `fixture` beside it, so that copies and swaps carry it), changed a step
-    at a time. `away` holds sessions removed, `other` the state folder it is swapped with."""
+    (which one, and whether with a damaged line, in `fixture` beside it, so that copies and
+    swaps carry it), changed a step at a time. `away` holds sessions removed, `other` the
+    state folder it is swapped with."""
 
     def __init__(self, root):
         self.state, self.away, self.other = root / "state", root / "away", root / "other"
@@ -889,14 +942,15 @@ class StateFolder:
         kind, *args = step
         getattr(self, kind.replace(" ", "_"))(*args)
 
-    def grow(self, name, fixture, lines):
+    def grow(self, name, fixture, lines, damaged):
         folder = self.state / name
         if not folder.is_dir():
             folder.mkdir(parents=True)
-            (folder / "fixture").write_text(str(fixture))
+            (folder / "fixture").write_text(f"{fixture} {damaged:d}")
         log = folder / "events.jsonl"
         held = log.read_text().count("\n") if log.exists() else 0
-        whole = FIXTURE_LOGS[int((folder / "fixture").read_text())]
+        fixture, damaged = map(int, (folder / "fixture").read_text().split())
+        whole = with_a_damaged_line(FIXTURE_LOGS[fixture]) if damaged else FIXTURE_LOGS[fixture]
         with open(log, "a") as out:
             out.write("".join(whole[held:held + lines]))
 
@@ -933,12 +987,13 @@ class StateFolder:
 
 
 @settings(max_examples=40)
-@given(first=st.lists(st.tuples(names, st.integers(0, len(FIXTURE_LOGS) - 1), st.integers(1, 200)),
-                      min_size=1, max_size=3), steps=steps)
+@given(first=st.lists(st.tuples(names, st.integers(0, len(FIXTURE_LOGS) - 1), st.integers(1, 200),
+                                st.booleans()), min_size=1, max_size=3), steps=steps)
 def test_the_watch_shows_what_a_report_of_the_files_there_shows(first, steps):
     """Whatever happens to the logs between two passes (appended to, removed and put back,
     copied, truncated, the state folder swapped or removed), the watch shows the turns, their
-    figures, the turns in flight and the sessions of a fresh report over the files there."""
+    figures, the turns in flight, the sessions, the checks of the CLI's totals and the
+    damaged lines of a fresh report over the files there (some logs have a damaged line)."""
     with tempfile.TemporaryDirectory() as root:
         folder = StateFolder(Path(root))
         for grown in first:

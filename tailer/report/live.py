@@ -10,8 +10,10 @@ daemon's idle timeout is finished as `incomplete`, by the daemon's own rule
 
 A session whose log goes (its folder removed or moved away, the state folder with it) leaves
 the view, as a report of the logs left would: its rows are set aside, with its reader, and
-shown again if it comes back, each turn once. A log found rewritten is read again from its
-start, its old rows dropped, as a report reads it (gather.refresh).
+shown again if it comes back, each turn once; its checks of the CLI's totals, damaged lines
+and unreadable log leave the frame's figures with it and come back with it (SessionFigures).
+A log found rewritten is read again from its start, its old rows and figures dropped, as a
+report reads it (gather.refresh).
 
 An answered prompt without fusion stays open until the next prompt, as a later call may
 still be its: the table shows it as a report would (read.SessionReader.finish_at_end),
@@ -38,6 +40,7 @@ from pathlib import Path
 from typing import Callable, Iterable, TextIO
 
 from ..printable import printable
+from ..records import field, record
 from ..saved_state import parsed
 from ..wording import counted
 from . import cache, gather
@@ -45,7 +48,7 @@ from .figures import Snapshot, add_patterns, add_worth, snapshot
 from .checks import Check, check_figures
 from .rows import TurnRow, turn_row
 from .now import InFlightRow, in_flight_row, render_now
-from .read import Selection, SessionReader
+from .read import Found, Selection, SessionReader
 from .table import (PATTERN_SECTION, WORTH_SECTION, call_models, credits_text, kept_sections, leg_label, painter,
                     render_table, summary_sections)
 from .wrap import cut, flow
@@ -83,7 +86,7 @@ class LiveTurns:
         self.cache_path = cache_path
         self.cache_problem: str | None = None  # one line: the cache was ignored, or not saved
         self.reader = SessionReader()
-        self.cached_checks: list[Check] = []  # of the logs as the cache held them
+        self.figures = SessionFigures()  # the checks, damaged lines and problems of the logs there
         self.rows = gather.OnePerTurn()  # the finished turns'
         self.last: TurnRow | None = None  # the turn that ended last
         self._last_end_ns = 0
@@ -109,9 +112,10 @@ class LiveTurns:
         watched are gone with it until it is back."""
         return self.watcher.listing_problem
 
-    def checks(self) -> list[Check]:
-        """The CLI's totals checked: those the cache held, then those read since."""
-        return self.cached_checks + [check_figures(check) for check in self.reader.reconciliations]
+    def skipped(self) -> dict[str, int]:
+        """What a report of the logs there skips: damaged lines, logs that cannot be read."""
+        return self.figures.skipped({session_id for session_id in self.watcher.unreadable
+                                     if self.selection.wants_session(session_id)})
 
     def in_progress(self) -> int:
         """The wanted turns running now, the ones the "now" lines show: an answered prompt
@@ -162,6 +166,7 @@ class LiveTurns:
             self._gone.leave(session_id, dropped.get(session_id, []),
                              open_since=self.clock() if session_id in self._open else None)
             self._open.discard(session_id)
+            self.figures.drop(session_id)  # counted again from its reader if it comes back
         for session_id in sorted(changes.touched & self._logs.keys()):
             self._read(session_id)
             if self.reader.open_turns(session_id):
@@ -172,9 +177,6 @@ class LiveTurns:
         if idle:
             self._answered = None
             self._take(idle)
-        for session_id, error in self.watcher.unreadable.items():
-            if self.selection.wants_session(session_id):
-                self.reader.unreadable_folder(session_id, error)
 
     def _read(self, session_id: str) -> None:
         """Read what the session's log added; all of it again when the log turns out to be
@@ -187,7 +189,9 @@ class LiveTurns:
         if self.reader.rewritten(session_id):
             self._drop({session_id})
             self.reader.forget(session_id)
+            self.figures.forget(session_id)
             self._take(self.reader.read(session_id, path))
+        self.figures.read(session_id, self.reader.found(session_id))
 
     def _drop(self, session_ids: set[str]) -> dict[str, list[TurnRow]]:
         """Take the rows of these sessions out of the view (OnePerTurn.drop_sessions), and
@@ -205,13 +209,12 @@ class LiveTurns:
         refreshed, self.cache_problem = gather.through_cache(self.cache_path, logs, wanted,
                                                              workers=self.workers, looked=looked)
         self._cache_read = refreshed
-        self.reader.problems.update(refreshed.problems)
+        # A log the cache's refresh could not read has no entry: this pass reads it, and says why.
         with gather.lasting_objects():  # the rows live as long as the watch
             for session_id in sorted(wanted & refreshed.entries.keys()):
                 entry = refreshed.entries[session_id]
                 self._logs[session_id] = logs[session_id]
-                self.reader.damaged_lines += entry.damaged_lines
-                self.cached_checks += map(cache.check_from_data, entry.checks)
+                self.figures.cached(session_id, entry)
                 # Not the open turns: they are in progress, as a pass leaves them.
                 for row, end_ns in gather.wanted_rows(entry.turns, self.selection, self.zone):
                     self._keep(row, end_ns)
@@ -228,6 +231,7 @@ class LiveTurns:
                 self.reader.resume(session_id, Path(self._logs[session_id]), parsed(saved))
             except (ValueError, KeyError, TypeError):  # not as saved: read it from its start
                 self._drop({session_id})
+                self.figures.forget(session_id)
                 self.cache_problem = (f"the cache is damaged: session {printable(session_id)} "
                                       "is read from its start")
         return self.reader
@@ -295,13 +299,86 @@ class GoneSessions:
         return ended
 
 
+@record(slots=True)
+class LogFigures:
+    """What a report counts of one log besides its turns (gather.Gathered): its checks of
+    the CLI's totals, its damaged lines, and why it cannot be read (None: it can)."""
+
+    checks: list[Check] = field(factory=list)
+    damaged_lines: int = 0
+    problem: str | None = None
+
+
+class SessionFigures:
+    """The LogFigures of the sessions in view, each session's apart, so that they add up to
+    a report's of the logs there: they leave with the session (`drop`) and are made again
+    from its reader when it comes back; a log read again from its start has its own
+    replaced, never added to (`forget`)."""
+
+    def __init__(self) -> None:
+        self._of: dict[str, LogFigures] = {}
+        self._cached: dict[str, LogFigures] = {}  # the cache's, until the log is read from its start
+        # What each pass looks at, kept as the figures change: no walk over 10,000 sessions.
+        self.changes = 0  # figures set to others, or dropped
+        self._damaged_lines = 0
+        self._unreadable = 0  # logs that cannot be read
+
+    def cached(self, session_id: str, entry: cache.LogEntry) -> None:
+        """The session's figures as its cache entry holds them, before its log is read on."""
+        self._cached[session_id] = LogFigures(list(map(cache.check_from_data, entry.checks)),
+                                              entry.damaged_lines)
+        self._set(session_id, self._cached[session_id])
+
+    def read(self, session_id: str, found: Found) -> None:
+        """The session's figures after a read: what the cache held of its log, then what
+        reading found since (`found`), as a report adds them (gather._merged)."""
+        cached = self._cached.get(session_id, LogFigures())
+        self._set(session_id, LogFigures(cached.checks + [check_figures(check) for check in found.checks],
+                                         cached.damaged_lines + found.damaged_lines, found.problem))
+
+    def forget(self, session_id: str) -> None:
+        """The session's log is read from its start: what the cache held of it and what was
+        counted of it go, and the next `read` gives all its figures."""
+        self._cached.pop(session_id, None)
+        self.drop(session_id)
+
+    def drop(self, session_id: str) -> None:
+        """The session's log went: its figures leave the view (what the cache held of it is
+        kept, for when it comes back)."""
+        old = self._of.pop(session_id, None)
+        if old is not None:
+            self._counted(old, LogFigures())
+
+    def checks(self) -> list[Check]:
+        """In the order of the session ids, a report's."""
+        return [check for session_id in sorted(self._of) for check in self._of[session_id].checks]
+
+    def skipped(self, unreadable_folders: set[str]) -> dict[str, int]:
+        """What a report skips: the damaged lines, and the logs that cannot be read, with
+        those of the sessions whose folders cannot be (`unreadable_folders`), each once."""
+        folders = [session_id for session_id in unreadable_folders
+                   if session_id not in self._of or self._of[session_id].problem is None]
+        return {"damaged_lines": self._damaged_lines, "unreadable_logs": self._unreadable + len(folders)}
+
+    def _set(self, session_id: str, figures: LogFigures) -> None:
+        old = self._of.get(session_id)
+        if old != figures:
+            self._of[session_id] = figures
+            self._counted(old if old is not None else LogFigures(), figures)
+
+    def _counted(self, old: LogFigures, new: LogFigures) -> None:
+        self.changes += 1
+        self._damaged_lines += new.damaged_lines - old.damaged_lines
+        self._unreadable += (new.problem is not None) - (old.problem is not None)
+
+
 def table(live: LiveTurns, answered: list[TurnRow], filters: dict[str, str], *, now: datetime,
           columns: int, rows: int, color: bool) -> str:
     """The table of the finished turns and the `answered` ones as it fits under the live
     lines: the costly part of a frame (its figures are made again from every turn), so it
     is made only when `table_key` changes."""
-    snap = snapshot(live.turns + answered, now=now, tz=live.zone, sessions=live.sessions, skipped=live.reader.skipped(),
-                    filters=filters, checks=live.checks(), groupings=("day",), worth=False)
+    snap = snapshot(live.turns + answered, now=now, tz=live.zone, sessions=live.sessions, skipped=live.skipped(),
+                    filters=filters, checks=live.figures.checks(), groupings=("day",), worth=False)
     height = max(rows - 4, 1)
     # A section's figures are made only where the screen may show it, the patterns' first.
     if may_show(snap, PATTERN_SECTION, width=columns, height=height):
@@ -325,10 +402,12 @@ def table_key(live: LiveTurns, answered: list[TurnRow], size: os.terminal_size,
     """Everything the table shows depends on: the turns, the sessions, what was skipped or
     checked, the terminal's size and the UTC offset (a daylight saving time change).
     Finished turns are only ever added, replaced or dropped (OnePerTurn.changes counts
-    each) and checks added, so their counts tell when they changed; an answered turn may still grow,
-    so its figures are part of the key."""
-    return (live.rows.changes, tuple(answered), live.sessions, tuple(live.reader.skipped().values()),
-            len(live.cached_checks) + len(live.reader.reconciliations), tuple(size),
+    each), and the sessions' checks and damaged lines set or dropped (SessionFigures.changes),
+    so their counts tell when they changed; a folder that cannot be read is not a figure of
+    a session read, so the skipped counts are part of the key; an answered turn may still
+    grow, so its figures are part of the key too."""
+    return (live.rows.changes, tuple(answered), live.sessions, tuple(live.skipped().values()),
+            live.figures.changes, tuple(size),
             now.astimezone(live.zone).utcoffset())
 
 

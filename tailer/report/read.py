@@ -13,9 +13,8 @@ import os
 from pathlib import Path
 from typing import Callable, Iterator
 
-from ..records import record
+from ..records import field, record
 from ..copilot.event_values import LATEST_NS
-from ..copilot.problems import folder_problem
 from ..turns import session_state
 from ..turns.session_log import SessionLog
 from ..turns.assembly import IDLE_TIMEOUT_S
@@ -75,19 +74,49 @@ def report_pattern(turn: Turn) -> str:
     return turn.kind if turn.ordinary else turn.pattern
 
 
+@record(slots=True)
+class Found:
+    """What reading one log found besides its turns since it was first read (or read again
+    from its start, after `forget`): the CLI's totals checked, the damaged lines skipped,
+    and why the last read could not read the log, in the words every command uses
+    (tailer/turns/session_log.py). Per log, so that a watch counts only the logs there."""
+
+    checks: list[Reconciliation] = field(factory=list)
+    damaged_lines: int = 0
+    problem: str | None = None
+
+
 class SessionReader:
     """Reads session logs into finished turns, each through its SessionLog as the daemon does.
 
     It keeps each log's SessionLog, so reading a log again costs only what was appended
-    since (which is what --watch needs). `problems` holds, per session, why its folder or
-    its log could not be read, in the words every command uses (tailer/turns/session_log.py).
+    since (which is what --watch needs), and what reading it found (`found`).
     """
 
     def __init__(self) -> None:
         self._logs: dict[str, SessionLog] = {}
-        self.damaged_lines = 0
-        self.problems: dict[str, str] = {}
-        self.reconciliations: list[Reconciliation] = []  # the CLI's totals, checked
+        self._found: dict[str, Found] = {}
+
+    def found(self, session_id: str) -> Found:
+        """What reading the session's log found (nothing before it is read)."""
+        found = self._found.get(session_id)
+        return found if found is not None else Found()
+
+    @property
+    def reconciliations(self) -> list[Reconciliation]:
+        """The CLI's totals checked, of every log read, log after log."""
+        return [check for found in self._found.values() for check in found.checks]
+
+    @property
+    def problems(self) -> dict[str, str]:
+        """Session id -> why its log could not be read, of every log read."""
+        return {session_id: found.problem for session_id, found in self._found.items()
+                if found.problem is not None}
+
+    @property
+    def damaged_lines(self) -> int:
+        """The damaged lines skipped, of every log read."""
+        return sum(found.damaged_lines for found in self._found.values())
 
     def resume(self, session_id: str, path: Path, saved: dict) -> None:
         """Read the log on from where `saved` (`state`) left off, as the daemon resumes
@@ -113,9 +142,6 @@ class SessionReader:
         log = self._logs.get(session_id)
         return log is not None and log.generation > 0
 
-    def unreadable_folder(self, session_id: str, error: OSError) -> None:
-        self.problems[session_id] = folder_problem(session_id, error)
-
     def read(self, session_id: str, path: Path) -> Iterator[Turn]:
         """The turns the lines appended since the last read finish (often none), each as
         soon as it does: a log of thousands of turns is never held as all their records."""
@@ -125,22 +151,21 @@ class SessionReader:
         # A model call or tool read the short way is nothing to a report but the turn it
         # joined: not handed out (every record's time is before LATEST_NS). The damage and
         # the checks of the CLI's totals are the log's own counts.
+        found = self._found.setdefault(session_id, Found())
         damaged = sum(log.damage.values())
         try:
             for read in log.read(quiet_until_ns=LATEST_NS):
                 yield from read.finished
         finally:
-            self.damaged_lines += sum(log.damage.values()) - damaged
-            self.reconciliations += log.turns.take_reconciliations()
-        if log.problem is not None:
-            self.problems[session_id] = log.problem
-        else:
-            self.problems.pop(session_id, None)
+            found.damaged_lines += sum(log.damage.values()) - damaged
+            found.checks += log.turns.take_reconciliations()
+        found.problem = log.problem
 
     def forget(self, session_id: str) -> None:
         """Forget where reading one log stands (its open turns, the keys of the turns it
-        finished): the next read reads it from its start, as a new log."""
+        finished) and what it found: the next read reads it from its start, as a new log."""
         self._logs.pop(session_id, None)
+        self._found.pop(session_id, None)
 
     def finish(self, session_id: str) -> list[Turn]:
         """Finish the open turns of one session as they stand (`incomplete` without a rollup)."""
