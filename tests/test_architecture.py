@@ -125,7 +125,7 @@ MAX_CLASS_LINES = 200
 KNOWN_LONG_MODULES: set[str] = set()
 KNOWN_LONG_CLASSES = {
     "copilot/watch.py::SessionWatcher", "daemon/service.py::Run",
-    "outputs/exposition.py::Registry", "outputs/otlp.py::OtlpExporter",
+    "outputs/exposition.py::Registry",
     "turns/assembly.py::Turn", "turns/sessions.py::Tailer",
 }
 

@@ -221,14 +221,112 @@ def error_text(body: bytes) -> str:
     return one_line(text)
 
 
+class SpanQueue:
+    """The spans waiting for the exporter's worker, as per-trace units in submission order.
+
+    Units are numbered as they come, so a flush can tell when everything up to a point has
+    been settled, whatever became of each unit. Past max_queued_spans the oldest units are
+    dropped, because during a long outage fresh traces are worth more than stale ones; the
+    dropped spans wait in `take_dropped` for the worker to report.
+    """
+
+    def __init__(self, *, max_batch_spans: int, max_queued_spans: int, flush_interval: float):
+        self._max_batch_spans = max_batch_spans
+        self._max_queued_spans = max_queued_spans
+        self._flush_interval = flush_interval
+        self._units: collections.deque[tuple[int, list[Unit]]] = collections.deque()
+        self._spans = 0
+        self._next_number = 0
+        self._in_flight_number: int | None = None
+        self._dropped: list[Unit] = []
+        self._flush_waiters = 0
+        self._closing = False
+        self._lock = threading.Condition()
+
+    def put(self, spans: list[Unit]) -> None:
+        """Queue spans, a trace split across units only when it alone exceeds max_batch_spans."""
+        traces: dict[str, list[Unit]] = {}
+        for span in spans:
+            traces.setdefault(span.key, []).append(span)
+        with self._lock:
+            was_empty = not self._units
+            for trace in traces.values():
+                for start in range(0, len(trace), self._max_batch_spans):
+                    unit = trace[start:start + self._max_batch_spans]
+                    self._units.append((self._next_number, unit))
+                    self._next_number += 1
+                    self._spans += len(unit)
+            while self._spans > self._max_queued_spans:
+                _, oldest = self._units.popleft()
+                self._spans -= len(oldest)
+                self._dropped += oldest
+            # Wake the worker only when what it waits for may have come (see `take`):
+            # waking it for every turn's few spans cost more than sending them.
+            if was_empty or self._spans >= self._max_batch_spans or self._dropped:
+                self._lock.notify_all()
+
+    def wait_settled(self, timeout: float) -> bool:
+        """Hurry the worker; True once everything put so far is settled (`settle`)."""
+        with self._lock:
+            target = self._next_number
+            self._flush_waiters += 1
+            self._lock.notify_all()
+            try:
+                return self._lock.wait_for(lambda: self._oldest_unsettled() >= target, timeout)
+            finally:
+                self._flush_waiters -= 1
+
+    @property
+    def closed(self) -> bool:
+        return self._closing
+
+    def close(self) -> None:
+        """Ends `take`: it returns None from now on."""
+        with self._lock:
+            self._closing = True
+            self._lock.notify_all()
+
+    def take(self) -> list[Unit] | None:
+        """Wait for spans, then take whole units up to max_batch_spans; None once closing."""
+        with self._lock:
+            self._lock.wait_for(lambda: self._units or self._closing)
+            self._lock.wait_for(lambda: self._spans >= self._max_batch_spans or self._flush_waiters
+                                or self._closing, self._flush_interval)
+            if self._closing:
+                return None
+            batch: list[Unit] = []
+            while self._units and len(batch) + len(self._units[0][1]) <= self._max_batch_spans:
+                number, unit = self._units.popleft()
+                if not batch:
+                    self._in_flight_number = number
+                batch.extend(unit)
+                self._spans -= len(unit)
+            return batch
+
+    def settle(self) -> None:
+        """The batch `take` gave is done with (delivered, retried to the end, or given up)."""
+        with self._lock:
+            self._in_flight_number = None
+            self._lock.notify_all()
+
+    def take_dropped(self) -> list[Unit]:
+        with self._lock:
+            dropped, self._dropped = self._dropped, []
+        return dropped
+
+    def _oldest_unsettled(self) -> int:
+        if self._in_flight_number is not None:
+            return self._in_flight_number
+        return self._units[0][0] if self._units else self._next_number
+
+
 class OtlpExporter:
     """Delivers spans (or, with `encode`, other OTLP units) to one OTLP/HTTP URL from a
     single background thread.
 
-    Submitted spans wait in a FIFO queue of per-trace units. The worker sends whole units, so a
-    trace is split across requests only when it alone exceeds max_batch_spans. While a batch is
-    being retried, newer spans wait behind it; past max_queued_spans the oldest units are
-    dropped, because during a long outage fresh traces are worth more than stale ones.
+    Submitted spans wait in a SpanQueue. The worker sends whole units, so a trace is split
+    across requests only when it alone exceeds max_batch_spans. While a batch is being
+    retried, newer spans wait behind it; past max_queued_spans the oldest units are dropped.
 
     A batch the collector refuses as too large (413) is sent again in halves, each halved
     again while refused, so only a span refused on its own is given up.
@@ -260,78 +358,35 @@ class OtlpExporter:
         self._resource = dict(resource)
         self._scope_version = scope_version
         self._on_result = on_result
-        self._max_batch_spans = max_batch_spans
-        self._flush_interval = flush_interval
-        self._max_queued_spans = max_queued_spans
+        self._queue = SpanQueue(max_batch_spans=max_batch_spans, max_queued_spans=max_queued_spans,
+                                flush_interval=flush_interval)
         self._stopped = threading.Event()
         self._sleep = sleep or self._stopped.wait
         self._rng = rng
         self._encode = encode
-        # Units are numbered in submission order so flush() can tell when everything up to a
-        # point has been settled, whatever happened to each unit.
-        self._queue: collections.deque[tuple[int, list[Unit]]] = collections.deque()
-        self._queued_spans = 0
-        self._next_number = 0
-        self._in_flight_number: int | None = None
-        self._overflow_dropped: list[Unit] = []
-        self._flush_waiters = 0
-        self._closing = False
-        self._lock = threading.Condition()
         self._worker = threading.Thread(target=self._run, name="otlp-exporter", daemon=True)
         self._worker.start()
 
     def submit(self, spans: list[Unit]) -> None:
         """Queue spans for export; never blocks on the network."""
-        traces: dict[str, list[Unit]] = {}
-        for span in spans:
-            traces.setdefault(span.key, []).append(span)
-        with self._lock:
-            was_empty = not self._queue
-            for trace in traces.values():
-                for start in range(0, len(trace), self._max_batch_spans):
-                    unit = trace[start:start + self._max_batch_spans]
-                    self._queue.append((self._next_number, unit))
-                    self._next_number += 1
-                    self._queued_spans += len(unit)
-            while self._queued_spans > self._max_queued_spans:
-                _, oldest = self._queue.popleft()
-                self._queued_spans -= len(oldest)
-                self._overflow_dropped += oldest
-            # Wake the worker only when what it waits for may have come (see _next_batch):
-            # waking it for every turn's few spans cost more than sending them.
-            if was_empty or self._queued_spans >= self._max_batch_spans or self._overflow_dropped:
-                self._lock.notify_all()
+        self._queue.put(spans)
 
     def flush(self, timeout: float) -> bool:
         """Send now; True once everything submitted so far was delivered or given up on."""
-        with self._lock:
-            target = self._next_number
-            self._flush_waiters += 1
-            self._lock.notify_all()
-            try:
-                return self._lock.wait_for(lambda: self._oldest_unsettled() >= target, timeout)
-            finally:
-                self._flush_waiters -= 1
+        return self._queue.wait_settled(timeout)
 
     def close(self, timeout: float) -> None:
         """Flush, then stop the worker; whatever is still unsettled is left to the caller."""
         deadline = time.monotonic() + timeout
         self.flush(timeout)
-        with self._lock:
-            self._closing = True
-            self._lock.notify_all()
+        self._queue.close()
         self._stopped.set()
         self._endpoint.cut()
         self._worker.join(max(0.0, deadline - time.monotonic()))
 
-    def _oldest_unsettled(self) -> int:
-        if self._in_flight_number is not None:
-            return self._in_flight_number
-        return self._queue[0][0] if self._queue else self._next_number
-
     def _run(self) -> None:
         while True:
-            batch = self._next_batch()
+            batch = self._queue.take()
             self._report_overflow()
             if batch is None:
                 return
@@ -341,26 +396,7 @@ class OtlpExporter:
             except Exception as exc:  # the worker must outlive any surprise
                 log.error("OTLP export failed unexpectedly (%s); %d spans dropped", type(exc).__name__, len(batch))
                 self._report("dropped", batch)
-            with self._lock:
-                self._in_flight_number = None
-                self._lock.notify_all()
-
-    def _next_batch(self) -> list[Unit] | None:
-        """Wait for spans, then take whole units up to max_batch_spans; None once closing."""
-        with self._lock:
-            self._lock.wait_for(lambda: self._queue or self._closing)
-            self._lock.wait_for(lambda: self._queued_spans >= self._max_batch_spans or self._flush_waiters
-                                or self._closing, self._flush_interval)
-            if self._closing:
-                return None
-            batch: list[Unit] = []
-            while self._queue and len(batch) + len(self._queue[0][1]) <= self._max_batch_spans:
-                number, unit = self._queue.popleft()
-                if not batch:
-                    self._in_flight_number = number
-                batch.extend(unit)
-                self._queued_spans -= len(unit)
-            return batch
+            self._queue.settle()
 
     def _deliver(self, spans: list[Unit]) -> None:
         """Send spans until the collector answers; a 413 sends them again in halves."""
@@ -371,7 +407,7 @@ class OtlpExporter:
         count = len(spans)
         backoff = FIRST_BACKOFF
         attempts = 0
-        while not self._closing:
+        while not self._queue.closed:
             attempts += 1
             self._report_overflow()
             answer = self._endpoint.post(body)
@@ -387,7 +423,7 @@ class OtlpExporter:
                             answer.status, error_text(answer.body), count)
                 self._report("rejected", spans)
                 return
-            if self._closing:
+            if self._queue.closed:
                 return
             # Full jitter: a fleet of tailers recovering together does not hit the collector in step.
             # A Retry-After is honoured but never below the backoff's step: a collector
@@ -418,8 +454,7 @@ class OtlpExporter:
             self._report("delivered", spans[:count - rejected])
 
     def _report_overflow(self) -> None:
-        with self._lock:
-            dropped, self._overflow_dropped = self._overflow_dropped, []
+        dropped = self._queue.take_dropped()
         if dropped:
             log.warning("OTLP export queue full; %d oldest spans dropped", len(dropped))
             self._report("dropped", dropped)
