@@ -233,7 +233,9 @@ class Run:
             self.server.close()  # no scrape after the last save: see History's not_before
         if self.cli is not None:
             self.cli.release(self.outbox)
-        delivered = self._delivered_within(self._flush_s(signalled), signalled)
+        senders = [self.outbox] if self.cli is None else [self.outbox, self.cli]
+        delivered = delivered_within(senders, stop_flush_s(self.config, self.backpressure, signalled),
+                                     signalled)
         pushed_at_ns = time.time_ns()  # before the final save, for the same reason
         self.save(final=True)
         self.push.close(pushed_at_ns)
@@ -245,7 +247,7 @@ class Run:
         if not delivered:
             log.warning(
                 "%d spans are still waiting for the collector%s; they are kept for the next run",
-                self.outbox.pending_units, self._why_still_waiting(signalled),
+                self.outbox.pending_units, why_still_waiting(self.config, signalled),
             )
         if self.config.once and self.saves.failed:
             log.error("this --once run could not save the checkpoint %s: the next run reads "
@@ -254,35 +256,6 @@ class Run:
         if self.config.once and (self.lost_spans or not delivered):
             return 1
         return 0
-
-    def _why_still_waiting(self, signalled: threading.Event | None) -> str:
-        """What ended the wait for the collector, as the stop's warning says it: a --once
-        run stopped by a signal did not wait out its --once-timeout."""
-        if signalled is not None and signalled.is_set():
-            return " when a signal stopped the run"
-        return " at the end of --once-timeout" if self.config.once else ""
-
-    def _flush_s(self, signalled: threading.Event | None) -> float:
-        """How long the exporters have to deliver what waits: a --once run gives them its
-        timeout (a cron job's run, whose collector may ask it to come back in a few
-        seconds), unless a signal stopped it or the collector already took nothing for
-        that long (Backpressure); any other stop, STOP_FLUSH_S."""
-        if not self.config.once or (signalled is not None and signalled.is_set()):
-            return STOP_FLUSH_S
-        return 0.0 if self.backpressure.stalled_out else self.config.once_timeout_s
-
-    def _delivered_within(self, seconds: float, signalled: threading.Event | None) -> bool:
-        """Whether every exporter delivered what waits within `seconds`, waited for a
-        FLUSH_STEP_S at a time: a signal ends a long wait at once, and no timeout a user
-        gave reaches a lock's wait (which refuses one of some 49 days or more)."""
-        until = time.monotonic() + seconds
-        senders = [self.outbox] if self.cli is None else [self.outbox, self.cli]
-        while True:
-            left = until - time.monotonic()
-            if all(sender.flush(min(max(left, 0.0), FLUSH_STEP_S)) for sender in senders):
-                return True
-            if left <= 0 or (signalled is not None and signalled.is_set()):
-                return False
 
     def abandon(self) -> None:
         """End as a crash would: nothing saved, threads and sockets closed."""
@@ -372,6 +345,37 @@ class Run:
                 if outcome in ("rejected", "dropped"):
                     self.lost_spans += units
                 self.saves.note(TURNS)
+
+
+def stop_flush_s(config: Config, backpressure: Backpressure, signalled: threading.Event | None) -> float:
+    """How long the exporters have to deliver what waits at a stop: a --once run gives them
+    its timeout (a cron job's run, whose collector may ask it to come back in a few
+    seconds), unless a signal stopped it or the collector already took nothing for that
+    long (Backpressure); any other stop, STOP_FLUSH_S."""
+    if not config.once or (signalled is not None and signalled.is_set()):
+        return STOP_FLUSH_S
+    return 0.0 if backpressure.stalled_out else config.once_timeout_s
+
+
+def delivered_within(senders: list, seconds: float, signalled: threading.Event | None) -> bool:
+    """Whether every sender (an Outbox, the CLI's telemetry) delivered what waits within
+    `seconds`, waited for a FLUSH_STEP_S at a time: a signal ends a long wait at once, and
+    no timeout a user gave reaches a lock's wait (which refuses one of some 49 days or more)."""
+    until = time.monotonic() + seconds
+    while True:
+        left = until - time.monotonic()
+        if all(sender.flush(min(max(left, 0.0), FLUSH_STEP_S)) for sender in senders):
+            return True
+        if left <= 0 or (signalled is not None and signalled.is_set()):
+            return False
+
+
+def why_still_waiting(config: Config, signalled: threading.Event | None) -> str:
+    """What ended the wait for the collector, as the stop's warning says it: a --once run
+    stopped by a signal did not wait out its --once-timeout."""
+    if signalled is not None and signalled.is_set():
+        return " when a signal stopped the run"
+    return " at the end of --once-timeout" if config.once else ""
 
 
 class SaveRhythm:
