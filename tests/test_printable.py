@@ -148,9 +148,9 @@ def real_snapshot(tmp_path: Path) -> figures.Snapshot:
     logs_ = session_logs(tmp_path / "state")
     rows = [report_rows.turn_row(turn, timezone.utc)
             for turn in wanted_turns(logs_, Selection(), reader)]
-    return figures.snapshot(rows, now=START, tz=timezone.utc, sessions=1,
-                                   skipped=reader.skipped(), filters={"model": "gpt"},
-                                   checks=list(map(report_checks.check_figures, reader.reconciliations)))
+    return figures.snapshot(rows, now=START, tz=timezone.utc, skipped=reader.skipped(),
+                            filters={"model": "gpt"},
+                            checks=list(map(report_checks.check_figures, reader.reconciliations)))
 
 
 class StubLive:

@@ -33,7 +33,7 @@ def figures_of(state_dir, selection=Selection(), tz=timezone.utc):
     reader = SessionReader()
     logs = session_logs(state_dir)
     turns = [turn_row(turn, tz) for turn in wanted_turns(logs, selection, reader)]
-    return snapshot(turns, now=NOW, tz=tz, sessions=len(logs), skipped=reader.skipped(),
+    return snapshot(turns, now=NOW, tz=tz, skipped=reader.skipped(),
                     checks=list(map(check_figures, reader.reconciliations)))
 
 

@@ -63,7 +63,7 @@ def snapshot_of(state_dir):
     logs = session_logs(state_dir)
     turns = [report_rows.turn_row(turn, timezone.utc)
              for turn in wanted_turns(logs, Selection(), reader)]
-    return report_figures.snapshot(turns, now=NOW, tz=timezone.utc, sessions=len(logs), skipped=reader.skipped(),
+    return report_figures.snapshot(turns, now=NOW, tz=timezone.utc, skipped=reader.skipped(),
                     checks=list(map(report_checks.check_figures, reader.reconciliations)))
 
 
@@ -178,7 +178,7 @@ def many_turns(count):
         start = datetime.fromisoformat(row.start) + timedelta(minutes=17 * number)
         made.append(records.replace(row, fusion_id=f"fusion-{number:05d}",
                                         start=start.isoformat(timespec="milliseconds")))
-    return report_figures.snapshot(made, now=NOW, tz=timezone.utc, sessions=1)
+    return report_figures.snapshot(made, now=NOW, tz=timezone.utc)
 
 
 @needs_chromium

@@ -34,8 +34,7 @@ def snap_of(state_dir):
     reader = SessionReader()
     logs = session_logs(state_dir)
     rows = [turn_row(turn, timezone.utc) for turn in wanted_turns(logs, Selection(), reader)]
-    return snapshot(rows, now=NOW, tz=timezone.utc, sessions=len(logs),
-                    skipped=reader.skipped(),
+    return snapshot(rows, now=NOW, tz=timezone.utc, skipped=reader.skipped(),
                     checks=list(map(check_figures, reader.reconciliations)))
 
 

@@ -407,6 +407,34 @@ def test_by_day_without_a_hydrafusion_turn_shows_the_ordinary_prompts_use(tmp_pa
             if line.startswith("total ")] == [["0", "3", str(usage.calls)]]
 
 
+def test_the_title_counts_the_sessions_of_the_turns_it_counts(tmp_path):
+    """"1 turn, 6 sessions" for `--model gemini` over the five fixture sessions and a copy of
+    one: the title (and the JSON's `sessions`, the page's subtitle) counted every session log
+    read, whatever the filters chose, a copy whose turns are all its session's and a session
+    with no prompt among them. It counts the sessions of the turns it counts, as `--by
+    session` lists them."""
+    import shutil
+
+    for fixture in (ROOT / "fixtures").iterdir():
+        shutil.copytree(fixture, tmp_path / fixture.name)
+    first = sorted(path.name for path in tmp_path.iterdir())[0]
+    shutil.copytree(tmp_path / first, tmp_path / f"{first}.bak")
+    SessionWriter("no-prompt-yet", _utc(2026, 11, 30, 10)).write(tmp_path)
+    state = ("--state-dir", str(tmp_path), "--timezone", "UTC")
+
+    assert report_json(*state)["sessions"] == 5
+    chosen = report_json(*state, "--model", "gemini")
+    assert (chosen["headline"]["turns"], chosen["sessions"]) == (1, 1)
+    done = run_report(*state, "--model", "gemini", env=tailer_env(COLUMNS="200"))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("HydraFusion: 1 turn, 1 session, ")
+    by_session = report_json(*state, "--by", "session")["sessions"]
+    assert len(by_session) == 5
+    page = tmp_path.parent / "page.html"
+    assert run_report(*state, "--model", "gemini", "--html", str(page)).returncode == 0
+    assert "1 HydraFusion turn, 0 ordinary prompts, in 1 session" in page.read_text()
+
+
 def test_by_as_json_is_an_array_and_its_totals_in_ccusages_shape(tmp_path):
     """`--by X --format json`: the groups of X in the table's order, named as ccusage names
     its arrays, and their totals, the headline; described by docs/report-by.schema.json."""

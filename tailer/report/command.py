@@ -391,7 +391,7 @@ def _report(args: argparse.Namespace, environ: dict[str, str], state_dir: Path,
 
         in_flight = [in_flight_row(turn, round(now.timestamp() * 1e9), zone)
                      for turn in gathered.in_flight]
-    figures = snapshot(gathered.rows, now=now, tz=zone, sessions=len(wanted),
+    figures = snapshot(gathered.rows, now=now, tz=zone,
                        skipped={"damaged_lines": gathered.damaged_lines,
                                 "unreadable_logs": len(problems)},
                        filters=filters_of(args), checks=gathered.checks, in_flight=in_flight,

@@ -58,7 +58,7 @@ from .checks import Check
 from .rows import KINDS, CallRow, TurnRow, shown_credits
 from ..turns.assembly import ROUTE_FAILED_OUTCOME
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 ORDINARY = "ordinary"
 GROUPINGS = ("day", "week", "month", "session")  # GROUP_KEYS's, and the Snapshot's by_ fields
 
@@ -229,7 +229,7 @@ class Snapshot:
     utc_offset: str  # of the report's time zone when it was made
     timezone: str  # its name: str(tz) (a ZoneInfo's IANA key), or the system's (CET, UTC)
     filters: dict[str, str]
-    sessions: int  # session logs read
+    sessions: int  # the sessions of the turns counted (HydraFusion and ordinary)
     skipped: dict[str, int]  # damaged_lines, unreadable_logs
     first_turn: str | None
     last_turn: str | None
@@ -258,7 +258,6 @@ def snapshot(
     *,
     now: datetime,
     tz: tzinfo | None = None,
-    sessions: int = 0,
     skipped: dict[str, int] | None = None,
     filters: dict[str, str] | None = None,
     checks: list[Check] = (),
@@ -287,7 +286,7 @@ def snapshot(
         utc_offset=now.astimezone(tz).isoformat()[-6:],
         timezone=str(tz) if tz is not None else now.astimezone().tzname() or "local",
         filters=dict(filters or {}),
-        sessions=sessions,
+        sessions=len({row.session_id for row in rows}),
         skipped={"damaged_lines": 0, "unreadable_logs": 0, **(skipped or {})},
         first_turn=rows[0].start if rows else None,
         last_turn=rows[-1].start if rows else None,

@@ -377,7 +377,7 @@ def table(live: LiveTurns, answered: list[TurnRow], filters: dict[str, str], *, 
     """The table of the finished turns and the `answered` ones as it fits under the live
     lines: the costly part of a frame (its figures are made again from every turn), so it
     is made only when `table_key` changes."""
-    snap = snapshot(live.turns + answered, now=now, tz=live.zone, sessions=live.sessions, skipped=live.skipped(),
+    snap = snapshot(live.turns + answered, now=now, tz=live.zone, skipped=live.skipped(),
                     filters=filters, checks=live.figures.checks(), groupings=("day",), worth=False)
     height = max(rows - 4, 1)
     # A section's figures are made only where the screen may show it, the patterns' first.
