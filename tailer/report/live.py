@@ -40,7 +40,6 @@ from pathlib import Path
 from typing import Callable, Iterable, TextIO
 
 from ..printable import printable
-from ..records import field, record
 from ..saved_state import parsed
 from ..wording import counted
 from . import cache, gather
@@ -179,19 +178,18 @@ class LiveTurns:
             self._take(idle)
 
     def _read(self, session_id: str) -> None:
-        """Read what the session's log added; all of it again when the log turns out to be
-        rewritten (truncated, replaced by another file): the reader reads such a log on
-        from its start but, as the daemon must, without the turns it finished before, which
-        the new content may hold again or not, so its rows are dropped and the log read
-        anew, as a report reads it."""
-        path = Path(self._logs[session_id])
-        self._take(self._reader_of(session_id).read(session_id, path))
-        if self.reader.rewritten(session_id):
-            self._drop({session_id})
-            self.reader.forget(session_id)
-            self.figures.forget(session_id)
-            self._take(self.reader.read(session_id, path))
+        """Read what the session's log added; all of it, as a new log, when it turns out to
+        be rewritten (truncated, replaced by another file): the new content may hold the
+        turns counted before again or not, so their rows and figures go first, as a report
+        reads it."""
+        self._take(self._reader_of(session_id).read(session_id, Path(self._logs[session_id]),
+                                                    functools.partial(self._rewritten, session_id)))
         self.figures.read(session_id, self.reader.found(session_id))
+
+    def _rewritten(self, session_id: str) -> None:
+        """The session's log is read again from its start: what was shown of it goes."""
+        self._drop({session_id})
+        self.figures.forget(session_id)
 
     def _drop(self, session_ids: set[str]) -> dict[str, list[TurnRow]]:
         """Take the rows of these sessions out of the view (OnePerTurn.drop_sessions), and
@@ -299,25 +297,16 @@ class GoneSessions:
         return ended
 
 
-@record(slots=True)
-class LogFigures:
-    """What a report counts of one log besides its turns (gather.Gathered): its checks of
-    the CLI's totals, its damaged lines, and why it cannot be read (None: it can)."""
-
-    checks: list[Check] = field(factory=list)
-    damaged_lines: int = 0
-    problem: str | None = None
-
-
 class SessionFigures:
-    """The LogFigures of the sessions in view, each session's apart, so that they add up to
-    a report's of the logs there: they leave with the session (`drop`) and are made again
+    """What a report counts of each log in view besides its turns (gather.Gathered), each
+    session's apart as a read.Found of the report's Checks, so that they add up to a
+    report's of the logs there: they leave with the session (`drop`) and are made again
     from its reader when it comes back; a log read again from its start has its own
     replaced, never added to (`forget`)."""
 
     def __init__(self) -> None:
-        self._of: dict[str, LogFigures] = {}
-        self._cached: dict[str, LogFigures] = {}  # the cache's, until the log is read from its start
+        self._of: dict[str, Found] = {}
+        self._cached: dict[str, Found] = {}  # the cache's, until the log is read from its start
         # What each pass looks at, kept as the figures change: no walk over 10,000 sessions.
         self.changes = 0  # figures set to others, or dropped
         self._damaged_lines = 0
@@ -325,16 +314,20 @@ class SessionFigures:
 
     def cached(self, session_id: str, entry: cache.LogEntry) -> None:
         """The session's figures as its cache entry holds them, before its log is read on."""
-        self._cached[session_id] = LogFigures(list(map(cache.check_from_data, entry.checks)),
-                                              entry.damaged_lines)
+        self._cached[session_id] = Found(list(map(cache.check_from_data, entry.checks)),
+                                         entry.damaged_lines)
         self._set(session_id, self._cached[session_id])
 
     def read(self, session_id: str, found: Found) -> None:
         """The session's figures after a read: what the cache held of its log, then what
-        reading found since (`found`), as a report adds them (gather._merged)."""
-        cached = self._cached.get(session_id, LogFigures())
-        self._set(session_id, LogFigures(cached.checks + [check_figures(check) for check in found.checks],
-                                         cached.damaged_lines + found.damaged_lines, found.problem))
+        reading found since (`found`), as a report adds them (gather._merged). Only the
+        checks found since the last read are converted: the reader's grow between two
+        `forget`s, and the figures shown hold those of the reads before."""
+        cached = self._cached.get(session_id, Found())
+        shown = self._of.get(session_id, cached)
+        converted = len(shown.checks) - len(cached.checks)
+        self._set(session_id, Found(shown.checks + [check_figures(check) for check in found.checks[converted:]],
+                                    cached.damaged_lines + found.damaged_lines, found.problem))
 
     def forget(self, session_id: str) -> None:
         """The session's log is read from its start: what the cache held of it and what was
@@ -347,7 +340,7 @@ class SessionFigures:
         kept, for when it comes back)."""
         old = self._of.pop(session_id, None)
         if old is not None:
-            self._counted(old, LogFigures())
+            self._counted(old, Found())
 
     def checks(self) -> list[Check]:
         """In the order of the session ids, a report's."""
@@ -360,13 +353,13 @@ class SessionFigures:
                    if session_id not in self._of or self._of[session_id].problem is None]
         return {"damaged_lines": self._damaged_lines, "unreadable_logs": self._unreadable + len(folders)}
 
-    def _set(self, session_id: str, figures: LogFigures) -> None:
+    def _set(self, session_id: str, figures: Found) -> None:
         old = self._of.get(session_id)
         if old != figures:
             self._of[session_id] = figures
-            self._counted(old if old is not None else LogFigures(), figures)
+            self._counted(old if old is not None else Found(), figures)
 
-    def _counted(self, old: LogFigures, new: LogFigures) -> None:
+    def _counted(self, old: Found, new: Found) -> None:
         self.changes += 1
         self._damaged_lines += new.damaged_lines - old.damaged_lines
         self._unreadable += (new.problem is not None) - (old.problem is not None)

@@ -79,9 +79,13 @@ class Found:
     """What reading one log found besides its turns since it was first read (or read again
     from its start, after `forget`): the CLI's totals checked, the damaged lines skipped,
     and why the last read could not read the log, in the words every command uses
-    (tailer/turns/session_log.py). Per log, so that a watch counts only the logs there."""
+    (tailer/turns/session_log.py). Per log, so that a watch counts only the logs there.
 
-    checks: list[Reconciliation] = field(factory=list)
+    The reader's checks are Reconciliations; where a watch shows a log's figures they are
+    the report's Checks (checks.check_figures), in this same record: one place for what a
+    report counts of a log besides its turns."""
+
+    checks: list = field(factory=list)  # of Reconciliation, or of the report's Check
     damaged_lines: int = 0
     problem: str | None = None
 
@@ -142,9 +146,16 @@ class SessionReader:
         log = self._logs.get(session_id)
         return log is not None and log.generation > 0
 
-    def read(self, session_id: str, path: Path) -> Iterator[Turn]:
+    def read(self, session_id: str, path: Path,
+             on_rewritten: Callable[[], object] | None = None) -> Iterator[Turn]:
         """The turns the lines appended since the last read finish (often none), each as
-        soon as it does: a log of thousands of turns is never held as all their records."""
+        soon as it does: a log of thousands of turns is never held as all their records.
+
+        A log found rewritten (truncated, replaced) is read on from its start without the
+        turns finished before, as the daemon must read it; with `on_rewritten`, it is read
+        as a new log instead (`forget`), every turn of it handed out, and `on_rewritten`
+        called before the first of them: the caller drops what it kept of the old content
+        and reads the log once, where reading on and again from its start read it twice."""
         log = self._logs.get(session_id)
         if log is None:
             log = self._logs[session_id] = SessionLog(session_id, path)
@@ -152,14 +163,21 @@ class SessionReader:
         # joined: not handed out (every record's time is before LATEST_NS). The damage and
         # the checks of the CLI's totals are the log's own counts.
         found = self._found.setdefault(session_id, Found())
-        damaged = sum(log.damage.values())
+        damaged, generation = sum(log.damage.values()), log.generation
         try:
             for read in log.read(quiet_until_ns=LATEST_NS):
+                if on_rewritten is not None and log.generation != generation:
+                    break  # before the new content finishes a turn: none is handed out twice
                 yield from read.finished
         finally:
             found.damaged_lines += sum(log.damage.values()) - damaged
             found.checks += log.turns.take_reconciliations()
-        found.problem = log.problem
+        if on_rewritten is not None and log.generation != generation:
+            self.forget(session_id)
+            on_rewritten()
+            yield from self.read(session_id, path)
+        else:
+            found.problem = log.problem
 
     def forget(self, session_id: str) -> None:
         """Forget where reading one log stands (its open turns, the keys of the turns it
