@@ -689,14 +689,16 @@ def figures(row):
     return row.fusion_id, row.session_id, row.outcome, row.calls, row.credits
 
 
-def reported(state):
+def reported(state, listed=None):
     """What a fresh one-shot report over the files in `state` now counts: its rows'
     figures, its turns in flight, its sessions, its checks of the CLI's totals and what it
-    skipped (as command._report gathers them)."""
+    skipped (as command._report gathers them). `listed`: logs by session id that its
+    listing found where they are no longer, or not as it found them."""
     try:
         logs, unreadable = find_logs(state)
     except FileNotFoundError:
         logs, unreadable = {}, {}
+    logs.update(listed or {})
     gathered = gather(logs, set(logs), Selection(), timezone.utc, now=time.time(),
                       cache_path=None, workers=1)
     skipped = {"damaged_lines": gathered.damaged_lines,
@@ -916,6 +918,56 @@ def test_what_is_put_where_a_log_was_is_shown_as_a_report_shows_it(fixtures_stat
     log.unlink()
     shutil.copy(FIXTURES / session / "events.jsonl", log)
     assert as_reported(live, state) and len(shown(live)[0]) == 29
+    live.close()
+
+
+class ChangedAfterLooking:
+    """A watcher that lets `change()` happen just after each pass looked at the logs and
+    before they are read, as a log replaced at that moment is."""
+
+    def __init__(self, watcher, change):
+        self.watcher, self.change = watcher, change
+
+    def changes(self, timeout):
+        changes = self.watcher.changes(timeout)
+        self.change()
+        return changes
+
+    def __getattr__(self, name):
+        return getattr(self.watcher, name)
+
+
+@pytest.mark.parametrize("put", ["a FIFO", "a folder"])
+def test_a_log_that_cannot_be_read_shows_its_problem_alone(fixtures_state, put):
+    """A log found unreadable as it was read (replaced by a FIFO or a folder once the
+    watcher had looked) kept its rows, checks and damaged lines in the frame beside its
+    problem, where a report that listed it shows nothing of it but the problem. Put back,
+    it is read from its start, each turn once."""
+    state = fixtures_state
+    log = state / COPIED / "events.jsonl"
+    lines = with_a_damaged_line(log.read_text().splitlines(keepends=True))
+    log.write_text("".join(lines))
+    changes = []
+    live = LiveTurns(state, Selection(), zone=timezone.utc, workers=1,
+                     watcher=ChangedAfterLooking(seeing_all(state), lambda: changes and changes.pop()()))
+    live.poll(0)
+    full = shown(live)
+    assert full == reported(state) and full[4]["damaged_lines"] == 1
+
+    def replace():
+        log.unlink()
+        os.mkfifo(log) if put == "a FIFO" else log.mkdir()
+
+    with open(log, "a") as grown:
+        grown.write(lines[-1])
+    changes.append(replace)
+    live.poll(0)
+    assert shown(live) == reported(state, listed={COPIED: log})
+    assert shown(live)[4] == {"damaged_lines": 0, "unreadable_logs": 1} and len(shown(live)[0]) < len(full[0])
+    assert as_reported(live, state)  # now no log there: not a session
+    os.unlink(log) if put == "a FIFO" else log.rmdir()
+    log.write_text("".join(lines))
+    assert as_reported(live, state) and shown(live) == full
     live.close()
 
 

@@ -13,7 +13,8 @@ the view, as a report of the logs left would: its rows are set aside, with its r
 shown again if it comes back, each turn once; its checks of the CLI's totals, damaged lines
 and unreadable log leave the frame's figures with it and come back with it (SessionFigures).
 A log found rewritten is read again from its start, its old rows and figures dropped, as a
-report reads it (gather.refresh).
+report reads it (gather.refresh); so is one that cannot be read, which shows only its problem
+until it can be.
 
 An answered prompt without fusion stays open until the next prompt, as a later call may
 still be its: the table shows it as a report would (read.SessionReader.finish_at_end),
@@ -86,9 +87,7 @@ class LiveTurns:
         self.cache_problem: str | None = None  # one line: the cache was ignored, or not saved
         self.reader = SessionReader()
         self.figures = SessionFigures()  # the checks, damaged lines and problems of the logs there
-        self.rows = gather.OnePerTurn()  # the finished turns'
-        self.last: TurnRow | None = None  # the turn that ended last
-        self._last_end_ns = 0
+        self.rows = TableRows()  # the finished turns'
         self._logs: dict[str, str] = {}  # session id -> its log's path, as the watcher gives it
         self._open: set[str] = set()  # sessions with turns still open
         self._gone = GoneSessions()
@@ -100,6 +99,11 @@ class LiveTurns:
     @property
     def turns(self) -> list[TurnRow]:
         return self.rows.rows
+
+    @property
+    def last(self) -> TurnRow | None:
+        """The turn that ended last."""
+        return self.rows.last
 
     @property
     def sessions(self) -> int:
@@ -154,11 +158,11 @@ class LiveTurns:
             if self.selection.wants_session(session_id) and session_id not in self._logs:
                 self._logs[session_id] = path
                 for row in self._gone.back(session_id):
-                    self._keep(row, _end_ns(row))
+                    self.rows.keep(row, _end_ns(row))
                 changes.touched.add(session_id)
         vanished = {session_id for session_id in changes.vanished
                     if self._logs.pop(session_id, None) is not None}
-        dropped = self._drop(vanished)
+        dropped = self.rows.drop_sessions(vanished)
         for session_id in vanished:
             # Its reader is kept too: a log that comes back (its folder moved away and back)
             # is read on from where it was, its turns not counted again.
@@ -182,23 +186,23 @@ class LiveTurns:
         be rewritten (truncated, replaced by another file): the new content may hold the
         turns counted before again or not, so their rows and figures go first, as a report
         reads it."""
+        if self.reader.found(session_id).problem is not None:
+            # As a report after one that could not read it (gather.refresh drops its
+            # cache entry): from its start.
+            self.reader.forget(session_id)
         self._take(self._reader_of(session_id).read(session_id, Path(self._logs[session_id]),
                                                     functools.partial(self._rewritten, session_id)))
-        self.figures.read(session_id, self.reader.found(session_id))
+        found = self.reader.found(session_id)
+        if found.problem is not None:  # nothing of it is in a report but its problem
+            self._rewritten(session_id)
+            found = Found(problem=found.problem)
+        self.figures.read(session_id, found)
 
     def _rewritten(self, session_id: str) -> None:
-        """The session's log is read again from its start: what was shown of it goes."""
-        self._drop({session_id})
+        """The session's log is read again from its start, or cannot be read: what was
+        shown of it goes."""
+        self.rows.drop_sessions({session_id})
         self.figures.forget(session_id)
-
-    def _drop(self, session_ids: set[str]) -> dict[str, list[TurnRow]]:
-        """Take the rows of these sessions out of the view (OnePerTurn.drop_sessions), and
-        the last turn to end with them: it is then the last of those left."""
-        dropped = self.rows.drop_sessions(session_ids)
-        if self.last is not None and self.last.session_id in dropped:
-            self.last = max(self.rows.rows, key=_end, default=None)
-            self._last_end_ns = _end_ns(self.last) if self.last is not None else 0
-        return dropped
 
     def _start(self, logs: dict[str, str], looked: dict[str, tuple[os.stat_result, int]]) -> None:
         """The first pass: every log through the cache (checked by the watcher's stat of
@@ -215,7 +219,7 @@ class LiveTurns:
                 self.figures.cached(session_id, entry)
                 # Not the open turns: they are in progress, as a pass leaves them.
                 for row, end_ns in gather.wanted_rows(entry.turns, self.selection, self.zone):
-                    self._keep(row, end_ns)
+                    self.rows.keep(row, end_ns)
                 self._resume[session_id] = entry.state
                 if entry.open_turns:  # a row for each open turn of its state
                     self._reader_of(session_id)
@@ -228,22 +232,18 @@ class LiveTurns:
             try:
                 self.reader.resume(session_id, Path(self._logs[session_id]), parsed(saved))
             except (ValueError, KeyError, TypeError):  # not as saved: read it from its start
-                self._drop({session_id})
+                self.rows.drop_sessions({session_id})
                 self.figures.forget(session_id)
                 self.cache_problem = (f"the cache is damaged: session {printable(session_id)} "
                                       "is read from its start")
         return self.reader
-
-    def _keep(self, row: TurnRow, end_ns: int) -> None:
-        if self.rows.add(row) and (self.last is None or end_ns >= self._last_end_ns):
-            self.last, self._last_end_ns = row, end_ns
 
     def _take(self, finished: Iterable[Turn]) -> None:
         """Keep the rows of finished turns, each as it comes: the first pass over thousands
         of logs never holds all their Turns at once."""
         for turn in finished:
             if self.selection.wants(turn):
-                self._keep(turn_row(turn, self.zone), turn.end_ns)
+                self.rows.keep(turn_row(turn, self.zone), turn.end_ns)
 
     def close(self) -> None:
         self.watcher.close()
@@ -261,6 +261,30 @@ class LiveTurns:
             self._gone.set_aside(session_id, [turn_row(turn, self.zone) for turn in self.reader.finish(session_id)
                                               if self.selection.wants(turn)])
         return finished
+
+
+class TableRows(gather.OnePerTurn):
+    """The rows of the table, one per turn (gather.OnePerTurn), and the turn that ended
+    last, which the first lines name: kept up to date as rows come and go, so that no pass
+    looks for it among every row."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.last: TurnRow | None = None
+        self._last_end_ns = 0
+
+    def keep(self, row: TurnRow, end_ns: int) -> None:
+        if self.add(row) and (self.last is None or end_ns >= self._last_end_ns):
+            self.last, self._last_end_ns = row, end_ns
+
+    def drop_sessions(self, session_ids: set[str]) -> dict[str, list[TurnRow]]:
+        """OnePerTurn.drop_sessions, and the last turn to end with them: it is then the
+        last of those left."""
+        dropped = super().drop_sessions(session_ids)
+        if self.last is not None and self.last.session_id in dropped:
+            self.last = max(self.rows, key=_end, default=None)
+            self._last_end_ns = _end_ns(self.last) if self.last is not None else 0
+        return dropped
 
 
 class GoneSessions:
