@@ -971,6 +971,25 @@ def test_a_log_that_cannot_be_read_shows_its_problem_alone(fixtures_state, put):
     live.close()
 
 
+def test_a_session_whose_folder_turns_unreadable_leaves_the_view_until_it_can_be_read(fixtures_state, tmp_path):
+    """A session folder that could no longer be read (here a link to itself in its place)
+    kept its rows, its checks and its session in the frame, beside its folder counted
+    unreadable, where a report lists no log of it. Readable again, it is back, each turn
+    once, though its log did not change."""
+    state, folder = fixtures_state, fixtures_state / COPIED
+    live = watching(state)
+    full = shown(live)
+    folder.rename(tmp_path / "away")
+    folder.symlink_to(COPIED)
+    assert as_reported(live, state) and live.skipped()["unreadable_logs"] == 1
+    assert live.sessions == full[2] - 1 and len(shown(live)[0]) < len(full[0])
+    assert as_reported(live, state)  # and it stays out
+    folder.unlink()
+    (tmp_path / "away").rename(folder)
+    assert as_reported(live, state) and shown(live) == full
+    live.close()
+
+
 FIXTURE_LOGS = [(FIXTURES / name / "events.jsonl").read_text().splitlines(keepends=True)
                 for name in sorted(os.listdir(FIXTURES))]
 NAMES = ("a", "b", "c")
@@ -980,6 +999,7 @@ steps = st.lists(st.one_of(
               st.booleans()),
     st.tuples(st.just("remove"), names),
     st.tuples(st.just("put back"), names),
+    st.tuples(st.just("make unreadable"), names),
     st.tuples(st.just("copy"), names, names),
     st.tuples(st.just("truncate"), names, st.integers(0, 150)),
     st.tuples(st.just("swap state folder")),
@@ -1003,6 +1023,8 @@ class StateFolder:
 
     def grow(self, name, fixture, lines, damaged):
         folder = self.state / name
+        if folder.is_symlink():
+            return
         if not folder.is_dir():
             folder.mkdir(parents=True)
             (folder / "fixture").write_text(f"{fixture} {damaged:d}")
@@ -1019,11 +1041,19 @@ class StateFolder:
             (self.state / name).rename(self.away / name)
 
     def put_back(self, name):
+        if (self.state / name).is_symlink():
+            (self.state / name).unlink()
         if (self.away / name).is_dir() and self.state.is_dir() and not (self.state / name).exists():
             (self.away / name).rename(self.state / name)
 
+    def make_unreadable(self, name):
+        """The folder moved away, a link to itself in its place (`put back` puts it back)."""
+        if (self.state / name).is_dir():
+            self.remove(name)
+            (self.state / name).symlink_to(name)
+
     def copy(self, name, to):
-        if (self.state / name).is_dir() and not (self.state / to).exists():
+        if (self.state / name).is_dir() and not (self.state / to).exists() and not (self.state / to).is_symlink():
             shutil.copytree(self.state / name, self.state / to)
 
     def truncate(self, name, lines):
@@ -1050,7 +1080,8 @@ class StateFolder:
                                 st.booleans()), min_size=1, max_size=3), steps=steps)
 def test_the_watch_shows_what_a_report_of_the_files_there_shows(first, steps):
     """Whatever happens to the logs between two passes (appended to, removed and put back,
-    copied, truncated, the state folder swapped or removed), the watch shows the turns, their
+    copied, truncated, their folders made unreadable, the state folder swapped or removed),
+    the watch shows the turns, their
     figures, the turns in flight, the sessions, the checks of the CLI's totals and the
     damaged lines of a fresh report over the files there (some logs have a damaged line)."""
     with tempfile.TemporaryDirectory() as root:

@@ -8,8 +8,8 @@ turn still open is not counted until it finishes: it is drawn above the table, i
 daemon's idle timeout is finished as `incomplete`, by the daemon's own rule
 (SessionLog.finish_if_idle).
 
-A session whose log goes (its folder removed or moved away, the state folder with it) leaves
-the view, as a report of the logs left would: its rows are set aside, with its reader, and
+A session whose log goes (its folder removed or moved away, the state folder with it, or its
+folder no longer readable: UnreadableFolders) leaves the view, as a report of the logs left would: its rows are set aside, with its reader, and
 shown again if it comes back, each turn once; its checks of the CLI's totals, damaged lines
 and unreadable log leave the frame's figures with it and come back with it (SessionFigures).
 A log found rewritten is read again from its start, its old rows and figures dropped, as a
@@ -53,7 +53,7 @@ from .table import (PATTERN_SECTION, WORTH_SECTION, call_models, credits_text, k
                     render_table, summary_sections)
 from .wrap import cut, flow
 from ..turns.assembly import IDLE_TIMEOUT_S, Turn
-from ..copilot.watch import SessionWatcher
+from ..copilot.watch import Changes, SessionWatcher
 
 CURSOR_HOME, CLEAR_LINE_END, CLEAR_BELOW = "\x1b[H", "\x1b[K", "\x1b[J"
 HIDE_CURSOR, SHOW_CURSOR = "\x1b[?25l", "\x1b[?25h"
@@ -91,6 +91,7 @@ class LiveTurns:
         self._logs: dict[str, str] = {}  # session id -> its log's path, as the watcher gives it
         self._open: set[str] = set()  # sessions with turns still open
         self._gone = GoneSessions()
+        self._unreadable = UnreadableFolders()
         self._first = True
         self._resume: dict[str, bytes] = {}  # session id -> its cached state's JSON, until it changes
         self._answered: list[TurnRow] | None = None  # until a pass reads or finishes something
@@ -149,6 +150,7 @@ class LiveTurns:
         # was some 25 ms of the first drawing.
         self._cache_read = None
         changes = self.watcher.changes(timeout)
+        self._unreadable.seen(changes, self._logs, self.watcher.unreadable)
         if self._first or changes:
             self._answered = None
         if self._first:
@@ -285,6 +287,27 @@ class TableRows(gather.OnePerTurn):
             self.last = max(self.rows, key=_end, default=None)
             self._last_end_ns = _end_ns(self.last) if self.last is not None else 0
         return dropped
+
+
+class UnreadableFolders:
+    """The sessions in view whose folders turned unreadable (the watcher's `unreadable`):
+    a report lists no log of theirs (files.find_logs), so they leave the view as a log that
+    goes does, and come back as one that comes back once their folders can be read, though
+    the watcher, which found their logs unchanged, reports nothing of them."""
+
+    def __init__(self) -> None:
+        self._paths: dict[str, str] = {}  # session id -> its log's path, while it is out of view
+
+    def seen(self, changes: Changes, logs: dict[str, str], unreadable: dict[str, OSError]) -> None:
+        """Add to `changes` the sessions of `logs` whose folders turned unreadable, as
+        vanished, and those whose folders can be read again, as appeared (before a vanish
+        the watcher reports of them, when their logs went meanwhile)."""
+        for session_id in [session_id for session_id in self._paths if session_id not in unreadable]:
+            changes.appeared[session_id] = self._paths.pop(session_id)
+        for session_id in unreadable:
+            if session_id in logs:
+                self._paths[session_id] = logs[session_id]
+                changes.vanished.add(session_id)
 
 
 class GoneSessions:
