@@ -16,6 +16,7 @@ import subprocess
 import sys
 import tempfile
 import termios
+import threading
 import time
 from datetime import datetime, timezone
 from pathlib import Path
@@ -701,8 +702,11 @@ def reported(state, listed=None):
     logs.update(listed or {})
     gathered = gather(logs, set(logs), Selection(), timezone.utc, now=time.time(),
                       cache_path=None, workers=1)
+    quiet = logs.keys() - gathered.problems.keys() - {
+        shown.session_id for shown in gathered.rows + gathered.in_flight}
+    no_event = {session_id for session_id in quiet if session_log.holds_no_event(logs[session_id])}
     skipped = {"damaged_lines": gathered.damaged_lines,
-               "unreadable_logs": len(gathered.problems.keys() | unreadable.keys())}
+               "unreadable_logs": len(gathered.problems.keys() | unreadable.keys() | no_event)}
     return (sorted(map(figures, gathered.rows)), len(gathered.in_flight), len(logs),
             gathered.checks, skipped)
 
@@ -971,6 +975,39 @@ def test_a_log_that_cannot_be_read_shows_its_problem_alone(fixtures_state, put):
     live.close()
 
 
+@pytest.mark.parametrize("how", ["there at the start", "written while watching"])
+def test_a_log_that_holds_no_event_is_counted_as_a_report_counts_it(fixtures_state, how):
+    """A log none of whose first lines is an event (random bytes, another program's file)
+    is counted by a report among the logs it cannot read; the watch did not count it."""
+    state = fixtures_state
+    (state / "not-a-log").mkdir()
+    log = state / "not-a-log" / "events.jsonl"
+    if how == "there at the start":
+        log.write_text("".join(NO_EVENT))
+    live = watching(state)
+    if how == "written while watching":
+        log.write_text("".join(NO_EVENT))
+        live.poll(0)
+    assert shown(live) == reported(state) and live.skipped()["unreadable_logs"] == 1
+    log.write_text("".join(FIXTURE_LOGS[0]))  # rewritten as a log
+    assert as_reported(live, state) and live.skipped()["unreadable_logs"] == 0
+    live.close()
+
+
+def test_a_fifo_s_head_is_not_waited_for(tmp_path):
+    """Whether a FIFO put where a log was holds no event was asked by opening it, which
+    waits for a writer for good: the watch hung."""
+    fifo = tmp_path / "events.jsonl"
+    os.mkfifo(fifo)
+    answers = []
+    asking = threading.Thread(target=lambda: answers.append(session_log.holds_no_event(fifo)), daemon=True)
+    asking.start()
+    asking.join(5)
+    if asking.is_alive():  # let it go
+        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+    assert answers == [False]
+
+
 def test_a_session_whose_folder_turns_unreadable_leaves_the_view_until_it_can_be_read(fixtures_state, tmp_path):
     """A session folder that could no longer be read (here a link to itself in its place)
     kept its rows, its checks and its session in the frame, beside its folder counted
@@ -990,8 +1027,9 @@ def test_a_session_whose_folder_turns_unreadable_leaves_the_view_until_it_can_be
     live.close()
 
 
+NO_EVENT = [f"not an event {number}\n" for number in range(20)]  # another program's file
 FIXTURE_LOGS = [(FIXTURES / name / "events.jsonl").read_text().splitlines(keepends=True)
-                for name in sorted(os.listdir(FIXTURES))]
+                for name in sorted(os.listdir(FIXTURES))] + [NO_EVENT]
 NAMES = ("a", "b", "c")
 names = st.sampled_from(NAMES)
 steps = st.lists(st.one_of(

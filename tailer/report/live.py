@@ -54,6 +54,7 @@ from .table import (PATTERN_SECTION, WORTH_SECTION, call_models, credits_text, k
 from .wrap import cut, flow
 from ..turns.assembly import IDLE_TIMEOUT_S, Turn
 from ..copilot.watch import Changes, SessionWatcher
+from ..turns.session_log import holds_no_event
 
 CURSOR_HOME, CLEAR_LINE_END, CLEAR_BELOW = "\x1b[H", "\x1b[K", "\x1b[J"
 HIDE_CURSOR, SHOW_CURSOR = "\x1b[?25l", "\x1b[?25h"
@@ -92,6 +93,7 @@ class LiveTurns:
         self._open: set[str] = set()  # sessions with turns still open
         self._gone = GoneSessions()
         self._unreadable = UnreadableFolders()
+        self._no_event = NoEventLogs()
         self._first = True
         self._resume: dict[str, bytes] = {}  # session id -> its cached state's JSON, until it changes
         self._answered: list[TurnRow] | None = None  # until a pass reads or finishes something
@@ -118,8 +120,15 @@ class LiveTurns:
 
     def skipped(self) -> dict[str, int]:
         """What a report of the logs there skips: damaged lines, logs that cannot be read."""
-        return self.figures.skipped({session_id for session_id in self.watcher.unreadable
-                                     if self.selection.wants_session(session_id)})
+        skipped = self.figures.skipped({session_id for session_id in self.watcher.unreadable
+                                        if self.selection.wants_session(session_id)})
+        skipped["unreadable_logs"] += self._no_event.count(self._logs, self._showing)
+        return skipped
+
+    def _showing(self) -> set[str]:
+        """The sessions with a row in the table or a turn in flight."""
+        return {shown.session_id for shown in (*self.rows.rows, *self.answered(),
+                                               *self.rows.open_ones(filter(self._shown, self.reader.in_flight())))}
 
     def in_progress(self) -> int:
         """The wanted turns running now, the ones the "now" lines show: an answered prompt
@@ -181,24 +190,25 @@ class LiveTurns:
         idle = self._finish_idle()
         if idle:
             self._answered = None
-            self._take(idle)
+            self.rows.take(idle, self.selection, self.zone)
 
     def _read(self, session_id: str) -> None:
         """Read what the session's log added; all of it, as a new log, when it turns out to
         be rewritten (truncated, replaced by another file): the new content may hold the
         turns counted before again or not, so their rows and figures go first, as a report
         reads it."""
-        if self.reader.found(session_id).problem is not None:
-            # As a report after one that could not read it (gather.refresh drops its
-            # cache entry): from its start.
-            self.reader.forget(session_id)
-        self._take(self._reader_of(session_id).read(session_id, Path(self._logs[session_id]),
-                                                    functools.partial(self._rewritten, session_id)))
+        if self.reader.found(session_id).problem is not None:  # from its start, as a report
+            self.reader.forget(session_id)  # after one that could not read it (gather.refresh)
+        path = self._logs[session_id]
+        finished = self.rows.take(self._reader_of(session_id).read(
+            session_id, Path(path), functools.partial(self._rewritten, session_id)), self.selection, self.zone)
         found = self.reader.found(session_id)
         if found.problem is not None:  # nothing of it is in a report but its problem
             self._rewritten(session_id)
             found = Found(problem=found.problem)
         self.figures.read(session_id, found)
+        self._no_event.read(session_id, path, quiet=not finished and found.problem is None
+                            and not self.reader.open_turns(session_id))
 
     def _rewritten(self, session_id: str) -> None:
         """The session's log is read again from its start, or cannot be read: what was
@@ -219,6 +229,7 @@ class LiveTurns:
                 entry = refreshed.entries[session_id]
                 self._logs[session_id] = logs[session_id]
                 self.figures.cached(session_id, entry)
+                self._no_event.read(session_id, logs[session_id], quiet=not entry.turns and not entry.open_turns)
                 # Not the open turns: they are in progress, as a pass leaves them.
                 for row, end_ns in gather.wanted_rows(entry.turns, self.selection, self.zone):
                     self.rows.keep(row, end_ns)
@@ -234,18 +245,10 @@ class LiveTurns:
             try:
                 self.reader.resume(session_id, Path(self._logs[session_id]), parsed(saved))
             except (ValueError, KeyError, TypeError):  # not as saved: read it from its start
-                self.rows.drop_sessions({session_id})
-                self.figures.forget(session_id)
+                self._rewritten(session_id)
                 self.cache_problem = (f"the cache is damaged: session {printable(session_id)} "
                                       "is read from its start")
         return self.reader
-
-    def _take(self, finished: Iterable[Turn]) -> None:
-        """Keep the rows of finished turns, each as it comes: the first pass over thousands
-        of logs never holds all their Turns at once."""
-        for turn in finished:
-            if self.selection.wants(turn):
-                self.rows.keep(turn_row(turn, self.zone), turn.end_ns)
 
     def close(self) -> None:
         self.watcher.close()
@@ -279,6 +282,15 @@ class TableRows(gather.OnePerTurn):
         if self.add(row) and (self.last is None or end_ns >= self._last_end_ns):
             self.last, self._last_end_ns = row, end_ns
 
+    def take(self, finished: Iterable[Turn], selection: Selection, zone: tzinfo | None) -> int:
+        """Keep the rows of the finished turns `selection` wants, each as it comes: the first
+        pass over thousands of logs never holds all their Turns at once. How many finished."""
+        taken = 0
+        for taken, turn in enumerate(finished, 1):
+            if selection.wants(turn):
+                self.keep(turn_row(turn, zone), turn.end_ns)
+        return taken
+
     def drop_sessions(self, session_ids: set[str]) -> dict[str, list[TurnRow]]:
         """OnePerTurn.drop_sessions, and the last turn to end with them: it is then the
         last of those left."""
@@ -308,6 +320,33 @@ class UnreadableFolders:
             if session_id in logs:
                 self._paths[session_id] = logs[session_id]
                 changes.vanished.add(session_id)
+
+
+class NoEventLogs:
+    """The logs in view that hold no event (session_log.holds_no_event: random bytes,
+    another program's file), which a report counts among the logs it cannot read when it
+    shows nothing of them (command._no_event_logs). A log's head is looked at only after a
+    read that left it without a turn, finished or open: a real log's first line is an event."""
+
+    def __init__(self) -> None:
+        self._sessions: set[str] = set()
+
+    def read(self, session_id: str, path: str, *, quiet: bool) -> None:
+        """After a read of the session's log; `quiet`: it was read whole, finished no turn
+        and holds none open."""
+        if quiet and holds_no_event(Path(path)):
+            self._sessions.add(session_id)
+        else:
+            self._sessions.discard(session_id)
+
+    def count(self, logs: dict[str, str], showing: Callable[[], set[str]]) -> int:
+        """Those of `logs` of which nothing is shown: `showing` gives the sessions with a row
+        or a turn in flight, asked only when a log in view holds no event."""
+        held = [session_id for session_id in self._sessions if session_id in logs]
+        if not held:
+            return 0
+        shown = showing()
+        return sum(session_id not in shown for session_id in held)
 
 
 class GoneSessions:

@@ -25,7 +25,7 @@ import os
 from ..copilot import event_records, event_types, events
 from . import session_state
 from ..copilot.call_lines import call_record
-from ..copilot.lines import Line, LineReader, Position
+from ..copilot.lines import Line, LineReader, Position, open_regular
 from ..copilot.problems import log_problem
 from ..records import TupleRecord
 from .assembly import SessionTurns, Turn
@@ -210,7 +210,7 @@ def holds_no_event(path: Path) -> bool:
     doctor's); cheap: a real log decides on its first line. False when it cannot be read
     (reading it says why)."""
     try:
-        with open(path, "rb") as log:
+        with open_regular(path) as log:  # a FIFO put there would never answer
             head = log.read(HEAD_BYTES)
             whole = not log.read(1)
     except OSError:
