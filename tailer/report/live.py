@@ -9,9 +9,10 @@ daemon's idle timeout is finished as `incomplete`, by the daemon's own rule
 (SessionLog.finish_if_idle).
 
 A session whose log goes (its folder removed or moved away, the state folder with it, or its
-folder no longer readable: UnreadableFolders) leaves the view, as a report of the logs left would: its rows are set aside, with its reader, and
-shown again if it comes back, each turn once; its checks of the CLI's totals, damaged lines
-and unreadable log leave the frame's figures with it and come back with it (SessionFigures).
+folder no longer readable: UnreadableFolders) leaves the view, as a report of the logs left
+would: its rows are set aside, with its reader, and shown again if it comes back, each turn
+once; its checks of the CLI's totals, damaged lines and unreadable log leave the frame's
+figures with it and come back with it (SessionFigures).
 A log found rewritten is read again from its start, its old rows and figures dropped, as a
 report reads it (gather.refresh); so is one that cannot be read, which shows only its problem
 until it can be.
