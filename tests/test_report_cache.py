@@ -701,3 +701,24 @@ def test_a_loaded_cache_outlives_the_file_it_was_loaded_from(tmp_path, monkeypat
     cache.save(path, entries)
     monkeypatch.setattr(cache, "MAPPED", not mapped)
     assert cache.load(path) == (entries, None)
+
+
+def test_a_log_rewritten_since_the_cache_is_read_once(tmp_path, monkeypatch):
+    """A log rewritten since the cache read it was read on from its start as the daemon
+    reads it, then read whole again from its start: every turn of it made twice, for the
+    first read's rows to be dropped. It is read once, as a new log, with the same answers."""
+    state = tmp_path / "state"
+    log = every_pattern("rewritten").write(state)
+    os.utime(log, ns=(PAST_NS, PAST_NS))
+    environ = {"XDG_CACHE_HOME": str(tmp_path / "xdg")}
+    report(state, environ, "--format", "json")
+    log.write_bytes(session_bytes("rewritten", 7, 12))
+    os.utime(log, ns=(PAST_NS + 10**9, PAST_NS + 10**9))
+    made = []
+    real_turn_data = gather.turn_data
+    monkeypatch.setattr(gather, "turn_data", lambda turn: made.append(turn.key) or real_turn_data(turn))
+    code, stdout, stderr = report(state, environ, "--format", "json", "--jobs", "1")
+    assert code == 0, stderr
+    assert made and len(made) == len(set(made))
+    monkeypatch.undo()
+    assert answers(stdout) == answers(report(state, environ, "--format", "json", "--no-cache")[1])

@@ -28,7 +28,7 @@ from datetime import tzinfo
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Mapping
 
-from ..records import field, record, replace
+from ..records import field, record
 from ..printable import printable
 from ..private_files import NotPrivate
 from ..saved_state import parsed
@@ -149,9 +149,15 @@ def _read_log(job: Job, reading: Reading | None) -> LogRead:
             reader.resume(job.session_id, job.path, parsed(state))
         except (ValueError, KeyError, TypeError):
             state = None  # not shaped as saved: read the log from its start
-    turns = [turn_data(turn) for turn in reader.read(job.session_id, job.path)]
-    if state is not None and reader.rewritten(job.session_id):
-        return _read_log(replace(job, state=None), reading)
+    turns: list[list] = []
+
+    def read_from_its_start() -> None:  # rewritten since the cache's read: read once, whole
+        nonlocal state
+        state = None
+        turns.clear()
+
+    for turn in reader.read(job.session_id, job.path, on_rewritten=read_from_its_start):
+        turns.append(turn_data(turn))
     read_state = reader.state(job.session_id)
     saved = json.dumps(read_state, separators=(",", ":")).encode("ascii")
     open_turns = [turn_data(turn) for turn in reader.finish(job.session_id)]
