@@ -5,6 +5,7 @@ tailer/report/gather.py's OnePerTurn), with its figures as the session finished 
 """
 
 import json
+import logging
 import os
 import shutil
 import subprocess
@@ -19,6 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tailer.commands import scrub
+from tailer.daemon import checkpoint
 from tailer.copilot.files import find_logs
 from tailer.copilot.watch import SessionWatcher
 from tailer.outputs.exposition import Registry
@@ -323,3 +325,60 @@ def test_a_copy_cut_in_a_turn_then_continued_gives_way_in_one_pass(state):
     assert rows[key][0] == "completed" and own.fusion_id in rows
     daemon, _ = daemon_turns(state)
     assert (key, SESSION, "completed") in daemon and len(daemon) == len(rows)
+
+
+LONG = "7d1e9a52-3c4b-4f0e-9a61-2b8c5d0e4f13"
+
+
+def long_session(state: Path, turns: int) -> None:
+    """A session of `turns` fusion turns, more than the 4,096 keys its checkpoint keeps."""
+    writer = SessionWriter(LONG, datetime(2026, 10, 1, tzinfo=timezone.utc))
+    for _ in range(turns):
+        writer.single("gpt-5.6-sol", tool_counts=False)
+    writer.write(state)
+
+
+def restarted(saved: dict, tmp_path: Path) -> dict:
+    """The saved state as a daemon started again reads it: through the checkpoint's file."""
+    path = tmp_path / "checkpoint.json"
+    checkpoint.save(path, saved)
+    return checkpoint.load(path)
+
+
+def told_of(caplog) -> set[tuple[str, str]]:
+    """(copy, session) of each "its turns are session X's too" line."""
+    return {(r.args[0], r.args[1]) for r in caplog.records if "its turns are session" in r.getMessage()}
+
+
+def test_a_copy_of_a_long_session_made_after_a_restart_counts_none_of_its_turns_again(tmp_path, caplog):
+    """Each session's checkpoint keeps the keys of its last 4,096 turns: a daemon started
+    again knew none older, and a copy of the session's folder, read from its start, counted
+    every older turn again (104 of 4,200). A copy cut in a turn and resumed on its own
+    still counts its own turns, a copy shorter than the session was read to (still being
+    written) none, and a folder renamed while the daemon was stopped none."""
+    state = tmp_path / "state"
+    state.mkdir()
+    long_session(state, 4200)
+    first, saved = daemon_turns(state)
+    assert len(first) == 4200
+    saved = restarted(saved, tmp_path)
+    shutil.copytree(state / LONG, state / f"{LONG}.bak")
+    lines = (state / LONG / "events.jsonl").read_text().splitlines(keepends=True)
+    cut = max(number for number, line in enumerate(lines) if COMPLETED in line)
+    (state / "00-copy").mkdir()  # made while the last turn ran, then resumed on its own
+    own = SessionWriter("00-copy", datetime(2026, 12, 1, tzinfo=timezone.utc), seed="own")
+    own_turn = own.single("gpt-5.6-sol")
+    (state / "00-copy" / "events.jsonl").write_text("".join(lines[:cut]) + "".join(
+        line + "\n" for line in own.lines()[1:]))
+    (state / "half").mkdir()  # a copy read while it is being written
+    (state / "half" / "events.jsonl").write_text("".join(lines[:len(lines) // 2]))
+    with caplog.at_level(logging.INFO, logger="tailer"):
+        again, saved = daemon_turns(state, saved)
+    assert again == [(own_turn.fusion_id, "00-copy", "completed")]  # the cut turn: LONG's
+    assert told_of(caplog) == {("00-copy", LONG), (f"{LONG}.bak", LONG), ("half", LONG)}
+    shutil.rmtree(state / "half")
+    shutil.rmtree(state / "00-copy")
+    shutil.rmtree(state / f"{LONG}.bak")
+    _, saved = daemon_turns(state, restarted(saved, tmp_path))
+    (state / LONG).rename(state / "renamed")  # while it was stopped
+    assert daemon_turns(state, restarted(saved, tmp_path))[0] == []

@@ -151,7 +151,7 @@ def test_a_session_remembers_its_latest_finished_turns_oldest_forgotten_first(mo
     finished id goes first, through a checkpoint and back too."""
     from tailer.turns import assembly
 
-    monkeypatch.setattr(assembly, "_REMEMBERED_FINISHED", 3)
+    monkeypatch.setattr(assembly, "REMEMBERED_FINISHED", 3)
     records = []
     for number in range(5):
         f = f"f{number}"

@@ -149,6 +149,18 @@ def open_regular(path: Path) -> BinaryIO:
     return open(fd, "rb", buffering=BUFFER_BYTES)
 
 
+def tail_at(path: Path, offset: int, size: int) -> str | None:
+    """The digest of the `size` bytes before `offset` in the log at `path`, as a Position
+    keeps it; None when the log is shorter, unreadable or not a regular file."""
+    try:
+        with open_regular(path) as handle:
+            handle.seek(offset - size)
+            data = handle.read(size)
+    except OSError:
+        return None
+    return _digest(data) if len(data) == size else None
+
+
 class _Unfinished:
     """A line longer than one chunk, or read up to the end of the file without its newline:
     what is known of it so far. Not its bytes: it is read again whole once it is complete."""

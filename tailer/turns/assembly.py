@@ -44,7 +44,7 @@ if TYPE_CHECKING:
 
 # How many finished fusion ids a session remembers, so a late or repeated event of a turn
 # already reported does not come back as a second turn.
-_REMEMBERED_FINISHED = 4096
+REMEMBERED_FINISHED = 4096
 
 # When a session's log has not changed for this long, its open turn is finished as
 # incomplete (`finish_open`): the default of the daemon's --idle-timeout and the report's.
@@ -682,7 +682,7 @@ class SessionTurns:
         turn.finish()
         del self._open[turn.key]
         self._finished[turn.key] = None
-        if len(self._finished) > _REMEMBERED_FINISHED:
+        if len(self._finished) > REMEMBERED_FINISHED:
             del self._finished[next(iter(self._finished))]
         if self.context.awaiting_prompt == turn.key:
             self.context.awaiting_prompt = None

@@ -14,7 +14,7 @@ import logging
 from itertools import islice
 from typing import Iterable
 
-from .assembly import Turn
+from .assembly import REMEMBERED_FINISHED, Turn
 from .copies import fullness
 
 log = logging.getLogger("tailer")
@@ -43,6 +43,17 @@ class ReportedTurns:
 
     def __contains__(self, key: str) -> bool:
         return key in self._session_of
+
+    def kept_all(self, keys: list[str]) -> bool:
+        """Whether a session's saved keys are all its keys here: fewer than its turn
+        assembly keeps, none dropped beyond MAX_KEYS."""
+        return len(keys) < REMEMBERED_FINISHED and all(key in self._session_of for key in keys)
+
+    def counted_before(self, key: str, session_id: str) -> None:
+        """The turn of `key`, whose key the checkpoint did not keep, was counted as
+        `session_id`'s before the daemon started again (counted_logs.py)."""
+        self._session_of.setdefault(key, session_id)
+        self._forget_oldest()
 
     def to_report(self, turns: list[Turn]) -> list[Turn]:
         """Of the turns one pass finished, those to report: of each key the fuller (not

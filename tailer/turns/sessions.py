@@ -25,13 +25,14 @@ from pathlib import Path
 from typing import Callable
 
 from ..copilot import event_records
-from ..copilot.lines import NotARegularFile
+from ..copilot.lines import NotARegularFile, Position
 from ..log_limit import WarningLimiter
 from ..copilot.problems import line_problem, rewritten_problem
 from .session_log import INTERNAL_ERROR, Read, SessionLog, finish_tombstone
 from .assembly import Turn
 from .in_flight import running
 from .copies import first_open_per_key
+from .counted_logs import CountedLogs
 from .reported import ReportedTurns
 from ..copilot.watch import SessionWatcher
 
@@ -100,6 +101,10 @@ class Tailer:
         self._resting: dict[str, dict] = dict((saved or {}).get("sessions", {}))
         self._reported = ReportedTurns((session_id, saved_session["finished"])
                                        for session_id, saved_session in self._resting.items())
+        self._counted_before = CountedLogs({
+            session_id: Position.from_data(saved_session["position"])
+            for session_id, saved_session in self._resting.items()
+            if not self._reported.kept_all(saved_session["finished"])})
         self._start_at_end = saved is None and not from_start
         self._backfill_s = None if backfill_days is None else backfill_days * 86400
         self._first_pass = True
@@ -306,6 +311,7 @@ class Tailer:
         if record.event_type:  # only a record with notes, or of an unknown type, names it
             self._warn_drift(record)
         if read.finished:
+            self._find_counted_before(session_id, session, read.line.end_offset, read.finished)
             self._finished(read.finished, done)
         if isinstance(record, event_records.SessionTotals):
             for check in session.turns.take_reconciliations():
@@ -332,6 +338,20 @@ class Tailer:
             if (kind, name) not in self._warned_drift and len(self._warned_drift) < 1000:
                 self._warned_drift.add((kind, name))
                 log.warning("log format drift: %s: %s (the CLI may have changed)", kind, name)
+
+    def _find_counted_before(self, session_id: str, session: SessionLog, end: int,
+                             turns: list[Turn]) -> None:
+        """Turns of keys the checkpoint did not keep, finished by a line another session's
+        log held when it was saved (a copy of it, read from its start): counted then."""
+        for turn in turns:
+            if turn.key not in self._reported:
+                owner = self._counted_before.counted_as(session_id, session.path, end, self._log_of)
+                if owner is not None:
+                    self._reported.counted_before(turn.key, owner)
+
+    def _log_of(self, session_id: str) -> Path | None:
+        session = self.sessions.get(session_id)
+        return None if session is None else session.path
 
     def _finished(self, turns: list[Turn], done: Pass) -> None:
         """Note turns finished: the pass reports them at its end, one per key (to_report)."""
