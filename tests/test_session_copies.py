@@ -382,3 +382,25 @@ def test_a_copy_of_a_long_session_made_after_a_restart_counts_none_of_its_turns_
     _, saved = daemon_turns(state, restarted(saved, tmp_path))
     (state / LONG).rename(state / "renamed")  # while it was stopped
     assert daemon_turns(state, restarted(saved, tmp_path))[0] == []
+
+
+def test_after_a_restart_a_copy_is_told_of_as_the_session_not_a_copy_or_an_old_name(state, tmp_path, caplog):
+    """The owners of the keys a checkpoint kept went by the order of its sessions: its
+    tombstones first, then the logs in the order the folder listed them. A copy made after
+    a restart was told of as a copy's, or as the name a renamed folder had before."""
+    _, saved = daemon_turns(state)
+    shutil.copytree(state / SESSION, state / f"{SESSION}.bak")  # counted once, as SESSION's
+    _, saved = daemon_turns(state, saved)
+    bak_first = {f"{SESSION}.bak": saved["sessions"][f"{SESSION}.bak"], **saved["sessions"]}
+    shutil.copytree(state / SESSION, state / "zz-copy")
+    with caplog.at_level(logging.INFO, logger="tailer"):
+        assert daemon_turns(state, {**saved, "sessions": bak_first})[0] == []
+    assert told_of(caplog) == {("zz-copy", SESSION)}
+    shutil.rmtree(state / "zz-copy")
+    (state / SESSION).rename(state / f"{SESSION}-new")  # while it was stopped
+    _, saved = daemon_turns(state, saved)
+    shutil.copytree(state / f"{SESSION}-new", state / "zz-copy")
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="tailer"):
+        assert daemon_turns(state, saved)[0] == []
+    assert told_of(caplog) == {("zz-copy", f"{SESSION}-new")}

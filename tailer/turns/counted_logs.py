@@ -27,9 +27,9 @@ class CountedLogs:
     log was read to."""
 
     def __init__(self, read_to: dict[str, Position]):
-        # In name order: of two sessions holding the line (a session and a copy of it the
-        # checkpoint knew too), the turn is named the first's, as ReportedTurns names it.
-        self._read_to = {session_id: read_to[session_id] for session_id in sorted(read_to)}
+        """`read_to`: in the order a turn is named the first's holding its line, of two (a
+        session and a copy of it the checkpoint knew too) as ReportedTurns names it."""
+        self._read_to = read_to
         # (session, other): a log found to differ from the other's cannot hold its bytes
         # further on either; spares reading both logs again for each of its new turns.
         self._apart: set[tuple[str, str]] = set()

@@ -29,12 +29,13 @@ class ReportedTurns:
     """The keys of the turns reported, each with its session."""
 
     def __init__(self, sessions: Iterable[tuple[str, Iterable[str]]] = ()):
-        """`sessions`: each session id with the keys of the turns it reported already, as
-        its saved state holds them (session_state: "finished")."""
+        """`sessions`: each session id with the keys of the turns it finished already, as
+        its saved state holds them (session_state: "finished"). A key is named the last
+        session's that holds it; beyond MAX_KEYS, the keys of the first are forgotten first."""
         session_of: dict[str, str] = {}
         for session_id, keys in sessions:
             for key in keys:
-                session_of.setdefault(key, session_id)
+                session_of[key] = session_id
         # The excess dropped in one copy: deleted one at a time from a dict's front, each
         # deletion looks past the ones before it, and a checkpoint of many sessions (150 of
         # 4,096 keys) took minutes to start.

@@ -99,12 +99,17 @@ class Tailer:
         # Sessions with no log at hand: the checkpoint's until their logs are found, and
         # tombstones of logs that vanished (with "gone_at", the clock when they did).
         self._resting: dict[str, dict] = dict((saved or {}).get("sessions", {}))
-        self._reported = ReportedTurns((session_id, saved_session["finished"])
-                                       for session_id, saved_session in self._resting.items())
+        # A key several sessions finished is named the first in name order of those whose
+        # logs were found when saved, as on a first start (`poll` reads in name order), not
+        # a copy listed before it, nor a tombstone's name the folder no longer has.
+        named_last = sorted(self._resting, key=lambda s: ("gone_at" in self._resting[s], s),
+                            reverse=True)
+        self._reported = ReportedTurns((session_id, self._resting[session_id]["finished"])
+                                       for session_id in named_last)
         self._counted_before = CountedLogs({
-            session_id: Position.from_data(saved_session["position"])
-            for session_id, saved_session in self._resting.items()
-            if not self._reported.kept_all(saved_session["finished"])})
+            session_id: Position.from_data(self._resting[session_id]["position"])
+            for session_id in reversed(named_last)
+            if not self._reported.kept_all(self._resting[session_id]["finished"])})
         self._start_at_end = saved is None and not from_start
         self._backfill_s = None if backfill_days is None else backfill_days * 86400
         self._first_pass = True
