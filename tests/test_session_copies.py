@@ -404,3 +404,36 @@ def test_after_a_restart_a_copy_is_told_of_as_the_session_not_a_copy_or_an_old_n
     with caplog.at_level(logging.INFO, logger="tailer"):
         assert daemon_turns(state, saved)[0] == []
     assert told_of(caplog) == {("zz-copy", f"{SESSION}-new")}
+
+
+def test_a_copy_cut_in_a_turn_its_session_still_writes_waits_for_it(state):
+    """A copy made while a turn ran, whose log was still for the idle timeout while its
+    session went on writing the turn, had the turn finished `incomplete` and counted as its
+    own; the session completed it later, as the report keeps it."""
+    log = state / SESSION / "events.jsonl"
+    lines = log.read_text().splitlines(keepends=True)
+    last = max(number for number, line in enumerate(lines) if COMPLETED in line)
+    key = copy_cut_before_last_rollup(state, "00-copy")
+    log.write_text("".join(lines[:last]))  # the session is still in the turn
+    a_day_ago = time.time() - 86400
+    for other in state.glob("*/events.jsonl"):
+        if other != log:
+            os.utime(other, (a_day_ago, a_day_ago))
+    tailer = Tailer(state, metrics=Metrics(Registry()), from_start=True, idle_timeout_s=1800,
+                    watcher=SessionWatcher(state, use_inotify=False))
+    try:
+        found = []
+        for _ in range(3):
+            found += tailer.poll().turns
+        assert key not in {turn.key for turn in found}
+        with log.open("a") as out:
+            out.writelines(lines[last:])
+        for _ in range(100):
+            found += tailer.poll(timeout=0.05).turns
+            if key in {turn.key for turn in found}:
+                break
+        found += tailer.poll().turns  # the copy's, idle, given way
+    finally:
+        tailer.close()
+    assert [(turn.session_id, turn.outcome) for turn in found if turn.key == key] == [(SESSION, "completed")]
+    assert not tailer.open_turns("00-copy")

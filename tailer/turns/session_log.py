@@ -191,13 +191,18 @@ class SessionLog:
 
     def finish_if_idle(self, now: float, idle_timeout_s: float) -> list[Turn]:
         """Finish the open turns when the log has not changed for `idle_timeout_s`."""
-        if not self.turns.open_count:
+        if not self.turns.open_count or not self.idle(now, idle_timeout_s):
             return []
+        return self.turns.finish_open()
+
+    def idle(self, now: float, idle_timeout_s: float) -> bool:
+        """Whether the log has not changed for `idle_timeout_s` (not when it cannot be
+        looked at: its read says why)."""
         try:
             modified = os.stat(self.reader.path).st_mtime
         except OSError:
-            return []
-        return self.turns.finish_open() if now - modified >= idle_timeout_s else []
+            return False
+        return now - modified >= idle_timeout_s
 
 
 HEAD_LINES, HEAD_BYTES = 8, 65_536

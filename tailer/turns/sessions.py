@@ -288,16 +288,23 @@ class Tailer:
         None while a pass left logs unread (a backfill goes 50 turns a pass): a log half
         read is not idle, however old, and a log still to read may hold the same turn,
         finished (a copy of a session made while the turn ran, cut in it, gives way to the
-        session that finished it: ReportedTurns keeps the first finished).
+        session that finished it: ReportedTurns keeps the first finished). For the same
+        reason a turn another log still being written holds open is left open: that log
+        finishes it, fuller, and the copy's gives way once it is idle in its turn.
         """
         if self._unread:
             return
         now = self.clock()
-        for session_id in list(self._with_open_turns):  # each finished is discarded
-            finished = self.sessions[session_id].finish_if_idle(now, self.idle_timeout_s)
+        idle = {session_id for session_id in self._with_open_turns
+                if self.sessions[session_id].idle(now, self.idle_timeout_s)}
+        still_written = {turn.key for session_id in self._with_open_turns - idle
+                         for turn in self.sessions[session_id].turns.open_turns}
+        for session_id in idle:
+            session = self.sessions[session_id]
+            finished = session.turns.finish_where(lambda turn: turn.key not in still_written)
             if finished:
                 self._finished(finished, done)
-                self._with_open_turns.discard(session_id)
+            self._note_open_turns(session_id, session)
         for session_id, saved in self._resting.items():
             if saved["open"] and now - saved.get("gone_at", now) >= self.idle_timeout_s:
                 self._finish_tombstone(session_id, saved, done)
