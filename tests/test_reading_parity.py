@@ -3,10 +3,11 @@
 folder, count the same turns and the same damage and name the same problems in the same
 words.
 
-The folder holds a session folder that cannot be read, a log that cannot be read, a log
-rewritten between two runs of the daemon, damaged and oversized lines; a folder that
-vanishes as it is read is its own test, in this process. Modes deny nothing to root, which
-runs these tests here, so the commands run as `nobody`.
+The folder holds a session folder that cannot be read, a log that cannot be read, a FIFO
+where a log would be (never opened: it may block), a log rewritten between two runs of the
+daemon, damaged and oversized lines; a folder that vanishes as it is read is its own test,
+in this process. Modes deny nothing to root, which runs these tests here, so the commands
+run as `nobody`.
 """
 
 import json
@@ -27,6 +28,7 @@ from tailer.turns import session_log
 from tailer.turns.sessions import Tailer
 from tailer.outputs.exposition import Registry
 from tailer.copilot.files import find_logs
+from tailer.copilot.lines import NotARegularFile
 from tailer.outputs.metrics import Metrics
 from tailer.report.read import Selection, SessionReader
 from report_helpers import wanted_turns
@@ -34,7 +36,8 @@ from tailerproc import ROOT, tailer_env
 
 DENIED = PermissionError(13, "Permission denied")
 EXPECTED_PROBLEMS = sorted([problems.folder_problem("s-folder", DENIED),
-                            problems.log_problem("s-log", DENIED)])
+                            problems.log_problem("s-log", DENIED),
+                            problems.log_problem("s-fifo", NotARegularFile())])
 EXPECTED_TURNS = 7  # s-good 2, s-damaged 2, s-rewritten 3 once rewritten
 EXPECTED_DAMAGE = {"invalid_json": 1, "oversized": 1}
 PROBLEM = re.compile(r"session \S+: (?:cannot read its (?:folder|log): [^\n]*"
@@ -141,6 +144,8 @@ def hostile():
           + damaged[len(damaged) // 2 + 1:])
     writer("s-folder", "single").write(state)
     writer("s-log", "single").write(state)
+    (state / "s-fifo").mkdir()
+    os.mkfifo(state / "s-fifo" / "events.jsonl")
     rewritten = writer("s-rewritten", "single", "cascade", "critique")
     before = writer("s-rewritten", "single", "cascade").lines()
     write(state / "s-rewritten", before)

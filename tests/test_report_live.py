@@ -968,7 +968,7 @@ def test_a_log_that_cannot_be_read_shows_its_problem_alone(fixtures_state, put):
     live.poll(0)
     assert shown(live) == reported(state, listed={COPIED: log})
     assert shown(live)[4] == {"damaged_lines": 0, "unreadable_logs": 1} and len(shown(live)[0]) < len(full[0])
-    assert as_reported(live, state)  # now no log there: not a session
+    assert as_reported(live, state)  # now listed as a log that cannot be read
     os.unlink(log) if put == "a FIFO" else log.rmdir()
     log.write_text("".join(lines))
     assert as_reported(live, state) and shown(live) == full

@@ -6,6 +6,7 @@ first call, so whatever is reported came from inotify events alone: the tests th
 in both modes use such a clock in inotify mode.
 """
 
+import contextlib
 import errno
 import logging
 import os
@@ -21,6 +22,7 @@ from hypothesis import strategies as st
 
 from tailer.copilot import watch
 from tailer.copilot.files import LOG_NAME, find_logs
+from tailer.copilot.lines import NotARegularFile
 from tailer.copilot.watch import Changes, SessionWatcher
 
 DAYS_AGO_S = 3 * 24 * 3600
@@ -508,6 +510,7 @@ FOLDER_OPS = st.one_of(
     st.tuples(st.just("replace_log"), st.sampled_from(NAMES), st.sampled_from(NAMES)),
     st.tuples(st.just("rename"), st.sampled_from(NAMES), st.sampled_from(NAMES)),
     st.tuples(st.just("remove"), st.sampled_from(NAMES)),
+    st.tuples(st.just("fifo"), st.sampled_from(NAMES)),
 )
 
 
@@ -538,6 +541,10 @@ def apply_folder_op(state_dir: Path, op: tuple) -> None:
         path.rename(target)
     elif kind == "remove" and there:
         path.unlink() if path.is_symlink() else shutil.rmtree(path)
+    elif kind == "fifo" and path.is_dir() and not path.is_symlink():
+        with contextlib.suppress(FileNotFoundError):
+            (path / LOG_NAME).unlink()
+        os.mkfifo(path / LOG_NAME)
 
 
 def _same_file(one: Path, other: Path) -> bool:
@@ -547,12 +554,14 @@ def _same_file(one: Path, other: Path) -> bool:
 @given(st.lists(st.tuples(FOLDER_OPS, st.integers(0, 3)), max_size=25))
 @example([(("make", "a"), 0), (("hard_link", "d", "a"), 0), (("replace_log", "d", "a"), 0),
           (("replace_log", "d", "a"), 0)])
+@example([(("make", "a"), 0), (("make", "b"), 0), (("fifo", "a"), 1), (("replace_log", "a", "b"), 1)])
 @settings(max_examples=300)
 def test_every_log_file_is_reported_once_whatever_is_done_to_the_folders(ops):
     """Model test: after any changes to the session folders (made, linked, hard linked,
-    renamed, removed, a log replaced by another's), once the watcher has looked again,
-    the logs it reports are exactly the files find_logs lists (one folder each), and no
-    file under two names: what the daemon and --watch count is what the report counts."""
+    renamed, removed, a log replaced by another's or by a FIFO), once the watcher has
+    looked again, the logs it reports are exactly the files find_logs lists (one folder
+    each), no file under two names, and the sessions it cannot read are the ones find_logs
+    names: what the daemon and --watch count is what the report counts."""
     with tempfile.TemporaryDirectory() as top:
         state_dir = Path(top)
         clock = FakeClock()
@@ -576,8 +585,9 @@ def test_every_log_file_is_reported_once_whatever_is_done_to_the_folders(ops):
             watcher.close()
         files = [(status.st_dev, status.st_ino) for status in map(os.stat, reported.values())]
         assert len(set(files)) == len(files)
-        listed = {(status.st_dev, status.st_ino) for status in map(os.stat, find_logs(state_dir)[0].values())}
-        assert set(files) == listed
+        logs, unreadable = find_logs(state_dir)
+        assert set(files) == {(status.st_dev, status.st_ino) for status in map(os.stat, logs.values())}
+        assert watcher.unreadable.keys() == unreadable.keys()
 
 
 def test_a_loop_of_links_as_a_folder_is_named_as_find_logs_names_it(state_dir, watchers):
@@ -590,3 +600,31 @@ def test_a_loop_of_links_as_a_folder_is_named_as_find_logs_names_it(state_dir, w
     unreadable = find_logs(state_dir)[1]
     assert watcher.unreadable.keys() == unreadable.keys() == {"loop"}
     assert watcher.unreadable["loop"].errno == unreadable["loop"].errno == errno.ELOOP
+
+
+def test_a_fifo_as_a_log_is_named_as_find_logs_names_it_until_a_log_is_back(
+    state_dir, use_inotify, clock, watchers, caplog
+):
+    """A FIFO (a socket, a folder) where a session's log would be: find_logs named no log
+    of it, and the watcher said nothing (run, --watch), where a log replaced by one once
+    read is named as a log that cannot be read. Both name it now, never opening it; a
+    log that replaces it again is read."""
+    os.mkdir(state_dir / "x")
+    os.mkfifo(state_dir / "x" / LOG_NAME)
+    log = write_log(state_dir, "s")
+    watcher = watchers(state_dir, clock=clock, use_inotify=use_inotify)
+    assert started(watcher).appeared.keys() == {"s"}
+    unreadable = find_logs(state_dir)[1]
+    assert watcher.unreadable.keys() == unreadable.keys() == {"x"}
+    assert isinstance(unreadable["x"], NotARegularFile) and isinstance(watcher.unreadable["x"], NotARegularFile)
+    log.unlink()
+    os.mkfifo(log)
+    assert collect(watcher, lambda c: c.vanished) == Changes(vanished={"s"})
+    assert watcher.unreadable.keys() == find_logs(state_dir)[1].keys() == {"x", "s"}
+    log.unlink()
+    write_log(state_dir, "s")
+    assert collect(watcher, lambda c: c.appeared) == Changes(appeared={"s": str(log)})
+    assert watcher.unreadable.keys() == find_logs(state_dir)[1].keys() == {"x"}
+    assert [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING] == [
+        "session x: its log is not a regular file; skipped",
+        "session s: its log is not a regular file; skipped"]

@@ -10,6 +10,8 @@ import os
 import stat
 from pathlib import Path
 
+from .lines import NotARegularFile
+
 LOG_NAME = "events.jsonl"
 
 
@@ -20,7 +22,8 @@ def session_logs(state_dir: Path) -> dict[str, Path]:
 
 def find_logs(state_dir: Path) -> tuple[dict[str, Path], dict[str, OSError]]:
     """Session id -> path of its log, for every session folder that has one; and session
-    id -> why, for the folders that cannot be read.
+    id -> why, for the folders that cannot be read and those whose log is not a regular
+    file (NotARegularFile: a FIFO, a socket, a folder), never opened as it may block.
 
     A log reached through two folders (a link to another session's folder or log, a hard
     link) is one session, listed once, under the folder `listing_order` takes first: read
@@ -43,8 +46,9 @@ def find_logs(state_dir: Path) -> tuple[dict[str, Path], dict[str, OSError]]:
             except OSError as error:
                 unreadable[entry.name] = error
                 continue
-            if stat.S_ISREG(status.st_mode) and by_file.setdefault(
-                    (status.st_dev, status.st_ino), entry.name) == entry.name:
+            if not stat.S_ISREG(status.st_mode):
+                unreadable[entry.name] = NotARegularFile.at(log)
+            elif by_file.setdefault((status.st_dev, status.st_ino), entry.name) == entry.name:
                 found[entry.name] = log
     return found, unreadable
 

@@ -51,6 +51,10 @@ TAIL_BYTES = 1024  # how much of the last line's end the position's digest cover
 class NotARegularFile(OSError):
     """A log that is a FIFO, a device or a folder: never opened for reading (it may block)."""
 
+    @classmethod
+    def at(cls, path: Path | str) -> NotARegularFile:
+        return cls(f"not a regular file: {os.fspath(path)!r}")
+
 
 class Line(TupleRecord):
     """One complete line. A tuple: one is made for every line handed out, and a tuple is
@@ -145,7 +149,7 @@ def open_regular(path: Path) -> BinaryIO:
         raise
     if not regular:
         os.close(fd)
-        raise NotARegularFile(f"not a regular file: {os.fspath(path)!r}")
+        raise NotARegularFile.at(path)
     return open(fd, "rb", buffering=BUFFER_BYTES)
 
 

@@ -13,6 +13,10 @@ from .lines import NotARegularFile
 
 
 def folder_problem(session_id: str, error: OSError) -> str:
+    """A session find_logs, or the watcher, lists no log of: its folder cannot be read, or
+    its log is not a regular file, named as when a read finds it so."""
+    if isinstance(error, NotARegularFile):
+        return log_problem(session_id, error)
     return f"session {session_id}: cannot read its folder: {_reason(error)}"
 
 

@@ -35,6 +35,7 @@ from ..wording import counted
 from .files import LOG_NAME, listing_order
 from .inotify import (IN_CREATE, IN_DELETE, IN_EXCL_UNLINK, IN_IGNORED, IN_MODIFY, IN_MOVE_SELF,
                       IN_MOVED_FROM, IN_MOVED_TO, IN_ONLYDIR, IN_Q_OVERFLOW, Inotify)
+from .lines import NotARegularFile
 from .problems import folder_problem, state_dir_problem
 
 log = logging.getLogger("tailer")
@@ -161,7 +162,8 @@ class SessionWatcher:
         # Why the state folder cannot be listed now, in every command's words; None once it
         # is: warned of once, and shown by `report --watch` as long as it lasts.
         self.listing_problem: str | None = None
-        # Session folders that cannot be read, and why: warned of once, until readable again.
+        # Session folders that cannot be read, or whose log is not a regular file
+        # (find_logs), and why: warned of once, until readable again.
         self.unreadable: dict[str, OSError] = {}
 
     def changes(self, timeout: float) -> Changes:
@@ -354,13 +356,17 @@ class SessionWatcher:
         except (FileNotFoundError, NotADirectoryError):
             status = None
         except OSError as error:
-            if session_id not in self.unreadable:
-                log.warning("%s", folder_problem(session_id, error))
-            self.unreadable[session_id] = error
+            self._cannot_read(session_id, error)
             return
-        self.unreadable.pop(session_id, None)
+        if status is not None and not stat.S_ISREG(status.st_mode):
+            # A FIFO in its place, say: named as find_logs names it, and its log, if it had
+            # one, gone.
+            self._cannot_read(session_id, NotARegularFile.at(path))
+            status = None
+        else:
+            self.unreadable.pop(session_id, None)
         identity = None
-        if status is not None and stat.S_ISREG(status.st_mode):
+        if status is not None:
             identity = (status.st_size, status.st_mtime_ns, status.st_ino, status.st_dev)
             if identity == folder.identity:
                 return
@@ -380,6 +386,11 @@ class SessionWatcher:
             changes.touch(session_id)
         folder.identity = identity
         self._hot[session_id] = now
+
+    def _cannot_read(self, session_id: str, error: OSError) -> None:
+        if session_id not in self.unreadable:
+            log.warning("%s", folder_problem(session_id, error))
+        self.unreadable[session_id] = error
 
     def _release(self, folder: _Folder) -> None:
         """The folder's log is no longer its session's: another folder may report it."""
