@@ -208,6 +208,24 @@ def test_malformed_lines_are_dropped_and_only_counted(tmp_path, capsys):
     assert len(lines) == 2
 
 
+@pytest.mark.parametrize("log", ["random bytes", "a link to another program's file"])
+def test_a_log_that_holds_no_event_is_named_and_left_out(raw, tmp_path, capsys, log):
+    """It was counted among the sessions scrubbed, an empty log written for it, which a
+    report of the copy then named as damaged: it is named so now, as every command names it."""
+    junk = raw / "junk" / "events.jsonl"
+    junk.parent.mkdir()
+    other = tmp_path / "passwd"
+    other.write_text("root:x:0:0:root:/root:/bin/bash\ndaemon:x:1:1::/usr/sbin:/bin/sh\n")
+    junk.write_bytes(bytes(range(7, 256)) * 4 + b"\n") if log == "random bytes" else junk.symlink_to(other)
+    args = argparse.Namespace(src=raw, dst=tmp_path / "out", seed="s")
+    assert scrub.main(args) == 0
+    output = capsys.readouterr()
+    assert output.err == ("hydrafusion-tailer scrub: session junk: no line of its log is an event "
+                          "(damaged, or not a Copilot CLI log); skipped\n")
+    assert output.out.startswith(f"scrubbed 2 sessions into {tmp_path / 'out'}: ")
+    assert len(scrubbed_logs(tmp_path / "out")) == 2
+
+
 def test_refuses_a_destination_that_is_not_empty(raw, tmp_path, capsys):
     (tmp_path / "out").mkdir()
     (tmp_path / "out" / "mine.txt").write_text("keep me")

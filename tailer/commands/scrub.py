@@ -65,8 +65,8 @@ from ..printable import printable
 from ..records import field, record
 from ..stdout_gone import stdout_to_devnull
 from ..wording import counted
-from ..copilot.problems import folder_problem
-from ..turns.session_log import SessionLog
+from ..copilot.problems import folder_problem, no_event_problem
+from ..turns.session_log import SessionLog, holds_no_event
 from ..uuids import random_uuid
 
 EXIT_NOTHING = 1  # docs/REPORT.md, "Exit codes"
@@ -314,6 +314,11 @@ def _scrub_logs(logs: dict[str, Path], dst: Path, seed: str, summary: Summary,
         summary.damaged += sum(session.damage.values())
         if session.problem is not None:
             summary.problems.append(session.problem)
+            continue
+        if not lines and holds_no_event(path):
+            # Random bytes, another program's file: copied, it would be an empty log, no
+            # session, that every command after names as damaged.
+            summary.problems.append(no_event_problem(session_id))
             continue
         folder = dst / ids.replace(Kept.SESSION_ID, session_id)
         with stops.held():
