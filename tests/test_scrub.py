@@ -2,6 +2,7 @@
 
 import argparse
 import json
+import os
 import re
 
 import pytest
@@ -224,6 +225,19 @@ def test_a_log_that_holds_no_event_is_named_and_left_out(raw, tmp_path, capsys, 
                           "(damaged, or not a Copilot CLI log); skipped\n")
     assert output.out.startswith(f"scrubbed 2 sessions into {tmp_path / 'out'}: ")
     assert len(scrubbed_logs(tmp_path / "out")) == 2
+
+
+def test_a_session_folder_whose_log_is_a_fifo_is_named_so(tmp_path, capsys):
+    """Given one session folder whose log is a FIFO, scrub said there was no events.jsonl
+    there (exit 1); it names it as in a state folder, never opening it."""
+    folder = tmp_path / "raw" / "s"
+    folder.mkdir(parents=True)
+    os.mkfifo(folder / "events.jsonl")
+    args = argparse.Namespace(src=folder, dst=tmp_path / "out", seed="s")
+    assert scrub.main(args) == 0
+    output = capsys.readouterr()
+    assert output.err == "hydrafusion-tailer scrub: session s: its log is not a regular file; skipped\n"
+    assert output.out.startswith(f"scrubbed 0 sessions into {tmp_path / 'out'}: ")
 
 
 def test_refuses_a_destination_that_is_not_empty(raw, tmp_path, capsys):

@@ -59,7 +59,7 @@ from ..copilot import event_values, scrub_tables
 from ..codes import CodeKind
 from ..copilot.scrub_tables import Kept
 from ..copilot.files import LOG_NAME, find_logs
-from ..copilot.lines import open_regular
+from ..copilot.lines import NotARegularFile, open_regular
 from ..path_options import missing_folders
 from ..printable import printable
 from ..records import field, record
@@ -229,10 +229,13 @@ class Summary:
 
 
 def source_logs(src: Path) -> tuple[dict[str, Path], dict[str, OSError]]:
-    """Session id -> log, and session id -> why its folder cannot be read: SRC is one
-    session folder, or a state dir of them."""
-    if (src / LOG_NAME).is_file():
-        return {src.resolve().name: src / LOG_NAME}, {}
+    """Session id -> log, and session id -> why its folder or log cannot be read (find_logs):
+    SRC is one session folder, or a state dir of them."""
+    log = src / LOG_NAME
+    if log.is_file():
+        return {src.resolve().name: log}, {}
+    if log.exists():  # a FIFO, a folder: never opened, named as in a state dir
+        return {}, {src.resolve().name: NotARegularFile.at(log)}
     return find_logs(src)
 
 
