@@ -217,7 +217,10 @@ def test_a_log_that_holds_no_event_is_named_and_left_out(raw, tmp_path, capsys, 
     junk.parent.mkdir()
     other = tmp_path / "passwd"
     other.write_text("root:x:0:0:root:/root:/bin/bash\ndaemon:x:1:1::/usr/sbin:/bin/sh\n")
-    junk.write_bytes(bytes(range(7, 256)) * 4 + b"\n") if log == "random bytes" else junk.symlink_to(other)
+    if log == "random bytes":
+        junk.write_bytes(bytes(range(7, 256)) * 4 + b"\n")
+    else:
+        junk.symlink_to(other)
     args = argparse.Namespace(src=raw, dst=tmp_path / "out", seed="s")
     assert scrub.main(args) == 0
     output = capsys.readouterr()
@@ -236,7 +239,8 @@ def test_a_session_folder_whose_log_is_a_fifo_is_named_so(tmp_path, capsys):
     args = argparse.Namespace(src=folder, dst=tmp_path / "out", seed="s")
     assert scrub.main(args) == 0
     output = capsys.readouterr()
-    assert output.err == "hydrafusion-tailer scrub: session s: its log is not a regular file; skipped\n"
+    assert output.err == ("hydrafusion-tailer scrub: session s: its log is not a regular file; "
+                          "skipped\n")
     assert output.out.startswith(f"scrubbed 0 sessions into {tmp_path / 'out'}: ")
 
 

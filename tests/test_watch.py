@@ -554,7 +554,8 @@ def _same_file(one: Path, other: Path) -> bool:
 @given(st.lists(st.tuples(FOLDER_OPS, st.integers(0, 3)), max_size=25))
 @example([(("make", "a"), 0), (("hard_link", "d", "a"), 0), (("replace_log", "d", "a"), 0),
           (("replace_log", "d", "a"), 0)])
-@example([(("make", "a"), 0), (("make", "b"), 0), (("fifo", "a"), 1), (("replace_log", "a", "b"), 1)])
+@example([(("make", "a"), 0), (("make", "b"), 0), (("fifo", "a"), 1),
+          (("replace_log", "a", "b"), 1)])
 @settings(max_examples=300)
 def test_every_log_file_is_reported_once_whatever_is_done_to_the_folders(ops):
     """Model test: after any changes to the session folders (made, linked, hard linked,
@@ -586,7 +587,8 @@ def test_every_log_file_is_reported_once_whatever_is_done_to_the_folders(ops):
         files = [(status.st_dev, status.st_ino) for status in map(os.stat, reported.values())]
         assert len(set(files)) == len(files)
         logs, unreadable = find_logs(state_dir)
-        assert set(files) == {(status.st_dev, status.st_ino) for status in map(os.stat, logs.values())}
+        listed = {(status.st_dev, status.st_ino) for status in map(os.stat, logs.values())}
+        assert set(files) == listed
         assert watcher.unreadable.keys() == unreadable.keys()
 
 
@@ -616,7 +618,8 @@ def test_a_fifo_as_a_log_is_named_as_find_logs_names_it_until_a_log_is_back(
     assert started(watcher).appeared.keys() == {"s"}
     unreadable = find_logs(state_dir)[1]
     assert watcher.unreadable.keys() == unreadable.keys() == {"x"}
-    assert isinstance(unreadable["x"], NotARegularFile) and isinstance(watcher.unreadable["x"], NotARegularFile)
+    assert isinstance(unreadable["x"], NotARegularFile)
+    assert isinstance(watcher.unreadable["x"], NotARegularFile)
     log.unlink()
     os.mkfifo(log)
     assert collect(watcher, lambda c: c.vanished) == Changes(vanished={"s"})
