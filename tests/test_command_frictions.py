@@ -841,3 +841,30 @@ def test_sigterm_during_a_demo_report_leaves_no_copy(tmp_path):
     assert "Traceback" not in process.stderr.read().decode()
     assert code in (0, 130)  # 0: it had printed the report already
     assert list(tmp_path.iterdir()) == []
+
+
+def test_one_session_s_folder_given_as_the_state_folder_is_named_so(tmp_path):
+    """`--state-dir ~/.copilot/session-state/ID` (the folder a user finds a session's log
+    in): report said the folder "has no session logs (*/events.jsonl)", doctor "Nothing to
+    check", and run watched it in silence, though the log is right there. Each says it is
+    one session's folder and where the sessions are; report gives the command for that one
+    session, which works."""
+    state = tmp_path / "state"
+    shutil.copytree(ROOT / "fixtures", state)
+    session = min(state.iterdir())
+    said = f"{session} is one session's folder (it holds events.jsonl), not the folder of sessions ({state})"
+
+    done = run_report("--state-dir", str(session))
+    assert done.returncode == 1 and done.stdout == ""
+    assert said in done.stderr and "Traceback" not in done.stderr
+    advice = done.stderr.splitlines()[-1].split(" report ", 1)[1].split()
+    assert advice == ["--state-dir", str(state), "--session", session.name]
+    alone = run_report(*advice, "--format", "json")
+    assert alone.returncode == 0 and json.loads(alone.stdout)["sessions"] == 1
+
+    doctor = run_tailer("doctor", "--state-dir", str(session))
+    assert f"Nothing to check: {said}." in doctor.stdout
+
+    daemon = run_tailer("run", "--once", "--otlp-endpoint", "none", "--state-dir", str(session),
+                        "--checkpoint", str(tmp_path / "checkpoint.json"))
+    assert daemon.returncode == 0 and f"{said}: no session is read there" in daemon.stderr

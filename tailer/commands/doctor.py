@@ -29,12 +29,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..copilot import event_records, event_types, schema_drift
-from ..copilot.files import find_logs
+from ..copilot.files import find_logs, is_session_folder
 from ..copilot.ledger import chosen_ledger
 from ..path_options import is_folder
 from ..printable import printable
 from ..stdout_gone import stdout_to_devnull
-from ..copilot.problems import folder_problem, no_event_problem, state_dir_missing, state_dir_problem
+from ..copilot.problems import (folder_problem, no_event_problem, session_folder_given, state_dir_missing,
+                                state_dir_problem)
 from ..turns.session_log import Read, SessionLog
 from ..turns.reconciliation import Reconciliation
 from ..turns import ledger_check
@@ -67,6 +68,8 @@ class Findings:
     missing_fields: Counter = field(default_factory=Counter)  # (type, field) -> lines
     malformed: Counter = field(default_factory=Counter)  # reason -> lines
     totals_checked: int = 0
+    # Why no session was found, when it is the folder of one (problems.session_folder_given).
+    session_folder: str | None = None
     disagreements: list[Reconciliation] = field(default_factory=list)
     ledger: LedgerCheck = field(default_factory=lambda: LedgerCheck(ledger_check.OFF))
 
@@ -116,6 +119,8 @@ def examine(state_dir: Path, ledger: Path | None = None) -> Findings:
     logs, unreadable = find_logs(state_dir)
     sums: dict[str, ledger_check.LogSums | None] = {}
     findings.sessions = len(logs) + len(unreadable)
+    if not findings.sessions and is_session_folder(state_dir):
+        findings.session_folder = session_folder_given(state_dir)
     for session_id, error in unreadable.items():
         findings.unreadable[session_id] = folder_problem(session_id, error)
     for session_id, path in sorted(logs.items()):
@@ -219,6 +224,8 @@ def render(state_dir: Path, findings: Findings) -> str:
         out.append("Drift found: the tailer may miss or misread turns in these logs "
                    "(a CLI upgrade, damaged lines or logs, or sums that differ from the CLI's "
                    "totals or ledger; see above).")
+    elif findings.session_folder:
+        out.append(f"Nothing to check: {printable(findings.session_folder)}.")
     elif not findings.sessions:
         out.append("Nothing to check: no session logs (*/events.jsonl) in this folder.")
     else:

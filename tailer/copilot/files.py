@@ -15,6 +15,12 @@ from .lines import NotARegularFile
 LOG_NAME = "events.jsonl"
 
 
+def is_session_folder(path: Path) -> bool:
+    """Whether `path` holds a log itself: one session's folder given where the folder of
+    sessions was meant (`--state-dir ~/.copilot/session-state/ID`), which lists none."""
+    return os.path.isfile(os.path.join(path, LOG_NAME))
+
+
 def session_logs(state_dir: Path) -> dict[str, Path]:
     """Session id -> path of its log, for every session folder that has one (see find_logs)."""
     return find_logs(state_dir)[0]

@@ -39,6 +39,13 @@ def state_dir_missing(state_dir) -> str:
     return f"state directory {state_dir} {what} (set --state-dir or COPILOT_STATE_DIR)"
 
 
+def session_folder_given(state_dir) -> str:
+    """A state folder that is one session's folder (files.is_session_folder): no session
+    in it, and each command says how to name the one it holds."""
+    return (f"{state_dir} is one session's folder (it holds events.jsonl), not the folder of "
+            f"sessions ({os.path.dirname(os.path.abspath(state_dir))})")
+
+
 def state_dir_problem(error: OSError | str) -> str:
     reason = error if isinstance(error, str) else _reason(error)
     return f"cannot list the state directory: {reason}"

@@ -21,7 +21,8 @@ from pathlib import Path
 
 from .. import __version__
 from ..atomic_file import remove_killed_saves
-from ..copilot.problems import state_dir_missing
+from ..copilot.files import is_session_folder
+from ..copilot.problems import session_folder_given, state_dir_missing
 from . import checkpoint
 from .config import Config
 from ..turns.sessions import POSITIONS, TURNS, UNCHANGED
@@ -146,6 +147,8 @@ def run_holding(config: Config, heartbeat: Heartbeat, on_pass=None) -> int:
         config.traces_url or "off", config.metrics_url, config.metrics_push_url or "off",
         run.tailer.watcher.mode, config.cli_otel if run.cli is not None else "off",
     )
+    if not run.sessions_found and is_session_folder(config.state_dir):
+        log.warning("%s: no session is read there", session_folder_given(config.state_dir))
     try:
         while not stop.is_set() and not run.done:
             run.step()

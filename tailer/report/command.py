@@ -27,7 +27,7 @@ from typing import TextIO
 from .. import __version__, invocation
 from ..atomic_file import remove_killed_saves, replace_file
 from . import text as report_text
-from ..copilot.files import find_logs
+from ..copilot.files import find_logs, is_session_folder
 from ..copilot.ledger import chosen_ledger
 from ..path_options import check_output_file, exists, is_folder, ledger_path, user_path
 from ..printable import printable
@@ -39,7 +39,7 @@ from .gather import Reading, WorkerFailed, default_jobs, gather
 from .ledger import ledger_check
 from .read import Selection
 from .wrap import cut
-from ..copilot.problems import folder_problem, no_event_problem, state_dir_problem
+from ..copilot.problems import folder_problem, no_event_problem, session_folder_given, state_dir_problem
 from ..turns.session_log import holds_no_event
 
 EXIT_NO_SESSIONS = 1  # and no turn that the filters choose: nothing to report either way
@@ -480,6 +480,12 @@ def _turns_counted(figures) -> str:
 
 
 def _nothing_found(state_dir: Path, *, exists: bool) -> int:
+    if exists and is_session_folder(state_dir):
+        parent, name = os.path.split(os.path.abspath(state_dir))
+        print(f"hydrafusion-tailer report: {printable(session_folder_given(state_dir))}.\n"
+              f"  This session alone: {invocation.command()} report --state-dir "
+              f"{printable(parent)} --session {printable(name)}", file=sys.stderr)
+        return EXIT_NO_SESSIONS
     if exists:
         why = "has no session logs (*/events.jsonl)"
     else:  # --watch refuses what is there but no folder (a session's events.jsonl)
