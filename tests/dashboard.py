@@ -41,6 +41,7 @@ CONTRACT_COUNTERS_AND_GAUGES = frozenset({
     "hydrafusion_tailer_lines_total",
     "hydrafusion_tailer_malformed_lines_total",
     "hydrafusion_tailer_sessions",
+    "hydrafusion_tailer_unreadable_logs",
     "hydrafusion_tailer_open_turns",
     "hydrafusion_turns_in_flight",
     "hydrafusion_oldest_turn_in_flight_start_timestamp_seconds",

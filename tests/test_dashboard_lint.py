@@ -384,14 +384,14 @@ def test_clicking_a_turn_shows_its_waterfall_on_the_same_page(dashboard):
 
 
 def test_health_comes_first_and_turns_red(dashboard):
-    """The first row: each stat red on trouble (the tailer down, damaged lines, spans
-    waiting or lost anywhere, history not yet in Prometheus, the log format drifted), green
-    when all is well."""
+    """The first row: each stat red on trouble (the tailer down, damaged lines, logs it
+    cannot read, spans waiting or lost anywhere, history not yet in Prometheus, the log
+    format drifted), green when all is well."""
     panels = dash.all_panels(dashboard)
     assert panels[0]["type"] == "row" and panels[0]["title"] == "Tailer health"
     end = next(i for i, p in enumerate(panels[1:], 1) if p["type"] == "row")
     health = {p["title"]: p for p in panels[1:end]}
-    assert list(health) == ["Tailer", "Damaged lines", "Spans waiting", "History waiting",
+    assert list(health) == ["Tailer", "Damaged lines", "Unreadable logs", "Spans waiting", "History waiting",
                             "Spans refused or dropped", "Log format drift", "Collector and Tempo drops"]
     for title, panel in health.items():
         steps = panel["fieldConfig"]["defaults"]["thresholds"]["steps"]

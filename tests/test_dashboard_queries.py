@@ -220,7 +220,7 @@ def test_the_ledger_counts_every_leg(run):
 
 
 def test_the_health_row_is_green_on_a_healthy_run(run):
-    for title in ("Tailer", "Damaged lines", "Spans waiting", "History waiting",
+    for title in ("Tailer", "Damaged lines", "Unreadable logs", "Spans waiting", "History waiting",
                   "Spans refused or dropped", "Log format drift", "Collector and Tempo drops"):
         want = 1 if title == "Tailer" else 0
         assert values(run.results[title]) == [want], title

@@ -75,6 +75,26 @@ def open_turn_session(state):
     return writer, writer.write(state)
 
 
+def test_logs_that_cannot_be_read_are_a_gauge_that_goes_back_to_zero(tmp_path):
+    """A log the daemon cannot read (a FIFO in its place, a folder that is a loop of links, a
+    log that is a folder) was named in its log once, and nothing a dashboard reads said it
+    lasted: hydrafusion_tailer_unreadable_logs counts them while they last."""
+    _, path = open_turn_session(tmp_path)
+    clock = Clock(path.stat().st_mtime + 60)
+    (tmp_path / "fifo").mkdir()
+    os.mkfifo(tmp_path / "fifo" / "events.jsonl")
+    (tmp_path / "loop").symlink_to("loop")
+    (tmp_path / "folder" / "events.jsonl").mkdir(parents=True)
+    tailer, metrics, _ = make_tailer(tmp_path, clock)
+    tailer.poll()
+    assert "hydrafusion_tailer_unreadable_logs 3" in metrics.registry.render_final()
+    for name in ("fifo", "loop", "folder"):
+        shutil.rmtree(tmp_path / name) if name != "loop" else (tmp_path / name).unlink()
+    tailer.poll()
+    assert "hydrafusion_tailer_unreadable_logs 0" in metrics.registry.render_final()
+    assert "hydrafusion_tailer_sessions 1" in metrics.registry.render_final()
+
+
 def test_open_turn_finishes_when_the_log_goes_idle(tmp_path):
     writer, path = open_turn_session(tmp_path)
     modified = path.stat().st_mtime

@@ -405,6 +405,11 @@ class HealthFamilies:
             ("policy_version",),
         )
         self.sessions = gauge("hydrafusion_tailer_sessions", "Session logs followed.")
+        self.unreadable_logs = gauge(
+            "hydrafusion_tailer_unreadable_logs",
+            "Session logs that cannot be read now (their folder, or the log: not a regular "
+            "file, no permission); the tailer's log names each once.",
+        )
         self.pending_spans = gauge(
             "hydrafusion_tailer_pending_spans",
             "Spans waiting for the collector (kept in the checkpoint; bounded, oldest dropped).",

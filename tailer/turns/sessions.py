@@ -168,6 +168,8 @@ class Tailer:
         self._finish_idle(done)
         done.turns = self._reported.to_report(done.turns)
         self.metrics.sessions.set(None, len(self.sessions))
+        # _failed holds the logs whose last read failed: each is read again next pass.
+        self.metrics.unreadable_logs.set(None, len(self.watcher.unreadable.keys() | self._failed))
         open_turns = first_open_per_key((turn for session_id in self._with_open_turns
                                          for turn in self.sessions[session_id].turns.open_turns),
                                         self._reported)
