@@ -11,7 +11,10 @@ line holds the same records, which finish the same turns at the same lines. The 
 compared at that line's end, with the session's log where it is still there (a copy may be
 read while it is being written, shorter than where its session was read to), else with the
 digest the checkpoint kept (a folder renamed). A copy resumed on its own holds other bytes
-from where it was made: its turns after that are counted as its own.
+from where it was made: its turns after that are counted as its own. A turn the copy holds
+cut short (made while it ran) began before the cut: its bytes are compared there (before
+the copy's line that finished it, where the copy was read to, or, the copy removed, with
+the digest its tombstone kept).
 """
 
 from __future__ import annotations
@@ -48,6 +51,18 @@ class CountedLogs:
                 return other
             if same is False:
                 self._apart.add((session_id, other))
+        return None
+
+    def holding(self, session_id: str, read_to: Position,
+                log_of: Callable[[str], Path | None]) -> str | None:
+        """The session whose log held, when saved, the bytes a log now gone (a tombstone: a
+        copy removed) was read to, or None: a turn open in it began there, and is that
+        session's, counted by it or to be. `log_of`: a session's log, None if gone."""
+        for other, theirs in self._read_to.items():
+            if other != session_id and read_to.offset <= theirs.offset:
+                other_log = log_of(other)
+                if other_log is not None and _holds(other_log, read_to):
+                    return other
         return None
 
 

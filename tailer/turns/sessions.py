@@ -29,7 +29,7 @@ from ..copilot.lines import NotARegularFile, Position
 from ..log_limit import WarningLimiter
 from ..copilot.problems import line_problem, rewritten_problem
 from .session_log import INTERNAL_ERROR, Read, SessionLog, finish_tombstone
-from .assembly import Turn
+from .assembly import INCOMPLETE_OUTCOME, Turn
 from .in_flight import running
 from .copies import first_open_per_key
 from .counted_logs import CountedLogs
@@ -305,6 +305,8 @@ class Tailer:
             session = self.sessions[session_id]
             finished = session.turns.finish_where(lambda turn: turn.key not in still_written)
             if finished:
+                read_to = session.reader.position.offset
+                self._find_counted_before(session_id, session, read_to, read_to, finished)
                 self._finished(finished, done)
             self._note_open_turns(session_id, session)
         for session_id, saved in self._resting.items():
@@ -312,7 +314,14 @@ class Tailer:
                 self._finish_tombstone(session_id, saved, done)
 
     def _finish_tombstone(self, session_id: str, saved: dict, done: Pass) -> None:
-        self._finished(finish_tombstone(session_id, saved), done)
+        finished = finish_tombstone(session_id, saved)
+        read_to = Position.from_data(saved["position"])
+        for turn in finished:
+            if turn.key not in self._reported:
+                owner = self._counted_before.holding(session_id, read_to, self._log_of)
+                if owner is not None:
+                    self._reported.counted_before(turn.key, owner)
+        self._finished(finished, done)
 
     def _line(self, session_id: str, session: SessionLog, read: Read, done: Pass) -> bool | None:
         """Count one line that became something: True for a record, None when it was
@@ -325,7 +334,11 @@ class Tailer:
         if record.event_type:  # only a record with notes, or of an unknown type, names it
             self._warn_drift(record)
         if read.finished:
-            self._find_counted_before(session_id, session, read.line.end_offset, read.finished)
+            line = read.line
+            # Where the line starts (an oversized one's data is its head only: within it,
+            # a turn cut short then is counted as the copy's, as before this was looked at).
+            self._find_counted_before(session_id, session, line.end_offset - len(line.data) - 1,
+                                      line.end_offset, read.finished)
             self._finished(read.finished, done)
         if isinstance(record, event_records.SessionTotals):
             for check in session.turns.take_reconciliations():
@@ -353,13 +366,19 @@ class Tailer:
                 self._warned_drift.add((kind, name))
                 log.warning("log format drift: %s: %s (the CLI may have changed)", kind, name)
 
-    def _find_counted_before(self, session_id: str, session: SessionLog, end: int,
+    def _find_counted_before(self, session_id: str, session: SessionLog, start: int, end: int,
                              turns: list[Turn]) -> None:
-        """Turns of keys the checkpoint did not keep, finished by a line another session's
-        log held when it was saved (a copy of it, read from its start): counted then."""
+        """Turns of keys the checkpoint did not keep, finished by a line (ending at `end`)
+        another session's log held when it was saved (a copy of it, read from its start):
+        counted then. A turn cut short (`incomplete`) began before the line that finished it
+        (starting at `start`), or before where its log was read to when it was idle: a copy
+        made while it ran holds the session's bytes up to there only, and its own after
+        (resumed on its own), yet the turn is the session's, counted by it or to be."""
         for turn in turns:
             if turn.key not in self._reported:
-                owner = self._counted_before.counted_as(session_id, session.path, end, self._log_of)
+                before = start if turn.outcome == INCOMPLETE_OUTCOME else end
+                owner = self._counted_before.counted_as(session_id, session.path, before,
+                                                        self._log_of)
                 if owner is not None:
                     self._reported.counted_before(turn.key, owner)
 
