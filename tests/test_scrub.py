@@ -4,6 +4,7 @@ import argparse
 import json
 import os
 import re
+from pathlib import Path
 
 import pytest
 from hypothesis import given, strategies as st
@@ -12,6 +13,7 @@ from sessiongen import CANARY, every_pattern
 from tailer.copilot import event_records, event_types, event_values, events, scrub_tables
 from tailer.commands import scrub
 from tailer.turns.assembly import SessionTurns
+
 
 @pytest.fixture
 def raw(tmp_path):
@@ -221,13 +223,18 @@ def test_a_log_that_holds_no_event_is_named_and_left_out(raw, tmp_path, capsys, 
         junk.write_bytes(bytes(range(7, 256)) * 4 + b"\n")
     else:
         junk.symlink_to(other)
-    args = argparse.Namespace(src=raw, dst=tmp_path / "out", seed="s")
-    assert scrub.main(args) == 0
-    output = capsys.readouterr()
-    assert output.err == ("hydrafusion-tailer scrub: session junk: no line of its log is an event "
-                          "(damaged, or not a Copilot CLI log); skipped\n")
-    assert output.out.startswith(f"scrubbed 2 sessions into {tmp_path / 'out'}: ")
+    err, out = scrub_said(raw, tmp_path / "out", capsys)
+    assert err == ("hydrafusion-tailer scrub: session junk: no line of its log is an event "
+                   "(damaged, or not a Copilot CLI log); skipped\n")
+    assert out.startswith(f"scrubbed 2 sessions into {tmp_path / 'out'}: ")
     assert len(scrubbed_logs(tmp_path / "out")) == 2
+
+
+def scrub_said(src: Path, dst: Path, capsys) -> tuple[str, str]:
+    """`scrub SRC DST`, in this process, which succeeds: what it wrote to stderr and stdout."""
+    assert scrub.main(argparse.Namespace(src=src, dst=dst, seed="s")) == 0
+    output = capsys.readouterr()
+    return output.err, output.out
 
 
 def test_a_session_folder_whose_log_is_a_fifo_is_named_so(tmp_path, capsys):
@@ -236,12 +243,9 @@ def test_a_session_folder_whose_log_is_a_fifo_is_named_so(tmp_path, capsys):
     folder = tmp_path / "raw" / "s"
     folder.mkdir(parents=True)
     os.mkfifo(folder / "events.jsonl")
-    args = argparse.Namespace(src=folder, dst=tmp_path / "out", seed="s")
-    assert scrub.main(args) == 0
-    output = capsys.readouterr()
-    assert output.err == ("hydrafusion-tailer scrub: session s: its log is not a regular file; "
-                          "skipped\n")
-    assert output.out.startswith(f"scrubbed 0 sessions into {tmp_path / 'out'}: ")
+    err, out = scrub_said(folder, tmp_path / "out", capsys)
+    assert err == "hydrafusion-tailer scrub: session s: its log is not a regular file; skipped\n"
+    assert out.startswith(f"scrubbed 0 sessions into {tmp_path / 'out'}: ")
 
 
 def test_refuses_a_destination_that_is_not_empty(raw, tmp_path, capsys):
