@@ -24,6 +24,7 @@ from ..turns.assembly import Turn, leg_start_ns
 
 KINDS = ("fusion", "ordinary", "fallback")
 
+
 @record(slots=True)
 class LegRow:
     """One leg of a turn, as the table, the CSV and the page show it."""
