@@ -29,7 +29,7 @@ from realcli import record
 from report_helpers import report_json
 from sessiongen import START, SessionWriter
 from tailer.copilot import event_types, events
-from tailer.report import live as report_live
+from tailer.report import live as report_live, live_sessions
 from tailer.report.live import CLEAR_BELOW, CURSOR_HOME, LiveTurns, head_lines, watch
 from tailer.turns import session_log
 from tailer.turns.assembly import IDLE_TIMEOUT_S
@@ -806,9 +806,10 @@ def test_a_rewritten_log_shows_only_what_it_holds_now(fixtures_state, how, monke
     else:
         log.write_bytes((FIXTURES / OTHER / "events.jsonl").read_bytes())
     made = []
-    monkeypatch.setattr(report_live, "turn_row", lambda turn, zone: made.append(turn.key) or turn_row(turn, zone))
+    for module in (report_live, live_sessions):  # the finished turns' rows, the answered ones'
+        monkeypatch.setattr(module, "turn_row", lambda turn, zone: made.append(turn.key) or turn_row(turn, zone))
     live.poll(0)
-    assert len(made) == len(set(made))
+    assert made and len(made) == len(set(made))
     assert shown(live) == reported(state)
     assert len(shown(live)[0]) < 29
     live.close()
