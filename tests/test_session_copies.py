@@ -373,6 +373,7 @@ def test_a_copy_of_a_long_session_made_after_a_restart_counts_none_of_its_turns_
         line + "\n" for line in own.lines()[1:]))
     (state / "half").mkdir()  # a copy read while it is being written
     (state / "half" / "events.jsonl").write_text("".join(lines[:len(lines) // 2]))
+    caplog.clear()
     with caplog.at_level(logging.INFO, logger="tailer"):
         again, saved = daemon_turns(state, saved)
     assert again == [(own_turn.fusion_id, "00-copy", "completed")]  # the cut turn: LONG's
@@ -394,6 +395,7 @@ def test_after_a_restart_a_copy_is_told_of_as_the_session_not_a_copy_or_an_old_n
     _, saved = daemon_turns(state, saved)
     bak_first = {f"{SESSION}.bak": saved["sessions"][f"{SESSION}.bak"], **saved["sessions"]}
     shutil.copytree(state / SESSION, state / "zz-copy")
+    caplog.clear()  # the run before told of the .bak, when a test before left "tailer" at INFO
     with caplog.at_level(logging.INFO, logger="tailer"):
         assert daemon_turns(state, {**saved, "sessions": bak_first})[0] == []
     assert told_of(caplog) == {("zz-copy", SESSION)}
